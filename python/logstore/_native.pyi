@@ -1,0 +1,263 @@
+"""Type stubs for ``logstore._native``, the PyO3 bindings of the Rust storage core.
+
+Kept honest by ``tests/storage/test_stubs.py``, which checks that every public
+name and method here exists on the native module and vice versa.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+Header = tuple[str | bytes, bytes | None]
+# (key, value, headers, timestamp_ms); headers and timestamp may be omitted.
+RecordInput = (
+    tuple[bytes | None, bytes | None]
+    | tuple[bytes | None, bytes | None, Sequence[Header]]
+    | tuple[bytes | None, bytes | None, Sequence[Header], int]
+)
+
+class LogStoreError(Exception):
+    """Base of every error raised by the storage engine."""
+
+class CorruptRecordError(LogStoreError):
+    """A record batch failed validation: length, magic, CRC-32C, offsets or record layout."""
+
+class OffsetOutOfRangeError(LogStoreError):
+    """The offset is below the log start offset or above the log end offset."""
+
+class RecordTooLargeError(LogStoreError):
+    """A batch is larger than ``max.message.bytes`` (or than a segment can hold)."""
+
+class InvalidConfigError(LogStoreError):
+    """A config key is unknown or its value is out of range; the message names the key."""
+
+class InvalidOffsetError(LogStoreError):
+    """A batch appended with its own offsets does not follow the log end offset."""
+
+class CorruptIndexError(LogStoreError):
+    """An index file is inconsistent with its segment (normally rebuilt, not raised)."""
+
+class LogClosedError(LogStoreError):
+    """The log was closed."""
+
+class LogIOError(LogStoreError):
+    """The operating system refused a file operation; the message names the file."""
+
+COMPRESSION_TYPES: Final[tuple[str, ...]]  # ("none", "gzip", "snappy", "lz4", "zstd")
+
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+class RecordBatch:
+    base_offset: int
+    last_offset: int
+    last_offset_delta: int
+    batch_length: int
+    size: int  # batch_length + 12: bytes on disk and on the wire
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    crc_valid: bool
+    attributes: int
+    compression: str  # one of COMPRESSION_TYPES
+    timestamp_type: str  # "CreateTime" or "LogAppendTime"
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    records_count: int
+    position: int  # byte position of the batch within the decoded buffer
+    records: list[Record]  # empty when decoded with records=False
+    control_type: int | None  # 0 abort, 1 commit, for control batches
+
+def encode_batch(
+    records: Iterable[RecordInput],
+    compression: str = "none",
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    log_append_time: bool = False,
+    timestamp_ms: int | None = None,
+) -> bytes:
+    """Build one RecordBatch v2. Records without a timestamp get ``timestamp_ms`` or now."""
+
+def encode_control_batch(
+    control_type: int,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    base_offset: int = 0,
+    coordinator_epoch: int = 0,
+    partition_leader_epoch: int = -1,
+    timestamp_ms: int | None = None,
+) -> bytes:
+    """Build a transaction marker batch (control_type 0 abort, 1 commit)."""
+
+def decode_batches(
+    data: bytes, *, records: bool = True, verify_crc: bool = True, allow_partial: bool = True
+) -> list[RecordBatch]:
+    """Decode every whole batch in ``data``.
+
+    A trailing partial batch (as a fetch may return) is ignored when ``allow_partial``.
+    With ``verify_crc`` a CRC mismatch raises CorruptRecordError; without it the
+    batch comes back with ``crc_valid`` False.
+    """
+
+def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+    """sendfile(2) with the GIL released. Returns bytes sent (may be < count).
+
+    Raises BlockingIOError when a non-blocking ``out_fd`` cannot take a byte now.
+    """
+
+class FileSlice:
+    """A byte range of whole batches in one segment file, kept open until dropped.
+
+    The file stays readable even if the segment is deleted or rolled meanwhile.
+    """
+
+    path: str
+    position: int  # start within the segment file
+    length: int
+    base_offset: int  # base offset of the first batch in the slice
+    last_offset: int  # last offset of the last whole batch in the slice
+    def sendfile(self, out_fd: int, offset: int = 0, count: int | None = None) -> int:
+        """Send ``[position+offset, position+offset+count)`` to ``out_fd``; GIL released.
+
+        Returns bytes sent (may be short). Raises BlockingIOError on EAGAIN with nothing sent.
+        """
+    def read(self) -> bytes: ...
+
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the log stamps LogAppendTime
+    num_batches: int
+    num_records: int
+    size: int
+    log_start_offset: int
+
+class SegmentInfo:
+    base_offset: int
+    size: int
+    log_path: str
+    index_entries: int
+    time_index_entries: int
+    largest_timestamp: int
+    next_offset: int
+
+class Log:
+    """One partition's log in ``path`` (``<log.dir>/<topic>-<partition>``).
+
+    Config keys are Kafka's topic config names; underscores stand for dots, so
+    ``segment_bytes=1024`` and ``**{"segment.bytes": 1024}`` are the same:
+    segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes,
+    retention.ms, retention.bytes, flush.messages, flush.ms,
+    max.message.bytes, message.timestamp.type (CreateTime | LogAppendTime),
+    file.delete.delay.ms (accepted, deletion is immediate).
+    Also: recovery_point, log_start_offset (from the broker's checkpoints).
+    """
+
+    @staticmethod
+    def open(path: str, **config: object) -> Log: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def recovery_point(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def num_segments(self) -> int: ...
+    @property
+    def recovered(self) -> bool:
+        """True when opening this log had to run crash recovery."""
+    @property
+    def closed(self) -> bool: ...
+    def append(
+        self, data: bytes, *, leader_epoch: int | None = None, now_ms: int | None = None
+    ) -> tuple[int, int]:
+        """Validate and append one or more whole batches, assigning offsets.
+
+        Returns (base offset of the first batch, last offset of the last batch).
+        Nothing is written if any batch fails validation.
+        """
+    def append_info(
+        self, data: bytes, *, leader_epoch: int | None = None, now_ms: int | None = None
+    ) -> AppendInfo:
+        """As ``append``, with the full result."""
+    def append_as_follower(self, data: bytes) -> AppendInfo:
+        """Append batches that carry their offsets (replication); they must follow the log end."""
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> bytes:
+        """Whole batches from the batch holding ``offset``, at most ``max_bytes``.
+
+        ``max_offset`` (exclusive, e.g. the high watermark) bounds the read.
+        With ``min_one_batch`` the first batch is returned even when larger than
+        ``max_bytes``, as Kafka's fetch does. Raises OffsetOutOfRangeError
+        outside [log_start_offset, log_end_offset].
+        """
+    def read_slice(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FileSlice | None:
+        """As ``read`` but as a FileSlice for sendfile; None at the log end."""
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= timestamp_ms."""
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset >= offset (replication)."""
+    def truncate_fully_and_start_at(self, offset: int) -> None: ...
+    def delete_records(self, before_offset: int) -> int:
+        """Advance the log start offset to ``before_offset``; returns the new log start offset."""
+    def enforce_retention(
+        self, *, now_ms: int | None = None, max_offset: int | None = None
+    ) -> int:
+        """Delete whole expired non-active segments by retention.ms / retention.bytes.
+
+        Segments at or above ``max_offset`` (the high watermark) are kept. Returns
+        the number of segments deleted.
+        """
+    def roll(self) -> None:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+    def flush(self) -> None:
+        """fsync everything up to the log end offset and advance the recovery point."""
+    def segments(self) -> list[SegmentInfo]: ...
+    def config(self) -> dict[str, object]:
+        """The effective config, Kafka key names."""
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None: ...
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetsForLeaderEpoch answers; (-1, -1) when unknown."""
+    @property
+    def latest_epoch(self) -> int | None: ...
+    def epoch_entries(self) -> list[tuple[int, int]]: ...
+    def close(self) -> None:
+        """Flush, trim indexes, write the clean-shutdown marker."""
+    def __enter__(self) -> Log: ...
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,80 @@
+//! Kafka's checkpoint text files, written atomically.
+//!
+//! ```text
+//! 0                 version
+//! N                 number of entries
+//! <entry> x N       one per line, fields separated by single spaces
+//! ```
+//! Used for `leader-epoch-checkpoint` (entries `epoch startOffset`) and the offset
+//! checkpoints (entries `topic partition offset`). A write goes to `<name>.tmp`, is
+//! fsynced, renamed over the old file, and the directory is fsynced.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, IoContext, Result};
+
+const VERSION: &str = "0";
+
+/// Reads the entries of a checkpoint file (None when it does not exist). Each entry is
+/// split into its space-separated fields.
+pub fn read(path: &Path) -> Result<Option<Vec<Vec<String>>>> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).ctx("read checkpoint", path),
+    };
+    let bad = |reason: &str| Error::Io {
+        op: "parse checkpoint",
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason.to_string()),
+    };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some(VERSION) {
+        return Err(bad("unsupported version line"));
+    }
+    let count: usize = lines.next().and_then(|l| l.trim().parse().ok()).ok_or_else(|| bad("bad entry count"))?;
+    let entries: Vec<Vec<String>> = lines.filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().map(String::from).collect()).collect();
+    if entries.len() != count {
+        return Err(bad("entry count disagrees with the entries"));
+    }
+    Ok(Some(entries))
+}
+
+pub fn write(path: &Path, entries: &[String]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = File::create(&tmp).ctx("create checkpoint", &tmp)?;
+        let mut text = format!("{VERSION}\n{}\n", entries.len());
+        for e in entries {
+            text.push_str(e);
+            text.push('\n');
+        }
+        f.write_all(text.as_bytes()).ctx("write checkpoint", &tmp)?;
+        f.sync_all().ctx("fsync checkpoint", &tmp)?;
+    }
+    fs::rename(&tmp, path).ctx("rename checkpoint", path)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).ctx("fsync directory", dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("leader-epoch-checkpoint");
+        assert!(read(&p).unwrap().is_none());
+        write(&p, &["0 0".into(), "3 120".into()]).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "0\n2\n0 0\n3 120\n");
+        assert_eq!(read(&p).unwrap().unwrap()[1], vec!["3", "120"]);
+        fs::write(&p, "0\n3\n1 1\n").unwrap();
+        assert!(read(&p).is_err());
+    }
+}

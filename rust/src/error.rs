@@ -1,0 +1,62 @@
+//! The storage core's error type: one enum, structured variants.
+//!
+//! Every variant maps to exactly one Python exception class in `python.rs`.
+
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("corrupt record batch at byte {position}: {reason}")]
+    CorruptRecord { position: u64, reason: String },
+
+    #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+
+    #[error("record batch of {size} bytes exceeds the limit of {limit} bytes ({what})")]
+    RecordTooLarge { size: usize, limit: usize, what: &'static str },
+
+    #[error("invalid config {key}={value}: {reason}")]
+    InvalidConfig { key: String, value: String, reason: String },
+
+    #[error("batch offsets start at {base_offset}, but the log end offset is {log_end_offset}")]
+    InvalidOffset { base_offset: i64, log_end_offset: i64 },
+
+    #[error("corrupt index {path}: {reason}")]
+    CorruptIndex { path: PathBuf, reason: String },
+
+    #[error("unsupported compression codec id {0}")]
+    UnsupportedCompression(u8),
+
+    #[error("the log at {0} is closed")]
+    LogClosed(PathBuf),
+
+    #[error("{op} {path}: {source}")]
+    Io { op: &'static str, path: PathBuf, #[source] source: std::io::Error },
+
+    /// An I/O error that is not about one file (e.g. sendfile to a socket).
+    #[error(transparent)]
+    Os(#[from] std::io::Error),
+}
+
+impl Error {
+    pub fn corrupt(position: u64, reason: impl Into<String>) -> Self {
+        Error::CorruptRecord { position, reason: reason.into() }
+    }
+
+    pub fn config(key: &str, value: impl ToString, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+    }
+}
+
+/// Attaches the operation and file name to an `io::Error`.
+pub trait IoContext<T> {
+    fn ctx(self, op: &'static str, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, op: &'static str, path: &std::path::Path) -> Result<T> {
+        self.map_err(|source| Error::Io { op, path: path.to_path_buf(), source })
+    }
+}

@@ -1,0 +1,30 @@
+//! logstore's storage core: Kafka's on-disk log format in Rust.
+//!
+//! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes.
+//! - `offset_index`, `time_index` (over `index_file`): the sparse, mmapped indexes.
+//! - `segment`: one `.log` with its indexes. `log`: the ordered segments of a partition,
+//!   with recovery, retention, truncation and the `leader_epoch_cache`.
+//! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
+//!
+//! The core has no Python in it; `python` (feature "python") is the PyO3 binding layer.
+
+pub mod checkpoint;
+pub mod compression;
+pub mod error;
+pub mod file_slice;
+pub mod index_file;
+pub mod leader_epoch_cache;
+pub mod log;
+pub mod log_config;
+pub mod offset_index;
+pub mod record;
+pub mod record_batch;
+pub mod segment;
+pub mod time_index;
+pub mod varint;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use crate::error::{Error, Result};
+pub use crate::log::Log;

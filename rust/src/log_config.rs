@@ -1,0 +1,184 @@
+//! Per-log configuration under Kafka's topic config names, with Kafka's defaults.
+//!
+//! Keys the storage engine acts on are parsed into fields; the other topic configs
+//! Kafka defines (cleanup.policy, min.insync.replicas, ...) are validated where they
+//! have a closed set of values and kept as strings for the layers above.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub segment_ms: i64,
+    pub segment_jitter_ms: i64,
+    pub segment_index_bytes: usize,
+    pub index_interval_bytes: usize,
+    /// -1 = keep forever.
+    pub retention_ms: i64,
+    /// -1 = no size limit.
+    pub retention_bytes: i64,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub max_message_bytes: usize,
+    pub timestamp_type: TimestampType,
+    pub file_delete_delay_ms: i64,
+    /// Topic configs held for the broker and the cleaner, already validated.
+    pub other: BTreeMap<String, String>,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 3600 * 1000,
+            segment_jitter_ms: 0,
+            segment_index_bytes: 10 * 1024 * 1024,
+            index_interval_bytes: 4096,
+            retention_ms: 7 * 24 * 3600 * 1000,
+            retention_bytes: -1,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            max_message_bytes: 1024 * 1024 + 12,
+            timestamp_type: TimestampType::CreateTime,
+            file_delete_delay_ms: 60_000,
+            other: BTreeMap::new(),
+        }
+    }
+}
+
+/// Topic configs accepted and kept as strings, with the values allowed (None: any).
+const PASSTHROUGH: &[(&str, Option<&[&str]>)] = &[
+    ("cleanup.policy", None),
+    ("compression.type", Some(&["uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"])),
+    ("compression.gzip.level", None),
+    ("compression.lz4.level", None),
+    ("compression.zstd.level", None),
+    ("delete.retention.ms", None),
+    ("min.cleanable.dirty.ratio", None),
+    ("min.compaction.lag.ms", None),
+    ("max.compaction.lag.ms", None),
+    ("min.insync.replicas", None),
+    ("unclean.leader.election.enable", Some(&["true", "false"])),
+    ("preallocate", Some(&["true", "false"])),
+    ("message.downconversion.enable", Some(&["true", "false"])),
+    ("message.timestamp.difference.max.ms", None),
+    ("message.timestamp.before.max.ms", None),
+    ("message.timestamp.after.max.ms", None),
+    ("leader.replication.throttled.replicas", None),
+    ("follower.replication.throttled.replicas", None),
+    ("local.retention.ms", None),
+    ("local.retention.bytes", None),
+    ("remote.storage.enable", Some(&["true", "false"])),
+];
+
+fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64> {
+    let v: i64 = value.trim().parse().map_err(|_| Error::config(key, value, "not an integer"))?;
+    if v < min {
+        return Err(Error::config(key, value, format!("must be at least {min}")));
+    }
+    Ok(v)
+}
+
+impl LogConfig {
+    /// Builds a config from (key, value) pairs over the defaults. Keys may use `_` for `.`.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
+        let mut c = LogConfig::default();
+        for (key, value) in pairs {
+            c.set(key, value)?;
+        }
+        Ok(c)
+    }
+
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let key = key.replace('_', ".");
+        let k = key.as_str();
+        match k {
+            "segment.bytes" => self.segment_bytes = parse_i64(k, value, 14)?.min(i32::MAX as i64) as u64,
+            "segment.ms" => self.segment_ms = parse_i64(k, value, 1)?,
+            "segment.jitter.ms" => self.segment_jitter_ms = parse_i64(k, value, 0)?,
+            "segment.index.bytes" => self.segment_index_bytes = parse_i64(k, value, 4)?.min(i32::MAX as i64) as usize,
+            "index.interval.bytes" => self.index_interval_bytes = parse_i64(k, value, 0)?.min(i32::MAX as i64) as usize,
+            "retention.ms" => self.retention_ms = parse_i64(k, value, -1)?,
+            "retention.bytes" => self.retention_bytes = parse_i64(k, value, -1)?,
+            "flush.messages" => self.flush_messages = parse_i64(k, value, 1)?,
+            "flush.ms" => self.flush_ms = parse_i64(k, value, 0)?,
+            "max.message.bytes" => self.max_message_bytes = parse_i64(k, value, 0)?.min(i32::MAX as i64) as usize,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = parse_i64(k, value, 0)?,
+            "message.timestamp.type" => {
+                self.timestamp_type = match value.trim() {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => return Err(Error::config(k, value, "must be CreateTime or LogAppendTime")),
+                }
+            }
+            _ => {
+                let Some((_, allowed)) = PASSTHROUGH.iter().find(|(name, _)| *name == k) else {
+                    return Err(Error::config(k, value, "unknown topic config"));
+                };
+                let v = value.trim();
+                if let Some(allowed) = allowed {
+                    if !allowed.contains(&v) {
+                        return Err(Error::config(k, value, format!("must be one of {}", allowed.join(", "))));
+                    }
+                }
+                if k == "cleanup.policy" && !v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")) {
+                    return Err(Error::config(k, value, "must be delete, compact or compact,delete"));
+                }
+                self.other.insert(k.to_string(), v.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective config as Kafka key names and string values.
+    pub fn entries(&self) -> BTreeMap<String, String> {
+        let mut m = self.other.clone();
+        let mut put = |k: &str, v: String| {
+            m.insert(k.to_string(), v);
+        };
+        put("segment.bytes", self.segment_bytes.to_string());
+        put("segment.ms", self.segment_ms.to_string());
+        put("segment.jitter.ms", self.segment_jitter_ms.to_string());
+        put("segment.index.bytes", self.segment_index_bytes.to_string());
+        put("index.interval.bytes", self.index_interval_bytes.to_string());
+        put("retention.ms", self.retention_ms.to_string());
+        put("retention.bytes", self.retention_bytes.to_string());
+        put("flush.messages", self.flush_messages.to_string());
+        put("flush.ms", self.flush_ms.to_string());
+        put("max.message.bytes", self.max_message_bytes.to_string());
+        put("file.delete.delay.ms", self.file_delete_delay_ms.to_string());
+        put(
+            "message.timestamp.type",
+            match self.timestamp_type {
+                TimestampType::CreateTime => "CreateTime",
+                TimestampType::LogAppendTime => "LogAppendTime",
+            }
+            .to_string(),
+        );
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects_naming_the_key() {
+        let c = LogConfig::from_pairs([("segment_bytes", "1024"), ("message.timestamp.type", "LogAppendTime")]).unwrap();
+        assert_eq!(c.segment_bytes, 1024);
+        assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
+        for (k, v) in [("segment.bytes", "-1"), ("retention.ms", "soon"), ("bogus.key", "1"), ("cleanup.policy", "shred")] {
+            let e = LogConfig::from_pairs([(k, v)]).unwrap_err().to_string();
+            assert!(e.contains(k), "{e}");
+        }
+    }
+}

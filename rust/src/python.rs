@@ -1,0 +1,635 @@
+//! PyO3 bindings: the native module `logstore._native`.
+//!
+//! Thin wrappers only: argument conversion, GIL release around every file and CRC
+//! operation, and the one mapping from core errors to Python exceptions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use crate::compression::{Compression, ALL};
+use crate::error::Error;
+use crate::file_slice::{self, FileSlice};
+use crate::log::{self, AppendInfo, AppendOptions, Log, OpenOptions, SegmentInfo};
+use crate::log_config::LogConfig;
+use crate::record::NewRecord;
+use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
+
+pyo3::create_exception!(logstore._native, LogStoreError, PyException, "Base of every storage engine error.");
+pyo3::create_exception!(logstore._native, CorruptRecordError, LogStoreError, "A record batch failed validation.");
+pyo3::create_exception!(logstore._native, OffsetOutOfRangeError, LogStoreError, "Offset outside [log start, log end].");
+pyo3::create_exception!(logstore._native, RecordTooLargeError, LogStoreError, "A batch exceeds max.message.bytes or segment.bytes.");
+pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A config key or value is invalid.");
+pyo3::create_exception!(logstore._native, InvalidOffsetError, LogStoreError, "Follower batches do not follow the log end.");
+pyo3::create_exception!(logstore._native, CorruptIndexError, LogStoreError, "An index file disagrees with its segment.");
+pyo3::create_exception!(logstore._native, LogClosedError, LogStoreError, "The log was closed.");
+pyo3::create_exception!(logstore._native, LogIOError, LogStoreError, "The OS refused a file operation.");
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        let msg = e.to_string();
+        match e {
+            Error::CorruptRecord { .. } | Error::UnsupportedCompression(_) => CorruptRecordError::new_err(msg),
+            Error::OffsetOutOfRange { .. } => OffsetOutOfRangeError::new_err(msg),
+            Error::RecordTooLarge { .. } => RecordTooLargeError::new_err(msg),
+            Error::InvalidConfig { .. } => InvalidConfigError::new_err(msg),
+            Error::InvalidOffset { .. } => InvalidOffsetError::new_err(msg),
+            Error::CorruptIndex { .. } => CorruptIndexError::new_err(msg),
+            Error::LogClosed(_) => LogClosedError::new_err(msg),
+            Error::Io { .. } => LogIOError::new_err(msg),
+            Error::Os(io) => io.into(),
+        }
+    }
+}
+
+/// Bytes borrowed from a Python object: `bytes` directly, anything else with the
+/// buffer protocol (memoryview, bytearray) when C-contiguous.
+enum Borrowed<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Buffer(PyBuffer<u8>),
+}
+
+impl<'py> Borrowed<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return Ok(Borrowed::Bytes(b.clone()));
+        }
+        let buf = PyBuffer::<u8>::get(obj)?;
+        if !buf.is_c_contiguous() {
+            return Err(PyTypeError::new_err("a contiguous bytes-like object is required"));
+        }
+        Ok(Borrowed::Buffer(buf))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Borrowed::Bytes(b) => b.as_bytes(),
+            // SAFETY: the buffer is contiguous and held (exported) for our lifetime.
+            Borrowed::Buffer(b) => unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) },
+        }
+    }
+}
+
+fn config_value(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = v.extract::<bool>() {
+        return Ok(if b { "true" } else { "false" }.to_string());
+    }
+    Ok(v.str()?.to_string())
+}
+
+#[pyclass(frozen, name = "AppendInfo", module = "logstore._native", get_all)]
+struct PyAppendInfo {
+    base_offset: i64,
+    last_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    log_append_time: i64,
+    num_batches: usize,
+    num_records: i64,
+    size: usize,
+    log_start_offset: i64,
+}
+
+impl From<AppendInfo> for PyAppendInfo {
+    fn from(a: AppendInfo) -> Self {
+        PyAppendInfo {
+            base_offset: a.base_offset,
+            last_offset: a.last_offset,
+            max_timestamp: a.max_timestamp,
+            offset_of_max_timestamp: a.offset_of_max_timestamp,
+            log_append_time: a.log_append_time,
+            num_batches: a.num_batches,
+            num_records: a.num_records,
+            size: a.size,
+            log_start_offset: a.log_start_offset,
+        }
+    }
+}
+
+#[pymethods]
+impl PyAppendInfo {
+    fn __repr__(&self) -> String {
+        format!("AppendInfo(base_offset={}, last_offset={}, num_records={})", self.base_offset, self.last_offset, self.num_records)
+    }
+}
+
+#[pyclass(frozen, name = "SegmentInfo", module = "logstore._native", get_all)]
+struct PySegmentInfo {
+    base_offset: i64,
+    size: u64,
+    log_path: String,
+    index_entries: usize,
+    time_index_entries: usize,
+    largest_timestamp: i64,
+    next_offset: i64,
+}
+
+impl From<SegmentInfo> for PySegmentInfo {
+    fn from(s: SegmentInfo) -> Self {
+        PySegmentInfo {
+            base_offset: s.base_offset,
+            size: s.size,
+            log_path: s.log_path.to_string_lossy().into_owned(),
+            index_entries: s.index_entries,
+            time_index_entries: s.time_index_entries,
+            largest_timestamp: s.largest_timestamp,
+            next_offset: s.next_offset,
+        }
+    }
+}
+
+#[pymethods]
+impl PySegmentInfo {
+    fn __repr__(&self) -> String {
+        format!("SegmentInfo(base_offset={}, size={}, next_offset={})", self.base_offset, self.size, self.next_offset)
+    }
+}
+
+#[pyclass(frozen, name = "FileSlice", module = "logstore._native")]
+struct PyFileSlice(FileSlice);
+
+#[pymethods]
+impl PyFileSlice {
+    #[getter]
+    fn path(&self) -> String {
+        self.0.path.to_string_lossy().into_owned()
+    }
+    #[getter]
+    fn position(&self) -> u64 {
+        self.0.position
+    }
+    #[getter]
+    fn length(&self) -> u64 {
+        self.0.length
+    }
+    #[getter]
+    fn base_offset(&self) -> i64 {
+        self.0.base_offset
+    }
+    #[getter]
+    fn last_offset(&self) -> i64 {
+        self.0.last_offset
+    }
+
+    #[pyo3(signature = (out_fd, offset = 0, count = None))]
+    fn sendfile(&self, py: Python<'_>, out_fd: i32, offset: u64, count: Option<u64>) -> PyResult<usize> {
+        Ok(py.detach(|| self.0.send(out_fd, offset, count))?)
+    }
+
+    fn read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        read_slice_bytes(py, &self.0)
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.length as usize
+    }
+
+    fn __repr__(&self) -> String {
+        format!("FileSlice(path={:?}, position={}, length={})", self.0.path, self.0.position, self.0.length)
+    }
+}
+
+/// Reads a slice straight into a new `bytes` object, with the GIL released for the read.
+fn read_slice_bytes<'py>(py: Python<'py>, slice: &FileSlice) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, slice.length as usize, |buf| {
+        py.detach(|| {
+            use std::os::unix::fs::FileExt;
+            slice.file.read_exact_at(buf, slice.position)
+        })
+        .map_err(|e| PyErr::from(Error::Io { op: "read segment", path: slice.path.clone(), source: e }))
+    })
+}
+
+#[pyclass(frozen, name = "Log", module = "logstore._native")]
+struct PyLog(Arc<Log>);
+
+#[pymethods]
+impl PyLog {
+    #[staticmethod]
+    #[pyo3(signature = (path, **config))]
+    fn open(py: Python<'_>, path: PathBuf, config: Option<&Bound<'_, PyDict>>) -> PyResult<PyLog> {
+        let mut opts = OpenOptions::default();
+        let mut pairs = Vec::new();
+        if let Some(config) = config {
+            for (k, v) in config.iter() {
+                let key: String = k.extract()?;
+                match key.as_str() {
+                    "recovery_point" => opts.recovery_point = v.extract()?,
+                    "log_start_offset" => opts.log_start_offset = v.extract()?,
+                    "now_ms" => opts.now_ms = v.extract()?,
+                    _ => pairs.push((key, config_value(&v)?)),
+                }
+            }
+        }
+        let cfg = LogConfig::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let log = py.detach(|| Log::open(&path, cfg, opts))?;
+        Ok(PyLog(Arc::new(log)))
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.0.dir().to_string_lossy().into_owned()
+    }
+    #[getter]
+    fn log_start_offset(&self) -> i64 {
+        self.0.log_start_offset()
+    }
+    #[getter]
+    fn log_end_offset(&self) -> i64 {
+        self.0.log_end_offset()
+    }
+    #[getter]
+    fn recovery_point(&self) -> i64 {
+        self.0.recovery_point()
+    }
+    #[getter]
+    fn size_bytes(&self) -> u64 {
+        self.0.size()
+    }
+    #[getter]
+    fn num_segments(&self) -> usize {
+        self.0.num_segments()
+    }
+    #[getter]
+    fn recovered(&self) -> bool {
+        self.0.recovered()
+    }
+    #[getter]
+    fn closed(&self) -> bool {
+        self.0.is_closed()
+    }
+
+    #[pyo3(signature = (data, *, leader_epoch = None, now_ms = None))]
+    fn append(&self, py: Python<'_>, data: &Bound<'_, PyAny>, leader_epoch: Option<i32>, now_ms: Option<i64>) -> PyResult<(i64, i64)> {
+        let info = self.append_impl(py, data, AppendOptions { assign_offsets: true, leader_epoch, now_ms })?;
+        Ok((info.base_offset, info.last_offset))
+    }
+
+    #[pyo3(signature = (data, *, leader_epoch = None, now_ms = None))]
+    fn append_info(&self, py: Python<'_>, data: &Bound<'_, PyAny>, leader_epoch: Option<i32>, now_ms: Option<i64>) -> PyResult<PyAppendInfo> {
+        Ok(self.append_impl(py, data, AppendOptions { assign_offsets: true, leader_epoch, now_ms })?.into())
+    }
+
+    fn append_as_follower(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyAppendInfo> {
+        Ok(self.append_impl(py, data, AppendOptions::default())?.into())
+    }
+
+    #[pyo3(signature = (offset, max_bytes, *, max_offset = None, min_one_batch = true))]
+    fn read<'py>(&self, py: Python<'py>, offset: i64, max_bytes: usize, max_offset: Option<i64>, min_one_batch: bool) -> PyResult<Bound<'py, PyBytes>> {
+        match py.detach(|| self.0.read_slice(offset, max_bytes, max_offset, min_one_batch))? {
+            None => Ok(PyBytes::new(py, b"")),
+            Some(slice) => read_slice_bytes(py, &slice),
+        }
+    }
+
+    #[pyo3(signature = (offset, max_bytes, *, max_offset = None, min_one_batch = true))]
+    fn read_slice(&self, py: Python<'_>, offset: i64, max_bytes: usize, max_offset: Option<i64>, min_one_batch: bool) -> PyResult<Option<PyFileSlice>> {
+        Ok(py.detach(|| self.0.read_slice(offset, max_bytes, max_offset, min_one_batch))?.map(PyFileSlice))
+    }
+
+    fn offset_for_timestamp(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<Option<(i64, i64)>> {
+        Ok(py.detach(|| self.0.offset_for_timestamp(timestamp_ms))?)
+    }
+
+    fn truncate_to(&self, py: Python<'_>, offset: i64) -> PyResult<()> {
+        Ok(py.detach(|| self.0.truncate_to(offset))?)
+    }
+
+    fn truncate_fully_and_start_at(&self, py: Python<'_>, offset: i64) -> PyResult<()> {
+        Ok(py.detach(|| self.0.truncate_fully_and_start_at(offset))?)
+    }
+
+    fn delete_records(&self, py: Python<'_>, before_offset: i64) -> PyResult<i64> {
+        Ok(py.detach(|| self.0.delete_records(before_offset))?)
+    }
+
+    #[pyo3(signature = (*, now_ms = None, max_offset = None))]
+    fn enforce_retention(&self, py: Python<'_>, now_ms: Option<i64>, max_offset: Option<i64>) -> PyResult<usize> {
+        Ok(py.detach(|| self.0.enforce_retention(now_ms, max_offset))?)
+    }
+
+    #[pyo3(signature = (*, now_ms = None))]
+    fn roll(&self, py: Python<'_>, now_ms: Option<i64>) -> PyResult<()> {
+        Ok(py.detach(|| self.0.roll(now_ms))?)
+    }
+
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        Ok(py.detach(|| self.0.flush())?)
+    }
+
+    fn segments(&self) -> Vec<PySegmentInfo> {
+        self.0.segments().into_iter().map(PySegmentInfo::from).collect()
+    }
+
+    fn config(&self) -> std::collections::BTreeMap<String, String> {
+        self.0.config().entries()
+    }
+
+    fn assign_epoch_start_offset(&self, epoch: i32, start_offset: i64) -> PyResult<()> {
+        Ok(self.0.assign_epoch_start_offset(epoch, start_offset)?)
+    }
+
+    fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.0.end_offset_for_epoch(epoch)
+    }
+
+    #[getter]
+    fn latest_epoch(&self) -> Option<i32> {
+        self.0.latest_epoch()
+    }
+
+    fn epoch_entries(&self) -> Vec<(i32, i64)> {
+        self.0.epoch_entries()
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        Ok(py.detach(|| self.0.close())?)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Log({:?}, log_start_offset={}, log_end_offset={})", self.0.dir(), self.0.log_start_offset(), self.0.log_end_offset())
+    }
+}
+
+impl PyLog {
+    fn append_impl(&self, py: Python<'_>, data: &Bound<'_, PyAny>, opts: AppendOptions) -> PyResult<AppendInfo> {
+        let data = Borrowed::new(data)?;
+        let bytes = data.as_slice();
+        Ok(py.detach(|| self.0.append(bytes, &opts))?)
+    }
+}
+
+fn bytes_or_none(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Vec<u8>>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Some(s.to_str()?.as_bytes().to_vec()));
+    }
+    match Borrowed::new(v) {
+        Ok(b) => Ok(Some(b.as_slice().to_vec())),
+        Err(_) => Err(PyTypeError::new_err(format!("{what} must be bytes, str or None"))),
+    }
+}
+
+fn parse_record(item: &Bound<'_, PyAny>, offset: i64, default_ts: i64) -> PyResult<NewRecord> {
+    let t = item.cast::<PyTuple>().map_err(|_| PyTypeError::new_err("each record must be a tuple (key, value[, headers[, timestamp_ms]])"))?;
+    if !(2..=4).contains(&t.len()) {
+        return Err(PyTypeError::new_err("each record must be a tuple (key, value[, headers[, timestamp_ms]])"));
+    }
+    let key = bytes_or_none(&t.get_item(0)?, "key")?;
+    let value = bytes_or_none(&t.get_item(1)?, "value")?;
+    let mut headers = Vec::new();
+    if t.len() >= 3 && !t.get_item(2)?.is_none() {
+        for h in t.get_item(2)?.try_iter()? {
+            let h = h?;
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = h.extract().map_err(|_| PyTypeError::new_err("each header must be a (key, value) pair"))?;
+            let k = bytes_or_none(&k, "header key")?.ok_or_else(|| PyTypeError::new_err("header key must not be None"))?;
+            headers.push((k, bytes_or_none(&v, "header value")?));
+        }
+    }
+    let timestamp = match t.len() {
+        4 if !t.get_item(3)?.is_none() => t.get_item(3)?.extract()?,
+        _ => default_ts,
+    };
+    Ok(NewRecord { offset, timestamp, key, value, headers })
+}
+
+fn compression_arg(name: &str) -> PyResult<Compression> {
+    Compression::from_name(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown compression {name:?}; expected one of none, gzip, snappy, lz4, zstd")))
+}
+
+#[pyfunction]
+#[pyo3(signature = (records, compression = "none", *, base_offset = 0, partition_leader_epoch = -1, producer_id = -1, producer_epoch = -1, base_sequence = -1, transactional = false, control = false, log_append_time = false, timestamp_ms = None))]
+#[allow(clippy::too_many_arguments)]
+fn encode_batch<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyAny>,
+    compression: &str,
+    base_offset: i64,
+    partition_leader_epoch: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    transactional: bool,
+    control: bool,
+    log_append_time: bool,
+    timestamp_ms: Option<i64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let compression = compression_arg(compression)?;
+    let now = timestamp_ms.unwrap_or_else(log::now_ms);
+    let mut recs = Vec::new();
+    for (i, item) in records.try_iter()?.enumerate() {
+        recs.push(parse_record(&item?, base_offset + i as i64, now)?);
+    }
+    let opts = BatchOptions {
+        base_offset,
+        compression,
+        partition_leader_epoch,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        transactional,
+        control,
+        log_append_time: log_append_time.then_some(now),
+        ..Default::default()
+    };
+    let out = py.detach(|| record_batch::encode(&recs, &opts));
+    Ok(PyBytes::new(py, &out))
+}
+
+#[pyfunction]
+#[pyo3(signature = (control_type, *, producer_id, producer_epoch, base_offset = 0, coordinator_epoch = 0, partition_leader_epoch = -1, timestamp_ms = None))]
+fn encode_control_batch<'py>(
+    py: Python<'py>,
+    control_type: i16,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_offset: i64,
+    coordinator_epoch: i32,
+    partition_leader_epoch: i32,
+    timestamp_ms: Option<i64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    if !(0..=1).contains(&control_type) {
+        return Err(PyValueError::new_err("control_type must be 0 (abort) or 1 (commit)"));
+    }
+    let opts = BatchOptions { base_offset, producer_id, producer_epoch, partition_leader_epoch, ..Default::default() };
+    let ts = timestamp_ms.unwrap_or_else(log::now_ms);
+    Ok(PyBytes::new(py, &record_batch::encode_control(control_type, coordinator_epoch, ts, &opts)))
+}
+
+#[pyclass(frozen, name = "Record", module = "logstore._native", get_all)]
+struct PyRecord {
+    offset: i64,
+    timestamp: i64,
+    key: Option<Py<PyBytes>>,
+    value: Option<Py<PyBytes>>,
+    headers: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyRecord {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let show = |b: &Option<Py<PyBytes>>| b.as_ref().map_or("None".to_string(), |b| format!("{:?}", String::from_utf8_lossy(b.bind(py).as_bytes())));
+        format!("Record(offset={}, timestamp={}, key={}, value={})", self.offset, self.timestamp, show(&self.key), show(&self.value))
+    }
+}
+
+#[pyclass(frozen, name = "RecordBatch", module = "logstore._native", get_all)]
+struct PyRecordBatch {
+    base_offset: i64,
+    last_offset: i64,
+    last_offset_delta: i32,
+    batch_length: i32,
+    size: usize,
+    partition_leader_epoch: i32,
+    magic: i8,
+    crc: u32,
+    crc_valid: bool,
+    attributes: i16,
+    compression: String,
+    timestamp_type: &'static str,
+    is_transactional: bool,
+    is_control: bool,
+    has_delete_horizon: bool,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    last_sequence: i32,
+    records_count: i32,
+    position: usize,
+    records: Py<PyAny>,
+    control_type: Option<i16>,
+}
+
+#[pymethods]
+impl PyRecordBatch {
+    fn __repr__(&self) -> String {
+        format!(
+            "RecordBatch(base_offset={}, last_offset={}, records_count={}, compression={:?})",
+            self.base_offset, self.last_offset, self.records_count, self.compression
+        )
+    }
+}
+
+fn opt_bytes(py: Python<'_>, b: Option<&[u8]>) -> Option<Py<PyBytes>> {
+    b.map(|b| PyBytes::new(py, b).unbind())
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, *, records = true, verify_crc = true, allow_partial = true))]
+fn decode_batches(py: Python<'_>, data: &Bound<'_, PyAny>, records: bool, verify_crc: bool, allow_partial: bool) -> PyResult<Vec<PyRecordBatch>> {
+    let data = Borrowed::new(data)?;
+    let buf = data.as_slice();
+    let mut iter = BatchIter::new(buf, 0);
+    let mut out = Vec::new();
+    for item in &mut iter {
+        let (pos, _, bytes) = item?;
+        let batch = DecodedBatch::new(bytes, pos as u64, verify_crc)?;
+        let h = batch.header;
+        let mut control_type = None;
+        let recs = if records || h.is_control() {
+            let decoded = batch.records()?;
+            if h.is_control() {
+                control_type = decoded.first().and_then(|r| record_batch::control_type(r.key));
+            }
+            let mut list = Vec::with_capacity(if records { decoded.len() } else { 0 });
+            if records {
+                for r in decoded {
+                    let headers: Vec<(String, Option<Py<PyBytes>>)> =
+                        r.headers.iter().map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), opt_bytes(py, *v))).collect();
+                    let rec = PyRecord {
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        key: opt_bytes(py, r.key),
+                        value: opt_bytes(py, r.value),
+                        headers: headers.into_pyobject(py)?.into_any().unbind(),
+                    };
+                    list.push(Py::new(py, rec)?);
+                }
+            }
+            list
+        } else {
+            Vec::new()
+        };
+        out.push(PyRecordBatch {
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            last_offset_delta: h.last_offset_delta,
+            batch_length: h.batch_length,
+            size: h.size(),
+            partition_leader_epoch: h.partition_leader_epoch,
+            magic: h.magic,
+            crc: h.crc,
+            crc_valid: batch.crc_valid,
+            attributes: h.attributes,
+            compression: h.compression().map(Compression::name).unwrap_or("unknown").to_string(),
+            timestamp_type: if h.is_log_append_time() { "LogAppendTime" } else { "CreateTime" },
+            is_transactional: h.is_transactional(),
+            is_control: h.is_control(),
+            has_delete_horizon: h.has_delete_horizon(),
+            base_timestamp: h.base_timestamp,
+            max_timestamp: h.max_timestamp,
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            last_sequence: h.last_sequence(),
+            records_count: h.records_count,
+            position: pos,
+            records: recs.into_pyobject(py)?.into_any().unbind(),
+            control_type,
+        });
+    }
+    if !allow_partial && iter.position() != buf.len() {
+        return Err(Error::corrupt(iter.position() as u64, format!("{} trailing bytes are not a whole record batch", buf.len() - iter.position())).into());
+    }
+    Ok(out)
+}
+
+#[pyfunction]
+fn sendfile(py: Python<'_>, out_fd: i32, in_fd: i32, offset: u64, count: usize) -> PyResult<usize> {
+    Ok(py.detach(|| file_slice::sendfile(out_fd, in_fd, offset, count))?)
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("LogStoreError", py.get_type::<LogStoreError>())?;
+    m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
+    m.add("OffsetOutOfRangeError", py.get_type::<OffsetOutOfRangeError>())?;
+    m.add("RecordTooLargeError", py.get_type::<RecordTooLargeError>())?;
+    m.add("InvalidConfigError", py.get_type::<InvalidConfigError>())?;
+    m.add("InvalidOffsetError", py.get_type::<InvalidOffsetError>())?;
+    m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
+    m.add("LogClosedError", py.get_type::<LogClosedError>())?;
+    m.add("LogIOError", py.get_type::<LogIOError>())?;
+    m.add("COMPRESSION_TYPES", PyTuple::new(py, ALL.iter().map(|c| c.name()))?)?;
+    m.add_class::<PyLog>()?;
+    m.add_class::<PyFileSlice>()?;
+    m.add_class::<PyAppendInfo>()?;
+    m.add_class::<PySegmentInfo>()?;
+    m.add_class::<PyRecord>()?;
+    m.add_class::<PyRecordBatch>()?;
+    m.add_function(wrap_pyfunction!(encode_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_control_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(sendfile, m)?)?;
+    Ok(())
+}

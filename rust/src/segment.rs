@@ -1,0 +1,480 @@
+//! One log segment: `<base>.log` plus its `.index` and `.timeindex` (Kafka's `LogSegment`).
+//!
+//! Invariants:
+//! - `size` bytes of the `.log` file are whole, validated batches; `size` is published
+//!   only after a write completed, so a reader bounded by it never sees a torn batch.
+//! - Batch offsets strictly increase and are all >= `base_offset`; offsets relative to
+//!   `base_offset` fit in an i32 (the log rolls before they would not).
+//! - `next_offset` is the last offset of the last batch + 1 (`base_offset` when empty).
+//! - The file may be longer than `size` only transiently, inside a failed write, which
+//!   truncates it back.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, IoContext, Result};
+use crate::log_config::LogConfig;
+use crate::offset_index::OffsetIndex;
+use crate::record_batch::{self, BatchHeader, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::time_index::TimeIndex;
+
+pub fn file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}{suffix}")
+}
+
+/// One batch ready to be written: its final header and its unchanged record area.
+pub struct PreparedBatch<'a> {
+    pub header_bytes: [u8; HEADER_SIZE],
+    pub header: BatchHeader,
+    pub records: &'a [u8],
+}
+
+pub struct LogSegment {
+    base_offset: i64,
+    log_path: PathBuf,
+    log: Arc<File>,
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    index_interval_bytes: usize,
+    bytes_since_last_index_entry: usize,
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    /// Max timestamp of the first batch, for `segment.ms` (None: no timestamps yet).
+    rolling_timestamp: Option<i64>,
+    created_ms: i64,
+}
+
+/// Reads the 61-byte header at `pos`, or None if the file ends before a whole header.
+pub fn read_header(file: &File, pos: u64) -> std::io::Result<Option<BatchHeader>> {
+    let mut buf = [0u8; HEADER_SIZE];
+    let mut got = 0;
+    while got < HEADER_SIZE {
+        match file.read_at(&mut buf[got..], pos + got as u64) {
+            Ok(0) => return Ok(None),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(BatchHeader::parse(&buf)))
+}
+
+impl LogSegment {
+    /// Opens (or creates) the segment files. Nothing is validated here: the log either
+    /// runs `recover()` or `load()` next.
+    pub fn open(dir: &Path, base_offset: i64, config: &LogConfig, active: bool, now_ms: i64) -> Result<Self> {
+        let log_path = dir.join(file_name(base_offset, ".log"));
+        let log = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&log_path).ctx("open segment", &log_path)?;
+        let size = log.metadata().ctx("stat segment", &log_path)?.len();
+        let idx = dir.join(file_name(base_offset, ".index"));
+        let tidx = dir.join(file_name(base_offset, ".timeindex"));
+        let offset_index = OffsetIndex::open(&idx, base_offset, config.segment_index_bytes, active)?;
+        let time_index = TimeIndex::open(&tidx, base_offset, config.segment_index_bytes, active)?;
+        Ok(LogSegment {
+            base_offset,
+            log_path,
+            log: Arc::new(log),
+            size,
+            offset_index,
+            time_index,
+            index_interval_bytes: config.index_interval_bytes,
+            bytes_since_last_index_entry: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            rolling_timestamp: None,
+            created_ms: now_ms,
+        })
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn file(&self) -> &Arc<File> {
+        &self.log
+    }
+    pub fn index_entries(&self) -> (usize, usize) {
+        (self.offset_index.entries(), self.time_index.entries())
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+
+    /// The timestamp retention compares against: the max record timestamp, or the
+    /// file's modification time when no record carries one (as Kafka does).
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.max_timestamp >= 0 {
+            return self.max_timestamp;
+        }
+        self.log
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(self.created_ms, |d| d.as_millis() as i64)
+    }
+
+    /// Loads a cleanly closed segment: checks the indexes against the file and walks
+    /// the batch headers after the last index entry. Errors mean "run recover()".
+    pub fn load(&mut self) -> Result<()> {
+        let corrupt = |path: &Path, reason: String| Error::CorruptIndex { path: path.to_path_buf(), reason };
+        for (path, entry) in [(self.offset_index.path().to_path_buf(), 8u64), (self.time_index.path().to_path_buf(), 12)] {
+            let len = std::fs::metadata(&path).ctx("stat index", &path)?.len();
+            if len % entry != 0 {
+                return Err(corrupt(&path, format!("{len} bytes is not a multiple of {entry}")));
+            }
+        }
+        // Bytes past the entries of a cleanly closed index are zeros from preallocation.
+        self.drop_zero_tail_entries();
+        // Walk from the last index entry; it must point at a batch ending at its offset.
+        let (mut next, mut pos) = (self.base_offset, 0u64);
+        if let Some((o, p)) = self.offset_index.last_entry() {
+            match read_header(&self.log, p as u64).ctx("read segment", &self.log_path)? {
+                Some(h) if h.magic == record_batch::MAGIC && h.last_offset() == o => (next, pos) = (h.base_offset, p as u64),
+                _ => return Err(corrupt(self.offset_index.path(), format!("last entry ({o}, {p}) is not a batch ending at {o}"))),
+            }
+        }
+        let mut max_ts = self.time_index.last_entry().unwrap_or((-1, self.base_offset));
+        let mut buf = Vec::new();
+        while pos < self.size {
+            let h = read_header(&self.log, pos)
+                .ctx("read segment", &self.log_path)?
+                .ok_or_else(|| Error::corrupt(pos, "partial batch header at the end of the segment"))?;
+            record_batch::check_header(&h, pos)?;
+            if h.base_offset < next || pos + h.size() as u64 > self.size {
+                return Err(Error::corrupt(pos, "batch out of order or cut short"));
+            }
+            // The tail after the last index entry is at most index.interval.bytes plus one
+            // batch: validate it whole, CRC included, so a torn or damaged tail is caught.
+            buf.resize(h.size(), 0);
+            self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+            record_batch::validate(&buf, pos, false)?;
+            if h.max_timestamp > max_ts.0 {
+                max_ts = (h.max_timestamp, h.last_offset());
+            }
+            next = h.next_offset();
+            pos += h.size() as u64;
+            self.bytes_since_last_index_entry += h.size();
+        }
+        self.offset_index.sanity_check(next, self.size.max(1))?;
+        self.time_index.sanity_check(next)?;
+        self.next_offset = next;
+        (self.max_timestamp, self.offset_of_max_timestamp) = max_ts;
+        if self.size > 0 {
+            self.rolling_timestamp = read_header(&self.log, 0).ctx("read segment", &self.log_path)?.map(|h| h.max_timestamp);
+        }
+        Ok(())
+    }
+
+    fn drop_zero_tail_entries(&mut self) {
+        // An all-zero entry can only be the first one (relative offset 0 at position 0).
+        let n = (1..self.offset_index.entries()).find(|&i| self.offset_index.entry(i) == (self.base_offset, 0));
+        if let Some(n) = n {
+            self.offset_index.file().truncate_entries(n);
+        }
+        let n = (0..self.time_index.entries()).find(|&i| self.time_index.entry(i) == (0, self.base_offset));
+        if let Some(n) = n {
+            self.time_index.file().truncate_entries(n);
+        }
+    }
+
+    /// Re-validates every batch (CRC included), rebuilds both indexes and truncates the
+    /// file at the first torn, corrupt or out-of-order batch. Returns the bytes cut.
+    pub fn recover(&mut self, config: &LogConfig) -> Result<u64> {
+        let file_len = self.log.metadata().ctx("stat segment", &self.log_path)?.len();
+        self.offset_index.file().reset(config.segment_index_bytes)?;
+        self.time_index.file().reset(config.segment_index_bytes)?;
+        self.size = 0;
+        self.next_offset = self.base_offset;
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.rolling_timestamp = None;
+        self.bytes_since_last_index_entry = 0;
+        // `pos` is the file position of buf[0]; `needed` grows the buffer for a batch
+        // larger than the default chunk.
+        let mut buf: Vec<u8> = Vec::new();
+        let (mut pos, mut needed) = (0u64, 0usize);
+        'scan: while pos < file_len {
+            let chunk = ((file_len - pos) as usize).min((8usize << 20).max(needed));
+            buf.resize(chunk, 0);
+            self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+            let mut at = 0usize;
+            loop {
+                if buf.len() - at < HEADER_SIZE {
+                    if pos + (buf.len() as u64) < file_len && at > 0 {
+                        pos += at as u64;
+                        continue 'scan;
+                    }
+                    break 'scan; // the end, or a torn header at the end of the file
+                }
+                let h = BatchHeader::parse(&buf[at..]);
+                if record_batch::check_header(&h, pos + at as u64).is_err() {
+                    break 'scan;
+                }
+                if at + h.size() > buf.len() {
+                    if pos + (at + h.size()) as u64 > file_len {
+                        break 'scan; // torn batch at the end of the file
+                    }
+                    needed = h.size();
+                    pos += at as u64;
+                    continue 'scan;
+                }
+                let batch = &buf[at..at + h.size()];
+                if record_batch::validate(batch, pos + at as u64, false).is_err()
+                    || h.base_offset < self.next_offset
+                    || h.last_offset() - self.base_offset > i32::MAX as i64
+                {
+                    break 'scan;
+                }
+                self.index_batch(&h, self.size);
+                self.size += h.size() as u64;
+                at += h.size();
+            }
+        }
+        let cut = file_len - self.size;
+        if cut > 0 {
+            self.log.set_len(self.size).ctx("truncate segment", &self.log_path)?;
+        }
+        Ok(cut)
+    }
+
+    /// Updates indexes and cached state for a batch written at `position`.
+    fn index_batch(&mut self, h: &BatchHeader, position: u64) {
+        if self.rolling_timestamp.is_none() {
+            self.rolling_timestamp = Some(h.max_timestamp);
+        }
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.last_offset();
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index.append(h.last_offset(), position as u32);
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += h.size();
+        self.next_offset = h.next_offset();
+    }
+
+    /// True when this segment must roll before taking `size` more bytes whose last
+    /// offset is `last_offset` (Kafka's `shouldRoll`).
+    pub fn should_roll(&self, config: &LogConfig, size: usize, last_offset: i64, now_ms: i64) -> bool {
+        if self.size == 0 {
+            return false;
+        }
+        let rolling_ts = self.rolling_timestamp.filter(|t| *t >= 0).unwrap_or(self.created_ms);
+        self.size + size as u64 > config.segment_bytes
+            || now_ms - rolling_ts > config.segment_ms - config.segment_jitter_ms
+            || self.offset_index.is_full()
+            || self.time_index.is_full()
+            || last_offset - self.base_offset > i32::MAX as i64
+            || self.size + size as u64 > u32::MAX as u64
+    }
+
+    /// Writes prepared batches at the end of the file with one `pwritev` per 512 iovecs,
+    /// then indexes them. On a failed write the file is cut back to the old size.
+    pub fn append(&mut self, batches: &[PreparedBatch<'_>]) -> Result<()> {
+        let start = self.size;
+        let total: usize = batches.iter().map(|b| b.header.size()).sum();
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
+        for b in batches {
+            iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
+            if !b.records.is_empty() {
+                iov.push(libc::iovec { iov_base: b.records.as_ptr() as *mut _, iov_len: b.records.len() });
+            }
+        }
+        if let Err(e) = write_all_vectored(&self.log, &mut iov, start) {
+            let _ = self.log.set_len(start);
+            return Err(e).ctx("write segment", &self.log_path);
+        }
+        let mut pos = start;
+        for b in batches {
+            self.index_batch(&b.header, pos);
+            pos += b.header.size() as u64;
+        }
+        debug_assert_eq!(pos, start + total as u64);
+        self.size = pos;
+        Ok(())
+    }
+
+    /// Finds the first batch whose last offset >= `offset`, scanning headers forward from
+    /// the index entry at or below it, and never past `self.size`.
+    pub fn translate_offset(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
+        let (_, start) = self.offset_index.lookup(offset);
+        match self.scan_from(start as u64, offset) {
+            Ok(found) => Ok(found),
+            // An index that points into the middle of a batch: fall back to a full scan.
+            Err(Error::CorruptRecord { .. }) if start > 0 => self.scan_from(0, offset),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn scan_from(&self, mut pos: u64, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
+        while pos + LOG_OVERHEAD as u64 <= self.size {
+            let h = read_header(&self.log, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
+            record_batch::check_header(&h, pos)?;
+            if h.last_offset() >= offset {
+                return Ok(Some((pos, h)));
+            }
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// The byte range of whole batches starting at the batch holding `offset`: at most
+    /// `max_size` bytes (but the first batch whole when `min_one`), only batches whose
+    /// last offset is below `max_offset`. Returns (position, length, first header, last offset).
+    pub fn read_range(&self, offset: i64, max_size: usize, max_offset: i64, min_one: bool) -> Result<Option<(u64, u64, BatchHeader, i64)>> {
+        let Some((start, first)) = self.translate_offset(offset)? else { return Ok(None) };
+        if first.last_offset() >= max_offset || (!min_one && first.size() > max_size) {
+            return Ok(None);
+        }
+        let mut end = start + first.size() as u64;
+        let mut last = first.last_offset();
+        while end + (HEADER_SIZE as u64) <= self.size && end - start < max_size as u64 {
+            let Some(h) = read_header(&self.log, end).ctx("read segment", &self.log_path)? else { break };
+            if h.last_offset() >= max_offset || end - start + h.size() as u64 > max_size as u64 {
+                break;
+            }
+            end += h.size() as u64;
+            last = h.last_offset();
+        }
+        Ok(Some((start, end - start, first, last)))
+    }
+
+    /// First record with timestamp >= `ts` at or after `start_offset`: (offset, timestamp).
+    pub fn find_offset_by_timestamp(&self, ts: i64, start_offset: i64) -> Result<Option<(i64, i64)>> {
+        if self.max_timestamp < ts {
+            return Ok(None);
+        }
+        // Entries with timestamp < ts bound where the answer can start.
+        let (_, from_offset) = self.time_index.lookup(ts.saturating_sub(1));
+        let (_, pos) = self.offset_index.lookup(from_offset.max(start_offset));
+        let mut pos = pos as u64;
+        while pos + HEADER_SIZE as u64 <= self.size {
+            let h = read_header(&self.log, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
+            record_batch::check_header(&h, pos)?;
+            if h.max_timestamp >= ts && h.last_offset() >= start_offset {
+                let mut buf = vec![0u8; h.size()];
+                self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+                let batch = DecodedBatch::new(&buf, pos, true)?;
+                for r in batch.records()? {
+                    if r.timestamp >= ts && r.offset >= start_offset {
+                        return Ok(Some((r.offset, r.timestamp)));
+                    }
+                }
+            }
+            pos += h.size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Removes every batch whose last offset >= `offset`. Returns the base offset of the
+    /// first removed batch, if any was removed.
+    pub fn truncate_to(&mut self, offset: i64, config: &LogConfig) -> Result<Option<i64>> {
+        let Some((pos, h)) = self.translate_offset(offset)? else { return Ok(None) };
+        self.log.set_len(pos).ctx("truncate segment", &self.log_path)?;
+        self.size = pos;
+        self.offset_index.truncate_to(h.base_offset);
+        self.time_index.truncate_to(h.base_offset);
+        // Rebuild the cached tail state (max timestamp, next offset) from what is left.
+        if self.load().is_err() {
+            self.recover(config)?;
+        }
+        Ok(Some(h.base_offset))
+    }
+
+    /// Called when the segment stops being active: records its max timestamp in the time
+    /// index and trims both index files.
+    pub fn on_become_inactive(&mut self) -> Result<()> {
+        if self.max_timestamp >= 0 {
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+        }
+        self.offset_index.file().trim()?;
+        self.time_index.file().trim()
+    }
+
+    /// Makes a trimmed segment appendable again (it became the last one).
+    pub fn on_become_active(&mut self, config: &LogConfig) -> Result<()> {
+        self.offset_index.file().make_appendable(config.segment_index_bytes)?;
+        self.time_index.file().make_appendable(config.segment_index_bytes)
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        self.log.sync_data().ctx("fsync segment", &self.log_path)?;
+        self.offset_index.flush()?;
+        self.time_index.flush()
+    }
+
+    pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<()> {
+        self.log.read_exact_at(buf, pos).ctx("read segment", &self.log_path)
+    }
+
+    /// Deletes the segment's files. Open `FileSlice`s keep reading the unlinked file.
+    pub fn delete(self) -> Result<()> {
+        let paths = [self.log_path.clone(), self.offset_index.path().to_path_buf(), self.time_index.path().to_path_buf()];
+        drop(self);
+        for p in paths {
+            match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e).ctx("delete segment file", &p),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `pwritev` until every byte of `iov` is written at `pos`.
+fn write_all_vectored(file: &File, iov: &mut [libc::iovec], mut pos: u64) -> std::io::Result<()> {
+    let fd = file.as_raw_fd();
+    let mut first = 0usize;
+    while first < iov.len() {
+        let n = (iov.len() - first).min(512);
+        // SAFETY: the iovecs point into buffers borrowed for the duration of this call.
+        let written = unsafe { libc::pwritev(fd, iov[first..].as_ptr(), n as libc::c_int, pos as libc::off_t) };
+        if written < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if written == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "pwritev wrote nothing"));
+        }
+        pos += written as u64;
+        let mut left = written as usize;
+        while left > 0 && first < iov.len() {
+            if left >= iov[first].iov_len {
+                left -= iov[first].iov_len;
+                first += 1;
+            } else {
+                // SAFETY: advancing within the same buffer by fewer bytes than its length.
+                iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(left) } as *mut _;
+                iov[first].iov_len -= left;
+                left = 0;
+            }
+        }
+        while first < iov.len() && iov[first].iov_len == 0 {
+            first += 1;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The `.timeindex` file: a sparse map from timestamp to offset.
+//!
+//! Entry (12 bytes, big-endian): timestamp i64, relative offset u32. An entry (t, o)
+//! says that the largest timestamp in the segment up to and including the batch that
+//! ends at offset o is t. Entries are added beside offset index entries, and only when
+//! the segment's max timestamp grew, so timestamps and offsets both strictly increase.
+//! When a segment stops being active (roll or close) a last entry records its max
+//! timestamp, which is what retention by time and timestamp lookups read.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::index_file::IndexFile;
+
+pub const ENTRY_SIZE: usize = 12;
+
+pub struct TimeIndex {
+    file: IndexFile,
+    base_offset: i64,
+}
+
+fn ts(e: &[u8]) -> i64 {
+    i64::from_be_bytes(e[0..8].try_into().unwrap())
+}
+fn rel(e: &[u8]) -> u32 {
+    u32::from_be_bytes(e[8..12].try_into().unwrap())
+}
+
+impl TimeIndex {
+    pub fn open(path: &Path, base_offset: i64, max_index_size: usize, active: bool) -> Result<Self> {
+        Ok(TimeIndex { file: IndexFile::open(path, ENTRY_SIZE, max_index_size, active)?, base_offset })
+    }
+
+    pub fn file(&mut self) -> &mut IndexFile {
+        &mut self.file
+    }
+    pub fn flush(&self) -> Result<()> {
+        self.file.flush()
+    }
+    pub fn entries(&self) -> usize {
+        self.file.entries()
+    }
+    pub fn is_full(&self) -> bool {
+        self.file.is_full()
+    }
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// (timestamp, offset) of entry i.
+    pub fn entry(&self, i: usize) -> (i64, i64) {
+        let e = self.file.entry(i);
+        (ts(e), self.base_offset + rel(e) as i64)
+    }
+
+    pub fn last_entry(&self) -> Option<(i64, i64)> {
+        (self.entries() > 0).then(|| self.entry(self.entries() - 1))
+    }
+
+    /// The entry with the largest timestamp <= `timestamp`, or (-1, base offset).
+    pub fn lookup(&self, timestamp: i64) -> (i64, i64) {
+        match self.file.floor(timestamp, ts) {
+            Some(i) => self.entry(i),
+            None => (-1, self.base_offset),
+        }
+    }
+
+    /// Adds (timestamp, offset) when both advance past the last entry. Returns false
+    /// when the index is full.
+    pub fn maybe_append(&mut self, timestamp: i64, offset: i64) -> bool {
+        if let Some((t, o)) = self.last_entry() {
+            if timestamp <= t || offset <= o {
+                return true;
+            }
+        }
+        if self.file.is_full() {
+            return false;
+        }
+        let mut e = [0u8; ENTRY_SIZE];
+        e[0..8].copy_from_slice(&timestamp.to_be_bytes());
+        e[8..12].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
+        self.file.push(&e);
+        true
+    }
+
+    /// Drops entries for offsets >= `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        let target = (offset - self.base_offset).clamp(0, u32::MAX as i64) as u32;
+        // Offsets increase with the entry number, so a binary search on them works.
+        let n = self.file.ceiling(target, rel);
+        self.file.truncate_entries(n);
+    }
+
+    pub fn sanity_check(&self, next_offset: i64) -> Result<()> {
+        let mut prev: Option<(i64, i64)> = None;
+        for i in 0..self.entries() {
+            let (t, o) = self.entry(i);
+            let bad = |reason: String| Error::CorruptIndex { path: self.path().to_path_buf(), reason };
+            if o >= next_offset {
+                return Err(bad(format!("entry {i} ({t}, {o}) lies beyond the segment")));
+            }
+            if let Some((pt, po)) = prev {
+                if t <= pt || o <= po {
+                    return Err(bad(format!("entry {i} ({t}, {o}) does not follow ({pt}, {po})")));
+                }
+            }
+            prev = Some((t, o));
+        }
+        Ok(())
+    }
+}
