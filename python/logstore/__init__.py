@@ -22,10 +22,12 @@ from logstore._native import (
     RecordBatch,
     RecordTooLargeError,
     SegmentInfo,
+    crc32c,
     decode_batches,
     encode_batch,
     encode_control_batch,
     sendfile,
+    validate_log_config,
 )
 
 __all__ = [
@@ -45,8 +47,10 @@ __all__ = [
     "RecordBatch",
     "RecordTooLargeError",
     "SegmentInfo",
+    "crc32c",
     "decode_batches",
     "encode_batch",
     "encode_control_batch",
     "sendfile",
+    "validate_log_config",
 ]

@@ -111,10 +111,22 @@ def decode_batches(
 ) -> list[RecordBatch]:
     """Decode every whole batch in ``data``.
 
+    With ``records=False`` only the batch headers are read (no decompression);
+    ``records`` is then empty, except that control batches still get ``control_type``.
+
     A trailing partial batch (as a fetch may return) is ignored when ``allow_partial``.
     With ``verify_crc`` a CRC mismatch raises CorruptRecordError; without it the
     batch comes back with ``crc_valid`` False.
     """
+
+def validate_log_config(**config: object) -> dict[str, str]:
+    """Checks topic configs as ``Log.open`` would; returns the effective config.
+
+    Raises InvalidConfigError naming the key.
+    """
+
+def crc32c(data: bytes, value: int = 0) -> int:
+    """CRC-32C (Castagnoli), continuing from ``value``."""
 
 def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
     """sendfile(2) with the GIL released. Returns bytes sent (may be < count).
@@ -244,13 +256,15 @@ class Log:
         Segments at or above ``max_offset`` (the high watermark) are kept. Returns
         the number of segments deleted.
         """
-    def roll(self) -> None:
+    def roll(self, *, now_ms: int | None = None) -> None:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
     def flush(self) -> None:
         """fsync everything up to the log end offset and advance the recovery point."""
     def segments(self) -> list[SegmentInfo]: ...
-    def config(self) -> dict[str, object]:
+    def config(self) -> dict[str, str]:
         """The effective config, Kafka key names."""
+    def set_config(self, **config: object) -> None:
+        """Replaces the config (same keys as ``open``); index sizes apply to new segments."""
     def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None: ...
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) as OffsetsForLeaderEpoch answers; (-1, -1) when unknown."""

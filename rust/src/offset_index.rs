@@ -70,6 +70,18 @@ impl OffsetIndex {
         }
     }
 
+    /// Entry number of the last entry with position <= `max_position` and offset
+    /// < `max_offset` (both orders agree, so this is a binary search).
+    pub fn last_entry_within(&self, max_position: u64, max_offset: i64) -> Option<usize> {
+        let by_pos = self.file.floor(max_position.min(u32::MAX as u64) as u32, pos);
+        let rel_bound = (max_offset - 1 - self.base_offset).clamp(-1, u32::MAX as i64);
+        let by_off = if rel_bound < 0 { None } else { self.file.floor(rel_bound as u32, rel) };
+        match (by_pos, by_off) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            _ => None,
+        }
+    }
+
     /// Adds an entry; offsets and positions must grow. Returns false when full.
     pub fn append(&mut self, offset: i64, position: u32) -> bool {
         if self.file.is_full() {

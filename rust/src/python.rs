@@ -207,25 +207,37 @@ fn read_slice_bytes<'py>(py: Python<'py>, slice: &FileSlice) -> PyResult<Bound<'
 #[pyclass(frozen, name = "Log", module = "logstore._native")]
 struct PyLog(Arc<Log>);
 
+fn config_from_dict(config: Option<&Bound<'_, PyDict>>, opts: Option<&mut OpenOptions>) -> PyResult<LogConfig> {
+    let mut pairs = Vec::new();
+    let mut opts = opts;
+    if let Some(config) = config {
+        for (k, v) in config.iter() {
+            let key: String = k.extract()?;
+            match (key.as_str(), opts.as_deref_mut()) {
+                ("recovery_point", Some(o)) => o.recovery_point = v.extract()?,
+                ("log_start_offset", Some(o)) => o.log_start_offset = v.extract()?,
+                ("now_ms", Some(o)) => o.now_ms = v.extract()?,
+                _ => pairs.push((key, config_value(&v)?)),
+            }
+        }
+    }
+    Ok(LogConfig::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?)
+}
+
+/// Validates topic configs (Kafka names) and returns the effective config with defaults.
+#[pyfunction]
+#[pyo3(signature = (**config))]
+fn validate_log_config(config: Option<&Bound<'_, PyDict>>) -> PyResult<std::collections::BTreeMap<String, String>> {
+    Ok(config_from_dict(config, None)?.entries())
+}
+
 #[pymethods]
 impl PyLog {
     #[staticmethod]
     #[pyo3(signature = (path, **config))]
     fn open(py: Python<'_>, path: PathBuf, config: Option<&Bound<'_, PyDict>>) -> PyResult<PyLog> {
         let mut opts = OpenOptions::default();
-        let mut pairs = Vec::new();
-        if let Some(config) = config {
-            for (k, v) in config.iter() {
-                let key: String = k.extract()?;
-                match key.as_str() {
-                    "recovery_point" => opts.recovery_point = v.extract()?,
-                    "log_start_offset" => opts.log_start_offset = v.extract()?,
-                    "now_ms" => opts.now_ms = v.extract()?,
-                    _ => pairs.push((key, config_value(&v)?)),
-                }
-            }
-        }
-        let cfg = LogConfig::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let cfg = config_from_dict(config, Some(&mut opts))?;
         let log = py.detach(|| Log::open(&path, cfg, opts))?;
         Ok(PyLog(Arc::new(log)))
     }
@@ -327,6 +339,12 @@ impl PyLog {
 
     fn config(&self) -> std::collections::BTreeMap<String, String> {
         self.0.config().entries()
+    }
+
+    /// Replaces the log's config (Kafka names, as for ``open``).
+    #[pyo3(signature = (**config))]
+    fn set_config(&self, config: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        Ok(self.0.set_config(config_from_dict(config, None)?)?)
     }
 
     fn assign_epoch_start_offset(&self, epoch: i32, start_offset: i64) -> PyResult<()> {
@@ -540,7 +558,16 @@ fn decode_batches(py: Python<'_>, data: &Bound<'_, PyAny>, records: bool, verify
     let mut iter = BatchIter::new(buf, 0);
     let mut out = Vec::new();
     for item in &mut iter {
-        let (pos, _, bytes) = item?;
+        let (pos, header, bytes) = item?;
+        if !records && !header.is_control() {
+            // Header only: no decompression.
+            let crc_valid = record_batch::compute_crc(bytes) == header.crc;
+            if verify_crc && !crc_valid {
+                record_batch::verify_crc(bytes, &header, pos as u64)?;
+            }
+            out.push(batch_object(py, &header, crc_valid, pos, Vec::new(), None)?);
+            continue;
+        }
         let batch = DecodedBatch::new(bytes, pos as u64, verify_crc)?;
         let h = batch.header;
         let mut control_type = None;
@@ -568,33 +595,7 @@ fn decode_batches(py: Python<'_>, data: &Bound<'_, PyAny>, records: bool, verify
         } else {
             Vec::new()
         };
-        out.push(PyRecordBatch {
-            base_offset: h.base_offset,
-            last_offset: h.last_offset(),
-            last_offset_delta: h.last_offset_delta,
-            batch_length: h.batch_length,
-            size: h.size(),
-            partition_leader_epoch: h.partition_leader_epoch,
-            magic: h.magic,
-            crc: h.crc,
-            crc_valid: batch.crc_valid,
-            attributes: h.attributes,
-            compression: h.compression().map(Compression::name).unwrap_or("unknown").to_string(),
-            timestamp_type: if h.is_log_append_time() { "LogAppendTime" } else { "CreateTime" },
-            is_transactional: h.is_transactional(),
-            is_control: h.is_control(),
-            has_delete_horizon: h.has_delete_horizon(),
-            base_timestamp: h.base_timestamp,
-            max_timestamp: h.max_timestamp,
-            producer_id: h.producer_id,
-            producer_epoch: h.producer_epoch,
-            base_sequence: h.base_sequence,
-            last_sequence: h.last_sequence(),
-            records_count: h.records_count,
-            position: pos,
-            records: recs.into_pyobject(py)?.into_any().unbind(),
-            control_type,
-        });
+        out.push(batch_object(py, &h, batch.crc_valid, pos, recs, control_type)?);
     }
     if !allow_partial && iter.position() != buf.len() {
         return Err(Error::corrupt(iter.position() as u64, format!("{} trailing bytes are not a whole record batch", buf.len() - iter.position())).into());
@@ -602,9 +603,54 @@ fn decode_batches(py: Python<'_>, data: &Bound<'_, PyAny>, records: bool, verify
     Ok(out)
 }
 
+fn batch_object(
+    py: Python<'_>,
+    h: &record_batch::BatchHeader,
+    crc_valid: bool,
+    pos: usize,
+    recs: Vec<Py<PyRecord>>,
+    control_type: Option<i16>,
+) -> PyResult<PyRecordBatch> {
+    Ok(PyRecordBatch {
+        base_offset: h.base_offset,
+        last_offset: h.last_offset(),
+        last_offset_delta: h.last_offset_delta,
+        batch_length: h.batch_length,
+        size: h.size(),
+        partition_leader_epoch: h.partition_leader_epoch,
+        magic: h.magic,
+        crc: h.crc,
+        crc_valid,
+        attributes: h.attributes,
+        compression: h.compression().map(Compression::name).unwrap_or("unknown").to_string(),
+        timestamp_type: if h.is_log_append_time() { "LogAppendTime" } else { "CreateTime" },
+        is_transactional: h.is_transactional(),
+        is_control: h.is_control(),
+        has_delete_horizon: h.has_delete_horizon(),
+        base_timestamp: h.base_timestamp,
+        max_timestamp: h.max_timestamp,
+        producer_id: h.producer_id,
+        producer_epoch: h.producer_epoch,
+        base_sequence: h.base_sequence,
+        last_sequence: h.last_sequence(),
+        records_count: h.records_count,
+        position: pos,
+        records: recs.into_pyobject(py)?.into_any().unbind(),
+        control_type,
+    })
+}
+
 #[pyfunction]
 fn sendfile(py: Python<'_>, out_fd: i32, in_fd: i32, offset: u64, count: usize) -> PyResult<usize> {
     Ok(py.detach(|| file_slice::sendfile(out_fd, in_fd, offset, count))?)
+}
+
+/// CRC-32C (Castagnoli) of a bytes-like object, as Kafka's checksums use.
+#[pyfunction]
+#[pyo3(name = "crc32c", signature = (data, value = 0))]
+fn crc32c_py(data: &Bound<'_, PyAny>, value: u32) -> PyResult<u32> {
+    let data = Borrowed::new(data)?;
+    Ok(::crc32c::crc32c_append(value, data.as_slice()))
 }
 
 #[pymodule]
@@ -631,5 +677,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_control_batch, m)?)?;
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add_function(wrap_pyfunction!(sendfile, m)?)?;
+    m.add_function(wrap_pyfunction!(crc32c_py, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_log_config, m)?)?;
     Ok(())
 }

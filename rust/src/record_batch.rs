@@ -192,33 +192,30 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..])
 }
 
-/// Verifies the CRC of a whole batch, returning the CRC of its record area (bytes
-/// 61..end) so a caller that rewrites header fields can recompute the CRC cheaply.
-pub fn verify_crc(batch: &[u8], h: &BatchHeader, position: u64) -> Result<u32> {
-    let records_crc = crc32c::crc32c(&batch[HEADER_SIZE..]);
-    let header_crc = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..HEADER_SIZE]);
-    let crc = crc32c::crc32c_combine(header_crc, records_crc, batch.len() - HEADER_SIZE);
+/// Verifies the CRC of a whole batch in one pass over bytes 21..end.
+pub fn verify_crc(batch: &[u8], h: &BatchHeader, position: u64) -> Result<()> {
+    let crc = compute_crc(batch);
     if crc != h.crc {
         return Err(Error::corrupt(position, format!("CRC-32C mismatch: stored {:#010x}, computed {crc:#010x}", h.crc)));
     }
-    Ok(records_crc)
+    Ok(())
 }
 
-/// The CRC of a batch whose header bytes 21..61 are `header[21..61]` and whose record
-/// area has CRC `records_crc` over `records_len` bytes.
-pub fn crc_with_header(header: &[u8; HEADER_SIZE], records_crc: u32, records_len: usize) -> u32 {
-    crc32c::crc32c_combine(crc32c::crc32c(&header[ATTRIBUTES_OFFSET..]), records_crc, records_len)
+/// The CRC of a batch whose header bytes 21..61 are `header[21..61]`, followed by the
+/// record area `records` (used after rewriting attributes or maxTimestamp).
+pub fn crc_with_header(header: &[u8; HEADER_SIZE], records: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&header[ATTRIBUTES_OFFSET..]), records)
 }
 
 /// Full validation of one whole batch as received from a producer or read back from
 /// disk: header, CRC and, for uncompressed batches, the record framing.
-pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<(BatchHeader, u32)> {
+pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
     let h = BatchHeader::parse(batch);
     check_header(&h, position)?;
     if h.size() != batch.len() {
         return Err(Error::corrupt(position, format!("batch size {} but {} bytes given", h.size(), batch.len())));
     }
-    let records_crc = verify_crc(batch, &h, position)?;
+    verify_crc(batch, &h, position)?;
     h.compression().map_err(|_| Error::corrupt(position, format!("unknown compression codec id {}", h.codec_id())))?;
     if contiguous_offsets && h.last_offset_delta != h.records_count - 1 {
         return Err(Error::corrupt(
@@ -235,7 +232,7 @@ pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result
     if h.codec_id() == 0 {
         crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, position + HEADER_SIZE as u64)?;
     }
-    Ok((h, records_crc))
+    Ok(h)
 }
 
 /// Options for building a batch. Offsets and timestamps of records are absolute.
@@ -366,7 +363,7 @@ impl<'a> DecodedBatch<'a> {
         check_header(&header, position)?;
         let crc_valid = compute_crc(batch) == header.crc;
         if verify_crc && !crc_valid {
-            verify_crc_err(&header, batch, position)?;
+            crate::record_batch::verify_crc(batch, &header, position)?;
         }
         let raw = &batch[HEADER_SIZE..];
         let codec = header
@@ -395,9 +392,6 @@ impl<'a> DecodedBatch<'a> {
     }
 }
 
-fn verify_crc_err(h: &BatchHeader, batch: &[u8], position: u64) -> Result<()> {
-    verify_crc(batch, h, position).map(|_| ())
-}
 
 /// Iterates the whole batches in `buf`, stopping before a partial tail.
 pub struct BatchIter<'a> {
@@ -457,7 +451,7 @@ mod tests {
         let rs: Vec<NewRecord> = recs(50).into_iter().map(|r| NewRecord { offset: r.offset + 100, ..r }).collect();
         for c in ALL {
             let b = encode(&rs, &BatchOptions { compression: c, base_offset: 100, ..Default::default() });
-            let (h, _) = validate(&b, 0, true).unwrap_or_else(|e| panic!("{}: {e}", c.name()));
+            let h = validate(&b, 0, true).unwrap_or_else(|e| panic!("{}: {e}", c.name()));
             assert_eq!(h.records_count, 50);
             assert_eq!(h.base_offset, 100);
             assert_eq!(h.last_offset(), 149);
@@ -487,13 +481,13 @@ mod tests {
     }
 
     #[test]
-    fn crc_combine_matches_full_crc() {
+    fn crc_with_header_matches_full_crc() {
         let b = encode(&recs(9), &BatchOptions { compression: Compression::Lz4, ..Default::default() });
         let h = BatchHeader::parse(&b);
-        let rc = verify_crc(&b, &h, 0).unwrap();
+        verify_crc(&b, &h, 0).unwrap();
         let mut hdr = [0u8; HEADER_SIZE];
         hdr.copy_from_slice(&b[..HEADER_SIZE]);
-        assert_eq!(crc_with_header(&hdr, rc, b.len() - HEADER_SIZE), h.crc);
+        assert_eq!(crc_with_header(&hdr, &b[HEADER_SIZE..]), h.crc);
     }
 
     #[test]

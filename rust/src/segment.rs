@@ -289,10 +289,9 @@ impl LogSegment {
     }
 
     /// Writes prepared batches at the end of the file with one `pwritev` per 512 iovecs,
-    /// then indexes them. On a failed write the file is cut back to the old size.
+    /// then indexes and publishes them. On a failed write the file is cut back.
     pub fn append(&mut self, batches: &[PreparedBatch<'_>]) -> Result<()> {
         let start = self.size;
-        let total: usize = batches.iter().map(|b| b.header.size()).sum();
         let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
         for b in batches {
             iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
@@ -309,7 +308,6 @@ impl LogSegment {
             self.index_batch(&b.header, pos);
             pos += b.header.size() as u64;
         }
-        debug_assert_eq!(pos, start + total as u64);
         self.size = pos;
         Ok(())
     }
@@ -348,9 +346,28 @@ impl LogSegment {
         }
         let mut end = start + first.size() as u64;
         let mut last = first.last_offset();
-        while end + (HEADER_SIZE as u64) <= self.size && end - start < max_size as u64 {
+        let limit = (start + max_size as u64).min(self.size);
+        // Jump over whole indexed batches instead of reading every header: the batch at
+        // the last index entry within the limits (or the one before it, which always
+        // fits) starts the walk, so at most one index interval of headers is read.
+        if let Some(i) = self.offset_index.last_entry_within(limit, max_offset) {
+            for j in [Some(i), i.checked_sub(1)].into_iter().flatten() {
+                let (_, p) = self.offset_index.entry(j);
+                let p = p as u64;
+                if p < end {
+                    break;
+                }
+                let Some(h) = read_header(&self.log, p).ctx("read segment", &self.log_path)? else { break };
+                if p + h.size() as u64 <= limit && h.last_offset() < max_offset {
+                    end = p + h.size() as u64;
+                    last = h.last_offset();
+                    break;
+                }
+            }
+        }
+        while end + (HEADER_SIZE as u64) <= self.size && end < limit {
             let Some(h) = read_header(&self.log, end).ctx("read segment", &self.log_path)? else { break };
-            if h.last_offset() >= max_offset || end - start + h.size() as u64 > max_size as u64 {
+            if h.last_offset() >= max_offset || end + h.size() as u64 > limit {
                 break;
             }
             end += h.size() as u64;

@@ -1,0 +1,1 @@
+"""logstore's Kafka-compatible broker."""

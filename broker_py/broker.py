@@ -1,0 +1,257 @@
+"""One broker: configuration, topics, partition logs, listeners and background tasks.
+
+A broker alone is its own controller: topic metadata lives in its first log dir
+(:mod:`broker_py.topic_metadata`). Each log dir carries Kafka's ``meta.properties``
+with ``broker.id`` and ``cluster.id``; a log dir written by another broker id stops
+startup with an error naming ``broker.id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import uuid
+from collections.abc import Iterable
+
+import logstore
+
+from broker_py import handlers
+from broker_py.config import BrokerConfig, ConfigError
+from broker_py.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from broker_py.log_manager import LogManager
+from broker_py.network import KafkaServer
+from broker_py.partition import Partition
+from broker_py.producer_id_manager import ProducerIdManager
+from broker_py.topic_metadata import TopicInfo, TopicMetadataStore, validate_topic_name
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _read_meta_properties(path: str) -> dict[str, str]:
+    props = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                props[k.strip()] = v.strip()
+    return props
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.cluster_id = self._check_log_dirs()
+        self.metadata = TopicMetadataStore(config.log_dirs[0])
+        self.log_manager = LogManager(config.log_dirs)
+        self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.servers: list[KafkaServer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self.group_coordinator = None  # set in start(); needs the running loop
+
+    # ---- startup and shutdown ----
+
+    def _check_log_dirs(self) -> str:
+        """Returns the cluster id, creating ``meta.properties`` where missing."""
+        cluster_id = None
+        for d in self.config.log_dirs:
+            path = os.path.join(d, "meta.properties")
+            if os.path.exists(path):
+                props = _read_meta_properties(path)
+                if props.get("broker.id") not in (None, str(self.broker_id)):
+                    raise ConfigError("broker.id", self.broker_id, f"log dir {d} belongs to broker.id {props['broker.id']}")
+                if cluster_id is not None and props.get("cluster.id") not in (None, cluster_id):
+                    raise ConfigError("log.dirs", d, "log dirs belong to different clusters")
+                cluster_id = props.get("cluster.id", cluster_id)
+        if cluster_id is None:
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        for d in self.config.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            path = os.path.join(d, "meta.properties")
+            if not os.path.exists(path):
+                tmp = path + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write(f"#\nversion=0\nbroker.id={self.broker_id}\ncluster.id={cluster_id}\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+        return cluster_id
+
+    async def start(self) -> None:
+        from broker_py.group_coordinator import GroupCoordinator
+
+        for topic in list(self.metadata.topics.values()):
+            for p in range(topic.partitions):
+                self._open_partition(topic, p)
+        self.group_coordinator = GroupCoordinator(self)
+        await self.group_coordinator.start()
+        for listener in self.config["listeners"]:
+            server = KafkaServer(
+                listener.host or "0.0.0.0",
+                listener.port,
+                handlers.registry(self),
+                lambda event: handlers.on_unsupported(self, event),
+                self.config["socket.request.max.bytes"],
+            )
+            await server.start()
+            self.servers.append(server)
+        self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+
+    @property
+    def bound_port(self) -> int:
+        return self.servers[0].port
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self.servers:
+            await server.stop()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.stop()
+        for partition in self.partitions.values():
+            try:
+                partition.producer_state.write_snapshot()
+            except OSError:
+                log.exception("producer snapshot of %s-%d", partition.topic, partition.index)
+        self.log_manager.shutdown()
+
+    async def _retention_loop(self) -> None:
+        interval = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                deleted = await asyncio.to_thread(self.log_manager.enforce_retention)
+                if deleted:
+                    log.info("retention deleted %d segments", deleted)
+            except logstore.LogStoreError:
+                log.exception("retention check")
+
+    # ---- topics ----
+
+    def effective_config(self, topic: TopicInfo) -> dict[str, str]:
+        return {**self.config.topic_defaults(), **topic.configs}
+
+    def _open_partition(self, topic: TopicInfo, index: int) -> Partition:
+        plog = self.log_manager.open_log(topic, index, self.effective_config(topic))
+        partition = Partition(topic.name, index, plog)
+        self.partitions[(topic.name, index)] = partition
+        return partition
+
+    def partition(self, topic: str, index: int) -> Partition:
+        p = self.partitions.get((topic, index))
+        if p is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not on this broker")
+        return p
+
+    def validate_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
+        try:
+            logstore.validate_log_config(**{**self.config.topic_defaults(), **configs})
+        except logstore.InvalidConfigError as e:
+            raise InvalidConfigError(str(e)) from None
+        return configs
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        validate_topic_name(name)
+        if self.metadata.get(name) is not None:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if num_partitions == -1:
+            num_partitions = self.config["num.partitions"]
+        if num_partitions <= 0:
+            raise InvalidPartitionsError(f"number of partitions must be larger than 0, not {num_partitions}")
+        if replication_factor == -1:
+            replication_factor = self.config["default.replication.factor"]
+        if replication_factor <= 0:
+            raise InvalidReplicationFactorError("replication factor must be larger than 0")
+        if replication_factor > 1:
+            raise InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is larger than the 1 available broker"
+            )
+        configs = self.validate_topic_configs(dict(configs or {}))
+        if validate_only:
+            return TopicInfo(name, uuid.UUID(int=0), num_partitions, configs)
+        topic = self.metadata.create(name, num_partitions, configs)
+        for p in range(num_partitions):
+            self._open_partition(topic, p)
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return topic
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        return self.create_topic(name)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        topic = self.metadata.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        for p in range(topic.partitions):
+            partition = self.partitions.pop((name, p), None)
+            if partition is not None:
+                partition.notify_append()  # wake long-polls so they see it gone
+            self.log_manager.delete_log(name, p)
+        self.metadata.delete(name)
+        if self.group_coordinator is not None:
+            self.group_coordinator.on_topic_deleted(name)
+        log.info("deleted topic %s", name)
+        return topic
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        topic = self.metadata.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if count < topic.partitions:
+            raise InvalidPartitionsError(f"topic {name} has {topic.partitions} partitions; the count can only grow")
+        if count == topic.partitions:
+            raise InvalidPartitionsError(f"topic {name} already has {count} partitions")
+        if validate_only:
+            return
+        old = topic.partitions
+        self.metadata.set_partitions(name, count)
+        for p in range(old, count):
+            self._open_partition(topic, p)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
+        topic = self.metadata.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self.validate_topic_configs(configs)
+        if validate_only:
+            return
+        self.metadata.set_configs(name, configs)
+        from broker_py.log_manager import log_config
+
+        effective = log_config(self.effective_config(topic))
+        for p in range(topic.partitions):
+            self.partitions[(name, p)].log.set_config(**effective)
+
+    def ensure_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
+        """The topic, created with the given layout if missing (internal topics)."""
+        topic = self.metadata.get(name)
+        if topic is None:
+            topic = self.metadata.create(name, partitions, configs)
+            for p in range(partitions):
+                self._open_partition(topic, p)
+        return topic
+
+    def topics(self, names: Iterable[str] | None = None) -> list[TopicInfo]:
+        if names is None:
+            return list(self.metadata.topics.values())
+        return [t for n in names if (t := self.metadata.get(n)) is not None]

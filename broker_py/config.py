@@ -1,0 +1,366 @@
+"""Broker configuration under Kafka's own ``server.properties`` key names.
+
+A config is built from a properties file (Java ``.properties`` syntax: ``key=value``
+or ``key: value`` lines, ``#``/``!`` comments, backslash line continuations) plus
+``--override key=value`` pairs, over Kafka's defaults. Every value is checked when
+the broker starts: a bad value raises :class:`ConfigError` naming the key; an unknown
+key is returned in ``unknown`` for the caller to warn about.
+
+Broker-level ``log.*`` keys are the defaults of the per-topic configs
+(``log.segment.bytes`` -> ``segment.bytes`` ...); :meth:`BrokerConfig.topic_defaults`
+gives that mapping, which topic configs then override.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from broker_py.errors import BrokerError
+
+LONG_MAX = (1 << 63) - 1
+
+
+class ConfigError(BrokerError):
+    """A configuration value is invalid; ``key`` names the offending key."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid value {value!r} for configuration {key}: {reason}")
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(key, raw, "not an integer") from None
+        if lo is not None and value < lo:
+            raise ConfigError(key, raw, f"must be at least {lo}")
+        if hi is not None and value > hi:
+            raise ConfigError(key, raw, f"must be at most {hi}")
+        return value
+
+    return parse
+
+
+def _float(lo: float, hi: float) -> Callable[[str, str], float]:
+    def parse(key: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(key, raw, "not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(key, raw, f"must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _bool(key: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v not in ("true", "false"):
+        raise ConfigError(key, raw, "must be true or false")
+    return v == "true"
+
+
+def _str(key: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*allowed: str) -> Callable[[str, str], str]:
+    def parse(key: str, raw: str) -> str:
+        v = raw.strip()
+        if v not in allowed:
+            raise ConfigError(key, raw, f"must be one of {', '.join(allowed)}")
+        return v
+
+    return parse
+
+
+def _cleanup_policy(key: str, raw: str) -> str:
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ConfigError(key, raw, "must be delete, compact or compact,delete")
+    return ",".join(parts)
+
+
+def _list(key: str, raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:/]*):(?P<port>\d+)$")
+
+
+def _listeners(key: str, raw: str) -> list[Listener]:
+    out = []
+    for part in _list(key, raw):
+        m = _LISTENER.match(part)
+        if not m:
+            raise ConfigError(key, raw, f"{part!r} is not NAME://host:port")
+        port = int(m["port"])
+        if port > 65535:
+            raise ConfigError(key, raw, f"port {port} is out of range")
+        out.append(Listener(m["name"].upper(), m["host"].strip("[]"), port))
+    if not out:
+        raise ConfigError(key, raw, "no listener given")
+    names = [listener.name for listener in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, raw, "listener names must be unique")
+    return out
+
+
+# key -> (parser, default as Kafka writes it). None default: unset.
+_KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
+    "broker.id": (_int(-1), "0"),
+    "node.id": (_int(-1), None),
+    "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (_listeners, None),
+    "listener.security.protocol.map": (_str, "PLAINTEXT:PLAINTEXT"),
+    "inter.broker.listener.name": (_str, None),
+    "log.dirs": (_list, None),
+    "log.dir": (_list, "./logstore-data"),
+    "num.partitions": (_int(1), "1"),
+    "default.replication.factor": (_int(1), "1"),
+    "auto.create.topics.enable": (_bool, "true"),
+    "delete.topic.enable": (_bool, "true"),
+    "log.segment.bytes": (_int(14, (1 << 31) - 1), "1073741824"),
+    "log.roll.ms": (_int(1), None),
+    "log.roll.hours": (_int(1), "168"),
+    "log.roll.jitter.ms": (_int(0), None),
+    "log.roll.jitter.hours": (_int(0), "0"),
+    "log.retention.ms": (_int(-1), None),
+    "log.retention.minutes": (_int(-1), None),
+    "log.retention.hours": (_int(-1), "168"),
+    "log.retention.bytes": (_int(-1), "-1"),
+    "log.retention.check.interval.ms": (_int(1), "300000"),
+    "log.index.interval.bytes": (_int(0), "4096"),
+    "log.index.size.max.bytes": (_int(4), "10485760"),
+    "log.flush.interval.messages": (_int(1), str(LONG_MAX)),
+    "log.flush.interval.ms": (_int(0), None),
+    "log.flush.scheduler.interval.ms": (_int(0), str(LONG_MAX)),
+    "log.flush.offset.checkpoint.interval.ms": (_int(0), "60000"),
+    "log.segment.delete.delay.ms": (_int(0), "60000"),
+    "log.cleanup.policy": (_cleanup_policy, "delete"),
+    "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
+    "log.preallocate": (_bool, "false"),
+    "log.cleaner.enable": (_bool, "true"),
+    "log.cleaner.threads": (_int(0), "1"),
+    "log.cleaner.dedupe.buffer.size": (_int(0), str(128 * 1024 * 1024)),
+    "log.cleaner.io.max.bytes.per.second": (_float(0, float("inf")), str(float("inf"))),
+    "log.cleaner.backoff.ms": (_int(0), "15000"),
+    "log.cleaner.delete.retention.ms": (_int(0), "86400000"),
+    "log.cleaner.min.cleanable.ratio": (_float(0, 1), "0.5"),
+    "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
+    "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
+    "compression.type": (_choice("uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"), "producer"),
+    "message.max.bytes": (_int(0), "1048588"),
+    "socket.request.max.bytes": (_int(1), "104857600"),
+    "socket.send.buffer.bytes": (_int(-1), "102400"),
+    "socket.receive.buffer.bytes": (_int(-1), "102400"),
+    "connections.max.idle.ms": (_int(0), "600000"),
+    "num.network.threads": (_int(1), "3"),
+    "num.io.threads": (_int(1), "8"),
+    "num.recovery.threads.per.data.dir": (_int(1), "1"),
+    "min.insync.replicas": (_int(1), "1"),
+    "unclean.leader.election.enable": (_bool, "false"),
+    "replica.lag.time.max.ms": (_int(0), "30000"),
+    "replica.fetch.max.bytes": (_int(0), "1048576"),
+    "replica.fetch.wait.max.ms": (_int(0), "500"),
+    "offsets.topic.num.partitions": (_int(1), "50"),
+    "offsets.topic.replication.factor": (_int(1), "3"),
+    "offsets.topic.segment.bytes": (_int(1), "104857600"),
+    "offsets.retention.minutes": (_int(1), "10080"),
+    "offsets.commit.timeout.ms": (_int(1), "5000"),
+    "offset.metadata.max.bytes": (_int(0), "4096"),
+    "group.initial.rebalance.delay.ms": (_int(0), "3000"),
+    "group.min.session.timeout.ms": (_int(0), "6000"),
+    "group.max.session.timeout.ms": (_int(0), "1800000"),
+    "group.max.size": (_int(1), str((1 << 31) - 1)),
+    "transactional.id.expiration.ms": (_int(1), "604800000"),
+    "transaction.state.log.num.partitions": (_int(1), "50"),
+    "transaction.max.timeout.ms": (_int(1), "900000"),
+    "producer.id.expiration.ms": (_int(1), "86400000"),
+    "zookeeper.connect": (_str, None),
+    "zookeeper.session.timeout.ms": (_int(1), "18000"),
+    "zookeeper.connection.timeout.ms": (_int(1), None),
+    "controlled.shutdown.enable": (_bool, "true"),
+}
+
+# Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
+_TOPIC_SYNONYMS: dict[str, str] = {
+    "log.segment.bytes": "segment.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.retention.bytes": "retention.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "log.preallocate": "preallocate",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "compression.type": "compression.type",
+    "message.max.bytes": "max.message.bytes",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parses Java ``.properties`` text (the subset ``server.properties`` uses)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        m = re.match(r"^((?:[^=:\s\\]|\\.)+)\s*[=:\s]\s*(.*)$", logical)
+        if m:
+            props[m[1].replace("\\", "")] = m[2].strip()
+        elif logical.strip():
+            props[logical.strip()] = ""
+        logical = ""
+    return props
+
+
+class BrokerConfig:
+    """Validated broker config. Values are reached as ``config["log.segment.bytes"]``."""
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        props = dict(props or {})
+        self.unknown: list[str] = sorted(k for k in props if k not in _KEYS)
+        self.originals = props
+        self._values: dict[str, Any] = {}
+        for key, (parse, default) in _KEYS.items():
+            raw = props.get(key, default)
+            self._values[key] = None if raw is None else parse(key, raw)
+        self._check()
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        props: dict[str, str] = {}
+        if path is not None:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    props = parse_properties(f.read())
+            except OSError as e:
+                raise ConfigError("server.properties", str(path), e.strerror or str(e)) from None
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError("--override", item, "must be key=value")
+            props[key.strip()] = value.strip()
+        return cls(props)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def is_set(self, key: str) -> bool:
+        return key in self.originals
+
+    def _check(self) -> None:
+        if self._values["node.id"] is not None:
+            self._values["broker.id"] = self._values["node.id"]
+        if self["advertised.listeners"] is None:
+            self._values["advertised.listeners"] = self["listeners"]
+        names = {listener.name for listener in self["listeners"]}
+        for listener in self["advertised.listeners"]:
+            if listener.name not in names:
+                raise ConfigError("advertised.listeners", str(listener), f"listener {listener.name} is not in listeners")
+        if self["group.min.session.timeout.ms"] > self["group.max.session.timeout.ms"]:
+            raise ConfigError("group.min.session.timeout.ms", self["group.min.session.timeout.ms"], "exceeds group.max.session.timeout.ms")
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return self["log.dirs"] or self["log.dir"]
+
+    @property
+    def retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        return self["log.retention.hours"] * 3_600_000
+
+    @property
+    def segment_ms(self) -> int:
+        if self["log.roll.ms"] is not None:
+            return self["log.roll.ms"]
+        return self["log.roll.hours"] * 3_600_000
+
+    @property
+    def flush_ms(self) -> int:
+        if self["log.flush.interval.ms"] is not None:
+            return self["log.flush.interval.ms"]
+        return self["log.flush.scheduler.interval.ms"]
+
+    def advertised_listener(self, name: str | None = None) -> Listener:
+        listeners = self["advertised.listeners"]
+        for listener in listeners:
+            if name is None or listener.name == name:
+                return listener
+        return listeners[0]
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Per-topic config defaults under topic config names, as strings."""
+        out = {topic: _render(self._values[broker]) for broker, topic in _TOPIC_SYNONYMS.items()}
+        out["retention.ms"] = str(self.retention_ms)
+        out["segment.ms"] = str(self.segment_ms)
+        out["flush.ms"] = str(self.flush_ms)
+        out["segment.jitter.ms"] = str(
+            self["log.roll.jitter.ms"] if self["log.roll.jitter.ms"] is not None else self["log.roll.jitter.hours"] * 3_600_000
+        )
+        return out
+
+    @staticmethod
+    def synonym_of(topic_key: str) -> str | None:
+        """The broker key whose value defaults ``topic_key``."""
+        special = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms", "flush.ms": "log.flush.interval.ms", "segment.jitter.ms": "log.roll.jitter.ms"}
+        if topic_key in special:
+            return special[topic_key]
+        for broker, topic in _TOPIC_SYNONYMS.items():
+            if topic == topic_key:
+                return broker
+        return None
+
+    def describe(self) -> dict[str, str | None]:
+        """Every known broker key with its effective value rendered as Kafka does."""
+        return {k: (None if v is None else _render(v)) for k, v in self._values.items()}
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(value)
+    return str(value)

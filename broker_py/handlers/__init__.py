@@ -1,0 +1,76 @@
+"""Request handlers, one module per API family.
+
+A handler is ``async def handle(broker, request, connection) -> Message | None``: it
+takes the decoded :class:`~broker_py.protocol.frame.Request` and returns the response
+message (``None``: send nothing, as for Produce with acks=0). Handlers touch no
+sockets, so tests drive them with decoded requests. Each module exports ``HANDLERS``,
+a mapping from :class:`ApiKey` to its handler; :func:`registry` merges them, and
+ApiVersions advertises exactly the api keys found there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker_py.error_codes import ErrorCode
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.frame import UnsupportedRequest
+from broker_py.protocol.messages.api_versions import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from broker_py.broker import Broker
+
+
+def _modules():
+    from broker_py.handlers import (
+        api_versions,
+        cluster,
+        configs,
+        fetch,
+        groups,
+        list_offsets,
+        metadata,
+        produce,
+        records,
+        topics,
+    )
+
+    return (api_versions, cluster, configs, fetch, groups, list_offsets, metadata, produce, records, topics)
+
+
+def registry(broker: Broker) -> dict:
+    out = {}
+    for module in _modules():
+        for key, fn in module.HANDLERS.items():
+            if key in out:
+                raise RuntimeError(f"two handlers for {key.api_name}")
+            out[key] = _bind(broker, fn)
+    return out
+
+
+def served_api_keys() -> list[ApiKey]:
+    keys: list[ApiKey] = []
+    for module in _modules():
+        keys.extend(module.HANDLERS)
+    return sorted(keys)
+
+
+def _bind(broker, fn):
+    async def handle(request, connection):
+        return await fn(broker, request, connection)
+
+    return handle
+
+
+def on_unsupported(broker: Broker, event: UnsupportedRequest):
+    """ApiVersions at a version we do not speak gets the v0 body with error 35 and our
+    ranges, so the client retries lower; any other unsupported request closes the
+    connection (None)."""
+    if event.api_key == ApiKey.API_VERSIONS:
+        from broker_py.handlers.api_versions import api_versions_body
+
+        return api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
+    return None
+
+
+__all__ = ["ApiVersionsResponse", "on_unsupported", "registry", "served_api_keys"]

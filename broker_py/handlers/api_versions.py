@@ -1,0 +1,33 @@
+"""ApiVersions: the version ranges of every API this broker serves.
+
+The response always goes out with the v0 response header (the codec does that), and
+an unsupported ApiVersions version gets this v0 body with UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+from broker_py.error_codes import ErrorCode
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.api_versions import ApiVersionsResponse
+
+
+def api_versions_body(error: ErrorCode = ErrorCode.NONE) -> ApiVersionsResponse:
+    from broker_py.handlers import served_api_keys
+
+    return ApiVersionsResponse(
+        error_code=int(error),
+        api_keys=[
+            ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=k.min_version, max_version=k.max_version)
+            for k in served_api_keys()
+        ],
+    )
+
+
+async def handle_api_versions(broker, request, connection):
+    body = request.body
+    if request.api_version >= 3:
+        connection.client_software = f"{body.client_software_name}/{body.client_software_version}"
+    return api_versions_body()
+
+
+HANDLERS = {ApiKey.API_VERSIONS: handle_api_versions}

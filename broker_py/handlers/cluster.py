@@ -1,0 +1,21 @@
+"""DescribeCluster: this broker, which is also the controller."""
+
+from __future__ import annotations
+
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.describe_cluster import DescribeClusterResponse
+
+
+async def handle_describe_cluster(broker, request, connection):
+    listener = broker.config.advertised_listener()
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.broker_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)],
+    )
+
+
+HANDLERS = {ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster}

@@ -1,0 +1,391 @@
+"""Consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups.
+
+Each handler turns the request of its version into a call on the broker's
+:class:`~broker_py.group_coordinator.GroupCoordinator` and the result into the
+response of that version; the coordinator holds all the rules.
+"""
+
+from __future__ import annotations
+
+import logstore
+
+from broker_py.error_codes import ErrorCode
+from broker_py.errors import KafkaError
+from broker_py.group import JoinGroupResult, OffsetAndMetadata
+from broker_py.group_metadata_manager import now_ms
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.find_coordinator import FindCoordinatorResponse
+from broker_py.protocol.messages.group import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
+from broker_py.protocol.messages.group_admin import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+)
+from broker_py.protocol.messages.offset_commit import (
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+)
+
+COORDINATOR_KEY_GROUP = 0
+COORDINATOR_KEY_TRANSACTION = 1
+
+# ACL operations a group supports (READ 3, DELETE 6, DESCRIBE 8): all of them are
+# allowed, as there are no ACLs.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+AUTHORIZED_OPERATIONS_OMITTED = -(1 << 31)
+
+
+def _client_id(request) -> str:
+    return request.header.client_id or ""
+
+
+def _client_host(connection) -> str:
+    """Kafka shows a member's host as Java's ``InetAddress.toString()``: ``/1.2.3.4``."""
+    peer = getattr(connection, "peer", None) or ""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return "/" + host.strip("[]")
+
+
+# ---- FindCoordinator ----
+
+
+def _find_coordinator(broker, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
+    """(error, node id, host, port) of the coordinator of ``key``."""
+    if key_type == COORDINATOR_KEY_GROUP:
+        coordinator = broker.group_coordinator
+        if coordinator is None or not coordinator.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        try:
+            coordinator.ensure_offsets_topic()
+        except (KafkaError, logstore.LogStoreError, OSError):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    elif key_type == COORDINATOR_KEY_TRANSACTION:
+        if getattr(broker, "transaction_coordinator", None) is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    else:
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    listener = broker.config.advertised_listener()
+    return ErrorCode.NONE, broker.broker_id, listener.host, listener.port
+
+
+def _error_message(error: ErrorCode) -> str | None:
+    return None if error == ErrorCode.NONE else error.description
+
+
+async def handle_find_coordinator(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    key_type = body.key_type if version >= 1 else COORDINATOR_KEY_GROUP
+    if version >= 4:
+        coordinators = []
+        for key in body.coordinator_keys:
+            error, node_id, host, port = _find_coordinator(broker, key, key_type)
+            coordinators.append(
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node_id, host=host, port=port, error_code=int(error), error_message=_error_message(error)
+                )
+            )
+        return FindCoordinatorResponse(coordinators=coordinators)
+    error, node_id, host, port = _find_coordinator(broker, body.key, key_type)
+    return FindCoordinatorResponse(
+        error_code=int(error), error_message=_error_message(error), node_id=node_id, host=host, port=port
+    )
+
+
+# ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ----
+
+
+def _join_response(version: int, result: JoinGroupResult) -> JoinGroupResponse:
+    protocol_name = result.protocol_name
+    if protocol_name is None and version < 7:
+        protocol_name = ""
+    return JoinGroupResponse(
+        error_code=int(result.error),
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=instance, metadata=metadata)
+            for m, instance, metadata in result.members
+        ],
+    )
+
+
+async def handle_join_group(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    group_instance_id = body.group_instance_id if version >= 5 else None
+    # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
+    rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+    result = await broker.group_coordinator.join_group(
+        group_id=body.group_id,
+        member_id=body.member_id,
+        group_instance_id=group_instance_id,
+        require_known_member_id=version >= 4 and group_instance_id is None,
+        support_skipping_assignment=version >= 9,
+        client_id=_client_id(request),
+        client_host=_client_host(connection),
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=body.session_timeout_ms,
+        protocol_type=body.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
+        reason=body.reason if version >= 8 else None,
+    )
+    return _join_response(version, result)
+
+
+async def handle_sync_group(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    result = await broker.group_coordinator.sync_group(
+        group_id=body.group_id,
+        generation_id=body.generation_id,
+        member_id=body.member_id,
+        protocol_type=body.protocol_type if version >= 5 else None,
+        protocol_name=body.protocol_name if version >= 5 else None,
+        group_instance_id=body.group_instance_id if version >= 3 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in body.assignments},
+    )
+    return SyncGroupResponse(
+        error_code=int(result.error),
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+async def handle_heartbeat(broker, request, connection):
+    body = request.body
+    error = broker.group_coordinator.heartbeat(
+        body.group_id,
+        body.member_id,
+        body.group_instance_id if request.api_version >= 3 else None,
+        body.generation_id,
+    )
+    return HeartbeatResponse(error_code=int(error))
+
+
+async def handle_leave_group(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    if version >= 3:
+        members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in body.members]
+    else:
+        members = [(body.member_id, None, None)]
+    error, member_errors = broker.group_coordinator.leave_group(body.group_id, members)
+    if version < 3:
+        # One member: its error is the response's error.
+        if error == ErrorCode.NONE:
+            error = next((e for e in member_errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(error_code=int(error))
+    return LeaveGroupResponse(
+        error_code=int(error),
+        members=[
+            LeaveGroupResponse.MemberResponse(member_id=m[0], group_instance_id=m[1], error_code=int(e))
+            for m, e in zip(members, member_errors)
+        ],
+    )
+
+
+# ---- OffsetCommit / OffsetFetch ----
+
+
+async def handle_offset_commit(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    commit_timestamp = now_ms()
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in body.topics:
+        info = broker.metadata.get(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < info.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offsets[tp] = OffsetAndMetadata(
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                    metadata=p.committed_metadata or "",
+                    commit_timestamp=commit_timestamp,
+                )
+    if offsets:
+        errors.update(
+            broker.group_coordinator.commit_offsets(
+                body.group_id,
+                body.member_id,
+                body.group_instance_id if version >= 7 else None,
+                body.generation_id_or_member_epoch,
+                offsets,
+            )
+        )
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponse.OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitResponse.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=int(errors[(topic.name, p.partition_index)])
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in body.topics
+        ]
+    )
+
+
+def _fetch_group_offsets(broker, group_id: str, topics) -> tuple[ErrorCode, list[tuple[str, list]]]:
+    """(error, [(topic, [(partition, OffsetAndMetadata | None)])]) in request order;
+    ``topics`` None means every committed offset of the group."""
+    partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    error, offsets = broker.group_coordinator.fetch_offsets(group_id, partitions)
+    by_topic: dict[str, list] = {}
+    if topics is not None and error == ErrorCode.NONE:
+        for t in topics:
+            by_topic.setdefault(t.name, [])
+    for (topic, partition), o in offsets.items():
+        by_topic.setdefault(topic, []).append((partition, o))
+    return error, list(by_topic.items())
+
+
+def _partition_fields(partition: int, o: OffsetAndMetadata | None, error: ErrorCode = ErrorCode.NONE) -> dict:
+    if o is None:
+        return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "", "error_code": int(error)}
+    return {
+        "partition_index": partition,
+        "committed_offset": o.offset,
+        "committed_leader_epoch": o.leader_epoch,
+        "metadata": o.metadata,
+        "error_code": int(error),
+    }
+
+
+async def handle_offset_fetch(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    if version >= 8:
+        groups = []
+        for g in body.groups:
+            error, topics = _fetch_group_offsets(broker, g.group_id, g.topics)
+            groups.append(
+                OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=g.group_id,
+                    error_code=int(error),
+                    topics=[
+                        OffsetFetchResponse.OffsetFetchResponseTopics(
+                            name=name,
+                            partitions=[OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(p, o)) for p, o in parts],
+                        )
+                        for name, parts in topics
+                    ],
+                )
+            )
+        return OffsetFetchResponse(groups=groups)
+    topics_requested = body.topics
+    if version < 2 and topics_requested is None:
+        topics_requested = []
+    error, topics = _fetch_group_offsets(broker, body.group_id, topics_requested)
+    if error != ErrorCode.NONE and version < 2:
+        # No top-level error before v2: every requested partition carries it.
+        topics = [(t.name, [(p, None) for p in t.partition_indexes]) for t in topics_requested]
+    partition_error = error if version < 2 else ErrorCode.NONE
+    return OffsetFetchResponse(
+        error_code=int(error),
+        topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(
+                name=name,
+                partitions=[
+                    OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(p, o, partition_error))
+                    for p, o in parts
+                ],
+            )
+            for name, parts in topics
+        ],
+    )
+
+
+# ---- DescribeGroups / ListGroups / DeleteGroups ----
+
+
+async def handle_describe_groups(broker, request, connection):
+    body = request.body
+    include_operations = request.api_version >= 3 and body.include_authorized_operations
+    out = []
+    for group_id in body.groups:
+        error, summary = broker.group_coordinator.describe_group(group_id)
+        out.append(
+            DescribeGroupsResponse.DescribedGroup(
+                error_code=int(error),
+                group_id=group_id,
+                group_state=summary.state,
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol,
+                members=[
+                    DescribeGroupsResponse.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in summary.members
+                ],
+                authorized_operations=GROUP_AUTHORIZED_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    return DescribeGroupsResponse(groups=out)
+
+
+async def handle_list_groups(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    states = (body.states_filter or []) if version >= 4 else []
+    types = (body.types_filter or []) if version >= 5 else []
+    error, groups = broker.group_coordinator.list_groups(states, types)
+    return ListGroupsResponse(
+        error_code=int(error),
+        groups=[
+            ListGroupsResponse.ListedGroup(
+                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type="classic"
+            )
+            for g in groups
+        ],
+    )
+
+
+async def handle_delete_groups(broker, request, connection):
+    names = list(request.body.groups_names)
+    errors = broker.group_coordinator.delete_groups(names)
+    seen = set()
+    results = []
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=int(errors[name])))
+    return DeleteGroupsResponse(results=results)
+
+
+HANDLERS = {
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
+}

@@ -1,0 +1,60 @@
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) and offsets for times."""
+
+from __future__ import annotations
+
+import logstore
+
+from broker_py.error_codes import ErrorCode
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.list_offsets import ListOffsetsResponse
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+READ_COMMITTED = 1
+
+
+def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+    """(timestamp, offset) that ListOffsets answers; (-1, -1) when no record qualifies."""
+    plog = partition.log
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, partition.log_start_offset
+    if timestamp == LATEST:
+        return -1, partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+    if timestamp == MAX_TIMESTAMP:
+        largest = max((s.largest_timestamp for s in plog.segments() if s.size > 0), default=-1)
+        found = plog.offset_for_timestamp(largest) if largest >= 0 else None
+        return (found[1], found[0]) if found else (-1, -1)
+    found = plog.offset_for_timestamp(timestamp)
+    return (found[1], found[0]) if found else (-1, -1)
+
+
+async def handle_list_offsets(broker, request, connection):
+    body = request.body
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            error, ts, offset, epoch = ErrorCode.NONE, -1, -1, -1
+            partition = broker.partitions.get((t.name, p.partition_index))
+            if partition is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            else:
+                try:
+                    ts, offset = lookup(partition, p.timestamp, body.isolation_level)
+                    epoch = partition.leader_epoch if offset >= 0 else -1
+                except logstore.LogStoreError:
+                    error = ErrorCode.KAFKA_STORAGE_ERROR
+            parts.append(
+                ListOffsetsResponse.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=int(error), timestamp=ts, offset=offset, leader_epoch=epoch
+                )
+            )
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+HANDLERS = {ApiKey.LIST_OFFSETS: handle_list_offsets}

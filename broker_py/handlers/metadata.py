@@ -1,0 +1,85 @@
+"""Metadata: brokers, the controller and topic/partition leadership.
+
+Requested topics that do not exist are created when ``auto.create.topics.enable``
+is on and the request allows it (v4+ ``allow_auto_topic_creation``; always before v4).
+A null topic list (v1+), or an empty one at v0, means every topic.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from broker_py.error_codes import ErrorCode
+from broker_py.errors import KafkaError
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.metadata import MetadataResponse
+from broker_py.topic_metadata import TopicInfo
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+def topic_response(broker, topic: TopicInfo) -> MetadataResponse.MetadataResponseTopic:
+    me = broker.broker_id
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=[
+            MetadataResponse.MetadataResponsePartition(
+                error_code=0,
+                partition_index=p,
+                leader_id=me,
+                leader_epoch=broker.partitions[(topic.name, p)].leader_epoch if (topic.name, p) in broker.partitions else 0,
+                replica_nodes=[me],
+                isr_nodes=[me],
+                offline_replicas=[],
+            )
+            for p in range(topic.partitions)
+        ],
+    )
+
+
+def brokers(broker) -> list[MetadataResponse.MetadataResponseBroker]:
+    listener = broker.config.advertised_listener()
+    return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
+
+
+async def handle_metadata(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
+    topics_out = []
+    if body.topics is None or (version == 0 and not body.topics):
+        topics_out = [topic_response(broker, t) for t in broker.topics()]
+    else:
+        for req in body.topics:
+            topic = None
+            if req.name is None and req.topic_id not in (None, NULL_UUID):
+                topic = broker.metadata.by_id(req.topic_id)
+                if topic is None:
+                    topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
+                    continue
+            else:
+                name = req.name or ""
+                topic = broker.metadata.get(name)
+                if topic is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    if allow_create:
+                        try:
+                            topic = broker.auto_create_topic(name)
+                        except KafkaError as e:
+                            error = e.errno
+                    if topic is None:
+                        topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(error), name=name, topic_id=NULL_UUID))
+                        continue
+            topics_out.append(topic_response(broker, topic))
+    return MetadataResponse(
+        brokers=brokers(broker),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.broker_id,
+        topics=topics_out,
+    )
+
+
+HANDLERS = {ApiKey.METADATA: handle_metadata}

@@ -1,0 +1,63 @@
+"""DeleteRecords and OffsetForLeaderEpoch: the log start and epoch ends of partitions."""
+
+from __future__ import annotations
+
+import logstore
+
+from broker_py.error_codes import ErrorCode
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.delete_records import DeleteRecordsResponse
+from broker_py.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+
+HIGH_WATERMARK = -1
+
+
+async def handle_delete_records(broker, request, connection):
+    body = request.body
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            error, low = ErrorCode.NONE, -1
+            partition = broker.partitions.get((t.name, p.partition_index))
+            if partition is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+                try:
+                    if offset < 0 or offset > partition.high_watermark:
+                        raise logstore.OffsetOutOfRangeError(str(offset))
+                    low = partition.log.delete_records(offset)
+                    partition.producer_state.truncated()
+                except logstore.OffsetOutOfRangeError:
+                    error = ErrorCode.OFFSET_OUT_OF_RANGE
+                except logstore.LogStoreError:
+                    error = ErrorCode.KAFKA_STORAGE_ERROR
+            parts.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low, error_code=int(error)))
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+
+
+async def handle_offset_for_leader_epoch(broker, request, connection):
+    body = request.body
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            error, epoch, end = ErrorCode.NONE, -1, -1
+            partition = broker.partitions.get((t.topic, p.partition))
+            if partition is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+                error = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            else:
+                epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
+                if epoch == -1 and partition.log.latest_epoch is None:
+                    # Nothing was ever appended in an epoch: the whole log is this one.
+                    epoch, end = (partition.leader_epoch, partition.high_watermark) if p.leader_epoch == partition.leader_epoch else (-1, -1)
+            parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(error_code=int(error), partition=p.partition, leader_epoch=epoch, end_offset=end))
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+
+HANDLERS = {ApiKey.DELETE_RECORDS: handle_delete_records, ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch}

@@ -1,0 +1,135 @@
+"""The partition logs of this broker across its ``log.dirs`` (Kafka's LogManager).
+
+Invariants:
+- Each partition lives in exactly one log dir, as ``<log dir>/<topic>-<partition>``.
+- A new partition goes to the log dir that holds the fewest partitions.
+- Every open ``logstore.Log`` is closed cleanly by :meth:`shutdown`, which leaves the
+  clean-shutdown marker so the next start needs no recovery.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+
+import logstore
+
+from broker_py.errors import KafkaStorageError
+from broker_py.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text
+
+log = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+# Topic configs the storage engine takes at open; the rest are the broker's own.
+_LOG_KEYS = {
+    "segment.bytes",
+    "segment.ms",
+    "segment.jitter.ms",
+    "segment.index.bytes",
+    "index.interval.bytes",
+    "retention.ms",
+    "retention.bytes",
+    "flush.messages",
+    "flush.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "file.delete.delay.ms",
+    "cleanup.policy",
+    "compression.type",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "preallocate",
+}
+
+
+def log_config(effective: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in effective.items() if k in _LOG_KEYS}
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str]) -> None:
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self.logs: dict[tuple[str, int], logstore.Log] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+
+    def existing_partitions(self) -> Iterator[tuple[str, int, str]]:
+        """(topic, partition, log dir) of every partition directory on disk."""
+        for d in self.log_dirs:
+            for name in sorted(os.listdir(d)):
+                m = _PARTITION_DIR.match(name)
+                if m and name != METADATA_DIR and os.path.isdir(os.path.join(d, name)):
+                    yield m["topic"], int(m["partition"]), d
+
+    def _choose_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get(self, topic: str, partition: int) -> logstore.Log | None:
+        return self.logs.get((topic, partition))
+
+    def open_log(self, topic: TopicInfo, partition: int, effective_config: dict[str, str]) -> logstore.Log:
+        """Opens (recovering if needed) or creates the log of one partition."""
+        key = (topic.name, partition)
+        if key in self.logs:
+            return self.logs[key]
+        found = [d for t, p, d in self.existing_partitions() if (t, p) == key]
+        log_dir = found[0] if found else self._choose_dir()
+        path = os.path.join(log_dir, f"{topic.name}-{partition}")
+        started = time.monotonic()
+        try:
+            plog = logstore.Log.open(path, **log_config(effective_config))
+        except logstore.LogIOError as e:
+            raise KafkaStorageError(str(e)) from e
+        if plog.recovered:
+            log.warning("recovered %s-%d in %.0f ms: log end offset %d", topic.name, partition, (time.monotonic() - started) * 1000, plog.log_end_offset)
+        meta = os.path.join(path, "partition.metadata")
+        if not os.path.exists(meta):
+            with open(meta, "w", encoding="utf-8") as f:
+                f.write(partition_metadata_text(topic.topic_id))
+        self.logs[key] = plog
+        self._dir_of[key] = log_dir
+        return plog
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        plog = self.logs.pop(key, None)
+        log_dir = self._dir_of.pop(key, None)
+        if plog is not None:
+            plog.close()
+        if log_dir is not None:
+            shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
+
+    def partitions_of(self, topic: str) -> list[int]:
+        return sorted(p for t, p in self.logs if t == topic)
+
+    def enforce_retention(self, high_watermarks: dict[tuple[str, int], int] | None = None) -> int:
+        deleted = 0
+        for key, plog in list(self.logs.items()):
+            bound = None if high_watermarks is None else high_watermarks.get(key)
+            deleted += plog.enforce_retention(max_offset=bound)
+        return deleted
+
+    def flush_all(self) -> None:
+        for plog in self.logs.values():
+            plog.flush()
+
+    def shutdown(self) -> None:
+        for key, plog in list(self.logs.items()):
+            try:
+                plog.close()
+            except logstore.LogStoreError:
+                log.exception("closing %s-%d", *key)
+        self.logs.clear()

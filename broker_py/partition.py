@@ -1,0 +1,45 @@
+"""One partition this broker leads: its log, its high watermark and its waiters.
+
+A single broker is the only replica of its partitions, so the high watermark is the
+log end offset; replication will move it to the smallest log end offset of the ISR.
+Fetches that long-poll wait on :meth:`Partition.wait_for_append`, which wakes on the
+next append to this partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import logstore
+
+from broker_py.producer_state import ProducerStateManager
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log: logstore.Log, leader_epoch: int = 0) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.leader_epoch = leader_epoch
+        self.producer_state = ProducerStateManager(log)
+        self._appended = asyncio.Event()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    def notify_append(self) -> None:
+        event, self._appended = self._appended, asyncio.Event()
+        event.set()
+
+    def append_event(self) -> asyncio.Event:
+        """An event set by the next append (take it before checking for data)."""
+        return self._appended

@@ -1,0 +1,45 @@
+"""Allocates producer ids for InitProducerId, never handing out the same id twice.
+
+Ids are reserved in blocks: the file ``__logstore_metadata/producer-id-block`` holds
+the first id of the next unreserved block and is advanced (written, fsynced, renamed)
+before any id of a new block is handed out, so a restart never reuses an id.
+"""
+
+from __future__ import annotations
+
+import os
+
+from broker_py.topic_metadata import METADATA_DIR
+
+BLOCK_SIZE = 1000
+
+
+class ProducerIdManager:
+    def __init__(self, log_dir: str) -> None:
+        self._dir = os.path.join(log_dir, METADATA_DIR)
+        self._path = os.path.join(self._dir, "producer-id-block")
+        self._next = 0
+        self._block_end = 0
+        try:
+            with open(self._path, encoding="utf-8") as f:
+                self._next = self._block_end = int(f.read().strip() or 0)
+        except FileNotFoundError:
+            pass
+
+    def _reserve(self) -> None:
+        end = self._next + BLOCK_SIZE
+        os.makedirs(self._dir, exist_ok=True)
+        tmp = self._path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(f"{end}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        self._block_end = end
+
+    def next_id(self) -> int:
+        if self._next >= self._block_end:
+            self._reserve()
+        pid = self._next
+        self._next += 1
+        return pid

@@ -1,0 +1,76 @@
+"""Request and response schemas, one module per API family.
+
+:func:`request_class` and :func:`response_class` map an :class:`ApiKey` to
+its message classes; every api key in :class:`ApiKey` has both.
+"""
+
+from __future__ import annotations
+
+from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages import (
+    api_versions,
+    configs,
+    delete_records,
+    describe_cluster,
+    fetch,
+    find_coordinator,
+    group,
+    group_admin,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_for_leader_epoch,
+    produce,
+    sasl,
+    topic_admin,
+    transactions,
+)
+from broker_py.protocol.schema import Message
+
+__all__ = ["REQUESTS", "RESPONSES", "request_class", "response_class"]
+
+_MODULES = (
+    api_versions,
+    configs,
+    delete_records,
+    describe_cluster,
+    fetch,
+    find_coordinator,
+    group,
+    group_admin,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_for_leader_epoch,
+    produce,
+    sasl,
+    topic_admin,
+    transactions,
+)
+
+
+def _collect(kind: str) -> dict[ApiKey, type[Message]]:
+    found: dict[ApiKey, type[Message]] = {}
+    for module in _MODULES:
+        for name in module.__all__:
+            cls = getattr(module, name)
+            if isinstance(cls, type) and issubclass(cls, Message) and cls.KIND == kind:
+                if cls.API_KEY in found:
+                    raise RuntimeError(f"two {kind} classes for {cls.API_KEY.name}")
+                found[cls.API_KEY] = cls
+    missing = set(ApiKey) - set(found)
+    if missing:
+        raise RuntimeError(f"no {kind} schema for {sorted(k.name for k in missing)}")
+    return found
+
+
+REQUESTS: dict[ApiKey, type[Message]] = _collect("request")
+RESPONSES: dict[ApiKey, type[Message]] = _collect("response")
+
+
+def request_class(api_key: ApiKey) -> type[Message]:
+    return REQUESTS[api_key]
+
+
+def response_class(api_key: ApiKey) -> type[Message]:
+    return RESPONSES[api_key]
