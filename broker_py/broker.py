@@ -18,7 +18,7 @@ from collections.abc import Iterable
 import logstore
 
 from broker_py import handlers
-from broker_py.config import BrokerConfig, ConfigError
+from broker_py.config import BrokerConfig, ConfigError, Listener
 from broker_py.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -112,6 +112,18 @@ class Broker:
     @property
     def bound_port(self) -> int:
         return self.servers[0].port
+
+    def advertised_listener(self) -> Listener:
+        """The address clients are told to use: ``advertised.listeners`` (default: the
+        first listener), with host/port taken from the bound socket where it says
+        0.0.0.0 / port 0."""
+        advertised = self.config.advertised_listener()
+        host, port = advertised.host, advertised.port
+        if self.servers and not self.config.is_set("advertised.listeners"):
+            port = port or self.servers[0].port
+            if host in ("", "0.0.0.0", "::"):
+                host = "127.0.0.1"
+        return Listener(advertised.name, host, port)
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian machine, then runs every test:
-# the Rust core's unit tests (no Python) and the pytest suites against the installed wheel.
+# the Rust core's unit tests (no Python), then the pytest suites against the installed
+# wheel, driving a real broker process with real clients (kcat, confluent-kafka,
+# kafka-python, aiokafka).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v kcat >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq kcat >/dev/null
+fi
+
 python3 -m pip install --quiet --upgrade pip
+# Build the one wheel, check it carries all three packages, install it with test deps.
+rm -rf dist && python3 -m pip wheel --quiet --no-deps -w dist .
+wheel=$(ls dist/logstore-*.whl)
+for member in logstore/__init__.py 'logstore/_native' broker_py/__init__.py broker_py/protocol/frame.py; do
+    python3 -m zipfile -l "$wheel" | grep -q "$member" || { echo "wheel lacks $member" >&2; exit 1; }
+done
+python3 -m pip install --quiet --force-reinstall "$wheel"
 python3 -m pip install --quiet ".[test]"
 
 cargo test --quiet

@@ -7,7 +7,7 @@ from broker_py.protocol.messages.describe_cluster import DescribeClusterResponse
 
 
 async def handle_describe_cluster(broker, request, connection):
-    listener = broker.config.advertised_listener()
+    listener = broker.advertised_listener()
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,

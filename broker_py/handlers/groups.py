@@ -70,7 +70,7 @@ def _find_coordinator(broker, key: str, key_type: int) -> tuple[ErrorCode, int, 
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     else:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
-    listener = broker.config.advertised_listener()
+    listener = broker.advertised_listener()
     return ErrorCode.NONE, broker.broker_id, listener.host, listener.port
 
 

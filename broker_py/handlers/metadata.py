@@ -41,7 +41,7 @@ def topic_response(broker, topic: TopicInfo) -> MetadataResponse.MetadataRespons
 
 
 def brokers(broker) -> list[MetadataResponse.MetadataResponseBroker]:
-    listener = broker.config.advertised_listener()
+    listener = broker.advertised_listener()
     return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
 
 

@@ -33,7 +33,8 @@ impl IndexFile {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).ctx("open index", path)?;
         let len = file.metadata().ctx("stat index", path)?.len() as usize;
         let entries = len / entry_size;
-        let max_entries = (max_index_size / entry_size).max(entries);
+        // A trimmed index takes no appends until `make_appendable` grows it.
+        let max_entries = if preallocate { (max_index_size / entry_size).max(entries) } else { entries };
         let mut index = IndexFile { path: path.to_path_buf(), file, mmap: None, entries, entry_size, max_entries };
         if preallocate {
             index.resize(max_entries * entry_size)?;

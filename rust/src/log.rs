@@ -372,7 +372,7 @@ impl Log {
         if size as u64 > inner.config.segment_bytes {
             return Err(Error::RecordTooLarge { size, limit: inner.config.segment_bytes as usize, what: "segment.bytes" });
         }
-        if inner.active().should_roll(&inner.config, size, last_offset, now) {
+        if inner.active().should_roll(&inner.config, size, last_offset, max_ts, now) {
             self.roll_locked(inner, now)?;
         }
         inner.active_mut().append(&prepared)?;
@@ -580,7 +580,9 @@ impl Log {
             deleted += 1;
         }
         inner.epochs.truncate_from_start(inner.log_start_offset)?;
-        self.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+        if deleted > 0 {
+            self.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+        }
         Ok(deleted)
     }
 
@@ -595,6 +597,7 @@ impl Log {
         if before_offset > inner.log_start_offset {
             inner.log_start_offset = before_offset;
             self.delete_below_start(inner)?;
+            self.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
         }
         Ok(inner.log_start_offset)
     }
@@ -608,6 +611,10 @@ impl Log {
         inner.check_open(&self.dir)?;
         let bound = max_offset.unwrap_or(i64::MAX);
         let (retention_ms, retention_bytes) = (inner.config.retention_ms, inner.config.retention_bytes);
+        // Segments wholly below the log start offset go first (Kafka's
+        // deleteLogStartOffsetBreachedSegments), e.g. after DeleteRecords on a segment
+        // that was still active then.
+        let below_start = self.delete_below_start(inner)?;
         let mut excess = if retention_bytes >= 0 { inner.size() as i64 - retention_bytes } else { -1 };
         let bases: Vec<i64> = inner.segments.keys().copied().collect();
         let mut new_start = None;
@@ -624,14 +631,15 @@ impl Log {
             excess -= seg.size() as i64;
             new_start = Some(pair[1]);
         }
-        let Some(start) = new_start else { return Ok(0) };
+        let Some(start) = new_start else { return Ok(below_start) };
         inner.log_start_offset = inner.log_start_offset.max(start);
-        self.delete_below_start(inner)
+        Ok(below_start + self.delete_below_start(inner)?)
     }
 
-    pub fn segments(&self) -> Vec<SegmentInfo> {
+    pub fn segments(&self) -> Result<Vec<SegmentInfo>> {
         let inner = self.inner.read();
-        inner
+        inner.check_open(&self.dir)?;
+        Ok(inner
             .segments
             .values()
             .map(|s| SegmentInfo {
@@ -643,7 +651,7 @@ impl Log {
                 largest_timestamp: s.largest_timestamp(),
                 next_offset: s.next_offset(),
             })
-            .collect()
+            .collect())
     }
 
     pub fn assign_epoch_start_offset(&self, epoch: i32, start_offset: i64) -> Result<()> {
@@ -739,7 +747,7 @@ mod tests {
             log.append(&batch(2, now_ms()), &leader()).unwrap();
         }
         assert_eq!(log.num_segments(), 1);
-        let path = log.segments()[0].log_path.clone();
+        let path = log.segments().unwrap()[0].log_path.clone();
         drop(log); // no close: an unclean shutdown
         let len = fs::metadata(&path).unwrap().len();
         let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -768,7 +776,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let log = Log::open(&d.path().join("t-0"), LogConfig::default(), OpenOptions::default()).unwrap();
         log.append(&batch(3, now_ms()), &leader()).unwrap();
-        let before = (log.log_end_offset(), log.size(), fs::metadata(&log.segments()[0].log_path).unwrap().len());
+        let before = (log.log_end_offset(), log.size(), fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len());
         let mut data = Vec::new();
         while data.len() < 512 * 1024 {
             data.extend(batch(50, now_ms()));
@@ -776,7 +784,7 @@ mod tests {
         let n = data.len();
         data[n - 5] ^= 0x55;
         assert!(matches!(log.append(&data, &leader()), Err(Error::CorruptRecord { .. })));
-        let after = (log.log_end_offset(), log.size(), fs::metadata(&log.segments()[0].log_path).unwrap().len());
+        let after = (log.log_end_offset(), log.size(), fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len());
         assert_eq!(before, after);
         data[n - 5] ^= 0x55;
         let info = log.append(&data, &leader()).unwrap();

@@ -333,8 +333,8 @@ impl PyLog {
         Ok(py.detach(|| self.0.flush())?)
     }
 
-    fn segments(&self) -> Vec<PySegmentInfo> {
-        self.0.segments().into_iter().map(PySegmentInfo::from).collect()
+    fn segments(&self) -> PyResult<Vec<PySegmentInfo>> {
+        Ok(self.0.segments()?.into_iter().map(PySegmentInfo::from).collect())
     }
 
     fn config(&self) -> std::collections::BTreeMap<String, String> {

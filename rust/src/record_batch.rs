@@ -229,8 +229,11 @@ pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result
             format!("lastOffsetDelta {} is below recordsCount {} - 1", h.last_offset_delta, h.records_count),
         ));
     }
-    if h.codec_id() == 0 {
-        crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, position + HEADER_SIZE as u64)?;
+    let area_position = position + HEADER_SIZE as u64;
+    match h.compression()? {
+        Compression::None => crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?,
+        // As Kafka's LogValidator, the records of a compressed batch are checked too.
+        c => crate::record::check_framing(&c.decompress(&batch[HEADER_SIZE..], area_position)?, h.records_count, contiguous_offsets, area_position)?,
     }
     Ok(h)
 }
@@ -380,10 +383,21 @@ impl<'a> DecodedBatch<'a> {
     pub fn records(&self) -> Result<Vec<RecordRef<'_>>> {
         let h = &self.header;
         let lat = h.is_log_append_time().then_some(h.max_timestamp);
+        if h.last_offset_delta < h.records_count - 1 {
+            return Err(Error::corrupt(
+                self.position,
+                format!("lastOffsetDelta {} is below recordsCount {} - 1", h.last_offset_delta, h.records_count),
+            ));
+        }
         let mut cur = Cursor::new(&self.area, self.position + HEADER_SIZE as u64);
-        let mut out = Vec::with_capacity(h.records_count.clamp(0, 1 << 16) as usize);
+        let mut out: Vec<RecordRef<'_>> = Vec::with_capacity(h.records_count.clamp(0, 1 << 16) as usize);
         for _ in 0..h.records_count {
-            out.push(read_record(&mut cur, h.base_offset, h.base_timestamp, lat)?);
+            let r = read_record(&mut cur, h.base_offset, h.base_timestamp, lat)?;
+            // Compaction leaves gaps, so offsets need only ascend within the batch's range.
+            if r.offset > h.last_offset() || out.last().is_some_and(|p| r.offset <= p.offset) || r.offset < h.base_offset {
+                return Err(Error::corrupt(self.position, format!("record offset {} outside or out of order in the batch", r.offset)));
+            }
+            out.push(r);
         }
         if cur.remaining() != 0 {
             return Err(Error::corrupt(self.position, format!("{} bytes after the last record", cur.remaining())));

@@ -175,6 +175,11 @@ impl LogSegment {
         }
         self.offset_index.sanity_check(next, self.size.max(1))?;
         self.time_index.sanity_check(next)?;
+        // Both indexes gain entries together (the time index whenever timestamps grew),
+        // so a time index emptied while the offset index has entries is damaged.
+        if self.time_index.entries() == 0 && self.offset_index.entries() > 0 && max_ts.0 >= 0 {
+            return Err(Error::CorruptIndex { path: self.time_index.path().to_path_buf(), reason: "empty beside a non-empty offset index".into() });
+        }
         self.next_offset = next;
         (self.max_timestamp, self.offset_of_max_timestamp) = max_ts;
         if self.size > 0 {
@@ -275,13 +280,19 @@ impl LogSegment {
 
     /// True when this segment must roll before taking `size` more bytes whose last
     /// offset is `last_offset` (Kafka's `shouldRoll`).
-    pub fn should_roll(&self, config: &LogConfig, size: usize, last_offset: i64, now_ms: i64) -> bool {
+    /// `segment.ms` measures, as Kafka does, from the first batch's max timestamp to the
+    /// incoming batches' max timestamp, or from the segment's creation to now when the
+    /// first batch has no timestamp.
+    pub fn should_roll(&self, config: &LogConfig, size: usize, last_offset: i64, max_timestamp: i64, now_ms: i64) -> bool {
         if self.size == 0 {
             return false;
         }
-        let rolling_ts = self.rolling_timestamp.filter(|t| *t >= 0).unwrap_or(self.created_ms);
+        let waited = match self.rolling_timestamp.filter(|t| *t >= 0) {
+            Some(first) => max_timestamp - first,
+            None => now_ms - self.created_ms,
+        };
         self.size + size as u64 > config.segment_bytes
-            || now_ms - rolling_ts > config.segment_ms - config.segment_jitter_ms
+            || waited > config.segment_ms - config.segment_jitter_ms
             || self.offset_index.is_full()
             || self.time_index.is_full()
             || last_offset - self.base_offset > i32::MAX as i64

@@ -13,7 +13,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from logstore import _native as ls
 
 from .helpers import (
@@ -29,7 +28,7 @@ from .helpers import (
 T0 = RECENT_T0
 BIG = 1 << 30
 MARKER = ".kafka_cleanshutdown"
-CONFIG = dict(index_interval_bytes=1)  # an index entry for (nearly) every batch
+CONFIG = {"index_interval_bytes": 1}  # an index entry for (nearly) every batch
 
 
 def _write_dir(path: Path, files: dict[str, bytes]):
@@ -102,9 +101,8 @@ def test_torn_tail_at_every_byte_of_last_two_batches(tmp_path, eight_batches, ma
         whole, end = _expected_after_cut(raws, cut)
         log = ls.Log.open(str(d), **CONFIG)
         try:
-            if not marker or cut != whole[-1].position + whole[-1].size:
-                if log.recovered is not True:
-                    not_flagged.append(cut)
+            if (not marker or cut != whole[-1].position + whole[-1].size) and log.recovered is not True:
+                not_flagged.append(cut)
             assert os.path.getsize(d / log_name) == sum(r.size for r in whole), cut
             _check_recovered(log, whole, end, raws)
             assert log.append(_batch(99, 2, 7)) == (end, end + 1), cut
@@ -293,7 +291,7 @@ def _check_lookups_against_linear_scan(log, decoded):
 
 
 def test_intact_indexes_agree_with_linear_scan(tmp_path, multi_segment):
-    files, bases, decoded = multi_segment
+    files, _bases, decoded = multi_segment
     d = tmp_path / "t-0"
     _write_dir(d, files)
     log = ls.Log.open(str(d), segment_bytes=1500, **CONFIG)

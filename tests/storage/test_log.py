@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import select
@@ -10,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 from logstore import _native as ls
 
 from .helpers import (
@@ -250,7 +250,7 @@ def test_roll_by_segment_bytes(open_log, partition_dir):
     for s in segs:
         assert s.size <= seg_bytes
         assert s.base_offset in by_base, "segments start at batch boundaries"
-    for s, nxt in zip(segs, segs[1:]):
+    for s, nxt in itertools.pairwise(segs):
         first_of_next = by_base[nxt.base_offset][2]
         assert s.size + len(first_of_next) > seg_bytes, "rolled although the batch fitted"
     # every segment's content is its batches, in order
@@ -354,7 +354,7 @@ def test_offset_for_timestamp_non_monotonic(open_log):
     for i, t in enumerate(tss):
         log.append(ls.encode_batch([(None, b"x%d" % i, [], T0 + t)]))
     # first record in offset order with timestamp >= target
-    for target in range(0, 110):
+    for target in range(110):
         expect = next(((o, T0 + t) for o, t in enumerate(tss) if t >= target), None)
         assert log.offset_for_timestamp(T0 + target) == expect, target
 
@@ -414,7 +414,7 @@ def _rolled_log(open_log, n_segments=4, per_segment=(2, 3), ts_of=lambda s: T0 +
 
 
 def test_delete_records(open_log, partition_dir):
-    log, layout = _rolled_log(open_log)  # segments at 0, 5, 10, 15; LEO 20
+    log, _layout = _rolled_log(open_log)  # segments at 0, 5, 10, 15; LEO 20
     assert [s.base_offset for s in log.segments()] == [0, 5, 10, 15]
     before_all = {off: log.read(off, BIG) for off in range(20)}
     assert log.delete_records(3) == 3
@@ -450,7 +450,10 @@ def test_delete_records_to_log_end_and_beyond(open_log):
     assert log.delete_records(10) == 10
     assert log.log_start_offset == 10
     assert log.read(10, BIG) == b""
-    assert log.delete_records(50) == 10  # clamped to the log end offset
+    # Beyond the log end offset is out of range, as Kafka's DeleteRecords answers
+    # OFFSET_OUT_OF_RANGE above the high watermark; nothing changes.
+    with pytest.raises(ls.OffsetOutOfRangeError):
+        log.delete_records(50)
     assert log.log_start_offset == 10
     assert log.append(mk(2)) == (10, 11)
     assert ls.decode_batches(log.read(10, BIG))[0].base_offset == 10
@@ -749,7 +752,7 @@ def _recv_exactly(sock, n, out, delay=0.0):
 
 
 def test_file_slice_sendfile_blocking(five_batches):
-    log, batches = five_batches
+    log, _batches = five_batches
     sl = log.read_slice(3, BIG)
     expect = log.read(3, BIG)
     a, b = socket.socketpair()
@@ -904,15 +907,15 @@ def test_reopen_keeps_everything(open_log, partition_dir):
     assert log.num_segments > 3
 
     def state(lg):
-        return dict(
-            start=lg.log_start_offset,
-            end=lg.log_end_offset,
-            size=lg.size_bytes,
-            segs=[(s.base_offset, s.size, s.next_offset, s.largest_timestamp) for s in lg.segments()],
-            reads={o: lg.read(o, BIG) for o in range(lg.log_start_offset, lg.log_end_offset + 1)},
-            ts={t: lg.offset_for_timestamp(T0 + t) for t in range(-1, 25_000, 250)},
-            epochs=lg.epoch_entries(),
-        )
+        return {
+            "start": lg.log_start_offset,
+            "end": lg.log_end_offset,
+            "size": lg.size_bytes,
+            "segs": [(s.base_offset, s.size, s.next_offset, s.largest_timestamp) for s in lg.segments()],
+            "reads": {o: lg.read(o, BIG) for o in range(lg.log_start_offset, lg.log_end_offset + 1)},
+            "ts": {t: lg.offset_for_timestamp(T0 + t) for t in range(-1, 25_000, 250)},
+            "epochs": lg.epoch_entries(),
+        }
 
     before = state(log)
     log.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -10,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-
 from logstore import _native as ls
 
 from .helpers import RECENT_T0, linear_offset_for_timestamp, parse_raw_batches, with_base_offset
@@ -27,7 +27,7 @@ batch_st = st.tuples(st.lists(record_st, min_size=1, max_size=4), st.sampled_fro
 
 
 class ModelBatch:
-    __slots__ = ("base", "last", "data", "size")
+    __slots__ = ("base", "data", "last", "size")
 
     def __init__(self, base, last, data):
         self.base, self.last, self.data, self.size = base, last, data, len(data)
@@ -51,12 +51,12 @@ class LogMachine(RuleBasedStateMachine):
         index_interval_bytes=st.sampled_from([1, 100, 4096]),
     )
     def open_log(self, segment_bytes, retention_bytes, index_interval_bytes):
-        self.config = dict(
-            segment_bytes=segment_bytes,
-            retention_bytes=retention_bytes,
-            retention_ms=-1,
-            index_interval_bytes=index_interval_bytes,
-        )
+        self.config = {
+            "segment_bytes": segment_bytes,
+            "retention_bytes": retention_bytes,
+            "retention_ms": -1,
+            "index_interval_bytes": index_interval_bytes,
+        }
         self.log = ls.Log.open(self.path, **self.config)
         self.batches: list[ModelBatch] = []  # readable batches: last offset >= start
         self.start = 0
@@ -218,7 +218,7 @@ class LogMachine(RuleBasedStateMachine):
         segs = self.log.segments()
         assert segs, "a log always has an active segment"
         assert segs[0].base_offset <= self.start
-        for a, b in zip(segs, segs[1:]):
+        for a, b in itertools.pairwise(segs):
             assert a.next_offset == b.base_offset
         assert segs[-1].next_offset == self.end
         assert self.log.size_bytes == sum(s.size for s in segs)

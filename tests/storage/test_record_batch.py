@@ -7,7 +7,6 @@ import random
 import struct
 
 import pytest
-
 from logstore import _native as ls
 
 from .helpers import (

@@ -7,9 +7,8 @@ import builtins
 import inspect
 from pathlib import Path
 
-import pytest
-
 import logstore
+import pytest
 from logstore import _native
 
 PYI = Path(__file__).resolve().parents[2] / "python" / "logstore" / "_native.pyi"

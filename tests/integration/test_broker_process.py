@@ -1,0 +1,70 @@
+"""The broker process itself: start, clean stop, config errors, a raw ApiVersions round trip."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+
+
+def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        p.produce("clean", value=b"%d" % i)
+    assert p.flush(30) == 0
+    assert broker.stop() == 0
+    marker = os.path.join(broker.data_dir, "clean-0", ".kafka_cleanshutdown")
+    assert os.path.exists(marker)
+    broker.start()
+    assert not os.path.exists(marker)  # removed while the log is open
+    assert "recovered clean-0" not in broker.log_text()
+    broker.kill()
+    broker.start()
+    assert "recovered clean-0" in broker.log_text()
+
+
+def test_bad_config_value_names_the_key(tmp_path):
+    from tests.integration.conftest import REPO_ROOT
+
+    r = subprocess.run(
+        [sys.executable, "-m", "broker_py", "--override", "num.partitions=zero", "--override", f"log.dirs={tmp_path}"],
+        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+    )
+    assert r.returncode == 2
+    assert "num.partitions" in r.stderr
+
+
+def test_unknown_key_warns_and_starts(broker_factory):
+    b = broker_factory({"no.such.key": "1"})
+    assert "unknown configuration key no.such.key" in b.log_text()
+
+
+def test_api_versions_v0_header_and_unsupported_version(broker):
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+        # ApiVersions v99: answered with the v0 body, error 35, and the ranges.
+        body = struct.pack(">hhih", 18, 99, 7, 4) + b"test"
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", s.recv(4))[0]
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+        corr, error, count = struct.unpack_from(">ihi", data)
+        assert (corr, error) == (7, 35)
+        keys = {struct.unpack_from(">hhh", data, 10 + 6 * i)[0] for i in range(count)}
+        assert {0, 1, 3, 18} <= keys
+
+
+def test_frame_over_socket_request_max_bytes_closes_only_that_connection(broker_factory):
+    b = broker_factory({"socket.request.max.bytes": "1024"})
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as bad:
+        bad.sendall(struct.pack(">i", 1 << 30))  # refused before any body is sent
+        assert bad.recv(10) == b""
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as good:
+        body = struct.pack(">hhih", 18, 0, 1, -1)
+        good.sendall(struct.pack(">i", len(body)) + body)
+        assert len(good.recv(4)) == 4
+    assert b.alive()
