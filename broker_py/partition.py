@@ -12,6 +12,7 @@ import asyncio
 
 import logstore
 
+from broker_py.error_codes import ErrorCode
 from broker_py.producer_state import ProducerStateManager
 
 
@@ -35,6 +36,15 @@ class Partition:
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
+
+    def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode:
+        """The error for a request made under ``current_leader_epoch`` (-1: not checked):
+        an older epoch is fenced, a newer one is not known here yet."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
 
     def notify_append(self) -> None:
         event, self._appended = self._appended, asyncio.Event()

@@ -68,9 +68,8 @@ def _read(broker, body, version: int):
                 parts.append(_partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             touched.append(partition)
-            epoch = fp.current_leader_epoch if version >= 9 else -1
-            if epoch >= 0 and epoch != partition.leader_epoch:
-                error = ErrorCode.FENCED_LEADER_EPOCH if epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            error = partition.leader_epoch_error(fp.current_leader_epoch if version >= 9 else -1)
+            if error != ErrorCode.NONE:
                 parts.append(_partition_data(fp.partition, error, partition))
                 continue
             bound = partition.last_stable_offset if body.isolation_level == READ_COMMITTED else partition.high_watermark

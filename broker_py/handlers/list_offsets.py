@@ -40,8 +40,8 @@ async def handle_list_offsets(broker, request, connection):
             partition = broker.partitions.get((t.name, p.partition_index))
             if partition is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
-                error = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            elif (error := partition.leader_epoch_error(p.current_leader_epoch)) != ErrorCode.NONE:
+                pass
             else:
                 try:
                     ts, offset = lookup(partition, p.timestamp, body.isolation_level)

@@ -48,8 +48,8 @@ async def handle_offset_for_leader_epoch(broker, request, connection):
             partition = broker.partitions.get((t.topic, p.partition))
             if partition is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
-                error = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            elif (error := partition.leader_epoch_error(p.current_leader_epoch)) != ErrorCode.NONE:
+                pass
             else:
                 epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
                 if epoch == -1 and partition.log.latest_epoch is None:

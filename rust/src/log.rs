@@ -35,6 +35,9 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
 
+/// Uncompressed batches at least this large are verified while written.
+const VERIFY_WHILE_WRITING_BYTES: usize = 256 * 1024;
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -327,13 +330,20 @@ impl Log {
         if parsed.is_empty() {
             return Err(Error::corrupt(0, "no record batches"));
         }
-        let mut pos = 0u64;
-        for (_, bytes) in &parsed {
-            record_batch::validate(bytes, pos, opts.assign_offsets)?;
-            pos += bytes.len() as u64;
-        }
         let now = opts.now_ms.unwrap_or_else(now_ms);
         let stamp_time = opts.assign_offsets && timestamp_type == TimestampType::LogAppendTime;
+        // Large uncompressed batches are verified while they are written (one pass over
+        // memory); every other batch is validated whole before anything is written.
+        let verify_while_writing = |h: &BatchHeader, len: usize| !stamp_time && h.codec_id() == 0 && len >= VERIFY_WHILE_WRITING_BYTES;
+        let mut pos = 0u64;
+        for (h, bytes) in &parsed {
+            if verify_while_writing(h, bytes.len()) {
+                record_batch::validate_header(bytes, pos, opts.assign_offsets)?;
+            } else {
+                record_batch::validate(bytes, pos, opts.assign_offsets)?;
+            }
+            pos += bytes.len() as u64;
+        }
 
         let mut guard = self.inner.write();
         let inner = &mut *guard;
@@ -341,7 +351,9 @@ impl Log {
         let mut next = inner.next_offset;
         let mut prepared = Vec::with_capacity(parsed.len());
         let (mut max_ts, mut offset_of_max_ts, mut num_records) = (-1i64, -1i64, 0i64);
+        let mut input_position = 0u64;
         for (h, bytes) in &parsed {
+            let verify = verify_while_writing(h, bytes.len());
             let mut h = *h;
             if opts.assign_offsets {
                 h.base_offset = next;
@@ -364,7 +376,15 @@ impl Log {
             }
             num_records += h.records_count as i64;
             next = h.next_offset();
-            prepared.push(PreparedBatch { header_bytes, header: h, records: &bytes[HEADER_SIZE..] });
+            prepared.push(PreparedBatch {
+                header_bytes,
+                header: h,
+                records: &bytes[HEADER_SIZE..],
+                verify_while_writing: verify,
+                contiguous_offsets: opts.assign_offsets,
+                input_position,
+            });
+            input_position += bytes.len() as u64;
         }
         let base_offset = prepared[0].header.base_offset;
         let last_offset = next - 1;
@@ -828,6 +848,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn large_batch_verified_while_writing_rejects_corruption() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap();
+        let log = Log::open(&d.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
+        log.append(&batch(2, now_ms()), &leader()).unwrap();
+        let big = batch(6000, now_ms()); // ~700 KB, one batch
+        assert!(big.len() >= VERIFY_WHILE_WRITING_BYTES);
+        let file_len = |log: &Log| fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len();
+        let before = (log.log_end_offset(), log.size(), file_len(&log));
+        // A flipped byte near the end: the CRC fails after most chunks were written.
+        let mut bad = big.clone();
+        let n = bad.len();
+        bad[n - 3] ^= 1;
+        assert!(matches!(log.append(&bad, &leader()), Err(Error::CorruptRecord { .. })));
+        assert_eq!(before, (log.log_end_offset(), log.size(), file_len(&log)));
+        // A record count that lies (CRC recomputed): the framing walk fails.
+        let mut lying = big.clone();
+        lying[57..61].copy_from_slice(&5999i32.to_be_bytes());
+        lying[23..27].copy_from_slice(&5998i32.to_be_bytes());
+        let crc = record_batch::compute_crc(&lying);
+        lying[17..21].copy_from_slice(&crc.to_be_bytes());
+        assert!(matches!(log.append(&lying, &leader()), Err(Error::CorruptRecord { .. })));
+        assert_eq!(before, (log.log_end_offset(), log.size(), file_len(&log)));
+        // The good batch lands whole, and reads back byte for byte (but its base offset).
+        let info = log.append(&big, &leader()).unwrap();
+        assert_eq!((info.base_offset, info.last_offset), (2, 6001));
+        let back = log.read(2, 10 << 20, None, true).unwrap();
+        assert_eq!(&back[8..], &big[8..]);
+        drop(log);
+        // Reopened after a crash (no marker), the batch passes recovery's full validation.
+        let log = Log::open(&d.path().join("t-0"), LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap(), OpenOptions::default()).unwrap();
+        assert_eq!(log.log_end_offset(), 6002);
     }
 }
 

@@ -207,15 +207,13 @@ pub fn crc_with_header(header: &[u8; HEADER_SIZE], records: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&header[ATTRIBUTES_OFFSET..]), records)
 }
 
-/// Full validation of one whole batch as received from a producer or read back from
-/// disk: header, CRC and, for uncompressed batches, the record framing.
-pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
+/// The checks of `validate` that need only the header: size, codec, offset deltas.
+pub fn validate_header(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
     let h = BatchHeader::parse(batch);
     check_header(&h, position)?;
     if h.size() != batch.len() {
         return Err(Error::corrupt(position, format!("batch size {} but {} bytes given", h.size(), batch.len())));
     }
-    verify_crc(batch, &h, position)?;
     h.compression().map_err(|_| Error::corrupt(position, format!("unknown compression codec id {}", h.codec_id())))?;
     if contiguous_offsets && h.last_offset_delta != h.records_count - 1 {
         return Err(Error::corrupt(
@@ -229,6 +227,14 @@ pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result
             format!("lastOffsetDelta {} is below recordsCount {} - 1", h.last_offset_delta, h.records_count),
         ));
     }
+    Ok(h)
+}
+
+/// Full validation of one whole batch as received from a producer or read back from
+/// disk: header, CRC and the records (decompressed first when a codec is set).
+pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
+    let h = validate_header(batch, position, contiguous_offsets)?;
+    verify_crc(batch, &h, position)?;
     let area_position = position + HEADER_SIZE as u64;
     match h.compression()? {
         Compression::None => crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?,

@@ -26,26 +26,25 @@ fn rel(e: &[u8]) -> u32 {
     u32::from_be_bytes(e[8..12].try_into().unwrap())
 }
 
+/// The shared mechanics (entries, flush, trim, path) are the `IndexFile`'s.
+impl std::ops::Deref for TimeIndex {
+    type Target = IndexFile;
+    fn deref(&self) -> &IndexFile {
+        &self.file
+    }
+}
+
+impl std::ops::DerefMut for TimeIndex {
+    fn deref_mut(&mut self) -> &mut IndexFile {
+        &mut self.file
+    }
+}
+
 impl TimeIndex {
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize, active: bool) -> Result<Self> {
         Ok(TimeIndex { file: IndexFile::open(path, ENTRY_SIZE, max_index_size, active)?, base_offset })
     }
 
-    pub fn file(&mut self) -> &mut IndexFile {
-        &mut self.file
-    }
-    pub fn flush(&self) -> Result<()> {
-        self.file.flush()
-    }
-    pub fn entries(&self) -> usize {
-        self.file.entries()
-    }
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
-    }
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
 
     /// (timestamp, offset) of entry i.
     pub fn entry(&self, i: usize) -> (i64, i64) {

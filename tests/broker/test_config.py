@@ -1,0 +1,97 @@
+"""BrokerConfig: Kafka's key names and defaults, properties syntax, errors naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker_py.config import BrokerConfig, ConfigError, Listener, parse_properties
+
+
+def test_defaults_are_a_single_local_broker():
+    c = BrokerConfig()
+    assert c.broker_id == 0
+    assert c["listeners"] == [Listener("PLAINTEXT", "127.0.0.1", 9092)]
+    assert c["advertised.listeners"] == c["listeners"]
+    assert c.log_dirs == ["./logstore-data"]
+    assert c["auto.create.topics.enable"] is True
+    assert c["num.partitions"] == 1
+    assert c["message.max.bytes"] == 1048588
+    assert c["socket.request.max.bytes"] == 104857600
+    assert c.retention_ms == 7 * 24 * 3600 * 1000
+    assert c.unknown == []
+
+
+def test_properties_syntax():
+    text = """
+# comment
+! also a comment
+broker.id=3
+listeners = PLAINTEXT://0.0.0.0:19092
+log.dirs: /a,/b
+num.partitions 4
+log.retention.hours=\\
+   12
+"""
+    props = parse_properties(text)
+    assert props == {
+        "broker.id": "3",
+        "listeners": "PLAINTEXT://0.0.0.0:19092",
+        "log.dirs": "/a,/b",
+        "num.partitions": "4",
+        "log.retention.hours": "12",
+    }
+    c = BrokerConfig(props)
+    assert c.broker_id == 3 and c.log_dirs == ["/a", "/b"] and c.retention_ms == 12 * 3600 * 1000
+
+
+def test_load_file_and_overrides(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=2\nlog.segment.bytes=1048576\nfancy.unknown=1\n")
+    c = BrokerConfig.load(path, ["num.partitions=6", "log.retention.ms=1000"])
+    assert c["num.partitions"] == 6
+    assert c.retention_ms == 1000  # log.retention.ms wins over hours
+    assert c.unknown == ["fancy.unknown"]
+    defaults = c.topic_defaults()
+    assert defaults["segment.bytes"] == "1048576"
+    assert defaults["retention.ms"] == "1000"
+    assert defaults["max.message.bytes"] == "1048588"
+    assert defaults["cleanup.policy"] == "delete"
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("num.partitions", "zero"),
+        ("num.partitions", "0"),
+        ("log.segment.bytes", "10"),
+        ("auto.create.topics.enable", "yes"),
+        ("listeners", "127.0.0.1:9092"),
+        ("listeners", "PLAINTEXT://host:99999"),
+        ("log.cleanup.policy", "shred"),
+        ("log.message.timestamp.type", "Wallclock"),
+        ("log.cleaner.min.cleanable.ratio", "2"),
+    ],
+)
+def test_bad_values_name_the_key(key, value):
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({key: value})
+    assert e.value.key == key
+    assert key in str(e.value)
+
+
+def test_advertised_listener_must_name_a_listener():
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({"advertised.listeners": "EXTERNAL://example:9092"})
+    assert e.value.key == "advertised.listeners"
+
+
+def test_missing_properties_file_names_it(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig.load(tmp_path / "nope.properties")
+    assert "nope.properties" in str(e.value)
+
+
+def test_bad_override_syntax():
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig.load(None, ["num.partitions"])
+    assert e.value.key == "--override"
