@@ -60,6 +60,9 @@ class Broker:
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator = None  # set in start(); needs the running loop
+        self._topic_defaults: dict[str, str] | None = None
+        # topic -> (the TopicInfo.configs dict it was built from, effective config)
+        self._effective: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
 
     # ---- startup and shutdown ----
 
@@ -154,7 +157,17 @@ class Broker:
     # ---- topics ----
 
     def effective_config(self, topic: TopicInfo) -> dict[str, str]:
-        return {**self.config.topic_defaults(), **topic.configs}
+        """The topic's configs over the broker's defaults (cached until they change)."""
+        cached = self._effective.get(topic.name)
+        if cached is None or cached[0] is not topic.configs:
+            if self._topic_defaults is None:
+                self._topic_defaults = self.config.topic_defaults()
+            cached = (topic.configs, {**self._topic_defaults, **topic.configs})
+            self._effective[topic.name] = cached
+        return cached[1]
+
+    def min_insync_replicas(self, topic: TopicInfo) -> int:
+        return int(self.effective_config(topic).get("min.insync.replicas", "1"))
 
     def _open_partition(self, topic: TopicInfo, index: int) -> Partition:
         plog = self.log_manager.open_log(topic, index, self.effective_config(topic))

@@ -67,7 +67,7 @@ async def handle_produce(broker, request, connection):
     for topic_data in body.topic_data:
         results = []
         topic = broker.metadata.get(topic_data.name)
-        min_isr = int(broker.effective_config(topic).get("min.insync.replicas", "1")) if topic else 1
+        min_isr = broker.min_insync_replicas(topic) if topic else 1
         for pd in topic_data.partition_data:
             base_offset, append_time, log_start, error, message = -1, -1, -1, ErrorCode.NONE, None
             try:

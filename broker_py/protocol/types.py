@@ -139,6 +139,9 @@ class Reader:
 
     def _unsigned(self, max_bytes: int) -> int:
         buf, p, end = self.buf, self.pos, self.end
+        if p < end and buf[p] < 0x80:  # one byte: most lengths and tag counts
+            self.pos = p + 1
+            return buf[p]
         value = 0
         shift = 0
         for i in range(max_bytes):
@@ -153,6 +156,10 @@ class Reader:
         raise MalformedMessageError(f"varint at offset {p} is longer than {max_bytes} bytes")
 
     def unsigned_varint(self) -> int:
+        p = self.pos
+        if p < self.end and self.buf[p] < 0x80:
+            self.pos = p + 1
+            return self.buf[p]
         value = self._unsigned(5)
         if value > 0xFFFFFFFF:
             raise MalformedMessageError(f"unsigned varint {value} does not fit in 32 bits")
@@ -309,6 +316,9 @@ class Writer:
         self.buf += v.bytes
 
     def unsigned_varint(self, v: int) -> None:
+        if 0 <= v < 0x80:
+            self.buf.append(v)
+            return
         if not 0 <= v <= 0xFFFFFFFF:
             raise EncodeError(f"unsigned varint {v} out of range")
         self._unsigned(v)
