@@ -1,0 +1,412 @@
+"""Pieces of the end-to-end bench: a broker subprocess, client loops, a raw socket pump.
+
+Everything talks to 127.0.0.1 only. Set ``LOGSTORE_E2E_PROFILE=/path/prefix`` to run the
+broker under cProfile (``python -m cProfile -o <prefix>.prof -m broker_py``); the profile
+is written when the broker stops cleanly at the end of the module.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MB = 1 << 20
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProc:
+    """``python -m broker_py`` on a free loopback port with its data under ``workdir``."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None, profile: str | None = None) -> None:
+        self.workdir = workdir
+        self.data_dir = workdir / "data"
+        self.log_path = workdir / "broker.log"
+        self.port = free_port()
+        self.profile = profile
+        self.overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # the bench sends 1 MB batches
+            "message.max.bytes": str(8 * MB),
+            **(overrides or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        args = [sys.executable]
+        if self.profile:
+            args += ["-m", "cProfile", "-o", self.profile]
+        args += ["-m", "broker_py"]
+        for k, v in self.overrides.items():
+            args += ["--override", f"{k}={v}"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env)
+        deadline = time.monotonic() + timeout
+        out = b""
+        assert self.proc.stdout is not None
+        while b"listening on" not in out:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.proc.kill()
+                raise RuntimeError(f"broker did not start: {out!r}\n{self.log_text()[-4000:]}")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if chunk:
+                    out += chunk
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def rss_mb(self) -> float:
+        assert self.proc is not None
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-watermarks"})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
+    finally:
+        c.close()
+
+
+# ---------------------------------------------------------------------------
+# producer / consumer loops
+# ---------------------------------------------------------------------------
+
+
+class ThroughputProducer:
+    """A confluent-kafka producer tuned for throughput; ``run`` produces and flushes."""
+
+    def __init__(self, bootstrap: str, acks: str, linger_ms: int = 20) -> None:
+        from confluent_kafka import Producer
+
+        self.errors: list[str] = []
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": acks,
+                "linger.ms": linger_ms,
+                "batch.size": MB,
+                "batch.num.messages": 1_000_000,
+                "message.max.bytes": 8 * MB,
+                "compression.type": "none",
+                "queue.buffering.max.messages": 2_000_000,
+                "queue.buffering.max.kbytes": 2_097_151,
+                "delivery.report.only.error": True,
+                "on_delivery": self._on_delivery,
+                "error_cb": lambda err: self.errors.append(f"client: {err}"),
+            }
+        )
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def warm_up(self, topic: str) -> None:
+        self.producer.produce(topic, b"warm-up")
+        assert self.producer.flush(30) == 0
+
+    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1) -> None:
+        """Produces ``count`` messages, in runs of up to 1 MB per partition, rotating over
+        the partitions (what the sticky partitioner does, made deterministic so every
+        partition gets data even in short runs)."""
+        produce = self.producer.produce
+        poll = self.producer.poll
+        run = max(1, min(MB // len(payload), -(-count // (2 * partitions))))
+        left = count
+        part = 0
+        while left > 0:
+            n = min(run, left)
+            for _ in range(n):
+                try:
+                    produce(topic, payload, partition=part)
+                except BufferError:
+                    poll(0.001)
+                    produce(topic, payload, partition=part)
+            left -= n
+            part = (part + 1) % partitions
+        left = self.producer.flush(120)
+        assert left == 0, f"{left} messages not delivered"
+        assert not self.errors, self.errors[:5]
+
+
+def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0) -> float:
+    """Reads ``count`` messages from offset 0 with the batch API; returns the seconds taken
+    from assign to the last message (client set-up and metadata are outside)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"e2e-{topic}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "check.crcs": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.min.bytes": 1,
+            "fetch.max.bytes": 64 * MB,
+            "max.partition.fetch.bytes": 16 * MB,
+            "queued.min.messages": 1_000_000,
+            "queued.max.messages.kbytes": 2_097_151,
+        }
+    )
+    try:
+        for p in range(partitions):  # connect and learn metadata outside the timed part
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        start = time.perf_counter()
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got = 0
+        deadline = time.monotonic() + timeout
+        batch = c.consume
+        while got < count:
+            # consume() waits for num_messages or the timeout: never ask for more than is left
+            msgs = batch(num_messages=min(10_000, count - got), timeout=1.0)
+            if msgs:
+                last = msgs[-1]
+                assert last.error() is None, last.error()
+                got += len(msgs)
+            elif time.monotonic() > deadline:
+                raise AssertionError(f"consumed {got} of {count} messages in {timeout}s")
+        elapsed = time.perf_counter() - start
+        assert got == count, (got, count)
+        return elapsed
+    finally:
+        c.close()
+
+
+def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup: float = 0.5) -> tuple[list[float], float]:
+    """Produces ``size``-byte messages at a fixed ``rate`` (acks=all, linger.ms=0); returns
+    the produce()->delivery-callback latencies in seconds (warm-up dropped) and the rate
+    actually achieved."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 0,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    payload = os.urandom(size)
+    p.produce(topic, payload)
+    assert p.flush(30) == 0
+    total = int(rate * (seconds + warmup))
+    skip = int(rate * warmup)
+    sent_at = [0.0] * total
+    lat = [0.0] * total
+    done = [0]
+    errors: list[str] = []
+    now = time.perf_counter
+
+    def cb(i):
+        def on_delivery(err, msg):
+            lat[i] = now() - sent_at[i]
+            done[0] += 1
+            if err is not None:
+                errors.append(str(err))
+
+        return on_delivery
+
+    callbacks = [cb(i) for i in range(total)]
+    start = now()
+    interval = 1.0 / rate
+    for i in range(total):
+        due = start + i * interval
+        while True:
+            left = due - now()
+            if left <= 0:
+                break
+            # poll() takes whole milliseconds (a shorter timeout spins): sleep the rest
+            if left >= 0.0011:
+                p.poll(0.001)
+            else:
+                time.sleep(left)
+                p.poll(0)
+        sent_at[i] = now()
+        p.produce(topic, payload, on_delivery=callbacks[i])
+        p.poll(0)
+    sending = now() - start
+    assert p.flush(60) == 0
+    assert not errors, errors[:5]
+    assert done[0] == total
+    return lat[skip:], total / sending
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+# ---------------------------------------------------------------------------
+# the ceiling: a raw loopback socket pump
+# ---------------------------------------------------------------------------
+
+
+class SocketPump:
+    """A connected 127.0.0.1 TCP pair; ``pump(n)`` moves n bytes through it as fast as
+    possible (sender: this thread, 1 MB sendall; receiver: a thread, recv_into)."""
+
+    CHUNK = MB
+
+    def __init__(self) -> None:
+        server = socket.create_server(("127.0.0.1", 0))
+        self.tx = socket.create_connection(server.getsockname())
+        self.rx, _ = server.accept()
+        server.close()
+        self.buf = os.urandom(self.CHUNK)
+        self._want = threading.Semaphore(0)
+        self._done = threading.Semaphore(0)
+        self._target = 0
+        self._got = 0
+        self._thread = threading.Thread(target=self._recv, name="pump-rx", daemon=True)
+        self._thread.start()
+
+    def _recv(self) -> None:
+        view = memoryview(bytearray(4 * MB))
+        while True:
+            self._want.acquire()
+            target = self._target
+            if target < 0:
+                return
+            got = 0
+            while got < target:
+                n = self.rx.recv_into(view, min(len(view), target - got))
+                if n == 0:
+                    break
+                got += n
+            self._got = got
+            self._done.release()
+
+    def pump(self, nbytes: int) -> float:
+        self._target = nbytes
+        self._want.release()
+        start = time.perf_counter()
+        left = nbytes
+        view = memoryview(self.buf)
+        while left > 0:
+            n = min(left, self.CHUNK)
+            self.tx.sendall(view[:n])
+            left -= n
+        self._done.acquire()
+        elapsed = time.perf_counter() - start
+        assert self._got == nbytes
+        return elapsed
+
+    def close(self) -> None:
+        self._target = -1
+        self._want.release()
+        self._thread.join(5)
+        self.tx.close()
+        self.rx.close()
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def broker_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def raw_produce_requests(port: int, topic: str, count: int, size: int, window: int) -> float:
+    """Sends ``count`` Produce requests (v9, acks=-1, one ``size``-byte record each) over one
+    raw connection, keeping ``window`` in flight; returns the seconds until every answer
+    is back. Measures the broker's per-request cost without a client library."""
+    import logstore
+
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from broker_py.protocol.frame import encode_request
+    from broker_py.protocol.headers import RequestHeader
+    from broker_py.protocol.messages.produce import ProduceRequest
+
+    records = logstore.encode_batch([(None, os.urandom(size))])
+    body = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])
+        ],
+    )
+    frame = encode_request(RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="e2e-raw"), body)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sent = answered = 0
+        buf = bytearray()
+        start = time.perf_counter()
+        while answered < count:
+            if sent < count and sent - answered < window:
+                n = min(window - (sent - answered), count - sent)
+                s.sendall(frame * n)
+                sent += n
+            data = s.recv(1 << 16)
+            if not data:
+                raise AssertionError(f"broker closed the connection after {answered} answers")
+            buf += data
+            while len(buf) >= 4:
+                (size_,) = struct.unpack_from(">i", buf)
+                if len(buf) < 4 + size_:
+                    break
+                del buf[: 4 + size_]
+                answered += 1
+        return time.perf_counter() - start
