@@ -11,13 +11,22 @@ from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.api_versions import ApiVersionsResponse
 
 
+# Advertised minimums below what is served. librdkafka before 2.11 compresses with
+# gzip, snappy or lz4 only when the Produce range includes v0 (librdkafka#4956); as
+# Kafka does since KAFKA-18659, Produce is advertised from v0 while v0-2 requests are
+# still refused (no client picks them: each uses the highest version both support).
+ADVERTISED_MIN_VERSION = {ApiKey.PRODUCE: 0}
+
+
 def api_versions_body(error: ErrorCode = ErrorCode.NONE) -> ApiVersionsResponse:
     from broker_py.handlers import served_api_keys
 
     return ApiVersionsResponse(
         error_code=int(error),
         api_keys=[
-            ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=k.min_version, max_version=k.max_version)
+            ApiVersionsResponse.ApiVersion(
+                api_key=int(k), min_version=ADVERTISED_MIN_VERSION.get(k, k.min_version), max_version=k.max_version
+            )
             for k in served_api_keys()
         ],
     )

@@ -54,29 +54,40 @@ impl Default for LogConfig {
     }
 }
 
-/// Topic configs accepted and kept as strings, with the values allowed (None: any).
-const PASSTHROUGH: &[(&str, Option<&[&str]>)] = &[
-    ("cleanup.policy", None),
-    ("compression.type", Some(&["uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"])),
-    ("compression.gzip.level", None),
-    ("compression.lz4.level", None),
-    ("compression.zstd.level", None),
-    ("delete.retention.ms", None),
-    ("min.cleanable.dirty.ratio", None),
-    ("min.compaction.lag.ms", None),
-    ("max.compaction.lag.ms", None),
-    ("min.insync.replicas", None),
-    ("unclean.leader.election.enable", Some(&["true", "false"])),
-    ("preallocate", Some(&["true", "false"])),
-    ("message.downconversion.enable", Some(&["true", "false"])),
-    ("message.timestamp.difference.max.ms", None),
-    ("message.timestamp.before.max.ms", None),
-    ("message.timestamp.after.max.ms", None),
-    ("leader.replication.throttled.replicas", None),
-    ("follower.replication.throttled.replicas", None),
-    ("local.retention.ms", None),
-    ("local.retention.bytes", None),
-    ("remote.storage.enable", Some(&["true", "false"])),
+/// How a topic config the engine does not act on is validated before it is kept.
+enum Rule {
+    Long(i64),
+    Ratio,
+    Bool,
+    OneOf(&'static [&'static str]),
+    CleanupPolicy,
+    Text,
+}
+
+/// Topic configs accepted and kept as strings for the broker and the cleaner, each
+/// with Kafka's validator (minimum, range or allowed values).
+const PASSTHROUGH: &[(&str, Rule)] = &[
+    ("cleanup.policy", Rule::CleanupPolicy),
+    ("compression.type", Rule::OneOf(&["uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"])),
+    ("compression.gzip.level", Rule::Long(-1)),
+    ("compression.lz4.level", Rule::Long(1)),
+    ("compression.zstd.level", Rule::Long(-131072)),
+    ("delete.retention.ms", Rule::Long(0)),
+    ("min.cleanable.dirty.ratio", Rule::Ratio),
+    ("min.compaction.lag.ms", Rule::Long(0)),
+    ("max.compaction.lag.ms", Rule::Long(1)),
+    ("min.insync.replicas", Rule::Long(1)),
+    ("unclean.leader.election.enable", Rule::Bool),
+    ("preallocate", Rule::Bool),
+    ("message.downconversion.enable", Rule::Bool),
+    ("message.timestamp.difference.max.ms", Rule::Long(0)),
+    ("message.timestamp.before.max.ms", Rule::Long(0)),
+    ("message.timestamp.after.max.ms", Rule::Long(0)),
+    ("leader.replication.throttled.replicas", Rule::Text),
+    ("follower.replication.throttled.replicas", Rule::Text),
+    ("local.retention.ms", Rule::Long(-2)),
+    ("local.retention.bytes", Rule::Long(-2)),
+    ("remote.storage.enable", Rule::Bool),
 ];
 
 fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64> {
@@ -120,17 +131,26 @@ impl LogConfig {
                 }
             }
             _ => {
-                let Some((_, allowed)) = PASSTHROUGH.iter().find(|(name, _)| *name == k) else {
+                let Some((_, rule)) = PASSTHROUGH.iter().find(|(name, _)| *name == k) else {
                     return Err(Error::config(k, value, "unknown topic config"));
                 };
                 let v = value.trim();
-                if let Some(allowed) = allowed {
-                    if !allowed.contains(&v) {
-                        return Err(Error::config(k, value, format!("must be one of {}", allowed.join(", "))));
+                match rule {
+                    Rule::Long(min) => {
+                        parse_i64(k, v, *min)?;
                     }
-                }
-                if k == "cleanup.policy" && !v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")) {
-                    return Err(Error::config(k, value, "must be delete, compact or compact,delete"));
+                    Rule::Ratio => match v.parse::<f64>() {
+                        Ok(r) if (0.0..=1.0).contains(&r) => {}
+                        _ => return Err(Error::config(k, value, "must be a number between 0 and 1")),
+                    },
+                    Rule::Bool if !matches!(v, "true" | "false") => return Err(Error::config(k, value, "must be true or false")),
+                    Rule::OneOf(allowed) if !allowed.contains(&v) => {
+                        return Err(Error::config(k, value, format!("must be one of {}", allowed.join(", "))))
+                    }
+                    Rule::CleanupPolicy if !v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")) => {
+                        return Err(Error::config(k, value, "must be delete, compact or compact,delete"))
+                    }
+                    _ => {}
                 }
                 self.other.insert(k.to_string(), v.to_string());
             }
@@ -176,7 +196,16 @@ mod tests {
         let c = LogConfig::from_pairs([("segment_bytes", "1024"), ("message.timestamp.type", "LogAppendTime")]).unwrap();
         assert_eq!(c.segment_bytes, 1024);
         assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
-        for (k, v) in [("segment.bytes", "-1"), ("retention.ms", "soon"), ("bogus.key", "1"), ("cleanup.policy", "shred")] {
+        for (k, v) in [
+            ("segment.bytes", "-1"),
+            ("retention.ms", "soon"),
+            ("bogus.key", "1"),
+            ("cleanup.policy", "shred"),
+            ("min.insync.replicas", "0"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("delete.retention.ms", "-5"),
+            ("preallocate", "yes"),
+        ] {
             let e = LogConfig::from_pairs([(k, v)]).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
