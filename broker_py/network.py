@@ -1,14 +1,18 @@
 """The socket layer: the only module that reads from or writes to client sockets.
 
-Per connection, requests are handled one at a time in arrival order and answered in
-that order, as Kafka's own network layer does; clients may pipeline requests and the
-bytes of later ones are buffered meanwhile (within ``socket.request.max.bytes`` each).
+Each connection is an ``asyncio.Protocol``: its socket stays registered for reading,
+received bytes go straight into the sans-IO decoder, and requests are handled in
+arrival order and answered in that order, as Kafka's network layer does. A handler
+that completes at once (most of them) runs inline in ``data_received`` and its
+response is written to the transport's buffer; a handler that waits (a Fetch long
+poll, JoinGroup, SyncGroup) runs as a task, and requests that arrive meanwhile queue
+behind it. Reading pauses while too many requests queue or too much response data is
+buffered, so a client that does not read cannot grow the broker's memory.
 
-A response is a list of chunks from :func:`encode_response_chunks`: byte strings
-are written with ``sock_sendall``, and each :class:`DeferredRecords` placeholder (fetch
-records) is sent from its segment file with ``sendfile(2)`` by the storage engine, so
-record bytes never pass through Python objects. Sockets are non-blocking: a partial
-send resumes when the socket is writable again.
+Fetch records are :class:`DeferredRecords` placeholders holding a segment
+``FileSlice``: once the transport's buffer has drained, the storage engine sends the
+range from the segment file to the socket with ``sendfile(2)``, resuming on EAGAIN
+when the socket is writable again. Record bytes never pass through Python objects.
 
 A frame over ``socket.request.max.bytes`` is refused before its body is read, and a
 frame that does not decode closes that one connection; every other connection goes on.
@@ -17,10 +21,10 @@ frame that does not decode closes that one connection; every other connection go
 from __future__ import annotations
 
 import asyncio
-import errno
+import collections
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import logstore
 
@@ -31,185 +35,251 @@ from broker_py.protocol.types import DeferredRecords
 
 log = logging.getLogger(__name__)
 
-RECV_SIZE = 256 * 1024
+MAX_QUEUED_REQUESTS = 64
+WRITE_HIGH_WATER = 4 << 20
+WRITE_LOW_WATER = 1 << 20
 
-Handler = Callable[[Request, "ClientConnection"], Awaitable[Message | None]]
 UnsupportedHandler = Callable[[UnsupportedRequest], Message | None]
 
 
 class ConnectionClosed(Exception):
-    """The peer went away or the connection was closed for a protocol violation."""
+    """The connection is being closed for a protocol violation or a failed handler."""
 
 
-class ClientConnection:
-    def __init__(self, sock: socket.socket, peer: str, server: KafkaServer) -> None:
-        self.sock = sock
-        self.peer = peer
+class ClientConnection(asyncio.Protocol):
+    def __init__(self, server: KafkaServer) -> None:
         self.server = server
         self.decoder = RequestDecoder(max_request_size=server.max_request_size)
+        self.peer = "?"
         self.client_id: str | None = None
         self.client_software: str | None = None
-        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self._queue: collections.deque[Request | UnsupportedRequest] = collections.deque()
+        self._task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
+        self._write_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._closed = False
 
-    async def serve(self) -> None:
+    # ---- asyncio.Protocol ----
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        self.server.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
         try:
-            while True:
-                data = await self._loop.sock_recv(self.sock, RECV_SIZE)
-                if not data:
-                    return
-                self.decoder.receive_data(data)
-                while True:
-                    event = self.decoder.next_request()
-                    if event is None:
-                        break
-                    await self._handle(event)
+            self.decoder.receive_data(data)
+            while (event := self.decoder.next_request()) is not None:
+                self._queue.append(event)
         except MalformedMessageError as e:
             log.warning("closing %s: malformed %s request: %s", self.peer, e.api_key, e)
+            self.close()
+            return
         except ProtocolError as e:
             log.warning("closing %s: %s", self.peer, e)
-        except (ConnectionClosed, ConnectionError, TimeoutError):
-            pass
-        except OSError as e:
-            if e.errno not in (errno.EBADF, errno.ENOTCONN, errno.EPIPE):
-                log.warning("closing %s: %s", self.peer, e)
-        finally:
             self.close()
+            return
+        self._process()
 
-    async def _handle(self, event: Request | UnsupportedRequest) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self.server.connections.discard(self)
+        if self._task is not None:
+            self._task.cancel()
+        if self._drained is not None and not self._drained.done():
+            self._drained.cancel()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._process()
+
+    # ---- request processing ----
+
+    def _process(self) -> None:
+        """Handles queued requests in order while no task is running and writes can go on."""
+        while self._queue and self._task is None and not self._write_paused and not self._closed:
+            event = self._queue.popleft()
+            try:
+                result = self._dispatch(event)
+                if asyncio.iscoroutine(result):
+                    self._start(self._finish(event, result))
+                elif result is not None:
+                    self._respond(event, result)
+            except (ConnectionClosed, ProtocolError) as e:
+                log.warning("closing %s: %s", self.peer, e)
+                self.close()
+                return
+        self._flow_control()
+
+    def _dispatch(self, event: Request | UnsupportedRequest):
         if isinstance(event, UnsupportedRequest):
             response = self.server.on_unsupported(event)
             if response is None:
                 raise ConnectionClosed(f"unsupported api key {event.api_key} v{event.api_version}")
-            await self.send(event.correlation_id, response.API_KEY, 0, response)
-            return
+            return response
         self.client_id = event.header.client_id
         handler = self.server.handlers.get(event.api_key)
         if handler is None:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
         try:
-            response = await handler(event, self)
-        except (ConnectionClosed, ProtocolError):
-            raise
+            return handler(event, self)
         except Exception:
             log.exception("%s v%d from %s failed", event.api_key.api_name, event.api_version, self.peer)
             raise ConnectionClosed("handler failed") from None
-        if response is not None:
-            await self.send(event.correlation_id, event.api_key, event.api_version, response)
 
-    async def send(self, correlation_id: int, api_key, api_version: int, response: Message) -> None:
-        chunks = encode_response_chunks(correlation_id, api_key, api_version, response)
+    def _start(self, coro) -> None:
+        self._task = asyncio.get_running_loop().create_task(coro)
+        self._task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._task = None
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if not isinstance(exc, (ConnectionClosed, ProtocolError, ConnectionError)):
+                log.error("closing %s: %s", self.peer, exc, exc_info=exc)
+            self.close()
+            return
+        self._process()
+
+    async def _finish(self, event: Request | UnsupportedRequest, pending) -> None:
+        try:
+            response = await pending
+        except Exception:
+            log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
+            raise ConnectionClosed("handler failed") from None
+        if response is not None:
+            chunks = self._encode(event, response)
+            if any(isinstance(c, DeferredRecords) for c in chunks):
+                await self._send_with_files(chunks)
+            else:
+                self._write(chunks)
+
+    def _encode(self, event: Request | UnsupportedRequest, response: Message) -> list:
+        version = event.api_version if isinstance(event, Request) else 0
+        return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
+
+    def _respond(self, event: Request | UnsupportedRequest, response: Message) -> None:
+        chunks = self._encode(event, response)
+        if any(isinstance(c, DeferredRecords) for c in chunks):
+            self._start(self._send_with_files(chunks))
+        else:
+            self._write(chunks)
+
+    def _write(self, chunks: list) -> None:
+        assert self.transport is not None
+        self.transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    async def _send_with_files(self, chunks: list) -> None:
         pending: list[bytes | bytearray] = []
         for chunk in chunks:
             if isinstance(chunk, DeferredRecords):
                 if pending:
-                    await self._loop.sock_sendall(self.sock, b"".join(pending))
-                    pending.clear()
+                    self._write(pending)
+                    pending = []
                 if chunk.length:
+                    await self._drain()
                     await self._sendfile(chunk.source, chunk.length)
             else:
                 pending.append(chunk)
         if pending:
-            await self._loop.sock_sendall(self.sock, pending[0] if len(pending) == 1 else b"".join(pending))
+            self._write(pending)
+
+    async def _drain(self) -> None:
+        """Waits until the transport's buffer is empty (sendfile writes around it)."""
+        assert self.transport is not None
+        if self.transport.get_write_buffer_size() == 0:
+            return
+        self._drained = asyncio.get_running_loop().create_future()
+        self.transport.set_write_buffer_limits(high=0, low=0)
+        try:
+            if self.transport.get_write_buffer_size() > 0:
+                await self._drained
+        finally:
+            self._drained = None
+            if not self._closed:
+                self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
 
     async def _sendfile(self, source: logstore.FileSlice, length: int) -> None:
-        fd = self.sock.fileno()
+        assert self.transport is not None
+        sock = self.transport.get_extra_info("socket")
+        if sock is None or self._closed:
+            raise ConnectionClosed("socket gone")
+        fd = sock.fileno()
+        loop = asyncio.get_running_loop()
         sent = 0
         while sent < length:
             try:
                 n = source.sendfile(fd, sent, length - sent)
             except BlockingIOError:
-                await self._writable(fd)
+                writable = loop.create_future()
+                loop.add_writer(fd, lambda: writable.done() or writable.set_result(None))
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(fd)
                 continue
             if n == 0:
-                # The segment file shrank under the slice (truncation): the frame can no
-                # longer be completed, so the connection must go.
+                # The segment shrank under the slice (truncation): the frame cannot be
+                # completed, so the connection must go.
                 raise ConnectionClosed("segment truncated during a fetch")
             sent += n
 
-    def _writable(self, fd: int) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = self._loop.create_future()
-
-        def ready() -> None:
-            self._loop.remove_writer(fd)
-            if not fut.done():
-                fut.set_result(None)
-
-        self._loop.add_writer(fd, ready)
-        fut.add_done_callback(lambda _: self._loop.remove_writer(fd))
-        return fut
+    def _flow_control(self) -> None:
+        """Stops reading while requests pile up behind a waiting handler or unsent data."""
+        if self.transport is None or self._closed:
+            return
+        busy = len(self._queue) >= MAX_QUEUED_REQUESTS or self._write_paused
+        if busy and not self._reading_paused:
+            self.transport.pause_reading()
+            self._reading_paused = True
+        elif not busy and self._reading_paused:
+            self.transport.resume_reading()
+            self._reading_paused = False
 
     def close(self) -> None:
-        self.server.connections.discard(self)
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self._closed = True
+        if self.transport is not None:
+            self.transport.abort()
 
 
 class KafkaServer:
-    """Accepts connections on one listener and runs a :class:`ClientConnection` each."""
+    """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        handlers: dict,
-        on_unsupported: UnsupportedHandler,
-        max_request_size: int,
-    ) -> None:
+    def __init__(self, host: str, port: int, handlers: dict, on_unsupported: UnsupportedHandler, max_request_size: int) -> None:
         self.host = host
         self.port = port
         self.handlers = handlers
         self.on_unsupported = on_unsupported
         self.max_request_size = max_request_size
         self.connections: set[ClientConnection] = set()
-        self._listener: socket.socket | None = None
-        self._accept_task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._server: asyncio.base_events.Server | None = None
 
     async def start(self) -> None:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(1024)
-        sock.setblocking(False)
-        self.port = sock.getsockname()[1]
-        self._listener = sock
-        self._accept_task = asyncio.create_task(self._accept_loop(), name="kafka-accept")
-
-    async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        assert self._listener is not None
-        while True:
-            try:
-                sock, addr = await loop.sock_accept(self._listener)
-            except OSError as e:
-                if e.errno in (errno.EMFILE, errno.ENFILE):
-                    log.error("accept: %s; backing off", e)
-                    await asyncio.sleep(0.1)
-                    continue
-                raise
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = ClientConnection(sock, f"{addr[0]}:{addr[1]}", self)
-            self.connections.add(conn)
-            task = asyncio.create_task(conn.serve(), name=f"conn-{addr[0]}:{addr[1]}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        self._server = await loop.create_server(
+            lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        if self._accept_task is not None:
-            self._accept_task.cancel()
-            try:
-                await self._accept_task
-            except (asyncio.CancelledError, OSError):
-                pass
-        if self._listener is not None:
-            self._listener.close()
+        if self._server is not None:
+            self._server.close()
         for conn in list(self.connections):
             conn.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()

@@ -1,15 +1,20 @@
 """Request handlers, one module per API family.
 
-A handler is ``async def handle(broker, request, connection) -> Message | None``: it
-takes the decoded :class:`~broker_py.protocol.frame.Request` and returns the response
-message (``None``: send nothing, as for Produce with acks=0). Handlers touch no
-sockets, so tests drive them with decoded requests. Each module exports ``HANDLERS``,
+A handler is ``handle(broker, request, connection)``: it takes the decoded
+:class:`~broker_py.protocol.frame.Request` and returns the response message,
+``None`` (send nothing, as for Produce with acks=0), or, when it must wait (a Fetch
+long poll, JoinGroup, SyncGroup), a coroutine that returns one. The network layer
+runs the first kind inline and the second as a task, answering in request order
+either way. Handlers touch no sockets, so tests drive them with decoded requests
+(:func:`call` awaits whichever kind it gets). Each module exports ``HANDLERS``,
 a mapping from :class:`ApiKey` to its handler; :func:`registry` merges them, and
 ApiVersions advertises exactly the api keys found there.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import TYPE_CHECKING
 
 from broker_py.error_codes import ErrorCode
@@ -56,10 +61,15 @@ def served_api_keys() -> list[ApiKey]:
 
 
 def _bind(broker, fn):
-    async def handle(request, connection):
-        return await fn(broker, request, connection)
+    return functools.partial(fn, broker)
 
-    return handle
+
+async def call(fn, broker, request, connection):
+    """Runs a handler of either kind to its response (for tests and internal callers)."""
+    result = fn(broker, request, connection)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def on_unsupported(broker: Broker, event: UnsupportedRequest):
@@ -73,4 +83,4 @@ def on_unsupported(broker: Broker, event: UnsupportedRequest):
     return None
 
 
-__all__ = ["ApiVersionsResponse", "on_unsupported", "registry", "served_api_keys"]
+__all__ = ["ApiVersionsResponse", "call", "on_unsupported", "registry", "served_api_keys"]

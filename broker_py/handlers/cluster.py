@@ -6,7 +6,7 @@ from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.describe_cluster import DescribeClusterResponse
 
 
-async def handle_describe_cluster(broker, request, connection):
+def handle_describe_cluster(broker, request, connection):
     listener = broker.advertised_listener()
     return DescribeClusterResponse(
         throttle_time_ms=0,

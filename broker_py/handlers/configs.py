@@ -120,7 +120,7 @@ def _is_this_broker(broker, name: str) -> bool:
     return name in ("", str(broker.broker_id))
 
 
-async def handle_describe_configs(broker, request, connection):
+def handle_describe_configs(broker, request, connection):
     body = request.body
     results = []
     for r in body.resources:
@@ -157,7 +157,7 @@ def _apply(broker, resource_type: int, name: str, new_configs, validate_only: bo
         raise InvalidRequestError(f"unknown resource type {resource_type}")
 
 
-async def handle_alter_configs(broker, request, connection):
+def handle_alter_configs(broker, request, connection):
     body = request.body
     responses = []
     for r in body.resources:
@@ -179,7 +179,7 @@ async def handle_alter_configs(broker, request, connection):
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
-async def handle_incremental_alter_configs(broker, request, connection):
+def handle_incremental_alter_configs(broker, request, connection):
     body = request.body
     responses = []
     for r in body.resources:

@@ -106,25 +106,36 @@ def _requested_partitions(broker, body, version: int) -> list:
     return found
 
 
-async def handle_fetch(broker, request, connection):
+def handle_fetch(broker, request, connection):
+    """The response at once when it has ``min_bytes`` (or must not wait); otherwise a
+    coroutine that long-polls for appends until ``max_wait_ms``."""
     body = request.body
     version = request.api_version
     if version >= 7 and body.session_id != 0:
         return FetchResponse(error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0, responses=[])
     deadline = time.monotonic() + max(0, body.max_wait_ms) / 1000
+    # Events are taken before reading, so an append after the read still wakes the poll.
+    events = [p.append_event() for p in _requested_partitions(broker, body, version)]
+    topics, total, _ = _read(broker, body, version)
+    if total >= body.min_bytes or body.max_wait_ms <= 0 or not events:
+        return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+    return _long_poll(broker, body, version, deadline, events)
+
+
+async def _long_poll(broker, body, version: int, deadline: float, events: list) -> FetchResponse:
     while True:
-        # Events are taken before reading, so an append after the read still wakes us.
+        remaining = deadline - time.monotonic()
+        if remaining > 0:
+            waiters = [asyncio.ensure_future(e.wait()) for e in events]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
         events = [p.append_event() for p in _requested_partitions(broker, body, version)]
         topics, total, _ = _read(broker, body, version)
-        remaining = deadline - time.monotonic()
-        if total >= body.min_bytes or remaining <= 0 or not events:
+        if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not events:
             return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
-        waiters = [asyncio.ensure_future(e.wait()) for e in events]
-        try:
-            await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                w.cancel()
 
 
 HANDLERS = {ApiKey.FETCH: handle_fetch}

@@ -78,7 +78,7 @@ def _error_message(error: ErrorCode) -> str | None:
     return None if error == ErrorCode.NONE else error.description
 
 
-async def handle_find_coordinator(broker, request, connection):
+def handle_find_coordinator(broker, request, connection):
     body = request.body
     version = request.api_version
     key_type = body.key_type if version >= 1 else COORDINATOR_KEY_GROUP
@@ -163,7 +163,7 @@ async def handle_sync_group(broker, request, connection):
     )
 
 
-async def handle_heartbeat(broker, request, connection):
+def handle_heartbeat(broker, request, connection):
     body = request.body
     error = broker.group_coordinator.heartbeat(
         body.group_id,
@@ -174,7 +174,7 @@ async def handle_heartbeat(broker, request, connection):
     return HeartbeatResponse(error_code=int(error))
 
 
-async def handle_leave_group(broker, request, connection):
+def handle_leave_group(broker, request, connection):
     body = request.body
     version = request.api_version
     if version >= 3:
@@ -199,7 +199,7 @@ async def handle_leave_group(broker, request, connection):
 # ---- OffsetCommit / OffsetFetch ----
 
 
-async def handle_offset_commit(broker, request, connection):
+def handle_offset_commit(broker, request, connection):
     body = request.body
     version = request.api_version
     commit_timestamp = now_ms()
@@ -270,7 +270,7 @@ def _partition_fields(partition: int, o: OffsetAndMetadata | None, error: ErrorC
     }
 
 
-async def handle_offset_fetch(broker, request, connection):
+def handle_offset_fetch(broker, request, connection):
     body = request.body
     version = request.api_version
     if version >= 8:
@@ -317,7 +317,7 @@ async def handle_offset_fetch(broker, request, connection):
 # ---- DescribeGroups / ListGroups / DeleteGroups ----
 
 
-async def handle_describe_groups(broker, request, connection):
+def handle_describe_groups(broker, request, connection):
     body = request.body
     include_operations = request.api_version >= 3 and body.include_authorized_operations
     out = []
@@ -347,7 +347,7 @@ async def handle_describe_groups(broker, request, connection):
     return DescribeGroupsResponse(groups=out)
 
 
-async def handle_list_groups(broker, request, connection):
+def handle_list_groups(broker, request, connection):
     body = request.body
     version = request.api_version
     states = (body.states_filter or []) if version >= 4 else []
@@ -364,7 +364,7 @@ async def handle_list_groups(broker, request, connection):
     )
 
 
-async def handle_delete_groups(broker, request, connection):
+def handle_delete_groups(broker, request, connection):
     names = list(request.body.groups_names)
     errors = broker.group_coordinator.delete_groups(names)
     seen = set()

@@ -30,7 +30,7 @@ def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
     return (found[1], found[0]) if found else (-1, -1)
 
 
-async def handle_list_offsets(broker, request, connection):
+def handle_list_offsets(broker, request, connection):
     body = request.body
     topics = []
     for t in body.topics:

@@ -45,7 +45,7 @@ def brokers(broker) -> list[MetadataResponse.MetadataResponseBroker]:
     return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
 
 
-async def handle_metadata(broker, request, connection):
+def handle_metadata(broker, request, connection):
     body = request.body
     version = request.api_version
     allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)

@@ -60,7 +60,7 @@ def append_records(broker, partition, records) -> tuple[int, int]:
     return info.base_offset, info.log_append_time
 
 
-async def handle_produce(broker, request, connection):
+def handle_produce(broker, request, connection):
     body = request.body
     acks = body.acks
     responses = []
@@ -96,7 +96,7 @@ async def handle_produce(broker, request, connection):
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-async def handle_init_producer_id(broker, request, connection):
+def handle_init_producer_id(broker, request, connection):
     body = request.body
     if body.transactional_id is not None:
         # Transactions are not served (their APIs are not advertised).

@@ -12,7 +12,7 @@ from broker_py.protocol.messages.offset_for_leader_epoch import OffsetForLeaderE
 HIGH_WATERMARK = -1
 
 
-async def handle_delete_records(broker, request, connection):
+def handle_delete_records(broker, request, connection):
     body = request.body
     topics = []
     for t in body.topics:
@@ -38,7 +38,7 @@ async def handle_delete_records(broker, request, connection):
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-async def handle_offset_for_leader_epoch(broker, request, connection):
+def handle_offset_for_leader_epoch(broker, request, connection):
     body = request.body
     topics = []
     for t in body.topics:

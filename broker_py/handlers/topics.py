@@ -18,7 +18,7 @@ CONFIG_SOURCE_TOPIC = 1
 CONFIG_SOURCE_DEFAULT = 5
 
 
-async def handle_create_topics(broker, request, connection):
+def handle_create_topics(broker, request, connection):
     body = request.body
     results = []
     seen: dict[str, int] = {}
@@ -60,7 +60,7 @@ async def handle_create_topics(broker, request, connection):
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-async def handle_delete_topics(broker, request, connection):
+def handle_delete_topics(broker, request, connection):
     body = request.body
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -87,7 +87,7 @@ async def handle_delete_topics(broker, request, connection):
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-async def handle_create_partitions(broker, request, connection):
+def handle_create_partitions(broker, request, connection):
     body = request.body
     results = []
     for t in body.topics:

@@ -28,6 +28,7 @@ from broker_py.group_metadata_records import (
     decode_offset_commit_value,
     partition_for,
 )
+from broker_py.handlers import call
 from broker_py.handlers.groups import HANDLERS
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.frame import Request
@@ -82,7 +83,7 @@ class Cluster:
         wire = body.encode(version)
         decoded = type(body).decode(wire, version)
         header = RequestHeader(api_key=int(api_key), api_version=version, correlation_id=1, client_id=client_id)
-        response = await HANDLERS[api_key](self.broker, Request(header=header, body=decoded, size=len(wire)), CONNECTION)
+        response = await call(HANDLERS[api_key], self.broker, Request(header=header, body=decoded, size=len(wire)), CONNECTION)
         return type(response).decode(response.encode(version), version)
 
     # ---- group calls ----
