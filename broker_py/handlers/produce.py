@@ -9,6 +9,8 @@ retried duplicate is acknowledged with its original offsets and not written agai
 
 from __future__ import annotations
 
+import struct
+
 import logstore
 
 from broker_py.error_codes import ErrorCode
@@ -27,17 +29,33 @@ from broker_py.protocol.messages.transactions import InitProducerIdResponse
 ISR_SIZE = 1
 
 
+_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch: its size - 12
+_PRODUCER_ID = struct.Struct(">q")  # at byte 43 of a batch
+
+
+def _has_producer_id(records) -> bool:
+    """Whether any batch in ``records`` carries a producer id (an idempotent producer).
+
+    Walks only the batch lengths; the storage engine validates the batches whole."""
+    pos, end = 0, len(records)
+    while pos + 61 <= end:
+        if _PRODUCER_ID.unpack_from(records, pos + 43)[0] >= 0:
+            return True
+        pos += 12 + max(49, _BATCH_LENGTH.unpack_from(records, pos + 8)[0])
+    return False
+
+
 def append_records(broker, partition, records) -> tuple[int, int]:
     """Appends producer batches to a partition: (base offset, log append time or -1)."""
     if not records:
         raise CorruptMessageError("produce request without records")
-    try:
-        batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
-    except logstore.CorruptRecordError as e:
-        raise CorruptMessageError(str(e)) from None
     state = partition.producer_state
-    idempotent = any(b.producer_id >= 0 for b in batches)
+    idempotent = _has_producer_id(records)
     if idempotent:
+        try:
+            batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+        except logstore.CorruptRecordError as e:
+            raise CorruptMessageError(str(e)) from None
         for b in batches:
             duplicate = state.check(b)
             if duplicate is not None:
