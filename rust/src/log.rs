@@ -35,9 +35,6 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
 
-/// Uncompressed batches at least this large are verified while written.
-const VERIFY_WHILE_WRITING_BYTES: usize = 256 * 1024;
-
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -332,16 +329,10 @@ impl Log {
         }
         let now = opts.now_ms.unwrap_or_else(now_ms);
         let stamp_time = opts.assign_offsets && timestamp_type == TimestampType::LogAppendTime;
-        // Large uncompressed batches are verified while they are written (one pass over
-        // memory); every other batch is validated whole before anything is written.
-        let verify_while_writing = |h: &BatchHeader, len: usize| !stamp_time && h.codec_id() == 0 && len >= VERIFY_WHILE_WRITING_BYTES;
+        // Every batch is validated whole (CRC and records) before anything is written.
         let mut pos = 0u64;
-        for (h, bytes) in &parsed {
-            if verify_while_writing(h, bytes.len()) {
-                record_batch::validate_header(bytes, pos, opts.assign_offsets)?;
-            } else {
-                record_batch::validate(bytes, pos, opts.assign_offsets)?;
-            }
+        for (_, bytes) in &parsed {
+            record_batch::validate(bytes, pos, opts.assign_offsets)?;
             pos += bytes.len() as u64;
         }
 
@@ -351,9 +342,7 @@ impl Log {
         let mut next = inner.next_offset;
         let mut prepared = Vec::with_capacity(parsed.len());
         let (mut max_ts, mut offset_of_max_ts, mut num_records) = (-1i64, -1i64, 0i64);
-        let mut input_position = 0u64;
         for (h, bytes) in &parsed {
-            let verify = verify_while_writing(h, bytes.len());
             let mut h = *h;
             if opts.assign_offsets {
                 h.base_offset = next;
@@ -376,15 +365,7 @@ impl Log {
             }
             num_records += h.records_count as i64;
             next = h.next_offset();
-            prepared.push(PreparedBatch {
-                header_bytes,
-                header: h,
-                records: &bytes[HEADER_SIZE..],
-                verify_while_writing: verify,
-                contiguous_offsets: opts.assign_offsets,
-                input_position,
-            });
-            input_position += bytes.len() as u64;
+            prepared.push(PreparedBatch { header_bytes, header: h, records: &bytes[HEADER_SIZE..] });
         }
         let base_offset = prepared[0].header.base_offset;
         let last_offset = next - 1;
@@ -851,16 +832,15 @@ mod tests {
     }
 
     #[test]
-    fn large_batch_verified_while_writing_rejects_corruption() {
+    fn large_corrupt_batches_leave_the_log_unchanged() {
         let d = tempfile::tempdir().unwrap();
         let cfg = LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap();
         let log = Log::open(&d.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
         log.append(&batch(2, now_ms()), &leader()).unwrap();
         let big = batch(6000, now_ms()); // ~700 KB, one batch
-        assert!(big.len() >= VERIFY_WHILE_WRITING_BYTES);
         let file_len = |log: &Log| fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len();
         let before = (log.log_end_offset(), log.size(), file_len(&log));
-        // A flipped byte near the end: the CRC fails after most chunks were written.
+        // A flipped byte near the end: the CRC fails.
         let mut bad = big.clone();
         let n = bad.len();
         bad[n - 3] ^= 1;

@@ -132,63 +132,30 @@ pub fn read_record<'a>(
     })
 }
 
-/// Checks the framing of an uncompressed record area: each length fits, the offset
-/// deltas are 0, 1, 2, ... when `contiguous`, and `count` records end exactly at the end
-/// of the area. `advance` may be called chunk by chunk while the bytes are cache-hot.
-pub struct FramingWalker {
-    pos: usize,
-    done: i32,
-    count: i32,
-    contiguous: bool,
-    base: u64,
-}
-
-impl FramingWalker {
-    pub fn new(count: i32, contiguous: bool, base: u64) -> Self {
-        FramingWalker { pos: 0, done: 0, count, contiguous, base }
-    }
-
-    /// Checks every record that starts before `upto` (a record may extend past it).
-    pub fn advance(&mut self, area: &[u8], upto: usize) -> Result<()> {
-        let base = self.base;
-        while self.pos < upto.min(area.len()) && self.done < self.count {
-            let mut cur = Cursor { buf: area, pos: self.pos, base };
-            let at = cur.pos;
-            let i = self.done;
-            let len = cur.varint()?;
-            if len < 0 || len as usize > cur.remaining() {
-                return Err(Error::corrupt(base + at as u64, format!("record {i} length {len} runs past the batch")));
-            }
-            let next = cur.pos + len as usize;
-            if self.contiguous {
-                cur.i8()?;
-                cur.varlong()?;
-                let delta = cur.varint()?;
-                if delta != i {
-                    return Err(Error::corrupt(base + at as u64, format!("record {i} has offset delta {delta}")));
-                }
-            }
-            self.pos = next;
-            self.done += 1;
-        }
-        Ok(())
-    }
-
-    pub fn finish(mut self, area: &[u8]) -> Result<()> {
-        self.advance(area, area.len())?;
-        if self.done != self.count {
-            return Err(Error::corrupt(self.base + self.pos as u64, format!("{} of {} records present", self.done, self.count)));
-        }
-        if self.pos != area.len() {
-            return Err(Error::corrupt(
-                self.base + self.pos as u64,
-                format!("{} bytes after the last of {} records", area.len() - self.pos, self.count),
-            ));
-        }
-        Ok(())
-    }
-}
-
+/// Walks `count` records of an uncompressed record area checking only the framing:
+/// each length fits, the offset deltas are 0, 1, 2, ... when `contiguous`, and the
+/// records end exactly at the end of the area.
 pub fn check_framing(area: &[u8], count: i32, contiguous: bool, base: u64) -> Result<()> {
-    FramingWalker::new(count, contiguous, base).finish(area)
+    let mut cur = Cursor::new(area, base);
+    for i in 0..count {
+        let at = cur.pos;
+        let len = cur.varint()?;
+        if len < 0 || len as usize > cur.remaining() {
+            return Err(Error::corrupt(base + at as u64, format!("record {i} length {len} runs past the batch")));
+        }
+        let next = cur.pos + len as usize;
+        if contiguous {
+            cur.i8()?;
+            cur.varlong()?;
+            let delta = cur.varint()?;
+            if delta != i {
+                return Err(Error::corrupt(base + at as u64, format!("record {i} has offset delta {delta}")));
+            }
+        }
+        cur.pos = next;
+    }
+    if cur.remaining() != 0 {
+        return Err(Error::corrupt(base + cur.pos as u64, format!("{} bytes after the last of {count} records", cur.remaining())));
+    }
+    Ok(())
 }

@@ -30,16 +30,7 @@ pub struct PreparedBatch<'a> {
     pub header_bytes: [u8; HEADER_SIZE],
     pub header: BatchHeader,
     pub records: &'a [u8],
-    /// Verify CRC and record framing while writing (large uncompressed batches whose
-    /// CRC-covered bytes are unchanged): see `LogSegment::write_verified`.
-    pub verify_while_writing: bool,
-    pub contiguous_offsets: bool,
-    /// Where the batch starts in the caller's buffer, for error messages.
-    pub input_position: u64,
 }
-
-/// Chunk of a large batch verified and written while it is in the L2 cache.
-const VERIFY_CHUNK: usize = 128 * 1024;
 
 pub struct LogSegment {
     base_offset: i64,
@@ -308,15 +299,20 @@ impl LogSegment {
             || self.size + size as u64 > u32::MAX as u64
     }
 
-    /// Writes prepared batches at the end of the file, then indexes and publishes them.
-    /// Batches go out with one `pwritev` per 512 iovecs, except those marked
-    /// `verify_while_writing`. Any failure (a write, or a batch that fails verification)
-    /// cuts the file back: nothing of the call becomes visible.
+    /// Writes prepared batches at the end of the file with one `pwritev` per 512 iovecs,
+    /// then indexes and publishes them. On a failed write the file is cut back.
     pub fn append(&mut self, batches: &[PreparedBatch<'_>]) -> Result<()> {
         let start = self.size;
-        if let Err(e) = self.write_batches(batches, start) {
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
+        for b in batches {
+            iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
+            if !b.records.is_empty() {
+                iov.push(libc::iovec { iov_base: b.records.as_ptr() as *mut _, iov_len: b.records.len() });
+            }
+        }
+        if let Err(e) = write_all_vectored(&self.log, &mut iov, start) {
             let _ = self.log.set_len(start);
-            return Err(e);
+            return Err(e).ctx("write segment", &self.log_path);
         }
         let mut pos = start;
         for b in batches {
@@ -324,55 +320,6 @@ impl LogSegment {
             pos += b.header.size() as u64;
         }
         self.size = pos;
-        Ok(())
-    }
-
-    fn write_batches(&self, batches: &[PreparedBatch<'_>], start: u64) -> Result<()> {
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
-        let (mut pos, mut pending_at) = (start, start);
-        for b in batches {
-            if b.verify_while_writing {
-                write_all_vectored(&self.log, &mut iov, pending_at).ctx("write segment", &self.log_path)?;
-                iov.clear();
-                self.write_verified(b, pos)?;
-                pos += b.header.size() as u64;
-                pending_at = pos;
-                continue;
-            }
-            iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
-            if !b.records.is_empty() {
-                iov.push(libc::iovec { iov_base: b.records.as_ptr() as *mut _, iov_len: b.records.len() });
-            }
-            pos += b.header.size() as u64;
-        }
-        write_all_vectored(&self.log, &mut iov, pending_at).ctx("write segment", &self.log_path)
-    }
-
-    /// Writes one large uncompressed batch chunk by chunk, computing its CRC and checking
-    /// its record framing on each chunk right before writing it, while the chunk is still
-    /// in cache: one pass over memory instead of a validation pass and then a copy.
-    /// The bytes stay unpublished (past `size`) until `append` publishes them.
-    fn write_verified(&self, b: &PreparedBatch<'_>, pos: u64) -> Result<()> {
-        let w = |data: &[u8], at: u64| self.log.write_all_at(data, at).ctx("write segment", &self.log_path);
-        w(&b.header_bytes, pos)?;
-        // Bytes 21..61 are the producer's (only baseOffset and the epoch were rewritten).
-        let mut crc = crc32c::crc32c(&b.header_bytes[record_batch::ATTRIBUTES_OFFSET..]);
-        let area_position = b.input_position + HEADER_SIZE as u64;
-        let mut walker = crate::record::FramingWalker::new(b.header.records_count, b.contiguous_offsets, area_position);
-        let mut off = 0usize;
-        for chunk in b.records.chunks(VERIFY_CHUNK) {
-            crc = crc32c::crc32c_append(crc, chunk);
-            walker.advance(b.records, off + chunk.len())?;
-            w(chunk, pos + (HEADER_SIZE + off) as u64)?;
-            off += chunk.len();
-        }
-        walker.finish(b.records)?;
-        if crc != b.header.crc {
-            return Err(Error::corrupt(
-                b.input_position,
-                format!("CRC-32C mismatch: stored {:#010x}, computed {crc:#010x}", b.header.crc),
-            ));
-        }
         Ok(())
     }
 
