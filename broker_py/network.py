@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import socket
 from collections.abc import Callable
 
@@ -60,6 +61,7 @@ class ClientConnection(asyncio.Protocol):
         self._drained: asyncio.Future[None] | None = None
         self._reading_paused = False
         self._closed = False
+        self._send_fd: int | None = None
 
     # ---- asyncio.Protocol ----
 
@@ -94,6 +96,14 @@ class ClientConnection(asyncio.Protocol):
         self.server.connections.discard(self)
         if self._task is not None:
             self._task.cancel()
+        if self._send_fd is not None:
+            if self._task is None:
+                os.close(self._send_fd)
+            else:
+                # The cancelled sendfile may still have the descriptor registered.
+                fd = self._send_fd
+                self._task.add_done_callback(lambda _: os.close(fd))
+            self._send_fd = None
         if self._drained is not None and not self._drained.done():
             self._drained.cancel()
 
@@ -214,12 +224,20 @@ class ClientConnection(asyncio.Protocol):
             if not self._closed:
                 self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
 
+    def _sendfile_fd(self) -> int:
+        """A duplicate of the socket's descriptor: the event loop refuses to watch the
+        transport's own descriptor for writability, but the duplicate (same socket) may
+        be watched while the transport's buffer is empty and it does not write."""
+        if self._send_fd is None:
+            assert self.transport is not None
+            sock = self.transport.get_extra_info("socket")
+            if sock is None or self._closed:
+                raise ConnectionClosed("socket gone")
+            self._send_fd = os.dup(sock.fileno())
+        return self._send_fd
+
     async def _sendfile(self, source: logstore.FileSlice, length: int) -> None:
-        assert self.transport is not None
-        sock = self.transport.get_extra_info("socket")
-        if sock is None or self._closed:
-            raise ConnectionClosed("socket gone")
-        fd = sock.fileno()
+        fd = self._sendfile_fd()
         loop = asyncio.get_running_loop()
         sent = 0
         while sent < length:
