@@ -245,7 +245,12 @@ class ClientConnection(asyncio.Protocol):
                 n = source.sendfile(fd, sent, length - sent)
             except BlockingIOError:
                 writable = loop.create_future()
-                loop.add_writer(fd, lambda: writable.done() or writable.set_result(None))
+
+                def ready(fut: asyncio.Future[None] = writable) -> None:
+                    if not fut.done():
+                        fut.set_result(None)
+
+                loop.add_writer(fd, ready)
                 try:
                     await writable
                 finally:

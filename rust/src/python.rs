@@ -471,6 +471,7 @@ fn encode_batch<'py>(
 }
 
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (control_type, *, producer_id, producer_epoch, base_offset = 0, coordinator_epoch = 0, partition_leader_epoch = -1, timestamp_ms = None))]
 fn encode_control_batch<'py>(
     py: Python<'py>,

@@ -28,7 +28,7 @@ pub fn put_varint(out: &mut Vec<u8>, v: i32) {
 
 pub fn varlong_len(v: i64) -> usize {
     let u = zigzag64(v);
-    ((64 - (u | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (u | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 pub fn varint_len(v: i32) -> usize {
