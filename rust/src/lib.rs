@@ -9,6 +9,7 @@
 //! The core has no Python in it; `python` (feature "python") is the PyO3 binding layer.
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod compression;
 pub mod error;
 pub mod file_slice;
@@ -17,6 +18,7 @@ pub mod leader_epoch_cache;
 pub mod log;
 pub mod log_config;
 pub mod offset_index;
+pub mod offset_map;
 pub mod record;
 pub mod record_batch;
 pub mod segment;
