@@ -29,8 +29,10 @@ from collections.abc import Callable
 
 import logstore
 
+from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.errors import MalformedMessageError, ProtocolError
 from broker_py.protocol.frame import Request, RequestDecoder, UnsupportedRequest, encode_response_chunks
+from broker_py.protocol.produce_fast_path import encode_produce_response
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords
 
@@ -181,6 +183,10 @@ class ClientConnection(asyncio.Protocol):
 
     def _encode(self, event: Request | UnsupportedRequest, response: Message) -> list:
         version = event.api_version if isinstance(event, Request) else 0
+        if response.API_KEY is ApiKey.PRODUCE:
+            fast = encode_produce_response(event.correlation_id, version, response)
+            if fast is not None:
+                return [fast]
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
     def _respond(self, event: Request | UnsupportedRequest, response: Message) -> None:

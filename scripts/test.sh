@@ -16,8 +16,9 @@ python3 -m pip install --quiet --upgrade pip
 # Build the one wheel, check it carries all three packages, install it with test deps.
 rm -rf dist && python3 -m pip wheel --quiet --no-deps -w dist .
 wheel=$(ls dist/logstore-*.whl)
-for member in logstore/__init__.py 'logstore/_native' broker_py/__init__.py broker_py/protocol/frame.py; do
-    python3 -m zipfile -l "$wheel" | grep -q "$member" || { echo "wheel lacks $member" >&2; exit 1; }
+listing=$(python3 -m zipfile -l "$wheel")
+for member in logstore/__init__.py logstore/_native broker_py/__init__.py broker_py/protocol/frame.py; do
+    grep -q "$member" <<<"$listing" || { echo "wheel lacks $member" >&2; exit 1; }
 done
 python3 -m pip install --quiet --force-reinstall "$wheel"
 python3 -m pip install --quiet ".[test]"

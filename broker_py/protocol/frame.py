@@ -79,6 +79,7 @@ from broker_py.protocol.headers import (
     write_response_header,
 )
 from broker_py.protocol.messages import request_class, response_class
+from broker_py.protocol.produce_fast_path import decode_produce
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords, Reader, Writer
 
@@ -234,6 +235,10 @@ def decode_request(frame: bytes) -> Request | UnsupportedRequest:
         except ProtocolError:
             pass
         return UnsupportedRequest(header, len(frame), known_api=key is not None)
+    if key is ApiKey.PRODUCE:
+        fast = decode_produce(frame)
+        if fast is not None:
+            return Request(fast[0], fast[1], len(frame))
     r = Reader(frame)
     try:
         header = read_request_header(r, key.request_header_version(api_version))
