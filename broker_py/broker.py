@@ -111,6 +111,8 @@ class Broker:
             await server.start()
             self.servers.append(server)
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
+            self._tasks.append(asyncio.create_task(self._cleaner_loop(), name="log-cleaner"))
 
     @property
     def bound_port(self) -> int:
@@ -143,16 +145,45 @@ class Broker:
                 log.exception("producer snapshot of %s-%d", partition.topic, partition.index)
         self.log_manager.shutdown()
 
+    def _partitions_with_policy(self, policy: str) -> list[Partition]:
+        out = []
+        for partition in list(self.partitions.values()):
+            topic = self.metadata.get(partition.topic)
+            if topic is not None and policy in self.effective_config(topic).get("cleanup.policy", "delete"):
+                out.append(partition)
+        return out
+
+    def _enforce_retention(self) -> int:
+        """Time and size retention, for topics whose cleanup.policy includes delete."""
+        return sum(p.log.enforce_retention(max_offset=p.high_watermark) for p in self._partitions_with_policy("delete"))
+
     async def _retention_loop(self) -> None:
         interval = self.config["log.retention.check.interval.ms"] / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                deleted = await asyncio.to_thread(self.log_manager.enforce_retention)
+                deleted = await asyncio.to_thread(self._enforce_retention)
                 if deleted:
                     log.info("retention deleted %d segments", deleted)
             except logstore.LogStoreError:
                 log.exception("retention check")
+
+    async def _cleaner_loop(self) -> None:
+        """Compacts topics whose cleanup.policy includes compact, one log at a time, off
+        the event loop, every log.cleaner.backoff.ms."""
+        interval = self.config["log.cleaner.backoff.ms"] / 1000
+        buffer_size = self.config["log.cleaner.dedupe.buffer.size"]
+        while True:
+            await asyncio.sleep(interval)
+            for partition in self._partitions_with_policy("compact"):
+                try:
+                    stats = await asyncio.to_thread(partition.log.clean, dedupe_buffer_size=buffer_size)
+                    if stats["segments_cleaned"]:
+                        log.info("cleaned %s-%d: %s", partition.topic, partition.index, stats)
+                except logstore.LogClosedError:
+                    continue  # the topic was deleted meanwhile
+                except logstore.LogStoreError:
+                    log.exception("cleaning %s-%d", partition.topic, partition.index)
 
     # ---- topics ----
 

@@ -115,13 +115,6 @@ class LogManager:
     def partitions_of(self, topic: str) -> list[int]:
         return sorted(p for t, p in self.logs if t == topic)
 
-    def enforce_retention(self, high_watermarks: dict[tuple[str, int], int] | None = None) -> int:
-        deleted = 0
-        for key, plog in list(self.logs.items()):
-            bound = None if high_watermarks is None else high_watermarks.get(key)
-            deleted += plog.enforce_retention(max_offset=bound)
-        return deleted
-
     def flush_all(self) -> None:
         for plog in self.logs.values():
             plog.flush()

@@ -260,6 +260,12 @@ class Log:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
     def flush(self) -> None:
         """fsync everything up to the log end offset and advance the recovery point."""
+    def clean(
+        self, *, now_ms: int | None = None, dedupe_buffer_size: int = 134217728, force: bool = False
+    ) -> dict[str, int]:
+        """One compaction pass over the non-active segments (latest value per key;
+        tombstones dropped after delete.retention.ms). Runs when the dirty ratio reaches
+        min.cleanable.dirty.ratio, or always with ``force``. Returns its counters."""
     def segments(self) -> list[SegmentInfo]: ...
     def config(self) -> dict[str, str]:
         """The effective config, Kafka key names."""

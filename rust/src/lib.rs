@@ -16,6 +16,7 @@ pub mod file_slice;
 pub mod index_file;
 pub mod leader_epoch_cache;
 pub mod log;
+pub mod log_cleaner;
 pub mod log_config;
 pub mod offset_index;
 pub mod offset_map;

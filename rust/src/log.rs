@@ -80,11 +80,11 @@ pub struct SegmentInfo {
     pub next_offset: i64,
 }
 
-struct LogInner {
-    config: LogConfig,
-    segments: BTreeMap<i64, LogSegment>,
-    next_offset: i64,
-    log_start_offset: i64,
+pub(crate) struct LogInner {
+    pub(crate) config: LogConfig,
+    pub(crate) segments: BTreeMap<i64, LogSegment>,
+    pub(crate) next_offset: i64,
+    pub(crate) log_start_offset: i64,
     recovery_point: i64,
     epochs: LeaderEpochCache,
     closed: bool,
@@ -93,11 +93,11 @@ struct LogInner {
 }
 
 pub struct Log {
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     topic: String,
     partition: i32,
     recovered: bool,
-    inner: Arc<RwLock<LogInner>>,
+    pub(crate) inner: Arc<RwLock<LogInner>>,
 }
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -125,7 +125,7 @@ fn remove_if_exists(path: &Path) -> Result<()> {
 }
 
 impl LogInner {
-    fn active(&self) -> &LogSegment {
+    pub(crate) fn active(&self) -> &LogSegment {
         self.segments.values().next_back().expect("a log always has an active segment")
     }
     fn active_mut(&mut self) -> &mut LogSegment {
@@ -134,7 +134,7 @@ impl LogInner {
     fn size(&self) -> u64 {
         self.segments.values().map(LogSegment::size).sum()
     }
-    fn check_open(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn check_open(&self, dir: &Path) -> Result<()> {
         if self.closed {
             return Err(Error::LogClosed(dir.to_path_buf()));
         }
@@ -261,7 +261,12 @@ impl Log {
         Ok(log)
     }
 
-    fn write_offset_checkpoint(&self, file: &str, offset: i64) -> Result<()> {
+    /// `<topic> <partition>`, as offset checkpoint entries name this log.
+    pub(crate) fn topic_partition_label(&self) -> String {
+        format!("{} {}", self.topic, self.partition)
+    }
+
+    pub(crate) fn write_offset_checkpoint(&self, file: &str, offset: i64) -> Result<()> {
         checkpoint::write(&self.dir.join(file), &[format!("{} {} {offset}", self.topic, self.partition)])
     }
 
@@ -487,9 +492,11 @@ impl Log {
                     last_offset: last,
                 }));
             }
-            if seg.next_offset() > offset {
+            if seg.size() > 0 && seg.next_offset() > offset {
                 break; // the batch holding `offset` exists but does not fit the limits
             }
+            // Otherwise `offset` lies past this segment's batches (a compaction gap, or a
+            // segment the cleaner emptied): the next segment holds the next batch.
         }
         Ok(None)
     }

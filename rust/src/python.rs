@@ -15,6 +15,7 @@ use crate::compression::{Compression, ALL};
 use crate::error::Error;
 use crate::file_slice::{self, FileSlice};
 use crate::log::{self, AppendInfo, AppendOptions, Log, OpenOptions, SegmentInfo};
+use crate::log_cleaner::LogCleanOptions;
 use crate::log_config::LogConfig;
 use crate::record::NewRecord;
 use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
@@ -331,6 +332,25 @@ impl PyLog {
 
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         Ok(py.detach(|| self.0.flush())?)
+    }
+
+    /// One compaction pass (see `log_cleaner.rs`); returns its counters.
+    #[pyo3(signature = (*, now_ms = None, dedupe_buffer_size = 128 * 1024 * 1024, force = false))]
+    fn clean(&self, py: Python<'_>, now_ms: Option<i64>, dedupe_buffer_size: usize, force: bool) -> PyResult<std::collections::BTreeMap<&'static str, i64>> {
+        let opts = LogCleanOptions { now_ms: now_ms.unwrap_or_else(log::now_ms), dedupe_buffer_size, force };
+        let s = py.detach(|| self.0.clean(&opts))?;
+        Ok(std::collections::BTreeMap::from([
+            ("segments_cleaned", s.segments_cleaned as i64),
+            ("keys_mapped", s.keys_mapped as i64),
+            ("first_dirty_offset", s.first_dirty_offset),
+            ("cleaned_up_to", s.cleaned_up_to),
+            ("bytes_read", s.stats.bytes_read as i64),
+            ("bytes_written", s.stats.bytes_written as i64),
+            ("records_read", s.stats.records_read as i64),
+            ("records_retained", s.stats.records_retained as i64),
+            ("tombstones_dropped", s.stats.tombstones_dropped as i64),
+            ("batches_dropped", s.stats.batches_dropped as i64),
+        ]))
     }
 
     fn segments(&self) -> PyResult<Vec<PySegmentInfo>> {
