@@ -47,6 +47,15 @@ def _uvarint(buf, pos: int) -> tuple[int, int]:
     raise _Unusual
 
 
+def _length(frame: bytes, pos: int, flexible: bool, fixed: struct.Struct) -> tuple[int, int]:
+    """A string/bytes/array length at ``pos`` (-1: null) and the position after it:
+    compact (unsigned varint, length + 1) in flexible versions, else ``fixed``."""
+    if flexible:
+        n, pos = _uvarint(frame, pos)
+        return n - 1, pos
+    return fixed.unpack_from(frame, pos)[0], pos + fixed.size
+
+
 def decode_produce(frame: bytes) -> tuple[RequestHeader, ProduceRequest] | None:
     """The header and body of a Produce request frame, or None to use the generic codec."""
     try:
@@ -70,11 +79,7 @@ def _decode(frame: bytes, view: memoryview) -> tuple[RequestHeader, ProduceReque
         if frame[pos] != 0:  # header tagged fields
             raise _Unusual
         pos += 1
-        n, pos = _uvarint(frame, pos)
-        n -= 1
-    else:
-        (n,) = _I16.unpack_from(frame, pos)
-        pos += 2
+    n, pos = _length(frame, pos, flexible, _I16)
     transactional_id = None
     if n >= 0:
         transactional_id = frame[pos : pos + n].decode()
@@ -83,44 +88,24 @@ def _decode(frame: bytes, view: memoryview) -> tuple[RequestHeader, ProduceReque
         raise _Unusual
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, pos)
     pos += 6
-    if flexible:
-        topics, pos = _uvarint(frame, pos)
-        topics -= 1
-    else:
-        (topics,) = _I32.unpack_from(frame, pos)
-        pos += 4
+    topics, pos = _length(frame, pos, flexible, _I32)
     if topics < 0 or topics > len(frame):
         raise _Unusual
     topic_data = []
     for _ in range(topics):
-        if flexible:
-            n, pos = _uvarint(frame, pos)
-            n -= 1
-        else:
-            (n,) = _I16.unpack_from(frame, pos)
-            pos += 2
+        n, pos = _length(frame, pos, flexible, _I16)
         if n < 0:
             raise _Unusual
         name = frame[pos : pos + n].decode()
         pos += n
-        if flexible:
-            parts, pos = _uvarint(frame, pos)
-            parts -= 1
-        else:
-            (parts,) = _I32.unpack_from(frame, pos)
-            pos += 4
+        parts, pos = _length(frame, pos, flexible, _I32)
         if parts < 0 or parts > len(frame):
             raise _Unusual
         partition_data = []
         for _ in range(parts):
             (index,) = _I32.unpack_from(frame, pos)
             pos += 4
-            if flexible:
-                n, pos = _uvarint(frame, pos)
-                n -= 1
-            else:
-                (n,) = _I32.unpack_from(frame, pos)
-                pos += 4
+            n, pos = _length(frame, pos, flexible, _I32)
             if n >= 0:
                 if pos + n > len(frame):
                     raise _Unusual
