@@ -5,9 +5,12 @@
 //! - `segment`: one `.log` with its indexes. `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
+//! - `log_reader` (over `segment_cursor`, `txn_markers`): read-only scans of a partition
+//!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
 //!
 //! The core has no Python in it; `python` (feature "python") is the PyO3 binding layer.
 
+pub mod arrow_decoder;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod compression;
@@ -17,13 +20,16 @@ pub mod index_file;
 pub mod leader_epoch_cache;
 pub mod log;
 pub mod log_cleaner;
+pub mod log_reader;
 pub mod log_config;
 pub mod offset_index;
 pub mod offset_map;
 pub mod record;
 pub mod record_batch;
 pub mod segment;
+pub mod segment_cursor;
 pub mod time_index;
+pub mod txn_markers;
 pub mod varint;
 
 #[cfg(feature = "python")]
