@@ -11,13 +11,19 @@ if ! command -v kcat >/dev/null 2>&1; then
     apt-get update -qq
     apt-get install -y -qq kcat >/dev/null
 fi
+# The Spark suite (tests/spark) runs a local SparkSession: pyspark needs a JVM.
+if ! command -v java >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
 
 python3 -m pip install --quiet --upgrade pip
 # Build the one wheel, check it carries all three packages, install it with test deps.
 rm -rf dist && python3 -m pip wheel --quiet --no-deps -w dist .
 wheel=$(ls dist/logstore-*.whl)
 listing=$(python3 -m zipfile -l "$wheel")
-for member in logstore/__init__.py logstore/_native broker_py/__init__.py broker_py/protocol/frame.py; do
+for member in logstore/__init__.py logstore/spark/source.py logstore/_native broker_py/__init__.py broker_py/protocol/frame.py; do
     grep -q "$member" <<<"$listing" || { echo "wheel lacks $member" >&2; exit 1; }
 done
 python3 -m pip install --quiet --force-reinstall "$wheel"
