@@ -54,6 +54,7 @@ import uuid
 from importlib import metadata as _package_metadata
 from types import TracebackType
 
+import logstore
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
@@ -85,6 +86,8 @@ __all__ = [
     "NotLeaderOrFollower",
     "UnknownTopicOrPartition",
     "UnsupportedVersion",
+    "drop_aborted",
+    "next_offset",
     "whole_batches",
 ]
 
@@ -120,6 +123,8 @@ BATCH_HEADER = struct.Struct(">qi")
 
 ``batchLength`` counts the bytes after these 12.
 """
+
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 MIN_BATCH_LENGTH = 49
 """The smallest ``batchLength`` of a RecordBatch v2: its 61-byte header less the first 12."""
@@ -280,6 +285,51 @@ def whole_batches(records: bytes) -> tuple[bytes, int | None]:
             return records[:pos], BATCH_HEADER.size + length
         pos += BATCH_HEADER.size + length
     return (records if pos == end else records[:pos]), None
+
+
+def next_offset(batches: bytes) -> int:
+    """The offset after the last batch of non-empty whole batches.
+
+    That is the last batch's baseOffset + lastOffsetDelta (the int32 at
+    byte 23 of a RecordBatch v2) + 1.
+    """
+    pos = 0
+    last = -1
+    while pos < len(batches):
+        base, length = BATCH_HEADER.unpack_from(batches, pos)
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(batches, pos + 23)
+        last = base + delta
+        pos += BATCH_HEADER.size + length
+    return last + 1
+
+
+def drop_aborted(records: bytes, aborted_transactions: list[tuple[int, int]]) -> bytes:
+    """Remove the batches of aborted transactions from whole RecordBatch v2 bytes.
+
+    ``aborted_transactions`` is a read_committed Fetch response's list of
+    (producer id, first offset) pairs.  As Kafka's consumer does: walking the
+    batches in order, a producer id becomes aborted once a batch reaching
+    its first offset is seen, its transactional data batches are then
+    dropped, and its ABORT marker (a control batch, kept) ends that.
+    Everything else is kept byte for byte, so the result is whole batches
+    with gaps in the offsets where aborted data was.
+    """
+    if not aborted_transactions:
+        return records
+    pending = sorted(aborted_transactions, key=lambda a: a[1])
+    aborted: set[int] = set()
+    kept = bytearray()
+    for batch in logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False):
+        if batch.producer_id >= 0:
+            while pending and pending[0][1] <= batch.last_offset:
+                aborted.add(pending.pop(0)[0])
+            if batch.is_control:
+                if batch.control_type == 0:
+                    aborted.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in aborted:
+                continue
+        kept += records[batch.position : batch.position + batch.size]
+    return bytes(kept)
 
 
 # --------------------------------------------------------------------------- connection
@@ -570,15 +620,17 @@ class KafkaClient:
 
         Returns whole batches only, in log order: ``baseOffset`` int64,
         ``batchLength`` int32, then the rest of each RecordBatch v2, exactly
-        as stored (compressed batches stay compressed; control batches and
-        transactional batches are included).  The first batch is the one
-        that holds ``offset``, so it may start before ``offset``: the caller
-        skips records below it.  A trailing batch cut short by ``max_bytes``
-        is dropped.  When the first batch alone is larger than
-        ``max_bytes``, it is fetched again with room for it, so a non-empty
-        partition always yields at least one batch.  ``b""`` means no
-        committed data at ``offset`` yet (``offset`` is the end of the log,
-        or an open transaction holds back the last stable offset).
+        as stored (compressed batches stay compressed; control batches are
+        included, the caller skips them).  The first batch is the one that
+        holds ``offset``, so it may start before ``offset``: the caller skips
+        records below it.  A trailing batch cut short by ``max_bytes`` is
+        dropped.  When the first batch alone is larger than ``max_bytes``,
+        it is fetched again with room for it.  Batches of aborted
+        transactions that the broker reports are left out (offsets then
+        have gaps); when a response holds nothing else, the fetch goes on
+        past them.  So the result is ``b""`` only when there is no committed
+        data at or after ``offset`` yet (``offset`` is the end of the log, or
+        an open transaction holds back the last stable offset).
 
         Reads use isolation level read_committed and do not wait for data.
         An offset below the log start or past the log end raises
@@ -591,18 +643,25 @@ class KafkaClient:
             raise ValueError(f"max_bytes must be in 1..{_MAX_FETCH_BYTES}, not {max_bytes}")
 
         def send(connection: _BrokerConnection) -> bytes:
-            records = self._fetch_once(connection, topic, partition, offset, max_bytes)
-            whole, cut_size = whole_batches(records)
-            if not whole and cut_size is not None and cut_size > max_bytes:
-                # The first batch is larger than max_bytes; ask again with room for it.
-                records = self._fetch_once(connection, topic, partition, offset, cut_size)
+            fetch_offset, size = offset, max_bytes
+            while True:
+                records, aborted = self._fetch_once(connection, topic, partition, fetch_offset, size)
                 whole, cut_size = whole_batches(records)
-                if not whole and records:
-                    raise KafkaProtocolError(
-                        f"Fetch to {connection.address}: {topic}-{partition} returned a partial "
-                        f"batch at offset {offset} even with partition_max_bytes {cut_size}"
-                    )
-            return whole
+                if not whole and cut_size is not None and cut_size > size:
+                    if size != max_bytes:
+                        raise KafkaProtocolError(
+                            f"Fetch to {connection.address}: {topic}-{partition} returned a partial "
+                            f"batch at offset {fetch_offset} even with partition_max_bytes {size}"
+                        )
+                    size = cut_size  # the first batch is larger than max_bytes: make room
+                    continue
+                size = max_bytes
+                if not whole or not aborted:
+                    return whole
+                kept = drop_aborted(whole, aborted)
+                if kept:
+                    return kept
+                fetch_offset = next_offset(whole)  # only aborted data here: read on past it
 
         return self._on_leader(topic, partition, send)
 
@@ -614,8 +673,9 @@ class KafkaClient:
 
     def _fetch_once(
         self, connection: _BrokerConnection, topic: str, partition: int, offset: int, max_bytes: int
-    ) -> bytes:
-        """One Fetch of one partition; the records field as received (possibly with a cut tail)."""
+    ) -> tuple[bytes, list[tuple[int, int]]]:
+        """One Fetch of one partition: its records as received (possibly with a cut
+        tail) and its aborted transactions as (producer id, first offset) pairs."""
         version = connection.versions[ApiKey.FETCH]
         topic_id = self._topic_ids.get(topic, _NULL_UUID)
         if version >= FIRST_FETCH_WITH_TOPIC_IDS and topic_id == _NULL_UUID:
@@ -666,7 +726,9 @@ class KafkaClient:
                     if p.partition_index == partition:
                         if p.error_code != 0:
                             raise _response_error(p.error_code, what, topic, partition)
-                        return bytes(p.records) if p.records is not None else b""
+                        records = bytes(p.records) if p.records is not None else b""
+                        aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions or ()]
+                        return records, aborted
         raise KafkaProtocolError(f"{what}: the response does not list {topic}-{partition}")
 
     def _on_leader(self, topic: str, partition: int, send):  # type: ignore[no-untyped-def]
