@@ -103,6 +103,7 @@ DEFAULT_MAX_REQUEST_SIZE = 104857600
 _HEADER_PREFIX = 8
 _SIZE = struct.Struct(">i")
 _PREFIX = struct.Struct(">hhi")
+_ERROR_CODE = struct.Struct(">h")
 
 
 @dataclasses.dataclass(slots=True)
@@ -320,10 +321,18 @@ def decode_response(frame: bytes, api_key: ApiKey, api_version: int) -> tuple[in
     """Decode a response frame (without its size prefix): ``(correlation_id, body)``.
 
     The caller knows ``api_key`` and ``api_version`` from the request it
-    sent with that correlation id.
+    sent with that correlation id.  The mirror of :func:`encode_response`'s
+    ApiVersions rule applies: an ApiVersions response whose ``error_code``
+    (the int16 after the v0 header, at every version) is not 0 is read as
+    the v0 body, so a client that asked at a version the broker does not
+    serve still gets the broker's ranges and can retry lower.
     """
     if not api_key.supports(api_version):
         raise UnsupportedApiVersionError(int(api_key), api_version)
     r = Reader(frame)
     header = read_response_header(r, api_key.response_header_version(api_version))
+    if api_key is ApiKey.API_VERSIONS and len(frame) >= r.pos + 2:
+        (error_code,) = _ERROR_CODE.unpack_from(frame, r.pos)
+        if error_code != 0:
+            api_version = 0
     return header.correlation_id, response_class(api_key).read(r, api_version)

@@ -152,6 +152,22 @@ def test_api_versions_error_response_is_always_the_v0_body() -> None:
     )
 
 
+def test_api_versions_error_response_is_decoded_as_the_v0_body_at_any_version() -> None:
+    # A client asked ApiVersions v3; the broker does not serve it and answers in
+    # v0 (header and body).  The client decodes at the version it asked for.
+    entries = [fx.i16(18) + fx.i16(0) + fx.i16(2)]
+    golden = fx.frame(fx.i32(9) + fx.i16(35) + fx.array(entries))
+    expected = ApiVersionsResponse(
+        error_code=35,
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)],
+    )
+    for version in range(5):
+        assert decode_response(golden[4:], ApiKey.API_VERSIONS, version) == (9, expected)
+    response = api_versions_response(error_code=ErrorCode.UNSUPPORTED_VERSION)
+    encoded = encode_response(9, ApiKey.API_VERSIONS, 3, response)
+    assert decode_response(encoded[4:], ApiKey.API_VERSIONS, 3) == (9, response)
+
+
 def test_api_versions_lists_every_served_api() -> None:
     response = api_versions_response()
     ranges = {e.api_key: (e.min_version, e.max_version) for e in response.api_keys}
