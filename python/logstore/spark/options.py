@@ -1,0 +1,165 @@
+"""The data source's options, with the names and meanings of Spark's Kafka source.
+
+| option | meaning |
+|---|---|
+| ``path`` (``load(path)``) | the broker's ``log.dirs`` (comma-separated) to read files from |
+| ``kafka.bootstrap.servers`` | read over the Kafka protocol instead of files |
+| ``topics`` / ``subscribe`` | comma-separated topic names |
+| ``subscribePattern`` | a regex a topic name must match in full |
+| ``startingOffsets`` | ``earliest``, ``latest`` or JSON ``{"t": {"0": 23, "1": -2}}`` (-2 earliest, -1 latest) |
+| ``endingOffsets`` | ``latest`` or JSON (-1 latest); batch queries only |
+| ``startingTimestamp`` | ms; the first offset with a timestamp >= it, for every partition |
+| ``startingOffsetsByTimestamp`` | JSON ``{"t": {"0": ms}}`` |
+| ``endingTimestamp`` / ``endingOffsetsByTimestamp`` | the same for the end (exclusive) |
+| ``startingOffsetsByTimestampStrategy`` | ``error`` (default) or ``latest`` when no offset matches |
+| ``minPartitions`` | split offset ranges until there are at least this many Spark partitions |
+| ``failOnDataLoss`` | ``true`` (default): fail when planned offsets are gone; ``false``: skip them |
+| ``includeHeaders`` | add ``headers array<struct<key:string,value:binary>>`` |
+| ``maxOffsetsPerTrigger`` | streaming: at most this many offsets per micro-batch |
+| ``maxRecordsPerBatch`` | rows per Arrow batch yielded to Spark (default 65536) |
+
+Precedence is Kafka's: startingTimestamp, then startingOffsetsByTimestamp, then
+startingOffsets (and the same for the ending options).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from logstore.spark.errors import InvalidOptionError
+
+EARLIEST = -2
+LATEST = -1
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a range starts or ends: ``kind`` is "earliest", "latest", "offsets" or "timestamps".
+
+    ``per_partition`` maps (topic, partition) to an offset (-2/-1 allowed) or a timestamp
+    (ms); ``timestamp`` is one time for every partition.
+    """
+
+    kind: str
+    per_partition: Mapping[tuple[str, int], int] | None = None
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    log_dirs: tuple[str, ...]
+    bootstrap_servers: str | None
+    topics: tuple[str, ...] | None
+    pattern: str | None
+    starting: OffsetSpec
+    ending: OffsetSpec
+    timestamp_not_found_latest: bool
+    min_partitions: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+    max_offsets_per_trigger: int | None
+    max_records_per_batch: int
+
+    def selects(self, topic: str) -> bool:
+        """Whether ``topic`` is read: named, matching the pattern, or (neither given) not internal."""
+        if self.topics is not None:
+            return topic in self.topics
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return not topic.startswith("__")
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    v = options.get(key)
+    if v is None:
+        return default
+    if v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise InvalidOptionError(f"option {key}={v!r}: expected true or false")
+
+
+def _int(options: Mapping[str, str], key: str, minimum: int) -> int | None:
+    v = options.get(key)
+    if v is None:
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise InvalidOptionError(f"option {key}={v!r}: expected an integer") from None
+    if n < minimum:
+        raise InvalidOptionError(f"option {key}={v!r}: must be >= {minimum}")
+    return n
+
+
+def _per_partition_json(key: str, text: str) -> dict[tuple[str, int], int]:
+    try:
+        doc = json.loads(text)
+        out = {}
+        for topic, parts in doc.items():
+            for p, v in parts.items():
+                out[(str(topic), int(p))] = int(v)
+        return out
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidOptionError(f'option {key}={text!r}: expected JSON like {{"topic": {{"0": 23}}}}') from None
+
+
+def _offset_spec(options: Mapping[str, str], prefix: str, default: str) -> OffsetSpec:
+    ts = _int(options, f"{prefix}Timestamp", 0)
+    if ts is not None:
+        return OffsetSpec("timestamps", timestamp=ts)
+    by_ts = options.get(f"{prefix}OffsetsByTimestamp")
+    if by_ts is not None:
+        return OffsetSpec("timestamps", per_partition=_per_partition_json(f"{prefix}OffsetsByTimestamp", by_ts))
+    key = f"{prefix}Offsets"
+    v = options.get(key, default).strip()
+    if v.lower() in ("earliest", "latest"):
+        if prefix == "ending" and v.lower() == "earliest":
+            raise InvalidOptionError(f"option {key}=earliest is not allowed (as in Spark's Kafka source)")
+        return OffsetSpec(v.lower())
+    spec = _per_partition_json(key, v)
+    if prefix == "ending" and EARLIEST in spec.values():
+        raise InvalidOptionError(f"option {key}: -2 (earliest) is not allowed for an ending offset")
+    if any(o < EARLIEST for o in spec.values()):
+        raise InvalidOptionError(f"option {key}: offsets must be >= -2")
+    return OffsetSpec("offsets", per_partition=spec)
+
+
+def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Reads and checks every option (``options`` is Spark's case-insensitive dict)."""
+    bootstrap = options.get("kafka.bootstrap.servers")
+    path = options.get("path")
+    if not bootstrap and not path:
+        raise InvalidOptionError("give the broker's log.dirs with load(path) or kafka.bootstrap.servers")
+    topics_opt = options.get("topics") or options.get("subscribe")
+    pattern = options.get("subscribePattern")
+    if topics_opt and pattern:
+        raise InvalidOptionError("give only one of topics/subscribe and subscribePattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise InvalidOptionError(f"option subscribePattern={pattern!r}: {e}") from None
+    topics = tuple(t.strip() for t in topics_opt.split(",") if t.strip()) if topics_opt else None
+    strategy = options.get("startingOffsetsByTimestampStrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise InvalidOptionError(f"option startingOffsetsByTimestampStrategy={strategy!r}: expected error or latest")
+    ending = _offset_spec(options, "ending", "latest")
+    if streaming and any(k in options for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")):
+        raise InvalidOptionError("ending offsets are for batch queries only (as in Spark's Kafka source)")
+    return SourceOptions(
+        log_dirs=tuple(p.strip() for p in path.split(",") if p.strip()) if path and not bootstrap else (),
+        bootstrap_servers=bootstrap,
+        topics=topics,
+        pattern=pattern,
+        starting=_offset_spec(options, "starting", "latest" if streaming else "earliest"),
+        ending=ending,
+        timestamp_not_found_latest=strategy == "latest",
+        min_partitions=_int(options, "minPartitions", 1),
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        include_headers=_bool(options, "includeHeaders", False),
+        max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger", 1),
+        max_records_per_batch=_int(options, "maxRecordsPerBatch", 1) or 65536,
+    )

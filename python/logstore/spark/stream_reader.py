@@ -1,0 +1,142 @@
+"""Streaming reads: ``spark.readStream.format("logstore")``.
+
+Offsets are JSON-able dicts ``{"topic": {"partition": next offset}}``, as Spark's Kafka
+source writes them to its checkpoint. A micro-batch reads, per partition, from the
+start dict's offset (a partition missing there appeared since: from its log start)
+up to the end dict's offset.
+
+Admission control: ``maxOffsetsPerTrigger`` is the default ``ReadMaxRows`` limit; a
+limit spreads over the partitions in proportion to what each has available (as
+Kafka's source does), at least one offset for a partition with data.
+``Trigger.AvailableNow`` fixes the latest offsets once, in
+``prepareForTriggerAvailableNow``, and the query ends when they are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from logstore.spark.offset_range import OffsetRange, RecordBounds, split_ranges
+from logstore.spark.options import SourceOptions
+from logstore.spark.planner import check_start, resolve, selected_partitions
+
+Offsets = dict[str, dict[str, int]]
+
+
+def _get(offsets: Offsets, topic: str, partition: int) -> int | None:
+    return offsets.get(topic, {}).get(str(partition))
+
+
+def _put(offsets: Offsets, topic: str, partition: int, offset: int) -> None:
+    offsets.setdefault(topic, {})[str(partition)] = offset
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, log, opts: SourceOptions) -> None:  # type: ignore[no-untyped-def]
+        self.log = log
+        self.opts = opts
+        self.available_now: Offsets | None = None
+
+    def _spans(self) -> dict[tuple[str, int], tuple[int, int]]:
+        return {tp: self.log.offsets(*tp) for tp in selected_partitions(self.log, self.opts)}
+
+    def initialOffset(self) -> Offsets:
+        out: Offsets = {}
+        for tp, span in self._spans().items():
+            start = resolve(self.log, self.opts.starting, tp, span, self.opts, ending=False)
+            _put(out, tp[0], tp[1], check_start(tp, start, span[0], self.opts))
+        return out
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now = self._latest()
+
+    def _latest(self) -> Offsets:
+        out: Offsets = {}
+        for (t, p), (_, end) in self._spans().items():
+            _put(out, t, p, end)
+        return out
+
+    def reportLatestOffset(self) -> Offsets:
+        return self._latest()
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        spans = self._spans()
+        cap = self.available_now
+        begin: dict[tuple[str, int], int] = {}
+        latest: dict[tuple[str, int], int] = {}
+        for (t, p), (first, end) in spans.items():
+            s = _get(start, t, p)
+            begin[(t, p)] = first if s is None else s
+            e = end if cap is None else min(end, _get(cap, t, p) if _get(cap, t, p) is not None else first)
+            latest[(t, p)] = max(e, begin[(t, p)])
+        if isinstance(limit, ReadMaxRows):
+            latest = _rate_limit(begin, latest, limit.max_rows)
+        out: Offsets = {}
+        # Partitions that vanished keep their last offset so the dict never shrinks.
+        for t, parts in start.items():
+            for p, o in parts.items():
+                _put(out, t, int(p), o)
+        for (t, p), o in latest.items():
+            _put(out, t, p, o)
+        return out
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
+        ranges = []
+        for t, parts in end.items():
+            for p, e in parts.items():
+                s = _get(start, t, int(p))
+                if s is None:
+                    s = self.log.offsets(t, int(p))[0]
+                if s < e:
+                    ranges.append(OffsetRange(t, int(p), s, e))
+        if hasattr(self.log, "close"):
+            self.log.close()
+        return list(split_ranges(ranges, self.opts.min_partitions))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        yield from self.log.read(
+            partition,
+            RecordBounds(),
+            include_headers=self.opts.include_headers,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            max_rows=self.opts.max_records_per_batch,
+        )
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to release: the log keeps its data by its own retention."""
+
+    def stop(self) -> None:
+        if hasattr(self.log, "close"):
+            self.log.close()
+
+
+def _rate_limit(
+    begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], max_rows: int
+) -> dict[tuple[str, int], int]:
+    """At most ``max_rows`` offsets in all, shared in proportion to what is available."""
+    avail = {tp: latest[tp] - begin[tp] for tp in latest}
+    total = sum(avail.values())
+    if total <= max_rows:
+        return latest
+    out = {}
+    budget = max_rows
+    for tp in sorted(avail, key=lambda tp: avail[tp]):
+        share = min(avail[tp], budget, max(1 if avail[tp] else 0, int(max_rows * avail[tp] / total)))
+        out[tp] = begin[tp] + share
+        budget -= share
+    return out
