@@ -7,6 +7,8 @@ name and method here exists on the native module and vice versa.
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+import pyarrow
+
 Header = tuple[str | bytes, bytes | None]
 # (key, value, headers, timestamp_ms); headers and timestamp may be omitted.
 RecordInput = (
@@ -281,3 +283,61 @@ class Log:
         """Flush, trim indexes, write the clean-shutdown marker."""
     def __enter__(self) -> Log: ...
     def __exit__(self, *exc: object) -> None: ...
+
+class PartitionReader:
+    """A read-only scan of one partition directory (``<log.dir>/<topic>-<partition>``)
+    into ``pyarrow.RecordBatch``es with the schema of Spark's Kafka source.
+
+    Safe next to a running broker: files are read with ``pread`` (never written,
+    locked or mapped), only whole batches with a valid CRC-32C are decoded, the scan
+    stops at ``end_offset``, control batches and aborted transactions yield no rows,
+    and a segment deleted meanwhile raises OffsetOutOfRangeError (or, without
+    ``fail_on_data_loss``, is skipped). Timestamps filter inclusively, in ms.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        partition: int,
+        *,
+        start_offset: int,
+        end_offset: int,
+        min_timestamp: int | None = None,
+        max_timestamp: int | None = None,
+        include_headers: bool = False,
+        fail_on_data_loss: bool = True,
+    ) -> None: ...
+    def read(self, max_rows: int) -> pyarrow.RecordBatch | None:
+        """The next batch of at least ``max_rows`` rows (fewer at the end), None when done."""
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def segments_opened(self) -> int: ...
+    @property
+    def bytes_read(self) -> int: ...
+    @property
+    def batches_decoded(self) -> int: ...
+
+def partition_offsets(path: str) -> tuple[int, int]:
+    """(log start offset, log end offset) of a partition directory, read-only; the end
+    is the offset after the last whole batch on disk."""
+
+def offset_for_timestamp(path: str, timestamp: int) -> int | None:
+    """The first offset whose record timestamp (ms) is >= ``timestamp``, or None."""
+
+def decode_arrow(
+    data: bytes,
+    topic: str,
+    partition: int,
+    *,
+    start_offset: int = 0,
+    end_offset: int | None = None,
+    min_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    include_headers: bool = False,
+) -> tuple[pyarrow.RecordBatch, int]:
+    """Decode the whole batches in ``data`` (as Fetch returns them) into one
+    ``pyarrow.RecordBatch``; also returns the offset after the last whole batch."""
