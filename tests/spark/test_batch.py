@@ -94,6 +94,9 @@ def test_timestamp_options(spark, data):
     assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [(0, o) for o in range(30, 60)] + [(1, 59)]
     df = read(spark, root, topics="seg", startingTimestamp=BASE_TS + 100_000, endingTimestamp=BASE_TS + 120_000)
     assert offsets(df) == list(range(100, 120))
+    ending = json.dumps({"c-none": {"0": BASE_TS + 5_000}})
+    df = read(spark, root, topics="c-none", endingOffsetsByTimestamp=ending)
+    assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [(0, o) for o in range(5)] + [(1, o) for o in range(60)]
     with pytest.raises(Exception, match="OffsetForTimestampNotFound|no record has a timestamp"):
         read(spark, root, topics="seg", startingTimestamp=BASE_TS + 10**9).count()
     late = read(spark, root, topics="seg", startingTimestamp=BASE_TS + 10**9, startingOffsetsByTimestampStrategy="latest")

@@ -15,20 +15,19 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from logstore.spark.offset_range import OffsetRange, RecordBounds
 from logstore.spark.options import SourceOptions
-from logstore.spark.planner import plan_batch
+from logstore.spark.planner import Log, plan_batch
 from logstore.spark.pushdown import PushedFilters
 
 
 class BatchReader(DataSourceReader):
-    def __init__(self, log, opts: SourceOptions) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, log: Log, opts: SourceOptions) -> None:
         self.log = log
         self.opts = opts
         self.bounds = RecordBounds()
 
     def partitions(self) -> list[InputPartition]:
         ranges = plan_batch(self.log, self.opts, self.bounds)
-        if hasattr(self.log, "close"):
-            self.log.close()
+        self.log.close()
         # Spark needs at least one partition; an empty range reads nothing.
         return list(ranges) or [OffsetRange("", 0, 0, 0)]
 

@@ -52,6 +52,9 @@ class FileLog:
         except KeyError:
             raise DataLossError(f"partition {topic}-{partition} is not in {', '.join(self.log_dirs)}") from None
 
+    def close(self) -> None:
+        """Nothing is held open between calls."""
+
     def partitions(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
         for topic, p in sorted(self._partition_dirs()):

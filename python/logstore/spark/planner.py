@@ -6,7 +6,10 @@ query sees one consistent snapshot of a log that a broker keeps appending to.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
+
+import pyarrow as pa
 
 from logstore.spark.errors import DataLossError, OffsetForTimestampNotFound
 from logstore.spark.offset_range import OffsetRange, RecordBounds, split_ranges
@@ -14,11 +17,15 @@ from logstore.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 
 
 class Log(Protocol):
-    """What the planner needs from a source: ``FileLog`` or ``NetworkLog``."""
+    """A source of partitions: ``FileLog`` (segment files) or ``NetworkLog`` (Kafka protocol)."""
 
     def partitions(self) -> dict[str, list[int]]: ...
     def offsets(self, topic: str, partition: int) -> tuple[int, int]: ...
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int) -> int | None: ...
+    def read(
+        self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
+    ) -> Iterator[pa.RecordBatch]: ...
+    def close(self) -> None: ...
 
 
 def selected_partitions(log: Log, opts: SourceOptions) -> list[tuple[str, int]]:

@@ -13,6 +13,7 @@ from logstore.spark.batch_reader import BatchReader, PushdownBatchReader
 from logstore.spark.file_reader import FileLog
 from logstore.spark.network_reader import NetworkLog
 from logstore.spark.options import SourceOptions, parse_options
+from logstore.spark.planner import Log
 from logstore.spark.stream_reader import StreamReader
 
 KAFKA_SCHEMA = (
@@ -21,7 +22,7 @@ KAFKA_SCHEMA = (
 HEADERS_COLUMN = "headers array<struct<key:string,value:binary>>"
 
 
-def make_log(opts: SourceOptions, metrics_dir: str | None = None):  # type: ignore[no-untyped-def]
+def make_log(opts: SourceOptions, metrics_dir: str | None = None) -> Log:
     """The partition reader behind a query: files under log.dirs, or the network."""
     if opts.bootstrap_servers:
         return NetworkLog(opts.bootstrap_servers)

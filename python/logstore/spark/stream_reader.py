@@ -27,7 +27,7 @@ from pyspark.sql.streaming.datasource import (
 
 from logstore.spark.offset_range import OffsetRange, RecordBounds, split_ranges
 from logstore.spark.options import SourceOptions
-from logstore.spark.planner import check_start, resolve, selected_partitions
+from logstore.spark.planner import Log, check_start, resolve, selected_partitions
 
 Offsets = dict[str, dict[str, int]]
 
@@ -41,7 +41,7 @@ def _put(offsets: Offsets, topic: str, partition: int, offset: int) -> None:
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, log, opts: SourceOptions) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, log: Log, opts: SourceOptions) -> None:
         self.log = log
         self.opts = opts
         self.available_now: Offsets | None = None
@@ -103,8 +103,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     s = self.log.offsets(t, int(p))[0]
                 if s < e:
                     ranges.append(OffsetRange(t, int(p), s, e))
-        if hasattr(self.log, "close"):
-            self.log.close()
+        self.log.close()
         return list(split_ranges(ranges, self.opts.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -121,8 +120,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to release: the log keeps its data by its own retention."""
 
     def stop(self) -> None:
-        if hasattr(self.log, "close"):
-            self.log.close()
+        self.log.close()
 
 
 def _rate_limit(
