@@ -175,7 +175,7 @@ impl PartitionDir {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).ctx("open segment", &path),
             };
-            while let Some((p, b)) = c.next()? {
+            while let Some((p, b)) = c.next_batch()? {
                 let h = crate::record_batch::BatchHeader::parse(b);
                 if h.is_control() || h.max_timestamp < ts {
                     continue;
@@ -239,7 +239,7 @@ impl PartitionScan {
             }
             let (base, next_base, cursor) = self.cursor.as_mut().expect("a segment is open");
             let before = cursor.bytes_read;
-            let next = cursor.next()?;
+            let next = cursor.next_batch()?;
             let Some((pos, batch)) = next else {
                 // Every offset below the next segment's base was in this one (compaction
                 // may have removed the last ones).
@@ -345,7 +345,7 @@ fn scan_markers(dir: &PartitionDir, from: i64) -> Result<TxnMarkers> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e).ctx("open segment", &path),
         };
-        while let Some((p, b)) = c.next()? {
+        while let Some((p, b)) = c.next_batch()? {
             markers.observe(b, p)?;
         }
     }
@@ -370,8 +370,7 @@ mod tests {
     fn fixture() -> (tempfile::TempDir, PathBuf) {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("t-0");
-        let mut cfg = LogConfig::default();
-        cfg.segment_bytes = 5_000;
+        let cfg = LogConfig { segment_bytes: 5_000, ..Default::default() };
         let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
         for i in 0..50 {
             log.append(&batch(10, 1_000 * i), &crate::log::AppendOptions { assign_offsets: true, ..Default::default() }).unwrap();

@@ -49,7 +49,7 @@ impl SegmentCursor {
 
     /// The next whole batch: (its position in the file, its bytes), or None at the end of
     /// the whole batches on disk.
-    pub fn next(&mut self) -> Result<Option<(u64, &[u8])>> {
+    pub fn next_batch(&mut self) -> Result<Option<(u64, &[u8])>> {
         loop {
             if let Some(h) = next_batch(&self.buf[..self.filled], self.consumed, self.buf_pos)? {
                 let at = self.consumed;
@@ -68,7 +68,7 @@ impl SegmentCursor {
     pub fn next_header_only(&mut self) -> Result<Option<(u64, crate::record_batch::BatchHeader)>> {
         if self.filled - self.consumed >= HEADER_SIZE {
             // Buffered data: no need for a separate read.
-            return Ok(self.next()?.map(|(p, b)| (p, crate::record_batch::BatchHeader::parse(b))));
+            return Ok(self.next_batch()?.map(|(p, b)| (p, crate::record_batch::BatchHeader::parse(b))));
         }
         let pos = self.buf_pos + self.consumed as u64;
         let mut hdr = [0u8; HEADER_SIZE];
@@ -144,7 +144,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let mut c = SegmentCursor::open(&path, 0).unwrap();
         let mut got = vec![];
-        while let Some((p, b)) = c.next().unwrap() {
+        while let Some((p, b)) = c.next_batch().unwrap() {
             got.push((p, b.len()));
         }
         assert_eq!(got.len(), 3);
