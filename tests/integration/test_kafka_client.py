@@ -235,7 +235,8 @@ class ScriptedBroker:
 
     ``answer(request)`` returns the response body, or ``None`` to stay silent.
     The default answers ApiVersions with the broker's ranges and Metadata with
-    this server as node 1, leader of partitions 0 and 1 of every asked topic.
+    this server as node 1 and ``leader`` (node id, port; this server unless
+    set) as the leader of partitions 0 and 1 of every asked topic.
     ``requests`` logs (api key, version, body) of every request received.
     """
 
@@ -248,6 +249,7 @@ class ScriptedBroker:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.1)
         self.port = self._listener.getsockname()[1]
+        self.leader = (1, self.port)
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._accept, daemon=True)]
         self._threads[0].start()
@@ -269,16 +271,22 @@ class ScriptedBroker:
         if request.api_key is ApiKey.API_VERSIONS:
             return api_versions_response()
         if request.api_key is ApiKey.METADATA:
-            broker = MetadataResponse.MetadataResponseBroker(node_id=1, host="127.0.0.1", port=self.port)
+            leader_id, leader_port = self.leader
+            brokers = [
+                MetadataResponse.MetadataResponseBroker(node_id=node, host="127.0.0.1", port=port)
+                for node, port in sorted({1: self.port, leader_id: leader_port}.items())
+            ]
             partitions = [
-                MetadataResponse.MetadataResponsePartition(partition_index=p, leader_id=1, replica_nodes=[1], isr_nodes=[1])
+                MetadataResponse.MetadataResponsePartition(
+                    partition_index=p, leader_id=leader_id, replica_nodes=[leader_id], isr_nodes=[leader_id]
+                )
                 for p in (0, 1)
             ]
             topics = [
                 MetadataResponse.MetadataResponseTopic(name=t.name, topic_id=self.TOPIC_ID, partitions=partitions)
                 for t in request.body.topics or ()
             ]
-            return MetadataResponse(brokers=[broker], controller_id=1, topics=topics)
+            return MetadataResponse(brokers=brokers, controller_id=1, topics=topics)
         if request.api_key is ApiKey.FETCH:
             return self.fetch_answers.pop(0) if len(self.fetch_answers) > 1 else self.fetch_answers[0]
         raise AssertionError(f"unexpected {request.api_key.api_name}")
@@ -390,6 +398,22 @@ def test_not_leader_refreshes_metadata_and_retries_a_bounded_number_of_times():
             client.fetch("t", 0, 0)
         assert err.value.errno == 6 and err.value.retriable
         assert len(fake.fetches()) == 2 + MAX_ATTEMPTS
+
+
+def test_requests_follow_the_leader_from_broker_to_broker():
+    first, second = batch(0, 1), batch(1, 1)
+    not_leader = fetch_answer(b"", error=int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    with ScriptedBroker() as a, ScriptedBroker() as b, KafkaClient(a.bootstrap, timeout_s=5) as client:
+        a.leader = (2, b.port)
+        a.fetch_answers, b.fetch_answers = [not_leader], [fetch_answer(first)]
+        assert client.fetch("t", 0, 0) == first
+        assert (len(a.fetches()), len(b.fetches())) == (0, 1)
+        # The leader moves back to node 1: node 2 says so, the client asks for metadata again.
+        a.leader = (1, a.port)
+        a.fetch_answers, b.fetch_answers = [fetch_answer(second)], [not_leader]
+        assert client.fetch("t", 0, 1) == second
+        assert (len(a.fetches()), len(b.fetches())) == (1, 2)
+        assert [key for key, _, _ in b.requests if key is ApiKey.METADATA] == []
 
 
 def test_wrong_correlation_id_is_a_protocol_error():
