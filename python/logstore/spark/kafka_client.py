@@ -47,6 +47,7 @@ the first call connects.
 
 from __future__ import annotations
 
+import functools
 import socket
 import struct
 import time
@@ -139,6 +140,7 @@ _NULL_UUID = uuid.UUID(int=0)
 _CLIENT_SOFTWARE_NAME = "logstore-kafka-client"
 
 
+@functools.cache
 def _software_version() -> str:
     try:
         return _package_metadata.version("logstore")
@@ -312,14 +314,19 @@ def drop_aborted(records: bytes, aborted_transactions: list[tuple[int, int]]) ->
     its first offset is seen, its transactional data batches are then
     dropped, and its ABORT marker (a control batch, kept) ends that.
     Everything else is kept byte for byte, so the result is whole batches
-    with gaps in the offsets where aborted data was.
+    with gaps in the offsets where aborted data was.  Bytes that are not
+    RecordBatch v2 raise :class:`KafkaProtocolError`.
     """
     if not aborted_transactions:
         return records
     pending = sorted(aborted_transactions, key=lambda a: a[1])
     aborted: set[int] = set()
     kept = bytearray()
-    for batch in logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False):
+    try:
+        batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+    except logstore.LogStoreError as exc:
+        raise KafkaProtocolError(f"fetched records do not decode as RecordBatch v2: {exc}") from exc
+    for batch in batches:
         if batch.producer_id >= 0:
             while pending and pending[0][1] <= batch.last_offset:
                 aborted.add(pending.pop(0)[0])
@@ -661,7 +668,14 @@ class KafkaClient:
                 kept = drop_aborted(whole, aborted)
                 if kept:
                     return kept
-                fetch_offset = next_offset(whole)  # only aborted data here: read on past it
+                # Only aborted data here: read on past it.  Each round moves forward.
+                after = next_offset(whole)
+                if after <= fetch_offset:
+                    raise KafkaProtocolError(
+                        f"Fetch to {connection.address}: {topic}-{partition} at offset {fetch_offset} "
+                        f"returned batches that end before it"
+                    )
+                fetch_offset = after
 
         return self._on_leader(topic, partition, send)
 
@@ -851,16 +865,23 @@ class KafkaClient:
             yield connection
 
     def _update_caches(self, response: MetadataResponse) -> None:
+        """Take brokers, leaders and topic ids from ``response``.
+
+        Connections to brokers that left the cluster or moved to another
+        address are closed.  Leaders of the topics the response lists are
+        replaced; other topics keep theirs.
+        """
         self._brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
-        for broker_id in [b for b in self._connections if b not in self._brokers]:
-            connection = self._connections.pop(broker_id)
-            if connection is not self._metadata_connection:
-                connection.close()
+        for broker_id, connection in list(self._connections.items()):
+            if self._brokers.get(broker_id) != (connection.host, connection.port):
+                del self._connections[broker_id]
+                if connection is not self._metadata_connection:
+                    connection.close()
+        listed = {t.name for t in response.topics if t.name is not None}
+        self._leaders = {k: v for k, v in self._leaders.items() if k[0] not in listed}
         for t in response.topics:
             if t.name is None:
                 continue
-            for key in [k for k in self._leaders if k[0] == t.name]:
-                del self._leaders[key]
             if t.error_code != 0:
                 self._topic_ids.pop(t.name, None)
                 continue
