@@ -112,3 +112,41 @@ def test_network_mode_batch_and_stream(spark, kafka_broker, tmp_path):
     got = spark.table("netstream").collect()
     assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p, o) for p in (0, 1) for o in range(200))
     assert os.path.isdir(kafka_broker.data_dir)
+
+
+def test_reading_files_of_a_broker_while_it_takes_produce(spark, kafka_broker):
+    """Batch reads of the live broker's segment files, while a producer writes: every
+    read returns, per partition, a gap-free run of offsets from 0 (whole batches, up to
+    the end fixed at planning), and never fewer rows than the read before."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    bootstrap = kafka_broker.bootstrap
+    stop = threading.Event()
+    _produce(bootstrap, "live", 200, "snappy")
+
+    def produce() -> None:
+        p = Producer({"bootstrap.servers": bootstrap, "compression.type": "lz4", "linger.ms": 2})
+        i = 0
+        while not stop.is_set():
+            p.produce("live", value=b"x" * 50, partition=i % 2)
+            i += 1
+            if i % 500 == 0:
+                p.flush(10)
+        p.flush(10)
+
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        last = 0
+        for _ in range(3):
+            rows = spark.read.format("logstore").option("topics", "live").load(kafka_broker.data_dir).select("partition", "offset").collect()
+            for p in (0, 1):
+                got = sorted(r["offset"] for r in rows if r["partition"] == p)
+                assert got == list(range(len(got)))
+            assert len(rows) >= max(last, 200)
+            last = len(rows)
+    finally:
+        stop.set()
+        writer.join()
