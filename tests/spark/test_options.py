@@ -82,3 +82,14 @@ def test_split_ranges_and_rate_limit():
     got = _rate_limit(begin, latest, 100)
     assert sum(got[tp] - begin[tp] for tp in got) <= 100 and all(got[tp] > begin[tp] for tp in got)
     assert _rate_limit(begin, latest, 10_000) == latest
+
+
+def test_export_bounds():
+    from logstore.spark.export import parse_bound
+
+    assert parse_bound("42", "--from").offset == 42
+    t = parse_bound("2026-11-21T10:00:00Z", "--from").time
+    assert t == dt.datetime(2026, 11, 21, 10, tzinfo=dt.timezone.utc)
+    assert parse_bound("2026-11-21T10:00:00", "--to").time.tzinfo is not None
+    with pytest.raises(InvalidOptionError, match="--to"):
+        parse_bound("yesterday", "--to")
