@@ -71,8 +71,7 @@ class FileLog:
     def read(
         self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
     ) -> Iterator[pa.RecordBatch]:
-        start = max(r.start, bounds.min_offset if bounds.min_offset is not None else r.start)
-        end = min(r.end, bounds.end_offset if bounds.end_offset is not None else r.end)
+        start, end = bounds.clamp(r.start, r.end)
         if start >= end:
             return
         try:

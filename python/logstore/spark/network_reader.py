@@ -60,8 +60,7 @@ class NetworkLog:
     def read(
         self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
     ) -> Iterator[pa.RecordBatch]:
-        offset = max(r.start, bounds.min_offset if bounds.min_offset is not None else r.start)
-        end = min(r.end, bounds.end_offset if bounds.end_offset is not None else r.end)
+        offset, end = bounds.clamp(r.start, r.end)
         client = KafkaClient(self.bootstrap_servers)
         try:
             while offset < end:

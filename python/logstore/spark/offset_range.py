@@ -21,6 +21,14 @@ class RecordBounds:
     min_timestamp: int | None = None
     max_timestamp: int | None = None
 
+    def clamp(self, start: int, end: int) -> tuple[int, int]:
+        """[start, end) narrowed to these offset bounds (possibly empty: start >= end)."""
+        if self.min_offset is not None:
+            start = max(start, self.min_offset)
+        if self.end_offset is not None:
+            end = min(end, self.end_offset)
+        return start, end
+
 
 class OffsetRange(InputPartition):
     """Offsets [start, end) of one topic-partition, read by one Spark task.
