@@ -23,7 +23,9 @@ pub mod offset_map;
 pub mod record;
 pub mod record_batch;
 pub mod segment;
+pub mod throttler;
 pub mod time_index;
+pub mod transactions;
 pub mod varint;
 
 #[cfg(feature = "python")]

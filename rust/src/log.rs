@@ -153,7 +153,9 @@ impl Log {
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = marker.exists();
 
-        // Segment files by base offset; leftovers of interrupted deletes and cleanings go.
+        // An interrupted cleaner swap is finished first (see `log_cleaner.rs`); then
+        // segment files by base offset; leftovers of interrupted deletes and cleanings go.
+        crate::log_cleaner::complete_swaps(dir)?;
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
         for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
