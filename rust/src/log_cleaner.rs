@@ -257,29 +257,39 @@ fn run_pass(
         log_bytes_after: log_bytes,
         ..Default::default()
     };
+    // The cleanable prefix of the log below `first_unstable`, and whether a pass is due.
+    let choose = |first_unstable: i64| {
+        let cleanable: Vec<&SegmentView> = views
+            .iter()
+            .take_while(|v| {
+                !v.active
+                    && v.next_offset <= first_unstable
+                    && (v.next_offset <= first_dirty || v.size == 0 || pc.min_lag_ms <= 0 || opts.now_ms - v.largest_timestamp >= pc.min_lag_ms)
+            })
+            .collect();
+        let dirty: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.next_offset > first_dirty).collect();
+        let total: u64 = cleanable.iter().map(|v| v.size).sum();
+        let dirty_bytes: u64 = dirty.iter().map(|v| v.size).sum();
+        // max.compaction.lag.ms: the first dirty batch waited too long, whatever the ratio.
+        let overdue = pc.max_lag_ms < i64::MAX
+            && dirty.iter().find(|v| v.size > 0).is_some_and(|v| {
+                read_header(&v.file, 0).ok().flatten().is_some_and(|h| h.max_timestamp >= 0 && opts.now_ms - h.max_timestamp > pc.max_lag_ms)
+            });
+        let ratio_reached = dirty_bytes > 0 && (dirty_bytes as f64) / (total as f64) >= pc.min_ratio;
+        let due = total > 0 && (opts.force || overdue || ratio_reached);
+        (cleanable, dirty, total, dirty_bytes, due)
+    };
+    // Cutting the prefix at the first unstable offset only removes dirty segments from its
+    // end, so a log not due without that cut is not due with it: skip the header scan.
+    if !choose(i64::MAX).4 {
+        return Ok(summary);
+    }
     let mut txns = LogTransactions::default();
     for v in views {
         observe_segment(v, &mut txns)?;
     }
-    let first_unstable = txns.first_unstable_offset().unwrap_or(i64::MAX);
-    let cleanable: Vec<&SegmentView> = views
-        .iter()
-        .take_while(|v| {
-            !v.active
-                && v.next_offset <= first_unstable
-                && (v.next_offset <= first_dirty || v.size == 0 || pc.min_lag_ms <= 0 || opts.now_ms - v.largest_timestamp >= pc.min_lag_ms)
-        })
-        .collect();
-    let dirty: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.next_offset > first_dirty).collect();
-    let total: u64 = cleanable.iter().map(|v| v.size).sum();
-    let dirty_bytes: u64 = dirty.iter().map(|v| v.size).sum();
-    // max.compaction.lag.ms: the first dirty batch waited too long, whatever the ratio.
-    let overdue = pc.max_lag_ms < i64::MAX
-        && dirty.iter().find(|v| v.size > 0).is_some_and(|v| {
-            read_header(&v.file, 0).ok().flatten().is_some_and(|h| h.max_timestamp >= 0 && opts.now_ms - h.max_timestamp > pc.max_lag_ms)
-        });
-    let ratio_reached = dirty_bytes > 0 && (dirty_bytes as f64) / (total as f64) >= pc.min_ratio;
-    if total == 0 || !(opts.force || overdue || ratio_reached) {
+    let (cleanable, dirty, total, dirty_bytes, due) = choose(txns.first_unstable_offset().unwrap_or(i64::MAX));
+    if !due {
         return Ok(summary);
     }
 
