@@ -65,7 +65,7 @@ def pristine(bench_dir: Path):
         first = b * RECORDS_PER_BATCH
         # Keys spread over the whole log: record i has key (i * 7919) mod unique.
         batch = [
-            (b"key-%08d" % ((i * 7919) % unique), blob[(i * 61) % (3 * MB) :][:VALUE_SIZE])
+            (b"key-%08d" % ((i * 7919) % unique), blob[(o := (i * 61) % (3 * MB)) : o + VALUE_SIZE])
             for i in range(first, first + RECORDS_PER_BATCH)
         ]
         log.append(logstore.encode_batch(batch, timestamp_ms=now))

@@ -128,6 +128,10 @@ pub struct CleanOptions {
     pub delete_retention_ms: i64,
     /// The end of the mapped section: records at or past it are kept unchanged.
     pub map_end: i64,
+    /// Check each batch's CRC while rewriting. A log pass leaves it off: the segments
+    /// were validated when appended or recovered, and `build_offset_map` verifies the
+    /// dirty section again.
+    pub verify_crc: bool,
 }
 
 /// Counters of one `clean_segment` call.
@@ -180,15 +184,22 @@ impl<'a> SegmentCleaner<'a> {
     /// Rewrites whole batches (`input`: a segment, or a run of whole batches of it) keeping
     /// only what the rules in the module documentation retain. Returns the new bytes.
     pub fn clean(&mut self, input: &[u8]) -> Result<(Vec<u8>, CleanStats)> {
-        let opts = self.opts;
         let mut out = Vec::with_capacity(input.len());
+        let stats = self.clean_into(input, &mut out)?;
+        Ok((out, stats))
+    }
+
+    /// As `clean`, replacing the contents of `out` (a buffer reused across chunks).
+    pub fn clean_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<CleanStats> {
+        let opts = self.opts;
+        out.clear();
         let mut stats = CleanStats { bytes_read: input.len() as u64, ..Default::default() };
         let mut iter = BatchIter::new(input, 0);
         for item in &mut iter {
             let (pos, h, batch) = item?;
             let horizon_passed = h.delete_horizon_ms().is_some_and(|t| opts.now_ms >= t);
             if h.is_control() {
-                let decoded = DecodedBatch::new(batch, pos as u64, true)?;
+                let decoded = DecodedBatch::new(batch, pos as u64, opts.verify_crc)?;
                 let records = decoded.records()?;
                 stats.records_read += records.len() as u64;
                 let ty = records.first().and_then(|r| control_type(r.key));
@@ -210,14 +221,16 @@ impl<'a> SegmentCleaner<'a> {
                 continue;
             }
             if self.cleaned.on_batch_read(self.txns, &h) {
-                verify_crc(batch, &h, pos as u64)?;
+                if opts.verify_crc {
+                    verify_crc(batch, &h, pos as u64)?;
+                }
                 stats.records_read += h.records_count as u64;
                 stats.aborted_records_dropped += h.records_count as u64;
                 stats.batches_changed += 1;
-                self.write_emptied(&h, &mut out, &mut stats);
+                self.write_emptied(&h, out, &mut stats);
                 continue;
             }
-            let decoded = DecodedBatch::new(batch, pos as u64, true)?;
+            let decoded = DecodedBatch::new(batch, pos as u64, opts.verify_crc)?;
             let records = decoded.records()?;
             stats.records_read += records.len() as u64;
             let mut retained = Vec::with_capacity(records.len());
@@ -253,12 +266,12 @@ impl<'a> SegmentCleaner<'a> {
                 let horizon = if set_horizon { Some(opts.now_ms.saturating_add(opts.delete_retention_ms)) } else { h.delete_horizon_ms() };
                 out.extend_from_slice(&encode(&owned, &retained_options(&h, horizon)?));
             } else {
-                self.write_emptied(&h, &mut out, &mut stats);
+                self.write_emptied(&h, out, &mut stats);
             }
         }
         check_no_tail(input, iter.position())?;
         stats.bytes_written = out.len() as u64;
-        Ok((out, stats))
+        Ok(stats)
     }
 
     /// A data batch with no record left: kept empty when it is its producer's last batch.
@@ -379,7 +392,7 @@ mod tests {
     }
 
     fn opts(now_ms: i64) -> CleanOptions {
-        CleanOptions { now_ms, delete_retention_ms: 86_400_000, map_end: i64::MAX }
+        CleanOptions { now_ms, delete_retention_ms: 86_400_000, map_end: i64::MAX, verify_crc: true }
     }
 
     /// One cleaning pass over `segments` with a map large enough for all of them.
@@ -452,7 +465,7 @@ mod tests {
             batch(&[rec(2, Some("a"), None), rec(3, Some("c"), Some("3"))], Compression::Zstd),
         ]
         .concat();
-        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000, map_end: i64::MAX };
+        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000, map_end: i64::MAX, verify_crc: true };
         let (first, st) = clean_all(&[seg], &o);
         let batches = decode_all(&first[0]);
         assert_eq!(batches.len(), 2);
@@ -613,7 +626,7 @@ mod tests {
         let mut map = OffsetMap::with_memory(1 << 12).unwrap();
         build_offset_map(&seg, &mut map, &txns).unwrap();
         assert_eq!(map.len(), 3); // a, b, c: the aborted a=1, b=2 are not mapped
-        let o = CleanOptions { now_ms: 1_000, delete_retention_ms: 100, map_end: i64::MAX };
+        let o = CleanOptions { now_ms: 1_000, delete_retention_ms: 100, map_end: i64::MAX, verify_crc: true };
         let values = |bytes: &[u8]| -> Vec<(i64, bool)> { decode_all(bytes).iter().map(|(h, _)| (h.base_offset, h.is_control())).collect() };
         // Pass 1: aborted data goes; the abort marker stays (its data was seen in this
         // pass); both commit markers stay (their data was seen).
@@ -744,7 +757,7 @@ mod tests {
                     }
                 }
             };
-            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500, map_end: i64::MAX };
+            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500, map_end: i64::MAX, verify_crc: true };
             let (first, _) = clean_all(&segments, &o);
             check(&first, true);
             let (again, _) = clean_all(&first, &CleanOptions { now_ms: 10_499, ..o });

@@ -317,8 +317,9 @@ fn run_pass(
     let to_clean: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.base < mapped_end).collect();
     bytes_total = done + to_clean.iter().map(|v| v.size).sum::<u64>();
 
-    let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end };
+    let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end, verify_crc: false };
     let mut cleaner = SegmentCleaner::new(&map, clean_opts, &txns);
+    let mut cleaned = Vec::new();
     for group in group_segments(&to_clean, config) {
         let base = group[0].base;
         let mut out = match log {
@@ -333,7 +334,7 @@ fn run_pass(
         let mut stats = CleanStats::default();
         for v in &group {
             for_each_chunk(v, throttler, |chunk, _| {
-                let (cleaned, st) = cleaner.clean(chunk)?;
+                let st = cleaner.clean_into(chunk, &mut cleaned)?;
                 if let Some(seg) = out.as_mut() {
                     seg.append_batches(&cleaned)?;
                     if let Some(t) = throttler {
