@@ -128,10 +128,17 @@ pub struct CleanOptions {
     pub delete_retention_ms: i64,
     /// The end of the mapped section: records at or past it are kept unchanged.
     pub map_end: i64,
-    /// Check each batch's CRC while rewriting. A log pass leaves it off: the segments
-    /// were validated when appended or recovered, and `build_offset_map` verifies the
-    /// dirty section again.
-    pub verify_crc: bool,
+    /// Batches with base offsets in [verified_from, verified_to) had their CRC checked
+    /// by `build_offset_map` in this pass; every other batch is checked here, so a
+    /// rewrite never stamps a fresh CRC on damaged bytes.
+    pub verified_from: i64,
+    pub verified_to: i64,
+}
+
+impl CleanOptions {
+    fn verify(&self, h: &BatchHeader) -> bool {
+        !(self.verified_from..self.verified_to).contains(&h.base_offset)
+    }
 }
 
 /// Counters of one `clean_segment` call.
@@ -199,7 +206,7 @@ impl<'a> SegmentCleaner<'a> {
             let (pos, h, batch) = item?;
             let horizon_passed = h.delete_horizon_ms().is_some_and(|t| opts.now_ms >= t);
             if h.is_control() {
-                let decoded = DecodedBatch::new(batch, pos as u64, opts.verify_crc)?;
+                let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(&h))?;
                 let records = decoded.records()?;
                 stats.records_read += records.len() as u64;
                 let ty = records.first().and_then(|r| control_type(r.key));
@@ -221,7 +228,7 @@ impl<'a> SegmentCleaner<'a> {
                 continue;
             }
             if self.cleaned.on_batch_read(self.txns, &h) {
-                if opts.verify_crc {
+                if opts.verify(&h) {
                     verify_crc(batch, &h, pos as u64)?;
                 }
                 stats.records_read += h.records_count as u64;
@@ -230,7 +237,7 @@ impl<'a> SegmentCleaner<'a> {
                 self.write_emptied(&h, out, &mut stats);
                 continue;
             }
-            let decoded = DecodedBatch::new(batch, pos as u64, opts.verify_crc)?;
+            let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(&h))?;
             let records = decoded.records()?;
             stats.records_read += records.len() as u64;
             let mut retained = Vec::with_capacity(records.len());
@@ -392,7 +399,7 @@ mod tests {
     }
 
     fn opts(now_ms: i64) -> CleanOptions {
-        CleanOptions { now_ms, delete_retention_ms: 86_400_000, map_end: i64::MAX, verify_crc: true }
+        CleanOptions { now_ms, delete_retention_ms: 86_400_000, map_end: i64::MAX, verified_from: 0, verified_to: 0 }
     }
 
     /// One cleaning pass over `segments` with a map large enough for all of them.
@@ -465,7 +472,7 @@ mod tests {
             batch(&[rec(2, Some("a"), None), rec(3, Some("c"), Some("3"))], Compression::Zstd),
         ]
         .concat();
-        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000, map_end: i64::MAX, verify_crc: true };
+        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
         let (first, st) = clean_all(&[seg], &o);
         let batches = decode_all(&first[0]);
         assert_eq!(batches.len(), 2);
@@ -626,7 +633,7 @@ mod tests {
         let mut map = OffsetMap::with_memory(1 << 12).unwrap();
         build_offset_map(&seg, &mut map, &txns).unwrap();
         assert_eq!(map.len(), 3); // a, b, c: the aborted a=1, b=2 are not mapped
-        let o = CleanOptions { now_ms: 1_000, delete_retention_ms: 100, map_end: i64::MAX, verify_crc: true };
+        let o = CleanOptions { now_ms: 1_000, delete_retention_ms: 100, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
         let values = |bytes: &[u8]| -> Vec<(i64, bool)> { decode_all(bytes).iter().map(|(h, _)| (h.base_offset, h.is_control())).collect() };
         // Pass 1: aborted data goes; the abort marker stays (its data was seen in this
         // pass); both commit markers stay (their data was seen).
@@ -757,7 +764,7 @@ mod tests {
                     }
                 }
             };
-            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500, map_end: i64::MAX, verify_crc: true };
+            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
             let (first, _) = clean_all(&segments, &o);
             check(&first, true);
             let (again, _) = clean_all(&first, &CleanOptions { now_ms: 10_499, ..o });

@@ -317,7 +317,7 @@ fn run_pass(
     let to_clean: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.base < mapped_end).collect();
     bytes_total = done + to_clean.iter().map(|v| v.size).sum::<u64>();
 
-    let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end, verify_crc: false };
+    let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end, verified_from: first_dirty, verified_to: mapped_end };
     let mut cleaner = SegmentCleaner::new(&map, clean_opts, &txns);
     let mut cleaned = Vec::new();
     for group in group_segments(&to_clean, config) {
