@@ -557,6 +557,7 @@ impl Log {
         inner.next_offset = removed_base.unwrap_or(offset).min(offset);
         inner.recovery_point = inner.recovery_point.min(inner.next_offset);
         inner.epochs.truncate_from_end(inner.next_offset)?;
+        self.truncate_cleaner_checkpoint(inner.next_offset)?;
         self.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)
     }
 
@@ -574,6 +575,7 @@ impl Log {
         inner.log_start_offset = offset;
         inner.recovery_point = offset;
         inner.epochs.clear()?;
+        self.truncate_cleaner_checkpoint(offset)?;
         self.write_offset_checkpoint(RECOVERY_POINT_FILE, offset)?;
         self.write_offset_checkpoint(LOG_START_OFFSET_FILE, offset)
     }

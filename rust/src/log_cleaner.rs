@@ -249,7 +249,9 @@ fn run_pass(
     let pc = PassConfig::of(config);
     let throttler = opts.throttler.as_deref();
     let log_bytes: u64 = views.iter().map(|v| v.size).sum();
-    let first_dirty = read_checkpoint(dir)?.unwrap_or(log_start).max(log_start);
+    // A checkpoint past the log end (the log was truncated since) restarts at the start.
+    let log_end = views.last().map_or(log_start, |v| v.next_offset);
+    let first_dirty = read_checkpoint(dir)?.filter(|&c| c <= log_end).unwrap_or(log_start).max(log_start);
     let mut summary = LogCleanSummary {
         first_dirty_offset: first_dirty,
         cleaned_up_to: first_dirty,
@@ -489,6 +491,15 @@ pub fn clean_dry_run(dir: &Path, config: &LogConfig, opts: &LogCleanOptions, obs
 }
 
 impl Log {
+    /// After a truncation to `end`: a cleaner checkpoint past it moves back to it (Kafka's
+    /// `maybeTruncateCheckpoint`), so new data written there counts as dirty.
+    pub(crate) fn truncate_cleaner_checkpoint(&self, end: i64) -> Result<()> {
+        if read_checkpoint(&self.dir)?.is_some_and(|c| c > end) {
+            checkpoint::write(&self.dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {end}", self.topic_partition_label())])?;
+        }
+        Ok(())
+    }
+
     /// One cleaning pass; see the module comment. Returns what it did.
     pub fn clean(&self, opts: &LogCleanOptions) -> Result<LogCleanSummary> {
         self.clean_observed(opts, &|_| {})

@@ -325,3 +325,25 @@ fn aborted_transactions_are_removed_and_open_ones_stop_the_cleaner() {
     let markers = controls(&log);
     assert_eq!(markers, vec![5, 7]);
 }
+
+#[test]
+fn truncation_moves_the_cleaner_checkpoint_back() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    for i in 0..40u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let s = log.clean(&force(now)).unwrap();
+    assert_eq!(s.cleaned_up_to, log.segments().unwrap().last().unwrap().base_offset);
+    // A follower truncation far below the checkpoint, then new data.
+    log.truncate_to(5).unwrap();
+    for i in 0..40u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let s = log.clean(&LogCleanOptions { force: false, ..force(now) }).unwrap();
+    assert_eq!(s.first_dirty_offset, 5);
+    assert!(s.segments_cleaned > 0);
+}
