@@ -30,7 +30,7 @@ import logstore
 import pytest
 from logstore_bench import MB, BenchReport, PairedBaseline, median_seconds
 
-TOTAL_BYTES = int(os.environ.get("LOGSTORE_BENCH_CLEANER_BYTES", 1 << 30))
+TOTAL_BYTES = int(os.environ.get("LOGSTORE_BENCH_CLEANER_BYTES") or 1 << 30)
 SEGMENT_BYTES = 128 * MB
 VALUE_SIZE = 1000
 RECORDS_PER_BATCH = 1000

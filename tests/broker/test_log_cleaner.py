@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from types import SimpleNamespace
@@ -56,7 +57,7 @@ def test_workers_clean_partitions_concurrently_under_one_throttle(tmp_path):
     assert cleaner.passes == 4
     assert len({name for name, _, _ in calls}) == 2  # two worker threads
     spans = sorted((s, e) for _, s, e in calls)
-    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), "two passes overlapped"
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(spans)), "two passes overlapped"
     assert took > 0.8, f"throttled to {rate:.0f} B/s, the round took {took:.2f} s"
     for p in parts:
         assert sum(s.size for s in p.raw.segments()) < size / 4 / 10
