@@ -98,6 +98,8 @@ pub struct Log {
     partition: i32,
     recovered: bool,
     pub(crate) inner: Arc<RwLock<LogInner>>,
+    /// Held for a whole cleaning pass: one pass at a time per log.
+    pub(crate) cleaning: parking_lot::Mutex<()>,
 }
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -247,7 +249,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)) };
+        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()) };
         if recovered {
             // The recovered tail is now fsynced and the recovery point sits at its end.
             let inner = log.inner.read();

@@ -507,6 +507,7 @@ impl Log {
 
     /// As `clean`, reporting progress and swap steps to `observer`.
     pub fn clean_observed(&self, opts: &LogCleanOptions, observer: &dyn Fn(&CleanEvent)) -> Result<LogCleanSummary> {
+        let _one_pass = self.cleaning.lock();
         let (views, config, log_start) = {
             let inner = self.inner.read();
             inner.check_open(&self.dir)?;

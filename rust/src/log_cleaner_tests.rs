@@ -115,7 +115,13 @@ fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for e in fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
-        fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        match fs::copy(&p, to.join(p.file_name().unwrap())) {
+            // A checkpoint's temporary file, renamed by the background flush meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            r => {
+                r.unwrap();
+            }
+        }
     }
 }
 
