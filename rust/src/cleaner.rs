@@ -28,7 +28,7 @@
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::offset_map::OffsetMap;
+use crate::offset_map::{key_hash, OffsetMap, HASH_SIZE};
 use crate::record::NewRecord;
 use crate::record_batch::{
     compute_crc, control_type, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
@@ -93,10 +93,13 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
             }
         }
         let decoded = DecodedBatch::new(batch, pos as u64, true)?;
-        for r in decoded.records()? {
-            if let Some(key) = r.key {
-                map.put(key, r.offset);
-            }
+        let hashed: Vec<([u8; HASH_SIZE], i64)> =
+            decoded.records()?.iter().filter_map(|r| r.key.map(|k| (key_hash(k), r.offset))).collect();
+        for (hash, _) in &hashed {
+            map.prefetch(hash);
+        }
+        for (hash, offset) in &hashed {
+            map.put_hash(hash, *offset);
         }
         next = h.next_offset();
         if map.is_full() {
@@ -242,13 +245,19 @@ impl<'a> SegmentCleaner<'a> {
             stats.records_read += records.len() as u64;
             let mut retained = Vec::with_capacity(records.len());
             let mut keeps_tombstone = false;
-            for r in &records {
+            // Hash every mapped key first and prefetch its slot, so the misses overlap.
+            let hashes: Vec<Option<[u8; HASH_SIZE]>> =
+                records.iter().map(|r| if r.offset < opts.map_end { r.key.map(key_hash) } else { None }).collect();
+            for hash in hashes.iter().flatten() {
+                self.map.prefetch(hash);
+            }
+            for (r, hash) in records.iter().zip(&hashes) {
                 if r.offset >= opts.map_end {
                     retained.push(r);
                     continue;
                 }
-                let Some(key) = r.key else { continue };
-                if self.map.get(key).is_some_and(|latest| r.offset < latest) {
+                let Some(hash) = hash else { continue }; // a null key
+                if self.map.get_hash(hash).is_some_and(|latest| r.offset < latest) {
                     continue;
                 }
                 if r.value.is_none() {
