@@ -4,7 +4,7 @@ The log holds TOTAL_BYTES (1 GiB by default, ``LOGSTORE_BENCH_CLEANER_BYTES`` to
 change it) of uncompressed 1 KB records whose keys repeat: one key in ten is
 unique (each key has about ten values), in segments of SEGMENT_BYTES, all of them
 non-active. It is written once; each round cleans a fresh copy of it (copied in
-the untimed setup). Right before each timed pass, the baseline reads the copy's
+the untimed setup, and synced to disk). Right before each timed pass, the baseline reads the copy's
 segment files once with ``os.pread`` in 8 MiB chunks (the cleaner's chunk size):
 the floor a pass that must look at every byte cannot beat. Both run with the
 files in the page cache.
@@ -104,6 +104,7 @@ def test_clean_pass(benchmark, report: BenchReport, bench_dir: Path, pristine) -
     def setup():
         dst = Path(tempfile.mkdtemp(prefix="cleaner-round-", dir=bench_dir)) / "keyed-0"
         shutil.copytree(src, dst)
+        os.sync()  # the copy's writeback must not run during the timed pass
         log = logstore.Log.open(dst, segment_bytes=SEGMENT_BYTES)
         assert baseline.run(read_once, dst) == size
         return (log,), {}
