@@ -121,7 +121,10 @@ def test_a_consumer_sees_a_consistent_view_while_cleaning_runs(broker_factory):
     kept = [o for o, _, _ in got]
     removed = next(o for o in range(kept[-1]) if o not in set(kept))
     after, err = _scan(b.bootstrap, "busy", removed, removed + 1)
-    assert err is None and after[0][0] == min(o for o in kept if o > removed)
+    assert err is None
+    # The cleaner may have removed more since the scan: never less.
+    assert after[0][0] >= min(o for o in kept if o > removed)
+    assert produced[after[0][0]] == after[0][1:]
     assert "Traceback" not in b.log_text()
 
 
