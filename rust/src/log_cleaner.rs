@@ -24,7 +24,8 @@
 //!    fsynced;
 //! 2. `Swap`: under the log's write lock, renamed to `.swap` (indexes first, the `.log`
 //!    last: its rename is the commit point), directory fsynced;
-//! 3. `OldDeleted`: the group's old segments deleted, directory fsynced;
+//! 3. `OldDeleted`: the group's old segments renamed `.deleted` (unlinked once the lock
+//!    is released; a reopen deletes any left), directory fsynced;
 //! 4. `Swapped`: `.swap` renamed to the final names, directory fsynced.
 //!
 //! Recovery on open (`complete_swaps`, before segments are listed): `.cleaned` files are
@@ -52,6 +53,7 @@ use crate::transactions::LogTransactions;
 pub const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 const CLEANED: &str = ".cleaned";
 const SWAP: &str = ".swap";
+const DELETED: &str = ".deleted";
 /// Segments are read in chunks of whole batches of about this size.
 const CHUNK_BYTES: usize = 8 << 20;
 
@@ -549,8 +551,13 @@ impl Log {
         cleaned.change_suffix(CLEANED, SWAP)?;
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::Swap, base_offset: base });
+        // Old segments are renamed `.deleted` under the lock (what a reopen deletes) and
+        // unlinked after it, so freeing their pages does not hold up appends and reads.
+        let mut old = Vec::with_capacity(group.len());
         for v in group {
-            inner.segments.remove(&v.base).expect("checked above").delete()?;
+            let mut seg = inner.segments.remove(&v.base).expect("checked above");
+            seg.change_suffix("", DELETED)?;
+            old.push(seg);
         }
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::OldDeleted, base_offset: base });
@@ -558,6 +565,10 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         inner.segments.insert(base, cleaned);
         observer(&CleanEvent::Step { step: SwapStep::Swapped, base_offset: base });
+        drop(inner);
+        for seg in old {
+            seg.delete()?;
+        }
         Ok(true)
     }
 }

@@ -218,7 +218,7 @@ fn a_crash_at_every_swap_step_reopens_with_every_retained_record() {
             assert!(got.contains(&(*o, *k, *v)), "{step:?}: latest of key {k} lost");
         }
         let names: Vec<String> = fs::read_dir(&path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        assert!(names.iter().all(|n| !n.ends_with(".swap") && !n.ends_with(".cleaned")), "{step:?}: {names:?}");
+        assert!(names.iter().all(|n| !n.ends_with(".swap") && !n.ends_with(".cleaned") && !n.ends_with(".deleted")), "{step:?}: {names:?}");
         // The recovered log cleans on to the same records.
         let s = log.clean(&force(now)).unwrap();
         assert_eq!(contents(&log), cleaned, "{step:?} {s:?} {:?}", log.segments().unwrap().iter().map(|s| (s.base_offset, s.size)).collect::<Vec<_>>());

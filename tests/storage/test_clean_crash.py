@@ -79,7 +79,7 @@ def _check(path: Path, original: list, cleaned: list) -> None:
         for rec in _latest(original).values():
             assert rec in got_set
         names = os.listdir(path)
-        assert not [n for n in names if n.endswith((".swap", ".cleaned"))], names
+        assert not [n for n in names if n.endswith((".swap", ".cleaned", ".deleted"))], names
         # The recovered log cleans on to exactly the uninterrupted result.
         log.clean(now_ms=T0, force=True)
         assert records(log) == cleaned
@@ -144,6 +144,8 @@ def test_sigkill_at_each_swap_step(small_log, tmp_path, kill_at):
         assert any(n.endswith(".log.cleaned") for n in names), names
     elif step in ("swap", "old_deleted"):
         assert any(n.endswith(".log.swap") for n in names), names
+    if step == "old_deleted":
+        assert any(n.endswith(".log.deleted") for n in names), names
     _check(path, original, cleaned)
 
 
