@@ -297,6 +297,12 @@ fn run_pass(
         return Ok(summary);
     }
 
+    // A pass stops at its next chunk once the log is closed (broker shutdown, topic
+    // deletion); its `.cleaned` files go on the next open.
+    let check_open = || match log {
+        Some(l) if l.is_closed() => Err(Error::LogClosed(dir.to_path_buf())),
+        _ => Ok(()),
+    };
     let mut map = OffsetMap::with_memory(opts.dedupe_buffer_size)?;
     summary.offset_map_bytes = map.memory_bytes();
     let mut mapped_end = first_dirty;
@@ -304,6 +310,7 @@ fn run_pass(
     'map: for v in &dirty {
         let mut full = false;
         for_each_chunk(v, throttler, |chunk, chunk_end| {
+            check_open()?;
             let next = build_offset_map(chunk, &mut map, &txns)?;
             if next >= 0 {
                 mapped_end = next;
@@ -338,6 +345,7 @@ fn run_pass(
         let mut stats = CleanStats::default();
         for v in &group {
             for_each_chunk(v, throttler, |chunk, _| {
+                check_open()?;
                 let st = cleaner.clean_into(chunk, &mut cleaned)?;
                 if let Some(seg) = out.as_mut() {
                     seg.append_batches(&cleaned)?;

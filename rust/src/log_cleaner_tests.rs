@@ -353,3 +353,24 @@ fn truncation_moves_the_cleaner_checkpoint_back() {
     assert_eq!(s.first_dirty_offset, 5);
     assert!(s.segments_cleaned > 0);
 }
+
+#[test]
+fn closing_the_log_stops_a_pass_at_its_next_chunk() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for i in 0..60u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let before = contents(&log);
+    let closer = |e: &CleanEvent| {
+        if matches!(e, CleanEvent::Progress { .. }) {
+            log.close().unwrap();
+        }
+    };
+    assert!(matches!(log.clean_observed(&force(now), &closer), Err(Error::LogClosed(_))));
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert_eq!(contents(&log), before);
+}
