@@ -66,6 +66,6 @@ class LogCleaner:
             log.info("cleaned %s-%d: %s", partition.topic, partition.index, stats)
 
     def shutdown(self) -> None:
-        """Stops taking work; a pass still running finds its log closed and gives up
-        at its next swap (its .cleaned files are deleted then or on the next open)."""
+        """Stops taking work; a pass still running stops at its next chunk once the
+        broker closes its log (its .cleaned files go on the next open)."""
         self._executor.shutdown(wait=False, cancel_futures=True)
