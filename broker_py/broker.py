@@ -26,6 +26,7 @@ from broker_py.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from broker_py.log_cleaner import LogCleaner
 from broker_py.log_manager import LogManager
 from broker_py.network import KafkaServer
 from broker_py.partition import Partition
@@ -60,6 +61,7 @@ class Broker:
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator = None  # set in start(); needs the running loop
+        self.cleaner: LogCleaner | None = None
         self._topic_defaults: dict[str, str] | None = None
         # topic -> (the TopicInfo.configs dict it was built from, effective config)
         self._effective: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
@@ -112,7 +114,8 @@ class Broker:
             self.servers.append(server)
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
-            self._tasks.append(asyncio.create_task(self._cleaner_loop(), name="log-cleaner"))
+            self.cleaner = LogCleaner(self.config, lambda: self._partitions_with_policy("compact"))
+            self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
     @property
     def bound_port(self) -> int:
@@ -134,6 +137,8 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         for server in self.servers:
             await server.stop()
         if self.group_coordinator is not None:
@@ -167,23 +172,6 @@ class Broker:
                     log.info("retention deleted %d segments", deleted)
             except logstore.LogStoreError:
                 log.exception("retention check")
-
-    async def _cleaner_loop(self) -> None:
-        """Compacts topics whose cleanup.policy includes compact, one log at a time, off
-        the event loop, every log.cleaner.backoff.ms."""
-        interval = self.config["log.cleaner.backoff.ms"] / 1000
-        buffer_size = self.config["log.cleaner.dedupe.buffer.size"]
-        while True:
-            await asyncio.sleep(interval)
-            for partition in self._partitions_with_policy("compact"):
-                try:
-                    stats = await asyncio.to_thread(partition.log.clean, dedupe_buffer_size=buffer_size)
-                    if stats["segments_cleaned"]:
-                        log.info("cleaned %s-%d: %s", partition.topic, partition.index, stats)
-                except logstore.LogClosedError:
-                    continue  # the topic was deleted meanwhile
-                except logstore.LogStoreError:
-                    log.exception("cleaning %s-%d", partition.topic, partition.index)
 
     # ---- topics ----
 

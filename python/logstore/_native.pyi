@@ -4,7 +4,8 @@ Kept honest by ``tests/storage/test_stubs.py``, which checks that every public
 name and method here exists on the native module and vice versa.
 """
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 import pyarrow
@@ -126,6 +127,25 @@ def validate_log_config(**config: object) -> dict[str, str]:
 
     Raises InvalidConfigError naming the key.
     """
+
+class Throttler:
+    """A byte-rate limit (log.cleaner.io.max.bytes.per.second) shared by the cleaning
+    passes given it; infinite or non-positive rates never wait."""
+
+    def __init__(self, bytes_per_second: float) -> None: ...
+    @property
+    def bytes_per_second(self) -> float: ...
+
+def clean_dry_run(
+    path: str | os.PathLike[str],
+    *,
+    now_ms: int | None = None,
+    dedupe_buffer_size: int = 134217728,
+    progress: Callable[[int, int], object] | None = None,
+    **config: object,
+) -> dict[str, int]:
+    """The counters of a forced ``Log.clean`` of the stopped log at ``path``, computed
+    from its files only: nothing is written, renamed or deleted."""
 
 def crc32c(data: bytes, value: int = 0) -> int:
     """CRC-32C (Castagnoli), continuing from ``value``."""
@@ -263,11 +283,27 @@ class Log:
     def flush(self) -> None:
         """fsync everything up to the log end offset and advance the recovery point."""
     def clean(
-        self, *, now_ms: int | None = None, dedupe_buffer_size: int = 134217728, force: bool = False
+        self,
+        *,
+        now_ms: int | None = None,
+        dedupe_buffer_size: int = 134217728,
+        force: bool = False,
+        throttler: Throttler | None = None,
+        progress: Callable[[int, int], object] | None = None,
+        on_step: Callable[[str, int], object] | None = None,
     ) -> dict[str, int]:
-        """One compaction pass over the non-active segments (latest value per key;
-        tombstones dropped after delete.retention.ms). Runs when the dirty ratio reaches
-        min.cleanable.dirty.ratio, or always with ``force``. Returns its counters."""
+        """One compaction pass over the non-active segments below the first open
+        transaction: latest value per key; tombstones and transaction markers dropped
+        after delete.retention.ms; aborted transactions removed; small segments merged
+        into groups of up to segment.bytes and swapped in crash-safely
+        (.cleaned, .swap, final name). Runs when the dirty ratio reaches
+        min.cleanable.dirty.ratio, when the first dirty batch is older than
+        max.compaction.lag.ms, or always with ``force``.
+
+        ``progress(bytes_done, bytes_total)`` follows the pass; ``on_step(step,
+        base_offset)`` gets each swap step ("cleaned", "swap", "old_deleted",
+        "swapped"), the last three while the log's write lock is held (it must not
+        call into this log). Returns its counters."""
     def segments(self) -> list[SegmentInfo]: ...
     def config(self) -> dict[str, str]:
         """The effective config, Kafka key names."""

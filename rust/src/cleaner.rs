@@ -16,33 +16,54 @@
 //!   rewritten batch keeps its baseOffset and lastOffsetDelta, so the next offset of the
 //!   segment is unchanged. Producer id, epoch, base sequence, partition leader epoch,
 //!   timestamp type and codec are kept too.
-//! - A batch that loses all its records is dropped, except when it has a producer id: it
-//!   is then kept as an empty batch (recordsCount 0, codec none, both timestamps set to
-//!   the original maxTimestamp) so the producer's sequence state survives.
-//! - Control batches (transaction markers) are copied unchanged; transactional cleanup
-//!   (aborted data, markers past their horizon) is not done here.
+//! - Records at or past `map_end` (the end of what the offset map covers) are kept.
+//! - A batch that loses all its records is dropped, except when it is its producer's last
+//!   data batch in the log: it is then kept as an empty batch (recordsCount 0, codec none,
+//!   both timestamps set to the original maxTimestamp) so the producer's last sequence
+//!   survives, as Kafka keeps it.
+//! - Transactions (`transactions.rs`): batches of aborted transactions are discarded and
+//!   never mapped; a transaction marker (control batch) that may go gets a delete horizon
+//!   like a tombstone's, and goes once it has passed. Other control batches are copied.
 //! - A batch with nothing removed and no horizon to set is copied byte for byte.
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::offset_map::OffsetMap;
+use crate::offset_map::{key_hash, OffsetMap, HASH_SIZE};
 use crate::record::NewRecord;
 use crate::record_batch::{
-    compute_crc, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
+    compute_crc, control_type, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
 };
+use crate::transactions::{CleanedTransactions, LogTransactions};
 
 /// What `build_offset_map` returns when its input holds no whole batch.
 pub const NO_OFFSET: i64 = -1;
 
-/// Maps the key of every non-control record in `batches` (whole batches, e.g. one or more
-/// dirty segments back to back) to its offset. Stops before the first batch whose records
-/// could push the map past its load factor (`OffsetMap::free_entries`), so a batch is
-/// always mapped whole. Returns the next offset to map: the offset after the last batch
-/// mapped, the first batch's base offset when none fit, or `NO_OFFSET` for empty input.
+/// The control type (0 abort, 1 commit) of a control batch, None when it has no record.
+pub fn control_batch_type(batch: &[u8], position: u64) -> Result<Option<i16>> {
+    let decoded = DecodedBatch::new(batch, position, true)?;
+    Ok(decoded.records()?.first().and_then(|r| control_type(r.key)))
+}
+
+/// Feeds every whole batch header of `batches` (in offset order) to `txns`.
+pub fn observe_batches(batches: &[u8], txns: &mut LogTransactions) -> Result<()> {
+    for item in BatchIter::new(batches, 0) {
+        let (pos, h, batch) = item?;
+        let ty = if h.is_control() { control_batch_type(batch, pos as u64)? } else { None };
+        txns.observe(&h, ty);
+    }
+    Ok(())
+}
+
+/// Maps the key of every record in `batches` (whole batches, e.g. one or more dirty
+/// segments back to back) to its offset; control batches and batches of aborted
+/// transactions are skipped. Stops before the first batch whose records could push the
+/// map past its load factor (`OffsetMap::free_entries`), so a batch is always mapped
+/// whole. Returns the next offset to map: the offset after the last batch mapped, the
+/// first batch's base offset when none fit, or `NO_OFFSET` for empty input.
 ///
 /// An empty map that cannot hold even the first batch's records is an error (the dedupe
 /// buffer is too small), since no progress would ever be made.
-pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap) -> Result<i64> {
+pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions) -> Result<i64> {
     let mut next = NO_OFFSET;
     let mut stopped = false;
     let mut iter = BatchIter::new(batches, 0);
@@ -51,7 +72,7 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap) -> Result<i64> {
         if next == NO_OFFSET {
             next = h.base_offset;
         }
-        if h.is_control() {
+        if h.is_control() || txns.is_aborted(&h) {
             verify_crc(batch, &h, pos as u64)?;
             next = h.next_offset();
             continue;
@@ -72,10 +93,13 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap) -> Result<i64> {
             }
         }
         let decoded = DecodedBatch::new(batch, pos as u64, true)?;
-        for r in decoded.records()? {
-            if let Some(key) = r.key {
-                map.put(key, r.offset);
-            }
+        let hashed: Vec<([u8; HASH_SIZE], i64)> =
+            decoded.records()?.iter().filter_map(|r| r.key.map(|k| (key_hash(k), r.offset))).collect();
+        for (hash, _) in &hashed {
+            map.prefetch(hash);
+        }
+        for (hash, offset) in &hashed {
+            map.put_hash(hash, *offset);
         }
         next = h.next_offset();
         if map.is_full() {
@@ -103,8 +127,21 @@ fn check_no_tail(buf: &[u8], consumed: usize) -> Result<()> {
 pub struct CleanOptions {
     /// The time of the pass (ms since the epoch): horizons at or before it have passed.
     pub now_ms: i64,
-    /// `delete.retention.ms`: how long tombstones stay after their first cleaning.
+    /// `delete.retention.ms`: how long tombstones and markers stay after they may go.
     pub delete_retention_ms: i64,
+    /// The end of the mapped section: records at or past it are kept unchanged.
+    pub map_end: i64,
+    /// Batches with base offsets in [verified_from, verified_to) had their CRC checked
+    /// by `build_offset_map` in this pass; every other batch is checked here, so a
+    /// rewrite never stamps a fresh CRC on damaged bytes.
+    pub verified_from: i64,
+    pub verified_to: i64,
+}
+
+impl CleanOptions {
+    fn verify(&self, h: &BatchHeader) -> bool {
+        !(self.verified_from..self.verified_to).contains(&h.base_offset)
+    }
 }
 
 /// Counters of one `clean_segment` call.
@@ -114,8 +151,14 @@ pub struct CleanStats {
     pub bytes_written: u64,
     pub records_read: u64,
     pub records_retained: u64,
+    /// Tombstones that were the latest for their key (kept or dropped).
+    pub tombstones_found: u64,
     pub tombstones_dropped: u64,
     pub batches_dropped: u64,
+    /// Batches written differently from how they were read (rewritten, emptied, dropped).
+    pub batches_changed: u64,
+    pub aborted_records_dropped: u64,
+    pub markers_dropped: u64,
 }
 
 impl CleanStats {
@@ -125,63 +168,143 @@ impl CleanStats {
         self.bytes_written += other.bytes_written;
         self.records_read += other.records_read;
         self.records_retained += other.records_retained;
+        self.tombstones_found += other.tombstones_found;
         self.tombstones_dropped += other.tombstones_dropped;
         self.batches_dropped += other.batches_dropped;
+        self.batches_changed += other.batches_changed;
+        self.aborted_records_dropped += other.aborted_records_dropped;
+        self.markers_dropped += other.markers_dropped;
     }
 }
 
-/// Rewrites the whole batches of one segment (`input`, the segment's bytes) keeping only
-/// what the rules in the module documentation retain. Returns the new segment bytes.
-pub fn clean_segment(input: &[u8], map: &OffsetMap, opts: &CleanOptions) -> Result<(Vec<u8>, CleanStats)> {
-    let mut out = Vec::with_capacity(input.len());
-    let mut stats = CleanStats { bytes_read: input.len() as u64, ..Default::default() };
-    let mut iter = BatchIter::new(input, 0);
-    for item in &mut iter {
-        let (pos, h, batch) = item?;
-        if h.is_control() {
-            verify_crc(batch, &h, pos as u64)?;
-            stats.records_read += h.records_count as u64;
-            stats.records_retained += h.records_count as u64;
-            out.extend_from_slice(batch);
-            continue;
-        }
-        let decoded = DecodedBatch::new(batch, pos as u64, true)?;
-        let records = decoded.records()?;
-        stats.records_read += records.len() as u64;
-        let horizon_passed = h.delete_horizon_ms().is_some_and(|t| opts.now_ms >= t);
-        let mut retained = Vec::with_capacity(records.len());
-        let mut keeps_tombstone = false;
-        for r in &records {
-            let Some(key) = r.key else { continue };
-            if map.get(key).is_some_and(|latest| r.offset < latest) {
+/// Rewrites segments of one pass, in offset order from the log start: the transaction
+/// state (`CleanedTransactions`) carries from one segment to the next.
+pub struct SegmentCleaner<'a> {
+    map: &'a OffsetMap,
+    opts: CleanOptions,
+    txns: &'a LogTransactions,
+    cleaned: CleanedTransactions,
+}
+
+impl<'a> SegmentCleaner<'a> {
+    pub fn new(map: &'a OffsetMap, opts: CleanOptions, txns: &'a LogTransactions) -> Self {
+        SegmentCleaner { map, opts, txns, cleaned: CleanedTransactions::default() }
+    }
+
+    /// Rewrites whole batches (`input`: a segment, or a run of whole batches of it) keeping
+    /// only what the rules in the module documentation retain. Returns the new bytes.
+    pub fn clean(&mut self, input: &[u8]) -> Result<(Vec<u8>, CleanStats)> {
+        let mut out = Vec::with_capacity(input.len());
+        let stats = self.clean_into(input, &mut out)?;
+        Ok((out, stats))
+    }
+
+    /// As `clean`, replacing the contents of `out` (a buffer reused across chunks).
+    pub fn clean_into(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<CleanStats> {
+        let opts = self.opts;
+        out.clear();
+        let mut stats = CleanStats { bytes_read: input.len() as u64, ..Default::default() };
+        let mut iter = BatchIter::new(input, 0);
+        for item in &mut iter {
+            let (pos, h, batch) = item?;
+            let horizon_passed = h.delete_horizon_ms().is_some_and(|t| opts.now_ms >= t);
+            if h.is_control() {
+                let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(&h))?;
+                let records = decoded.records()?;
+                stats.records_read += records.len() as u64;
+                let ty = records.first().and_then(|r| control_type(r.key));
+                let may_go = self.cleaned.on_control_batch_read(&h, ty) && h.base_offset < opts.map_end;
+                if may_go && horizon_passed {
+                    stats.markers_dropped += 1;
+                    stats.batches_dropped += 1;
+                    stats.batches_changed += 1;
+                } else if may_go && !h.has_delete_horizon() {
+                    let owned: Vec<NewRecord> = records.iter().map(|r| r.to_owned_record()).collect();
+                    let horizon = opts.now_ms.saturating_add(opts.delete_retention_ms);
+                    out.extend_from_slice(&encode(&owned, &retained_options(&h, Some(horizon))?));
+                    stats.records_retained += records.len() as u64;
+                    stats.batches_changed += 1;
+                } else {
+                    out.extend_from_slice(batch);
+                    stats.records_retained += records.len() as u64;
+                }
                 continue;
             }
-            if r.value.is_none() {
-                if horizon_passed {
-                    stats.tombstones_dropped += 1;
+            if self.cleaned.on_batch_read(self.txns, &h) {
+                if opts.verify(&h) {
+                    verify_crc(batch, &h, pos as u64)?;
+                }
+                stats.records_read += h.records_count as u64;
+                stats.aborted_records_dropped += h.records_count as u64;
+                stats.batches_changed += 1;
+                self.write_emptied(&h, out, &mut stats);
+                continue;
+            }
+            let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(&h))?;
+            let records = decoded.records()?;
+            stats.records_read += records.len() as u64;
+            let mut retained = Vec::with_capacity(records.len());
+            let mut keeps_tombstone = false;
+            // Hash every mapped key first and prefetch its slot, so the misses overlap.
+            let hashes: Vec<Option<[u8; HASH_SIZE]>> =
+                records.iter().map(|r| if r.offset < opts.map_end { r.key.map(key_hash) } else { None }).collect();
+            for hash in hashes.iter().flatten() {
+                self.map.prefetch(hash);
+            }
+            for (r, hash) in records.iter().zip(&hashes) {
+                if r.offset >= opts.map_end {
+                    retained.push(r);
                     continue;
                 }
-                keeps_tombstone = true;
+                let Some(hash) = hash else { continue }; // a null key
+                if self.map.get_hash(hash).is_some_and(|latest| r.offset < latest) {
+                    continue;
+                }
+                if r.value.is_none() {
+                    stats.tombstones_found += 1;
+                    if horizon_passed {
+                        stats.tombstones_dropped += 1;
+                        continue;
+                    }
+                    keeps_tombstone = true;
+                }
+                retained.push(r);
             }
-            retained.push(r);
+            stats.records_retained += retained.len() as u64;
+            let set_horizon = keeps_tombstone && !h.has_delete_horizon();
+            if retained.len() == records.len() && !set_horizon {
+                out.extend_from_slice(batch);
+                continue;
+            }
+            stats.batches_changed += 1;
+            if !retained.is_empty() {
+                let owned: Vec<NewRecord> = retained.iter().map(|r| r.to_owned_record()).collect();
+                let horizon = if set_horizon { Some(opts.now_ms.saturating_add(opts.delete_retention_ms)) } else { h.delete_horizon_ms() };
+                out.extend_from_slice(&encode(&owned, &retained_options(&h, horizon)?));
+            } else {
+                self.write_emptied(&h, out, &mut stats);
+            }
         }
-        stats.records_retained += retained.len() as u64;
-        let set_horizon = keeps_tombstone && !h.has_delete_horizon();
-        if retained.len() == records.len() && !set_horizon {
-            out.extend_from_slice(batch);
-        } else if !retained.is_empty() {
-            let owned: Vec<NewRecord> = retained.iter().map(|r| r.to_owned_record()).collect();
-            let horizon = if set_horizon { Some(opts.now_ms.saturating_add(opts.delete_retention_ms)) } else { h.delete_horizon_ms() };
-            out.extend_from_slice(&encode(&owned, &retained_options(&h, horizon)?));
-        } else if h.producer_id >= 0 {
-            out.extend_from_slice(&empty_batch(&h));
+        check_no_tail(input, iter.position())?;
+        stats.bytes_written = out.len() as u64;
+        Ok(stats)
+    }
+
+    /// A data batch with no record left: kept empty when it is its producer's last batch.
+    fn write_emptied(&self, h: &BatchHeader, out: &mut Vec<u8>, stats: &mut CleanStats) {
+        if self.txns.is_last_batch_of_producer(h) {
+            out.extend_from_slice(&empty_batch(h));
         } else {
             stats.batches_dropped += 1;
         }
     }
-    check_no_tail(input, iter.position())?;
-    stats.bytes_written = out.len() as u64;
-    Ok((out, stats))
+}
+
+/// One segment cleaned on its own: transactions and producers as seen in `input` alone.
+pub fn clean_segment(input: &[u8], map: &OffsetMap, opts: &CleanOptions) -> Result<(Vec<u8>, CleanStats)> {
+    let mut txns = LogTransactions::default();
+    observe_batches(input, &mut txns)?;
+    SegmentCleaner::new(map, *opts, &txns).clean(input)
 }
 
 /// The options that re-encode a batch's retained records with the batch's own metadata.
@@ -194,7 +317,7 @@ fn retained_options(h: &BatchHeader, delete_horizon_ms: Option<i64>) -> Result<B
         producer_epoch: h.producer_epoch,
         base_sequence: h.base_sequence,
         transactional: h.is_transactional(),
-        control: false,
+        control: h.is_control(),
         log_append_time: h.is_log_append_time().then_some(h.max_timestamp),
         delete_horizon_ms,
         last_offset_delta: Some(h.last_offset_delta),
@@ -285,14 +408,14 @@ mod tests {
     }
 
     fn opts(now_ms: i64) -> CleanOptions {
-        CleanOptions { now_ms, delete_retention_ms: 86_400_000 }
+        CleanOptions { now_ms, delete_retention_ms: 86_400_000, map_end: i64::MAX, verified_from: 0, verified_to: 0 }
     }
 
     /// One cleaning pass over `segments` with a map large enough for all of them.
     fn clean_all(segments: &[Vec<u8>], o: &CleanOptions) -> (Vec<Vec<u8>>, CleanStats) {
         let mut map = OffsetMap::with_memory(1 << 20).unwrap();
         let all: Vec<u8> = segments.concat();
-        let next = build_offset_map(&all, &mut map).unwrap();
+        let next = build_offset_map(&all, &mut map, &LogTransactions::default()).unwrap();
         let last = BatchIter::new(&all, 0).last().map_or(NO_OFFSET, |b| b.unwrap().1.next_offset());
         assert_eq!(next, last);
         let mut total = CleanStats::default();
@@ -358,7 +481,7 @@ mod tests {
             batch(&[rec(2, Some("a"), None), rec(3, Some("c"), Some("3"))], Compression::Zstd),
         ]
         .concat();
-        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000 };
+        let o = CleanOptions { now_ms: 5_000, delete_retention_ms: 1_000, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
         let (first, st) = clean_all(&[seg], &o);
         let batches = decode_all(&first[0]);
         assert_eq!(batches.len(), 2);
@@ -453,8 +576,11 @@ mod tests {
         };
         let a = encode(&[rec(0, Some("k"), Some("1")), rec(1, Some("k"), Some("2"))], &idem);
         let plain = batch(&[rec(2, Some("k"), Some("3"))], Compression::None);
-        let b = encode(&[rec(3, Some("k"), Some("4"))], &BatchOptions { base_offset: 3, base_sequence: 2, ..idem.clone() });
-        let (out, st) = clean_all(&[[a.clone(), plain, b.clone()].concat()], &opts(T0));
+        // Producer 6's first batch is emptied but is not its last: it goes.
+        let other = BatchOptions { producer_id: 6, ..idem.clone() };
+        let b = encode(&[rec(3, Some("k"), Some("4"))], &BatchOptions { base_offset: 3, ..other.clone() });
+        let c = encode(&[rec(4, Some("k"), Some("5"))], &BatchOptions { base_offset: 4, base_sequence: 1, ..other.clone() });
+        let (out, st) = clean_all(&[[a.clone(), plain, b, c.clone()].concat()], &opts(T0));
         let batches = decode_all(&out[0]);
         assert_eq!(batches.len(), 2);
         let (h, recs) = &batches[0];
@@ -466,14 +592,18 @@ mod tests {
         assert_eq!((h.base_offset, h.next_offset()), (0, 2));
         assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence()), (5, 1, 0, 1));
         assert_eq!((h.partition_leader_epoch, h.base_timestamp, h.max_timestamp), (2, orig.max_timestamp, orig.max_timestamp));
-        assert_eq!(&out[0][HEADER_SIZE..], &b[..]);
-        assert_eq!((st.batches_dropped, st.records_retained), (1, 1));
+        assert_eq!(&out[0][HEADER_SIZE..], &c[..]);
+        assert_eq!((st.batches_dropped, st.records_retained), (2, 1));
     }
 
     #[test]
     fn untouched_batches_and_control_batches_are_copied() {
         let seg = [
-            batch(&[rec(0, Some("a"), Some("1")), rec(1, Some("b"), Some("2"))], Compression::Gzip),
+            encode(
+                &[rec(0, Some("a"), Some("1")), rec(1, Some("b"), Some("2"))],
+                &BatchOptions { compression: Compression::Gzip, producer_id: 9, producer_epoch: 0, base_sequence: 0, transactional: true, ..Default::default() },
+            ),
+            // The commit marker of a transaction whose data is still there stays as it is.
             encode_control(1, 3, T0, &BatchOptions { base_offset: 2, producer_id: 9, producer_epoch: 0, ..Default::default() }),
             batch(&[rec(3, Some("c"), Some("3"))], Compression::Snappy),
         ]
@@ -484,8 +614,66 @@ mod tests {
         assert_eq!((st.records_read, st.records_retained, st.batches_dropped), (4, 4, 0));
         // The control batch's key is not mapped as a data key.
         let mut map = OffsetMap::with_memory(1 << 12).unwrap();
-        build_offset_map(&seg, &mut map).unwrap();
+        build_offset_map(&seg, &mut map, &LogTransactions::default()).unwrap();
         assert_eq!(map.len(), 3);
+    }
+
+    #[test]
+    fn aborted_transactions_go_and_markers_follow_after_the_horizon() {
+        let txn = |base: i64, pid: i64, recs: &[NewRecord]| {
+            encode(recs, &BatchOptions { base_offset: base, producer_id: pid, producer_epoch: 0, base_sequence: base as i32, transactional: true, ..Default::default() })
+        };
+        let marker = |base: i64, pid: i64, ty: i16| encode_control(ty, 0, T0, &BatchOptions { base_offset: base, producer_id: pid, producer_epoch: 0, ..Default::default() });
+        // Producer 1 aborts a transaction writing a=1, b=2; producer 2 commits c=3 and
+        // a=4; producer 1 then commits b=5. A plain batch overwrites c.
+        let seg = [
+            txn(0, 1, &[rec(0, Some("a"), Some("1")), rec(1, Some("b"), Some("2"))]),
+            txn(2, 2, &[rec(2, Some("c"), Some("3"))]),
+            marker(3, 1, 0),
+            txn(4, 2, &[rec(4, Some("a"), Some("4"))]),
+            marker(5, 2, 1),
+            txn(6, 1, &[rec(6, Some("b"), Some("5"))]),
+            marker(7, 1, 1),
+            batch(&[rec(8, Some("c"), Some("6"))], Compression::None),
+        ]
+        .concat();
+        let mut txns = LogTransactions::default();
+        observe_batches(&seg, &mut txns).unwrap();
+        let mut map = OffsetMap::with_memory(1 << 12).unwrap();
+        build_offset_map(&seg, &mut map, &txns).unwrap();
+        assert_eq!(map.len(), 3); // a, b, c: the aborted a=1, b=2 are not mapped
+        let o = CleanOptions { now_ms: 1_000, delete_retention_ms: 100, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
+        let values = |bytes: &[u8]| -> Vec<(i64, bool)> { decode_all(bytes).iter().map(|(h, _)| (h.base_offset, h.is_control())).collect() };
+        // Pass 1: aborted data goes; the abort marker stays (its data was seen in this
+        // pass); both commit markers stay (their data was seen).
+        let (p1, st) = SegmentCleaner::new(&map, o, &txns).clean(&seg).unwrap();
+        assert_eq!(st.aborted_records_dropped, 2);
+        assert_eq!(values(&p1), vec![(3, true), (4, false), (5, true), (6, false), (7, true), (8, false)]);
+        // Pass 2: the abort marker may go now: it gets a delete horizon; so does producer
+        // 2's marker once c=3 is gone (its transaction's batches were all dropped).
+        let rescan = |bytes: &[u8]| {
+            let mut t = LogTransactions::default();
+            observe_batches(bytes, &mut t).unwrap();
+            t
+        };
+        let t1 = rescan(&p1);
+        let (p2, _) = SegmentCleaner::new(&map, o, &t1).clean(&p1).unwrap();
+        let hs = decode_all(&p2);
+        assert_eq!(hs[0].0.delete_horizon_ms(), Some(1_100));
+        assert!(hs[0].0.is_control() && hs[0].0.is_transactional());
+        assert_eq!(hs[0].1.len(), 1);
+        assert_eq!(control_type(hs[0].1[0].key.as_deref()), Some(0));
+        assert!(!hs.iter().find(|(h, _)| h.base_offset == 7).unwrap().0.has_delete_horizon());
+        // Pass 3 after the horizon: the abort marker is gone, the commit marker of producer
+        // 1 (whose data b=5 remains) stays, and everything retained reads back.
+        let t2 = rescan(&p2);
+        assert_eq!(t2.first_unstable_offset(), None);
+        let (p3, st) = SegmentCleaner::new(&map, CleanOptions { now_ms: 1_100, ..o }, &t2).clean(&p2).unwrap();
+        assert_eq!(st.markers_dropped, 1);
+        let left = values(&p3);
+        assert!(!left.contains(&(3, true)) && left.contains(&(7, true)));
+        let data: Vec<(i64, Option<Vec<u8>>)> = all_records(&[p3]).into_iter().filter(|r| r.key.as_deref() != Some(&[0, 0, 0, 1][..])).map(|r| (r.offset, r.value)).collect();
+        assert_eq!(data, vec![(4, Some(b"4".to_vec())), (6, Some(b"5".to_vec())), (8, Some(b"6".to_vec()))]);
     }
 
     #[test]
@@ -501,28 +689,28 @@ mod tests {
         }
         // 20 slots: full at 18 entries. 3 batches (15 keys) fit, the 4th would not.
         let mut map = OffsetMap::with_memory(24 * 20).unwrap();
-        assert_eq!(build_offset_map(&seg, &mut map).unwrap(), 15);
+        assert_eq!(build_offset_map(&seg, &mut map, &LogTransactions::default()).unwrap(), 15);
         assert_eq!((map.len(), map.latest_offset()), (15, 14));
         // A second call with a non-empty map makes no progress past a batch that won't fit.
-        assert_eq!(build_offset_map(&seg[half..], &mut map).unwrap(), 15);
+        assert_eq!(build_offset_map(&seg[half..], &mut map, &LogTransactions::default()).unwrap(), 15);
         // The next round, with a cleared map, goes on from there.
         map.clear();
-        assert_eq!(build_offset_map(&seg[half..], &mut map).unwrap(), 30);
+        assert_eq!(build_offset_map(&seg[half..], &mut map, &LogTransactions::default()).unwrap(), 30);
         assert!(!map.is_full());
         // Stopping because the map became full.
         let mut map = OffsetMap::with_memory(24 * 12).unwrap(); // full at 10
-        assert_eq!(build_offset_map(&seg, &mut map).unwrap(), 10);
+        assert_eq!(build_offset_map(&seg, &mut map, &LogTransactions::default()).unwrap(), 10);
         assert!(map.is_full());
         // An empty map too small for one batch is an error; a batch over the load factor
         // but under the capacity is still taken by an empty map.
         let mut tiny = OffsetMap::with_memory(24 * 5).unwrap();
-        assert!(matches!(build_offset_map(&seg, &mut tiny), Err(Error::InvalidConfig { .. })));
+        assert!(matches!(build_offset_map(&seg, &mut tiny, &LogTransactions::default()), Err(Error::InvalidConfig { .. })));
         let mut six = OffsetMap::with_memory(24 * 6).unwrap();
-        assert_eq!(build_offset_map(&seg, &mut six).unwrap(), 5);
-        assert_eq!(build_offset_map(&[], &mut six).unwrap(), NO_OFFSET);
+        assert_eq!(build_offset_map(&seg, &mut six, &LogTransactions::default()).unwrap(), 5);
+        assert_eq!(build_offset_map(&[], &mut six, &LogTransactions::default()).unwrap(), NO_OFFSET);
         // A partial batch at the end of a segment is corruption.
         let mut big = OffsetMap::with_memory(1 << 12).unwrap();
-        assert!(build_offset_map(&seg[..seg.len() - 3], &mut big).is_err());
+        assert!(build_offset_map(&seg[..seg.len() - 3], &mut big, &LogTransactions::default()).is_err());
         assert!(clean_segment(&seg[..seg.len() - 3], &big, &opts(T0)).is_err());
     }
 
@@ -585,7 +773,7 @@ mod tests {
                     }
                 }
             };
-            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500 };
+            let o = CleanOptions { now_ms: 10_000, delete_retention_ms: 500, map_end: i64::MAX, verified_from: 0, verified_to: 0 };
             let (first, _) = clean_all(&segments, &o);
             check(&first, true);
             let (again, _) = clean_all(&first, &CleanOptions { now_ms: 10_499, ..o });
@@ -605,7 +793,7 @@ mod tests {
             let big_key = format!("{i}-{}", "x".repeat(1000));
             seg.extend(batch(&[rec(i, Some(&big_key), Some("v"))], Compression::None));
         }
-        build_offset_map(&seg, &mut map).unwrap();
+        build_offset_map(&seg, &mut map, &LogTransactions::default()).unwrap();
         assert_eq!(map.len(), 100);
         assert_eq!(map.memory_bytes(), before);
         assert_eq!(map.memory_bytes() / map.capacity(), 24);

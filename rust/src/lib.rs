@@ -28,7 +28,9 @@ pub mod record;
 pub mod record_batch;
 pub mod segment;
 pub mod segment_cursor;
+pub mod throttler;
 pub mod time_index;
+pub mod transactions;
 pub mod txn_markers;
 pub mod varint;
 

@@ -98,6 +98,8 @@ pub struct Log {
     partition: i32,
     recovered: bool,
     pub(crate) inner: Arc<RwLock<LogInner>>,
+    /// Held for a whole cleaning pass: one pass at a time per log.
+    pub(crate) cleaning: parking_lot::Mutex<()>,
 }
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -153,7 +155,9 @@ impl Log {
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = marker.exists();
 
-        // Segment files by base offset; leftovers of interrupted deletes and cleanings go.
+        // An interrupted cleaner swap is finished first (see `log_cleaner.rs`); then
+        // segment files by base offset; leftovers of interrupted deletes and cleanings go.
+        crate::log_cleaner::complete_swaps(dir)?;
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
         for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
@@ -245,7 +249,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)) };
+        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()) };
         if recovered {
             // The recovered tail is now fsynced and the recovery point sits at its end.
             let inner = log.inner.read();
@@ -555,6 +559,7 @@ impl Log {
         inner.next_offset = removed_base.unwrap_or(offset).min(offset);
         inner.recovery_point = inner.recovery_point.min(inner.next_offset);
         inner.epochs.truncate_from_end(inner.next_offset)?;
+        self.truncate_cleaner_checkpoint(inner.next_offset)?;
         self.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)
     }
 
@@ -572,6 +577,7 @@ impl Log {
         inner.log_start_offset = offset;
         inner.recovery_point = offset;
         inner.epochs.clear()?;
+        self.truncate_cleaner_checkpoint(offset)?;
         self.write_offset_checkpoint(RECOVERY_POINT_FILE, offset)?;
         self.write_offset_checkpoint(LOG_START_OFFSET_FILE, offset)
     }

@@ -1,34 +1,61 @@
-//! Compacting one log: `Log::clean` drives the cleaner (`cleaner.rs`) over its segments.
+//! Compacting one log: `Log::clean` drives the cleaner (`cleaner.rs`) over its segments
+//! (Kafka's `Cleaner.doClean` with `LogCleanerManager`'s choice of what to clean).
 //!
-//! A pass maps the dirty part of the log (from the `cleaner-offset-checkpoint`, one
-//! entry in Kafka's checkpoint format, in the partition directory) to the latest offset
-//! per key, then rewrites every non-active segment below the mapped end in place:
+//! A pass:
+//! 1. reads every batch header of the log (`transactions.rs`): transactions, their
+//!    markers and each producer's last batch;
+//! 2. picks the cleanable segments: non-active, below the first unstable offset (an open
+//!    transaction), and, from the first dirty offset on, older than
+//!    `min.compaction.lag.ms`. The dirty section starts at the `cleaner-offset-checkpoint`
+//!    (Kafka's checkpoint format, one entry, in the partition directory). The pass runs
+//!    when the dirty share of the cleanable bytes reaches `min.cleanable.dirty.ratio`, or
+//!    when the first dirty batch is older than `max.compaction.lag.ms`, or when forced;
+//! 3. maps the dirty section to the latest offset per key (up to the offset map's
+//!    capacity; the mapped end becomes the new checkpoint);
+//! 4. rewrites the cleanable segments below the mapped end in groups (Kafka's
+//!    `groupSegmentsBySize`): consecutive segments whose sizes sum to at most
+//!    `segment.bytes`, whose indexes sum to at most `segment.index.bytes`, and whose
+//!    offsets stay within an i32 of the group's base offset become one segment named by
+//!    the group's first base offset. Segments are read and written in chunks of whole
+//!    batches (`CHUNK_BYTES`), never whole.
 //!
-//! 1. the cleaned bytes go to `<base>.log.cleaned`, which is fsynced;
-//! 2. under the log's write lock, the segment's `.index` and `.timeindex` are deleted
-//!    and `.cleaned` is renamed over `<base>.log` (an atomic replace), then the
-//!    directory is fsynced and the segment reopened with its indexes rebuilt.
+//! Each group is swapped in crash-safely, as Kafka does:
+//! 1. `Cleaned`: `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned` written and
+//!    fsynced;
+//! 2. `Swap`: under the log's write lock, renamed to `.swap` (indexes first, the `.log`
+//!    last: its rename is the commit point), directory fsynced;
+//! 3. `OldDeleted`: the group's old segments renamed `.deleted` (unlinked once the lock
+//!    is released; a reopen deletes any left), directory fsynced;
+//! 4. `Swapped`: `.swap` renamed to the final names, directory fsynced.
 //!
-//! A crash at any point leaves either the old or the new `.log` whole: a leftover
-//! `.cleaned` is deleted on open, and missing indexes are rebuilt. Offsets never change,
-//! so readers (and `FileSlice`s holding the old file) stay consistent. Segments are not
-//! merged; only non-active segments whose data is older than `min.compaction.lag.ms`
-//! are cleaned, and only when the dirty ratio reaches `min.cleanable.dirty.ratio`.
+//! Recovery on open (`complete_swaps`, before segments are listed): `.cleaned` files are
+//! deleted (step 1 never committed); a `<base>.log.swap` replaces every segment whose base
+//! offset is in [base, the swap's next offset), its indexes are dropped to be rebuilt, and
+//! it is renamed to `<base>.log`. Offsets never move and the swap holds every record kept
+//! from the segments it replaces, so each state reopens to the same records.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::checkpoint;
-use crate::cleaner::{build_offset_map, clean_segment, CleanOptions, CleanStats};
-use crate::error::{IoContext, Result};
+use crate::cleaner::{build_offset_map, control_batch_type, CleanOptions, CleanStats, SegmentCleaner};
+use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
+use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
-use crate::segment::{file_name, LogSegment};
+use crate::record_batch::{self, BatchHeader, HEADER_SIZE};
+use crate::segment::{file_name, read_header, LogSegment};
+use crate::throttler::Throttler;
+use crate::transactions::LogTransactions;
 
 pub const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+const CLEANED: &str = ".cleaned";
+const SWAP: &str = ".swap";
+const DELETED: &str = ".deleted";
+/// Segments are read in chunks of whole batches of about this size.
+const CHUNK_BYTES: usize = 8 << 20;
 
 #[derive(Clone, Debug)]
 pub struct LogCleanOptions {
@@ -36,230 +63,524 @@ pub struct LogCleanOptions {
     /// `log.cleaner.dedupe.buffer.size`: memory for the offset map (24 bytes per key).
     pub dedupe_buffer_size: usize,
     /// Clean even when the dirty ratio is below `min.cleanable.dirty.ratio` (or nothing
-    /// is dirty: tombstones past their delete horizon are still dropped).
+    /// is dirty: tombstones and markers past their delete horizon are still dropped).
     pub force: bool,
+    /// `log.cleaner.io.max.bytes.per.second`, shared by every cleaner thread.
+    pub throttler: Option<Arc<Throttler>>,
+}
+
+/// The steps of swapping one cleaned group in; see the module comment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapStep {
+    Cleaned,
+    Swap,
+    OldDeleted,
+    Swapped,
+}
+
+impl SwapStep {
+    pub fn name(self) -> &'static str {
+        match self {
+            SwapStep::Cleaned => "cleaned",
+            SwapStep::Swap => "swap",
+            SwapStep::OldDeleted => "old_deleted",
+            SwapStep::Swapped => "swapped",
+        }
+    }
+}
+
+/// What a pass reports while it runs. `Step` events for `Swap` onward are sent while the
+/// log's write lock is held: an observer must not call into the same log.
+#[derive(Clone, Copy, Debug)]
+pub enum CleanEvent {
+    Progress { bytes_done: u64, bytes_total: u64 },
+    Step { step: SwapStep, base_offset: i64 },
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct LogCleanSummary {
     pub stats: CleanStats,
+    /// Old segments replaced, and the segments that replaced them.
     pub segments_cleaned: usize,
+    pub segments_written: usize,
     pub keys_mapped: usize,
+    pub offset_map_bytes: usize,
+    /// Whole-log sizes before and after the pass.
+    pub log_bytes_before: u64,
+    pub log_bytes_after: u64,
     /// The dirty section started here and ends here (the new checkpoint).
     pub first_dirty_offset: i64,
     pub cleaned_up_to: i64,
 }
 
+/// One segment as the pass sees it, taken under the read lock (or read from a stopped
+/// log's files for a dry run).
+#[derive(Clone, Debug)]
 struct SegmentView {
     base: i64,
     size: u64,
     next_offset: i64,
     largest_timestamp: i64,
+    offset_index_bytes: usize,
+    time_index_bytes: usize,
+    active: bool,
     path: PathBuf,
     file: Arc<File>,
 }
 
-fn read_all(v: &SegmentView) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; v.size as usize];
-    v.file.read_exact_at(&mut buf, 0).ctx("read segment", &v.path)?;
-    Ok(buf)
+/// Calls `f(chunk, next_offset)` on consecutive runs of whole batches of `v`, each about
+/// `CHUNK_BYTES` (or one larger batch); `next_offset` follows the chunk's last batch.
+/// Stops early when `f` returns false.
+fn for_each_chunk(v: &SegmentView, throttler: Option<&Throttler>, mut f: impl FnMut(&[u8], i64) -> Result<bool>) -> Result<()> {
+    let (mut pos, mut buf) = (0u64, Vec::new());
+    while pos < v.size {
+        let mut want = ((v.size - pos) as usize).min(CHUNK_BYTES);
+        loop {
+            buf.resize(want, 0);
+            v.file.read_exact_at(&mut buf, pos).ctx("read segment", &v.path)?;
+            if let Some(t) = throttler {
+                t.maybe_throttle(want as u64);
+            }
+            let (mut whole, mut next) = (0usize, -1i64);
+            while let Some(h) = record_batch::next_batch(&buf, whole, pos)? {
+                whole += h.size();
+                next = h.next_offset();
+            }
+            if whole > 0 {
+                if !f(&buf[..whole], next)? {
+                    return Ok(());
+                }
+                pos += whole as u64;
+                break;
+            }
+            if buf.len() < HEADER_SIZE {
+                return Err(Error::corrupt(pos, "partial batch header at the end of the segment"));
+            }
+            let need = BatchHeader::parse(&buf).size();
+            if pos + need as u64 > v.size || need <= want {
+                return Err(Error::corrupt(pos, "batch cut short at the end of the segment"));
+            }
+            want = need;
+        }
+    }
+    Ok(())
+}
+
+/// Feeds each batch header of `v` to `txns` (control batches are read whole for their type).
+fn observe_segment(v: &SegmentView, txns: &mut LogTransactions) -> Result<()> {
+    let mut pos = 0u64;
+    let mut buf = Vec::new();
+    while pos + HEADER_SIZE as u64 <= v.size {
+        let Some(h) = read_header(&v.file, pos).ctx("read segment", &v.path)? else { break };
+        record_batch::check_header(&h, pos)?;
+        let ty = if h.is_control() {
+            buf.resize(h.size(), 0);
+            v.file.read_exact_at(&mut buf, pos).ctx("read segment", &v.path)?;
+            control_batch_type(&buf, pos)?
+        } else {
+            None
+        };
+        txns.observe(&h, ty);
+        pos += h.size() as u64;
+    }
+    Ok(())
+}
+
+/// Kafka's `groupSegmentsBySize`; see the module comment.
+fn group_segments<'a>(segments: &[&'a SegmentView], config: &LogConfig) -> Vec<Vec<&'a SegmentView>> {
+    let mut groups: Vec<Vec<&SegmentView>> = Vec::new();
+    let mut rest = segments;
+    while let Some((first, tail)) = rest.split_first() {
+        let mut group = vec![*first];
+        let (mut size, mut oi, mut ti) = (first.size, first.offset_index_bytes, first.time_index_bytes);
+        rest = tail;
+        while let Some((next, tail)) = rest.split_first() {
+            let fits = size + next.size <= config.segment_bytes
+                && oi + next.offset_index_bytes <= config.segment_index_bytes
+                && ti + next.time_index_bytes <= config.segment_index_bytes
+                && next.next_offset - 1 - first.base <= i32::MAX as i64;
+            if !fits {
+                break;
+            }
+            size += next.size;
+            oi += next.offset_index_bytes;
+            ti += next.time_index_bytes;
+            group.push(*next);
+            rest = tail;
+        }
+        groups.push(group);
+    }
+    groups
+}
+
+fn read_checkpoint(dir: &Path) -> Result<Option<i64>> {
+    let entries = checkpoint::read(&dir.join(CLEANER_CHECKPOINT_FILE))?;
+    Ok(entries.and_then(|e| e.first().and_then(|f| f.get(2)?.parse().ok())))
+}
+
+/// The topic config a pass reads (Kafka's names and defaults).
+struct PassConfig {
+    delete_retention_ms: i64,
+    min_lag_ms: i64,
+    max_lag_ms: i64,
+    min_ratio: f64,
+}
+
+impl PassConfig {
+    fn of(config: &LogConfig) -> PassConfig {
+        let get = |key: &str| config.other.get(key);
+        PassConfig {
+            delete_retention_ms: get("delete.retention.ms").and_then(|v| v.parse().ok()).unwrap_or(86_400_000),
+            min_lag_ms: get("min.compaction.lag.ms").and_then(|v| v.parse().ok()).unwrap_or(0),
+            max_lag_ms: get("max.compaction.lag.ms").and_then(|v| v.parse().ok()).unwrap_or(i64::MAX),
+            min_ratio: get("min.cleanable.dirty.ratio").and_then(|v| v.parse().ok()).unwrap_or(0.5),
+        }
+    }
+}
+
+/// One pass over `views`; `log` is None for a dry run, which writes nothing.
+fn run_pass(
+    dir: &Path,
+    log: Option<&Log>,
+    views: &[SegmentView],
+    config: &LogConfig,
+    log_start: i64,
+    opts: &LogCleanOptions,
+    observer: &dyn Fn(&CleanEvent),
+) -> Result<LogCleanSummary> {
+    let pc = PassConfig::of(config);
+    let throttler = opts.throttler.as_deref();
+    let log_bytes: u64 = views.iter().map(|v| v.size).sum();
+    // A checkpoint past the log end (the log was truncated since) restarts at the start.
+    let log_end = views.last().map_or(log_start, |v| v.next_offset);
+    let first_dirty = read_checkpoint(dir)?.filter(|&c| c <= log_end).unwrap_or(log_start).max(log_start);
+    let mut summary = LogCleanSummary {
+        first_dirty_offset: first_dirty,
+        cleaned_up_to: first_dirty,
+        log_bytes_before: log_bytes,
+        log_bytes_after: log_bytes,
+        ..Default::default()
+    };
+    // The cleanable prefix of the log below `first_unstable`, and whether a pass is due.
+    let choose = |first_unstable: i64| {
+        let cleanable: Vec<&SegmentView> = views
+            .iter()
+            .take_while(|v| {
+                !v.active
+                    && v.next_offset <= first_unstable
+                    && (v.next_offset <= first_dirty || v.size == 0 || pc.min_lag_ms <= 0 || opts.now_ms - v.largest_timestamp >= pc.min_lag_ms)
+            })
+            .collect();
+        let dirty: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.next_offset > first_dirty).collect();
+        let total: u64 = cleanable.iter().map(|v| v.size).sum();
+        let dirty_bytes: u64 = dirty.iter().map(|v| v.size).sum();
+        // max.compaction.lag.ms: the first dirty batch waited too long, whatever the ratio.
+        let overdue = pc.max_lag_ms < i64::MAX
+            && dirty.iter().find(|v| v.size > 0).is_some_and(|v| {
+                read_header(&v.file, 0).ok().flatten().is_some_and(|h| h.max_timestamp >= 0 && opts.now_ms - h.max_timestamp > pc.max_lag_ms)
+            });
+        let ratio_reached = dirty_bytes > 0 && (dirty_bytes as f64) / (total as f64) >= pc.min_ratio;
+        let due = total > 0 && (opts.force || overdue || ratio_reached);
+        (cleanable, dirty, total, dirty_bytes, due)
+    };
+    // Cutting the prefix at the first unstable offset only removes dirty segments from its
+    // end, so a log not due without that cut is not due with it: skip the header scan.
+    if !choose(i64::MAX).4 {
+        return Ok(summary);
+    }
+    let mut txns = LogTransactions::default();
+    for v in views {
+        observe_segment(v, &mut txns)?;
+    }
+    let (cleanable, dirty, total, dirty_bytes, due) = choose(txns.first_unstable_offset().unwrap_or(i64::MAX));
+    if !due {
+        return Ok(summary);
+    }
+
+    // A pass stops at its next chunk once the log is closed (broker shutdown, topic
+    // deletion); its `.cleaned` files go on the next open.
+    let check_open = || match log {
+        Some(l) if l.is_closed() => Err(Error::LogClosed(dir.to_path_buf())),
+        _ => Ok(()),
+    };
+    let mut map = OffsetMap::with_memory(opts.dedupe_buffer_size)?;
+    summary.offset_map_bytes = map.memory_bytes();
+    let mut mapped_end = first_dirty;
+    let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
+    'map: for v in &dirty {
+        let mut full = false;
+        for_each_chunk(v, throttler, |chunk, chunk_end| {
+            check_open()?;
+            let next = build_offset_map(chunk, &mut map, &txns)?;
+            if next >= 0 {
+                mapped_end = next;
+            }
+            done += chunk.len() as u64;
+            observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+            full = next < chunk_end;
+            Ok(!full)
+        })?;
+        if full {
+            break 'map; // the map is full: this pass cleans up to here
+        }
+    }
+    summary.keys_mapped = map.len();
+    let to_clean: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.base < mapped_end).collect();
+    bytes_total = done + to_clean.iter().map(|v| v.size).sum::<u64>();
+
+    let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end, verified_from: first_dirty, verified_to: mapped_end };
+    let mut cleaner = SegmentCleaner::new(&map, clean_opts, &txns);
+    let mut cleaned = Vec::new();
+    for group in group_segments(&to_clean, config) {
+        let base = group[0].base;
+        let mut out = match log {
+            Some(_) => {
+                for suffix in [".log", ".index", ".timeindex"] {
+                    remove_if_exists(&dir.join(file_name(base, &format!("{suffix}{CLEANED}"))))?;
+                }
+                Some(LogSegment::open_with_suffix(dir, base, config, true, opts.now_ms, CLEANED)?)
+            }
+            None => None,
+        };
+        let mut stats = CleanStats::default();
+        for v in &group {
+            for_each_chunk(v, throttler, |chunk, _| {
+                check_open()?;
+                let st = cleaner.clean_into(chunk, &mut cleaned)?;
+                if let Some(seg) = out.as_mut() {
+                    seg.append_batches(&cleaned)?;
+                    if let Some(t) = throttler {
+                        t.maybe_throttle(cleaned.len() as u64);
+                    }
+                }
+                stats.add(&st);
+                done += chunk.len() as u64;
+                observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+                Ok(true)
+            })?;
+        }
+        summary.stats.add(&stats);
+        if group.len() == 1 && stats.batches_changed == 0 {
+            if let Some(seg) = out {
+                seg.delete()?;
+            }
+            continue; // nothing to change in a lone segment
+        }
+        summary.log_bytes_after = summary.log_bytes_after - stats.bytes_read + stats.bytes_written;
+        let Some(mut seg) = out else {
+            summary.segments_cleaned += group.len();
+            summary.segments_written += 1;
+            continue;
+        };
+        seg.on_become_inactive()?;
+        seg.flush()?;
+        observer(&CleanEvent::Step { step: SwapStep::Cleaned, base_offset: base });
+        if !log.expect("a log to swap into").swap_in(&group, seg, observer)? {
+            return Ok(summary); // the log changed under the pass: the next one retries
+        }
+        summary.segments_cleaned += group.len();
+        summary.segments_written += 1;
+    }
+    summary.cleaned_up_to = mapped_end;
+    if let Some(log) = log {
+        checkpoint::write(&dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {mapped_end}", log.topic_partition_label())])?;
+    }
+    Ok(summary)
+}
+
+fn remove_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).ctx("delete", path),
+        _ => Ok(()),
+    }
+}
+
+fn parse_base(name: &str, suffix: &str) -> Option<i64> {
+    let stem = name.strip_suffix(suffix)?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok())?
+}
+
+/// The offset after the last whole batch of `file` (its base offset when empty).
+fn next_offset_of(file: &File, path: &Path, base: i64) -> Result<i64> {
+    let len = file.metadata().ctx("stat segment", path)?.len();
+    let (mut pos, mut next) = (0u64, base);
+    while let Some(h) = read_header(file, pos).ctx("read segment", path)? {
+        if record_batch::check_header(&h, pos).is_err() || pos + h.size() as u64 > len {
+            break;
+        }
+        next = h.next_offset();
+        pos += h.size() as u64;
+    }
+    Ok(next)
+}
+
+/// Finishes interrupted swaps in a partition directory; see the module comment. Runs
+/// before the log lists its segments. `.cleaned` files are left to the caller's sweep.
+pub(crate) fn complete_swaps(dir: &Path) -> Result<()> {
+    let (mut swaps, mut logs, mut index_swaps) = (Vec::new(), Vec::new(), Vec::new());
+    for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
+        let path = entry.ctx("list log directory", dir)?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(base) = parse_base(&name, ".log.swap") {
+            swaps.push(base);
+        } else if let Some(base) = parse_base(&name, ".log") {
+            logs.push(base);
+        } else if name.ends_with(".index.swap") || name.ends_with(".timeindex.swap") {
+            index_swaps.push(path);
+        }
+    }
+    for path in index_swaps {
+        remove_if_exists(&path)?; // the indexes are rebuilt from the swapped-in .log
+    }
+    swaps.sort_unstable();
+    for base in swaps {
+        let swap = dir.join(file_name(base, &format!(".log{SWAP}")));
+        let next = next_offset_of(&File::open(&swap).ctx("open swap segment", &swap)?, &swap, base)?;
+        for &b in logs.iter().filter(|&&b| b == base || (b > base && b < next)) {
+            for suffix in [".log", ".index", ".timeindex"] {
+                remove_if_exists(&dir.join(file_name(b, suffix)))?;
+            }
+        }
+        checkpoint::sync_dir(dir)?;
+        fs::rename(&swap, dir.join(file_name(base, ".log"))).ctx("rename swap segment", &swap)?;
+        checkpoint::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Views of a stopped log's segments read from its files, for a dry run.
+fn views_from_files(dir: &Path) -> Result<Vec<SegmentView>> {
+    let mut bases = Vec::new();
+    for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
+        let path = entry.ctx("list log directory", dir)?.path();
+        if let Some(base) = parse_base(&path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), ".log") {
+            bases.push(base);
+        }
+    }
+    bases.sort_unstable();
+    let n = bases.len();
+    let mut views = Vec::with_capacity(n);
+    for (i, base) in bases.into_iter().enumerate() {
+        let path = dir.join(file_name(base, ".log"));
+        let file = File::open(&path).ctx("open segment", &path)?;
+        let len = file.metadata().ctx("stat segment", &path)?.len();
+        let (mut pos, mut next, mut largest) = (0u64, base, -1i64);
+        while let Some(h) = read_header(&file, pos).ctx("read segment", &path)? {
+            if record_batch::check_header(&h, pos).is_err() || pos + h.size() as u64 > len {
+                break;
+            }
+            (next, largest) = (h.next_offset(), largest.max(h.max_timestamp));
+            pos += h.size() as u64;
+        }
+        let index_len = |suffix: &str| fs::metadata(dir.join(file_name(base, suffix))).map_or(0, |m| m.len() as usize);
+        views.push(SegmentView {
+            base,
+            size: pos,
+            next_offset: next,
+            largest_timestamp: largest,
+            offset_index_bytes: index_len(".index"),
+            time_index_bytes: index_len(".timeindex"),
+            active: i + 1 == n,
+            path,
+            file: Arc::new(file),
+        });
+    }
+    Ok(views)
+}
+
+/// What a pass over the stopped log in `dir` would do, reading its files only: nothing
+/// is written, renamed or deleted.
+pub fn clean_dry_run(dir: &Path, config: &LogConfig, opts: &LogCleanOptions, observer: &dyn Fn(&CleanEvent)) -> Result<LogCleanSummary> {
+    let views = views_from_files(dir)?;
+    let first_base = views.first().map_or(0, |v| v.base);
+    let start = checkpoint::read(&dir.join(crate::log::LOG_START_OFFSET_FILE))?
+        .and_then(|e| e.first().and_then(|f| f.get(2)?.parse().ok()))
+        .unwrap_or(first_base)
+        .max(first_base);
+    run_pass(dir, None, &views, config, start, opts, observer)
 }
 
 impl Log {
-    fn cleaner_checkpoint(&self) -> Result<Option<i64>> {
-        let entries = checkpoint::read(&self.dir.join(CLEANER_CHECKPOINT_FILE))?;
-        Ok(entries.and_then(|e| e.first().and_then(|f| f.get(2)?.parse().ok())))
+    /// After a truncation to `end`: a cleaner checkpoint past it moves back to it (Kafka's
+    /// `maybeTruncateCheckpoint`), so new data written there counts as dirty.
+    pub(crate) fn truncate_cleaner_checkpoint(&self, end: i64) -> Result<()> {
+        if read_checkpoint(&self.dir)?.is_some_and(|c| c > end) {
+            checkpoint::write(&self.dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {end}", self.topic_partition_label())])?;
+        }
+        Ok(())
     }
 
     /// One cleaning pass; see the module comment. Returns what it did.
     pub fn clean(&self, opts: &LogCleanOptions) -> Result<LogCleanSummary> {
-        let (segments, config, log_start) = {
+        self.clean_observed(opts, &|_| {})
+    }
+
+    /// As `clean`, reporting progress and swap steps to `observer`.
+    pub fn clean_observed(&self, opts: &LogCleanOptions, observer: &dyn Fn(&CleanEvent)) -> Result<LogCleanSummary> {
+        let _one_pass = self.cleaning.lock();
+        let (views, config, log_start) = {
             let inner = self.inner.read();
             inner.check_open(&self.dir)?;
             let active = inner.active().base_offset();
             let views: Vec<SegmentView> = inner
                 .segments
                 .values()
-                .filter(|s| s.base_offset() < active)
                 .map(|s| SegmentView {
                     base: s.base_offset(),
                     size: s.size(),
                     next_offset: s.next_offset(),
                     largest_timestamp: s.largest_timestamp(),
+                    offset_index_bytes: s.index_entries().0 * crate::offset_index::ENTRY_SIZE,
+                    time_index_bytes: s.index_entries().1 * 12,
+                    active: s.base_offset() == active,
                     path: s.log_path().to_path_buf(),
                     file: Arc::clone(s.file()),
                 })
                 .collect();
             (views, inner.config.clone(), inner.log_start_offset)
         };
-        let other = |key: &str, default: &str| config.other.get(key).cloned().unwrap_or_else(|| default.to_string());
-        let delete_retention_ms: i64 = other("delete.retention.ms", "86400000").parse().unwrap_or(86_400_000);
-        let min_lag_ms: i64 = other("min.compaction.lag.ms", "0").parse().unwrap_or(0);
-        let min_ratio: f64 = other("min.cleanable.dirty.ratio", "0.5").parse().unwrap_or(0.5);
-
-        // Only segments old enough to clean, from the start, count.
-        let cleanable: Vec<&SegmentView> =
-            segments.iter().take_while(|s| opts.now_ms - s.largest_timestamp >= min_lag_ms).collect();
-        let first_dirty = self.cleaner_checkpoint()?.unwrap_or(log_start).max(log_start);
-        let mut summary = LogCleanSummary { first_dirty_offset: first_dirty, cleaned_up_to: first_dirty, ..Default::default() };
-        let total: u64 = cleanable.iter().map(|s| s.size).sum();
-        let dirty: u64 = cleanable.iter().filter(|s| s.next_offset > first_dirty).map(|s| s.size).sum();
-        // A forced pass runs even with nothing dirty: it then only drops tombstones whose
-        // delete horizon has passed.
-        if total == 0 || (!opts.force && (dirty == 0 || (dirty as f64) / (total as f64) < min_ratio)) {
-            return Ok(summary);
-        }
-
-        let mut map = OffsetMap::with_memory(opts.dedupe_buffer_size)?;
-        let mut mapped_end = first_dirty;
-        for s in cleanable.iter().filter(|s| s.next_offset > first_dirty) {
-            let next = build_offset_map(&read_all(s)?, &mut map)?;
-            if next >= 0 {
-                mapped_end = next;
-            }
-            if next < s.next_offset {
-                break; // the map is full: this pass cleans up to here
-            }
-        }
-        summary.keys_mapped = map.len();
-        let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms };
-        for s in cleanable.iter().filter(|s| s.base < mapped_end) {
-            let input = read_all(s)?;
-            let (output, stats) = clean_segment(&input, &map, &clean_opts)?;
-            summary.stats.add(&stats);
-            if output == input {
-                continue;
-            }
-            if self.replace_segment(s, &output, &config)? {
-                summary.segments_cleaned += 1;
-            }
-        }
-        summary.cleaned_up_to = mapped_end;
-        checkpoint::write(&self.dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {mapped_end}", self.topic_partition_label())])?;
-        Ok(summary)
+        run_pass(&self.dir, Some(self), &views, &config, log_start, opts, observer)
     }
 
-    /// Swaps a segment's `.log` for its cleaned bytes (see the module comment). Returns
-    /// false when the segment changed meanwhile (truncated or deleted): nothing is done.
-    fn replace_segment(&self, s: &SegmentView, cleaned: &[u8], config: &crate::log_config::LogConfig) -> Result<bool> {
-        let cleaned_path = self.dir.join(file_name(s.base, ".log.cleaned"));
-        {
-            let mut f = File::create(&cleaned_path).ctx("create cleaned segment", &cleaned_path)?;
-            f.write_all(cleaned).ctx("write cleaned segment", &cleaned_path)?;
-            f.sync_all().ctx("fsync cleaned segment", &cleaned_path)?;
-        }
+    /// Swaps a cleaned group in (steps 2-4 of the module comment). Returns false, deleting
+    /// the cleaned files, when a segment of the group changed meanwhile (truncated,
+    /// deleted, or made active).
+    fn swap_in(&self, group: &[&SegmentView], mut cleaned: LogSegment, observer: &dyn Fn(&CleanEvent)) -> Result<bool> {
+        let base = group[0].base;
         let mut inner = self.inner.write();
-        let unchanged = inner.segments.get(&s.base).is_some_and(|seg| seg.size() == s.size && seg.base_offset() != inner.active().base_offset());
-        if inner.check_open(&self.dir).is_err() || !unchanged {
-            let _ = fs::remove_file(&cleaned_path);
+        let active = inner.active().base_offset();
+        let unchanged = inner.check_open(&self.dir).is_ok()
+            && group.iter().all(|v| v.base != active && inner.segments.get(&v.base).is_some_and(|s| s.size() == v.size));
+        if !unchanged {
+            drop(inner);
+            cleaned.delete()?;
             return Ok(false);
         }
-        for suffix in [".index", ".timeindex"] {
-            let p = self.dir.join(file_name(s.base, suffix));
-            match fs::remove_file(&p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e).ctx("delete index", &p),
-                _ => {}
-            }
-        }
-        fs::rename(&cleaned_path, &s.path).ctx("rename cleaned segment", &cleaned_path)?;
+        cleaned.change_suffix(CLEANED, SWAP)?;
         checkpoint::sync_dir(&self.dir)?;
-        let mut seg = LogSegment::open(&self.dir, s.base, config, false, crate::log::now_ms())?;
-        seg.recover(config)?;
-        seg.on_become_inactive()?;
-        inner.segments.insert(s.base, seg);
+        observer(&CleanEvent::Step { step: SwapStep::Swap, base_offset: base });
+        // Old segments are renamed `.deleted` under the lock (what a reopen deletes) and
+        // unlinked after it, so freeing their pages does not hold up appends and reads.
+        let mut old = Vec::with_capacity(group.len());
+        for v in group {
+            let mut seg = inner.segments.remove(&v.base).expect("checked above");
+            seg.change_suffix("", DELETED)?;
+            old.push(seg);
+        }
+        checkpoint::sync_dir(&self.dir)?;
+        observer(&CleanEvent::Step { step: SwapStep::OldDeleted, base_offset: base });
+        cleaned.change_suffix(SWAP, "")?;
+        checkpoint::sync_dir(&self.dir)?;
+        inner.segments.insert(base, cleaned);
+        observer(&CleanEvent::Step { step: SwapStep::Swapped, base_offset: base });
+        drop(inner);
+        for seg in old {
+            seg.delete()?;
+        }
         Ok(true)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::log::{AppendOptions, OpenOptions};
-    use crate::log_config::LogConfig;
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, BatchOptions, BatchIter, DecodedBatch};
-
-    fn keyed(key: u8, value: Option<u8>, ts: i64) -> Vec<u8> {
-        let r = NewRecord { offset: 0, timestamp: ts, key: Some(vec![key]), value: value.map(|v| vec![v; 40]), headers: vec![] };
-        encode(&[r], &BatchOptions::default())
-    }
-
-    /// key -> (offset, value) of every record readable from the log.
-    fn contents(log: &Log) -> Vec<(i64, u8, Option<u8>)> {
-        let data = log.read(log.log_start_offset(), 1 << 30, None, true).unwrap();
-        let mut out = Vec::new();
-        let mut offset = log.log_start_offset();
-        let mut data = data;
-        loop {
-            for item in BatchIter::new(&data, 0) {
-                let (_, _, b) = item.unwrap();
-                let d = DecodedBatch::new(b, 0, true).unwrap();
-                for r in d.records().unwrap() {
-                    out.push((r.offset, r.key.unwrap()[0], r.value.map(|v| v[0])));
-                }
-                offset = d.header.next_offset();
-            }
-            if offset >= log.log_end_offset() {
-                return out;
-            }
-            data = log.read(offset, 1 << 30, None, true).unwrap();
-            assert!(!data.is_empty(), "no data at {offset} below the log end {}", log.log_end_offset());
-        }
-    }
-
-    #[test]
-    fn clean_keeps_the_latest_value_per_key_and_survives_reopen() {
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("t-0");
-        let cfg = LogConfig::from_pairs([("segment.bytes", "600"), ("delete.retention.ms", "1000")]).unwrap();
-        let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
-        let now = crate::log::now_ms();
-        let mut model: BTreeMap<u8, (i64, Option<u8>)> = BTreeMap::new();
-        let mut history: Vec<(i64, u8, Option<u8>)> = Vec::new();
-        for i in 0..60u8 {
-            let key = i % 7;
-            let value = if i % 11 == 10 { None } else { Some(i) };
-            let info = log.append(&keyed(key, value, now), &AppendOptions { assign_offsets: true, ..Default::default() }).unwrap();
-            model.insert(key, (info.base_offset, value));
-            history.push((info.base_offset, key, value));
-        }
-        assert!(log.num_segments() > 5);
-        let leo = log.log_end_offset();
-        let opts = LogCleanOptions { now_ms: now, dedupe_buffer_size: 1 << 20, force: true };
-        let summary = log.clean(&opts).unwrap();
-        assert!(summary.segments_cleaned > 0, "{summary:?}");
-        assert_eq!(log.log_end_offset(), leo);
-        // Non-active segments hold only latest values; the active segment is untouched.
-        let active_base = log.segments().unwrap().last().unwrap().base_offset;
-        let got = contents(&log);
-        let offsets: Vec<i64> = got.iter().map(|r| r.0).collect();
-        assert!(offsets.windows(2).all(|w| w[0] < w[1]), "offsets ascend");
-        // The active segment is never mapped (as in Kafka): below it, each key keeps only
-        // its latest record among the offsets below the active segment.
-        let mut cleanable_latest: BTreeMap<u8, (i64, Option<u8>)> = BTreeMap::new();
-        for &(offset, key, value) in history.iter().filter(|r| r.0 < active_base) {
-            cleanable_latest.insert(key, (offset, value));
-        }
-        for &(offset, key, value) in got.iter().filter(|r| r.0 < active_base) {
-            assert_eq!((offset, value), cleanable_latest[&key], "key {key}");
-        }
-        assert_eq!(got.iter().filter(|r| r.0 < active_base).count(), cleanable_latest.len());
-        // Every key's latest value is still there (tombstones within the horizon too).
-        for (key, (offset, value)) in &model {
-            assert!(got.contains(&(*offset, *key, *value)), "key {key} lost");
-        }
-        // After the horizon, tombstones below the active segment go.
-        log.clean(&LogCleanOptions { now_ms: now + 2_000, ..opts.clone() }).unwrap();
-        let after = contents(&log);
-        assert!(after.iter().all(|r| r.0 >= active_base || r.2.is_some()), "tombstones past the horizon remain");
-        // A crash after cleaning (no close) and a stray .cleaned file: the same content.
-        drop(log);
-        std::fs::write(dir.join(file_name(0, ".log.cleaned")), b"half-written").unwrap();
-        let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
-        assert_eq!(contents(&log), after);
-        assert!(!dir.join(file_name(0, ".log.cleaned")).exists());
-        assert_eq!(log.log_end_offset(), leo);
-    }
-}
+#[path = "log_cleaner_tests.rs"]
+mod tests;

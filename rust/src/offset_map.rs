@@ -116,7 +116,12 @@ impl OffsetMap {
     /// When a new key would take the last empty slot (`len() == capacity() - 1`); callers
     /// check `is_full`/`free_entries` first, as the cleaner does.
     pub fn put(&mut self, key: &[u8], offset: i64) {
-        let hash = key_hash(key);
+        self.put_hash(&key_hash(key), offset);
+    }
+
+    /// `put` with the key's `key_hash` already computed.
+    pub fn put_hash(&mut self, hash: &[u8; HASH_SIZE], offset: i64) {
+        let hash = *hash;
         let slot = self.find(&hash);
         let at = slot * BYTES_PER_ENTRY;
         if is_empty_slot(&self.slots[at..at + HASH_SIZE]) {
@@ -132,9 +137,34 @@ impl OffsetMap {
 
     /// The latest offset stored for `key`.
     pub fn get(&self, key: &[u8]) -> Option<i64> {
-        let hash = key_hash(key);
+        self.get_hash(&key_hash(key))
+    }
+
+    /// `get` with the key's `key_hash` already computed.
+    pub fn get_hash(&self, hash: &[u8; HASH_SIZE]) -> Option<i64> {
+        let hash = *hash;
         let at = self.find(&hash) * BYTES_PER_ENTRY;
         (!is_empty_slot(&self.slots[at..at + HASH_SIZE])).then(|| self.slot_offset(at))
+    }
+
+    /// Hints the CPU to load the first slot `hash` probes: callers hash a batch's keys,
+    /// prefetch them all, then look them up, so the cache misses overlap.
+    #[inline]
+    pub fn prefetch(&self, hash: &[u8; HASH_SIZE]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let at = self.home_slot(hash) * BYTES_PER_ENTRY;
+            // SAFETY: `at` is inside `slots`; a prefetch reads nothing and cannot fault.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(self.slots.as_ptr().add(at) as *const i8);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    fn home_slot(&self, hash: &[u8; HASH_SIZE]) -> usize {
+        (u64::from_le_bytes(hash[..8].try_into().unwrap()) % self.capacity as u64) as usize
     }
 
     fn slot_offset(&self, at: usize) -> i64 {
@@ -144,8 +174,7 @@ impl OffsetMap {
     /// The slot holding `hash`, or the empty slot where it would go. Terminates because
     /// at least one slot is always empty.
     fn find(&self, hash: &[u8; HASH_SIZE]) -> usize {
-        let start = u64::from_le_bytes(hash[..8].try_into().unwrap());
-        let mut slot = (start % self.capacity as u64) as usize;
+        let mut slot = self.home_slot(hash);
         loop {
             let at = slot * BYTES_PER_ENTRY;
             let stored = &self.slots[at..at + HASH_SIZE];

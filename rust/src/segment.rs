@@ -68,11 +68,17 @@ impl LogSegment {
     /// Opens (or creates) the segment files. Nothing is validated here: the log either
     /// runs `recover()` or `load()` next.
     pub fn open(dir: &Path, base_offset: i64, config: &LogConfig, active: bool, now_ms: i64) -> Result<Self> {
-        let log_path = dir.join(file_name(base_offset, ".log"));
+        Self::open_with_suffix(dir, base_offset, config, active, now_ms, "")
+    }
+
+    /// As `open`, for files named `<base>.log<suffix>`, `<base>.index<suffix>` and
+    /// `<base>.timeindex<suffix>` (the cleaner's `.cleaned` and `.swap` files).
+    pub fn open_with_suffix(dir: &Path, base_offset: i64, config: &LogConfig, active: bool, now_ms: i64, suffix: &str) -> Result<Self> {
+        let log_path = dir.join(file_name(base_offset, &format!(".log{suffix}")));
         let log = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&log_path).ctx("open segment", &log_path)?;
         let size = log.metadata().ctx("stat segment", &log_path)?.len();
-        let idx = dir.join(file_name(base_offset, ".index"));
-        let tidx = dir.join(file_name(base_offset, ".timeindex"));
+        let idx = dir.join(file_name(base_offset, &format!(".index{suffix}")));
+        let tidx = dir.join(file_name(base_offset, &format!(".timeindex{suffix}")));
         let offset_index = OffsetIndex::open(&idx, base_offset, config.segment_index_bytes, active)?;
         let time_index = TimeIndex::open(&tidx, base_offset, config.segment_index_bytes, active)?;
         Ok(LogSegment {
@@ -453,6 +459,43 @@ impl LogSegment {
 
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<()> {
         self.log.read_exact_at(buf, pos).ctx("read segment", &self.log_path)
+    }
+
+    /// Appends whole batches already validated (the cleaner's output), indexing them.
+    pub fn append_batches(&mut self, batches: &[u8]) -> Result<()> {
+        let mut prepared = Vec::new();
+        for item in record_batch::BatchIter::new(batches, 0) {
+            let (_, header, bytes) = item?;
+            let mut header_bytes = [0u8; HEADER_SIZE];
+            header_bytes.copy_from_slice(&bytes[..HEADER_SIZE]);
+            prepared.push(PreparedBatch { header_bytes, header, records: &bytes[HEADER_SIZE..] });
+        }
+        for chunk in prepared.chunks(256) {
+            self.append(chunk)?;
+        }
+        Ok(())
+    }
+
+    /// True when the offset index has no room for another entry.
+    pub fn index_full(&self) -> bool {
+        self.offset_index.is_full() || self.time_index.is_full()
+    }
+
+    /// Renames the three files from suffix `from` to suffix `to` (the `.log` last), e.g.
+    /// `.cleaned` to `.swap`. Open handles and maps keep working.
+    pub fn change_suffix(&mut self, from: &str, to: &str) -> Result<()> {
+        let rename = |p: &Path| -> PathBuf {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            p.with_file_name(format!("{}{to}", name.strip_suffix(from).unwrap_or(&name)))
+        };
+        let idx = rename(self.offset_index.path());
+        self.offset_index.rename(&idx)?;
+        let tidx = rename(self.time_index.path());
+        self.time_index.rename(&tidx)?;
+        let log = rename(&self.log_path);
+        std::fs::rename(&self.log_path, &log).ctx("rename segment", &self.log_path)?;
+        self.log_path = log;
+        Ok(())
     }
 
     /// Deletes the segment's files. Open `FileSlice`s keep reading the unlinked file.

@@ -68,3 +68,59 @@ def test_clean_respects_the_dirty_ratio(open_log):
     assert log.clean(now_ms=now)["segments_cleaned"] > 0  # everything is dirty at first
     assert log.clean(now_ms=now)["segments_cleaned"] == 0  # nothing new since
     assert os.path.exists(os.path.join(log.path, "cleaner-offset-checkpoint"))
+
+
+def test_clean_removes_aborted_transactions_and_then_their_markers(open_log):
+    now = int(time.time() * 1000)
+    log = open_log(segment_bytes=500, delete_retention_ms=100)
+
+    def txn(pid, seq, records):
+        return ls.encode_batch(
+            [(k, v, [], now) for k, v in records],
+            "zstd",
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            transactional=True,
+        )
+
+    def marker(kind, pid):
+        return ls.encode_control_batch(kind, producer_id=pid, producer_epoch=0, timestamp_ms=now)
+
+    log.append(_rec(b"a", b"before", now))
+    log.append(txn(1, 0, [(b"a", b"aborted"), (b"b", b"aborted")]))
+    abort_at, _ = log.append(marker(0, 1))
+    log.append(txn(2, 0, [(b"c", b"committed")]))
+    log.append(marker(1, 2))
+    log.append(txn(1, 2, [(b"d", b"committed later")]))
+    log.append(marker(1, 1))
+    open_at, _ = log.append(txn(3, 0, [(b"e", b"still open")]))
+    for i in range(5):
+        log.append(_rec(b"f", b"%d" % i, now))
+
+    stats = log.clean(now_ms=now, force=True)
+    assert stats["aborted_records_dropped"] == 2
+    assert stats["cleaned_up_to"] <= open_at  # never past an open transaction
+    values = {k: v for _, k, v in _records(log)}
+    assert values[b"a"] == b"before"  # the aborted a= never counted as the latest
+    assert b"b" not in values
+    assert values[b"c"] == b"committed" and values[b"d"] == b"committed later"
+
+    def markers():
+        out = []
+        offset = log.log_start_offset
+        while offset < log.log_end_offset and (data := log.read(offset, 1 << 30)):
+            for b in ls.decode_batches(data):
+                if b.is_control:
+                    out.append(b.base_offset)
+                offset = b.last_offset + 1
+        return out
+
+    assert abort_at in markers()
+    # The next pass finds no data of the aborted transaction: its marker gets a delete
+    # horizon, and goes once delete.retention.ms has passed. Commit markers whose data
+    # is still there stay.
+    log.clean(now_ms=now, force=True)
+    stats = log.clean(now_ms=now + 1000, force=True)
+    assert stats["markers_dropped"] == 1
+    assert abort_at not in markers() and len(markers()) == 2

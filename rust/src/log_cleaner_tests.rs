@@ -1,0 +1,376 @@
+//! Tests of `Log::clean`: merging, the swap protocol and its recovery, transactions.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::log::{AppendOptions, OpenOptions};
+use crate::log_config::LogConfig;
+use crate::record::NewRecord;
+use crate::record_batch::{encode, encode_control, BatchIter, BatchOptions, DecodedBatch};
+
+fn keyed(key: u8, value: Option<u8>, ts: i64) -> Vec<u8> {
+    let r = NewRecord { offset: 0, timestamp: ts, key: Some(vec![key]), value: value.map(|v| vec![v; 40]), headers: vec![] };
+    encode(&[r], &BatchOptions::default())
+}
+
+/// key -> (offset, value) of every record readable from the log.
+fn contents(log: &Log) -> Vec<(i64, u8, Option<u8>)> {
+    let data = log.read(log.log_start_offset(), 1 << 30, None, true).unwrap();
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    let mut data = data;
+    loop {
+        for item in BatchIter::new(&data, 0) {
+            let (_, _, b) = item.unwrap();
+            let d = DecodedBatch::new(b, 0, true).unwrap();
+            for r in d.records().unwrap() {
+                out.push((r.offset, r.key.unwrap()[0], r.value.map(|v| v[0])));
+            }
+            offset = d.header.next_offset();
+        }
+        if offset >= log.log_end_offset() {
+            return out;
+        }
+        data = log.read(offset, 1 << 30, None, true).unwrap();
+        assert!(!data.is_empty(), "no data at {offset} below the log end {}", log.log_end_offset());
+    }
+}
+
+#[test]
+fn clean_keeps_the_latest_value_per_key_and_survives_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600"), ("delete.retention.ms", "1000")]).unwrap();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    let now = crate::log::now_ms();
+    let mut model: BTreeMap<u8, (i64, Option<u8>)> = BTreeMap::new();
+    let mut history: Vec<(i64, u8, Option<u8>)> = Vec::new();
+    for i in 0..60u8 {
+        let key = i % 7;
+        let value = if i % 11 == 10 { None } else { Some(i) };
+        let info = log.append(&keyed(key, value, now), &AppendOptions { assign_offsets: true, ..Default::default() }).unwrap();
+        model.insert(key, (info.base_offset, value));
+        history.push((info.base_offset, key, value));
+    }
+    assert!(log.num_segments() > 5);
+    let leo = log.log_end_offset();
+    let opts = LogCleanOptions { now_ms: now, dedupe_buffer_size: 1 << 20, force: true, throttler: None };
+    let summary = log.clean(&opts).unwrap();
+    assert!(summary.segments_cleaned > 0, "{summary:?}");
+    assert_eq!(log.log_end_offset(), leo);
+    // Non-active segments hold only latest values; the active segment is untouched.
+    let active_base = log.segments().unwrap().last().unwrap().base_offset;
+    let got = contents(&log);
+    let offsets: Vec<i64> = got.iter().map(|r| r.0).collect();
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "offsets ascend");
+    // The active segment is never mapped (as in Kafka): below it, each key keeps only
+    // its latest record among the offsets below the active segment.
+    let mut cleanable_latest: BTreeMap<u8, (i64, Option<u8>)> = BTreeMap::new();
+    for &(offset, key, value) in history.iter().filter(|r| r.0 < active_base) {
+        cleanable_latest.insert(key, (offset, value));
+    }
+    for &(offset, key, value) in got.iter().filter(|r| r.0 < active_base) {
+        assert_eq!((offset, value), cleanable_latest[&key], "key {key}");
+    }
+    assert_eq!(got.iter().filter(|r| r.0 < active_base).count(), cleanable_latest.len());
+    // Every key's latest value is still there (tombstones within the horizon too).
+    for (key, (offset, value)) in &model {
+        assert!(got.contains(&(*offset, *key, *value)), "key {key} lost");
+    }
+    // After the horizon, tombstones below the active segment go.
+    log.clean(&LogCleanOptions { now_ms: now + 2_000, ..opts.clone() }).unwrap();
+    let after = contents(&log);
+    assert!(after.iter().all(|r| r.0 >= active_base || r.2.is_some()), "tombstones past the horizon remain");
+    // A crash after cleaning (no close) and a stray .cleaned file: the same content.
+    drop(log);
+    std::fs::write(dir.join(file_name(0, ".log.cleaned")), b"half-written").unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert_eq!(contents(&log), after);
+    assert!(!dir.join(file_name(0, ".log.cleaned")).exists());
+    assert_eq!(log.log_end_offset(), leo);
+}
+
+fn append(log: &Log, batch: &[u8]) -> i64 {
+    log.append(batch, &AppendOptions { assign_offsets: true, ..Default::default() }).unwrap().base_offset
+}
+
+fn force(now: i64) -> LogCleanOptions {
+    LogCleanOptions { now_ms: now, dedupe_buffer_size: 1 << 20, force: true, throttler: None }
+}
+
+/// A log of many small segments: 200 records over 20 keys, with values of 40 bytes.
+fn small_segments(dir: &Path, cfg: &LogConfig, now: i64) -> (Log, BTreeMap<u8, (i64, Option<u8>)>) {
+    let log = Log::open(dir, cfg.clone(), OpenOptions::default()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..200u32 {
+        let key = (i % 20) as u8;
+        let value = if i % 17 == 16 { None } else { Some(i as u8) };
+        model.insert(key, (append(&log, &keyed(key, value, now)), value));
+    }
+    (log, model)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        match fs::copy(&p, to.join(p.file_name().unwrap())) {
+            // A checkpoint's temporary file, renamed by the background flush meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            r => {
+                r.unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn small_segments_merge_into_groups_up_to_segment_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "1000")]).unwrap();
+    let now = crate::log::now_ms();
+    let (log, _) = small_segments(&dir, &cfg, now);
+    let before = log.num_segments();
+    let active_base = log.segments().unwrap().last().unwrap().base_offset;
+    let expect: Vec<_> = {
+        let mut latest = BTreeMap::new();
+        for (o, k, v) in contents(&log) {
+            if o < active_base {
+                latest.insert(k, (o, k, v));
+            }
+        }
+        let mut e: Vec<_> = latest.into_values().collect();
+        e.extend(contents(&log).into_iter().filter(|r| r.0 >= active_base));
+        e.sort();
+        e
+    };
+    // Segments are grouped by their sizes before cleaning (as Kafka does): the first pass
+    // shrinks them, the next one merges them.
+    let first = log.clean(&force(now)).unwrap();
+    assert_eq!(first.segments_written, first.segments_cleaned);
+    let s = log.clean(&force(now)).unwrap();
+    assert!(s.segments_written * 3 < s.segments_cleaned, "{s:?}");
+    assert!(log.num_segments() < before / 3, "{} segments of {before}", log.num_segments());
+    for seg in log.segments().unwrap() {
+        assert!(seg.size <= 1000);
+    }
+    assert_eq!(contents(&log), expect);
+    assert_eq!(s.log_bytes_after, log.size());
+    // Reads at every offset find the batch holding it or the next one.
+    for o in 0..log.log_end_offset() {
+        let data = log.read(o, 1, None, true).unwrap();
+        let h = crate::record_batch::BatchHeader::parse(&data);
+        assert!(h.last_offset() >= o);
+    }
+    // A second pass over the merged log changes nothing; reopening reads the same.
+    assert_eq!(log.clean(&force(now)).unwrap().segments_cleaned, 0);
+    log.close().unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert!(!log.recovered());
+    assert_eq!(contents(&log), expect);
+}
+
+#[test]
+fn a_crash_at_every_swap_step_reopens_with_every_retained_record() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "1500"), ("index.interval.bytes", "100")]).unwrap();
+    let now = crate::log::now_ms();
+    let (log, mut model) = small_segments(&dir, &cfg, now);
+    // A first pass shrinks the segments; with more dirty data the next one merges them.
+    log.clean(&force(now)).unwrap();
+    for i in 0..100u32 {
+        let key = (i % 30) as u8;
+        model.insert(key, (append(&log, &keyed(key, Some(i as u8), now)), Some(i as u8)));
+    }
+    let original = contents(&log);
+    // The directory as a SIGKILL would leave it, at every step of every group.
+    let snapshots: RefCell<Vec<(SwapStep, PathBuf)>> = RefCell::new(Vec::new());
+    let observer = |e: &CleanEvent| {
+        if let CleanEvent::Step { step, .. } = e {
+            let n = snapshots.borrow().len();
+            let to = d.path().join(format!("crash{n}")).join("t-0");
+            copy_dir(&dir, &to);
+            snapshots.borrow_mut().push((*step, to));
+        }
+    };
+    let s = log.clean_observed(&force(now), &observer).unwrap();
+    assert!(s.segments_written >= 2 && s.segments_cleaned > s.segments_written, "{s:?}");
+    let cleaned = contents(&log);
+    drop(log);
+    let snapshots = snapshots.into_inner();
+    assert_eq!(snapshots.len(), 4 * s.segments_written);
+    for (step, path) in snapshots {
+        // Leftovers of later steps: a half-written .cleaned file too.
+        fs::write(path.join(file_name(0, ".log.cleaned")), b"torn").unwrap();
+        let log = Log::open(&path, cfg.clone(), OpenOptions::default()).unwrap();
+        let got = contents(&log);
+        assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "{step:?}: offsets ascend, no duplicates");
+        for r in &cleaned {
+            assert!(got.contains(r), "{step:?}: lost {r:?}");
+        }
+        for r in &got {
+            assert!(original.contains(r), "{step:?}: invented {r:?}");
+        }
+        for (k, (o, v)) in &model {
+            assert!(got.contains(&(*o, *k, *v)), "{step:?}: latest of key {k} lost");
+        }
+        let names: Vec<String> = fs::read_dir(&path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.ends_with(".swap") && !n.ends_with(".cleaned") && !n.ends_with(".deleted")), "{step:?}: {names:?}");
+        // The recovered log cleans on to the same records.
+        let s = log.clean(&force(now)).unwrap();
+        assert_eq!(contents(&log), cleaned, "{step:?} {s:?} {:?}", log.segments().unwrap().iter().map(|s| (s.base_offset, s.size)).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_swap_file_replaces_exactly_the_segments_it_covers() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "300")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for i in 0..12u8 {
+        append(&log, &keyed(i % 3, Some(i), now));
+    }
+    let segs = log.segments().unwrap();
+    assert!(segs.len() >= 4);
+    log.close().unwrap();
+    // A swap holding the batches of the first two segments, minus one: it covers them.
+    let (s0, s1, s2) = (&segs[0], &segs[1], &segs[2]);
+    let mut swap = fs::read(&s0.log_path).unwrap();
+    swap.extend(fs::read(&s1.log_path).unwrap());
+    let first = crate::record_batch::BatchHeader::parse(&swap).size();
+    let swap = swap[first..].to_vec(); // as if the first batch had been cleaned away
+    fs::write(dir.join(file_name(s0.base_offset, ".log.swap")), &swap).unwrap();
+    fs::write(dir.join(file_name(s0.base_offset, ".index.swap")), [1u8; 8]).unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    let names: Vec<i64> = log.segments().unwrap().iter().map(|s| s.base_offset).collect();
+    assert_eq!(names[..2], [s0.base_offset, s2.base_offset]);
+    let got = contents(&log);
+    assert_eq!(got[0].0, 1);
+    assert_eq!(got.len(), 11);
+    assert!(!dir.join(file_name(s0.base_offset, ".index.swap")).exists());
+}
+
+#[test]
+fn max_compaction_lag_makes_a_log_cleanable_whatever_its_ratio() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600"), ("min.cleanable.dirty.ratio", "0.99"), ("max.compaction.lag.ms", "10000")]).unwrap();
+    let t0 = 1_700_000_000_000i64;
+    let log = Log::open(&dir, cfg, OpenOptions { now_ms: Some(t0), ..Default::default() }).unwrap();
+    for i in 0..30u8 {
+        append(&log, &keyed(i % 2, Some(i), t0));
+    }
+    let opts = LogCleanOptions { now_ms: t0 + 1_000, dedupe_buffer_size: 1 << 20, force: false, throttler: None };
+    assert!(log.clean(&opts).unwrap().segments_cleaned > 0); // all dirty at first: ratio 1
+    for i in 0..30u8 {
+        append(&log, &keyed(i % 2, Some(i), t0 + 2_000));
+    }
+    log.roll(None).unwrap();
+    // Dirty ratio now below 0.99, and the first dirty batch is 8 s old: not yet.
+    assert_eq!(log.clean(&LogCleanOptions { now_ms: t0 + 10_000, ..opts.clone() }).unwrap().segments_cleaned, 0);
+    // 12 s old: overdue.
+    let s = log.clean(&LogCleanOptions { now_ms: t0 + 12_001, ..opts.clone() }).unwrap();
+    assert!(s.segments_cleaned > 0, "{s:?}");
+}
+
+#[test]
+fn aborted_transactions_are_removed_and_open_ones_stop_the_cleaner() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "400"), ("delete.retention.ms", "100")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    let txn = |key: u8, value: u8, pid: i64| {
+        let r = NewRecord { offset: 0, timestamp: now, key: Some(vec![key]), value: Some(vec![value; 40]), headers: vec![] };
+        encode(&[r], &BatchOptions { producer_id: pid, producer_epoch: 0, base_sequence: 0, transactional: true, ..Default::default() })
+    };
+    let marker = |ty: i16, pid: i64| encode_control(ty, 0, now, &BatchOptions { producer_id: pid, producer_epoch: 0, ..Default::default() });
+    append(&log, &keyed(1, Some(1), now));
+    append(&log, &txn(1, 2, 7)); // aborted below
+    append(&log, &txn(2, 3, 7));
+    append(&log, &marker(0, 7));
+    append(&log, &txn(3, 4, 8)); // committed
+    append(&log, &marker(1, 8));
+    // Producer 7 writes again, so its aborted batch is not its last (which would be kept
+    // empty, and its marker with it, as Kafka keeps a producer's last sequence).
+    append(&log, &txn(5, 9, 7));
+    append(&log, &marker(1, 7));
+    let open_txn = append(&log, &txn(4, 5, 9)); // never ends: the first unstable offset
+    append(&log, &keyed(1, Some(6), now));
+    for i in 0..6 {
+        append(&log, &keyed(9, Some(i), now));
+    }
+    let s = log.clean(&force(now)).unwrap();
+    assert_eq!(s.stats.aborted_records_dropped, 2, "{s:?} {:?}", log.segments().unwrap().iter().map(|s| (s.base_offset, s.size)).collect::<Vec<_>>());
+    assert!(s.cleaned_up_to <= open_txn);
+    let got: Vec<(u8, Option<u8>)> = contents(&log).into_iter().filter(|r| r.0 < open_txn).map(|r| (r.1, r.2)).collect();
+    // Key 1 keeps its value 1: the aborted 2 never counted; the control records read back
+    // too (their keys start with byte 0: version 0).
+    assert!(got.contains(&(1, Some(1))) && got.contains(&(3, Some(4))));
+    assert!(!got.contains(&(1, Some(2))) && !got.contains(&(2, Some(3))));
+    // Nothing at or past the open transaction was touched.
+    let tail: Vec<_> = contents(&log).into_iter().filter(|r| r.0 >= open_txn).collect();
+    assert_eq!(tail.len(), 8);
+    // Passes after the horizon: the abort marker goes; the commit markers stay while their
+    // data (3=4, 5=9) does.
+    log.clean(&force(now)).unwrap();
+    log.clean(&force(now + 1_000)).unwrap();
+    let controls = |log: &Log| -> Vec<i64> {
+        let mut out = Vec::new();
+        for seg in log.segments().unwrap() {
+            let data = fs::read(&seg.log_path).unwrap();
+            out.extend(BatchIter::new(&data, 0).map(|b| b.unwrap().1).filter(|h| h.is_control()).map(|h| h.base_offset));
+        }
+        out
+    };
+    let markers = controls(&log);
+    assert_eq!(markers, vec![5, 7]);
+}
+
+#[test]
+fn truncation_moves_the_cleaner_checkpoint_back() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    for i in 0..40u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let s = log.clean(&force(now)).unwrap();
+    assert_eq!(s.cleaned_up_to, log.segments().unwrap().last().unwrap().base_offset);
+    // A follower truncation far below the checkpoint, then new data.
+    log.truncate_to(5).unwrap();
+    for i in 0..40u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let s = log.clean(&LogCleanOptions { force: false, ..force(now) }).unwrap();
+    assert_eq!(s.first_dirty_offset, 5);
+    assert!(s.segments_cleaned > 0);
+}
+
+#[test]
+fn closing_the_log_stops_a_pass_at_its_next_chunk() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for i in 0..60u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let before = contents(&log);
+    let closer = |e: &CleanEvent| {
+        if matches!(e, CleanEvent::Progress { .. }) {
+            log.close().unwrap();
+        }
+    };
+    assert!(matches!(log.clean_observed(&force(now), &closer), Err(Error::LogClosed(_))));
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert_eq!(contents(&log), before);
+}
