@@ -27,7 +27,8 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::error::{Error, Result};
-use crate::record_batch::{BatchHeader, DecodedBatch};
+use crate::record_batch::{BatchHeader, BatchIter, DecodedBatch};
+use crate::transactions::LogTransactions;
 
 pub const TIMESTAMP_TYPE_CREATE_TIME: i32 = 0;
 pub const TIMESTAMP_TYPE_LOG_APPEND_TIME: i32 = 1;
@@ -233,6 +234,25 @@ impl ArrowDecoder {
         self.reserve(rows.max(1024), value_bytes.max(64 * 1024));
         RecordBatch::try_new(self.schema.clone(), columns).expect("builders match the Kafka schema")
     }
+}
+
+/// Decodes the whole batches of `buf` (as a Fetch returns them) into one Arrow batch;
+/// returns it with the offset after the last whole batch (`filter.start_offset` when
+/// there is none). The markers within `buf` decide which transactions were aborted.
+pub fn decode_buffer(buf: &[u8], topic: &str, partition: i32, include_headers: bool, filter: &RecordFilter) -> Result<(RecordBatch, i64)> {
+    let mut txns = LogTransactions::default();
+    for item in BatchIter::new(buf, 0) {
+        let (pos, _, b) = item?;
+        txns.observe_batch(b, pos as u64)?;
+    }
+    let mut decoder = ArrowDecoder::new(topic, partition, include_headers);
+    let mut next = filter.start_offset;
+    for item in BatchIter::new(buf, 0) {
+        let (pos, h, b) = item?;
+        let a = decoder.append_batch(b, pos as u64, filter, txns.is_aborted(&h))?;
+        next = next.max(a.next_offset);
+    }
+    Ok((decoder.finish(), next))
 }
 
 #[cfg(test)]

@@ -33,16 +33,11 @@ use crate::record::NewRecord;
 use crate::record_batch::{
     compute_crc, control_type, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
 };
-use crate::transactions::{CleanedTransactions, LogTransactions};
+use crate::transactions::{control_batch_type, CleanedTransactions, LogTransactions};
 
 /// What `build_offset_map` returns when its input holds no whole batch.
 pub const NO_OFFSET: i64 = -1;
 
-/// The control type (0 abort, 1 commit) of a control batch, None when it has no record.
-pub fn control_batch_type(batch: &[u8], position: u64) -> Result<Option<i16>> {
-    let decoded = DecodedBatch::new(batch, position, true)?;
-    Ok(decoded.records()?.first().and_then(|r| control_type(r.key)))
-}
 
 /// Feeds every whole batch header of `batches` (in offset order) to `txns`.
 pub fn observe_batches(batches: &[u8], txns: &mut LogTransactions) -> Result<()> {

@@ -5,7 +5,7 @@
 //! - `segment`: one `.log` with its indexes. `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
-//! - `log_reader` (over `segment_cursor`, `txn_markers`): read-only scans of a partition
+//! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
 //!
 //! The core has no Python in it; `python` (feature "python") is the PyO3 binding layer.
@@ -31,7 +31,6 @@ pub mod segment_cursor;
 pub mod throttler;
 pub mod time_index;
 pub mod transactions;
-pub mod txn_markers;
 pub mod varint;
 
 #[cfg(feature = "python")]

@@ -40,7 +40,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::checkpoint;
-use crate::cleaner::{build_offset_map, control_batch_type, CleanOptions, CleanStats, SegmentCleaner};
+use crate::cleaner::{build_offset_map, CleanOptions, CleanStats, SegmentCleaner};
+use crate::transactions::control_batch_type;
 use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
 use crate::log_config::LogConfig;

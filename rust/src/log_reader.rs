@@ -23,7 +23,7 @@ use crate::arrow_decoder::{ArrowDecoder, RecordFilter};
 use crate::error::{Error, IoContext, Result};
 use crate::record_batch::DecodedBatch;
 use crate::segment_cursor::SegmentCursor;
-use crate::txn_markers::TxnMarkers;
+use crate::transactions::LogTransactions;
 
 fn seg_path(dir: &Path, base: i64, ext: &str) -> PathBuf {
     dir.join(format!("{base:020}.{ext}"))
@@ -202,7 +202,7 @@ pub struct PartitionScan {
     cursor: Option<(i64, Option<i64>, SegmentCursor)>,
     /// Base offset of the last segment read to its end.
     finished_base: Option<i64>,
-    markers: Option<TxnMarkers>,
+    markers: Option<LogTransactions>,
     done: bool,
     pub stats: ScanStats,
 }
@@ -332,9 +332,11 @@ impl PartitionScan {
     }
 }
 
-/// Transaction markers of every control batch at or after `from`, to the log end.
-fn scan_markers(dir: &PartitionDir, from: i64) -> Result<TxnMarkers> {
-    let mut markers = TxnMarkers::new();
+/// The transactions of every batch at or after `from`, to the log end: enough to tell
+/// whether a transactional batch at `from` or later was aborted (its producer's next
+/// marker is ABORT; no marker yet means open, not aborted).
+fn scan_markers(dir: &PartitionDir, from: i64) -> Result<LogTransactions> {
+    let mut markers = LogTransactions::default();
     let segs = dir.segments()?;
     let i = segs.partition_point(|&b| b <= from).saturating_sub(1);
     for &base in &segs[i.min(segs.len())..] {
@@ -346,7 +348,7 @@ fn scan_markers(dir: &PartitionDir, from: i64) -> Result<TxnMarkers> {
             Err(e) => return Err(e).ctx("open segment", &path),
         };
         while let Some((p, b)) = c.next_batch()? {
-            markers.observe(b, p)?;
+            markers.observe_batch(b, p)?;
         }
     }
     Ok(markers)

@@ -23,7 +23,6 @@ use crate::log_cleaner::{self, CleanEvent, LogCleanOptions, LogCleanSummary};
 use crate::throttler::Throttler;
 use crate::log_config::LogConfig;
 use crate::log_reader::{PartitionDir, PartitionScan};
-use crate::txn_markers::TxnMarkers;
 use crate::record::NewRecord;
 use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
 
@@ -882,22 +881,7 @@ fn decode_arrow(
     let data = Borrowed::new(data)?;
     let buf = data.as_slice();
     let filter = record_filter(start_offset, end_offset, min_timestamp, max_timestamp);
-    let (batch, next) = py.detach(|| -> crate::error::Result<_> {
-        // Markers within the same data decide its aborted transactions.
-        let mut markers = TxnMarkers::new();
-        for item in BatchIter::new(buf, 0) {
-            let (pos, _, b) = item?;
-            markers.observe(b, pos as u64)?;
-        }
-        let mut decoder = ArrowDecoder::new(topic, partition, include_headers);
-        let mut next = start_offset;
-        for item in BatchIter::new(buf, 0) {
-            let (pos, h, b) = item?;
-            let a = decoder.append_batch(b, pos as u64, &filter, markers.is_aborted(&h))?;
-            next = next.max(a.next_offset);
-        }
-        Ok((decoder.finish(), next))
-    })?;
+    let (batch, next) = py.detach(|| arrow_decoder::decode_buffer(buf, topic, partition, include_headers, &filter))?;
     Ok((to_pyarrow(py, batch)?, next))
 }
 

@@ -22,7 +22,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::record_batch::BatchHeader;
+use crate::error::Result;
+use crate::record_batch::{control_type, BatchHeader, DecodedBatch};
 
 /// One transaction of a producer: data from `first_offset`, ended by the control batch
 /// at `marker_offset` (None while open).
@@ -64,6 +65,15 @@ impl LogTransactions {
         }
     }
 
+    /// `observe` for a whole batch: parses its header and, for a control batch, the type
+    /// of its marker record (CRC verified).
+    pub fn observe_batch(&mut self, batch: &[u8], position: u64) -> Result<()> {
+        let h = BatchHeader::parse(batch);
+        let ty = if h.is_control() { control_batch_type(batch, position)? } else { None };
+        self.observe(&h, ty);
+        Ok(())
+    }
+
     /// The first offset of the earliest transaction without a marker.
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.by_producer.values().flat_map(|v| v.iter()).filter(|t| t.marker_offset.is_none()).map(|t| t.first_offset).min()
@@ -90,6 +100,12 @@ impl LogTransactions {
     pub fn count(&self) -> usize {
         self.by_producer.values().map(Vec::len).sum()
     }
+}
+
+/// The control type (0 abort, 1 commit) of a control batch, None when it has no record.
+pub fn control_batch_type(batch: &[u8], position: u64) -> Result<Option<i16>> {
+    let decoded = DecodedBatch::new(batch, position, true)?;
+    Ok(decoded.records()?.first().and_then(|r| control_type(r.key)))
 }
 
 /// Kafka's `CleanedTransactionMetadata` for one pass; see the module comment.
@@ -177,5 +193,22 @@ mod tests {
         assert!(c.on_control_batch_read(&marker(3, 1), Some(ABORT)));
         assert!(c.on_control_batch_read(&marker(6, 2), Some(COMMIT)));
         assert!(c.on_control_batch_read(&marker(7, 1), None));
+    }
+
+    #[test]
+    fn observe_batch_reads_the_marker_type() {
+        let batch = |base: i64, pid: i64| {
+            let r = NewRecord { offset: base, timestamp: 1, key: None, value: Some(b"x".to_vec()), headers: vec![] };
+            encode(&[r], &BatchOptions { base_offset: base, producer_id: pid, transactional: true, ..Default::default() })
+        };
+        let control = |ty: i16, base: i64, pid: i64| encode_control(ty, 0, 1, &BatchOptions { base_offset: base, producer_id: pid, ..Default::default() });
+        let mut t = LogTransactions::default();
+        for (b, pos) in [(batch(0, 7), 0), (control(ABORT, 1, 7), 100), (batch(2, 7), 200), (control(COMMIT, 3, 7), 300), (batch(4, 8), 400)] {
+            t.observe_batch(&b, pos).unwrap();
+        }
+        assert!(t.is_aborted(&BatchHeader::parse(&batch(0, 7))));
+        assert!(!t.is_aborted(&BatchHeader::parse(&batch(2, 7))));
+        assert!(!t.is_aborted(&BatchHeader::parse(&batch(4, 8))), "an open transaction is not aborted");
+        assert_eq!(t.first_unstable_offset(), Some(4));
     }
 }
