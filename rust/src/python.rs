@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{Array, StructArray};
 
-use crate::arrow_decoder::{ArrowDecoder, RecordFilter};
+use crate::arrow_decoder::{self, ArrowDecoder, RecordFilter};
 use crate::compression::{Compression, ALL};
 use crate::error::Error;
 use crate::file_slice::{self, FileSlice};
