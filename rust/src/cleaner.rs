@@ -33,6 +33,7 @@ use crate::record::NewRecord;
 use crate::record_batch::{
     compute_crc, control_type, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
 };
+use crate::record_skim::{skim_records, write_retained, SkimmedRecord};
 use crate::transactions::{control_batch_type, CleanedTransactions, LogTransactions};
 
 /// What `build_offset_map` returns when its input holds no whole batch.
@@ -61,6 +62,7 @@ pub fn observe_batches(batches: &[u8], txns: &mut LogTransactions) -> Result<()>
 pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions) -> Result<i64> {
     let mut next = NO_OFFSET;
     let mut stopped = false;
+    let mut hashed: Vec<([u8; HASH_SIZE], i64)> = Vec::new();
     let mut iter = BatchIter::new(batches, 0);
     for item in &mut iter {
         let (pos, h, batch) = item?;
@@ -87,9 +89,12 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
                 ));
             }
         }
-        let decoded = DecodedBatch::new(batch, pos as u64, true)?;
-        let hashed: Vec<([u8; HASH_SIZE], i64)> =
-            decoded.records()?.iter().filter_map(|r| r.key.map(|k| (key_hash(k), r.offset))).collect();
+        hashed.clear();
+        for_each_key(batch, &h, pos as u64, |offset, key| {
+            if let Some(k) = key {
+                hashed.push((key_hash(k), offset));
+            }
+        })?;
         for (hash, _) in &hashed {
             map.prefetch(hash);
         }
@@ -106,6 +111,20 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
         check_no_tail(batches, iter.position())?;
     }
     Ok(next)
+}
+
+/// Checks the CRC of the data batch `batch` (header `h`) and calls `f(offset, key)` on
+/// each of its records: skimmed in place when uncompressed, decoded otherwise.
+fn for_each_key(batch: &[u8], h: &BatchHeader, position: u64, mut f: impl FnMut(i64, Option<&[u8]>)) -> Result<()> {
+    if h.codec_id() == 0 {
+        verify_crc(batch, h, position)?;
+        return skim_records(&batch[HEADER_SIZE..], h, position, |r: SkimmedRecord<'_>| f(h.base_offset + r.offset_delta as i64, r.key));
+    }
+    let decoded = DecodedBatch::new(batch, position, true)?;
+    for r in decoded.records()? {
+        f(r.offset, r.key);
+    }
+    Ok(())
 }
 
 /// Bytes after the last whole batch of a segment are a partial batch: corruption here,
@@ -199,6 +218,7 @@ impl<'a> SegmentCleaner<'a> {
         let opts = self.opts;
         out.clear();
         let mut stats = CleanStats { bytes_read: input.len() as u64, ..Default::default() };
+        let (mut skimmed, mut retained, mut hashes) = (Vec::new(), Vec::new(), Vec::new());
         let mut iter = BatchIter::new(input, 0);
         for item in &mut iter {
             let (pos, h, batch) = item?;
@@ -235,54 +255,105 @@ impl<'a> SegmentCleaner<'a> {
                 self.write_emptied(&h, out, &mut stats);
                 continue;
             }
-            let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(&h))?;
-            let records = decoded.records()?;
-            stats.records_read += records.len() as u64;
-            let mut retained = Vec::with_capacity(records.len());
-            let mut keeps_tombstone = false;
-            // Hash every mapped key first and prefetch its slot, so the misses overlap.
-            let hashes: Vec<Option<[u8; HASH_SIZE]>> =
-                records.iter().map(|r| if r.offset < opts.map_end { r.key.map(key_hash) } else { None }).collect();
-            for hash in hashes.iter().flatten() {
-                self.map.prefetch(hash);
+            if h.codec_id() != 0 || h.is_log_append_time() {
+                self.clean_decoded(batch, pos, &h, horizon_passed, out, &mut stats)?;
+                continue;
             }
-            for (r, hash) in records.iter().zip(&hashes) {
-                if r.offset >= opts.map_end {
-                    retained.push(r);
-                    continue;
+            // Uncompressed: the records are skimmed in place and the retained ones copied.
+            if opts.verify(&h) {
+                verify_crc(batch, &h, pos as u64)?;
+            }
+            skimmed.clear();
+            skim_records(&batch[HEADER_SIZE..], &h, pos as u64, |r| skimmed.push(r))?;
+            stats.records_read += skimmed.len() as u64;
+            let offsets = skimmed.iter().map(|r| h.base_offset + r.offset_delta as i64);
+            self.hash_mapped_keys(offsets.zip(skimmed.iter().map(|r| r.key)), &mut hashes);
+            retained.clear();
+            let mut keeps_tombstone = false;
+            for (r, hash) in skimmed.iter().zip(&hashes) {
+                if self.keep(h.base_offset + r.offset_delta as i64, hash, r.null_value, horizon_passed, &mut keeps_tombstone, &mut stats) {
+                    retained.push(*r);
                 }
-                let Some(hash) = hash else { continue }; // a null key
-                if self.map.get_hash(hash).is_some_and(|latest| r.offset < latest) {
-                    continue;
-                }
-                if r.value.is_none() {
-                    stats.tombstones_found += 1;
-                    if horizon_passed {
-                        stats.tombstones_dropped += 1;
-                        continue;
-                    }
-                    keeps_tombstone = true;
-                }
-                retained.push(r);
             }
             stats.records_retained += retained.len() as u64;
             let set_horizon = keeps_tombstone && !h.has_delete_horizon();
-            if retained.len() == records.len() && !set_horizon {
+            if retained.len() == skimmed.len() && !set_horizon {
                 out.extend_from_slice(batch);
                 continue;
             }
             stats.batches_changed += 1;
-            if !retained.is_empty() {
-                let owned: Vec<NewRecord> = retained.iter().map(|r| r.to_owned_record()).collect();
-                let horizon = if set_horizon { Some(opts.now_ms.saturating_add(opts.delete_retention_ms)) } else { h.delete_horizon_ms() };
-                out.extend_from_slice(&encode(&owned, &retained_options(&h, horizon)?));
-            } else {
+            if retained.is_empty() {
                 self.write_emptied(&h, out, &mut stats);
+            } else {
+                let horizon = set_horizon.then(|| opts.now_ms.saturating_add(opts.delete_retention_ms));
+                write_retained(batch, &h, &retained, horizon, out);
             }
         }
         check_no_tail(input, iter.position())?;
         stats.bytes_written = out.len() as u64;
         Ok(stats)
+    }
+
+    /// Hashes the key of every record below `map_end` into `hashes` (None for the others
+    /// and for null keys) and prefetches their slots, so the map's cache misses overlap.
+    fn hash_mapped_keys<'k>(&self, records: impl Iterator<Item = (i64, Option<&'k [u8]>)>, hashes: &mut Vec<Option<[u8; HASH_SIZE]>>) {
+        hashes.clear();
+        hashes.extend(records.map(|(offset, key)| if offset < self.opts.map_end { key.map(key_hash) } else { None }));
+        for hash in hashes.iter().flatten() {
+            self.map.prefetch(hash);
+        }
+    }
+
+    /// Whether a data record stays (module rules); `hash` is from `hash_mapped_keys`.
+    fn keep(&self, offset: i64, hash: &Option<[u8; HASH_SIZE]>, null_value: bool, horizon_passed: bool, keeps_tombstone: &mut bool, stats: &mut CleanStats) -> bool {
+        if offset >= self.opts.map_end {
+            return true;
+        }
+        let Some(hash) = hash else { return false }; // a null key
+        if self.map.get_hash(hash).is_some_and(|latest| offset < latest) {
+            return false;
+        }
+        if null_value {
+            stats.tombstones_found += 1;
+            if horizon_passed {
+                stats.tombstones_dropped += 1;
+                return false;
+            }
+            *keeps_tombstone = true;
+        }
+        true
+    }
+
+    /// A compressed or LogAppendTime data batch: decoded, and re-encoded when it changes.
+    fn clean_decoded(&self, batch: &[u8], pos: usize, h: &BatchHeader, horizon_passed: bool, out: &mut Vec<u8>, stats: &mut CleanStats) -> Result<()> {
+        let opts = self.opts;
+        let decoded = DecodedBatch::new(batch, pos as u64, opts.verify(h))?;
+        let records = decoded.records()?;
+        stats.records_read += records.len() as u64;
+        let mut hashes = Vec::new();
+        self.hash_mapped_keys(records.iter().map(|r| (r.offset, r.key)), &mut hashes);
+        let mut keeps_tombstone = false;
+        let mut retained = Vec::with_capacity(records.len());
+        for (r, hash) in records.iter().zip(&hashes) {
+            if self.keep(r.offset, hash, r.value.is_none(), horizon_passed, &mut keeps_tombstone, stats) {
+                retained.push(r);
+            }
+        }
+        stats.records_retained += retained.len() as u64;
+        let set_horizon = keeps_tombstone && !h.has_delete_horizon();
+        if retained.len() == records.len() && !set_horizon {
+            out.extend_from_slice(batch);
+            return Ok(());
+        }
+        stats.batches_changed += 1;
+        if retained.is_empty() {
+            self.write_emptied(h, out, stats);
+        } else {
+            let owned: Vec<NewRecord> = retained.iter().map(|r| r.to_owned_record()).collect();
+            let horizon = if set_horizon { Some(opts.now_ms.saturating_add(opts.delete_retention_ms)) } else { h.delete_horizon_ms() };
+            out.extend_from_slice(&encode(&owned, &retained_options(h, horizon)?));
+        }
+        Ok(())
     }
 
     /// A data batch with no record left: kept empty when it is its producer's last batch.

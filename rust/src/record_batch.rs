@@ -43,7 +43,7 @@ const CODEC_MASK: i16 = 0x07;
 const LOG_APPEND_TIME_FLAG: i16 = 0x08;
 const TRANSACTIONAL_FLAG: i16 = 0x10;
 const CONTROL_FLAG: i16 = 0x20;
-const DELETE_HORIZON_FLAG: i16 = 0x40;
+pub const DELETE_HORIZON_FLAG: i16 = 0x40;
 
 fn be_i64(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
