@@ -36,6 +36,10 @@ use crate::record_batch::{
 use crate::record_skim::{skim_records, write_retained, SkimmedRecord};
 use crate::transactions::{control_batch_type, CleanedTransactions, LogTransactions};
 
+/// Map lookups run this many keys behind the prefetch of their slots, so that a few
+/// cache misses overlap without the prefetched lines being evicted before use.
+const PREFETCH_SLOTS: usize = 16;
+
 /// What `build_offset_map` returns when its input holds no whole batch.
 pub const NO_OFFSET: i64 = -1;
 
@@ -95,10 +99,13 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
                 hashed.push((key_hash(k), offset));
             }
         })?;
-        for (hash, _) in &hashed {
+        for (hash, _) in hashed.iter().take(PREFETCH_SLOTS) {
             map.prefetch(hash);
         }
-        for (hash, offset) in &hashed {
+        for (i, (hash, offset)) in hashed.iter().enumerate() {
+            if let Some((ahead, _)) = hashed.get(i + PREFETCH_SLOTS) {
+                map.prefetch(ahead);
+            }
             map.put_hash(hash, *offset);
         }
         next = h.next_offset();
@@ -270,7 +277,8 @@ impl<'a> SegmentCleaner<'a> {
             self.hash_mapped_keys(offsets.zip(skimmed.iter().map(|r| r.key)), &mut hashes);
             retained.clear();
             let mut keeps_tombstone = false;
-            for (r, hash) in skimmed.iter().zip(&hashes) {
+            for (i, (r, hash)) in skimmed.iter().zip(&hashes).enumerate() {
+                self.prefetch_ahead(&hashes, i);
                 if self.keep(h.base_offset + r.offset_delta as i64, hash, r.null_value, horizon_passed, &mut keeps_tombstone, &mut stats) {
                     retained.push(*r);
                 }
@@ -295,11 +303,18 @@ impl<'a> SegmentCleaner<'a> {
     }
 
     /// Hashes the key of every record below `map_end` into `hashes` (None for the others
-    /// and for null keys) and prefetches their slots, so the map's cache misses overlap.
+    /// and for null keys) and prefetches the slots of the first `PREFETCH_SLOTS`.
     fn hash_mapped_keys<'k>(&self, records: impl Iterator<Item = (i64, Option<&'k [u8]>)>, hashes: &mut Vec<Option<[u8; HASH_SIZE]>>) {
         hashes.clear();
         hashes.extend(records.map(|(offset, key)| if offset < self.opts.map_end { key.map(key_hash) } else { None }));
-        for hash in hashes.iter().flatten() {
+        for hash in hashes.iter().take(PREFETCH_SLOTS).flatten() {
+            self.map.prefetch(hash);
+        }
+    }
+
+    /// Prefetches the slot looked up `PREFETCH_SLOTS` records after record `i`.
+    fn prefetch_ahead(&self, hashes: &[Option<[u8; HASH_SIZE]>], i: usize) {
+        if let Some(Some(hash)) = hashes.get(i + PREFETCH_SLOTS) {
             self.map.prefetch(hash);
         }
     }
@@ -334,7 +349,8 @@ impl<'a> SegmentCleaner<'a> {
         self.hash_mapped_keys(records.iter().map(|r| (r.offset, r.key)), &mut hashes);
         let mut keeps_tombstone = false;
         let mut retained = Vec::with_capacity(records.len());
-        for (r, hash) in records.iter().zip(&hashes) {
+        for (i, (r, hash)) in records.iter().zip(&hashes).enumerate() {
+            self.prefetch_ahead(&hashes, i);
             if self.keep(r.offset, hash, r.value.is_none(), horizon_passed, &mut keeps_tombstone, stats) {
                 retained.push(r);
             }

@@ -100,6 +100,10 @@ pub struct Log {
     pub(crate) inner: Arc<RwLock<LogInner>>,
     /// Held for a whole cleaning pass: one pass at a time per log.
     pub(crate) cleaning: parking_lot::Mutex<()>,
+    /// Held for writing while a segment file shrinks (`truncate_to`), and for reading by
+    /// the cleaner while it reads a memory-mapped segment: a mapped page past the end of
+    /// a shrunk file would fault (SIGBUS). Taken before `inner`, never after it.
+    pub(crate) segment_shrink: parking_lot::RwLock<()>,
 }
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -249,7 +253,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()) };
+        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()), segment_shrink: parking_lot::RwLock::new(()) };
         if recovered {
             // The recovered tail is now fsynced and the recovery point sits at its end.
             let inner = log.inner.read();
@@ -537,6 +541,7 @@ impl Log {
     /// Removes every batch whose last offset >= `offset` (a follower truncating to the
     /// leader's epoch boundary). Below the log start it truncates everything.
     pub fn truncate_to(&self, offset: i64) -> Result<()> {
+        let _shrink = self.segment_shrink.write();
         let mut guard = self.inner.write();
         let inner = &mut *guard;
         inner.check_open(&self.dir)?;

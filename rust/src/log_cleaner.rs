@@ -39,6 +39,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use memmap2::{Mmap, MmapOptions};
+use parking_lot::{RwLock, RwLockReadGuard};
+
 use crate::checkpoint;
 use crate::cleaner::{build_offset_map, CleanOptions, CleanStats, SegmentCleaner};
 use crate::transactions::control_batch_type;
@@ -46,7 +49,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
 use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
-use crate::record_batch::{self, BatchHeader, HEADER_SIZE};
+use crate::record_batch::{self, HEADER_SIZE};
 use crate::segment::{file_name, read_header, LogSegment};
 use crate::throttler::Throttler;
 use crate::transactions::LogTransactions;
@@ -55,7 +58,7 @@ pub const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 const CLEANED: &str = ".cleaned";
 const SWAP: &str = ".swap";
 const DELETED: &str = ".deleted";
-/// Segments are read in chunks of whole batches of about this size.
+/// Segments are processed in chunks of whole batches of about this size.
 const CHUNK_BYTES: usize = 8 << 20;
 
 #[derive(Clone, Debug)]
@@ -129,42 +132,60 @@ struct SegmentView {
     file: Arc<File>,
 }
 
-/// Calls `f(chunk, next_offset)` on consecutive runs of whole batches of `v`, each about
-/// `CHUNK_BYTES` (or one larger batch); `next_offset` follows the chunk's last batch.
-/// Stops early when `f` returns false.
-fn for_each_chunk(v: &SegmentView, throttler: Option<&Throttler>, mut f: impl FnMut(&[u8], i64) -> Result<bool>) -> Result<()> {
-    let (mut pos, mut buf) = (0u64, Vec::new());
-    while pos < v.size {
-        let mut want = ((v.size - pos) as usize).min(CHUNK_BYTES);
-        loop {
-            buf.resize(want, 0);
-            v.file.read_exact_at(&mut buf, pos).ctx("read segment", &v.path)?;
-            if let Some(t) = throttler {
-                t.maybe_throttle(want as u64);
-            }
-            let (mut whole, mut next) = (0usize, -1i64);
-            while let Some(h) = record_batch::next_batch(&buf, whole, pos)? {
-                whole += h.size();
-                next = h.next_offset();
-            }
-            if whole > 0 {
-                if !f(&buf[..whole], next)? {
-                    return Ok(());
-                }
-                pos += whole as u64;
-                break;
-            }
-            if buf.len() < HEADER_SIZE {
-                return Err(Error::corrupt(pos, "partial batch header at the end of the segment"));
-            }
-            let need = BatchHeader::parse(&buf).size();
-            if pos + need as u64 > v.size || need <= want {
-                return Err(Error::corrupt(pos, "batch cut short at the end of the segment"));
-            }
-            want = need;
-        }
+/// A segment mapped into memory, handed out in chunks of whole batches of about
+/// `CHUNK_BYTES` (or one larger batch). Mapping saves copying every byte out of the page
+/// cache: the rewrite pass touches little more than the record headers of the batches it
+/// drops. Each chunk holds `segment_shrink` for reading (when the segment belongs to a
+/// live log), and checks under it that the file still holds the chunk, so its pages
+/// cannot vanish while it is read.
+struct SegmentChunks<'a> {
+    view: &'a SegmentView,
+    shrink: Option<&'a RwLock<()>>,
+    map: Option<Mmap>,
+    pos: usize,
+}
+
+/// A run of whole batches of a mapped segment; `next_offset` follows its last batch.
+struct Chunk<'a> {
+    bytes: &'a [u8],
+    next_offset: i64,
+    _shrink: Option<RwLockReadGuard<'a, ()>>,
+}
+
+impl<'a> SegmentChunks<'a> {
+    fn new(view: &'a SegmentView, shrink: Option<&'a RwLock<()>>) -> Result<Self> {
+        let map = match view.size {
+            0 => None,
+            // SAFETY: the map is read only while `shrink` is held and the file is checked
+            // to still be as long (a stopped log's files, for a dry run, do not change);
+            // the cleaner never reads the active segment, the only one being written.
+            len => Some(unsafe { MmapOptions::new().len(len as usize).map(&*view.file) }.ctx("map segment", &view.path)?),
+        };
+        Ok(SegmentChunks { view, shrink, map, pos: 0 })
     }
-    Ok(())
+
+    fn next(&mut self) -> Result<Option<Chunk<'_>>> {
+        let Some(map) = &self.map else { return Ok(None) };
+        let buf: &[u8] = map;
+        if self.pos == buf.len() {
+            return Ok(None);
+        }
+        let guard = self.shrink.map(|l| l.read());
+        if guard.is_some() && self.view.file.metadata().ctx("stat segment", &self.view.path)?.len() < buf.len() as u64 {
+            return Err(Error::corrupt(self.pos as u64, "segment truncated while the cleaner read it"));
+        }
+        let (start, mut end, mut next_offset) = (self.pos, self.pos, -1i64);
+        while end - start < CHUNK_BYTES {
+            let Some(h) = record_batch::next_batch(buf, end, 0)? else { break };
+            end += h.size();
+            next_offset = h.next_offset();
+        }
+        if end == start {
+            return Err(Error::corrupt(start as u64, "batch cut short at the end of the segment"));
+        }
+        self.pos = end;
+        Ok(Some(Chunk { bytes: &buf[start..end], next_offset, _shrink: guard }))
+    }
 }
 
 /// Feeds each batch header of `v` to `txns` (control batches are read whole for their type).
@@ -251,6 +272,7 @@ fn run_pass(
 ) -> Result<LogCleanSummary> {
     let pc = PassConfig::of(config);
     let throttler = opts.throttler.as_deref();
+    let shrink = log.map(|l| &l.segment_shrink);
     let log_bytes: u64 = views.iter().map(|v| v.size).sum();
     // A checkpoint past the log end (the log was truncated since) restarts at the start.
     let log_end = views.last().map_or(log_start, |v| v.next_offset);
@@ -310,17 +332,23 @@ fn run_pass(
     let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
     'map: for v in &dirty {
         let mut full = false;
-        for_each_chunk(v, throttler, |chunk, chunk_end| {
+        let mut chunks = SegmentChunks::new(v, shrink)?;
+        while !full {
             check_open()?;
-            let next = build_offset_map(chunk, &mut map, &txns)?;
+            let Some(chunk) = chunks.next()? else { break };
+            let next = build_offset_map(chunk.bytes, &mut map, &txns)?;
+            let len = chunk.bytes.len() as u64;
+            full = next < chunk.next_offset;
+            drop(chunk);
             if next >= 0 {
                 mapped_end = next;
             }
-            done += chunk.len() as u64;
+            if let Some(t) = throttler {
+                t.maybe_throttle(len);
+            }
+            done += len;
             observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
-            full = next < chunk_end;
-            Ok(!full)
-        })?;
+        }
         if full {
             break 'map; // the map is full: this pass cleans up to here
         }
@@ -345,20 +373,24 @@ fn run_pass(
         };
         let mut stats = CleanStats::default();
         for v in &group {
-            for_each_chunk(v, throttler, |chunk, _| {
+            let mut chunks = SegmentChunks::new(v, shrink)?;
+            loop {
                 check_open()?;
-                let st = cleaner.clean_into(chunk, &mut cleaned)?;
+                let Some(chunk) = chunks.next()? else { break };
+                let st = cleaner.clean_into(chunk.bytes, &mut cleaned)?;
+                drop(chunk);
+                let mut io = st.bytes_read;
                 if let Some(seg) = out.as_mut() {
                     seg.append_batches(&cleaned)?;
-                    if let Some(t) = throttler {
-                        t.maybe_throttle(cleaned.len() as u64);
-                    }
+                    io += cleaned.len() as u64;
+                }
+                if let Some(t) = throttler {
+                    t.maybe_throttle(io);
                 }
                 stats.add(&st);
-                done += chunk.len() as u64;
+                done += st.bytes_read;
                 observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
-                Ok(true)
-            })?;
+            }
         }
         summary.stats.add(&stats);
         if group.len() == 1 && stats.batches_changed == 0 {

@@ -14,6 +14,21 @@ use crate::error::{Error, Result};
 use crate::record_batch::{compute_crc, BatchHeader, CRC_OFFSET, DELETE_HORIZON_FLAG, HEADER_SIZE, LOG_OVERHEAD};
 use crate::varint::{put_varint, put_varlong, varlong_len, Cursor};
 
+/// How many records ahead `skim_records` prefetches.
+const PREFETCH_RECORDS: usize = 8;
+
+/// Hints the CPU to load the cache line of `area[at]` (nothing when `at` is past the end).
+#[inline]
+fn prefetch(area: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < area.len() {
+        // SAFETY: `at` is inside `area`; a prefetch reads nothing and cannot fault.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(area.as_ptr().add(at) as *const i8) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (area, at);
+}
+
 /// One record of an uncompressed record area. Positions are indexes into the area.
 #[derive(Clone, Copy, Debug)]
 pub struct SkimmedRecord<'a> {
@@ -49,6 +64,10 @@ pub fn skim_records<'a>(area: &'a [u8], h: &BatchHeader, position: u64, mut f: i
             return Err(Error::corrupt(base + start as u64, format!("record length {len} runs past the batch")));
         }
         let end = cur.pos + len as usize;
+        // Walking records is a chain of dependent loads, one cache miss per record when
+        // the area is not cached (the rewrite pass). Records of a batch tend to have one
+        // size, so fetch the start of the record `PREFETCH_RECORDS` ahead now.
+        prefetch(area, end + (end - start) * (PREFETCH_RECORDS - 1));
         let mut rec = Cursor { buf: &area[..end], pos: cur.pos, base };
         let _attributes = rec.i8()?;
         let timestamp_delta = rec.varlong()?;
