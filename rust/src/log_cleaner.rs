@@ -60,6 +60,9 @@ const SWAP: &str = ".swap";
 const DELETED: &str = ".deleted";
 /// Segments are processed in chunks of whole batches of about this size.
 const CHUNK_BYTES: usize = 8 << 20;
+/// The map pass keeps the mappings of the segments it read, up to this many bytes, for
+/// the rewrite pass (mapping a page costs a fault each time; 2 MB of page tables a GB).
+const KEEP_MAPPED_BYTES: u64 = 4 << 30;
 
 #[derive(Clone, Debug)]
 pub struct LogCleanOptions {
@@ -153,15 +156,22 @@ struct Chunk<'a> {
 }
 
 impl<'a> SegmentChunks<'a> {
-    fn new(view: &'a SegmentView, shrink: Option<&'a RwLock<()>>) -> Result<Self> {
+    /// Maps `view`, or takes `mapped` (a mapping of it kept from the map pass).
+    fn new(view: &'a SegmentView, shrink: Option<&'a RwLock<()>>, mapped: Option<Mmap>) -> Result<Self> {
         let map = match view.size {
             0 => None,
+            _ if mapped.is_some() => mapped,
             // SAFETY: the map is read only while `shrink` is held and the file is checked
             // to still be as long (a stopped log's files, for a dry run, do not change);
             // the cleaner never reads the active segment, the only one being written.
             len => Some(unsafe { MmapOptions::new().len(len as usize).map(&*view.file) }.ctx("map segment", &view.path)?),
         };
         Ok(SegmentChunks { view, shrink, map, pos: 0 })
+    }
+
+    /// The mapping, to keep for the rewrite pass.
+    fn into_map(self) -> Option<Mmap> {
+        self.map
     }
 
     fn next(&mut self) -> Result<Option<Chunk<'_>>> {
@@ -330,9 +340,10 @@ fn run_pass(
     summary.offset_map_bytes = map.memory_bytes();
     let mut mapped_end = first_dirty;
     let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
+    let (mut kept, mut kept_bytes) = (std::collections::HashMap::new(), 0u64);
     'map: for v in &dirty {
         let mut full = false;
-        let mut chunks = SegmentChunks::new(v, shrink)?;
+        let mut chunks = SegmentChunks::new(v, shrink, None)?;
         while !full {
             check_open()?;
             let Some(chunk) = chunks.next()? else { break };
@@ -348,6 +359,13 @@ fn run_pass(
             }
             done += len;
             observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+        }
+        // The rewrite pass reads this segment again: keep its pages mapped, up to a bound.
+        if kept_bytes + v.size <= KEEP_MAPPED_BYTES {
+            if let Some(m) = chunks.into_map() {
+                kept_bytes += v.size;
+                kept.insert(v.base, m);
+            }
         }
         if full {
             break 'map; // the map is full: this pass cleans up to here
@@ -373,7 +391,7 @@ fn run_pass(
         };
         let mut stats = CleanStats::default();
         for v in &group {
-            let mut chunks = SegmentChunks::new(v, shrink)?;
+            let mut chunks = SegmentChunks::new(v, shrink, kept.remove(&v.base))?;
             loop {
                 check_open()?;
                 let Some(chunk) = chunks.next()? else { break };
