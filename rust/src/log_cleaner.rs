@@ -16,8 +16,8 @@
 //!    `groupSegmentsBySize`): consecutive segments whose sizes sum to at most
 //!    `segment.bytes`, whose indexes sum to at most `segment.index.bytes`, and whose
 //!    offsets stay within an i32 of the group's base offset become one segment named by
-//!    the group's first base offset. Segments are read and written in chunks of whole
-//!    batches (`CHUNK_BYTES`), never whole.
+//!    the group's first base offset. Segments are memory-mapped (`SegmentChunks`) and
+//!    cleaned in chunks of whole batches (`CHUNK_BYTES`); the output is written per chunk.
 //!
 //! Each group is swapped in crash-safely, as Kafka does:
 //! 1. `Cleaned`: `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned` written and
