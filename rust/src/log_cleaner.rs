@@ -182,7 +182,9 @@ impl<'a> SegmentChunks<'a> {
         }
         let guard = self.shrink.map(|l| l.read());
         if guard.is_some() && self.view.file.metadata().ctx("stat segment", &self.view.path)?.len() < buf.len() as u64 {
-            return Err(Error::corrupt(self.pos as u64, "segment truncated while the cleaner read it"));
+            // What a read past the new end would have failed with.
+            let e = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the segment was truncated during the pass");
+            return Err(e).ctx("read segment", &self.view.path);
         }
         let (start, mut end, mut next_offset) = (self.pos, self.pos, -1i64);
         while end - start < CHUNK_BYTES {

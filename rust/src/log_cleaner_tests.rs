@@ -374,3 +374,35 @@ fn closing_the_log_stops_a_pass_at_its_next_chunk() {
     let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
     assert_eq!(contents(&log), before);
 }
+
+#[test]
+fn a_truncation_during_a_pass_stops_it_before_reading_past_the_new_end() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    let now = crate::log::now_ms();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for i in 0..60u8 {
+        append(&log, &keyed(i % 4, Some(i), now));
+    }
+    let segments = log.segments().unwrap();
+    assert!(segments.len() > 4);
+    // After the first segment is mapped, a follower truncation cuts the third one in
+    // the middle (it becomes the active segment) and deletes the rest.
+    let cut = segments[2].base_offset + 2;
+    let truncated = std::cell::Cell::new(false);
+    let truncator = |e: &CleanEvent| {
+        if matches!(e, CleanEvent::Progress { .. }) && !truncated.replace(true) {
+            log.truncate_to(cut).unwrap();
+        }
+    };
+    let result = log.clean_observed(&force(now), &truncator);
+    assert!(truncated.get());
+    assert!(result.as_ref().is_err_and(|e| e.to_string().contains("truncated during the pass")), "{result:?}");
+    assert_eq!(log.log_end_offset(), cut);
+    let after = contents(&log);
+    assert_eq!(after.last().unwrap().0, cut - 1);
+    drop(log);
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert_eq!(contents(&log), after);
+}
