@@ -95,6 +95,15 @@ fn append(log: &Log, batch: &[u8]) -> i64 {
     log.append(batch, &AppendOptions { assign_offsets: true, ..Default::default() }).unwrap().base_offset
 }
 
+/// A log at `dir` holding `n` one-record batches, record i keyed `i % keys` with value i.
+fn keyed_log(dir: &Path, cfg: &LogConfig, n: u8, keys: u8, now: i64) -> Log {
+    let log = Log::open(dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for i in 0..n {
+        append(&log, &keyed(i % keys, Some(i), now));
+    }
+    log
+}
+
 fn force(now: i64) -> LogCleanOptions {
     LogCleanOptions { now_ms: now, dedupe_buffer_size: 1 << 20, force: true, throttler: None }
 }
@@ -231,10 +240,7 @@ fn a_swap_file_replaces_exactly_the_segments_it_covers() {
     let dir = d.path().join("t-0");
     let cfg = LogConfig::from_pairs([("segment.bytes", "300")]).unwrap();
     let now = crate::log::now_ms();
-    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
-    for i in 0..12u8 {
-        append(&log, &keyed(i % 3, Some(i), now));
-    }
+    let log = keyed_log(&dir, &cfg, 12, 3, now);
     let segs = log.segments().unwrap();
     assert!(segs.len() >= 4);
     log.close().unwrap();
@@ -338,10 +344,7 @@ fn truncation_moves_the_cleaner_checkpoint_back() {
     let dir = d.path().join("t-0");
     let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
     let now = crate::log::now_ms();
-    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
-    for i in 0..40u8 {
-        append(&log, &keyed(i % 4, Some(i), now));
-    }
+    let log = keyed_log(&dir, &cfg, 40, 4, now);
     let s = log.clean(&force(now)).unwrap();
     assert_eq!(s.cleaned_up_to, log.segments().unwrap().last().unwrap().base_offset);
     // A follower truncation far below the checkpoint, then new data.
@@ -360,10 +363,7 @@ fn closing_the_log_stops_a_pass_at_its_next_chunk() {
     let dir = d.path().join("t-0");
     let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
     let now = crate::log::now_ms();
-    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
-    for i in 0..60u8 {
-        append(&log, &keyed(i % 4, Some(i), now));
-    }
+    let log = keyed_log(&dir, &cfg, 60, 4, now);
     let before = contents(&log);
     let closer = |e: &CleanEvent| {
         if matches!(e, CleanEvent::Progress { .. }) {
@@ -381,10 +381,7 @@ fn a_truncation_during_a_pass_stops_it_before_reading_past_the_new_end() {
     let dir = d.path().join("t-0");
     let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
     let now = crate::log::now_ms();
-    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
-    for i in 0..60u8 {
-        append(&log, &keyed(i % 4, Some(i), now));
-    }
+    let log = keyed_log(&dir, &cfg, 60, 4, now);
     let segments = log.segments().unwrap();
     assert!(segments.len() > 4);
     // After the first segment is mapped, a follower truncation cuts the third one in
