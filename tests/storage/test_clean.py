@@ -8,20 +8,11 @@ import time
 import logstore as ls
 import pytest
 
+from .log_contents import records
+
 
 def _rec(key: bytes, value: bytes | None, ts: int) -> bytes:
     return ls.encode_batch([(key, value, [], ts)])
-
-
-def _records(log):
-    out, offset = [], log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 30)
-        assert data, f"nothing readable at {offset}"
-        for b in ls.decode_batches(data):
-            out += [(r.offset, r.key, r.value) for r in b.records]
-            offset = b.last_offset + 1
-    return out
 
 
 @pytest.mark.parametrize("codec", ["none", "zstd"])
@@ -34,11 +25,11 @@ def test_clean_compacts_and_reopens(open_log, partition_dir, codec):
         value = None if i % 13 == 12 else b"v%d" % i
         base, _ = log.append(ls.encode_batch([(key, value, [], now)], codec))
         history.append((base, key, value))
-    before = _records(log)
+    before = records(log)
     active = log.segments()[-1].base_offset
     stats = log.clean(now_ms=now, force=True)
     assert stats["segments_cleaned"] > 0 and stats["keys_mapped"] > 0
-    after = _records(log)
+    after = records(log)
     latest = {}
     for offset, key, value in history:
         if offset < active:
@@ -51,11 +42,11 @@ def test_clean_compacts_and_reopens(open_log, partition_dir, codec):
     assert first.records[0].offset > removed
     # Tombstones go once the delete horizon has passed.
     log.clean(now_ms=now + 5000, force=True)
-    assert all(v is not None for o, _, v in _records(log) if o < active)
-    final = _records(log)
+    assert all(v is not None for o, _, v in records(log) if o < active)
+    final = records(log)
     log.close()
     again = ls.Log.open(partition_dir)
-    assert _records(again) == final
+    assert records(again) == final
     again.close()
 
 
@@ -101,7 +92,7 @@ def test_clean_removes_aborted_transactions_and_then_their_markers(open_log):
     stats = log.clean(now_ms=now, force=True)
     assert stats["aborted_records_dropped"] == 2
     assert stats["cleaned_up_to"] <= open_at  # never past an open transaction
-    values = {k: v for _, k, v in _records(log)}
+    values = {k: v for _, k, v in records(log)}
     assert values[b"a"] == b"before"  # the aborted a= never counted as the latest
     assert b"b" not in values
     assert values[b"c"] == b"committed" and values[b"d"] == b"committed later"

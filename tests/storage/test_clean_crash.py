@@ -21,20 +21,11 @@ from pathlib import Path
 import logstore as ls
 import pytest
 
+from .log_contents import records
+
 T0 = int(time.time() * 1000)
 STEPS = ("cleaned", "swap", "old_deleted", "swapped")
 CONFIG = {"segment_bytes": 16384, "cleanup_policy": "compact", "delete_retention_ms": 3_600_000}
-
-
-def records(log) -> list[tuple[int, bytes, bytes | None]]:
-    out, offset = [], log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 30)
-        assert data, f"nothing readable at {offset} below the log end {log.log_end_offset}"
-        for b in ls.decode_batches(data):
-            out += [(r.offset, r.key, r.value) for r in b.records]
-            offset = b.last_offset + 1
-    return out
 
 
 def _fill(log, rounds: int, keys: int, value_size: int, seed: int) -> None:
