@@ -65,9 +65,9 @@ def test_clean_removes_aborted_transactions_and_then_their_markers(open_log):
     now = int(time.time() * 1000)
     log = open_log(segment_bytes=500, delete_retention_ms=100)
 
-    def txn(pid, seq, records):
+    def txn(pid, seq, pairs):
         return ls.encode_batch(
-            [(k, v, [], now) for k, v in records],
+            [(k, v, [], now) for k, v in pairs],
             "zstd",
             producer_id=pid,
             producer_epoch=0,
