@@ -51,6 +51,9 @@ impl IndexFile {
             // SAFETY: the index file is owned by this process (Kafka's layout gives each
             // partition directory to one broker); nothing else truncates it while mapped.
             let map = unsafe { MmapMut::map_mut(&self.file) }.ctx("mmap index", &self.path)?;
+            // Lookups binary-search and appends touch one page at a time: readahead would
+            // only fault in (and zero, for a preallocated file) pages nobody asked for.
+            let _ = map.advise(memmap2::Advice::Random);
             self.mmap = Some(map);
         }
         Ok(())

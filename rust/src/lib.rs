@@ -32,6 +32,7 @@ pub mod segment_cursor;
 pub mod throttler;
 pub mod time_index;
 pub mod transactions;
+pub mod validation_pool;
 pub mod varint;
 
 #[cfg(feature = "python")]

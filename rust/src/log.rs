@@ -30,6 +30,7 @@ use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::{LogConfig, TimestampType};
 use crate::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
 use crate::segment::{LogSegment, PreparedBatch};
+use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
 
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
@@ -342,12 +343,26 @@ impl Log {
         }
         let now = opts.now_ms.unwrap_or_else(now_ms);
         let stamp_time = opts.assign_offsets && timestamp_type == TimestampType::LogAppendTime;
-        // Every batch is validated whole (CRC and records) before anything is written.
+        // Every batch is validated whole (CRC and records) before it is published. A small
+        // append is validated before anything is written; a large one's headers are, and
+        // its contents are checked on the validation pool while its bytes are written.
+        let check_beside_write = data.len() >= CONCURRENT_CHECK_MIN_BYTES;
         let mut pos = 0u64;
-        for (_, bytes) in &parsed {
-            record_batch::validate(bytes, pos, opts.assign_offsets)?;
+        for (h, bytes) in &parsed {
+            record_batch::validate_header(bytes, pos, opts.assign_offsets)?;
+            if !check_beside_write {
+                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets)?;
+            }
             pos += bytes.len() as u64;
         }
+        let check_contents = || -> Result<()> {
+            let mut pos = 0u64;
+            for (h, bytes) in &parsed {
+                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets)?;
+                pos += bytes.len() as u64;
+            }
+            Ok(())
+        };
 
         let mut guard = self.inner.write();
         let inner = &mut *guard;
@@ -389,7 +404,11 @@ impl Log {
         if inner.active().should_roll(&inner.config, size, last_offset, max_ts, now) {
             self.roll_locked(inner, now)?;
         }
-        inner.active_mut().append(&prepared)?;
+        if check_beside_write {
+            inner.active_mut().append_checked(&prepared, check_contents)?;
+        } else {
+            inner.active_mut().append(&prepared)?;
+        }
         inner.next_offset = next;
         match opts.leader_epoch {
             Some(epoch) => inner.epochs.assign(epoch, base_offset)?,
@@ -728,6 +747,24 @@ mod tests {
 
     fn leader() -> AppendOptions {
         AppendOptions { assign_offsets: true, ..Default::default() }
+    }
+
+    #[test]
+    fn large_append_checked_beside_its_write_publishes_nothing_when_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("t-0"), LogConfig::default(), OpenOptions::default()).unwrap();
+        log.append(&batch(3, 1000), &leader()).unwrap();
+        let size = log.size();
+        let mut big = batch(4000, 1000);
+        assert!(big.len() >= CONCURRENT_CHECK_MIN_BYTES);
+        let last = big.len() - 1;
+        big[last] ^= 0x5A;
+        assert!(matches!(log.append(&big, &leader()), Err(Error::CorruptRecord { .. })));
+        assert_eq!((log.log_end_offset(), log.size()), (3, size));
+        assert_eq!(fs::metadata(dir.path().join("t-0").join(crate::segment::file_name(0, ".log"))).unwrap().len(), size);
+        big[last] ^= 0x5A;
+        assert_eq!(log.append(&big, &leader()).unwrap().base_offset, 3);
+        assert_eq!(log.log_end_offset(), 4003);
     }
 
     #[test]

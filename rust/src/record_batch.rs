@@ -234,14 +234,20 @@ pub fn validate_header(batch: &[u8], position: u64, contiguous_offsets: bool) ->
 /// disk: header, CRC and the records (decompressed first when a codec is set).
 pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
     let h = validate_header(batch, position, contiguous_offsets)?;
-    verify_crc(batch, &h, position)?;
+    validate_contents(batch, &h, position, contiguous_offsets)?;
+    Ok(h)
+}
+
+/// The checks of `validate` that read the whole batch: the CRC and the framing of every
+/// record. `h` must be the header `validate_header` returned for `batch`.
+pub fn validate_contents(batch: &[u8], h: &BatchHeader, position: u64, contiguous_offsets: bool) -> Result<()> {
+    verify_crc(batch, h, position)?;
     let area_position = position + HEADER_SIZE as u64;
     match h.compression()? {
-        Compression::None => crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?,
+        Compression::None => crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position),
         // As Kafka's LogValidator, the records of a compressed batch are checked too.
-        c => crate::record::check_framing(&c.decompress(&batch[HEADER_SIZE..], area_position)?, h.records_count, contiguous_offsets, area_position)?,
+        c => crate::record::check_framing(&c.decompress(&batch[HEADER_SIZE..], area_position)?, h.records_count, contiguous_offsets, area_position),
     }
-    Ok(h)
 }
 
 /// Options for building a batch. Offsets and timestamps of records are absolute.

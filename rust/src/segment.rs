@@ -309,24 +309,42 @@ impl LogSegment {
     /// then indexes and publishes them. On a failed write the file is cut back.
     pub fn append(&mut self, batches: &[PreparedBatch<'_>]) -> Result<()> {
         let start = self.size;
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
-        for b in batches {
-            iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
-            if !b.records.is_empty() {
-                iov.push(libc::iovec { iov_base: b.records.as_ptr() as *mut _, iov_len: b.records.len() });
-            }
-        }
-        if let Err(e) = write_all_vectored(&self.log, &mut iov, start) {
+        if let Err(e) = write_all_vectored(&self.log, &mut iovecs(batches), start) {
             let _ = self.log.set_len(start);
             return Err(e).ctx("write segment", &self.log_path);
         }
+        self.publish(batches, start);
+        Ok(())
+    }
+
+    /// `append`, with `check` (the batches' content validation) running on the validation
+    /// pool while the bytes are written. The batches are published only when both succeed;
+    /// otherwise the file is cut back to where it ended, and the write's error (or else
+    /// the check's) is returned. Readers never see the unpublished bytes: they stop at
+    /// `size`, and recovery re-validates anything a crash leaves past it.
+    pub fn append_checked<C>(&mut self, batches: &[PreparedBatch<'_>], check: C) -> Result<()>
+    where
+        C: FnOnce() -> Result<()> + Send,
+    {
+        let start = self.size;
+        let mut iov = iovecs(batches);
+        let log = &self.log;
+        let (checked, written) = crate::validation_pool::beside(check, || write_all_vectored(log, &mut iov, start));
+        if let Err(e) = written.ctx("write segment", &self.log_path).and(checked) {
+            let _ = self.log.set_len(start);
+            return Err(e);
+        }
+        self.publish(batches, start);
+        Ok(())
+    }
+
+    fn publish(&mut self, batches: &[PreparedBatch<'_>], start: u64) {
         let mut pos = start;
         for b in batches {
             self.index_batch(&b.header, pos);
             pos += b.header.size() as u64;
         }
         self.size = pos;
-        Ok(())
     }
 
     /// Finds the first batch whose last offset >= `offset`, scanning headers forward from
@@ -513,6 +531,18 @@ impl LogSegment {
 }
 
 /// `pwritev` until every byte of `iov` is written at `pos`.
+/// The iovecs that write `batches` in order: each header, then its record area.
+fn iovecs(batches: &[PreparedBatch<'_>]) -> Vec<libc::iovec> {
+    let mut iov: Vec<libc::iovec> = Vec::with_capacity(batches.len() * 2);
+    for b in batches {
+        iov.push(libc::iovec { iov_base: b.header_bytes.as_ptr() as *mut _, iov_len: HEADER_SIZE });
+        if !b.records.is_empty() {
+            iov.push(libc::iovec { iov_base: b.records.as_ptr() as *mut _, iov_len: b.records.len() });
+        }
+    }
+    iov
+}
+
 fn write_all_vectored(file: &File, iov: &mut [libc::iovec], mut pos: u64) -> std::io::Result<()> {
     let fd = file.as_raw_fd();
     let mut first = 0usize;

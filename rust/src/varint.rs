@@ -56,7 +56,20 @@ impl<'a> Cursor<'a> {
         Error::corrupt(self.base + self.pos as u64, what.to_string())
     }
 
+    #[inline]
     fn read_raw_varint(&mut self, max_bytes: usize) -> Result<u64> {
+        // Most varints in a record (attributes aside) are one byte: timestamp and offset
+        // deltas of small batches, header counts, null lengths.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b & 0x80 == 0 {
+                self.pos += 1;
+                return Ok(b as u64);
+            }
+        }
+        self.read_long_varint(max_bytes)
+    }
+
+    fn read_long_varint(&mut self, max_bytes: usize) -> Result<u64> {
         let mut result: u64 = 0;
         for i in 0..max_bytes {
             let Some(&b) = self.buf.get(self.pos) else {

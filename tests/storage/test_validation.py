@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import struct
 
 import logstore
@@ -136,15 +137,24 @@ def _state(log, partition_dir):
     )
 
 
+def _large_batch(n, codec, tag):
+    """A batch of at least CONCURRENT_CHECK_MIN_BYTES, whatever the codec: its contents are
+    checked while it is written, and a failed check must still leave nothing behind."""
+    rng = random.Random(tag)
+    return ls.encode_batch([(b"k%d" % i + tag, rng.randbytes(100_000), [], T0 + i) for i in range(n)], codec)
+
+
 @pytest.mark.parametrize("name", sorted(CORRUPTIONS) + sorted(APPEND_ONLY_CORRUPTIONS))
 @pytest.mark.parametrize("codec", ["none", "zstd"])
-def test_append_rejects_and_leaves_log_unchanged(open_log, partition_dir, name, codec):
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_append_rejects_and_leaves_log_unchanged(open_log, partition_dir, name, codec, size):
     corrupt = {**CORRUPTIONS, **APPEND_ONLY_CORRUPTIONS}[name]
     log = open_log()
     log.append(_batch(2, codec, b"a"))
     log.append(_batch(4, codec, b"b"))
     before = _state(log, partition_dir)
-    bad = corrupt(_batch(3, codec, b"c"))
+    bad = corrupt(_batch(3, codec, b"c") if size == "small" else _large_batch(3, codec, b"c"))
+    assert size == "small" or len(bad) >= 256 * 1024 or name == "shorter-than-header"
     with pytest.raises(logstore.CorruptRecordError) as ei:
         log.append(bad)
     assert isinstance(ei.value, logstore.LogStoreError)
@@ -163,6 +173,12 @@ def test_multi_batch_append_with_corrupt_batch_writes_nothing(open_log, partitio
     log.append(_batch(2))
     before = _state(log, partition_dir)
     batches = [_batch(3, tag=b"x"), _batch(2, tag=b"y"), _batch(4, tag=b"z")]
+    batches[which] = CORRUPTIONS["crc-flip-middle"](batches[which])
+    with pytest.raises(ls.CorruptRecordError):
+        log.append(b"".join(batches))
+    assert _state(log, partition_dir) == before
+    # The same with an append large enough to be checked while it is written.
+    batches = [_large_batch(1, "none", b"x"), _large_batch(2, "none", b"y"), _large_batch(1, "none", b"z")]
     batches[which] = CORRUPTIONS["crc-flip-middle"](batches[which])
     with pytest.raises(ls.CorruptRecordError):
         log.append(b"".join(batches))
