@@ -7,6 +7,7 @@ is written when the broker stops cleanly at the end of the module.
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import signal
@@ -22,6 +23,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
+PRODUCE_BATCH = 10_000
 
 
 def free_port() -> int:
@@ -158,23 +160,44 @@ class ThroughputProducer:
         self.producer.produce(topic, b"warm-up")
         assert self.producer.flush(30) == 0
 
-    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1) -> None:
+    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1, api: str = "produce") -> None:
         """Produces ``count`` messages, in runs of up to 1 MB per partition, rotating over
         the partitions (what the sticky partitioner does, made deterministic so every
-        partition gets data even in short runs)."""
+        partition gets data even in short runs).
+
+        ``api`` is ``produce`` (one call per message) or ``produce_batch`` (one call per
+        run, up to PRODUCE_BATCH messages: the client's own batch API, which hands a list
+        to librdkafka's ``rd_kafka_produce_batch``)."""
         produce = self.producer.produce
         poll = self.producer.poll
         run = max(1, min(MB // len(payload), -(-count // (2 * partitions))))
         left = count
         part = 0
+        if api == "produce_batch":
+            # Every message is the same dict; the client copies the payload per message.
+            messages = [{"value": payload}] * min(run, PRODUCE_BATCH)
+            produce_batch = self.producer.produce_batch
         while left > 0:
             n = min(run, left)
-            for _ in range(n):
-                try:
-                    produce(topic, payload, partition=part)
-                except BufferError:
-                    poll(0.001)
-                    produce(topic, payload, partition=part)
+            if api == "produce_batch":
+                sent = 0
+                while sent < n:
+                    chunk = messages[: min(PRODUCE_BATCH, n - sent)]
+                    try:
+                        queued = produce_batch(topic, chunk, partition=part)
+                    except BufferError:
+                        poll(0.001)
+                        continue
+                    if queued < len(chunk):
+                        raise AssertionError(f"produce_batch queued {queued} of {len(chunk)}: {chunk[queued].get('_error')}")
+                    sent += queued
+            else:
+                for _ in range(n):
+                    try:
+                        produce(topic, payload, partition=part)
+                    except BufferError:
+                        poll(0.001)
+                        produce(topic, payload, partition=part)
             left -= n
             part = (part + 1) % partitions
         left = self.producer.flush(120)
@@ -182,9 +205,14 @@ class ThroughputProducer:
         assert not self.errors, self.errors[:5]
 
 
-def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0) -> float:
+def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, pause_gc: bool = False) -> float:
     """Reads ``count`` messages from offset 0 with the batch API; returns the seconds taken
-    from assign to the last message (client set-up and metadata are outside)."""
+    from assign to the last message (client set-up and metadata are outside).
+
+    Every consumed message is a garbage-collected Python object, so this process's cyclic
+    collector runs every few hundred messages and walks each 10,000-message list it
+    finds alive. ``pause_gc`` turns it off for the timed read, as a throughput-minded
+    consumer process may; the broker does the same work either way."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -196,15 +224,20 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
             "check.crcs": False,
             "fetch.wait.max.ms": 100,
             "fetch.min.bytes": 1,
-            "fetch.max.bytes": 64 * MB,
-            "max.partition.fetch.bytes": 16 * MB,
+            # Fetch responses of a few MB reuse the client's heap; 16-64 MB ones are fresh
+            # mmaps whose pages librdkafka's thread faults in and the kernel zeroes.
+            "fetch.max.bytes": 8 * MB,
+            "max.partition.fetch.bytes": 4 * MB,
             "queued.min.messages": 1_000_000,
             "queued.max.messages.kbytes": 2_097_151,
         }
     )
+    gc_was_enabled = gc.isenabled()
     try:
         for p in range(partitions):  # connect and learn metadata outside the timed part
             c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        if pause_gc:
+            gc.disable()
         start = time.perf_counter()
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got = 0
@@ -223,6 +256,8 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
         assert got == count, (got, count)
         return elapsed
     finally:
+        if gc_was_enabled:
+            gc.enable()
         c.close()
 
 

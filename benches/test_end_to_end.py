@@ -4,9 +4,13 @@ Throughput, produce and consume measured separately, for 100 B and 1 KB messages
 1 and 6 partitions, acks=1 and acks=all (consume does not depend on acks). The
 producer is tuned for throughput (linger.ms 20, batch.size 1 MB, no compression,
 deep queues; keyless messages go to the partitions in runs of up to 1 MB, rotating,
-as the sticky partitioner does but deterministic); the consumer fetches big (64 MB per fetch, 16 MB per partition, deep
-pre-fetch queue) and reads with the batch ``consume(num_messages=10000)`` API. One
-broker serves the whole module; each case has its own topic.
+as the sticky partitioner does but deterministic) and is driven two ways: one
+``produce()`` call per message, and the client's ``produce_batch()`` with lists of
+10,000 messages. The consumer fetches 8 MB per fetch, 4 MB per partition, with a
+deep pre-fetch queue, and reads with the batch ``consume(num_messages=10000)`` API,
+once with this process's cyclic garbage collector on and once with it paused for
+the timed read (every message is a GC-tracked object). One broker serves the whole
+module; each case has its own topic.
 
 Ceiling: a raw socket pump moving the same payload bytes over a 127.0.0.1 TCP
 connection (1 MB ``sendall`` in this thread, ``recv_into`` in another) as fast as it
@@ -59,6 +63,8 @@ LATENCY_SIZE = 1024
 SIZES = [100, 1024]
 PARTITIONS = [1, 6]
 ACKS = ["1", "all"]
+PRODUCE_APIS = ["produce", "produce_batch"]
+CLIENT_GC = ["on", "paused"]
 GOAL_PRODUCE = 1_000_000
 GOAL_CONSUME = 1_500_000
 GOAL_P99_MS = 2.0
@@ -136,11 +142,14 @@ def _record(
     report.add("e2e", case, impl, **values)
 
 
+@pytest.mark.parametrize("api", PRODUCE_APIS)
 @pytest.mark.parametrize("acks", ACKS)
 @pytest.mark.parametrize("partitions", PARTITIONS)
 @pytest.mark.parametrize("size", SIZES)
-def test_produce(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, acks: str):
-    topic = f"e2e-produce-{size}-{partitions}-acks{acks}"
+def test_produce(
+    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, acks: str, api: str
+):
+    topic = f"e2e-produce-{size}-{partitions}-acks{acks}-{api}"
     create_topic(e2e_broker.bootstrap, topic, partitions)
     count = messages_for(size)
     payload = os.urandom(size)
@@ -150,7 +159,7 @@ def test_produce(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: Be
     baseline = PairedBaseline(warmup_rounds=0)
     benchmark.pedantic(
         producer.run,
-        args=(topic, payload, count, partitions),
+        args=(topic, payload, count, partitions, api),
         setup=baseline.setup(pump.pump, count * size),
         rounds=ROUNDS,
         iterations=1,
@@ -159,15 +168,18 @@ def test_produce(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: Be
     assert sum(after) - before == count * ROUNDS, "the log does not hold every produced message"
     assert all(n > 0 for n in after), f"a partition got nothing: {after}"
     _record(
-        benchmark, report, f"{_label(size)}, {partitions} part, acks={acks}", "produce", count, size, baseline,
+        benchmark, report, f"{_label(size)}, {partitions} part, acks={acks}", api, count, size, baseline,
         GOAL_PRODUCE if size == 100 else None,
     )
 
 
+@pytest.mark.parametrize("client_gc", CLIENT_GC)
 @pytest.mark.parametrize("partitions", PARTITIONS)
 @pytest.mark.parametrize("size", SIZES)
-def test_consume(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int):
-    topic = f"e2e-consume-{size}-{partitions}"
+def test_consume(
+    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, client_gc: str
+):
+    topic = f"e2e-consume-{size}-{partitions}-gc-{client_gc}"
     create_topic(e2e_broker.bootstrap, topic, partitions)
     count = messages_for(size)
     producer = ThroughputProducer(e2e_broker.bootstrap, "1")
@@ -177,13 +189,13 @@ def test_consume(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: Be
     measured: list[float] = []
 
     def run() -> None:
-        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count))
+        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, pause_gc=client_gc == "paused"))
 
     benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
     # ``consume`` measures from assign to the last message (client set-up and metadata
     # excluded); pytest-benchmark's own time includes them, so the row uses consume's.
     _record(
-        benchmark, report, f"{_label(size)}, {partitions} part", "consume", count, size, baseline,
+        benchmark, report, f"{_label(size)}, {partitions} part", f"consume, client gc {client_gc}", count, size, baseline,
         GOAL_CONSUME if size == 100 else None, measured,
     )
 

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 
+from broker_py.allocator import retain_request_buffers
 from broker_py.config import BrokerConfig, ConfigError
 
 log = logging.getLogger("broker_py")
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for key in config.unknown:
         log.warning("unknown configuration key %s (ignored)", key)
+    retain_request_buffers()
     try:
         asyncio.run(_run(config))
     except ConfigError as e:
