@@ -40,6 +40,14 @@ def test_defaults_and_kafka_names():
         {"path": "/a", "minPartitions": "0"},
         {"path": "/a", "subscribePattern": "("},
         {"path": "/a", "startingOffsetsByTimestampStrategy": "nope"},
+        {"path": "/a", "assign": '{"t": [0]}', "topics": "t"},
+        {"path": "/a", "assign": '{"t": [0]}', "subscribePattern": "t"},
+        {"path": "/a", "assign": "[0, 1]"},
+        {"path": "/a", "assign": '{"t": []}'},
+        {"path": "/a", "assign": '{"t": [-1]}'},
+        {"path": "/a", "minOffsetsPerTrigger": "0"},
+        {"path": "/a", "maxTriggerDelay": "soon"},
+        {"path": "/a", "maxTriggerDelay": "5 weeks"},
     ],
 )
 def test_bad_options_raise_typed_errors(options):
@@ -71,6 +79,16 @@ def test_pushdown_translation():
     b = p.bounds
     assert b.partitions == frozenset({1}) and b.min_offset == 10 and b.end_offset == 21
     assert b.min_timestamp == int(t.timestamp() * 1000) and b.max_timestamp is None
+
+
+def test_assign_and_trigger_options():
+    a = parse_options({"path": "/a", "assign": '{"t": [0, 2], "u": [1]}'}, streaming=True)
+    assert a.assigned == frozenset({("t", 0), ("t", 2), ("u", 1)})
+    assert a.selects("t") and a.selects("t", 2) and not a.selects("t", 1) and not a.selects("v")
+    assert parse_options({"path": "/a"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
+    for text, ms in [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("2min", 120_000), ("1h", 3_600_000), ("1d", 86_400_000), ("250", 250)]:
+        o = parse_options({"path": "/a", "maxTriggerDelay": text, "minOffsetsPerTrigger": "10"}, streaming=True)
+        assert (o.max_trigger_delay_ms, o.min_offsets_per_trigger) == (ms, 10), text
 
 
 def test_split_ranges_and_rate_limit():

@@ -12,7 +12,7 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 import logstore  # noqa: E402
-from logstore.spark.errors import DataLossError  # noqa: E402
+from logstore.spark.errors import DataLossError, UnknownPartitionError  # noqa: E402
 from logstore.spark.source import LogstoreDataSource  # noqa: E402
 
 from .helpers import write_partition  # noqa: E402
@@ -82,3 +82,83 @@ def test_rolled_and_cleaned_segments_stay_readable(tmp_path):
         log.close()
     offsets = first.column("offset").to_pylist() + [o for b in rest for o in b.column("offset").to_pylist()]
     assert offsets == list(range(100))
+
+
+def test_assign_reads_exactly_the_named_partitions(tmp_path):
+    root = str(tmp_path)
+    for p in range(3):
+        write_partition(root, "t", p, 10 + p)
+    write_partition(root, "u", 0, 5)
+    table = _read_all(_reader(root, assign='{"t": [0, 2], "u": [0]}'))
+    assert sorted(set(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist()))) == [
+        ("t", 0), ("t", 2), ("u", 0)
+    ]
+    assert table.num_rows == 10 + 12 + 5
+    with pytest.raises(UnknownPartitionError, match="t-7"):
+        _reader(root, assign='{"t": [0, 7]}').partitions()
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _stream_reader(root: str, clock: _Clock, **options: str):  # type: ignore[no-untyped-def]
+    from logstore.spark.stream_reader import StreamReader
+
+    source = LogstoreDataSource({"path": root, "startingOffsets": "earliest", **options})
+    reader = source.streamReader(source.schema())
+    return StreamReader(reader.log, reader.opts, clock=clock)
+
+
+def test_min_offsets_per_trigger(tmp_path):
+    from pyspark.sql.streaming.datasource import ReadMinRows
+
+    root = str(tmp_path)
+    write_partition(root, "m", 0, 100)
+    clock = _Clock()
+    r = _stream_reader(root, clock, minOffsetsPerTrigger="50", maxTriggerDelay="10s")
+    limit = r.getDefaultReadLimit()
+    assert limit == ReadMinRows(50)
+    start = r.initialOffset()
+    assert start == {"m": {"0": 0}}
+    # The first trigger goes through, as in Kafka's source.
+    end = r.latestOffset(start, limit)
+    assert end == {"m": {"0": 100}}
+    write_partition(root, "m", 0, 30)
+    clock.now += 1
+    assert r.latestOffset(end, limit) == end  # 30 new < 50: held back
+    write_partition(root, "m", 1, 25)  # a new partition's records count too
+    clock.now += 1
+    end = r.latestOffset(end, limit)
+    assert end == {"m": {"0": 130, "1": 25}}
+    write_partition(root, "m", 0, 10)
+    clock.now += 9.5
+    assert r.latestOffset(end, limit) == end  # 9.5 s since the last micro-batch
+    clock.now += 0.6
+    assert r.latestOffset(end, limit) == {"m": {"0": 140, "1": 25}}  # maxTriggerDelay passed
+
+
+def test_min_and_max_offsets_per_trigger_together_and_available_now(tmp_path):
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    root = str(tmp_path)
+    write_partition(root, "m", 0, 100)
+    clock = _Clock()
+    r = _stream_reader(root, clock, minOffsetsPerTrigger="20", maxOffsetsPerTrigger="30")
+    limit = r.getDefaultReadLimit()
+    assert limit == ReadMaxRows(30)
+    start = r.initialOffset()
+    end = r.latestOffset(start, limit)
+    assert end == {"m": {"0": 30}}
+    end = r.latestOffset(end, limit)
+    assert end == {"m": {"0": 60}}
+    end = r.latestOffset(end, limit)
+    assert end == {"m": {"0": 90}}
+    assert r.latestOffset(end, limit) == end  # 10 new < 20
+    # Trigger.AvailableNow never waits for more: the last 10 come through.
+    r.prepareForTriggerAvailableNow()
+    assert r.latestOffset(end, limit) == {"m": {"0": 100}}

@@ -39,6 +39,18 @@ def test_micro_batches_respect_max_offsets_per_trigger(spark, tmp_path):
     assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p.partition, p.offset) for p in produced)
 
 
+def test_min_offsets_per_trigger_and_assign_in_a_query(spark, tmp_path):
+    root = str(tmp_path / "logs")
+    produced = write_partition(root, "few", 0, 60) + write_partition(root, "few", 1, 40)
+    write_partition(root, "few", 2, 500)
+    # Spark takes the ReadMinRows default limit; AvailableNow reads what there is
+    # although it is fewer offsets than the minimum.
+    df = _stream(spark, path=root, startingOffsets="earliest", minOffsetsPerTrigger=1000, assign='{"few": [0, 1]}').load()
+    assert sum(_run_available_now(df, "few", str(tmp_path / "ckpt"))) == 100
+    got = spark.table("few").collect()
+    assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p.partition, p.offset) for p in produced)
+
+
 def test_appends_and_new_partitions_between_runs(spark, tmp_path):
     root = str(tmp_path / "logs")
     ckpt = str(tmp_path / "ckpt")

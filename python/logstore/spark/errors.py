@@ -19,3 +19,7 @@ class DataLossError(SparkSourceError):
 
 class OffsetForTimestampNotFound(SparkSourceError):
     """No record has a timestamp at or after the one asked (startingOffsetsByTimestampStrategy=error)."""
+
+
+class UnknownPartitionError(SparkSourceError):
+    """The ``assign`` option names a topic-partition the log does not have."""

@@ -6,6 +6,7 @@
 | ``kafka.bootstrap.servers`` | read over the Kafka protocol instead of files |
 | ``topics`` / ``subscribe`` | comma-separated topic names |
 | ``subscribePattern`` | a regex a topic name must match in full |
+| ``assign`` | JSON ``{"t": [0, 1]}``: exactly these topic-partitions |
 | ``startingOffsets`` | ``earliest``, ``latest`` or JSON ``{"t": {"0": 23, "1": -2}}`` (-2 earliest, -1 latest) |
 | ``endingOffsets`` | ``latest`` or JSON (-1 latest); batch queries only |
 | ``startingTimestamp`` | ms; the first offset with a timestamp >= it, for every partition |
@@ -16,7 +17,12 @@
 | ``failOnDataLoss`` | ``true`` (default): fail when planned offsets are gone; ``false``: skip them |
 | ``includeHeaders`` | add ``headers array<struct<key:string,value:binary>>`` |
 | ``maxOffsetsPerTrigger`` | streaming: at most this many offsets per micro-batch |
+| ``minOffsetsPerTrigger`` | streaming: wait for at least this many new offsets before a micro-batch ... |
+| ``maxTriggerDelay`` | ... but no longer than this (default ``15m``; ``500ms``, ``30s``, ``5m``, ``1h``, ``1d`` or ms) |
 | ``maxRecordsPerBatch`` | rows per Arrow batch yielded to Spark (default 65536) |
+
+At most one of ``topics``/``subscribe``, ``subscribePattern`` and ``assign`` is given;
+with none, every topic but the internal ones (``__``...) is read.
 
 Precedence is Kafka's: startingTimestamp, then startingOffsetsByTimestamp, then
 startingOffsets (and the same for the ending options).
@@ -54,6 +60,7 @@ class SourceOptions:
     bootstrap_servers: str | None
     topics: tuple[str, ...] | None
     pattern: str | None
+    assigned: frozenset[tuple[str, int]] | None
     starting: OffsetSpec
     ending: OffsetSpec
     timestamp_not_found_latest: bool
@@ -61,10 +68,15 @@ class SourceOptions:
     fail_on_data_loss: bool
     include_headers: bool
     max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
     max_records_per_batch: int
 
-    def selects(self, topic: str) -> bool:
-        """Whether ``topic`` is read: named, matching the pattern, or (neither given) not internal."""
+    def selects(self, topic: str, partition: int | None = None) -> bool:
+        """Whether ``topic`` (or its ``partition``) is read: assigned, named, matching the
+        pattern, or (none of those given) not internal."""
+        if self.assigned is not None:
+            return any(t == topic and (partition is None or p == partition) for t, p in self.assigned)
         if self.topics is not None:
             return topic in self.topics
         if self.pattern is not None:
@@ -92,6 +104,30 @@ def _int(options: Mapping[str, str], key: str, minimum: int) -> int | None:
     if n < minimum:
         raise InvalidOptionError(f"option {key}={v!r}: must be >= {minimum}")
     return n
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(options: Mapping[str, str], key: str, default: str) -> int:
+    """A duration as Spark writes them: a number of ms, or a number and a unit."""
+    v = options.get(key, default)
+    m = _DURATION.match(v)
+    if m is None:
+        raise InvalidOptionError(f"option {key}={v!r}: expected a duration like 500ms, 30s, 15m, 1h or 1d")
+    return int(m[1]) * _DURATION_MS[m[2].lower() if m[2] else None]
+
+
+def _assign_json(text: str) -> frozenset[tuple[str, int]]:
+    try:
+        doc = json.loads(text)
+        out = frozenset((str(topic), int(p)) for topic, parts in doc.items() for p in parts)
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidOptionError(f'option assign={text!r}: expected JSON like {{"topic": [0, 1]}}') from None
+    if not out or any(p < 0 for _, p in out):
+        raise InvalidOptionError(f"option assign={text!r}: name at least one partition, each >= 0")
+    return out
 
 
 def _per_partition_json(key: str, text: str) -> dict[tuple[str, int], int]:
@@ -135,8 +171,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise InvalidOptionError("give the broker's log.dirs with load(path) or kafka.bootstrap.servers")
     topics_opt = options.get("topics") or options.get("subscribe")
     pattern = options.get("subscribePattern")
-    if topics_opt and pattern:
-        raise InvalidOptionError("give only one of topics/subscribe and subscribePattern")
+    assign = options.get("assign")
+    if sum(x is not None and x != "" for x in (topics_opt, pattern, assign)) > 1:
+        raise InvalidOptionError("give only one of topics/subscribe, subscribePattern and assign")
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -154,6 +191,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         bootstrap_servers=bootstrap,
         topics=topics,
         pattern=pattern,
+        assigned=_assign_json(assign) if assign else None,
         starting=_offset_spec(options, "starting", "latest" if streaming else "earliest"),
         ending=ending,
         timestamp_not_found_latest=strategy == "latest",
@@ -161,5 +199,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         include_headers=_bool(options, "includeHeaders", False),
         max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger", 1),
+        min_offsets_per_trigger=_int(options, "minOffsetsPerTrigger", 1),
+        max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", "15m"),
         max_records_per_batch=_int(options, "maxRecordsPerBatch", 1) or 65536,
     )

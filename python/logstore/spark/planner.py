@@ -11,7 +11,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from logstore.spark.errors import DataLossError, OffsetForTimestampNotFound
+from logstore.spark.errors import DataLossError, OffsetForTimestampNotFound, UnknownPartitionError
 from logstore.spark.offset_range import OffsetRange, RecordBounds, split_ranges
 from logstore.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 
@@ -29,7 +29,16 @@ class Log(Protocol):
 
 
 def selected_partitions(log: Log, opts: SourceOptions) -> list[tuple[str, int]]:
-    return [(t, p) for t, ps in log.partitions().items() if opts.selects(t) for p in ps]
+    """The topic-partitions the options select; with ``assign``, each of them must exist."""
+    present = log.partitions()
+    if opts.assigned is not None:
+        missing = sorted(tp for tp in opts.assigned if tp[1] not in present.get(tp[0], ()))
+        if missing:
+            raise UnknownPartitionError(
+                "assign names partitions that do not exist: " + ", ".join(f"{t}-{p}" for t, p in missing)
+            )
+        return sorted(opts.assigned)
+    return [(t, p) for t, ps in present.items() if opts.selects(t) for p in ps]
 
 
 def resolve(

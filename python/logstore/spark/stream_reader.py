@@ -5,16 +5,24 @@ source writes them to its checkpoint. A micro-batch reads, per partition, from t
 start dict's offset (a partition missing there appeared since: from its log start)
 up to the end dict's offset.
 
-Admission control: ``maxOffsetsPerTrigger`` is the default ``ReadMaxRows`` limit; a
-limit spreads over the partitions in proportion to what each has available (as
-Kafka's source does), at least one offset for a partition with data.
+Admission control, as Kafka's source does it:
+- ``maxOffsetsPerTrigger`` is the default ``ReadMaxRows`` limit; a limit spreads over
+  the partitions in proportion to what each has available, at least one offset for a
+  partition with data.
+- ``minOffsetsPerTrigger`` (the default ``ReadMinRows`` limit when it is the only one)
+  holds a micro-batch back, by answering the start offsets again, until that many new
+  offsets are available or ``maxTriggerDelay`` has passed since the last micro-batch
+  the source let through. The first trigger always goes through. Both limits may be
+  set; PySpark has no composite limit, so the source applies its options itself and
+  a limit Spark passes on top.
 ``Trigger.AvailableNow`` fixes the latest offsets once, in
 ``prepareForTriggerAvailableNow``, and the query ends when they are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -22,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -41,10 +50,12 @@ def _put(offsets: Offsets, topic: str, partition: int, offset: int) -> None:
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, log: Log, opts: SourceOptions) -> None:
+    def __init__(self, log: Log, opts: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self.log = log
         self.opts = opts
         self.available_now: Offsets | None = None
+        self.clock = clock
+        self.last_trigger: float | None = None
 
     def _spans(self) -> dict[tuple[str, int], tuple[int, int]]:
         return {tp: self.log.offsets(*tp) for tp in selected_partitions(self.log, self.opts)}
@@ -59,6 +70,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -83,8 +96,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin[(t, p)] = first if s is None else s
             e = end if cap is None else min(end, _get(cap, t, p) if _get(cap, t, p) is not None else first)
             latest[(t, p)] = max(e, begin[(t, p)])
-        if isinstance(limit, ReadMaxRows):
-            latest = _rate_limit(begin, latest, limit.max_rows)
+        min_rows = max(self.opts.min_offsets_per_trigger or 0, limit.min_rows if isinstance(limit, ReadMinRows) else 0)
+        # Trigger.AvailableNow reads what there is and ends: it never waits for more.
+        if min_rows and cap is None and self._hold_back(begin, latest, min_rows):
+            latest = begin
+        max_rows = [n for n in (self.opts.max_offsets_per_trigger, getattr(limit, "max_rows", None)) if n]
+        if max_rows:
+            latest = _rate_limit(begin, latest, min(max_rows))
         out: Offsets = {}
         # Partitions that vanished keep their last offset so the dict never shrinks.
         for t, parts in start.items():
@@ -93,6 +111,17 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for (t, p), o in latest.items():
             _put(out, t, p, o)
         return out
+
+    def _hold_back(self, begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], min_rows: int) -> bool:
+        """Kafka's ``delayBatch``: wait while fewer than ``min_rows`` offsets are new and
+        ``maxTriggerDelay`` has not passed since the last micro-batch let through."""
+        now = self.clock()
+        waited_ms = None if self.last_trigger is None else (now - self.last_trigger) * 1000
+        if waited_ms is not None and waited_ms < self.opts.max_trigger_delay_ms:
+            if sum(latest[tp] - begin[tp] for tp in latest) < min_rows:
+                return True
+        self.last_trigger = now
+        return False
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         ranges = []
