@@ -24,8 +24,9 @@
 //!    fsynced;
 //! 2. `Swap`: under the log's write lock, renamed to `.swap` (indexes first, the `.log`
 //!    last: its rename is the commit point), directory fsynced;
-//! 3. `OldDeleted`: the group's old segments renamed `.deleted` (unlinked once the lock
-//!    is released; a reopen deletes any left), directory fsynced;
+//! 3. `OldDeleted`: the group's old segments renamed `.deleted`, directory fsynced; their
+//!    files are unlinked `file.delete.delay.ms` later, as Kafka does (right after the lock
+//!    is released when the delay is 0; `segment_deletion.rs`; a reopen deletes any left);
 //! 4. `Swapped`: `.swap` renamed to the final names, directory fsynced.
 //!
 //! Recovery on open (`complete_swaps`, before segments are listed): `.cleaned` files are
@@ -51,13 +52,13 @@ use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
 use crate::record_batch::{self, HEADER_SIZE};
 use crate::segment::{file_name, read_header, LogSegment};
+use crate::segment_deletion::unlink_all;
 use crate::throttler::Throttler;
 use crate::transactions::LogTransactions;
 
 pub const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 const CLEANED: &str = ".cleaned";
 const SWAP: &str = ".swap";
-const DELETED: &str = ".deleted";
 /// Segments are processed in chunks of whole batches of about this size.
 const CHUNK_BYTES: usize = 8 << 20;
 /// The map pass keeps the mappings of the segments it read, up to this many bytes, for
@@ -613,13 +614,14 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::Swap, base_offset: base });
         // Old segments are renamed `.deleted` under the lock (what a reopen deletes) and
-        // unlinked after it, so freeing their pages does not hold up appends and reads.
-        let mut old = Vec::with_capacity(group.len());
+        // scheduled for deletion under it too (so `close`, which takes the lock, sees
+        // them); with no delay they are unlinked after it, so freeing their pages does
+        // not hold up appends and reads.
+        let mut old = Vec::with_capacity(group.len() * 3);
         for v in group {
-            let mut seg = inner.segments.remove(&v.base).expect("checked above");
-            seg.change_suffix("", DELETED)?;
-            old.push(seg);
+            old.extend(inner.segments.remove(&v.base).expect("checked above").into_deleted()?);
         }
+        let unlink_now = self.deletions.delete_after(old, inner.config.file_delete_delay_ms);
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::OldDeleted, base_offset: base });
         cleaned.change_suffix(SWAP, "")?;
@@ -627,9 +629,7 @@ impl Log {
         inner.segments.insert(base, cleaned);
         observer(&CleanEvent::Step { step: SwapStep::Swapped, base_offset: base });
         drop(inner);
-        for seg in old {
-            seg.delete()?;
-        }
+        unlink_all(&unlink_now)?;
         Ok(true)
     }
 }

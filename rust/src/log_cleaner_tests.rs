@@ -403,3 +403,63 @@ fn a_truncation_during_a_pass_stops_it_before_reading_past_the_new_end() {
     let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
     assert_eq!(contents(&log), after);
 }
+
+/// Names of the `.deleted` files in `dir`.
+fn deleted_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".deleted")).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn replaced_segments_are_unlinked_after_file_delete_delay_ms() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let now = crate::log::now_ms();
+    // The default delay (60 s): the pass leaves the old segments as `.deleted`.
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    assert_eq!(cfg.file_delete_delay_ms, 60_000);
+    let log = keyed_log(&dir, &cfg, 60, 5, now);
+    let summary = log.clean(&force(now)).unwrap();
+    assert!(summary.segments_cleaned > 1, "{summary:?}");
+    let cleaned = contents(&log);
+    assert_eq!(deleted_files(&dir).len(), 3 * summary.segments_cleaned);
+    // A crash (the log is leaked, nothing unlinked): the reopen deletes them.
+    std::mem::forget(log);
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    assert!(deleted_files(&dir).is_empty());
+    assert_eq!(contents(&log), cleaned);
+    // `close` unlinks what is pending before it returns.
+    for i in 0..30 {
+        append(&log, &keyed(i % 5, Some(i), now));
+    }
+    log.roll(None).unwrap();
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 0);
+    assert!(!deleted_files(&dir).is_empty());
+    log.close().unwrap();
+    assert!(deleted_files(&dir).is_empty());
+
+    // A delay of 0: gone when the pass returns.
+    let dir0 = d.path().join("t-1");
+    let cfg0 = LogConfig::from_pairs([("segment.bytes", "600"), ("file.delete.delay.ms", "0")]).unwrap();
+    let log = keyed_log(&dir0, &cfg0, 60, 5, now);
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 1);
+    assert!(deleted_files(&dir0).is_empty());
+    log.close().unwrap();
+
+    // A short delay: the background thread unlinks them, the log still open.
+    let dir1 = d.path().join("t-2");
+    let cfg1 = LogConfig::from_pairs([("segment.bytes", "600"), ("file.delete.delay.ms", "100")]).unwrap();
+    let log = keyed_log(&dir1, &cfg1, 60, 5, now);
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 1);
+    assert!(!deleted_files(&dir1).is_empty());
+    let start = std::time::Instant::now();
+    while !deleted_files(&dir1).is_empty() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "still there: {:?}", deleted_files(&dir1));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(log.deletions.is_empty());
+    assert_eq!(log.num_segments(), log.segments().unwrap().len());
+    log.close().unwrap();
+}
