@@ -19,6 +19,7 @@ pub mod error;
 pub mod file_slice;
 pub mod index_file;
 pub mod leader_epoch_cache;
+pub mod live_records;
 pub mod log;
 pub mod log_cleaner;
 pub mod log_reader;

@@ -11,13 +11,16 @@
 //!    when the dirty share of the cleanable bytes reaches `min.cleanable.dirty.ratio`, or
 //!    when the first dirty batch is older than `max.compaction.lag.ms`, or when forced;
 //! 3. maps the dirty section to the latest offset per key (up to the offset map's
-//!    capacity; the mapped end becomes the new checkpoint);
+//!    capacity; the mapped end becomes the new checkpoint), counting per segment the
+//!    records that stay the latest for their key (`live_records.rs`);
 //! 4. rewrites the cleanable segments below the mapped end in groups (Kafka's
 //!    `groupSegmentsBySize`): consecutive segments whose sizes sum to at most
 //!    `segment.bytes`, whose indexes sum to at most `segment.index.bytes`, and whose
 //!    offsets stay within an i32 of the group's base offset become one segment named by
 //!    the group's first base offset. Segments are memory-mapped (`SegmentChunks`) and
 //!    cleaned in chunks of whole batches (`CHUNK_BYTES`); the output is written per chunk.
+//!    A segment mapped whole whose records were all superseded, with nothing else the
+//!    rewrite would keep, is dropped without being read again (`LiveRecords`).
 //!
 //! Each group is swapped in crash-safely, as Kafka does:
 //! 1. `Cleaned`: `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned` written and
@@ -44,7 +47,8 @@ use memmap2::{Mmap, MmapOptions};
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::checkpoint;
-use crate::cleaner::{build_offset_map, CleanOptions, CleanStats, SegmentCleaner};
+use crate::cleaner::{build_offset_map_counting, CleanOptions, CleanStats, SegmentCleaner};
+use crate::live_records::LiveRecords;
 use crate::transactions::control_batch_type;
 use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
@@ -111,6 +115,9 @@ pub struct LogCleanSummary {
     /// Old segments replaced, and the segments that replaced them.
     pub segments_cleaned: usize,
     pub segments_written: usize,
+    /// Old segments among `segments_cleaned` dropped without being read a second time:
+    /// their records were all superseded (`live_records.rs`).
+    pub segments_unread: usize,
     pub keys_mapped: usize,
     pub offset_map_bytes: usize,
     /// Whole-log sizes before and after the pass.
@@ -344,13 +351,15 @@ fn run_pass(
     let mut mapped_end = first_dirty;
     let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
     let (mut kept, mut kept_bytes) = (std::collections::HashMap::new(), 0u64);
+    let mut live = LiveRecords::default();
     'map: for v in &dirty {
         let mut full = false;
         let mut chunks = SegmentChunks::new(v, shrink, None)?;
+        live.start_segment(v.base);
         while !full {
             check_open()?;
             let Some(chunk) = chunks.next()? else { break };
-            let next = build_offset_map(chunk.bytes, &mut map, &txns)?;
+            let next = build_offset_map_counting(chunk.bytes, &mut map, &txns, Some(&mut live))?;
             let len = chunk.bytes.len() as u64;
             full = next < chunk.next_offset;
             drop(chunk);
@@ -392,8 +401,20 @@ fn run_pass(
             }
             None => None,
         };
-        let mut stats = CleanStats::default();
+        let (mut stats, mut unread) = (CleanStats::default(), 0);
         for v in &group {
+            // Records all superseded (`live_records.rs`): the rewrite would drop every
+            // batch; count what it would have and skip reading the segment again.
+            let superseded = live.all_superseded(v.base).filter(|_| v.next_offset <= mapped_end && !rewrite_every_segment());
+            if let Some((batches, records)) = superseded {
+                unread += 1;
+                kept.remove(&v.base);
+                let st = CleanStats { bytes_read: v.size, records_read: records, batches_dropped: batches, batches_changed: batches, ..Default::default() };
+                stats.add(&st);
+                done += v.size;
+                observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+                continue;
+            }
             let mut chunks = SegmentChunks::new(v, shrink, kept.remove(&v.base))?;
             loop {
                 check_open()?;
@@ -424,6 +445,7 @@ fn run_pass(
         let Some(mut seg) = out else {
             summary.segments_cleaned += group.len();
             summary.segments_written += 1;
+            summary.segments_unread += unread;
             continue;
         };
         seg.on_become_inactive()?;
@@ -434,12 +456,26 @@ fn run_pass(
         }
         summary.segments_cleaned += group.len();
         summary.segments_written += 1;
+        summary.segments_unread += unread;
     }
     summary.cleaned_up_to = mapped_end;
     if let Some(log) = log {
         checkpoint::write(&dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {mapped_end}", log.topic_partition_label())])?;
     }
     Ok(summary)
+}
+
+// Tests compare a pass that skips superseded segments with one that rewrites them all.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static REWRITE_EVERY_SEGMENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn rewrite_every_segment() -> bool {
+    #[cfg(test)]
+    return REWRITE_EVERY_SEGMENT.with(|c| c.get());
+    #[cfg(not(test))]
+    false
 }
 
 fn remove_if_exists(path: &Path) -> Result<()> {

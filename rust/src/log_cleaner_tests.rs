@@ -463,3 +463,77 @@ fn replaced_segments_are_unlinked_after_file_delete_delay_ms() {
     assert_eq!(log.num_segments(), log.segments().unwrap().len());
     log.close().unwrap();
 }
+
+/// Every file of `dir` by name (a closed log's directory).
+fn dir_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap())).collect()
+}
+
+#[test]
+fn dropping_superseded_segments_unread_gives_what_a_full_rewrite_gives() {
+    let mut unread = 0;
+    for seed in 0..8u64 {
+        let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut below = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src").join("t-0");
+        let cfg = LogConfig::from_pairs([("segment.bytes", "700"), ("delete.retention.ms", "1000"), ("file.delete.delay.ms", "0")]).unwrap();
+        let now = crate::log::now_ms();
+        let log = Log::open(&src, cfg.clone(), OpenOptions::default()).unwrap();
+        let mut seq = 0;
+        for _ in 0..80 {
+            let n = 1 + below(3) as usize;
+            let kind = below(12);
+            let recs: Vec<NewRecord> = (0..n)
+                .map(|i| NewRecord {
+                    offset: i as i64,
+                    timestamp: now,
+                    key: (kind != 0).then(|| vec![below(5) as u8]),
+                    value: (kind != 5 || below(2) == 0).then(|| vec![below(250) as u8; 30]),
+                    headers: vec![],
+                })
+                .collect();
+            let mut o = BatchOptions::default();
+            match kind {
+                1 => o.compression = crate::compression::Compression::Gzip,
+                2 | 3 => (o.producer_id, o.producer_epoch, o.base_sequence) = (5 + kind as i64, 0, seq),
+                4 => o.log_append_time = Some(now),
+                6 => (o.producer_id, o.producer_epoch, o.base_sequence, o.transactional) = (9, 0, seq, true),
+                _ => {}
+            }
+            seq += n as i32;
+            append(&log, &encode(&recs, &o));
+            if kind == 6 {
+                append(&log, &encode_control(1, 0, now, &BatchOptions { producer_id: 9, producer_epoch: 0, ..Default::default() }));
+            }
+        }
+        log.roll(None).unwrap();
+        log.close().unwrap();
+        let mut results = Vec::new();
+        for rewrite_all in [false, true] {
+            REWRITE_EVERY_SEGMENT.with(|c| c.set(rewrite_all));
+            let dir = d.path().join(format!("{rewrite_all}")).join("t-0");
+            copy_dir(&src, &dir);
+            let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+            for t in [now, now + 2_000] {
+                let mut s = log.clean(&force(t)).unwrap();
+                // Everything the summary says but how many segments went unread.
+                let n = std::mem::take(&mut s.segments_unread);
+                assert!(!rewrite_all || n == 0);
+                unread += n;
+                results.push(format!("{s:?}"));
+            }
+            log.close().unwrap();
+            results.push(format!("{:?}", dir_files(&dir)));
+        }
+        REWRITE_EVERY_SEGMENT.with(|c| c.set(false));
+        let (skipping, full) = results.split_at(3);
+        assert_eq!(skipping, full, "seed {seed}");
+    }
+    assert!(unread > 0, "no segment was dropped unread");
+}
