@@ -79,7 +79,10 @@ impl LiveRecords {
         match previous {
             None => {}
             Some(p) if p < offset => {
-                let i = self.bases.partition_point(|&b| b <= p) - 1;
+                let i = match self.bases.last() {
+                    Some(&b) if p >= b => self.bases.len() - 1,
+                    _ => self.bases.partition_point(|&b| b <= p) - 1,
+                };
                 self.segments[i].live -= 1;
             }
             Some(_) => return,
