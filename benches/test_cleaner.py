@@ -12,8 +12,15 @@ files in the page cache.
 The pass maps every key (dirty section = the whole log, as on a first cleaning),
 then rewrites every segment keeping the latest record per key (segments are
 grouped by their size before cleaning, as in Kafka, so a first pass merges none
-of these full ones). Its offset map is sized for the keys at its load factor (0.9),
-so "map bytes/key" is what the pass really needs per key.
+of these full ones). A segment whose records were all superseded by later ones is
+dropped without being read a second time (the map pass counted its live records).
+Its offset map is sized for the keys at its load factor (0.9), so "map bytes/key"
+is what the pass really needs per key.
+
+The replaced segments are renamed ``.deleted`` and unlinked ``file.delete.delay.ms``
+later, as in Kafka; the log keeps the default (60 s), so that unlinking (the kernel
+freeing their page cache) is not part of the timed pass: it happens when each round's
+log is closed, after the timing.
 
 Goals (issue 4): cleaning at least 50% of the read speed; at most 32 bytes per key.
 """
