@@ -185,6 +185,7 @@ impl CleanOptions {
 /// Counters of one `clean_segment` call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CleanStats {
+    /// Bytes of the input cleaned, segments dropped unread (`live_records.rs`) included.
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub records_read: u64,

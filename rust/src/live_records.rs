@@ -69,7 +69,7 @@ impl LiveRecords {
         let droppable = !h.is_transactional()
             && h.records_count > 0
             && !txns.is_last_batch_of_producer(h)
-            && !(h.codec_id() == 0 && h.is_log_append_time());
+            && (h.codec_id() != 0 || !h.is_log_append_time());
         c.droppable &= droppable;
     }
 
@@ -96,5 +96,56 @@ impl LiveRecords {
         let i = self.bases.binary_search(&base).ok()?;
         let c = &self.segments[i];
         (c.droppable && c.live == 0 && c.batches > 0).then_some((c.batches, c.records))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::NewRecord;
+    use crate::record_batch::{encode, BatchOptions};
+
+    fn header(base: i64, producer_id: i64) -> BatchHeader {
+        let r = NewRecord { offset: base, timestamp: 1, key: Some(b"k".to_vec()), value: Some(b"v".to_vec()), headers: vec![] };
+        BatchHeader::parse(&encode(&[r], &BatchOptions { base_offset: base, producer_id, producer_epoch: 0, base_sequence: 0, ..Default::default() }))
+    }
+
+    #[test]
+    fn a_segment_goes_when_every_record_moved_on() {
+        let txns = LogTransactions::default();
+        let mut live = LiveRecords::default();
+        // Segment 0: offsets 0, 1 (keys a, b). Segment 10: offset 10 (a), 11 (a again).
+        live.start_segment(0);
+        live.on_mapped_batch(&header(0, -1), &txns);
+        live.on_put(None, 0);
+        live.on_mapped_batch(&header(1, -1), &txns);
+        live.on_put(None, 1);
+        live.start_segment(10);
+        live.on_mapped_batch(&header(10, -1), &txns);
+        live.on_put(Some(0), 10);
+        live.on_put(Some(10), 11);
+        assert_eq!(live.all_superseded(0), None, "b at 1 is still the latest");
+        assert_eq!(live.all_superseded(10), None);
+        live.on_put(Some(1), 12);
+        assert_eq!(live.all_superseded(0), Some((2, 2)));
+        // An older offset for a hash changes nothing; unknown bases are never dropped.
+        live.on_put(Some(12), 5);
+        assert_eq!(live.all_superseded(0), Some((2, 2)));
+        assert_eq!(live.all_superseded(7), None);
+    }
+
+    #[test]
+    fn batches_the_rewrite_keeps_or_that_carry_state_keep_their_segment() {
+        let mut txns = LogTransactions::default();
+        txns.observe(&header(0, 7), None); // producer 7's last data batch
+        let mut live = LiveRecords::default();
+        live.start_segment(0);
+        live.on_mapped_batch(&header(0, 7), &txns);
+        assert_eq!(live.all_superseded(0), None);
+        live.start_segment(1);
+        live.on_unmapped_batch(); // a control or aborted batch
+        assert_eq!(live.all_superseded(1), None);
+        live.start_segment(2); // no batch at all
+        assert_eq!(live.all_superseded(2), None);
     }
 }

@@ -260,7 +260,13 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()),
+        let log = Log {
+            dir: dir.to_path_buf(),
+            topic,
+            partition,
+            recovered,
+            inner: Arc::new(RwLock::new(inner)),
+            cleaning: parking_lot::Mutex::new(()),
             segment_shrink: parking_lot::RwLock::new(()),
             deletions: PendingDeletions::new(),
         };

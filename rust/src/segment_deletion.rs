@@ -156,11 +156,11 @@ mod tests {
     use super::*;
 
     fn files(dir: &std::path::Path, names: &[&str]) -> Vec<PathBuf> {
-        names.iter().map(|n| {
-            let p = dir.join(n);
-            std::fs::write(&p, b"x").unwrap();
-            p
-        }).collect()
+        let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+        for p in &paths {
+            std::fs::write(p, b"x").unwrap();
+        }
+        paths
     }
 
     #[test]
