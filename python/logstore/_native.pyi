@@ -202,7 +202,8 @@ class Log:
     segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes,
     retention.ms, retention.bytes, flush.messages, flush.ms,
     max.message.bytes, message.timestamp.type (CreateTime | LogAppendTime),
-    file.delete.delay.ms (accepted, deletion is immediate).
+    file.delete.delay.ms (removed segments stay as ``.deleted`` files that long;
+    ``close`` unlinks any still pending).
     Also: recovery_point, log_start_offset (from the broker's checkpoints).
     """
 
@@ -316,7 +317,8 @@ class Log:
     def latest_epoch(self) -> int | None: ...
     def epoch_entries(self) -> list[tuple[int, int]]: ...
     def close(self) -> None:
-        """Flush, trim indexes, write the clean-shutdown marker."""
+        """Flush, trim indexes, write the clean-shutdown marker, then unlink the
+        ``.deleted`` files of removed segments still waiting for file.delete.delay.ms."""
     def __enter__(self) -> Log: ...
     def __exit__(self, *exc: object) -> None: ...
 

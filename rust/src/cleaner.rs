@@ -28,6 +28,7 @@
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
+use crate::live_records::LiveRecords;
 use crate::offset_map::{key_hash, OffsetMap, HASH_SIZE};
 use crate::record::NewRecord;
 use crate::record_batch::{
@@ -64,6 +65,13 @@ pub fn observe_batches(batches: &[u8], txns: &mut LogTransactions) -> Result<()>
 /// An empty map that cannot hold even the first batch's records is an error (the dedupe
 /// buffer is too small), since no progress would ever be made.
 pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions) -> Result<i64> {
+    build_offset_map_counting(batches, map, txns, None)
+}
+
+/// As `build_offset_map`, counting each batch and the records that stay the latest for
+/// their key in `live` (of the segment it last started), for dropping segments whose
+/// records were all superseded without reading them again.
+pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions, mut live: Option<&mut LiveRecords>) -> Result<i64> {
     let mut next = NO_OFFSET;
     let mut stopped = false;
     let mut hashed: Vec<([u8; HASH_SIZE], i64)> = Vec::new();
@@ -75,6 +83,9 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
         }
         if h.is_control() || txns.is_aborted(&h) {
             verify_crc(batch, &h, pos as u64)?;
+            if let Some(l) = live.as_deref_mut() {
+                l.on_unmapped_batch();
+            }
             next = h.next_offset();
             continue;
         }
@@ -102,11 +113,17 @@ pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransacti
         for (hash, _) in hashed.iter().take(PREFETCH_SLOTS) {
             map.prefetch(hash);
         }
+        if let Some(l) = live.as_deref_mut() {
+            l.on_mapped_batch(&h, txns);
+        }
         for (i, (hash, offset)) in hashed.iter().enumerate() {
             if let Some((ahead, _)) = hashed.get(i + PREFETCH_SLOTS) {
                 map.prefetch(ahead);
             }
-            map.put_hash(hash, *offset);
+            let previous = map.put_hash(hash, *offset);
+            if let Some(l) = live.as_deref_mut() {
+                l.on_put(previous, *offset);
+            }
         }
         next = h.next_offset();
         if map.is_full() {
@@ -168,6 +185,7 @@ impl CleanOptions {
 /// Counters of one `clean_segment` call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CleanStats {
+    /// Bytes of the input cleaned, segments dropped unread (`live_records.rs`) included.
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub records_read: u64,

@@ -3,7 +3,8 @@
 //! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes.
 //! - `offset_index`, `time_index` (over `index_file`): the sparse, mmapped indexes.
 //! - `segment`: one `.log` with its indexes. `log`: the ordered segments of a partition,
-//!   with recovery, retention, truncation and the `leader_epoch_cache`.
+//!   with recovery, retention, truncation and the `leader_epoch_cache`;
+//!   `segment_deletion`: unlinking the files of removed segments after `file.delete.delay.ms`.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
 //! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
@@ -18,6 +19,7 @@ pub mod error;
 pub mod file_slice;
 pub mod index_file;
 pub mod leader_epoch_cache;
+pub mod live_records;
 pub mod log;
 pub mod log_cleaner;
 pub mod log_reader;
@@ -29,6 +31,7 @@ pub mod record_batch;
 pub mod record_skim;
 pub mod segment;
 pub mod segment_cursor;
+pub mod segment_deletion;
 pub mod throttler;
 pub mod time_index;
 pub mod transactions;

@@ -7,6 +7,9 @@
 //!   checkpoint format with the one entry `<topic> <partition> <offset>` of this log;
 //! - `.kafka_cleanshutdown`: present only while the log is closed cleanly. Opening
 //!   removes it, so a crash at any later point leads to recovery on the next open.
+//! - `<segment file>.deleted`: a segment removed by retention or the cleaner, unlinked
+//!   `file.delete.delay.ms` later (`segment_deletion.rs`). `close` unlinks the ones still
+//!   pending before it returns; `open` deletes any left by a crash.
 //!
 //! Invariants:
 //! - `log_start_offset <= next_offset` (the log end offset); segments are contiguous
@@ -30,6 +33,7 @@ use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::{LogConfig, TimestampType};
 use crate::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
 use crate::segment::{LogSegment, PreparedBatch};
+use crate::segment_deletion::{unlink_all, PendingDeletions};
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
 
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -105,6 +109,9 @@ pub struct Log {
     /// the cleaner while it reads a memory-mapped segment: a mapped page past the end of
     /// a shrunk file would fault (SIGBUS). Taken before `inner`, never after it.
     pub(crate) segment_shrink: parking_lot::RwLock<()>,
+    /// Files of segments removed by retention or the cleaner, unlinked after
+    /// `file.delete.delay.ms` (`segment_deletion.rs`); `close` unlinks what is left.
+    pub(crate) deletions: Arc<PendingDeletions>,
 }
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -254,7 +261,16 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        let log = Log { dir: dir.to_path_buf(), topic, partition, recovered, inner: Arc::new(RwLock::new(inner)), cleaning: parking_lot::Mutex::new(()), segment_shrink: parking_lot::RwLock::new(()) };
+        let log = Log {
+            dir: dir.to_path_buf(),
+            topic,
+            partition,
+            recovered,
+            inner: Arc::new(RwLock::new(inner)),
+            cleaning: parking_lot::Mutex::new(()),
+            segment_shrink: parking_lot::RwLock::new(()),
+            deletions: PendingDeletions::new(),
+        };
         if recovered {
             // The recovered tail is now fsynced and the recovery point sits at its end.
             let inner = log.inner.read();
@@ -607,6 +623,8 @@ impl Log {
     }
 
     /// Deletes non-active segments wholly below the log start offset, then records it.
+    /// As in Kafka's `deleteSegmentFiles`, their files are renamed `.deleted` and
+    /// unlinked after `file.delete.delay.ms` (at once when it is 0).
     fn delete_below_start(&self, inner: &mut LogInner) -> Result<usize> {
         let bases: Vec<i64> = inner.segments.keys().copied().collect();
         let mut deleted = 0;
@@ -614,7 +632,8 @@ impl Log {
             if pair[1] > inner.log_start_offset {
                 break;
             }
-            inner.segments.remove(&pair[0]).unwrap().delete()?;
+            let paths = inner.segments.remove(&pair[0]).unwrap().into_deleted()?;
+            unlink_all(&self.deletions.delete_after(paths, inner.config.file_delete_delay_ms))?;
             deleted += 1;
         }
         inner.epochs.truncate_from_start(inner.log_start_offset)?;
@@ -728,7 +747,8 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         inner.closed = true;
         inner.segments.clear();
-        Ok(())
+        // Nothing is scheduled once `closed` is set (scheduling happens under this lock).
+        self.deletions.delete_all()
     }
 }
 
@@ -918,6 +938,30 @@ mod tests {
         // Reopened after a crash (no marker), the batch passes recovery's full validation.
         let log = Log::open(&d.path().join("t-0"), LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap(), OpenOptions::default()).unwrap();
         assert_eq!(log.log_end_offset(), 6002);
+    }
+
+    #[test]
+    fn retention_unlinks_segment_files_after_file_delete_delay_ms() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("t-0");
+        let deleted = || fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".deleted")).count();
+        for (delay, left) in [("60000", 3), ("0", 0)] {
+            let cfg = LogConfig::from_pairs([("segment.bytes", "2000"), ("file.delete.delay.ms", delay)]).unwrap();
+            let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+            let t0 = now_ms();
+            for i in 0..20 {
+                log.append(&batch(3, t0 + i), &leader()).unwrap();
+            }
+            let end = log.log_end_offset();
+            let first = log.segments().unwrap()[1].base_offset;
+            log.delete_records(first).unwrap();
+            assert_eq!(log.enforce_retention(None, None).unwrap(), 0, "already gone by delete_records");
+            assert_eq!(deleted(), left, "delay {delay}");
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (first, end));
+            log.close().unwrap();
+            assert_eq!(deleted(), 0);
+            fs::remove_dir_all(&dir).unwrap();
+        }
     }
 }
 

@@ -11,21 +11,25 @@
 //!    when the dirty share of the cleanable bytes reaches `min.cleanable.dirty.ratio`, or
 //!    when the first dirty batch is older than `max.compaction.lag.ms`, or when forced;
 //! 3. maps the dirty section to the latest offset per key (up to the offset map's
-//!    capacity; the mapped end becomes the new checkpoint);
+//!    capacity; the mapped end becomes the new checkpoint), counting per segment the
+//!    records that stay the latest for their key (`live_records.rs`);
 //! 4. rewrites the cleanable segments below the mapped end in groups (Kafka's
 //!    `groupSegmentsBySize`): consecutive segments whose sizes sum to at most
 //!    `segment.bytes`, whose indexes sum to at most `segment.index.bytes`, and whose
 //!    offsets stay within an i32 of the group's base offset become one segment named by
 //!    the group's first base offset. Segments are memory-mapped (`SegmentChunks`) and
 //!    cleaned in chunks of whole batches (`CHUNK_BYTES`); the output is written per chunk.
+//!    A segment mapped whole whose records were all superseded, with nothing else the
+//!    rewrite would keep, is dropped without being read again (`LiveRecords`).
 //!
 //! Each group is swapped in crash-safely, as Kafka does:
 //! 1. `Cleaned`: `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned` written and
 //!    fsynced;
 //! 2. `Swap`: under the log's write lock, renamed to `.swap` (indexes first, the `.log`
 //!    last: its rename is the commit point), directory fsynced;
-//! 3. `OldDeleted`: the group's old segments renamed `.deleted` (unlinked once the lock
-//!    is released; a reopen deletes any left), directory fsynced;
+//! 3. `OldDeleted`: the group's old segments renamed `.deleted`, directory fsynced; their
+//!    files are unlinked `file.delete.delay.ms` later, as Kafka does (right after the lock
+//!    is released when the delay is 0; `segment_deletion.rs`; a reopen deletes any left);
 //! 4. `Swapped`: `.swap` renamed to the final names, directory fsynced.
 //!
 //! Recovery on open (`complete_swaps`, before segments are listed): `.cleaned` files are
@@ -43,7 +47,8 @@ use memmap2::{Mmap, MmapOptions};
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::checkpoint;
-use crate::cleaner::{build_offset_map, CleanOptions, CleanStats, SegmentCleaner};
+use crate::cleaner::{build_offset_map_counting, CleanOptions, CleanStats, SegmentCleaner};
+use crate::live_records::LiveRecords;
 use crate::transactions::control_batch_type;
 use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
@@ -51,13 +56,13 @@ use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
 use crate::record_batch::{self, HEADER_SIZE};
 use crate::segment::{file_name, read_header, LogSegment};
+use crate::segment_deletion::unlink_all;
 use crate::throttler::Throttler;
 use crate::transactions::LogTransactions;
 
 pub const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 const CLEANED: &str = ".cleaned";
 const SWAP: &str = ".swap";
-const DELETED: &str = ".deleted";
 /// Segments are processed in chunks of whole batches of about this size.
 const CHUNK_BYTES: usize = 8 << 20;
 /// The map pass keeps the mappings of the segments it read, up to this many bytes, for
@@ -110,6 +115,9 @@ pub struct LogCleanSummary {
     /// Old segments replaced, and the segments that replaced them.
     pub segments_cleaned: usize,
     pub segments_written: usize,
+    /// Old segments among `segments_cleaned` dropped without being read a second time:
+    /// their records were all superseded (`live_records.rs`).
+    pub segments_unread: usize,
     pub keys_mapped: usize,
     pub offset_map_bytes: usize,
     /// Whole-log sizes before and after the pass.
@@ -343,13 +351,15 @@ fn run_pass(
     let mut mapped_end = first_dirty;
     let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
     let (mut kept, mut kept_bytes) = (std::collections::HashMap::new(), 0u64);
+    let mut live = LiveRecords::default();
     'map: for v in &dirty {
         let mut full = false;
         let mut chunks = SegmentChunks::new(v, shrink, None)?;
+        live.start_segment(v.base);
         while !full {
             check_open()?;
             let Some(chunk) = chunks.next()? else { break };
-            let next = build_offset_map(chunk.bytes, &mut map, &txns)?;
+            let next = build_offset_map_counting(chunk.bytes, &mut map, &txns, Some(&mut live))?;
             let len = chunk.bytes.len() as u64;
             full = next < chunk.next_offset;
             drop(chunk);
@@ -391,8 +401,20 @@ fn run_pass(
             }
             None => None,
         };
-        let mut stats = CleanStats::default();
+        let (mut stats, mut unread) = (CleanStats::default(), 0);
         for v in &group {
+            // Records all superseded (`live_records.rs`): the rewrite would drop every
+            // batch; count what it would have and skip reading the segment again.
+            let superseded = live.all_superseded(v.base).filter(|_| v.next_offset <= mapped_end && !rewrite_every_segment());
+            if let Some((batches, records)) = superseded {
+                unread += 1;
+                kept.remove(&v.base);
+                let st = CleanStats { bytes_read: v.size, records_read: records, batches_dropped: batches, batches_changed: batches, ..Default::default() };
+                stats.add(&st);
+                done += v.size;
+                observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+                continue;
+            }
             let mut chunks = SegmentChunks::new(v, shrink, kept.remove(&v.base))?;
             loop {
                 check_open()?;
@@ -423,6 +445,7 @@ fn run_pass(
         let Some(mut seg) = out else {
             summary.segments_cleaned += group.len();
             summary.segments_written += 1;
+            summary.segments_unread += unread;
             continue;
         };
         seg.on_become_inactive()?;
@@ -433,12 +456,26 @@ fn run_pass(
         }
         summary.segments_cleaned += group.len();
         summary.segments_written += 1;
+        summary.segments_unread += unread;
     }
     summary.cleaned_up_to = mapped_end;
     if let Some(log) = log {
         checkpoint::write(&dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {mapped_end}", log.topic_partition_label())])?;
     }
     Ok(summary)
+}
+
+// Tests compare a pass that skips superseded segments with one that rewrites them all.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static REWRITE_EVERY_SEGMENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn rewrite_every_segment() -> bool {
+    #[cfg(test)]
+    return REWRITE_EVERY_SEGMENT.with(|c| c.get());
+    #[cfg(not(test))]
+    false
 }
 
 fn remove_if_exists(path: &Path) -> Result<()> {
@@ -613,13 +650,14 @@ impl Log {
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::Swap, base_offset: base });
         // Old segments are renamed `.deleted` under the lock (what a reopen deletes) and
-        // unlinked after it, so freeing their pages does not hold up appends and reads.
-        let mut old = Vec::with_capacity(group.len());
+        // scheduled for deletion under it too (so `close`, which takes the lock, sees
+        // them); with no delay they are unlinked after it, so freeing their pages does
+        // not hold up appends and reads.
+        let mut old = Vec::with_capacity(group.len() * 3);
         for v in group {
-            let mut seg = inner.segments.remove(&v.base).expect("checked above");
-            seg.change_suffix("", DELETED)?;
-            old.push(seg);
+            old.extend(inner.segments.remove(&v.base).expect("checked above").into_deleted()?);
         }
+        let unlink_now = self.deletions.delete_after(old, inner.config.file_delete_delay_ms);
         checkpoint::sync_dir(&self.dir)?;
         observer(&CleanEvent::Step { step: SwapStep::OldDeleted, base_offset: base });
         cleaned.change_suffix(SWAP, "")?;
@@ -627,9 +665,7 @@ impl Log {
         inner.segments.insert(base, cleaned);
         observer(&CleanEvent::Step { step: SwapStep::Swapped, base_offset: base });
         drop(inner);
-        for seg in old {
-            seg.delete()?;
-        }
+        unlink_all(&unlink_now)?;
         Ok(true)
     }
 }

@@ -403,3 +403,137 @@ fn a_truncation_during_a_pass_stops_it_before_reading_past_the_new_end() {
     let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
     assert_eq!(contents(&log), after);
 }
+
+/// Names of the `.deleted` files in `dir`.
+fn deleted_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".deleted")).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn replaced_segments_are_unlinked_after_file_delete_delay_ms() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let now = crate::log::now_ms();
+    // The default delay (60 s): the pass leaves the old segments as `.deleted`.
+    let cfg = LogConfig::from_pairs([("segment.bytes", "600")]).unwrap();
+    assert_eq!(cfg.file_delete_delay_ms, 60_000);
+    let log = keyed_log(&dir, &cfg, 60, 5, now);
+    let summary = log.clean(&force(now)).unwrap();
+    assert!(summary.segments_cleaned > 1, "{summary:?}");
+    let cleaned = contents(&log);
+    assert_eq!(deleted_files(&dir).len(), 3 * summary.segments_cleaned);
+    // A crash (the log is leaked, nothing unlinked): the reopen deletes them.
+    std::mem::forget(log);
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    assert!(deleted_files(&dir).is_empty());
+    assert_eq!(contents(&log), cleaned);
+    // `close` unlinks what is pending before it returns.
+    for i in 0..30 {
+        append(&log, &keyed(i % 5, Some(i), now));
+    }
+    log.roll(None).unwrap();
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 0);
+    assert!(!deleted_files(&dir).is_empty());
+    log.close().unwrap();
+    assert!(deleted_files(&dir).is_empty());
+
+    // A delay of 0: gone when the pass returns.
+    let dir0 = d.path().join("t-1");
+    let cfg0 = LogConfig::from_pairs([("segment.bytes", "600"), ("file.delete.delay.ms", "0")]).unwrap();
+    let log = keyed_log(&dir0, &cfg0, 60, 5, now);
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 1);
+    assert!(deleted_files(&dir0).is_empty());
+    log.close().unwrap();
+
+    // A short delay: the background thread unlinks them, the log still open.
+    let dir1 = d.path().join("t-2");
+    let cfg1 = LogConfig::from_pairs([("segment.bytes", "600"), ("file.delete.delay.ms", "100")]).unwrap();
+    let log = keyed_log(&dir1, &cfg1, 60, 5, now);
+    assert!(log.clean(&force(now)).unwrap().segments_cleaned > 1);
+    assert!(!deleted_files(&dir1).is_empty());
+    let start = std::time::Instant::now();
+    while !deleted_files(&dir1).is_empty() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "still there: {:?}", deleted_files(&dir1));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(log.deletions.is_empty());
+    assert_eq!(log.num_segments(), log.segments().unwrap().len());
+    log.close().unwrap();
+}
+
+/// Every file of `dir` by name (a closed log's directory).
+fn dir_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap())).collect()
+}
+
+#[test]
+fn dropping_superseded_segments_unread_gives_what_a_full_rewrite_gives() {
+    let mut unread = 0;
+    for seed in 0..8u64 {
+        let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut below = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src").join("t-0");
+        let cfg = LogConfig::from_pairs([("segment.bytes", "700"), ("delete.retention.ms", "1000"), ("file.delete.delay.ms", "0")]).unwrap();
+        let now = crate::log::now_ms();
+        let log = Log::open(&src, cfg.clone(), OpenOptions::default()).unwrap();
+        let mut seq = 0;
+        for _ in 0..80 {
+            let n = 1 + below(3) as usize;
+            let kind = below(12);
+            let recs: Vec<NewRecord> = (0..n)
+                .map(|i| NewRecord {
+                    offset: i as i64,
+                    timestamp: now,
+                    key: (kind != 0).then(|| vec![below(5) as u8]),
+                    value: (kind != 5 || below(2) == 0).then(|| vec![below(250) as u8; 30]),
+                    headers: vec![],
+                })
+                .collect();
+            let mut o = BatchOptions::default();
+            match kind {
+                1 => o.compression = crate::compression::Compression::Gzip,
+                2 | 3 => (o.producer_id, o.producer_epoch, o.base_sequence) = (5 + kind as i64, 0, seq),
+                4 => o.log_append_time = Some(now),
+                6 => (o.producer_id, o.producer_epoch, o.base_sequence, o.transactional) = (9, 0, seq, true),
+                _ => {}
+            }
+            seq += n as i32;
+            append(&log, &encode(&recs, &o));
+            if kind == 6 {
+                append(&log, &encode_control(1, 0, now, &BatchOptions { producer_id: 9, producer_epoch: 0, ..Default::default() }));
+            }
+        }
+        log.roll(None).unwrap();
+        log.close().unwrap();
+        let mut results = Vec::new();
+        for rewrite_all in [false, true] {
+            REWRITE_EVERY_SEGMENT.with(|c| c.set(rewrite_all));
+            let dir = d.path().join(format!("{rewrite_all}")).join("t-0");
+            copy_dir(&src, &dir);
+            let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+            for t in [now, now + 2_000] {
+                let mut s = log.clean(&force(t)).unwrap();
+                // Everything the summary says but how many segments went unread.
+                let n = std::mem::take(&mut s.segments_unread);
+                assert!(!rewrite_all || n == 0);
+                unread += n;
+                results.push(format!("{s:?}"));
+            }
+            log.close().unwrap();
+            results.push(format!("{:?}", dir_files(&dir)));
+        }
+        REWRITE_EVERY_SEGMENT.with(|c| c.set(false));
+        let (skipping, full) = results.split_at(3);
+        assert_eq!(skipping, full, "seed {seed}");
+    }
+    assert!(unread > 0, "no segment was dropped unread");
+}

@@ -116,23 +116,28 @@ impl OffsetMap {
     /// When a new key would take the last empty slot (`len() == capacity() - 1`); callers
     /// check `is_full`/`free_entries` first, as the cleaner does.
     pub fn put(&mut self, key: &[u8], offset: i64) {
-        self.put_hash(&key_hash(key), offset);
+        let _ = self.put_hash(&key_hash(key), offset);
     }
 
-    /// `put` with the key's `key_hash` already computed.
-    pub fn put_hash(&mut self, hash: &[u8; HASH_SIZE], offset: i64) {
+    /// `put` with the key's `key_hash` already computed. Returns the offset the hash held
+    /// before (None when it was new).
+    pub fn put_hash(&mut self, hash: &[u8; HASH_SIZE], offset: i64) -> Option<i64> {
         let hash = *hash;
         let slot = self.find(&hash);
         let at = slot * BYTES_PER_ENTRY;
+        self.latest_offset = self.latest_offset.max(offset);
         if is_empty_slot(&self.slots[at..at + HASH_SIZE]) {
             assert!(self.entries + 1 < self.capacity, "offset map of {} slots has no free slot left", self.capacity);
             self.slots[at..at + HASH_SIZE].copy_from_slice(&hash);
             self.slots[at + HASH_SIZE..at + BYTES_PER_ENTRY].copy_from_slice(&offset.to_be_bytes());
             self.entries += 1;
-        } else if offset > self.slot_offset(at) {
+            return None;
+        }
+        let previous = self.slot_offset(at);
+        if offset > previous {
             self.slots[at + HASH_SIZE..at + BYTES_PER_ENTRY].copy_from_slice(&offset.to_be_bytes());
         }
-        self.latest_offset = self.latest_offset.max(offset);
+        Some(previous)
     }
 
     /// The latest offset stored for `key`.

@@ -551,6 +551,7 @@ fn summary_dict(s: &LogCleanSummary) -> std::collections::BTreeMap<&'static str,
     std::collections::BTreeMap::from([
         ("segments_cleaned", s.segments_cleaned as i64),
         ("segments_written", s.segments_written as i64),
+        ("segments_unread", s.segments_unread as i64),
         ("keys_mapped", s.keys_mapped as i64),
         ("offset_map_bytes", s.offset_map_bytes as i64),
         ("log_bytes_before", s.log_bytes_before as i64),

@@ -32,6 +32,9 @@ pub struct PreparedBatch<'a> {
     pub records: &'a [u8],
 }
 
+/// The suffix of the files of a segment that left the log and waits to be unlinked.
+pub const DELETED_SUFFIX: &str = ".deleted";
+
 pub struct LogSegment {
     base_offset: i64,
     log_path: PathBuf,
@@ -517,16 +520,20 @@ impl LogSegment {
     }
 
     /// Deletes the segment's files. Open `FileSlice`s keep reading the unlinked file.
+    /// Renames the files `.deleted` and closes them; returns the new paths, for
+    /// `PendingDeletions` to unlink (`segment_deletion.rs`).
+    pub fn into_deleted(mut self) -> Result<Vec<PathBuf>> {
+        self.change_suffix("", DELETED_SUFFIX)?;
+        Ok(self.close_files())
+    }
+
+    /// Closes the files (handles and index maps); returns their paths.
+    pub fn close_files(self) -> Vec<PathBuf> {
+        vec![self.log_path.clone(), self.offset_index.path().to_path_buf(), self.time_index.path().to_path_buf()]
+    }
+
     pub fn delete(self) -> Result<()> {
-        let paths = [self.log_path.clone(), self.offset_index.path().to_path_buf(), self.time_index.path().to_path_buf()];
-        drop(self);
-        for p in paths {
-            match std::fs::remove_file(&p) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e).ctx("delete segment file", &p),
-                _ => {}
-            }
-        }
-        Ok(())
+        crate::segment_deletion::unlink_all(&self.close_files())
     }
 }
 

@@ -115,3 +115,64 @@ def test_clean_removes_aborted_transactions_and_then_their_markers(open_log):
     stats = log.clean(now_ms=now + 1000, force=True)
     assert stats["markers_dropped"] == 1
     assert abort_at not in markers() and len(markers()) == 2
+
+
+def _deleted(path) -> list[str]:
+    return sorted(n for n in os.listdir(path) if n.endswith(".deleted"))
+
+
+def test_replaced_segments_go_after_file_delete_delay_ms(open_log, partition_dir, tmp_path):
+    """As Kafka: replaced segments stay as .deleted files for file.delete.delay.ms
+    (60 s by default); close unlinks what is pending; a reopen deletes leftovers."""
+    import shutil
+
+    now = int(time.time() * 1000)
+    log = open_log(segment_bytes=700)
+    for i in range(60):
+        log.append(_rec(b"k%d" % (i % 4), b"v%d" % i, now))
+    log.roll()
+    stats = log.clean(now_ms=now, force=True)
+    assert stats["segments_cleaned"] > 1
+    cleaned = records(log)
+    assert len(_deleted(partition_dir)) == 3 * stats["segments_cleaned"]
+    # A crash now: a copy of the directory as it is reopens without them.
+    crashed = tmp_path / "crashed" / "t-0"
+    shutil.copytree(partition_dir, crashed)
+    reopened = ls.Log.open(crashed)
+    assert _deleted(crashed) == [] and records(reopened) == cleaned
+    reopened.close()
+    log.close()
+    assert _deleted(partition_dir) == []
+
+
+def test_a_zero_file_delete_delay_unlinks_during_the_pass(open_log, partition_dir):
+    now = int(time.time() * 1000)
+    log = open_log(segment_bytes=700, file_delete_delay_ms=0)
+    for i in range(60):
+        log.append(_rec(b"k%d" % (i % 4), b"v%d" % i, now))
+    log.roll()
+    assert log.clean(now_ms=now, force=True)["segments_cleaned"] > 1
+    assert _deleted(partition_dir) == []
+    segments = log.num_segments
+    log.delete_records(log.segments()[1].base_offset)  # the first segment goes
+    assert log.num_segments == segments - 1
+    assert _deleted(partition_dir) == []
+
+
+def test_segments_whose_records_were_all_superseded_go_unread(open_log):
+    """Early segments hold only values later ones overwrite: the pass drops them without
+    reading them again, with the counters a rewrite would report."""
+    now = int(time.time() * 1000)
+    log = open_log(segment_bytes=700)
+    history = []
+    for i in range(80):
+        key = b"k%d" % (i % 5)
+        base, _ = log.append(ls.encode_batch([(key, b"v%d" % i, [], now), (None, b"no key", [], now)]))
+        history.append((base, key, b"v%d" % i))
+    log.roll()
+    size = sum(s.size for s in log.segments())
+    stats = log.clean(now_ms=now, force=True)
+    assert stats["segments_unread"] > 0, stats
+    assert stats["bytes_read"] == size and stats["records_read"] == 160
+    latest = {key: (o, key, v) for o, key, v in history}
+    assert records(log) == sorted(latest.values())
