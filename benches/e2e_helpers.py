@@ -205,14 +205,17 @@ class ThroughputProducer:
         assert not self.errors, self.errors[:5]
 
 
-def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, pause_gc: bool = False) -> float:
+def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, client_gc: str = "on") -> float:
     """Reads ``count`` messages from offset 0 with the batch API; returns the seconds taken
     from assign to the last message (client set-up and metadata are outside).
 
     Every consumed message is a garbage-collected Python object, so this process's cyclic
-    collector runs every few hundred messages and walks each 10,000-message list it
-    finds alive. ``pause_gc`` turns it off for the timed read, as a throughput-minded
-    consumer process may; the broker does the same work either way."""
+    collector runs every few hundred messages, and its older generations walk every
+    object the process holds (pytest and its plugins included). ``client_gc`` is ``on``
+    (as it comes), ``frozen`` (``gc.freeze()`` before the timed read: what exists by
+    then leaves the collector's generations, as the broker does with its startup heap)
+    or ``paused`` (``gc.disable()`` for the timed read). The broker does the same work
+    in all three."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -232,12 +235,16 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
             "queued.max.messages.kbytes": 2_097_151,
         }
     )
+    if client_gc not in ("on", "frozen", "paused"):
+        raise ValueError(f"client_gc={client_gc!r}")
     gc_was_enabled = gc.isenabled()
     try:
         for p in range(partitions):  # connect and learn metadata outside the timed part
             c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-        if pause_gc:
+        if client_gc == "paused":
             gc.disable()
+        elif client_gc == "frozen":
+            gc.freeze()
         start = time.perf_counter()
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got = 0
@@ -258,6 +265,8 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
     finally:
         if gc_was_enabled:
             gc.enable()
+        if client_gc == "frozen":
+            gc.unfreeze()
         c.close()
 
 
@@ -335,10 +344,10 @@ def percentile(values: list[float], q: float) -> float:
 class PageCacheWriter:
     """``write(n)`` appends n bytes with ``os.write`` in 1 MB chunks to a new file in
     ``directory`` (no fsync), as the broker's appends put produced bytes in the page cache.
-    The files are kept until ``close``, as the broker keeps its segments, so both fill
-    the page cache alike: on this VM, page-cache pages the guest has never touched
-    cost a hypervisor fault each, and writing into them runs far below writing into
-    pages a deleted file has just released."""
+    The files are kept until ``close``. On this VM, page-cache pages the guest has never
+    touched cost a hypervisor fault each, and writing into them runs far below writing
+    into pages a deleted file has just released, so this baseline's speed depends on
+    what earlier cases left behind."""
 
     CHUNK = MB
 

@@ -8,14 +8,15 @@ as the sticky partitioner does but deterministic) and is driven two ways: one
 ``produce()`` call per message, and the client's ``produce_batch()`` with lists of
 10,000 messages. The consumer fetches 8 MB per fetch, 4 MB per partition, with a
 deep pre-fetch queue, and reads with the batch ``consume(num_messages=10000)`` API,
-once with this process's cyclic garbage collector on and once with it paused for
-the timed read (every message is a GC-tracked object). One broker serves the whole
+with this process's cyclic garbage collector as it comes, with the heap frozen
+(``gc.freeze()``) before the timed read, and with the collector paused for it
+(every message is a GC-tracked object). One broker serves the whole
 module; each case has its own topic.
 
 Ceilings: a raw socket pump moving the same payload bytes over a 127.0.0.1 TCP
 connection (1 MB ``sendall`` in this thread, ``recv_into`` in another) as fast as it
 can; and, for produce, ``os.write`` of the same bytes in 1 MB chunks to a new file
-beside the broker's logs (kept, as the broker keeps its segments). Both run right
+beside the broker's logs (kept until the case ends). Both run right
 before each timed round (outside the timed part), and each ratio is the median
 per-round ``baseline time / broker time``, i.e. broker payload MB/s over the
 baseline's MB/s.
@@ -69,7 +70,7 @@ SIZES = [100, 1024]
 PARTITIONS = [1, 6]
 ACKS = ["1", "all"]
 PRODUCE_APIS = ["produce", "produce_batch"]
-CLIENT_GC = ["on", "paused"]
+CLIENT_GC = ["on", "frozen", "paused"]
 GOAL_PRODUCE = 1_000_000
 GOAL_CONSUME = 1_500_000
 GOAL_P99_MS = 2.0
@@ -225,7 +226,7 @@ def test_consume(
     measured: list[float] = []
 
     def run() -> None:
-        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, pause_gc=client_gc == "paused"))
+        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, client_gc=client_gc))
 
     benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
     # ``consume`` measures from assign to the last message (client set-up and metadata
