@@ -160,10 +160,10 @@ class ThroughputProducer:
         self.producer.produce(topic, b"warm-up")
         assert self.producer.flush(30) == 0
 
-    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1, api: str = "produce") -> None:
+    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1, api: str = "produce", first: int = 0) -> None:
         """Produces ``count`` messages, in runs of up to 1 MB per partition, rotating over
-        the partitions (what the sticky partitioner does, made deterministic so every
-        partition gets data even in short runs).
+        partitions ``first`` .. ``first + partitions - 1`` (what the sticky partitioner
+        does, made deterministic so every partition gets data even in short runs).
 
         ``api`` is ``produce`` (one call per message) or ``produce_batch`` (one call per
         run, up to PRODUCE_BATCH messages: the client's own batch API, which hands a list
@@ -172,7 +172,7 @@ class ThroughputProducer:
         poll = self.producer.poll
         run = max(1, min(MB // len(payload), -(-count // (2 * partitions))))
         left = count
-        part = 0
+        part = first
         if api == "produce_batch":
             # Every message is the same dict; the client copies the payload per message.
             messages = [{"value": payload}] * min(run, PRODUCE_BATCH)
@@ -199,13 +199,16 @@ class ThroughputProducer:
                         poll(0.001)
                         produce(topic, payload, partition=part)
             left -= n
-            part = (part + 1) % partitions
+            part = first + (part - first + 1) % partitions
         left = self.producer.flush(120)
         assert left == 0, f"{left} messages not delivered"
         assert not self.errors, self.errors[:5]
 
 
-def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, client_gc: str = "on") -> float:
+def consume(
+    bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, client_gc: str = "on", first: int = 0,
+    go: Any = None,
+) -> float:
     """Reads ``count`` messages from offset 0 with the batch API; returns the seconds taken
     from assign to the last message (client set-up and metadata are outside).
 
@@ -215,7 +218,11 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
     (as it comes), ``frozen`` (``gc.freeze()`` before the timed read: what exists by
     then leaves the collector's generations, as the broker does with its startup heap)
     or ``paused`` (``gc.disable()`` for the timed read). The broker does the same work
-    in all three."""
+    in all three.
+
+    Reads partitions ``first`` .. ``first + partitions - 1``. With ``go`` (an event), the
+    timed read starts when it is set, and the result is the ``time.monotonic()`` of the
+    last message instead of a duration (see ``run_in_processes``)."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -239,14 +246,16 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
         raise ValueError(f"client_gc={client_gc!r}")
     gc_was_enabled = gc.isenabled()
     try:
-        for p in range(partitions):  # connect and learn metadata outside the timed part
+        for p in range(first, first + partitions):  # connect and learn metadata outside the timed part
             c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        if go is not None:
+            go.wait()
         if client_gc == "paused":
             gc.disable()
         elif client_gc == "frozen":
             gc.freeze()
         start = time.perf_counter()
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        c.assign([TopicPartition(topic, p, 0) for p in range(first, first + partitions)])
         got = 0
         deadline = time.monotonic() + timeout
         batch = c.consume
@@ -261,13 +270,89 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
                 raise AssertionError(f"consumed {got} of {count} messages in {timeout}s")
         elapsed = time.perf_counter() - start
         assert got == count, (got, count)
-        return elapsed
+        return time.monotonic() if go is not None else elapsed
     finally:
         if gc_was_enabled:
             gc.enable()
         if client_gc == "frozen":
             gc.unfreeze()
         c.close()
+
+
+def _produce_share(bootstrap: str, topic: str, count: int, partitions: int, first: int, api: str, go: Any) -> float:
+    producer = ThroughputProducer(bootstrap, "1")
+    producer.warm_up(topic)
+    payload = os.urandom(100)
+    go.wait()
+    producer.run(topic, payload, count, partitions, api, first)
+    return time.monotonic()
+
+
+def _run_share(ready: Any, results: Any, fn: Any, args: tuple) -> None:
+    try:
+        ready.put(None)
+        results.put(("ok", fn(*args)))
+    except BaseException as e:  # reported to the parent, which fails the case
+        results.put(("error", repr(e)))
+
+
+def run_in_processes(shares: list[tuple[Any, tuple]], timeout: float = 180.0) -> float:
+    """Runs each ``(fn, args)`` share in its own spawned process: each is handed a shared
+    ``go`` event as its last argument, sets itself up (connects, learns metadata), then
+    waits for ``go``, works and returns the ``time.monotonic()`` at which it finished
+    (system-wide on Linux, so comparable across processes). Returns the seconds from
+    ``go`` to the last share's end: the throughput of the processes together, as a
+    consumer group or a fleet of producers would have it."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # never fork a process running librdkafka threads
+    go, ready, results = ctx.Event(), ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_run_share, args=(ready, results, fn, (*args, go)), daemon=True) for fn, args in shares]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=60)
+        time.sleep(1.0)  # every share past its set-up and waiting on go
+        start = time.monotonic()
+        go.set()
+        ends = []
+        for _ in procs:
+            status, value = results.get(timeout=timeout)
+            assert status == "ok", value
+            ends.append(value)
+        return max(ends) - start
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+
+
+def produce_in_processes(bootstrap: str, topic: str, count: int, partitions: int, processes: int, api: str) -> float:
+    """``count`` 100 B messages from ``processes`` producer processes, each producing its
+    share to its own contiguous share of the partitions; seconds from start to the last
+    delivery."""
+    per, extra = divmod(partitions, processes)
+    shares, first = [], 0
+    for i in range(processes):
+        n = per + (i < extra)
+        shares.append((_produce_share, (bootstrap, topic, count // processes, n, first, api)))
+        first += n
+    return run_in_processes(shares)
+
+
+def consume_in_processes(bootstrap: str, topic: str, counts: list[int], processes: int, client_gc: str = "on") -> float:
+    """Reads every message of the partitions (``counts[p]`` each) with ``processes`` consumer
+    processes, each assigned a contiguous share of the partitions (as the range assignor
+    shares them in a group); seconds from start to the last message."""
+    per, extra = divmod(len(counts), processes)
+    shares, first = [], 0
+    for i in range(processes):
+        n = per + (i < extra)
+        shares.append((consume, (bootstrap, topic, n, sum(counts[first : first + n]), 120.0, client_gc, first)))
+        first += n
+    return run_in_processes(shares)
 
 
 def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup: float = 0.5) -> tuple[list[float], float]:

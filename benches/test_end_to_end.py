@@ -51,9 +51,11 @@ from e2e_helpers import (
     ThroughputProducer,
     broker_cpu_seconds,
     consume,
+    consume_in_processes,
     create_topic,
     end_offsets,
     percentile,
+    produce_in_processes,
     produce_latency,
     raw_produce_requests,
 )
@@ -71,6 +73,7 @@ PARTITIONS = [1, 6]
 ACKS = ["1", "all"]
 PRODUCE_APIS = ["produce", "produce_batch"]
 CLIENT_GC = ["on", "frozen", "paused"]
+PROCESSES = 2  # client processes in the scaled-out cases: one per core
 GOAL_PRODUCE = 1_000_000
 GOAL_CONSUME = 1_500_000
 GOAL_P99_MS = 2.0
@@ -234,6 +237,55 @@ def test_consume(
     _record(
         benchmark, report, f"{_label(size)}, {partitions} part", f"consume, client gc {client_gc}", count, size, baseline,
         GOAL_CONSUME if size == 100 else None, measured,
+    )
+
+
+@pytest.mark.parametrize("api", PRODUCE_APIS)
+def test_produce_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, api: str):
+    """100 B messages to 6 partitions from PROCESSES producer processes at once (acks=1),
+    each producing half the messages to its half of the partitions: what a client
+    bound by one Python thread's calls gets by running one process per core."""
+    partitions, size = 6, 100
+    topic = f"e2e-produce-processes-{api}"
+    create_topic(e2e_broker.bootstrap, topic, partitions)
+    count = MESSAGES_100B // PROCESSES * PROCESSES
+    before = sum(end_offsets(e2e_broker.bootstrap, topic, partitions))
+    baseline = PairedBaseline(warmup_rounds=0)
+    measured: list[float] = []
+
+    def run() -> None:
+        measured.append(produce_in_processes(e2e_broker.bootstrap, topic, count, partitions, PROCESSES, api))
+
+    benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
+    after = end_offsets(e2e_broker.bootstrap, topic, partitions)
+    # Each process also sends one warm-up message per round, before the timed part.
+    assert sum(after) - before == (count + PROCESSES) * ROUNDS, "the log does not hold every produced message"
+    assert all(n > 0 for n in after), f"a partition got nothing: {after}"
+    _record(
+        benchmark, report, "100 B, 6 part, acks=1", f"{api}, {PROCESSES} processes", count, size, baseline, GOAL_PRODUCE, measured
+    )
+
+
+def test_consume_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport):
+    """100 B messages from 6 partitions read by PROCESSES consumer processes at once, each
+    assigned half the partitions (a consumer group's range assignment), garbage
+    collector as it comes."""
+    partitions, size = 6, 100
+    topic = "e2e-consume-processes"
+    create_topic(e2e_broker.bootstrap, topic, partitions)
+    ThroughputProducer(e2e_broker.bootstrap, "1").run(topic, os.urandom(size), MESSAGES_100B, partitions)
+    counts = end_offsets(e2e_broker.bootstrap, topic, partitions)
+    assert sum(counts) == MESSAGES_100B
+    baseline = PairedBaseline(warmup_rounds=0)
+    measured: list[float] = []
+
+    def run() -> None:
+        measured.append(consume_in_processes(e2e_broker.bootstrap, topic, counts, PROCESSES))
+
+    benchmark.pedantic(run, setup=baseline.setup(pump.pump, MESSAGES_100B * size), rounds=ROUNDS, iterations=1)
+    _record(
+        benchmark, report, "100 B, 6 part", f"consume, {PROCESSES} processes, client gc on", MESSAGES_100B, size, baseline,
+        GOAL_CONSUME, measured,
     )
 
 
