@@ -14,7 +14,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::varint::{put_varint, put_varlong, unzigzag64, varint_len, varlong_len, Cursor};
+use crate::varint::{put_varint, put_varlong, read_raw, unzigzag64, varint_len, varlong_len, Cursor};
 
 /// A record borrowed from a decoded record area; offsets and timestamps are absolute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,37 +142,22 @@ pub fn check_framing(area: &[u8], count: i32, contiguous: bool, base: u64) -> Re
     check_framing_naming_the_error(area, count, contiguous, base)
 }
 
-/// The unsigned value of the base-128 varint at `*pos` (at most `max_bytes` long).
-#[inline(always)]
-fn raw_varint(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<u64> {
-    let mut result = 0u64;
-    for i in 0..max_bytes {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        result |= ((b & 0x7f) as u64) << (7 * i);
-        if b < 0x80 {
-            return Some(result);
-        }
-    }
-    None
-}
-
 /// `check_framing`'s walk without error values, for the common case of valid input: it
 /// holds exactly when `check_framing_naming_the_error` returns `Ok`.
 fn framing_holds(area: &[u8], count: i32, contiguous: bool) -> bool {
     let mut pos = 0usize;
     for i in 0..count {
-        let Some(len) = raw_varint(area, &mut pos, 5).map(unzigzag64) else { return false };
+        let Some(len) = read_raw(area, &mut pos, 5).map(unzigzag64) else { return false };
         if len < 0 || len as usize > area.len() - pos {
             return false;
         }
         let next = pos + len as usize;
         if contiguous {
             pos += 1; // attributes
-            if pos > area.len() || raw_varint(area, &mut pos, 10).is_none() {
+            if pos > area.len() || read_raw(area, &mut pos, 10).is_none() {
                 return false;
             }
-            if raw_varint(area, &mut pos, 5).map(unzigzag64) != Some(i as i64) {
+            if read_raw(area, &mut pos, 5).map(unzigzag64) != Some(i as i64) {
                 return false;
             }
         }

@@ -35,6 +35,22 @@ pub fn varint_len(v: i32) -> usize {
     varlong_len(v as i64)
 }
 
+/// The unsigned value of the base-128 varint at `*pos` (at most `max_bytes` long), moving
+/// `*pos` past it; `None` when it is truncated or longer than `max_bytes`.
+#[inline(always)]
+pub fn read_raw(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Option<u64> {
+    let mut result = 0u64;
+    for i in 0..max_bytes {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        result |= ((b & 0x7f) as u64) << (7 * i);
+        if b < 0x80 {
+            return Some(result);
+        }
+    }
+    None
+}
+
 /// A bounds-checked reader over a record area. `base` is the absolute byte position of
 /// `buf[0]`, used only in error messages.
 pub struct Cursor<'a> {
@@ -56,32 +72,15 @@ impl<'a> Cursor<'a> {
         Error::corrupt(self.base + self.pos as u64, what.to_string())
     }
 
-    #[inline]
     fn read_raw_varint(&mut self, max_bytes: usize) -> Result<u64> {
-        // Most varints in a record (attributes aside) are one byte: timestamp and offset
-        // deltas of small batches, header counts, null lengths.
-        if let Some(&b) = self.buf.get(self.pos) {
-            if b & 0x80 == 0 {
-                self.pos += 1;
-                return Ok(b as u64);
-            }
+        let at = self.pos;
+        match read_raw(self.buf, &mut self.pos, max_bytes) {
+            Some(v) => Ok(v),
+            // `read_raw` stops where the varint failed: at the end of the buffer, or after
+            // `max_bytes` bytes that all had their continuation bit set.
+            None if self.pos - at < max_bytes => Err(self.err("truncated varint")),
+            None => Err(self.err("varint too long")),
         }
-        self.read_long_varint(max_bytes)
-    }
-
-    fn read_long_varint(&mut self, max_bytes: usize) -> Result<u64> {
-        let mut result: u64 = 0;
-        for i in 0..max_bytes {
-            let Some(&b) = self.buf.get(self.pos) else {
-                return Err(self.err("truncated varint"));
-            };
-            self.pos += 1;
-            result |= ((b & 0x7f) as u64) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(result);
-            }
-        }
-        Err(self.err("varint too long"))
     }
 
     pub fn varlong(&mut self) -> Result<i64> {
