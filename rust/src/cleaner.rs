@@ -65,13 +65,14 @@ pub fn observe_batches(batches: &[u8], txns: &mut LogTransactions) -> Result<()>
 /// An empty map that cannot hold even the first batch's records is an error (the dedupe
 /// buffer is too small), since no progress would ever be made.
 pub fn build_offset_map(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions) -> Result<i64> {
-    build_offset_map_counting(batches, map, txns, None)
+    build_offset_map_counting(batches, map, txns, None, true)
 }
 
 /// As `build_offset_map`, counting each batch and the records that stay the latest for
 /// their key in `live` (of the segment it last started), for dropping segments whose
-/// records were all superseded without reading them again.
-pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions, mut live: Option<&mut LiveRecords>) -> Result<i64> {
+/// records were all superseded without reading them again. With `check_crc` false the
+/// caller checks every batch's CRC-32C itself before using the map.
+pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &LogTransactions, mut live: Option<&mut LiveRecords>, check_crc: bool) -> Result<i64> {
     let mut next = NO_OFFSET;
     let mut stopped = false;
     let mut hashed: Vec<([u8; HASH_SIZE], i64)> = Vec::new();
@@ -82,7 +83,9 @@ pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &Log
             next = h.base_offset;
         }
         if h.is_control() || txns.is_aborted(&h) {
-            verify_crc(batch, &h, pos as u64)?;
+            if check_crc {
+                verify_crc(batch, &h, pos as u64)?;
+            }
             if let Some(l) = live.as_deref_mut() {
                 l.on_unmapped_batch();
             }
@@ -105,7 +108,7 @@ pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &Log
             }
         }
         hashed.clear();
-        for_each_key(batch, &h, pos as u64, |offset, key| {
+        for_each_key(batch, &h, pos as u64, check_crc, |offset, key| {
             if let Some(k) = key {
                 hashed.push((key_hash(k), offset));
             }
@@ -137,14 +140,17 @@ pub fn build_offset_map_counting(batches: &[u8], map: &mut OffsetMap, txns: &Log
     Ok(next)
 }
 
-/// Checks the CRC of the data batch `batch` (header `h`) and calls `f(offset, key)` on
-/// each of its records: skimmed in place when uncompressed, decoded otherwise.
-fn for_each_key(batch: &[u8], h: &BatchHeader, position: u64, mut f: impl FnMut(i64, Option<&[u8]>)) -> Result<()> {
+/// Checks the CRC of the data batch `batch` (header `h`) when `check_crc`, and calls
+/// `f(offset, key)` on each of its records: skimmed in place when uncompressed, decoded
+/// otherwise.
+fn for_each_key(batch: &[u8], h: &BatchHeader, position: u64, check_crc: bool, mut f: impl FnMut(i64, Option<&[u8]>)) -> Result<()> {
     if h.codec_id() == 0 {
-        verify_crc(batch, h, position)?;
+        if check_crc {
+            verify_crc(batch, h, position)?;
+        }
         return skim_records(&batch[HEADER_SIZE..], h, position, |r: SkimmedRecord<'_>| f(h.base_offset + r.offset_delta as i64, r.key));
     }
-    let decoded = DecodedBatch::new(batch, position, true)?;
+    let decoded = DecodedBatch::new(batch, position, check_crc)?;
     for r in decoded.records()? {
         f(r.offset, r.key);
     }

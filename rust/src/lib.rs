@@ -2,7 +2,7 @@
 //!
 //! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes.
 //! - `offset_index`, `time_index` (over `index_file`): the sparse, mmapped indexes.
-//! - `segment`: one `.log` with its indexes. `log`: the ordered segments of a partition,
+//! - `segment`: one `.log` with its indexes (`direct_writer`: filling one past the page cache). `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`;
 //!   `segment_deletion`: unlinking the files of removed segments after `file.delete.delay.ms`.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
@@ -15,6 +15,7 @@ pub mod arrow_decoder;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod compression;
+pub mod direct_writer;
 pub mod error;
 pub mod file_slice;
 pub mod index_file;

@@ -12,7 +12,9 @@
 //!    when the first dirty batch is older than `max.compaction.lag.ms`, or when forced;
 //! 3. maps the dirty section to the latest offset per key (up to the offset map's
 //!    capacity; the mapped end becomes the new checkpoint), counting per segment the
-//!    records that stay the latest for their key (`live_records.rs`);
+//!    records that stay the latest for their key (`live_records.rs`). The CRC-32C of
+//!    every mapped batch is checked before anything is written, beside the map pass on a
+//!    second thread when a core is free and no I/O limit applies (`verify_dirty`);
 //! 4. rewrites the cleanable segments below the mapped end in groups (Kafka's
 //!    `groupSegmentsBySize`): consecutive segments whose sizes sum to at most
 //!    `segment.bytes`, whose indexes sum to at most `segment.index.bytes`, and whose
@@ -20,7 +22,9 @@
 //!    the group's first base offset. Segments are memory-mapped (`SegmentChunks`) and
 //!    cleaned in chunks of whole batches (`CHUNK_BYTES`); the output is written per chunk.
 //!    A segment mapped whole whose records were all superseded, with nothing else the
-//!    rewrite would keep, is dropped without being read again (`LiveRecords`).
+//!    rewrite would keep, is dropped without being read again (`LiveRecords`), and
+//!    counts as empty in the grouping. The output is written past the page cache
+//!    (`LogSegment::write_direct`).
 //!
 //! Each group is swapped in crash-safely, as Kafka does:
 //! 1. `Cleaned`: `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned` written and
@@ -41,6 +45,7 @@
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
@@ -54,7 +59,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
 use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
-use crate::record_batch::{self, HEADER_SIZE};
+use crate::record_batch::{self, verify_crc, BatchIter, HEADER_SIZE};
 use crate::segment::{file_name, read_header, LogSegment};
 use crate::segment_deletion::unlink_all;
 use crate::throttler::Throttler;
@@ -148,37 +153,47 @@ struct SegmentView {
 /// cache: the rewrite pass touches little more than the record headers of the batches it
 /// drops. Each chunk holds `segment_shrink` for reading (when the segment belongs to a
 /// live log), and checks under it that the file still holds the chunk, so its pages
-/// cannot vanish while it is read.
+/// cannot vanish while it is read. One mapping may be walked by several `SegmentChunks`
+/// at once (the map pass and the CRC check), which then share its page tables.
 struct SegmentChunks<'a> {
     view: &'a SegmentView,
     shrink: Option<&'a RwLock<()>>,
-    map: Option<Mmap>,
+    map: Option<Arc<Mmap>>,
     pos: usize,
 }
 
-/// A run of whole batches of a mapped segment; `next_offset` follows its last batch.
+/// A run of whole batches of a mapped segment, from byte `start` of it; `next_offset`
+/// follows its last batch.
 struct Chunk<'a> {
     bytes: &'a [u8],
+    start: usize,
     next_offset: i64,
     _shrink: Option<RwLockReadGuard<'a, ()>>,
 }
 
+/// Maps the whole of `view` (None when it is empty).
+fn map_segment(view: &SegmentView) -> Result<Option<Arc<Mmap>>> {
+    match view.size {
+        0 => Ok(None),
+        // SAFETY: the map is read only through `SegmentChunks`, which holds `shrink` and
+        // checks that the file is still as long (a stopped log's files, for a dry run, do
+        // not change); the cleaner never reads the active segment, the only one written.
+        len => Ok(Some(Arc::new(unsafe { MmapOptions::new().len(len as usize).map(&*view.file) }.ctx("map segment", &view.path)?))),
+    }
+}
+
 impl<'a> SegmentChunks<'a> {
-    /// Maps `view`, or takes `mapped` (a mapping of it kept from the map pass).
-    fn new(view: &'a SegmentView, shrink: Option<&'a RwLock<()>>, mapped: Option<Mmap>) -> Result<Self> {
-        let map = match view.size {
-            0 => None,
-            _ if mapped.is_some() => mapped,
-            // SAFETY: the map is read only while `shrink` is held and the file is checked
-            // to still be as long (a stopped log's files, for a dry run, do not change);
-            // the cleaner never reads the active segment, the only one being written.
-            len => Some(unsafe { MmapOptions::new().len(len as usize).map(&*view.file) }.ctx("map segment", &view.path)?),
+    /// Walks `mapped` (a mapping of `view` from `map_segment`), or maps `view` when None.
+    fn new(view: &'a SegmentView, shrink: Option<&'a RwLock<()>>, mapped: Option<Arc<Mmap>>) -> Result<Self> {
+        let map = match mapped {
+            Some(m) => Some(m),
+            None => map_segment(view)?,
         };
         Ok(SegmentChunks { view, shrink, map, pos: 0 })
     }
 
     /// The mapping, to keep for the rewrite pass.
-    fn into_map(self) -> Option<Mmap> {
+    fn into_map(self) -> Option<Arc<Mmap>> {
         self.map
     }
 
@@ -204,8 +219,27 @@ impl<'a> SegmentChunks<'a> {
             return Err(Error::corrupt(start as u64, "batch cut short at the end of the segment"));
         }
         self.pos = end;
-        Ok(Some(Chunk { bytes: &buf[start..end], next_offset, _shrink: guard }))
+        Ok(Some(Chunk { bytes: &buf[start..end], start, next_offset, _shrink: guard }))
     }
+}
+
+/// Checks the CRC-32C of every batch of `dirty` (mapped as `maps`) whose base offset is
+/// below `stop`, which the map pass lowers to its end when it is done (or to
+/// `i64::MIN` when it failed). Runs beside the map pass, on another core.
+fn verify_dirty(dirty: &[&SegmentView], maps: &[Option<Arc<Mmap>>], shrink: Option<&RwLock<()>>, stop: &AtomicI64) -> Result<()> {
+    for (v, m) in dirty.iter().zip(maps) {
+        let mut chunks = SegmentChunks::new(v, shrink, m.clone())?;
+        while let Some(chunk) = chunks.next()? {
+            for item in BatchIter::new(chunk.bytes, chunk.start as u64) {
+                let (pos, h, batch) = item?;
+                if h.base_offset >= stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                verify_crc(batch, &h, (chunk.start + pos) as u64)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Feeds each batch header of `v` to `txns` (control batches are read whole for their type).
@@ -228,25 +262,28 @@ fn observe_segment(v: &SegmentView, txns: &mut LogTransactions) -> Result<()> {
     Ok(())
 }
 
-/// Kafka's `groupSegmentsBySize`; see the module comment.
-fn group_segments<'a>(segments: &[&'a SegmentView], config: &LogConfig) -> Vec<Vec<&'a SegmentView>> {
+/// Kafka's `groupSegmentsBySize`; see the module comment. A segment `empty` says the
+/// rewrite leaves nothing of counts as 0 bytes with empty indexes.
+fn group_segments<'a>(segments: &[&'a SegmentView], config: &LogConfig, empty: impl Fn(&SegmentView) -> bool) -> Vec<Vec<&'a SegmentView>> {
+    let sizes = |v: &SegmentView| if empty(v) { (0, 0, 0) } else { (v.size, v.offset_index_bytes, v.time_index_bytes) };
     let mut groups: Vec<Vec<&SegmentView>> = Vec::new();
     let mut rest = segments;
     while let Some((first, tail)) = rest.split_first() {
         let mut group = vec![*first];
-        let (mut size, mut oi, mut ti) = (first.size, first.offset_index_bytes, first.time_index_bytes);
+        let (mut size, mut oi, mut ti) = sizes(first);
         rest = tail;
         while let Some((next, tail)) = rest.split_first() {
-            let fits = size + next.size <= config.segment_bytes
-                && oi + next.offset_index_bytes <= config.segment_index_bytes
-                && ti + next.time_index_bytes <= config.segment_index_bytes
+            let (next_size, next_oi, next_ti) = sizes(next);
+            let fits = size + next_size <= config.segment_bytes
+                && oi + next_oi <= config.segment_index_bytes
+                && ti + next_ti <= config.segment_index_bytes
                 && next.next_offset - 1 - first.base <= i32::MAX as i64;
             if !fits {
                 break;
             }
-            size += next.size;
-            oi += next.offset_index_bytes;
-            ti += next.time_index_bytes;
+            size += next_size;
+            oi += next_oi;
+            ti += next_ti;
             group.push(*next);
             rest = tail;
         }
@@ -352,37 +389,56 @@ fn run_pass(
     let (mut done, mut bytes_total) = (0u64, dirty_bytes + total);
     let (mut kept, mut kept_bytes) = (std::collections::HashMap::new(), 0u64);
     let mut live = LiveRecords::default();
-    'map: for v in &dirty {
-        let mut full = false;
-        let mut chunks = SegmentChunks::new(v, shrink, None)?;
-        live.start_segment(v.base);
-        while !full {
-            check_open()?;
-            let Some(chunk) = chunks.next()? else { break };
-            let next = build_offset_map_counting(chunk.bytes, &mut map, &txns, Some(&mut live))?;
-            let len = chunk.bytes.len() as u64;
-            full = next < chunk.next_offset;
-            drop(chunk);
-            if next >= 0 {
-                mapped_end = next;
+    // The CRC-32C of every mapped batch is checked before anything is rewritten. With a
+    // core to spare and no I/O limit, a second thread checks them beside the map pass
+    // (`verify_dirty`), walking the same mappings; otherwise the map pass checks each.
+    let maps = dirty.iter().map(|v| map_segment(v)).collect::<Result<Vec<_>>>()?;
+    let parallel = !check_crc_inline() && throttler.is_none_or(|t| !t.is_limited()) && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let stop = AtomicI64::new(i64::MAX);
+    std::thread::scope(|scope| -> Result<()> {
+        let verifier = parallel.then(|| {
+            let (dirty, maps, stop) = (&dirty, maps.clone(), &stop);
+            scope.spawn(move || verify_dirty(dirty, &maps, shrink, stop))
+        });
+        let map_dirty = || -> Result<()> {
+            for (v, m) in dirty.iter().zip(maps) {
+                let mut full = false;
+                let mut chunks = SegmentChunks::new(v, shrink, m)?;
+                live.start_segment(v.base);
+                while !full {
+                    check_open()?;
+                    let Some(chunk) = chunks.next()? else { break };
+                    let next = build_offset_map_counting(chunk.bytes, &mut map, &txns, Some(&mut live), !parallel)?;
+                    let len = chunk.bytes.len() as u64;
+                    full = next < chunk.next_offset;
+                    drop(chunk);
+                    if next >= 0 {
+                        mapped_end = next;
+                    }
+                    if let Some(t) = throttler {
+                        t.maybe_throttle(len);
+                    }
+                    done += len;
+                    observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
+                }
+                // The rewrite pass reads this segment again: keep its pages mapped, up to a bound.
+                if kept_bytes + v.size <= KEEP_MAPPED_BYTES {
+                    if let Some(m) = chunks.into_map() {
+                        kept_bytes += v.size;
+                        kept.insert(v.base, m);
+                    }
+                }
+                if full {
+                    break; // the map is full: this pass cleans up to here
+                }
             }
-            if let Some(t) = throttler {
-                t.maybe_throttle(len);
-            }
-            done += len;
-            observer(&CleanEvent::Progress { bytes_done: done, bytes_total });
-        }
-        // The rewrite pass reads this segment again: keep its pages mapped, up to a bound.
-        if kept_bytes + v.size <= KEEP_MAPPED_BYTES {
-            if let Some(m) = chunks.into_map() {
-                kept_bytes += v.size;
-                kept.insert(v.base, m);
-            }
-        }
-        if full {
-            break 'map; // the map is full: this pass cleans up to here
-        }
-    }
+            Ok(())
+        };
+        let mapped = map_dirty();
+        stop.store(if mapped.is_ok() { mapped_end } else { i64::MIN }, Ordering::Relaxed);
+        let verified = verifier.map_or(Ok(()), |v| v.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        mapped.and(verified)
+    })?;
     summary.keys_mapped = map.len();
     let to_clean: Vec<&SegmentView> = cleanable.iter().copied().filter(|v| v.base < mapped_end).collect();
     bytes_total = done + to_clean.iter().map(|v| v.size).sum::<u64>();
@@ -390,23 +446,26 @@ fn run_pass(
     let clean_opts = CleanOptions { now_ms: opts.now_ms, delete_retention_ms: pc.delete_retention_ms, map_end: mapped_end, verified_from: first_dirty, verified_to: mapped_end };
     let mut cleaner = SegmentCleaner::new(&map, clean_opts, &txns);
     let mut cleaned = Vec::new();
-    for group in group_segments(&to_clean, config) {
+    // Records all superseded (`live_records.rs`): the rewrite would drop every batch.
+    let superseded = |v: &SegmentView| live.all_superseded(v.base).filter(|_| v.next_offset <= mapped_end);
+    for group in group_segments(&to_clean, config, |v| superseded(v).is_some()) {
         let base = group[0].base;
         let mut out = match log {
             Some(_) => {
                 for suffix in [".log", ".index", ".timeindex"] {
                     remove_if_exists(&dir.join(file_name(base, &format!("{suffix}{CLEANED}"))))?;
                 }
-                Some(LogSegment::open_with_suffix(dir, base, config, true, opts.now_ms, CLEANED)?)
+                let mut seg = LogSegment::open_with_suffix(dir, base, config, true, opts.now_ms, CLEANED)?;
+                // Written once, fsynced, and read later if at all: past the page cache.
+                seg.write_direct()?;
+                Some(seg)
             }
             None => None,
         };
         let (mut stats, mut unread) = (CleanStats::default(), 0);
         for v in &group {
-            // Records all superseded (`live_records.rs`): the rewrite would drop every
-            // batch; count what it would have and skip reading the segment again.
-            let superseded = live.all_superseded(v.base).filter(|_| v.next_offset <= mapped_end && !rewrite_every_segment());
-            if let Some((batches, records)) = superseded {
+            // Count what the rewrite would have, and skip reading the segment again.
+            if let Some((batches, records)) = superseded(v).filter(|_| !rewrite_every_segment()) {
                 unread += 1;
                 kept.remove(&v.base);
                 let st = CleanStats { bytes_read: v.size, records_read: records, batches_dropped: batches, batches_changed: batches, ..Default::default() };
@@ -448,6 +507,7 @@ fn run_pass(
             summary.segments_unread += unread;
             continue;
         };
+        seg.finish_direct()?;
         seg.on_become_inactive()?;
         seg.flush()?;
         observer(&CleanEvent::Step { step: SwapStep::Cleaned, base_offset: base });
@@ -474,6 +534,19 @@ thread_local! {
 fn rewrite_every_segment() -> bool {
     #[cfg(test)]
     return REWRITE_EVERY_SEGMENT.with(|c| c.get());
+    #[cfg(not(test))]
+    false
+}
+
+// Tests run the CRC check both beside the map pass and inside it.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static CHECK_CRC_INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn check_crc_inline() -> bool {
+    #[cfg(test)]
+    return CHECK_CRC_INLINE.with(|c| c.get());
     #[cfg(not(test))]
     false
 }

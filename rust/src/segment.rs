@@ -15,6 +15,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::direct_writer::DirectWriter;
 use crate::error::{Error, IoContext, Result};
 use crate::log_config::LogConfig;
 use crate::offset_index::OffsetIndex;
@@ -50,6 +51,9 @@ pub struct LogSegment {
     /// Max timestamp of the first batch, for `segment.ms` (None: no timestamps yet).
     rolling_timestamp: Option<i64>,
     created_ms: i64,
+    /// Set by `write_direct`: appends go through it, bypassing the page cache, and the
+    /// file's bytes are whole only after `flush`.
+    direct: Option<DirectWriter>,
 }
 
 /// Reads the 61-byte header at `pos`, or None if the file ends before a whole header.
@@ -98,6 +102,7 @@ impl LogSegment {
             offset_of_max_timestamp: base_offset,
             rolling_timestamp: None,
             created_ms: now_ms,
+            direct: None,
         })
     }
 
@@ -312,6 +317,13 @@ impl LogSegment {
     /// then indexes and publishes them. On a failed write the file is cut back.
     pub fn append(&mut self, batches: &[PreparedBatch<'_>]) -> Result<()> {
         let start = self.size;
+        if let Some(d) = self.direct.as_mut() {
+            for b in batches {
+                d.write(&b.header_bytes).and_then(|_| d.write(b.records)).ctx("write segment", &self.log_path)?;
+            }
+            self.publish(batches, start);
+            return Ok(());
+        }
         if let Err(e) = write_all_vectored(&self.log, &mut iovecs(batches), start) {
             let _ = self.log.set_len(start);
             return Err(e).ctx("write segment", &self.log_path);
@@ -472,7 +484,27 @@ impl LogSegment {
         self.time_index.make_appendable(config.segment_index_bytes)
     }
 
+    /// Makes the appends to this new, empty segment bypass the page cache
+    /// (`direct_writer.rs`), for a segment written whole and then flushed, as the
+    /// cleaner's output is. Its bytes are readable only after `finish_direct`.
+    pub fn write_direct(&mut self) -> Result<()> {
+        debug_assert_eq!(self.size, 0, "direct writes start on an empty segment");
+        self.direct = Some(DirectWriter::new(&self.log_path, Arc::clone(&self.log)).ctx("open segment", &self.log_path)?);
+        Ok(())
+    }
+
+    /// Writes out what `write_direct` still buffers; later appends go through the page
+    /// cache again.
+    pub fn finish_direct(&mut self) -> Result<()> {
+        if let Some(mut d) = self.direct.take() {
+            let end = d.finish().ctx("write segment", &self.log_path)?;
+            debug_assert_eq!(end, self.size);
+        }
+        Ok(())
+    }
+
     pub fn flush(&self) -> Result<()> {
+        debug_assert!(self.direct.is_none(), "finish_direct before flush");
         self.log.sync_data().ctx("fsync segment", &self.log_path)?;
         self.offset_index.flush()?;
         self.time_index.flush()

@@ -32,13 +32,18 @@ impl Throttler {
         Throttler { bytes_per_second, period: Mutex::new(Period { start: Instant::now(), bytes: 0.0 }) }
     }
 
+    /// Whether it ever sleeps (a finite, positive rate).
+    pub fn is_limited(&self) -> bool {
+        self.bytes_per_second().is_finite() && self.bytes_per_second() > 0.0
+    }
+
     pub fn bytes_per_second(&self) -> f64 {
         self.bytes_per_second
     }
 
     /// Records `bytes` of I/O and sleeps when the rate is over the limit.
     pub fn maybe_throttle(&self, bytes: u64) {
-        if !(self.bytes_per_second.is_finite() && self.bytes_per_second > 0.0) {
+        if !self.is_limited() {
             return;
         }
         let mut p = self.period.lock();
