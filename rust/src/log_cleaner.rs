@@ -225,10 +225,11 @@ impl<'a> SegmentChunks<'a> {
 
 /// Checks the CRC-32C of every batch of `dirty` (mapped as `maps`) whose base offset is
 /// below `stop`, which the map pass lowers to its end when it is done (or to
-/// `i64::MIN` when it failed). Runs beside the map pass, on another core.
-fn verify_dirty(dirty: &[&SegmentView], maps: &[Option<Arc<Mmap>>], shrink: Option<&RwLock<()>>, stop: &AtomicI64) -> Result<()> {
+/// `i64::MIN` when it failed). Runs beside the map pass, on another core; lets go of
+/// each mapping once through it.
+fn verify_dirty(dirty: &[&SegmentView], maps: Vec<Option<Arc<Mmap>>>, shrink: Option<&RwLock<()>>, stop: &AtomicI64) -> Result<()> {
     for (v, m) in dirty.iter().zip(maps) {
-        let mut chunks = SegmentChunks::new(v, shrink, m.clone())?;
+        let mut chunks = SegmentChunks::new(v, shrink, m)?;
         while let Some(chunk) = chunks.next()? {
             for item in BatchIter::new(chunk.bytes, chunk.start as u64) {
                 let (pos, h, batch) = item?;
@@ -398,7 +399,7 @@ fn run_pass(
     std::thread::scope(|scope| -> Result<()> {
         let verifier = parallel.then(|| {
             let (dirty, maps, stop) = (&dirty, maps.clone(), &stop);
-            scope.spawn(move || verify_dirty(dirty, &maps, shrink, stop))
+            scope.spawn(move || verify_dirty(dirty, maps, shrink, stop))
         });
         let map_dirty = || -> Result<()> {
             for (v, m) in dirty.iter().zip(maps) {
