@@ -87,10 +87,10 @@ impl DirectWriter {
         };
         let full = std::mem::replace(&mut self.buf, next);
         let (direct, plain, pos) = (self.direct.clone(), Arc::clone(&self.plain), self.buf_pos);
-        self.in_flight = Some(std::thread::spawn(move || {
+        self.in_flight = Some(std::thread::Builder::new().name("logstore-direct-write".into()).spawn(move || {
             let result = write_block(direct.as_deref(), &plain, &full, pos).map(|_| ());
             (full, result)
-        }));
+        })?);
         self.buf_pos += BUFFER_BYTES as u64;
         self.len = 0;
         Ok(())

@@ -397,10 +397,14 @@ fn run_pass(
     let parallel = !check_crc_inline() && throttler.is_none_or(|t| !t.is_limited()) && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let stop = AtomicI64::new(i64::MAX);
     std::thread::scope(|scope| -> Result<()> {
-        let verifier = parallel.then(|| {
-            let (dirty, maps, stop) = (&dirty, maps.clone(), &stop);
-            scope.spawn(move || verify_dirty(dirty, maps, shrink, stop))
-        });
+        let verifier = match parallel {
+            true => {
+                let (dirty, maps, stop) = (&dirty, maps.clone(), &stop);
+                let thread = std::thread::Builder::new().name("logstore-cleaner-crc".into());
+                Some(thread.spawn_scoped(scope, move || verify_dirty(dirty, maps, shrink, stop))?)
+            }
+            false => None,
+        };
         let map_dirty = || -> Result<()> {
             for (v, m) in dirty.iter().zip(maps) {
                 let mut full = false;
