@@ -318,6 +318,26 @@ impl PassConfig {
     }
 }
 
+// Switches tests flip to take the other side of a choice a pass makes by itself:
+// rewrite every segment instead of dropping superseded ones unread, and check CRCs
+// inside the map pass instead of beside it.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static REWRITE_EVERY_SEGMENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(crate) static CHECK_CRC_INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A test switch's value on this thread; always false outside tests.
+macro_rules! test_switch {
+    ($switch:ident) => {{
+        #[cfg(test)]
+        let on = $switch.with(|c| c.get());
+        #[cfg(not(test))]
+        let on = false;
+        on
+    }};
+}
+
 /// One pass over `views`; `log` is None for a dry run, which writes nothing.
 fn run_pass(
     dir: &Path,
@@ -394,7 +414,7 @@ fn run_pass(
     // core to spare and no I/O limit, a second thread checks them beside the map pass
     // (`verify_dirty`), walking the same mappings; otherwise the map pass checks each.
     let maps = dirty.iter().map(|v| map_segment(v)).collect::<Result<Vec<_>>>()?;
-    let parallel = !check_crc_inline() && throttler.is_none_or(|t| !t.is_limited()) && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let parallel = !test_switch!(CHECK_CRC_INLINE) && throttler.is_none_or(|t| !t.is_limited()) && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let stop = AtomicI64::new(i64::MAX);
     std::thread::scope(|scope| -> Result<()> {
         let verifier = match parallel {
@@ -470,7 +490,7 @@ fn run_pass(
         let (mut stats, mut unread) = (CleanStats::default(), 0);
         for v in &group {
             // Count what the rewrite would have, and skip reading the segment again.
-            if let Some((batches, records)) = superseded(v).filter(|_| !rewrite_every_segment()) {
+            if let Some((batches, records)) = superseded(v).filter(|_| !test_switch!(REWRITE_EVERY_SEGMENT)) {
                 unread += 1;
                 kept.remove(&v.base);
                 let st = CleanStats { bytes_read: v.size, records_read: records, batches_dropped: batches, batches_changed: batches, ..Default::default() };
@@ -528,32 +548,6 @@ fn run_pass(
         checkpoint::write(&dir.join(CLEANER_CHECKPOINT_FILE), &[format!("{} {mapped_end}", log.topic_partition_label())])?;
     }
     Ok(summary)
-}
-
-// Tests compare a pass that skips superseded segments with one that rewrites them all.
-#[cfg(test)]
-thread_local! {
-    pub(crate) static REWRITE_EVERY_SEGMENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn rewrite_every_segment() -> bool {
-    #[cfg(test)]
-    return REWRITE_EVERY_SEGMENT.with(|c| c.get());
-    #[cfg(not(test))]
-    false
-}
-
-// Tests run the CRC check both beside the map pass and inside it.
-#[cfg(test)]
-thread_local! {
-    pub(crate) static CHECK_CRC_INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn check_crc_inline() -> bool {
-    #[cfg(test)]
-    return CHECK_CRC_INLINE.with(|c| c.get());
-    #[cfg(not(test))]
-    false
 }
 
 fn remove_if_exists(path: &Path) -> Result<()> {
