@@ -39,6 +39,9 @@ class KafkaError(BrokerError):
     errno: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
     retriable: bool = False
     description: str = ErrorCode.UNKNOWN_SERVER_ERROR.description
+    # Produce only: the records that made a batch be refused, as (index in the
+    # batch, message) for the response's record_errors.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

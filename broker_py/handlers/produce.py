@@ -16,7 +16,9 @@ import logstore
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import (
     CorruptMessageError,
+    InvalidRecordError,
     InvalidRequiredAcksError,
+    InvalidTimestampError,
     KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
@@ -45,6 +47,20 @@ def _has_producer_id(records) -> bool:
     return False
 
 
+def _rejected(e: logstore.InvalidRecordError) -> KafkaError:
+    """INVALID_TIMESTAMP or INVALID_RECORD for records the topic's config refused,
+    worded as Kafka words it, with each record's own error for record_errors."""
+    listed = tuple(e.record_errors)
+    shown = ", ".join(f"(batchIndex={i}, message={m})" for i, m in listed[:3])
+    cls = InvalidTimestampError if isinstance(e, logstore.InvalidTimestampError) else InvalidRecordError
+    error = cls(
+        f"One or more records have been rejected due to {len(listed)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )
+    error.record_errors = listed
+    return error
+
+
 def append_records(broker, partition, records) -> tuple[int, int]:
     """Appends producer batches to a partition: (base offset, log append time or -1)."""
     if not records:
@@ -64,6 +80,8 @@ def append_records(broker, partition, records) -> tuple[int, int]:
         info = partition.log.append_info(records, leader_epoch=partition.leader_epoch)
     except logstore.CorruptRecordError as e:
         raise CorruptMessageError(str(e)) from None
+    except logstore.InvalidRecordError as e:
+        raise _rejected(e) from None
     except logstore.RecordTooLargeError as e:
         raise MessageTooLargeError(str(e)) from None
     except logstore.LogIOError as e:
@@ -88,6 +106,7 @@ def handle_produce(broker, request, connection):
         min_isr = broker.min_insync_replicas(topic) if topic else 1
         for pd in topic_data.partition_data:
             base_offset, append_time, log_start, error, message = -1, -1, -1, ErrorCode.NONE, None
+            record_errors = ()
             try:
                 if acks not in (0, 1, -1):
                     raise InvalidRequiredAcksError(f"acks={acks}")
@@ -97,7 +116,7 @@ def handle_produce(broker, request, connection):
                 base_offset, append_time = append_records(broker, partition, pd.records)
                 log_start = partition.log_start_offset
             except KafkaError as e:
-                error, message = e.errno, str(e)
+                error, message, record_errors = e.errno, str(e), e.record_errors
             results.append(
                 ProduceResponse.PartitionProduceResponse(
                     index=pd.index,
@@ -105,6 +124,10 @@ def handle_produce(broker, request, connection):
                     base_offset=base_offset,
                     log_append_time_ms=append_time,
                     log_start_offset=log_start,
+                    record_errors=[
+                        ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                        for i, m in record_errors
+                    ],
                     error_message=message,
                 )
             )

@@ -24,6 +24,18 @@ class LogStoreError(Exception):
 class CorruptRecordError(LogStoreError):
     """A record batch failed validation: length, magic, CRC-32C, offsets or record layout."""
 
+class InvalidRecordError(LogStoreError):
+    """Records the topic's config refuses: a record without a key on a compacted topic.
+
+    The whole append is refused; ``record_errors`` lists each offending record as
+    (its index in its batch, a message)."""
+
+    record_errors: tuple[tuple[int, str], ...]
+
+class InvalidTimestampError(InvalidRecordError):
+    """Record timestamps outside the ``message.timestamp.before.max.ms`` /
+    ``message.timestamp.after.max.ms`` window of a CreateTime topic."""
+
 class OffsetOutOfRangeError(LogStoreError):
     """The offset is below the log start offset or above the log end offset."""
 

@@ -29,6 +29,7 @@ pub mod offset_index;
 pub mod offset_map;
 pub mod record;
 pub mod record_batch;
+pub mod record_rules;
 pub mod record_skim;
 pub mod segment;
 pub mod segment_cursor;

@@ -32,6 +32,7 @@ use crate::file_slice::FileSlice;
 use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::{LogConfig, TimestampType};
 use crate::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
+use crate::record_rules::RecordRules;
 use crate::segment::{LogSegment, PreparedBatch};
 use crate::segment_deletion::{unlink_all, PendingDeletions};
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
@@ -334,11 +335,14 @@ impl Log {
     /// Validates and appends whole batches. Validation (CRC included) runs before the
     /// lock is taken; offsets are assigned and bytes written under it.
     pub fn append(&self, data: &[u8], opts: &AppendOptions) -> Result<AppendInfo> {
-        let (max_message_bytes, timestamp_type) = {
+        let now = opts.now_ms.unwrap_or_else(now_ms);
+        let (max_message_bytes, timestamp_type, rules) = {
             let inner = self.inner.read();
             inner.check_open(&self.dir)?;
-            (inner.config.max_message_bytes, inner.config.timestamp_type)
+            let rules = if opts.assign_offsets { inner.config.record_rules(now) } else { RecordRules::default() };
+            (inner.config.max_message_bytes, inner.config.timestamp_type, rules)
         };
+        let partition = if rules.is_empty() { Default::default() } else { self.dir.file_name().unwrap_or_default().to_string_lossy() };
         let mut parsed: Vec<(BatchHeader, &[u8])> = Vec::new();
         let mut iter = BatchIter::new(data, 0);
         for item in &mut iter {
@@ -357,7 +361,6 @@ impl Log {
         if parsed.is_empty() {
             return Err(Error::corrupt(0, "no record batches"));
         }
-        let now = opts.now_ms.unwrap_or_else(now_ms);
         let stamp_time = opts.assign_offsets && timestamp_type == TimestampType::LogAppendTime;
         // Every batch is validated whole (CRC and records) before it is published. A small
         // append is validated before anything is written; a large one's headers are, and
@@ -367,14 +370,14 @@ impl Log {
         for (h, bytes) in &parsed {
             record_batch::validate_header(bytes, pos, opts.assign_offsets)?;
             if !check_beside_write {
-                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets)?;
+                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets, &rules, &partition)?;
             }
             pos += bytes.len() as u64;
         }
         let check_contents = || -> Result<()> {
             let mut pos = 0u64;
             for (h, bytes) in &parsed {
-                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets)?;
+                record_batch::validate_contents(bytes, h, pos, opts.assign_offsets, &rules, &partition)?;
                 pos += bytes.len() as u64;
             }
             Ok(())
@@ -785,6 +788,31 @@ mod tests {
         big[last] ^= 0x5A;
         assert_eq!(log.append(&big, &leader()).unwrap().base_offset, 3);
         assert_eq!(log.log_end_offset(), 4003);
+    }
+
+    #[test]
+    fn a_compacted_log_refuses_records_without_keys_small_or_large_appends_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig::from_pairs([("cleanup.policy", "compact")]).unwrap();
+        let log = Log::open(&dir.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
+        log.append(&batch(3, 1000), &leader()).unwrap();
+        let size = log.size();
+        for n in [5, 4000] {
+            let recs: Vec<NewRecord> = (0..n)
+                .map(|i| NewRecord { offset: i, timestamp: 1000, key: (i % 2 == 0).then(|| vec![1]), value: Some(vec![7; 100]), headers: vec![] })
+                .collect();
+            let compression = if n == 5 { crate::compression::Compression::Lz4 } else { crate::compression::Compression::None };
+            let keyless = encode(&recs, &BatchOptions { compression, ..Default::default() });
+            assert_eq!(keyless.len() >= CONCURRENT_CHECK_MIN_BYTES, n > 5);
+            let Err(Error::InvalidRecord { errors, .. }) = log.append(&keyless, &leader()) else { panic!("accepted") };
+            assert_eq!(errors.len(), n as usize / 2);
+            assert_eq!(errors[0].batch_index, 1);
+            assert!(errors[0].message.contains("t-0"), "{}", errors[0].message);
+            assert_eq!((log.log_end_offset(), log.size()), (3, size));
+        }
+        // A follower's copy (offsets kept) is not the producer's to be judged.
+        let keyless = encode(&[NewRecord { offset: 3, timestamp: 1, ..Default::default() }], &BatchOptions { base_offset: 3, ..Default::default() });
+        assert_eq!(log.append(&keyless, &AppendOptions::default()).unwrap().base_offset, 3);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::record_rules::RecordRules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {
@@ -54,6 +55,34 @@ impl Default for LogConfig {
     }
 }
 
+impl LogConfig {
+    /// Whether `cleanup.policy` includes `compact`.
+    pub fn compacted(&self) -> bool {
+        self.other.get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"))
+    }
+
+    fn long_or_max(&self, key: &str) -> i64 {
+        self.other.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(i64::MAX)
+    }
+
+    /// The per-record checks of a producer's append at `now_ms`. The before/after
+    /// limits fall back to `message.timestamp.difference.max.ms`, as Kafka's do.
+    pub fn record_rules(&self, now_ms: i64) -> RecordRules {
+        let difference = self.long_or_max("message.timestamp.difference.max.ms");
+        let limit = |key| match self.long_or_max(key) {
+            i64::MAX => difference,
+            v => v,
+        };
+        RecordRules::new(
+            self.compacted(),
+            self.timestamp_type == TimestampType::CreateTime,
+            limit("message.timestamp.before.max.ms"),
+            limit("message.timestamp.after.max.ms"),
+            now_ms,
+        )
+    }
+}
+
 /// How a topic config the engine does not act on is validated before it is kept.
 enum Rule {
     Long(i64),
@@ -61,6 +90,8 @@ enum Rule {
     Bool,
     OneOf(&'static [&'static str]),
     CleanupPolicy,
+    /// A Kafka release such as `0.10.0`, `2.8` or `3.0-IV1`.
+    Version,
     Text,
 }
 
@@ -88,7 +119,20 @@ const PASSTHROUGH: &[(&str, Rule)] = &[
     ("local.retention.ms", Rule::Long(-2)),
     ("local.retention.bytes", Rule::Long(-2)),
     ("remote.storage.enable", Rule::Bool),
+    ("remote.log.copy.disable", Rule::Bool),
+    ("remote.log.delete.on.disable", Rule::Bool),
+    // Deprecated since Kafka 3.0 and ignored (batches are always format v2), still accepted.
+    ("message.format.version", Rule::Version),
 ];
+
+/// `0.10.0`, `0.10.0.1`, `2.8`, `3.0-IV1`: dotted numbers, then an optional `-IV<n>`.
+fn is_release(v: &str) -> bool {
+    let (numbers, iv) = v.split_once("-IV").map_or((v, None), |(n, iv)| (n, Some(iv)));
+    let parts: Vec<&str> = numbers.split('.').collect();
+    (2..=4).contains(&parts.len())
+        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && iv.is_none_or(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
 
 fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64> {
     let v: i64 = value.trim().parse().map_err(|_| Error::config(key, value, "not an integer"))?;
@@ -150,6 +194,9 @@ impl LogConfig {
                     Rule::CleanupPolicy if !v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")) => {
                         return Err(Error::config(k, value, "must be delete, compact or compact,delete"))
                     }
+                    Rule::Version if !is_release(v) => {
+                        return Err(Error::config(k, value, "must be a Kafka release such as 0.10.0 or 3.0-IV1"))
+                    }
                     _ => {}
                 }
                 self.other.insert(k.to_string(), v.to_string());
@@ -205,9 +252,31 @@ mod tests {
             ("min.cleanable.dirty.ratio", "1.5"),
             ("delete.retention.ms", "-5"),
             ("preallocate", "yes"),
+            ("message.format.version", "ten"),
+            ("message.format.version", "3.0-IV"),
         ] {
             let e = LogConfig::from_pairs([(k, v)]).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
+    }
+
+    #[test]
+    fn the_deprecated_message_format_version_is_accepted_and_kept() {
+        for v in ["0.10.0", "0.10.0.1", "2.8", "3.0-IV1"] {
+            let c = LogConfig::from_pairs([("message.format.version", v)]).unwrap();
+            assert_eq!(c.entries()["message.format.version"], v);
+        }
+    }
+
+    #[test]
+    fn record_rules_follow_cleanup_policy_and_the_timestamp_limits() {
+        let c = LogConfig::from_pairs([("cleanup.policy", "delete, compact")]).unwrap();
+        assert!(c.compacted());
+        assert_eq!(c.record_rules(0), RecordRules { require_key: true, timestamp_range: None });
+        let c = LogConfig::from_pairs([("message.timestamp.difference.max.ms", "100"), ("message.timestamp.after.max.ms", "7")]).unwrap();
+        assert!(!c.compacted());
+        assert_eq!(c.record_rules(1000).timestamp_range, Some((900, 1007)));
+        let c = LogConfig::from_pairs([("message.timestamp.before.max.ms", "5"), ("message.timestamp.type", "LogAppendTime")]).unwrap();
+        assert!(c.record_rules(1000).is_empty());
     }
 }

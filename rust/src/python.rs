@@ -28,6 +28,8 @@ use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
 
 pyo3::create_exception!(logstore._native, LogStoreError, PyException, "Base of every storage engine error.");
 pyo3::create_exception!(logstore._native, CorruptRecordError, LogStoreError, "A record batch failed validation.");
+pyo3::create_exception!(logstore._native, InvalidRecordError, LogStoreError, "Records a topic's rules refuse (a compacted topic's record without a key); `record_errors` lists (index in batch, message).");
+pyo3::create_exception!(logstore._native, InvalidTimestampError, InvalidRecordError, "Record timestamps outside the topic's message.timestamp.before/after.max.ms window.");
 pyo3::create_exception!(logstore._native, OffsetOutOfRangeError, LogStoreError, "Offset outside [log start, log end].");
 pyo3::create_exception!(logstore._native, RecordTooLargeError, LogStoreError, "A batch exceeds max.message.bytes or segment.bytes.");
 pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A config key or value is invalid.");
@@ -41,6 +43,18 @@ impl From<Error> for PyErr {
         let msg = e.to_string();
         match e {
             Error::CorruptRecord { .. } | Error::UnsupportedCompression(_) => CorruptRecordError::new_err(msg),
+            Error::InvalidRecord { errors, .. } => Python::attach(|py| {
+                let err = if errors.iter().any(|e| e.timestamp) {
+                    InvalidTimestampError::new_err(msg)
+                } else {
+                    InvalidRecordError::new_err(msg)
+                };
+                let listed: Vec<(i32, String)> = errors.into_iter().map(|e| (e.batch_index, e.message)).collect();
+                match PyTuple::new(py, listed).and_then(|t| err.value(py).setattr("record_errors", t)) {
+                    Ok(()) => err,
+                    Err(e) => e,
+                }
+            }),
             Error::OffsetOutOfRange { .. } => OffsetOutOfRangeError::new_err(msg),
             Error::RecordTooLarge { .. } => RecordTooLargeError::new_err(msg),
             Error::InvalidConfig { .. } => InvalidConfigError::new_err(msg),
@@ -892,6 +906,10 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("LogStoreError", py.get_type::<LogStoreError>())?;
     m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
+    // Instances carry their own list; the class default is empty.
+    py.get_type::<InvalidRecordError>().setattr("record_errors", PyTuple::empty(py))?;
+    m.add("InvalidRecordError", py.get_type::<InvalidRecordError>())?;
+    m.add("InvalidTimestampError", py.get_type::<InvalidTimestampError>())?;
     m.add("OffsetOutOfRangeError", py.get_type::<OffsetOutOfRangeError>())?;
     m.add("RecordTooLargeError", py.get_type::<RecordTooLargeError>())?;
     m.add("InvalidConfigError", py.get_type::<InvalidConfigError>())?;

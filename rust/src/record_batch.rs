@@ -26,6 +26,7 @@ use std::borrow::Cow;
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::record::{read_record, write_record, NewRecord, RecordRef};
+use crate::record_rules::RecordRules;
 use crate::varint::Cursor;
 
 pub const LOG_OVERHEAD: usize = 12;
@@ -234,19 +235,41 @@ pub fn validate_header(batch: &[u8], position: u64, contiguous_offsets: bool) ->
 /// disk: header, CRC and the records (decompressed first when a codec is set).
 pub fn validate(batch: &[u8], position: u64, contiguous_offsets: bool) -> Result<BatchHeader> {
     let h = validate_header(batch, position, contiguous_offsets)?;
-    validate_contents(batch, &h, position, contiguous_offsets)?;
+    validate_contents(batch, &h, position, contiguous_offsets, &RecordRules::default(), "")?;
     Ok(h)
 }
 
 /// The checks of `validate` that read the whole batch: the CRC and the framing of every
-/// record. `h` must be the header `validate_header` returned for `batch`.
-pub fn validate_contents(batch: &[u8], h: &BatchHeader, position: u64, contiguous_offsets: bool) -> Result<()> {
+/// record, then `rules` on every record of a data batch (control batches are the
+/// broker's own). `h` must be the header `validate_header` returned for `batch`;
+/// `partition` names the log in rule errors.
+pub fn validate_contents(
+    batch: &[u8],
+    h: &BatchHeader,
+    position: u64,
+    contiguous_offsets: bool,
+    rules: &RecordRules,
+    partition: &str,
+) -> Result<()> {
     verify_crc(batch, h, position)?;
     let area_position = position + HEADER_SIZE as u64;
+    let check_rules = |area: &[u8]| {
+        if h.is_control() {
+            return Ok(());
+        }
+        rules.check(area, h.records_count, h.base_timestamp, partition, position)
+    };
     match h.compression()? {
-        Compression::None => crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position),
+        Compression::None => {
+            crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?;
+            check_rules(&batch[HEADER_SIZE..])
+        }
         // As Kafka's LogValidator, the records of a compressed batch are checked too.
-        c => crate::record::check_framing(&c.decompress(&batch[HEADER_SIZE..], area_position)?, h.records_count, contiguous_offsets, area_position),
+        c => {
+            let area = c.decompress(&batch[HEADER_SIZE..], area_position)?;
+            crate::record::check_framing(&area, h.records_count, contiguous_offsets, area_position)?;
+            check_rules(&area)
+        }
     }
 }
 

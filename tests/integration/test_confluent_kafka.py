@@ -194,6 +194,54 @@ def test_record_too_large_is_refused(module_broker):
     assert errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors[0]
 
 
+
+
+def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, int | None]], **config) -> list:
+    """Produces (key, timestamp) records to partition 0 in one batch; each record's
+    delivery error (None when it landed)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100, "retries": 0, **config})
+    errors: list = [None] * len(records)
+    done = []
+
+    def make_cb(n):
+        def cb(err, msg):
+            errors[n] = err
+            done.append(n)
+
+        return cb
+
+    for n, (key, ts) in enumerate(records):
+        p.produce(topic, value=b"v%d" % n, key=key, partition=0, timestamp=ts or 0, on_delivery=make_cb(n))
+    assert p.flush(30) == 0
+    assert sorted(done) == list(range(len(records)))
+    return errors
+
+
+def test_compacted_topic_refuses_records_without_a_key(module_broker):
+    topic = topic_name("ck-compact-nokey")
+    create(module_broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})
+    errors = _deliveries(module_broker.bootstrap, topic, [(b"k0", None), (None, None), (b"k2", None), (None, None)])
+    # The batch is refused whole. From the response's record_errors librdkafka fails
+    # the key-less records with INVALID_RECORD and the others with
+    # _INVALID_DIFFERENT_RECORD (with a single record error, all get the partition's).
+    assert [e.code() if e else None for e in errors] == [
+        KafkaError._INVALID_DIFFERENT_RECORD,
+        KafkaError.INVALID_RECORD,
+        KafkaError._INVALID_DIFFERENT_RECORD,
+        KafkaError.INVALID_RECORD,
+    ], errors
+    assert _deliveries(module_broker.bootstrap, topic, [(b"k0", None), (b"k1", None)]) == [None, None]
+    got = consume_partitions(module_broker.bootstrap, topic, 1, 2)[0]
+    assert [(offset, key) for offset, key, *_ in got] == [(0, b"k0"), (1, b"k1")]
+
+
+def test_timestamps_outside_the_topic_window_are_refused(module_broker):
+    topic = topic_name("ck-ts-window")
+    create(module_broker.bootstrap, topic, 1, {"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"})
+    now = now_ms()
+    errors = _deliveries(module_broker.bootstrap, topic, [(b"a", now), (b"b", now - 3_600_000)])
+    assert [e.code() if e else None for e in errors] == [KafkaError.INVALID_TIMESTAMP] * 2, errors
+    assert _deliveries(module_broker.bootstrap, topic, [(b"a", now), (b"b", now + 30_000)]) == [None, None]
 # --- admin -----------------------------------------------------------------------------
 
 

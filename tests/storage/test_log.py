@@ -395,6 +395,29 @@ def test_create_time_keeps_producer_timestamps(open_log):
     assert [r.timestamp for r in b.records] == [T0, T0 + 1, T0 + 2]
 
 
+
+
+def test_compacted_log_refuses_keyless_records_listing_each(open_log):
+    log = open_log(cleanup_policy="compact")
+    log.append(mk(2))
+    before = log.read(0, BIG)
+    keyless = ls.encode_batch([(b"k", b"v", [], T0), (None, b"v", [], T0), (None, b"v", [], T0)], "zstd")
+    with pytest.raises(ls.InvalidRecordError) as e:
+        log.append(keyless)
+    assert not isinstance(e.value, ls.InvalidTimestampError)
+    assert [i for i, _ in e.value.record_errors] == [1, 2]
+    assert "without key" in e.value.record_errors[0][1]
+    assert log.log_end_offset == 2 and log.read(0, BIG) == before
+
+
+def test_timestamps_outside_the_window_raise_invalid_timestamp(open_log):
+    log = open_log(message_timestamp_before_max_ms="1000", message_timestamp_after_max_ms="1000")
+    with pytest.raises(ls.InvalidTimestampError) as e:
+        log.append(mk(3, ts=T0, ts_step=600), now_ms=T0)
+    assert isinstance(e.value, ls.InvalidRecordError)
+    assert [i for i, _ in e.value.record_errors] == [2]
+    assert log.log_end_offset == 0
+    assert log.append(mk(3, ts=T0 - 1000, ts_step=1000), now_ms=T0) == (0, 2)
 # ---------------------------------------------------------------------------
 # log start offset, retention, truncation
 # ---------------------------------------------------------------------------
