@@ -31,8 +31,12 @@ import enum
 from collections import Counter
 from collections.abc import Iterable
 
+from broker_py.consumer_protocol import InvalidSubscriptionError, subscribed_topics
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import BrokerError
+
+# The protocol type of groups whose members run the consumer protocol.
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 __all__ = [
     "Group",
@@ -393,6 +397,19 @@ class Group:
         order = leader.protocol_names if leader is not None else []
         rank = {name: i for i, name in enumerate(order)}
         return max(votes, key=lambda name: (votes[name], -rank.get(name, len(order))))
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics the members of a ``consumer`` group subscribe to, or None when
+        that is not known (another protocol type, or metadata that does not parse)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for m in self.members.values():
+                topics.update(subscribed_topics(m.metadata(self.protocol_name)))
+        except (InvalidSubscriptionError, KeyError):
+            return None
+        return topics
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         if self.protocol_name is None:

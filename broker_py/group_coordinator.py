@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from broker_py.error_codes import ErrorCode
 from broker_py.group import (
+    CONSUMER_PROTOCOL_TYPE,
     DelayedJoin,
     Group,
     GroupState,
@@ -890,6 +891,37 @@ class GroupCoordinator:
             for g in self.manager.current_groups()
             if not wanted_states or str(g.state).lower() in wanted_states
         ]
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: removes committed offsets (with tombstones). An Empty group
+        loses any; a ``consumer`` group with members only those of topics no member
+        subscribes to (the rest: GROUP_SUBSCRIBED_TO_TOPIC); a group of another
+        protocol with members none (NON_EMPTY_GROUP)."""
+        error = self.validate_group_status(group_id, ApiKey.OFFSET_DELETE)
+        if error is not None:
+            return error, {}
+        group = self.manager.get_group(group_id)
+        if group is None or group.is_(DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if group.is_(EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics()
+            eligible = []
+            for tp in partitions:
+                if subscribed is None or tp[0] in subscribed:
+                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        if eligible:
+            wanted = set(eligible)
+            removed = self.manager.cleanup_group_metadata([group], lambda g: [tp for tp in g.offsets if tp in wanted])
+            log.info("deleted %d offsets of group %s", removed, group_id)
+            errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
+        return ErrorCode.NONE, errors
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         errors: dict[str, ErrorCode] = {}

@@ -1,5 +1,5 @@
 """Consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups.
+OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
 
 Each handler turns the request of its version into a call on the broker's
 :class:`~broker_py.group_coordinator.GroupCoordinator` and the result into the
@@ -27,18 +27,16 @@ from broker_py.protocol.messages.group_admin import (
     DescribeGroupsResponse,
     ListGroupsResponse,
 )
+from broker_py import authorized_operations
 from broker_py.protocol.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetFetchResponse,
 )
+from broker_py.protocol.messages.offset_delete import OffsetDeleteResponse
 
 COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1
 
-# ACL operations a group supports (READ 3, DELETE 6, DESCRIBE 8): all of them are
-# allowed, as there are no ACLs.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-AUTHORIZED_OPERATIONS_OMITTED = -(1 << 31)
 
 
 def _client_id(request) -> str:
@@ -341,7 +339,7 @@ def handle_describe_groups(broker, request, connection):
                     )
                     for m in summary.members
                 ],
-                authorized_operations=GROUP_AUTHORIZED_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=authorized_operations.field(authorized_operations.GROUP, include_operations),
             )
         )
     return DescribeGroupsResponse(groups=out)
@@ -377,6 +375,43 @@ def handle_delete_groups(broker, request, connection):
     return DeleteGroupsResponse(results=results)
 
 
+def handle_offset_delete(broker, request, connection):
+    body = request.body
+    known: list[tuple[str, int]] = []
+    unknown: set[tuple[str, int]] = set()
+    for t in body.topics:
+        topic = broker.metadata.get(t.name)
+        for p in t.partitions:
+            exists = topic is not None and 0 <= p.partition_index < topic.partitions
+            if exists:
+                known.append((t.name, p.partition_index))
+            else:
+                unknown.add((t.name, p.partition_index))
+    error, errors = broker.group_coordinator.delete_offsets(body.group_id, known)
+    if error != ErrorCode.NONE:
+        return OffsetDeleteResponse(error_code=int(error))
+    return OffsetDeleteResponse(
+        error_code=0,
+        topics=[
+            OffsetDeleteResponse.OffsetDeleteResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=int(
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                            if (t.name, p.partition_index) in unknown
+                            else errors.get((t.name, p.partition_index), ErrorCode.NONE)
+                        ),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in body.topics
+        ],
+    )
+
+
 HANDLERS = {
     ApiKey.FIND_COORDINATOR: handle_find_coordinator,
     ApiKey.JOIN_GROUP: handle_join_group,
@@ -388,4 +423,5 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
     ApiKey.LIST_GROUPS: handle_list_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
 }

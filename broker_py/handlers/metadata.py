@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from broker_py import authorized_operations
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import KafkaError
 from broker_py.protocol.api_keys import ApiKey
@@ -18,13 +19,14 @@ from broker_py.topic_metadata import TopicInfo
 NULL_UUID = uuid.UUID(int=0)
 
 
-def topic_response(broker, topic: TopicInfo) -> MetadataResponse.MetadataResponseTopic:
+def topic_response(broker, topic: TopicInfo, with_operations: bool = False) -> MetadataResponse.MetadataResponseTopic:
     me = broker.broker_id
     return MetadataResponse.MetadataResponseTopic(
         error_code=0,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
+        topic_authorized_operations=authorized_operations.field(authorized_operations.TOPIC, with_operations),
         partitions=[
             MetadataResponse.MetadataResponsePartition(
                 error_code=0,
@@ -49,9 +51,10 @@ def handle_metadata(broker, request, connection):
     body = request.body
     version = request.api_version
     allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
+    with_operations = version >= 8 and body.include_topic_authorized_operations
     topics_out = []
     if body.topics is None or (version == 0 and not body.topics):
-        topics_out = [topic_response(broker, t) for t in broker.topics()]
+        topics_out = [topic_response(broker, t, with_operations) for t in broker.topics()]
     else:
         for req in body.topics:
             topic = None
@@ -73,12 +76,15 @@ def handle_metadata(broker, request, connection):
                     if topic is None:
                         topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(error), name=name, topic_id=NULL_UUID))
                         continue
-            topics_out.append(topic_response(broker, topic))
+            topics_out.append(topic_response(broker, topic, with_operations))
     return MetadataResponse(
         brokers=brokers(broker),
         cluster_id=broker.cluster_id,
         controller_id=broker.broker_id,
         topics=topics_out,
+        cluster_authorized_operations=authorized_operations.field(
+            authorized_operations.CLUSTER, 8 <= version <= 10 and body.include_cluster_authorized_operations
+        ),
     )
 
 

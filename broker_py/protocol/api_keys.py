@@ -129,6 +129,7 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2
     DELETE_GROUPS = 42, "DeleteGroups", 0, 2, 2
     INCREMENTAL_ALTER_CONFIGS = 44, "IncrementalAlterConfigs", 0, 1, 1
+    OFFSET_DELETE = 47, "OffsetDelete", 0, 0, None
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 1, 0
 
     def supports(self, version: int) -> bool:

@@ -17,9 +17,11 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import (
+    AclOperation,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -294,6 +296,24 @@ def test_create_and_delete_topics_with_errors(module_broker):
         err = error_of(a.create_topics([NewTopic(badcfg, 1, 1, config={key: value})])[badcfg])
         assert err is not None and err.code() == KafkaError.INVALID_CONFIG, (key, value, err)
     assert badcfg not in a.list_topics(timeout=5).topics
+
+
+def test_authorized_operations_are_everything_the_resource_supports(module_broker):
+    # No authorizer: as Kafka without authorizer.class.name, every operation a
+    # resource type supports is allowed, and reported when asked for.
+    name = topic_name("ck-authops")
+    a = create(module_broker.bootstrap, name, 1)
+    op = AclOperation
+    (topic,) = a.describe_topics(TopicCollection([name]), include_authorized_operations=True).values()
+    assert set(topic.result(15).authorized_operations) == {
+        op.READ, op.WRITE, op.CREATE, op.DELETE, op.ALTER, op.DESCRIBE, op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS
+    }
+    cluster = a.describe_cluster(include_authorized_operations=True).result(15)
+    assert set(cluster.authorized_operations) == {
+        op.CREATE, op.ALTER, op.DESCRIBE, op.CLUSTER_ACTION, op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS, op.IDEMPOTENT_WRITE
+    }
+    (topic,) = a.describe_topics(TopicCollection([name])).values()
+    assert topic.result(15).authorized_operations is None
 
 
 def test_create_partitions_grows_and_never_shrinks(module_broker):

@@ -10,6 +10,7 @@ import kafka.codec
 import kafka.errors as Errors
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from tests.integration.clients import (
     Rec,
@@ -457,6 +458,39 @@ def test_delete_records(module_broker):
     assert [g[0] for g in got[0]] == [6, 7, 8, 9] and 1 not in got
     got = consume_partitions(module_broker.bootstrap, name, 1, 4, start=2)  # below the log start: reset to earliest
     assert [g[0] for g in got[0]] == [6, 7, 8, 9]
+
+
+def test_delete_group_offsets_spares_subscribed_topics_while_the_group_is_active(module_broker):
+    subscribed, other = topic_name("kp-offdel-sub"), topic_name("kp-offdel-other")
+    group = topic_name("kp-offdel-g")
+    for name in (subscribed, other):
+        create(module_broker.bootstrap, name, 1)
+        _fill(module_broker.bootstrap, name, 5)
+    sub0, other0 = TopicPartition(subscribed, 0), TopicPartition(other, 0)
+    c = consumer(module_broker.bootstrap, group_id=group)
+    a = admin(module_broker.bootstrap)
+    try:
+        c.subscribe([subscribed])
+        drain(c, 5)
+        c.commit({sub0: OffsetAndMetadata(5, "", -1), other0: OffsetAndMetadata(2, "", -1)})
+        # A member subscribes to one topic: only the other's offsets can go.
+        assert a.delete_group_offsets(group, [sub0, other0, TopicPartition(other, 7)]) == {
+            sub0: Errors.GroupSubscribedToTopicError,
+            other0: Errors.NoError,
+            TopicPartition(other, 7): Errors.UnknownTopicOrPartitionError,
+        }
+        assert set(a.list_group_offsets(group)[group]) == {sub0}
+        c.close()
+        c = None
+        # Empty: every offset can go; then the group has nothing left and is gone.
+        assert a.delete_group_offsets(group, [sub0]) == {sub0: Errors.NoError}
+        assert a.list_group_offsets(group)[group] == {}
+        with pytest.raises(Errors.GroupIdNotFoundError):
+            a.delete_group_offsets(group, [sub0])
+    finally:
+        if c is not None:
+            c.close()
+        a.close()
 
 
 # --- restart ---------------------------------------------------------------------------
