@@ -19,15 +19,17 @@ import logstore
 
 from broker_py import handlers
 from broker_py.config import BrokerConfig, ConfigError, Listener
+from broker_py.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidRequestError,
     InvalidReplicationFactorError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 from broker_py.log_cleaner import LogCleaner
-from broker_py.log_manager import LogManager
+from broker_py.log_manager import LogManager, log_config
 from broker_py.network import KafkaServer
 from broker_py.partition import Partition
 from broker_py.producer_id_manager import ProducerIdManager
@@ -54,6 +56,8 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.cluster_id = self._check_log_dirs()
+        self.dynamic_configs = DynamicBrokerConfigStore(config.log_dirs[0], config)
+        self.dynamic_configs.load()
         self.metadata = TopicMetadataStore(config.log_dirs[0])
         self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
@@ -280,11 +284,35 @@ class Broker:
         if validate_only:
             return
         self.metadata.set_configs(name, configs)
-        from broker_py.log_manager import log_config
-
         effective = log_config(self.effective_config(topic))
         for p in range(topic.partitions):
             self.partitions[(name, p)].log.set_config(**effective)
+
+    def set_broker_configs(self, resource: str, configs: dict[str, str], validate_only: bool = False) -> None:
+        """Replaces the dynamic configs of BROKER resource ``resource`` (``""``: the
+        cluster default, or this broker's id). Topic defaults among them apply at once
+        to every partition whose topic does not set its own."""
+        if resource not in ("", str(self.broker_id)):
+            raise InvalidRequestError(f"broker {resource!r} is not this broker ({self.broker_id}) or the default ('')")
+
+        def check() -> None:
+            self.validate_topic_configs({})  # the new topic defaults, as a topic sees them
+
+        try:
+            self.dynamic_configs.set(resource, configs, check, validate_only=validate_only)
+        except ConfigError as e:
+            raise InvalidConfigError(str(e)) from None
+        if validate_only:
+            return
+        self._topic_defaults = None
+        self._effective.clear()
+        for topic in self.metadata.topics.values():
+            effective = log_config(self.effective_config(topic))
+            for p in range(topic.partitions):
+                partition = self.partitions.get((topic.name, p))
+                if partition is not None:
+                    partition.log.set_config(**effective)
+        log.info("dynamic configs of broker resource %r are now %s", resource, configs)
 
     def ensure_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
         """The topic, created with the given layout if missing (internal topics)."""

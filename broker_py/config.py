@@ -205,7 +205,29 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),
     "controlled.shutdown.enable": (_bool, "true"),
+    "sasl.kerberos.min.time.before.relogin": (_int(0), "60000"),
+    "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
+    "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
+    "sasl.kerberos.kinit.cmd": (_str, "/usr/bin/kinit"),
 }
+
+# Keys AlterConfigs may change on a BROKER resource while the broker runs (those of
+# Kafka's DynamicBrokerConfig this broker knows). Topic defaults apply to every topic
+# without its own value at once; the others are read where they are used.
+DYNAMIC_KEYS = frozenset({
+    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms", "log.roll.jitter.hours",
+    "log.index.size.max.bytes", "log.index.interval.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
+    "log.retention.bytes", "log.retention.ms", "log.retention.minutes", "log.retention.hours",
+    "log.segment.delete.delay.ms", "log.cleanup.policy", "log.preallocate", "log.message.timestamp.type",
+    "log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.threads",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
+    "compression.type", "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
+    "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
+})
 
 # Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS: dict[str, str] = {
@@ -232,6 +254,20 @@ _TOPIC_SYNONYMS: dict[str, str] = {
 }
 
 
+def _check(values: dict[str, Any]) -> None:
+    """Rules across keys; fills the keys that default to another's value."""
+    if values["node.id"] is not None:
+        values["broker.id"] = values["node.id"]
+    if values["advertised.listeners"] is None:
+        values["advertised.listeners"] = values["listeners"]
+    names = {listener.name for listener in values["listeners"]}
+    for listener in values["advertised.listeners"]:
+        if listener.name not in names:
+            raise ConfigError("advertised.listeners", str(listener), f"listener {listener.name} is not in listeners")
+    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+        raise ConfigError("group.min.session.timeout.ms", values["group.min.session.timeout.ms"], "exceeds group.max.session.timeout.ms")
+
+
 def parse_properties(text: str) -> dict[str, str]:
     """Parses Java ``.properties`` text (the subset ``server.properties`` uses)."""
     props: dict[str, str] = {}
@@ -254,17 +290,58 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 class BrokerConfig:
-    """Validated broker config. Values are reached as ``config["log.segment.bytes"]``."""
+    """Validated broker config. Values are reached as ``config["log.segment.bytes"]``.
+
+    Values come in Kafka's layers, the first present winning: the dynamic config of
+    this broker, the dynamic cluster-wide default (both set with AlterConfigs on a
+    BROKER resource, see :meth:`set_dynamic`), the static ``server.properties`` /
+    ``--override`` value, and Kafka's default.
+    """
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         props = dict(props or {})
         self.unknown: list[str] = sorted(k for k in props if k not in _KEYS)
         self.originals = props
-        self._values: dict[str, Any] = {}
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
+        self._values = self._parse(props)
+
+    @staticmethod
+    def _parse(props: Mapping[str, str]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
         for key, (parse, default) in _KEYS.items():
             raw = props.get(key, default)
-            self._values[key] = None if raw is None else parse(key, raw)
-        self._check()
+            values[key] = None if raw is None else parse(key, raw)
+        _check(values)
+        return values
+
+    def set_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        """Replaces the dynamic layers. Raises ConfigError naming the key (and changes
+        nothing) for a key that cannot change at runtime or a bad value."""
+        for layer in (default, per_broker):
+            for key, value in layer.items():
+                if key not in DYNAMIC_KEYS:
+                    reason = "is not a broker config" if key not in _KEYS else "cannot be updated dynamically"
+                    raise ConfigError(key, value, reason)
+        values = self._parse({**self.originals, **default, **per_broker})
+        self._values = values
+        self.dynamic_default = dict(default)
+        self.dynamic_broker = dict(per_broker)
+
+    def layers(self, key: str) -> list[tuple[str, str | None]]:
+        """(source, raw value) of each layer holding ``key``, the effective one first:
+        sources are ``dynamic_broker``, ``dynamic_default``, ``static``, ``default``."""
+        out: list[tuple[str, str | None]] = []
+        if key in self.dynamic_broker:
+            out.append(("dynamic_broker", self.dynamic_broker[key]))
+        if key in self.dynamic_default:
+            out.append(("dynamic_default", self.dynamic_default[key]))
+        if key in self.originals:
+            out.append(("static", self.originals[key]))
+        default = _KEYS[key][1] if key in _KEYS else None
+        if default is not None:
+            out.append(("default", default))
+        return out
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] | None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -287,18 +364,6 @@ class BrokerConfig:
 
     def is_set(self, key: str) -> bool:
         return key in self.originals
-
-    def _check(self) -> None:
-        if self._values["node.id"] is not None:
-            self._values["broker.id"] = self._values["node.id"]
-        if self["advertised.listeners"] is None:
-            self._values["advertised.listeners"] = self["listeners"]
-        names = {listener.name for listener in self["listeners"]}
-        for listener in self["advertised.listeners"]:
-            if listener.name not in names:
-                raise ConfigError("advertised.listeners", str(listener), f"listener {listener.name} is not in listeners")
-        if self["group.min.session.timeout.ms"] > self["group.max.session.timeout.ms"]:
-            raise ConfigError("group.min.session.timeout.ms", self["group.min.session.timeout.ms"], "exceeds group.max.session.timeout.ms")
 
     @property
     def broker_id(self) -> int:
@@ -347,15 +412,18 @@ class BrokerConfig:
         return out
 
     @staticmethod
-    def synonym_of(topic_key: str) -> str | None:
-        """The broker key whose value defaults ``topic_key``."""
-        special = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms", "flush.ms": "log.flush.interval.ms", "segment.jitter.ms": "log.roll.jitter.ms"}
+    def synonyms_of(topic_key: str) -> list[str]:
+        """The broker keys whose values default ``topic_key``, the strongest first
+        (``log.retention.ms`` before ``log.retention.minutes`` before ``.hours``)."""
+        special = {
+            "retention.ms": ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+            "segment.ms": ["log.roll.ms", "log.roll.hours"],
+            "segment.jitter.ms": ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+            "flush.ms": ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        }
         if topic_key in special:
             return special[topic_key]
-        for broker, topic in _TOPIC_SYNONYMS.items():
-            if topic == topic_key:
-                return broker
-        return None
+        return [broker for broker, topic in _TOPIC_SYNONYMS.items() if topic == topic_key]
 
     def describe(self) -> dict[str, str | None]:
         """Every known broker key with its effective value rendered as Kafka does."""

@@ -7,8 +7,7 @@ Stored as ``<first log dir>/__logstore_metadata/topics.json``::
                                          "partitions": <int>,
                                          "configs": {"<topic config key>": "<value>"}}}}
 
-Every change is written to a temporary file, fsynced and renamed over the old one, so
-the file is always whole. Each partition directory also gets Kafka's
+Every change replaces the file whole (``metadata_file``). Each partition directory also gets Kafka's
 ``partition.metadata`` file (``version: 0`` / ``topic_id: <base64 uuid>``).
 """
 
@@ -16,14 +15,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import os
 import re
 import uuid
 
+from broker_py import metadata_file
 from broker_py.errors import InvalidTopicError
-
-METADATA_DIR = "__logstore_metadata"
+from broker_py.metadata_file import METADATA_DIR
 MAX_TOPIC_NAME = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -68,16 +66,13 @@ class TopicMetadataStore:
         self._load()
 
     def _load(self) -> None:
-        try:
-            with open(self._path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
+        doc = metadata_file.read(self._path)
+        if doc is None:
             return
         for name, t in doc.get("topics", {}).items():
             self.topics[name] = TopicInfo(name, uuid.UUID(hex=t["topic_id"]), int(t["partitions"]), dict(t.get("configs", {})))
 
     def _save(self) -> None:
-        os.makedirs(self._dir, exist_ok=True)
         doc = {
             "version": 1,
             "topics": {
@@ -85,17 +80,7 @@ class TopicMetadataStore:
                 for t in self.topics.values()
             },
         }
-        tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
-        fd = os.open(self._dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        metadata_file.write(self._path, doc)
 
     def get(self, name: str) -> TopicInfo | None:
         return self.topics.get(name)

@@ -1,14 +1,17 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
 
 Topic configs are described with every effective key, each with its source: a topic
-override (TOPIC_CONFIG), a key set in server.properties (STATIC_BROKER_CONFIG) or
-Kafka's default (DEFAULT_CONFIG), and with the chain of synonyms when asked. Broker
-configs are static: they are described, and altering them is refused.
+override (TOPIC_CONFIG), a dynamic broker config of this broker
+(DYNAMIC_BROKER_CONFIG) or of the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG), a key set
+in server.properties (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG), and
+with the chain of synonyms when asked. A BROKER resource is this broker's id or
+``""`` (the cluster-wide default); altering one changes its dynamic configs
+(``broker_py.dynamic_broker_config``), and only keys Kafka lets change at runtime.
 """
 
 from __future__ import annotations
 
-from broker_py.config import BrokerConfig
+from broker_py.config import DYNAMIC_KEYS, BrokerConfig
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from broker_py.protocol.api_keys import ApiKey
@@ -23,6 +26,8 @@ BROKER = 4
 BROKER_LOGGER = 8
 
 SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
@@ -30,7 +35,7 @@ TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LI
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
-_LIST_KEYS = {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+_LIST_KEYS = {"cleanup.policy", "log.cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
 _TYPES = {
     "cleanup.policy": TYPE_LIST,
     "compression.type": TYPE_STRING,
@@ -58,6 +63,22 @@ def _type_of(key: str, value: str | None) -> int:
     return TYPE_STRING
 
 
+_SOURCES = {
+    "dynamic_broker": SOURCE_DYNAMIC_BROKER,
+    "dynamic_default": SOURCE_DYNAMIC_DEFAULT_BROKER,
+    "static": SOURCE_STATIC_BROKER,
+    "default": SOURCE_DEFAULT,
+}
+
+
+def _broker_synonyms(broker, broker_key: str) -> list:
+    """The layers of a broker key, the effective one first, as DescribeConfigs synonyms."""
+    return [
+        DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=value, source=_SOURCES[layer])
+        for layer, value in broker.config.layers(broker_key)
+    ]
+
+
 def _topic_entries(broker, topic, keys, include_synonyms):
     effective = broker.effective_config(topic)
     out = []
@@ -66,19 +87,11 @@ def _topic_entries(broker, topic, keys, include_synonyms):
             continue
         value = effective[key]
         synonyms = []
-        broker_key = BrokerConfig.synonym_of(key)
         if key in topic.configs:
-            source = SOURCE_TOPIC
             synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=key, value=topic.configs[key], source=SOURCE_TOPIC))
-        elif broker_key and broker.config.is_set(broker_key):
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
-        if broker_key and broker.config.is_set(broker_key):
-            synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=broker.config.originals[broker_key], source=SOURCE_STATIC_BROKER))
-        if broker_key:
-            default = broker.config.describe().get(broker_key)
-            synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=default, source=SOURCE_DEFAULT))
+        for broker_key in BrokerConfig.synonyms_of(key):
+            synonyms += _broker_synonyms(broker, broker_key)
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
         out.append(
             DescribeConfigsResponse.DescribeConfigsResourceResult(
                 name=key,
@@ -94,21 +107,29 @@ def _topic_entries(broker, topic, keys, include_synonyms):
     return out
 
 
-def _broker_entries(broker, keys, include_synonyms):
+def _broker_entries(broker, resource: str, keys, include_synonyms):
+    """This broker's every key (resource ``<id>``), or the cluster-wide dynamic
+    defaults alone (resource ``""``), as Kafka describes them."""
+    if resource == "":
+        values = broker.config.dynamic_default
+    else:
+        values = broker.config.describe()
     out = []
-    for key, value in sorted(broker.config.describe().items()):
+    for key, value in sorted(values.items()):
         if keys is not None and key not in keys:
             continue
-        source = SOURCE_STATIC_BROKER if broker.config.is_set(key) else SOURCE_DEFAULT
-        synonyms = [DescribeConfigsResponse.DescribeConfigsSynonym(name=key, value=value, source=source)] if include_synonyms else []
+        synonyms = _broker_synonyms(broker, key)
+        if resource == "":
+            synonyms = [s for s in synonyms if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER]
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
         out.append(
             DescribeConfigsResponse.DescribeConfigsResourceResult(
                 name=key,
                 value=value,
-                read_only=True,
+                read_only=key not in DYNAMIC_KEYS,
                 config_source=source,
                 is_sensitive=False,
-                synonyms=synonyms,
+                synonyms=synonyms if include_synonyms else [],
                 config_type=_type_of(key, value),
                 documentation=None,
             )
@@ -136,7 +157,7 @@ def handle_describe_configs(broker, request, connection):
             else:
                 result.configs = _topic_entries(broker, topic, keys, body.include_synonyms)
         elif r.resource_type == BROKER and _is_this_broker(broker, r.resource_name):
-            result.configs = _broker_entries(broker, keys, body.include_synonyms)
+            result.configs = _broker_entries(broker, r.resource_name, keys, body.include_synonyms)
         elif r.resource_type == BROKER_LOGGER and _is_this_broker(broker, r.resource_name):
             result.configs = []
         else:
@@ -151,8 +172,10 @@ def _apply(broker, resource_type: int, name: str, new_configs, validate_only: bo
         if broker.metadata.get(name) is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         broker.set_topic_configs(name, new_configs, validate_only=validate_only)
-    elif resource_type in (BROKER, BROKER_LOGGER):
-        raise InvalidRequestError("broker configs are static (server.properties); they cannot be altered at runtime")
+    elif resource_type == BROKER:
+        broker.set_broker_configs(name, new_configs, validate_only=validate_only)
+    elif resource_type == BROKER_LOGGER:
+        raise InvalidRequestError("broker logger levels cannot be altered at runtime")
     else:
         raise InvalidRequestError(f"unknown resource type {resource_type}")
 
@@ -179,40 +202,47 @@ def handle_alter_configs(broker, request, connection):
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
+def _current(broker, resource_type: int, name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(the resource's own configs, its effective values) for IncrementalAlterConfigs."""
+    if resource_type == TOPIC:
+        topic = broker.metadata.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return dict(topic.configs), broker.effective_config(topic)
+    if resource_type == BROKER:
+        if not _is_this_broker(broker, name):
+            raise InvalidRequestError(f"broker {name!r} is not this broker ({broker.broker_id}) or the default ('')")
+        return broker.dynamic_configs.get(name), {k: v for k, v in broker.config.describe().items() if v is not None}
+    return {}, {}
+
+
 def handle_incremental_alter_configs(broker, request, connection):
     body = request.body
     responses = []
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
-            if r.resource_type == TOPIC:
-                topic = broker.metadata.get(r.resource_name)
-                if topic is None:
-                    raise UnknownTopicOrPartitionError(f"topic {r.resource_name!r} does not exist")
-                configs = dict(topic.configs)
-                effective = broker.effective_config(topic)
-                for c in r.configs:
-                    if c.config_operation == OP_SET:
-                        if c.value is None:
-                            raise InvalidConfigError(f"null value for {c.name}")
-                        configs[c.name] = c.value
-                    elif c.config_operation == OP_DELETE:
-                        configs.pop(c.name, None)
-                    elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
-                        if _type_of(c.name, None) != TYPE_LIST:
-                            raise InvalidConfigError(f"{c.name} is not a list config")
-                        current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
-                        items = [v for v in (c.value or "").split(",") if v]
-                        if c.config_operation == OP_APPEND:
-                            current += [v for v in items if v not in current]
-                        else:
-                            current = [v for v in current if v not in items]
-                        configs[c.name] = ",".join(current)
+            configs, effective = _current(broker, r.resource_type, r.resource_name)
+            for c in r.configs:
+                if c.config_operation == OP_SET:
+                    if c.value is None:
+                        raise InvalidConfigError(f"null value for {c.name}")
+                    configs[c.name] = c.value
+                elif c.config_operation == OP_DELETE:
+                    configs.pop(c.name, None)
+                elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
+                    if _type_of(c.name, None) != TYPE_LIST:
+                        raise InvalidConfigError(f"{c.name} is not a list config")
+                    current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
+                    items = [v for v in (c.value or "").split(",") if v]
+                    if c.config_operation == OP_APPEND:
+                        current += [v for v in items if v not in current]
                     else:
-                        raise InvalidRequestError(f"unknown config operation {c.config_operation}")
-                _apply(broker, TOPIC, r.resource_name, configs, body.validate_only)
-            else:
-                _apply(broker, r.resource_type, r.resource_name, {}, body.validate_only)
+                        current = [v for v in current if v not in items]
+                    configs[c.name] = ",".join(current)
+                else:
+                    raise InvalidRequestError(f"unknown config operation {c.config_operation}")
+            _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(

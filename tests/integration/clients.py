@@ -9,6 +9,7 @@ back); kcat invocation; bounded waiting.
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import subprocess
 import time
@@ -193,3 +194,29 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(15)
     wait_until(lambda: len(admin.list_topics(name, timeout=5).topics[name].partitions) == partitions, message=f"metadata of {name}")
+
+
+def wire_call(bootstrap: str, body, version: int):
+    """One request on a fresh connection, encoded and decoded with the broker's own
+    codec, for what no client library can send (e.g. the cluster-wide BROKER config
+    resource ``""`` that ``kafka-configs.sh --entity-default`` names)."""
+    from broker_py.protocol import RequestHeader, decode_response, encode_request
+
+    host, port = bootstrap.rsplit(":", 1)
+    header = RequestHeader(api_key=int(body.API_KEY), api_version=version, correlation_id=7, client_id="logstore-tests")
+    with socket.create_connection((host, int(port)), timeout=15) as s:
+        s.sendall(encode_request(header, body))
+        size = int.from_bytes(_read_exactly(s, 4), "big")
+        correlation_id, response = decode_response(_read_exactly(s, size), body.API_KEY, version)
+    assert correlation_id == 7
+    return response
+
+
+def _read_exactly(s: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(out)} of {n} bytes")
+        out += chunk
+    return bytes(out)

@@ -40,6 +40,7 @@ from tests.integration.clients import (
     stored_batches,
     topic_name,
     wait_until,
+    wire_call,
 )
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -417,6 +418,96 @@ def test_alter_configs_and_persistence_across_restart(broker):
     assert e["cleanup.policy"].value == "delete,compact"
     assert e["max.message.bytes"].is_default
     assert len(a.list_topics(name, timeout=5).topics[name].partitions) == 2
+
+
+def _incremental(a: AdminClient, resource: str, **ops) -> KafkaError | None:
+    """IncrementalAlterConfigs on BROKER ``resource``: key=value sets, key=None deletes."""
+    entries = [
+        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE)
+        for k, v in ops.items()
+    ]
+    res = ConfigResource("broker", resource, incremental_configs=entries)
+    return error_of(a.incremental_alter_configs([res])[res])
+
+
+def _cluster_default(bootstrap: str, resource: str = "", **ops) -> dict:
+    """IncrementalAlterConfigs on the cluster-wide BROKER resource ``""``, as
+    ``kafka-configs.sh --entity-default`` sends it (the Python clients cannot name
+    it), then that resource's described configs: key -> (value, source)."""
+    from broker_py.protocol.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+
+    alter = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=4,
+                resource_name=resource,
+                configs=[
+                    IncrementalAlterConfigsRequest.AlterableConfig(name=k.replace("_", "."), config_operation=0 if v is not None else 1, value=v)
+                    for k, v in ops.items()
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+    (result,) = wire_call(bootstrap, alter, 1).responses
+    assert result.error_code == 0, result
+    describe = DescribeConfigsRequest(
+        resources=[DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="", configuration_keys=None)],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    (described,) = wire_call(bootstrap, describe, 4).results
+    assert described.error_code == 0, described
+    return {c.name: (c.value, c.config_source) for c in described.configs}
+
+
+def test_dynamic_broker_configs_layer_over_static_ones_and_persist(broker):
+    plain, own = topic_name("ck-dyn-plain"), topic_name("ck-dyn-own")
+    a = create(broker.bootstrap, plain, 1)
+    create(broker.bootstrap, own, 1, {"retention.ms": "1000000"})
+    b0 = ConfigResource("broker", "0")
+    e = a.describe_configs([b0])[b0].result(15)
+    assert not e["log.retention.ms"].is_read_only and e["log.dirs"].is_read_only
+
+    # The cluster-wide default, then this broker's own value over it.
+    assert _cluster_default(broker.bootstrap, log_retention_ms="3600000", message_max_bytes="10000") == {
+        "log.retention.ms": ("3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+        "message.max.bytes": ("10000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+    }
+    e = _describe(a, plain)
+    assert e["retention.ms"].value == "3600000"
+    assert e["retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    assert _describe(a, own)["retention.ms"].value == "1000000"
+    assert _incremental(a, "0", log_retention_ms="7200000") is None
+    e = _describe(a, plain)
+    assert e["retention.ms"].value == "7200000"
+    assert e["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    synonyms = e["retention.ms"].synonyms  # confluent-kafka keys them by name
+    assert synonyms["log.retention.ms"].value in ("7200000", "3600000")
+    assert (synonyms["log.retention.hours"].value, synonyms["log.retention.hours"].source) == ("168", ConfigSource.DEFAULT_CONFIG.value)
+
+    # The new default applies to the running logs at once.
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    errors = []
+    p.produce(plain, value=b"x" * 20000, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(30)
+    assert len(errors) == 1 and errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors
+
+    # Keys that cannot change at runtime, bad values and other brokers are refused.
+    for resource, ops in [("0", {"log_dirs": "/elsewhere"}), ("0", {"log_retention_ms": "soon"}), ("0", {"no.such.key": "1"})]:
+        err = _incremental(a, resource, **ops)
+        assert err is not None and err.code() == KafkaError.INVALID_CONFIG, (ops, err)
+    with pytest.raises(AssertionError, match="error_code=42"):  # INVALID_REQUEST: not this broker
+        _cluster_default(broker.bootstrap, resource="7", log_retention_ms="1")
+    assert _describe(a, plain)["retention.ms"].value == "7200000"
+
+    broker.restart()
+    a = admin(broker.bootstrap)
+    assert _describe(a, plain)["retention.ms"].value == "7200000"
+    assert _incremental(a, "0", log_retention_ms=None) is None
+    assert _cluster_default(broker.bootstrap, log_retention_ms=None, message_max_bytes=None) == {}
+    e = _describe(a, plain)
+    assert e["retention.ms"].value == "604800000" and e["max.message.bytes"].is_default
 
 
 # --- offsets for times, watermarks -----------------------------------------------------
