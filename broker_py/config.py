@@ -84,9 +84,10 @@ def _choice(*allowed: str) -> Callable[[str, str], str]:
 
 
 def _cleanup_policy(key: str, raw: str) -> str:
+    # Empty is allowed (Kafka's ValidList): logs are then neither deleted nor compacted.
     parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ConfigError(key, raw, "must be delete, compact or compact,delete")
+    if any(p not in ("delete", "compact") for p in parts):
+        raise ConfigError(key, raw, "must be a list of delete and compact (or empty)")
     return ",".join(parts)
 
 

@@ -191,8 +191,12 @@ impl LogConfig {
                     Rule::OneOf(allowed) if !allowed.contains(&v) => {
                         return Err(Error::config(k, value, format!("must be one of {}", allowed.join(", "))))
                     }
-                    Rule::CleanupPolicy if !v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")) => {
-                        return Err(Error::config(k, value, "must be delete, compact or compact,delete"))
+                    // An empty list is allowed, as Kafka's ValidList allows it: neither
+                    // deleted nor compacted, the log is kept whole.
+                    Rule::CleanupPolicy
+                        if !v.split(',').map(str::trim).filter(|p| !p.is_empty()).all(|p| matches!(p, "delete" | "compact")) =>
+                    {
+                        return Err(Error::config(k, value, "must be a list of delete and compact (or empty)"))
                     }
                     Rule::Version if !is_release(v) => {
                         return Err(Error::config(k, value, "must be a Kafka release such as 0.10.0 or 3.0-IV1"))
@@ -258,6 +262,13 @@ mod tests {
             let e = LogConfig::from_pairs([(k, v)]).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
+    }
+
+    #[test]
+    fn an_empty_cleanup_policy_is_neither_delete_nor_compact() {
+        let c = LogConfig::from_pairs([("cleanup.policy", "")]).unwrap();
+        assert!(!c.compacted());
+        assert_eq!(c.entries()["cleanup.policy"], "");
     }
 
     #[test]
