@@ -95,3 +95,24 @@ def test_bad_override_syntax():
     with pytest.raises(ConfigError) as e:
         BrokerConfig.load(None, ["num.partitions"])
     assert e.value.key == "--override"
+
+
+def test_an_empty_cleanup_policy_is_allowed():
+    assert BrokerConfig({"log.cleanup.policy": ""}).topic_defaults()["cleanup.policy"] == ""
+
+
+def test_dynamic_layers_win_in_kafkas_order_and_refuse_static_keys():
+    c = BrokerConfig({"log.retention.hours": "10", "log.retention.ms": "5000"})
+    assert c.layers("log.retention.ms") == [("static", "5000")]
+    c.set_dynamic({"log.retention.ms": "7000"}, {"log.retention.ms": "9000", "message.max.bytes": "2000"})
+    assert c.retention_ms == 9000 and c["message.max.bytes"] == 2000
+    assert c.layers("log.retention.ms") == [("dynamic_broker", "9000"), ("dynamic_default", "7000"), ("static", "5000")]
+    assert c.layers("log.retention.hours") == [("static", "10"), ("default", "168")]
+    assert c.topic_defaults()["max.message.bytes"] == "2000"
+    for bad in ({"log.dirs": "/x"}, {"no.such.key": "1"}, {"log.retention.ms": "soon"}):
+        with pytest.raises(ConfigError) as e:
+            c.set_dynamic(bad, {})
+        assert e.value.key in bad
+    assert c.retention_ms == 9000  # a refused change leaves the layers as they were
+    c.set_dynamic({}, {})
+    assert c.retention_ms == 5000 and c["message.max.bytes"] == 1048588
