@@ -36,6 +36,7 @@ pub mod segment_cursor;
 pub mod segment_deletion;
 pub mod throttler;
 pub mod time_index;
+pub mod topic_compression;
 pub mod transactions;
 pub mod validation_pool;
 pub mod varint;

@@ -33,6 +33,7 @@ use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::{LogConfig, TimestampType};
 use crate::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
 use crate::record_rules::RecordRules;
+use crate::topic_compression;
 use crate::segment::{LogSegment, PreparedBatch};
 use crate::segment_deletion::{unlink_all, PendingDeletions};
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
@@ -336,12 +337,20 @@ impl Log {
     /// lock is taken; offsets are assigned and bytes written under it.
     pub fn append(&self, data: &[u8], opts: &AppendOptions) -> Result<AppendInfo> {
         let now = opts.now_ms.unwrap_or_else(now_ms);
-        let (max_message_bytes, timestamp_type, rules) = {
+        let (max_message_bytes, timestamp_type, rules, codec) = {
             let inner = self.inner.read();
             inner.check_open(&self.dir)?;
             let rules = if opts.assign_offsets { inner.config.record_rules(now) } else { RecordRules::default() };
-            (inner.config.max_message_bytes, inner.config.timestamp_type, rules)
+            let codec = if opts.assign_offsets { topic_compression::target(&inner.config) } else { None };
+            (inner.config.max_message_bytes, inner.config.timestamp_type, rules, codec)
         };
+        // A producer's batches in another codec than the topic's compression.type are
+        // re-encoded first; everything below then checks and writes the new batches.
+        let converted = match codec {
+            Some(c) => topic_compression::convert(data, c)?,
+            None => None,
+        };
+        let data = converted.as_deref().unwrap_or(data);
         let partition = if rules.is_empty() { Default::default() } else { self.dir.file_name().unwrap_or_default().to_string_lossy() };
         let mut parsed: Vec<(BatchHeader, &[u8])> = Vec::new();
         let mut iter = BatchIter::new(data, 0);

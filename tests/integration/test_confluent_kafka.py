@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
     NewTopic,
     OffsetSpec,
 )
+from tests.integration.clients import CODECS as CODEC_IDS
 from tests.integration.clients import (
     Rec,
     assert_partition_contents,
@@ -168,6 +169,18 @@ def test_idempotent_producer_round_trip(module_broker):
     produce(module_broker.bootstrap, topic, records, {"enable.idempotence": True, "acks": "all", "compression.type": "lz4"}, flush_every=7)
     consumed = consume_partitions(module_broker.bootstrap, topic, 2, len(records))
     assert_partition_contents(records, consumed)
+
+
+@pytest.mark.parametrize("producer_codec,topic_codec", [("none", "zstd"), ("gzip", "lz4"), ("snappy", "uncompressed")])
+def test_topic_compression_type_re_encodes_what_producers_send(module_broker, producer_codec, topic_codec):
+    topic = topic_name("ck-topic-codec")
+    create(module_broker.bootstrap, topic, 2, {"compression.type": topic_codec})
+    records = sample_records(2, 25, now_ms() - 60_000)
+    config = {"enable.idempotence": True, "acks": "all", "compression.type": producer_codec}
+    produce(module_broker.bootstrap, topic, records, config, flush_every=9)
+    assert_partition_contents(records, consume_partitions(module_broker.bootstrap, topic, 2, len(records)))
+    stored = {b.codec for p in range(2) for b in stored_batches(module_broker.data_dir, topic, p)}
+    assert stored == {CODEC_IDS["none" if topic_codec == "uncompressed" else topic_codec]}, stored
 
 
 def test_large_record_and_many_small_batches(module_broker):
