@@ -6,7 +6,7 @@ Every ``log.cleaner.backoff.ms``, the partitions whose ``cleanup.policy`` includ
 pool, so the event loop never waits on it and no two workers clean the same
 partition. Each pass gets an equal share of ``log.cleaner.dedupe.buffer.size`` for
 its offset map; all passes share one ``log.cleaner.io.max.bytes.per.second``
-throttler.
+throttler. Changed values (dynamic broker configs) apply from the next round.
 """
 
 from __future__ import annotations
@@ -27,17 +27,35 @@ log = logging.getLogger(__name__)
 
 class LogCleaner:
     def __init__(self, config: Any, partitions: Callable[[], list[Partition]]) -> None:
-        self.threads = max(1, config["log.cleaner.threads"])
+        self._config = config
+        self._partitions = partitions
+        self._executor: ThreadPoolExecutor | None = None
+        self._rate: float | None = None
+        self.threads = 0
+        self.passes = 0
+        self.reconfigure()
+
+    def reconfigure(self) -> None:
+        """Takes up the current ``log.cleaner.*`` values (they may change at runtime
+        as dynamic broker configs); runs between rounds, never during a pass."""
+        config = self._config
+        threads = max(1, config["log.cleaner.threads"])
+        if threads != self.threads:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False)
+            self._executor = ThreadPoolExecutor(threads, thread_name_prefix="log-cleaner")
+            self.threads = threads
         self.backoff_s = config["log.cleaner.backoff.ms"] / 1000
         self.dedupe_buffer_size = config["log.cleaner.dedupe.buffer.size"] // self.threads
-        self.throttler = logstore.Throttler(config["log.cleaner.io.max.bytes.per.second"])
-        self._partitions = partitions
-        self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="log-cleaner")
-        self.passes = 0
+        rate = config["log.cleaner.io.max.bytes.per.second"]
+        if rate != self._rate:
+            self.throttler = logstore.Throttler(rate)
+            self._rate = rate
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self.backoff_s)
+            self.reconfigure()
             await self.clean_round()
 
     async def clean_round(self) -> None:
@@ -68,4 +86,5 @@ class LogCleaner:
     def shutdown(self) -> None:
         """Stops taking work; a pass still running stops at its next chunk once the
         broker closes its log (its .cleaned files go on the next open)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)

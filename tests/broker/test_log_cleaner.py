@@ -64,3 +64,19 @@ def test_workers_clean_partitions_concurrently_under_one_throttle(tmp_path):
     for p in parts:
         assert sum(s.size for s in p.raw.segments()) < size / 4 / 10
         p.raw.close()
+
+
+def test_changed_cleaner_configs_apply_from_the_next_round():
+    config = BrokerConfig({"log.cleaner.threads": "1"})
+    cleaner = LogCleaner(config, lambda: [])
+    throttler = cleaner.throttler
+    config.set_dynamic({"log.cleaner.threads": "3", "log.cleaner.backoff.ms": "250"}, {})
+    cleaner.reconfigure()
+    assert (cleaner.threads, cleaner.backoff_s) == (3, 0.25)
+    assert cleaner.dedupe_buffer_size == config["log.cleaner.dedupe.buffer.size"] // 3
+    assert cleaner.throttler is throttler  # the rate did not change: the same throttle
+    config.set_dynamic({}, {"log.cleaner.io.max.bytes.per.second": "1000000"})
+    cleaner.reconfigure()
+    assert cleaner.threads == 1 and cleaner.throttler is not throttler
+    asyncio.run(cleaner.clean_round())
+    cleaner.shutdown()
