@@ -11,6 +11,7 @@ with the chain of synonyms when asked. A BROKER resource is this broker's id or
 
 from __future__ import annotations
 
+from broker_py import broker_loggers
 from broker_py.config import DYNAMIC_KEYS, BrokerConfig
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
@@ -30,6 +31,7 @@ SOURCE_DYNAMIC_BROKER = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+SOURCE_DYNAMIC_BROKER_LOGGER = 6
 
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
 
@@ -159,7 +161,20 @@ def handle_describe_configs(broker, request, connection):
         elif r.resource_type == BROKER and _is_this_broker(broker, r.resource_name):
             result.configs = _broker_entries(broker, r.resource_name, keys, body.include_synonyms)
         elif r.resource_type == BROKER_LOGGER and _is_this_broker(broker, r.resource_name):
-            result.configs = []
+            result.configs = [
+                DescribeConfigsResponse.DescribeConfigsResourceResult(
+                    name=name,
+                    value=level,
+                    read_only=False,
+                    config_source=SOURCE_DYNAMIC_BROKER_LOGGER,
+                    is_sensitive=False,
+                    synonyms=[],
+                    config_type=TYPE_STRING,
+                    documentation=None,
+                )
+                for name, level in broker_loggers.levels().items()
+                if keys is None or name in keys
+            ]
         else:
             result.error_code = int(ErrorCode.INVALID_REQUEST)
             result.error_message = f"unknown resource type {r.resource_type} or broker {r.resource_name!r}"
@@ -175,7 +190,7 @@ def _apply(broker, resource_type: int, name: str, new_configs, validate_only: bo
     elif resource_type == BROKER:
         broker.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER_LOGGER:
-        raise InvalidRequestError("broker logger levels cannot be altered at runtime")
+        raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
         raise InvalidRequestError(f"unknown resource type {resource_type}")
 
@@ -216,12 +231,31 @@ def _current(broker, resource_type: int, name: str) -> tuple[dict[str, str], dic
     return {}, {}
 
 
+def _alter_loggers(broker, resource, validate_only: bool) -> None:
+    """SET or DELETE log levels; every change is checked before any is made."""
+    if not _is_this_broker(broker, resource.resource_name) or resource.resource_name == "":
+        raise InvalidRequestError(f"broker {resource.resource_name!r} is not this broker ({broker.broker_id})")
+    for final in (False, True):
+        for c in resource.configs:
+            if c.config_operation not in (OP_SET, OP_DELETE):
+                raise InvalidRequestError(f"log levels take SET and DELETE, not operation {c.config_operation}")
+            broker_loggers.set_level(c.name, c.value if c.config_operation == OP_SET else None, validate_only=not final or validate_only)
+
+
 def handle_incremental_alter_configs(broker, request, connection):
     body = request.body
     responses = []
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
+            if r.resource_type == BROKER_LOGGER:
+                _alter_loggers(broker, r, body.validate_only)
+                responses.append(
+                    IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                        error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
+                    )
+                )
+                continue
             configs, effective = _current(broker, r.resource_type, r.resource_name)
             for c in r.configs:
                 if c.config_operation == OP_SET:

@@ -213,6 +213,36 @@ def _topic_configs(a: KafkaAdminClient, name: str) -> dict:
     return r["topic"][name]
 
 
+def _logger_levels(a: KafkaAdminClient) -> dict:
+    r = a.describe_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0")], config_filter="all")
+    return {name: (c["value"], c["config_source"]) for name, c in r["broker_logger"]["0"].items()}
+
+
+def test_broker_logger_levels_change_at_runtime(module_broker):
+    a = admin(module_broker.bootstrap)
+    try:
+        levels = _logger_levels(a)
+        assert levels["root"][0] == "INFO" and levels["broker_py.group_coordinator"] == ("INFO", "DYNAMIC_BROKER_LOGGER_CONFIG")
+        r = a.alter_configs(
+            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.group_coordinator": (AlterConfigOp.SET, "DEBUG")})],
+            incremental=True,
+        )
+        assert r == {"broker_logger": {"0": "OK"}}, r
+        assert _logger_levels(a)["broker_py.group_coordinator"][0] == "DEBUG"
+        # A bad level or logger changes nothing, even beside a good change.
+        bad = {"broker_py.network": (AlterConfigOp.SET, "WARN"), "broker_py.group_coordinator": (AlterConfigOp.SET, "LOUD")}
+        r = a.alter_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs=bad)], incremental=True)
+        assert "InvalidConfigurationError" in r["broker_logger"]["0"], r
+        assert _logger_levels(a)["broker_py.network"][0] == "INFO"
+        a.alter_configs(
+            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.group_coordinator": (AlterConfigOp.DELETE, None)})],
+            incremental=True,
+        )
+        assert _logger_levels(a)["broker_py.group_coordinator"][0] == "INFO"  # the root's again
+    finally:
+        a.close()
+
+
 def test_describe_configs(module_broker):
     name = topic_name("kp-cfg")
     create(module_broker.bootstrap, name, 1, {"retention.bytes": "99999"})
