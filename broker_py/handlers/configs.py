@@ -73,6 +73,19 @@ _SOURCES = {
 }
 
 
+def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), config_type: int | None = None):
+    return DescribeConfigsResponse.DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=read_only,
+        config_source=source,
+        is_sensitive=False,
+        synonyms=list(synonyms),
+        config_type=_type_of(name, value) if config_type is None else config_type,
+        documentation=None,
+    )
+
+
 def _broker_synonyms(broker, broker_key: str) -> list:
     """The layers of a broker key, the effective one first, as DescribeConfigs synonyms."""
     return [
@@ -94,18 +107,7 @@ def _topic_entries(broker, topic, keys, include_synonyms):
         for broker_key in BrokerConfig.synonyms_of(key):
             synonyms += _broker_synonyms(broker, broker_key)
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
-        out.append(
-            DescribeConfigsResponse.DescribeConfigsResourceResult(
-                name=key,
-                value=value,
-                read_only=False,
-                config_source=source,
-                is_sensitive=False,
-                synonyms=synonyms if include_synonyms else [],
-                config_type=_type_of(key, value),
-                documentation=None,
-            )
-        )
+        out.append(_entry(key, value, source, synonyms=synonyms if include_synonyms else ()))
     return out
 
 
@@ -124,18 +126,7 @@ def _broker_entries(broker, resource: str, keys, include_synonyms):
         if resource == "":
             synonyms = [s for s in synonyms if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER]
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
-        out.append(
-            DescribeConfigsResponse.DescribeConfigsResourceResult(
-                name=key,
-                value=value,
-                read_only=key not in DYNAMIC_KEYS,
-                config_source=source,
-                is_sensitive=False,
-                synonyms=synonyms if include_synonyms else [],
-                config_type=_type_of(key, value),
-                documentation=None,
-            )
-        )
+        out.append(_entry(key, value, source, read_only=key not in DYNAMIC_KEYS, synonyms=synonyms if include_synonyms else ()))
     return out
 
 
@@ -162,16 +153,7 @@ def handle_describe_configs(broker, request, connection):
             result.configs = _broker_entries(broker, r.resource_name, keys, body.include_synonyms)
         elif r.resource_type == BROKER_LOGGER and _is_this_broker(broker, r.resource_name):
             result.configs = [
-                DescribeConfigsResponse.DescribeConfigsResourceResult(
-                    name=name,
-                    value=level,
-                    read_only=False,
-                    config_source=SOURCE_DYNAMIC_BROKER_LOGGER,
-                    is_sensitive=False,
-                    synonyms=[],
-                    config_type=TYPE_STRING,
-                    documentation=None,
-                )
+                _entry(name, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
                 for name, level in broker_loggers.levels().items()
                 if keys is None or name in keys
             ]
