@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::record_rules::RecordRules;
 
@@ -33,6 +34,8 @@ pub struct LogConfig {
     pub file_delete_delay_ms: i64,
     /// Topic configs held for the broker and the cleaner, already validated.
     pub other: BTreeMap<String, String>,
+    /// Derived from `other` whenever it changes.
+    pub producer_rules: ProducerRules,
 }
 
 impl Default for LogConfig {
@@ -51,6 +54,47 @@ impl Default for LogConfig {
             timestamp_type: TimestampType::CreateTime,
             file_delete_delay_ms: 60_000,
             other: BTreeMap::new(),
+            producer_rules: ProducerRules::default(),
+        }
+    }
+}
+
+/// What every producer append reads from the kept topic configs, parsed once when
+/// they are set: `cleanup.policy` has `compact`; the timestamp window
+/// (`message.timestamp.before/after.max.ms`, each falling back to
+/// `message.timestamp.difference.max.ms`; `i64::MAX` = none); and the codec of
+/// `compression.type` (None for `producer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerRules {
+    pub compacted: bool,
+    pub before_ms: i64,
+    pub after_ms: i64,
+    pub compression: Option<Compression>,
+}
+
+impl Default for ProducerRules {
+    fn default() -> Self {
+        ProducerRules { compacted: false, before_ms: i64::MAX, after_ms: i64::MAX, compression: None }
+    }
+}
+
+impl ProducerRules {
+    fn from_kept(other: &BTreeMap<String, String>) -> Self {
+        let long = |key: &str| other.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(i64::MAX);
+        let difference = long("message.timestamp.difference.max.ms");
+        let limit = |key| match long(key) {
+            i64::MAX => difference,
+            v => v,
+        };
+        ProducerRules {
+            compacted: other.get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact")),
+            before_ms: limit("message.timestamp.before.max.ms"),
+            after_ms: limit("message.timestamp.after.max.ms"),
+            compression: match other.get("compression.type").map(String::as_str) {
+                None | Some("producer") => None,
+                Some("uncompressed") => Some(Compression::None),
+                Some(name) => Compression::from_name(name),
+            },
         }
     }
 }
@@ -58,28 +102,13 @@ impl Default for LogConfig {
 impl LogConfig {
     /// Whether `cleanup.policy` includes `compact`.
     pub fn compacted(&self) -> bool {
-        self.other.get("cleanup.policy").is_some_and(|p| p.split(',').any(|p| p.trim() == "compact"))
+        self.producer_rules.compacted
     }
 
-    fn long_or_max(&self, key: &str) -> i64 {
-        self.other.get(key).and_then(|v| v.trim().parse().ok()).unwrap_or(i64::MAX)
-    }
-
-    /// The per-record checks of a producer's append at `now_ms`. The before/after
-    /// limits fall back to `message.timestamp.difference.max.ms`, as Kafka's do.
+    /// The per-record checks of a producer's append at `now_ms`.
     pub fn record_rules(&self, now_ms: i64) -> RecordRules {
-        let difference = self.long_or_max("message.timestamp.difference.max.ms");
-        let limit = |key| match self.long_or_max(key) {
-            i64::MAX => difference,
-            v => v,
-        };
-        RecordRules::new(
-            self.compacted(),
-            self.timestamp_type == TimestampType::CreateTime,
-            limit("message.timestamp.before.max.ms"),
-            limit("message.timestamp.after.max.ms"),
-            now_ms,
-        )
+        let r = &self.producer_rules;
+        RecordRules::new(r.compacted, self.timestamp_type == TimestampType::CreateTime, r.before_ms, r.after_ms, now_ms)
     }
 }
 
@@ -204,6 +233,7 @@ impl LogConfig {
                     _ => {}
                 }
                 self.other.insert(k.to_string(), v.to_string());
+                self.producer_rules = ProducerRules::from_kept(&self.other);
             }
         }
         Ok(())

@@ -15,11 +15,7 @@ use crate::record_batch::{self, encode, BatchIter, BatchOptions, DecodedBatch};
 
 /// The codec batches must be stored in, or None for `producer`.
 pub fn target(config: &LogConfig) -> Option<Compression> {
-    match config.other.get("compression.type").map(String::as_str) {
-        None | Some("producer") => None,
-        Some("uncompressed") => Some(Compression::None),
-        Some(name) => Compression::from_name(name),
-    }
+    config.producer_rules.compression
 }
 
 /// `data` (whole producer batches) with every data batch not already in `target`
