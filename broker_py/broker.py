@@ -12,6 +12,7 @@ import asyncio
 import base64
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterable
 
@@ -117,6 +118,7 @@ class Broker:
             await server.start()
             self.servers.append(server)
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        self._tasks.append(asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
             self.cleaner = LogCleaner(self.config, lambda: self._partitions_with_policy("compact"))
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -165,6 +167,17 @@ class Broker:
     def _enforce_retention(self) -> int:
         """Time and size retention, for topics whose cleanup.policy includes delete."""
         return sum(p.log.enforce_retention(max_offset=p.high_watermark) for p in self._partitions_with_policy("delete"))
+
+    async def _producer_expiration_loop(self) -> None:
+        """Every ``producer.id.expiration.check.interval.ms``, forgets the idempotent
+        producers of every partition idle for ``producer.id.expiration.ms``."""
+        while True:
+            await asyncio.sleep(self.config["producer.id.expiration.check.interval.ms"] / 1000)
+            now = int(time.time() * 1000)
+            expiration_ms = self.config["producer.id.expiration.ms"]
+            removed = sum(p.producer_state.remove_expired(now, expiration_ms) for p in list(self.partitions.values()))
+            if removed:
+                log.info("expired %d idle producer ids", removed)
 
     async def _retention_loop(self) -> None:
         interval = self.config["log.retention.check.interval.ms"] / 1000

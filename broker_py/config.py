@@ -202,6 +202,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),
     "producer.id.expiration.ms": (_int(1), "86400000"),
+    "producer.id.expiration.check.interval.ms": (_int(1), "600000"),
     "zookeeper.connect": (_str, None),
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),

@@ -131,6 +131,19 @@ class ProducerStateManager:
                 BatchMetadata(batch.base_sequence, batch.last_sequence, first_offset, last_offset, batch.max_timestamp)
             )
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forgets producers whose last batch is ``producer.id.expiration.ms`` old (by
+        its max timestamp, as Kafka's removeExpiredProducers); returns how many. A
+        forgotten producer that writes again starts a new entry at any sequence."""
+        expired = [
+            pid
+            for pid, entry in self.producers.items()
+            if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
     def last_epoch(self, producer_id: int) -> int:
         entry = self.producers.get(producer_id)
         return NO_EPOCH if entry is None else entry.epoch

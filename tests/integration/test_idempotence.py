@@ -217,6 +217,42 @@ def test_duplicate_through_the_produce_handler(plog):
     assert values == [f"v-{i}".encode() for i in range(8)]
 
 
+def test_idle_producers_expire_and_may_then_start_at_any_sequence(plog):
+    state = ProducerStateManager(plog)
+    t0 = 1_700_000_000_000
+
+    def at(pid: int, seq: int, ts: int) -> bytes:
+        return logstore.encode_batch([(None, b"v", [], ts)], producer_id=pid, producer_epoch=0, base_sequence=seq)
+
+    produce(plog, state, at(1, 0, t0))
+    produce(plog, state, at(2, 0, t0 + 5_000))
+    assert state.remove_expired(t0 + 9_999, expiration_ms=10_000) == 0
+    assert state.remove_expired(t0 + 10_000, expiration_ms=10_000) == 1  # producer 1, by its last batch
+    assert set(state.producers) == {2}
+    # A forgotten producer is a new one: its next sequence is taken as it comes.
+    assert produce(plog, state, at(1, 7, t0 + 20_000))[2] is False
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        produce(plog, state, at(2, 5, t0 + 20_000))  # producer 2 is still known
+
+
+def test_the_broker_expires_idle_producers_on_its_interval(broker_factory):
+    from confluent_kafka import Producer
+
+    b = broker_factory({"producer.id.expiration.ms": "1000", "producer.id.expiration.check.interval.ms": "200"})
+    p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True})
+    reports = []
+    p.produce("expiring", b"v", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    assert p.flush(30) == 0
+    deadline = time.monotonic() + 15
+    while "expired 1 idle producer ids" not in b.log_text():
+        assert time.monotonic() < deadline, b.log_text()[-2000:]
+        time.sleep(0.1)
+    # The producer goes on after being forgotten: its next sequence is accepted.
+    p.produce("expiring", b"w", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    assert p.flush(30) == 0
+    assert reports == [(None, 0), (None, 1)], reports
+
+
 def test_out_of_order_sequence_is_refused(plog):
     state = ProducerStateManager(plog)
     produce(plog, state, batch(PID, 0, 0))
