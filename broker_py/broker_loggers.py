@@ -2,7 +2,8 @@
 BROKER_LOGGER config resource (``kafka-configs.sh --entity-type broker-loggers``), as
 Kafka's Log4jController offers them.
 
-Each logger of the broker (``broker_py.*``) and ``root`` is a config key whose value
+Each logger of the broker (``broker_py.*``, and ``kafka.request.logger``: the request
+log, ``broker_py/request_logger.py``) and ``root`` is a config key whose value
 is a log4j level name. Python has no TRACE or FATAL: they map to levels 5 and 50.
 Unsetting a logger gives it the root's level back.
 """
@@ -15,7 +16,7 @@ from broker_py.errors import InvalidConfigError, InvalidRequestError
 
 ROOT = "root"
 _LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40, "FATAL": 50, "OFF": logging.CRITICAL + 10}
-_PREFIXES = ("broker_py",)
+_PREFIXES = ("broker_py", "kafka.")
 
 
 def _name_of(level: int) -> str:

@@ -16,6 +16,9 @@ when the socket is writable again. Record bytes never pass through Python object
 
 A frame over ``socket.request.max.bytes`` is refused before its body is read, and a
 frame that does not decode closes that one connection; every other connection goes on.
+
+With ``kafka.request.logger`` at DEBUG every completed request is logged with its
+phases (``broker_py/request_logger.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from broker_py.protocol.frame import Request, RequestDecoder, UnsupportedRequest
 from broker_py.protocol.produce_fast_path import encode_produce_response
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords
+from broker_py.request_logger import RequestTimes, log_completed, now
+from broker_py.request_logger import enabled as request_log_enabled
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +59,12 @@ class ClientConnection(asyncio.Protocol):
         self.server = server
         self.decoder = RequestDecoder(max_request_size=server.max_request_size)
         self.peer = "?"
+        self.local = "?"
         self.client_id: str | None = None
         self.client_software: str | None = None
         self.transport: asyncio.Transport | None = None
-        self._queue: collections.deque[Request | UnsupportedRequest] = collections.deque()
+        # Each request with the clock reading of the socket read that completed it.
+        self._queue: collections.deque[tuple[Request | UnsupportedRequest, float]] = collections.deque()
         self._task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
@@ -72,6 +79,8 @@ class ClientConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        local = transport.get_extra_info("sockname")
+        self.local = f"{local[0]}:{local[1]}" if local else "?"
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -79,10 +88,11 @@ class ClientConnection(asyncio.Protocol):
         self.server.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
+        received = now()
         try:
             self.decoder.receive_data(data)
             while (event := self.decoder.next_request()) is not None:
-                self._queue.append(event)
+                self._queue.append((event, received))
         except MalformedMessageError as e:
             log.warning("closing %s: malformed %s request: %s", self.peer, e.api_key, e)
             self.close()
@@ -123,13 +133,18 @@ class ClientConnection(asyncio.Protocol):
     def _process(self) -> None:
         """Handles queued requests in order while no task is running and writes can go on."""
         while self._queue and self._task is None and not self._write_paused and not self._closed:
-            event = self._queue.popleft()
+            event, received = self._queue.popleft()
+            times = RequestTimes(received, now()) if request_log_enabled() else None
             try:
                 result = self._dispatch(event)
+                if times is not None:
+                    times.local_done = times.remote_done = times.send_started = now()
                 if asyncio.iscoroutine(result):
-                    self._start(self._finish(event, result))
+                    self._start(self._finish(event, result, times))
                 elif result is not None:
-                    self._respond(event, result)
+                    self._respond(event, result, times)
+                elif times is not None:
+                    self._completed(event, times)
             except (ConnectionClosed, ProtocolError) as e:
                 log.warning("closing %s: %s", self.peer, e)
                 self.close()
@@ -168,18 +183,22 @@ class ClientConnection(asyncio.Protocol):
             return
         self._process()
 
-    async def _finish(self, event: Request | UnsupportedRequest, pending) -> None:
+    async def _finish(self, event: Request | UnsupportedRequest, pending, times: RequestTimes | None) -> None:
         try:
             response = await pending
         except Exception:
             log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
             raise ConnectionClosed("handler failed") from None
+        if times is not None:
+            times.remote_done = times.send_started = now()
         if response is not None:
             chunks = self._encode(event, response)
             if any(isinstance(c, DeferredRecords) for c in chunks):
                 await self._send_with_files(chunks)
             else:
                 self._write(chunks)
+        if times is not None:
+            self._completed(event, times)
 
     def _encode(self, event: Request | UnsupportedRequest, response: Message) -> list:
         version = event.api_version if isinstance(event, Request) else 0
@@ -189,18 +208,30 @@ class ClientConnection(asyncio.Protocol):
                 return [fast]
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
-    def _respond(self, event: Request | UnsupportedRequest, response: Message) -> None:
+    def _respond(self, event: Request | UnsupportedRequest, response: Message, times: RequestTimes | None) -> None:
         chunks = self._encode(event, response)
         if any(isinstance(c, DeferredRecords) for c in chunks):
-            self._start(self._send_with_files(chunks))
+            self._start(self._send_with_files(chunks, event, times))
         else:
             self._write(chunks)
+            if times is not None:
+                self._completed(event, times)
+
+    def _completed(self, event: Request | UnsupportedRequest, times: RequestTimes) -> None:
+        times.sent = now()
+        api = event.api_key
+        log_completed(
+            getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.header.client_id,
+            self.local, self.peer, times,
+        )
 
     def _write(self, chunks: list) -> None:
         assert self.transport is not None
         self.transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
-    async def _send_with_files(self, chunks: list) -> None:
+    async def _send_with_files(
+        self, chunks: list, event: Request | UnsupportedRequest | None = None, times: RequestTimes | None = None
+    ) -> None:
         pending: list[bytes | bytearray] = []
         for chunk in chunks:
             if isinstance(chunk, DeferredRecords):
@@ -214,6 +245,8 @@ class ClientConnection(asyncio.Protocol):
                 pending.append(chunk)
         if pending:
             self._write(pending)
+        if times is not None and event is not None:
+            self._completed(event, times)
 
     async def _drain(self) -> None:
         """Waits until the transport's buffer is empty (sendfile writes around it)."""

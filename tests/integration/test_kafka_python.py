@@ -3,6 +3,7 @@ partitions, configs), offsets for times, fetch edge cases, DeleteRecords and res
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -239,6 +240,61 @@ def test_broker_logger_levels_change_at_runtime(module_broker):
             incremental=True,
         )
         assert _logger_levels(a)["broker_py.group_coordinator"][0] == "INFO"  # the root's again
+    finally:
+        a.close()
+
+
+def _request_log(broker) -> list[dict]:
+    """The broker's ``kafka.request.logger`` lines, parsed: api, version, client id, phases."""
+    pattern = re.compile(r"Completed request:\{apiKey:(\w+),apiVersion:(\d+),correlationId:(\d+),clientId:([^}]*)\} from connection \S+;(.*)")
+    out = []
+    for line in broker.log_text().splitlines():
+        if m := pattern.search(line):
+            fields = dict(kv.split(":", 1) for kv in m.group(5).split(","))
+            phases = {k: float(v) for k, v in fields.items() if k.endswith("Time")}
+            out.append({"api": m.group(1), "version": int(m.group(2)), "client": m.group(4), **phases})
+    return out
+
+
+def _set_request_logger(a: KafkaAdminClient, level: str | None) -> None:
+    op = (AlterConfigOp.SET, level) if level is not None else (AlterConfigOp.DELETE, None)
+    r = a.alter_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"kafka.request.logger": op})], incremental=True)
+    assert r == {"broker_logger": {"0": "OK"}}, r
+
+
+def test_request_log_times_each_request_while_turned_on(broker):
+    name = topic_name("kp-reqlog")
+    create(broker.bootstrap, name, 1)
+    a = admin(broker.bootstrap)
+    try:
+        assert _logger_levels(a)["kafka.request.logger"][0] == "INFO"
+        _set_request_logger(a, "DEBUG")
+        assert _logger_levels(a)["kafka.request.logger"][0] == "DEBUG"
+
+        produce(broker.bootstrap, name, [Rec(0, None, b"v%d" % i) for i in range(5)], client_id="reqlog-producer", acks="all")
+        # An idle partition: the Fetch waits out fetch.max.wait.ms, which is remote time.
+        c = KafkaConsumer(bootstrap_servers=broker.bootstrap, client_id="reqlog-consumer", fetch_max_wait_ms=300)
+        try:
+            c.assign([TopicPartition(name, 0)])
+            c.seek(TopicPartition(name, 0), 5)
+            assert not c.poll(timeout_ms=1500)
+        finally:
+            c.close()
+
+        lines = _request_log(broker)
+        produces = [r for r in lines if r["api"] == "Produce" and r["client"] == "reqlog-producer"]
+        assert produces and all(r["totalTime"] < 250 for r in produces), produces
+        for r in lines:
+            parts = r["requestQueueTime"] + r["localTime"] + r["remoteTime"] + r["responseQueueTime"] + r["sendTime"]
+            assert all(r[k] >= 0 for k in r if k.endswith("Time")), r
+            assert abs(r["totalTime"] - parts) < 0.01, r  # each phase is printed to 3 decimals
+        waits = [r for r in lines if r["api"] == "Fetch" and r["client"] == "reqlog-consumer" and r["remoteTime"] >= 250]
+        assert waits, [r for r in lines if r["api"] == "Fetch"]
+
+        _set_request_logger(a, None)
+        before = len(_request_log(broker))
+        produce(broker.bootstrap, name, [Rec(0, None, b"after")], client_id="reqlog-producer")
+        assert len(_request_log(broker)) == before
     finally:
         a.close()
 
