@@ -24,6 +24,12 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
 PRODUCE_BATCH = 10_000
+# Messages per consume() call: the Java consumer's max.poll.records default. CPython's
+# youngest generation is collected after 700 more GC-tracked allocations than
+# deallocations; a batch this size is freed before the next one reaches that, so
+# reading it costs no collections, where 10,000-message batches cost one collection
+# every 700 messages and a full one every few hundred thousand.
+CONSUME_BATCH = 500
 
 
 def free_port() -> int:
@@ -207,10 +213,11 @@ class ThroughputProducer:
 
 def consume(
     bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, client_gc: str = "on", first: int = 0,
-    go: Any = None,
+    go: Any = None, batch: int = CONSUME_BATCH,
 ) -> float:
-    """Reads ``count`` messages from offset 0 with the batch API; returns the seconds taken
-    from assign to the last message (client set-up and metadata are outside).
+    """Reads ``count`` messages from offset 0 with the batch API, ``batch`` messages per
+    call; returns the seconds taken from assign to the last message (client set-up and
+    metadata are outside).
 
     Every consumed message is a garbage-collected Python object, so this process's cyclic
     collector runs every few hundred messages, and its older generations walk every
@@ -234,10 +241,15 @@ def consume(
             "check.crcs": False,
             "fetch.wait.max.ms": 100,
             "fetch.min.bytes": 1,
-            # Fetch responses of a few MB reuse the client's heap; 16-64 MB ones are fresh
-            # mmaps whose pages librdkafka's thread faults in and the kernel zeroes.
-            "fetch.max.bytes": 8 * MB,
-            "max.partition.fetch.bytes": 4 * MB,
+            # Kafka's default of 1 MB per partition, at most two partitions' worth per
+            # response. Responses of 8 MB or more are fresh mmaps in librdkafka's thread,
+            # each page faulted in and zeroed by the kernel: 2-3 times the page faults and
+            # 20-30% more system time in this process.
+            "fetch.max.bytes": 2 * MB,
+            "max.partition.fetch.bytes": MB,
+            # Past queued.min.messages prefetched, librdkafka stops fetching a partition for
+            # fetch.queue.backoff.ms (1 s); at the default 100,000 a reader this fast waits
+            # out that second several times per million messages.
             "queued.min.messages": 1_000_000,
             "queued.max.messages.kbytes": 2_097_151,
         }
@@ -258,10 +270,10 @@ def consume(
         c.assign([TopicPartition(topic, p, 0) for p in range(first, first + partitions)])
         got = 0
         deadline = time.monotonic() + timeout
-        batch = c.consume
+        poll = c.consume
         while got < count:
             # consume() waits for num_messages or the timeout: never ask for more than is left
-            msgs = batch(num_messages=min(10_000, count - got), timeout=1.0)
+            msgs = poll(num_messages=min(batch, count - got), timeout=1.0)
             if msgs:
                 last = msgs[-1]
                 assert last.error() is None, last.error()

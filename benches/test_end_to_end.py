@@ -6,11 +6,13 @@ producer is tuned for throughput (linger.ms 20, batch.size 1 MB, no compression,
 deep queues; keyless messages go to the partitions in runs of up to 1 MB, rotating,
 as the sticky partitioner does but deterministic) and is driven two ways: one
 ``produce()`` call per message, and the client's ``produce_batch()`` with lists of
-10,000 messages. The consumer fetches 8 MB per fetch, 4 MB per partition, with a
-deep pre-fetch queue, and reads with the batch ``consume(num_messages=10000)`` API,
-with this process's cyclic garbage collector as it comes, with the heap frozen
-(``gc.freeze()``) before the timed read, and with the collector paused for it
-(every message is a GC-tracked object). One broker serves the whole
+10,000 messages. The consumer fetches 2 MB per fetch, 1 MB per partition (Kafka's
+default), with a deep pre-fetch queue, and reads with the batch ``consume()`` API:
+500 messages per call (the Java consumer's ``max.poll.records`` default) with this
+process's cyclic garbage collector as it comes, and 10,000 per call with the collector
+as it comes, with the heap frozen (``gc.freeze()``) before the timed read, and with
+the collector paused for it (every message is a GC-tracked object; see
+``CONSUME_BATCH``). One broker serves the whole
 module; each case has its own topic.
 
 Ceilings: a raw socket pump moving the same payload bytes over a 127.0.0.1 TCP
@@ -46,6 +48,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import (
     MB,
+    CONSUME_BATCH,
     BrokerProc,
     PageCacheWriter,
     SocketPump,
@@ -73,7 +76,8 @@ SIZES = [100, 1024]
 PARTITIONS = [1, 6]
 ACKS = ["1", "all"]
 PRODUCE_APIS = ["produce", "produce_batch"]
-CLIENT_GC = ["on", "frozen", "paused"]
+# (client garbage collector, messages per consume() call)
+CONSUME_VARIANTS = [("on", CONSUME_BATCH), ("on", 10_000), ("frozen", 10_000), ("paused", 10_000)]
 PROCESSES = 2  # client processes in the scaled-out cases: one per core
 GOAL_PRODUCE = 1_000_000
 GOAL_CONSUME = 1_500_000
@@ -270,13 +274,14 @@ def test_produce(
     )
 
 
-@pytest.mark.parametrize("client_gc", CLIENT_GC)
+@pytest.mark.parametrize(("client_gc", "batch"), CONSUME_VARIANTS)
 @pytest.mark.parametrize("partitions", PARTITIONS)
 @pytest.mark.parametrize("size", SIZES)
 def test_consume(
-    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, client_gc: str
+    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, client_gc: str,
+    batch: int,
 ):
-    topic = f"e2e-consume-{size}-{partitions}-gc-{client_gc}"
+    topic = f"e2e-consume-{size}-{partitions}-gc-{client_gc}-{batch}"
     create_topic(e2e_broker.bootstrap, topic, partitions)
     count = messages_for(size)
     producer = ThroughputProducer(e2e_broker.bootstrap, "1")
@@ -286,13 +291,13 @@ def test_consume(
     measured: list[float] = []
 
     def run() -> None:
-        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, client_gc=client_gc))
+        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, client_gc=client_gc, batch=batch))
 
     benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
     # ``consume`` measures from assign to the last message (client set-up and metadata
     # excluded); pytest-benchmark's own time includes them, so the row uses consume's.
     _record(
-        benchmark, report, f"{_label(size)}, {partitions} part", f"consume, client gc {client_gc}", count, size, baseline,
+        benchmark, report, f"{_label(size)}, {partitions} part", f"consume {batch}/call, client gc {client_gc}", count, size, baseline,
         GOAL_CONSUME if size == 100 else None, measured,
     )
 
@@ -341,6 +346,7 @@ def test_consume_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketP
 
     benchmark.pedantic(run, setup=baseline.setup(pump.pump, MESSAGES_100B * size), rounds=ROUNDS, iterations=1)
     _record(
-        benchmark, report, "100 B, 6 part", f"consume, {PROCESSES} processes, client gc on", MESSAGES_100B, size, baseline,
+        benchmark, report, "100 B, 6 part", f"consume {CONSUME_BATCH}/call, {PROCESSES} processes, client gc on", MESSAGES_100B,
+        size, baseline,
         GOAL_CONSUME, measured,
     )
