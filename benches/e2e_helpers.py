@@ -367,10 +367,13 @@ def consume_in_processes(bootstrap: str, topic: str, counts: list[int], processe
     return run_in_processes(shares)
 
 
-def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup: float = 0.5) -> tuple[list[float], float]:
+def produce_latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup: float = 0.5, broker_pid: int | None = None
+) -> tuple[list[float], float, dict[str, float]]:
     """Produces ``size``-byte messages at a fixed ``rate`` (acks=all, linger.ms=0); returns
-    the produce()->delivery-callback latencies in seconds (warm-up dropped) and the rate
-    actually achieved."""
+    the produce()->delivery-callback latencies in seconds (warm-up dropped), the rate
+    actually achieved, and the seconds that the client's threads (librdkafka's included)
+    and, given its pid, the broker's threads waited for a CPU while producing."""
     from confluent_kafka import Producer
 
     p = Producer(
@@ -403,6 +406,8 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
         return on_delivery
 
     callbacks = [cb(i) for i in range(total)]
+    pids = {"client": os.getpid(), **({"broker": broker_pid} if broker_pid is not None else {})}
+    waited = {k: run_queue_wait_seconds(pid) for k, pid in pids.items()}
     start = now()
     interval = 1.0 / rate
     for i in range(total):
@@ -422,9 +427,10 @@ def produce_latency(bootstrap: str, topic: str, rate: int, seconds: float, size:
         p.poll(0)
     sending = now() - start
     assert p.flush(60) == 0
+    waited = {k: run_queue_wait_seconds(pid) - waited[k] for k, pid in pids.items()}
     assert not errors, errors[:5]
     assert done[0] == total
-    return lat[skip:], total / sending
+    return lat[skip:], total / sending, waited
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -541,6 +547,19 @@ def broker_cpu_seconds(pid: int) -> tuple[float, float]:
         fields = f.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def run_queue_wait_seconds(pid: int) -> float:
+    """Seconds the threads of a process have spent runnable but waiting for a CPU, summed
+    over the threads alive now (the second field of ``/proc/<pid>/task/<tid>/schedstat``)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):  # the thread ended, or no schedstats
+            continue
+    return total / 1e9
 
 
 def raw_produce_requests(port: int, topic: str, count: int, size: int, window: int) -> float:
