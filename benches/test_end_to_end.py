@@ -12,7 +12,8 @@ default), with a deep pre-fetch queue, and reads with the batch ``consume()`` AP
 process's cyclic garbage collector as it comes, and 10,000 per call with the collector
 as it comes, with the heap frozen (``gc.freeze()``) before the timed read, and with
 the collector paused for it (every message is a GC-tracked object; see
-``CONSUME_BATCH``). One broker serves the whole
+``CONSUME_BATCH``). Each consume case writes its messages, then ``sync``s, so the
+read does not share the CPUs with the kernel writing back GBs of earlier cases. One broker serves the whole
 module; each case has its own topic.
 
 Ceilings: a raw socket pump moving the same payload bytes over a 127.0.0.1 TCP
@@ -303,6 +304,7 @@ def test_consume(
     producer = ThroughputProducer(e2e_broker.bootstrap, "1")
     producer.run(topic, os.urandom(size), count, partitions)
     assert sum(end_offsets(e2e_broker.bootstrap, topic, partitions)) == count
+    os.sync()  # the write-back of this and earlier cases' GBs must not share the CPUs with the read
     baseline = PairedBaseline(warmup_rounds=0)
     measured: list[float] = []
 
@@ -354,6 +356,7 @@ def test_consume_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketP
     ThroughputProducer(e2e_broker.bootstrap, "1").run(topic, os.urandom(size), MESSAGES_100B, partitions)
     counts = end_offsets(e2e_broker.bootstrap, topic, partitions)
     assert sum(counts) == MESSAGES_100B
+    os.sync()
     baseline = PairedBaseline(warmup_rounds=0)
     measured: list[float] = []
 
