@@ -229,7 +229,11 @@ DYNAMIC_KEYS = frozenset({
     "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
     "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
     "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
+    "advertised.listeners",
 })
+
+# Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
+PER_BROKER_KEYS = frozenset({"advertised.listeners"})
 
 # Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS: dict[str, str] = {
@@ -325,6 +329,8 @@ class BrokerConfig:
                 if key not in DYNAMIC_KEYS:
                     reason = "is not a broker config" if key not in _KEYS else "cannot be updated dynamically"
                     raise ConfigError(key, value, reason)
+        for key in PER_BROKER_KEYS & default.keys():
+            raise ConfigError(key, default[key], "can only be set for a broker id, not as the cluster default")
         values = self._parse({**self.originals, **default, **per_broker})
         self._values = values
         self.dynamic_default = dict(default)
@@ -365,7 +371,8 @@ class BrokerConfig:
         return self._values[key]
 
     def is_set(self, key: str) -> bool:
-        return key in self.originals
+        """Whether ``key`` was given: in server.properties, an override, or a dynamic layer."""
+        return key in self.originals or key in self.dynamic_broker or key in self.dynamic_default
 
     @property
     def broker_id(self) -> int:

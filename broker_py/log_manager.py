@@ -106,6 +106,10 @@ class LogManager:
         self._dir_of[key] = log_dir
         return plog
 
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log dir holding an open partition's log."""
+        return self._dir_of.get((topic, partition))
+
     def delete_log(self, topic: str, partition: int) -> None:
         key = (topic, partition)
         plog = self.logs.pop(key, None)

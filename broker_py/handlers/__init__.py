@@ -34,13 +34,15 @@ def _modules():
         fetch,
         groups,
         list_offsets,
+        log_dirs,
         metadata,
         produce,
         records,
+        replicas,
         topics,
     )
 
-    return (api_versions, cluster, configs, fetch, groups, list_offsets, metadata, produce, records, topics)
+    return (api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas, topics)
 
 
 def registry(broker: Broker) -> dict:

@@ -72,6 +72,8 @@ Hence:
   before 2.11 needs for consumer groups), and 0 for every other API.
 * WriteTxnMarkers 1 only: it is broker-to-broker, and 1 is its only
   flexible version.
+* DescribeLogDirs 1 and AlterReplicaLogDirs 1: Kafka 4.0's minima; no client
+  above sends 0. DescribeLogDirs stops at 4: kafka-python takes 5 for Kafka 4.3.
 """
 
 from __future__ import annotations
@@ -125,10 +127,15 @@ class ApiKey(IntEnum):
     TXN_OFFSET_COMMIT = 28, "TxnOffsetCommit", 0, 4, 3
     DESCRIBE_CONFIGS = 32, "DescribeConfigs", 1, 4, 4
     ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2
+    ALTER_REPLICA_LOG_DIRS = 34, "AlterReplicaLogDirs", 1, 2, 2
+    DESCRIBE_LOG_DIRS = 35, "DescribeLogDirs", 1, 4, 2
     SASL_AUTHENTICATE = 36, "SaslAuthenticate", 0, 2, 2
     CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2
     DELETE_GROUPS = 42, "DeleteGroups", 0, 2, 2
+    ELECT_LEADERS = 43, "ElectLeaders", 0, 2, 2
     INCREMENTAL_ALTER_CONFIGS = 44, "IncrementalAlterConfigs", 0, 1, 1
+    ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
+    LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, None
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 1, 0
 

@@ -116,3 +116,15 @@ def test_dynamic_layers_win_in_kafkas_order_and_refuse_static_keys():
     assert c.retention_ms == 9000  # a refused change leaves the layers as they were
     c.set_dynamic({}, {})
     assert c.retention_ms == 5000 and c["message.max.bytes"] == 1048588
+
+
+def test_advertised_listeners_change_per_broker_only_and_must_name_a_listener():
+    c = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    assert not c.is_set("advertised.listeners")
+    c.set_dynamic({}, {"advertised.listeners": "PLAINTEXT://kafka.example:9092"})
+    assert c.is_set("advertised.listeners") and c.advertised_listener().host == "kafka.example"
+    for default, per_broker in (({"advertised.listeners": "PLAINTEXT://a:1"}, {}), ({}, {"advertised.listeners": "SSL://a:1"})):
+        with pytest.raises(ConfigError) as e:
+            c.set_dynamic(default, per_broker)
+        assert e.value.key == "advertised.listeners"
+    assert c.advertised_listener().host == "kafka.example"

@@ -14,6 +14,7 @@ from confluent_kafka import (
     OFFSET_END,
     TIMESTAMP_CREATE_TIME,
     Consumer,
+    ElectionType,
     KafkaError,
     KafkaException,
     Producer,
@@ -328,6 +329,20 @@ def test_authorized_operations_are_everything_the_resource_supports(module_broke
     }
     (topic,) = a.describe_topics(TopicCollection([name])).values()
     assert topic.result(15).authorized_operations is None
+
+
+def test_elect_leaders_is_never_needed_on_the_only_replica(module_broker):
+    name = topic_name("ck-elect")
+    a = create(module_broker.bootstrap, name, 2)
+    result = a.elect_leaders(ElectionType.PREFERRED, [TopicPartition(name, 0), TopicPartition(name, 1)]).result(15)
+    assert {tp.partition: e.code() for tp, e in result.items()} == {
+        0: KafkaError.ELECTION_NOT_NEEDED,
+        1: KafkaError.ELECTION_NOT_NEEDED,
+    }
+    result = a.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(name, 4)]).result(15)
+    assert [e.code() for e in result.values()] == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+    # Every partition (null on the wire): only those that needed an election.
+    assert a.elect_leaders(ElectionType.PREFERRED, None).result(15) == {}
 
 
 def test_create_partitions_grows_and_never_shrinks(module_broker):

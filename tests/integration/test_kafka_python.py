@@ -10,7 +10,7 @@ import time
 import kafka.codec
 import kafka.errors as Errors
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition, TopicPartitionReplica
 from kafka.structs import OffsetAndMetadata
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from tests.integration.clients import (
@@ -22,6 +22,7 @@ from tests.integration.clients import (
     stored_batches,
     topic_name,
     wait_until,
+    wire_call,
 )
 
 CODEC_LIBS = {
@@ -295,6 +296,131 @@ def test_request_log_times_each_request_while_turned_on(broker):
         before = len(_request_log(broker))
         produce(broker.bootstrap, name, [Rec(0, None, b"after")], client_id="reqlog-producer")
         assert len(_request_log(broker)) == before
+    finally:
+        a.close()
+
+
+def test_log_dirs_describe_each_dir_and_refuse_moves_they_cannot_make(broker_factory, tmp_path):
+    dirs = [str(tmp_path / "dir-a"), str(tmp_path / "dir-b")]
+    b = broker_factory({"log.dirs": ",".join(dirs)})
+    name = topic_name("kp-logdirs")
+    create(b.bootstrap, name, 2)  # a new partition goes to the dir holding the fewest
+    produce(b.bootstrap, name, [Rec(0, None, b"x" * 1000) for _ in range(20)])
+    a = admin(b.bootstrap)
+    try:
+        (described,) = a.describe_log_dirs()
+        assert described["broker"] == 0
+        by_dir = {d["log_dir"]: d for d in described["log_dirs"]}
+        assert sorted(by_dir) == dirs and all(d["error_code"] == 0 for d in by_dir.values())
+        placed = {}
+        for d in by_dir.values():
+            assert d["total_bytes"] >= d["usable_bytes"] > 0
+            for t in d["topics"]:
+                for p in t["partitions"]:
+                    assert p["offset_lag"] == 0 and p["is_future_key"] is False
+                    placed[(t["name"], p["partition_index"])] = (d["log_dir"], p["partition_size"])
+        assert {placed[(name, 0)][0], placed[(name, 1)][0]} == set(dirs)
+        assert placed[(name, 0)][1] > 20 * 1000 and placed[(name, 1)][1] == 0
+        assert ("__consumer_offsets", 0) not in placed  # not created until a group needs it
+        # Only what was asked for.
+        (only,) = a.describe_log_dirs(topic_partitions={name: [1]})
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for d in only["log_dirs"] for t in d["topics"]] == [(name, [1])]
+
+        here, there = placed[(name, 0)][0], placed[(name, 1)][0]
+        result = a.alter_replica_log_dirs(
+            {
+                TopicPartitionReplica(name, 0, 0): here,  # already there
+                TopicPartitionReplica(name, 1, 0): str(tmp_path / "not-a-log-dir"),
+                TopicPartitionReplica(name, 7, 0): here,  # no such partition
+            }
+        )
+        assert result == {
+            TopicPartitionReplica(name, 0, 0): Errors.NoError,
+            TopicPartitionReplica(name, 1, 0): Errors.LogDirNotFoundError,
+            TopicPartitionReplica(name, 7, 0): Errors.ReplicaNotAvailableError,
+        }
+        # A move between dirs is refused and changes nothing.
+        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 0, 0): there}) == {
+            TopicPartitionReplica(name, 0, 0): Errors.KafkaStorageError
+        }
+        (again,) = a.describe_log_dirs(topic_partitions={name: [0]})
+        assert [d["log_dir"] for d in again["log_dirs"] if d["topics"]] == [here]
+    finally:
+        a.close()
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap)
+    try:
+        assert c.end_offsets([TopicPartition(name, 0)]) == {TopicPartition(name, 0): 20}
+    finally:
+        c.close()
+
+
+def test_elect_leaders_and_reassignments_on_the_only_replica(module_broker):
+    name = topic_name("kp-replicas")
+    create(module_broker.bootstrap, name, 2)
+    a = admin(module_broker.bootstrap)
+    try:
+        r = a.elect_leaders(0, {name: [0, 1]})
+        assert [(t, sorted((p[0], p[1]) for p in ps)) for t, ps in r.replica_election_results] == [
+            (name, [(0, Errors.ElectionNotNeededError.errno), (1, Errors.ElectionNotNeededError.errno)])
+        ]
+        with pytest.raises(Errors.UnknownTopicOrPartitionError):
+            a.elect_leaders(1, {name: [5]})
+        # Every partition (kafka-python lists them itself; kafka-leader-election.sh
+        # --all-topic-partitions sends null): only partitions that needed an election.
+        from broker_py.protocol.messages.elect_leaders import ElectLeadersRequest
+
+        every = wire_call(module_broker.bootstrap, ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=1000), 2)
+        assert (every.error_code, every.replica_election_results) == (0, [])
+        bad = wire_call(module_broker.bootstrap, ElectLeadersRequest(election_type=5, topic_partitions=None, timeout_ms=1000), 2)
+        assert bad.error_code == Errors.InvalidRequestError.errno
+
+        tp0, tp1, missing = TopicPartition(name, 0), TopicPartition(name, 1), TopicPartition(name, 9)
+        assert a.alter_partition_reassignments({tp0: [0], tp1: [0, 3], missing: [0]}) == {
+            tp0: None,
+            tp1: Errors.InvalidReplicationAssignmentError,
+            missing: Errors.UnknownTopicOrPartitionError,
+        }
+        assert a.alter_partition_reassignments({tp0: None}) == {tp0: Errors.NoReassignmentInProgressError}
+        assert a.list_partition_reassignments() == {}
+        assert a.list_partition_reassignments([tp0, missing]) == {}
+    finally:
+        a.close()
+
+
+def test_advertised_listeners_change_at_runtime(broker):
+    a = admin(broker.bootstrap)
+    resource = lambda configs=None: ConfigResource(ConfigResourceType.BROKER, "0", configs=configs)  # noqa: E731
+
+    def described(a) -> dict:
+        return a.describe_configs([resource()], config_filter="all")["broker"]["0"]["advertised.listeners"]
+
+    try:
+        entry = described(a)
+        assert (entry["config_source"], entry["read_only"]) == ("DEFAULT_CONFIG", False)
+        moved = f"PLAINTEXT://localhost:{broker.port}"
+        r = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.SET, moved)})], incremental=True)
+        assert r == {"broker": {"0": "OK"}}, r
+        entry = described(a)
+        assert (entry["value"], entry["config_source"]) == (moved, "DYNAMIC_BROKER_CONFIG")
+        bad = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.SET, "OTHER://localhost:1")})], incremental=True)
+        assert "InvalidConfigurationError" in bad["broker"]["0"], bad
+    finally:
+        a.close()
+    # New clients are sent to the new address, and it works.
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    try:
+        assert {(n.host, n.port) for n in c._client.cluster.brokers()} in (set(), {("localhost", broker.port)})
+        c.topics()
+        assert {(n.host, n.port) for n in c._client.cluster.brokers()} == {("localhost", broker.port)}
+    finally:
+        c.close()
+    broker.restart()
+    a = admin(broker.bootstrap)
+    try:
+        assert described(a)["value"] == f"PLAINTEXT://localhost:{broker.port}"
+        r = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.DELETE, None)})], incremental=True)
+        assert r == {"broker": {"0": "OK"}}, r
+        assert described(a)["config_source"] == "DEFAULT_CONFIG"
     finally:
         a.close()
 
