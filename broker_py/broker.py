@@ -31,6 +31,7 @@ from broker_py.errors import (
 )
 from broker_py.log_cleaner import LogCleaner
 from broker_py.log_manager import LogManager, log_config
+from broker_py.log_dir_mover import LogDirMover
 from broker_py.network import KafkaServer
 from broker_py.partition import Partition
 from broker_py.producer_id_manager import ProducerIdManager
@@ -63,6 +64,7 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.log_dir_mover = LogDirMover(self)
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator = None  # set in start(); needs the running loop
@@ -140,6 +142,7 @@ class Broker:
         return Listener(advertised.name, host, port)
 
     async def stop(self) -> None:
+        await self.log_dir_mover.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -157,8 +160,11 @@ class Broker:
         self.log_manager.shutdown()
 
     def _partitions_with_policy(self, policy: str) -> list[Partition]:
+        """Partitions the cleaner or retention may work on: not those moving to another dir."""
         out = []
         for partition in list(self.partitions.values()):
+            if self.log_dir_mover.moving(partition.topic, partition.index):
+                continue
             topic = self.metadata.get(partition.topic)
             if topic is not None and policy in self.effective_config(topic).get("cleanup.policy", "delete"):
                 out.append(partition)
@@ -166,7 +172,13 @@ class Broker:
 
     def _enforce_retention(self) -> int:
         """Time and size retention, for topics whose cleanup.policy includes delete."""
-        return sum(p.log.enforce_retention(max_offset=p.high_watermark) for p in self._partitions_with_policy("delete"))
+        deleted = 0
+        for p in self._partitions_with_policy("delete"):
+            try:
+                deleted += p.log.enforce_retention(max_offset=p.high_watermark)
+            except logstore.LogClosedError:
+                continue  # deleted, or reopened by a move, meanwhile
+        return deleted
 
     async def _producer_expiration_loop(self) -> None:
         """Every ``producer.id.expiration.check.interval.ms``, forgets the idempotent
@@ -210,6 +222,13 @@ class Broker:
         partition = Partition(topic.name, index, plog)
         self.partitions[(topic.name, index)] = partition
         return partition
+
+    def reopen_partition(self, topic: str, index: int, log_dir: str) -> None:
+        """Opens a partition's closed log again from ``log_dir`` (a move's last step)."""
+        info = self.metadata.get(topic)
+        assert info is not None
+        plog = self.log_manager.reopen_log(topic, index, log_dir, self.effective_config(info))
+        self.partitions[(topic, index)].replace_log(plog)
 
     def partition(self, topic: str, index: int) -> Partition:
         p = self.partitions.get((topic, index))

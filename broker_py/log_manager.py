@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import logstore
 
+from broker_py import log_dir_mover
 from broker_py.errors import KafkaStorageError
 from broker_py.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text
 
@@ -63,6 +64,7 @@ class LogManager:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
+        log_dir_mover.recover(self.log_dirs)
         self.logs: dict[tuple[str, int], logstore.Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
 
@@ -104,6 +106,17 @@ class LogManager:
                 f.write(partition_metadata_text(topic.topic_id))
         self.logs[key] = plog
         self._dir_of[key] = log_dir
+        return plog
+
+    def reopen_log(self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]) -> logstore.Log:
+        """Opens a partition's (closed) log again, from ``log_dir``, in place of the old."""
+        path = os.path.join(log_dir, f"{topic}-{partition}")
+        try:
+            plog = logstore.Log.open(path, **log_config(effective_config))
+        except logstore.LogIOError as e:
+            raise KafkaStorageError(str(e)) from e
+        self.logs[(topic, partition)] = plog
+        self._dir_of[(topic, partition)] = log_dir
         return plog
 
     def dir_of(self, topic: str, partition: int) -> str | None:

@@ -25,6 +25,11 @@ class Partition:
         self.producer_state = ProducerStateManager(log)
         self._appended = asyncio.Event()
 
+    def replace_log(self, log: logstore.Log) -> None:
+        """The same partition's log, reopened (after a move to another log dir)."""
+        self.log = log
+        self.producer_state.moved_to(log)
+
     @property
     def high_watermark(self) -> int:
         return self.log.log_end_offset

@@ -86,6 +86,11 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         self._load()
 
+    def moved_to(self, plog: logstore.Log) -> None:
+        """The partition's log reopened elsewhere, with this state's snapshots copied along."""
+        self._log = plog
+        self._dir = plog.path
+
     # ---- checking and recording appends ----
 
     def check(self, batch: logstore.RecordBatch) -> BatchMetadata | None:

@@ -1,12 +1,13 @@
 """DescribeLogDirs and AlterReplicaLogDirs: the broker's log dirs and what each holds.
 
 Every partition here is a leader with no followers, so a partition's offset lag (log
-end offset minus high watermark) is 0 and no log is a future log. AlterReplicaLogDirs
-answers as Kafka's ReplicaManager does: LOG_DIR_NOT_FOUND for a path that is not one
-of ``log.dirs``, REPLICA_NOT_AVAILABLE for a partition this broker does not hold, and
-nothing to do for a partition already in that dir. Moving a partition to another dir
-(Kafka copies it into a future log while it stays online) is not implemented: such a
-partition gets KAFKA_STORAGE_ERROR and stays where it is.
+end offset minus high watermark) is 0. A partition moving to another dir is also
+listed there as a future log (``is_future_key``), its lag the messages written since
+its copy began. AlterReplicaLogDirs answers as Kafka's ReplicaManager does:
+LOG_DIR_NOT_FOUND for a path that is not one of ``log.dirs``, REPLICA_NOT_AVAILABLE
+for a partition this broker does not hold, nothing to do for a partition already in
+that dir, and otherwise starts the move (``broker_py/log_dir_mover.py``) and answers
+at once. A partition already moving elsewhere gets KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -36,14 +37,23 @@ def handle_describe_log_dirs(broker, request, connection):
     for log_dir in manager.log_dirs:
         by_topic: dict[str, list] = {}
         for topic, index in sorted(wanted):
-            if manager.dir_of(topic, index) != log_dir:
-                continue
             partition = broker.partitions[(topic, index)]
-            by_topic.setdefault(topic, []).append(
-                DescribeLogDirsResponse.DescribeLogDirsPartition(
-                    partition_index=index, partition_size=partition.log.size_bytes, offset_lag=0, is_future_key=False
+            if manager.dir_of(topic, index) == log_dir:
+                by_topic.setdefault(topic, []).append(
+                    DescribeLogDirsResponse.DescribeLogDirsPartition(
+                        partition_index=index, partition_size=partition.log.size_bytes, offset_lag=0, is_future_key=False
+                    )
                 )
-            )
+            move = broker.log_dir_mover.moves.get((topic, index))
+            if move is not None and move.dest_dir == log_dir:
+                by_topic.setdefault(topic, []).append(
+                    DescribeLogDirsResponse.DescribeLogDirsPartition(
+                        partition_index=index,
+                        partition_size=_size(move.future_path),
+                        offset_lag=partition.log.log_end_offset - move.copied_to,
+                        is_future_key=True,
+                    )
+                )
         try:
             fs = os.statvfs(log_dir)
             total, usable, error = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize, ErrorCode.NONE
@@ -62,17 +72,30 @@ def handle_describe_log_dirs(broker, request, connection):
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
+def _size(path: str) -> int:
+    try:
+        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+    except OSError:
+        return 0
+
+
 def _alter_one(broker, path: str, topic: str, index: int) -> ErrorCode:
     manager = broker.log_manager
-    if os.path.abspath(path) not in manager.log_dirs:
+    dest = os.path.abspath(path)
+    if dest not in manager.log_dirs:
         return ErrorCode.LOG_DIR_NOT_FOUND
     current = manager.dir_of(topic, index)
-    if current is None:
+    if current is None or (topic, index) not in broker.partitions:
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    if current == os.path.abspath(path):
-        return ErrorCode.NONE
-    log.warning("cannot move %s-%d from %s to %s: moving a partition between log dirs is not supported", topic, index, current, path)
-    return ErrorCode.KAFKA_STORAGE_ERROR
+    move = broker.log_dir_mover.moves.get((topic, index))
+    if move is not None:
+        if move.dest_dir == dest:
+            return ErrorCode.NONE
+        log.warning("%s-%d is already moving to %s, not to %s", topic, index, move.dest_dir, dest)
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    if current != dest:
+        broker.log_dir_mover.start(topic, index, dest)
+    return ErrorCode.NONE
 
 
 def handle_alter_replica_log_dirs(broker, request, connection):

@@ -46,3 +46,118 @@ def test_meta_properties_guard_the_broker_id(tmp_path):
     with pytest.raises(ConfigError) as e:
         Broker(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
     assert e.value.key == "broker.id"
+
+
+# --- moves between log dirs interrupted by a crash --------------------------------------
+
+MOVE_ID = "0123456789abcdef0123456789abcdef"
+
+
+def _partition(path: str, n: int = 50) -> None:
+    """A real partition log of ``n`` records at ``path``, closed cleanly."""
+    import logstore
+
+    plog = logstore.Log.open(path, segment_bytes=4096)
+    for i in range(n):
+        plog.append(logstore.encode_batch([(b"k%d" % i, b"v%d" % i)]))
+    plog.close()
+
+
+def _values(path: str) -> list[bytes]:
+    import logstore
+
+    plog = logstore.Log.open(path)
+    try:
+        return [r.value for b in logstore.decode_batches(plog.read(0, 1 << 20)) for r in b.records]
+    finally:
+        plog.close()
+
+
+def _dirs(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    return str(a), str(b)
+
+
+def test_a_crash_during_the_copy_drops_the_future_log(tmp_path):
+    from broker_py.log_dir_mover import copy_files, recover
+
+    a, b = _dirs(tmp_path)
+    _partition(os.path.join(a, "t-0"))
+    copy_files(os.path.join(a, "t-0"), os.path.join(b, f"t-0.{MOVE_ID}-future"))
+    recover([a, b])
+    assert os.listdir(a) == ["t-0"] and os.listdir(b) == []
+    assert _values(os.path.join(a, "t-0")) == [b"v%d" % i for i in range(50)]
+
+
+def test_a_crash_between_the_renames_finishes_the_move(tmp_path):
+    from broker_py.log_dir_mover import copy_files, recover
+
+    a, b = _dirs(tmp_path)
+    _partition(os.path.join(a, "t-0"))
+    copy_files(os.path.join(a, "t-0"), os.path.join(b, f"t-0.{MOVE_ID}-future"))
+    os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
+    recover([a, b])
+    assert os.listdir(a) == [] and os.listdir(b) == ["t-0"]
+    assert _values(os.path.join(b, "t-0")) == [b"v%d" % i for i in range(50)]
+
+
+def test_a_crash_after_the_renames_removes_the_old_copy(tmp_path):
+    from broker_py.log_dir_mover import copy_files, recover
+
+    a, b = _dirs(tmp_path)
+    _partition(os.path.join(a, "t-0"))
+    copy_files(os.path.join(a, "t-0"), os.path.join(b, "t-0"))
+    os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
+    recover([a, b])
+    assert os.listdir(a) == [] and os.listdir(b) == ["t-0"]
+    assert _values(os.path.join(b, "t-0")) == [b"v%d" % i for i in range(50)]
+
+
+def test_an_old_copy_without_a_future_log_is_restored(tmp_path):
+    from broker_py.log_dir_mover import recover
+
+    a, b = _dirs(tmp_path)
+    _partition(os.path.join(a, "t-0"))
+    os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
+    recover([a, b])
+    assert os.listdir(a) == ["t-0"]
+    assert _values(os.path.join(a, "t-0")) == [b"v%d" % i for i in range(50)]
+
+
+def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path):
+    from broker_py.log_dir_mover import copy_files
+
+    a, b = _dirs(tmp_path)
+    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.create_topic("t", 1)
+    src = broker.log_manager.dir_of("t", 0)
+    other = b if src == a else a
+    broker.log_manager.shutdown()
+    copy_files(os.path.join(src, "t-0"), os.path.join(other, f"t-0.{MOVE_ID}-future"))
+    os.rename(os.path.join(src, "t-0"), os.path.join(src, f"t-0.{MOVE_ID}-delete"))
+    again = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    topic = again.metadata.get("t")
+    again.log_manager.open_log(topic, 0, again.effective_config(topic))
+    assert again.log_manager.dir_of("t", 0) == other
+    assert [n for n in os.listdir(src) if n.startswith("t-0")] == []
+    again.log_manager.shutdown()
+
+
+def test_sync_files_makes_the_copy_exact(tmp_path):
+    from broker_py.log_dir_mover import copy_files, sync_files
+
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "a.log").write_bytes(b"1" * 100)
+    (src / "b.index").write_bytes(b"2" * 10)
+    (src / "c.log.deleted").write_bytes(b"old")
+    copy_files(str(src), str(dst))
+    assert sorted(os.listdir(dst)) == ["a.log", "b.index"]
+    (src / "a.log").write_bytes(b"1" * 150)  # grew
+    (src / "b.index").unlink()  # went
+    (src / "d.snapshot").write_bytes(b"3")  # appeared
+    sync_files(str(src), str(dst))
+    assert sorted(os.listdir(dst)) == ["a.log", "d.snapshot"]
+    assert (dst / "a.log").read_bytes() == b"1" * 150

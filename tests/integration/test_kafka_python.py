@@ -3,6 +3,7 @@ partitions, configs), offsets for times, fetch edge cases, DeleteRecords and res
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -300,12 +301,25 @@ def test_request_log_times_each_request_while_turned_on(broker):
         a.close()
 
 
-def test_log_dirs_describe_each_dir_and_refuse_moves_they_cannot_make(broker_factory, tmp_path):
+def _placement(a: KafkaAdminClient, name: str, index: int) -> list[tuple[str, bool]]:
+    """(log dir, is future) of each log of one partition, from DescribeLogDirs."""
+    (described,) = a.describe_log_dirs(topic_partitions={name: [index]})
+    return [
+        (d["log_dir"], p["is_future_key"])
+        for d in described["log_dirs"]
+        for t in d["topics"]
+        for p in t["partitions"]
+        if t["name"] == name and p["partition_index"] == index
+    ]
+
+
+def test_log_dirs_described_and_a_partition_moved_while_it_takes_writes(broker_factory, tmp_path):
     dirs = [str(tmp_path / "dir-a"), str(tmp_path / "dir-b")]
-    b = broker_factory({"log.dirs": ",".join(dirs)})
+    b = broker_factory({"log.dirs": ",".join(dirs), "log.segment.bytes": "65536"})
     name = topic_name("kp-logdirs")
     create(b.bootstrap, name, 2)  # a new partition goes to the dir holding the fewest
-    produce(b.bootstrap, name, [Rec(0, None, b"x" * 1000) for _ in range(20)])
+    first = [Rec(0, b"k%d" % i, b"v%d-" % i + b"x" * 1000, [("h", b"%d" % i)]) for i in range(300)]
+    produce(b.bootstrap, name, first)
     a = admin(b.bootstrap)
     try:
         (described,) = a.describe_log_dirs()
@@ -320,38 +334,64 @@ def test_log_dirs_describe_each_dir_and_refuse_moves_they_cannot_make(broker_fac
                     assert p["offset_lag"] == 0 and p["is_future_key"] is False
                     placed[(t["name"], p["partition_index"])] = (d["log_dir"], p["partition_size"])
         assert {placed[(name, 0)][0], placed[(name, 1)][0]} == set(dirs)
-        assert placed[(name, 0)][1] > 20 * 1000 and placed[(name, 1)][1] == 0
-        assert ("__consumer_offsets", 0) not in placed  # not created until a group needs it
-        # Only what was asked for.
+        assert placed[(name, 0)][1] > 300 * 1000 and placed[(name, 1)][1] == 0
         (only,) = a.describe_log_dirs(topic_partitions={name: [1]})
         assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for d in only["log_dirs"] for t in d["topics"]] == [(name, [1])]
 
         here, there = placed[(name, 0)][0], placed[(name, 1)][0]
         result = a.alter_replica_log_dirs(
             {
-                TopicPartitionReplica(name, 0, 0): here,  # already there
+                TopicPartitionReplica(name, 1, 0): there,  # already there
                 TopicPartitionReplica(name, 1, 0): str(tmp_path / "not-a-log-dir"),
                 TopicPartitionReplica(name, 7, 0): here,  # no such partition
             }
         )
         assert result == {
-            TopicPartitionReplica(name, 0, 0): Errors.NoError,
             TopicPartitionReplica(name, 1, 0): Errors.LogDirNotFoundError,
             TopicPartitionReplica(name, 7, 0): Errors.ReplicaNotAvailableError,
         }
-        # A move between dirs is refused and changes nothing.
-        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 0, 0): there}) == {
-            TopicPartitionReplica(name, 0, 0): Errors.KafkaStorageError
-        }
-        (again,) = a.describe_log_dirs(topic_partitions={name: [0]})
-        assert [d["log_dir"] for d in again["log_dirs"] if d["topics"]] == [here]
+        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): there}) == {TopicPartitionReplica(name, 1, 0): Errors.NoError}
+
+        # Move partition 0 while a producer keeps writing to it.
+        stop, more, errors = threading.Event(), [], []
+
+        def keep_producing():
+            p = producer(b.bootstrap, acks="all", linger_ms=0)
+            try:
+                i = 0
+                while not stop.is_set() and i < 3000:
+                    rec = Rec(0, b"m%d" % i, b"w%d" % i, [])
+                    p.send(name, key=rec.key, value=rec.value, partition=0).get(timeout=30)
+                    more.append(rec)
+                    i += 1
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+            finally:
+                p.close(timeout=10)
+
+        writer = threading.Thread(target=keep_producing)
+        writer.start()
+        wait_until(lambda: len(more) >= 50, message="the producer got going")
+        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 0, 0): there}) == {TopicPartitionReplica(name, 0, 0): Errors.NoError}
+        wait_until(lambda: _placement(a, name, 0) == [(there, False)], timeout=60, message="the move to finish")
+        time.sleep(0.3)  # the producer goes on writing to the moved log
+        stop.set()
+        writer.join(60)
+        assert not errors, errors
+        assert os.listdir(here) == [d for d in os.listdir(here) if not d.startswith(f"{name}-0")]  # nothing left behind
     finally:
         a.close()
-    c = KafkaConsumer(bootstrap_servers=b.bootstrap)
+    got = consume_partitions(b.bootstrap, name, 1, len(first) + len(more))
+    assert [(r[1], r[2]) for r in got[0]] == [(r.key, r.value) for r in first + more]
+    assert [r[0] for r in got[0]] == list(range(len(first) + len(more)))
+    b.restart()
+    a = admin(b.bootstrap)
     try:
-        assert c.end_offsets([TopicPartition(name, 0)]) == {TopicPartition(name, 0): 20}
+        assert _placement(a, name, 0) == [(there, False)]
     finally:
-        c.close()
+        a.close()
+    got = consume_partitions(b.bootstrap, name, 1, len(first) + len(more))
+    assert [(r[1], r[2]) for r in got[0]] == [(r.key, r.value) for r in first + more]
 
 
 def test_elect_leaders_and_reassignments_on_the_only_replica(module_broker):

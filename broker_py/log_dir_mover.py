@@ -1,0 +1,193 @@
+"""Moving a partition to another of the broker's log dirs (AlterReplicaLogDirs), as
+Kafka's future logs do it: the partition stays online while a copy is made, then the
+copy takes the original's place.
+
+A move of ``<topic>-<p>`` from dir A to dir B:
+
+1. The log rolls, so everything written so far is in sealed segments, and the log
+   cleaner and retention leave the partition alone until the move ends.
+2. Off the event loop, every file of ``A/<topic>-<p>`` is copied to
+   ``B/<topic>-<p>.<id>-future`` (files awaiting deletion, ``*.deleted``, and cleaner
+   leftovers, ``*.cleaned``, are not).
+3. On the event loop, so no request sees the partition in between: the log is
+   closed; files that changed or appeared since step 2 are copied again (the
+   segments written meanwhile, every index and checkpoint), files that went are
+   removed; each file and the future dir are fsynced. ``A/<topic>-<p>`` is renamed
+   ``A/<topic>-<p>.<id>-delete``, the future dir is renamed ``B/<topic>-<p>``, both
+   parents are fsynced, and the log reopens there. The ``-delete`` dir is removed
+   off the event loop.
+
+A crash leaves, at worst, a ``-future`` dir beside the live partition (the move is
+dropped: :func:`recover` removes it) or a ``-delete`` dir with a complete ``-future``
+dir and no live one (crashed between the two renames: :func:`recover` finishes the
+move). Neither name matches a partition dir, so nothing opens them as logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import shutil
+import uuid
+
+log = logging.getLogger(__name__)
+
+FUTURE = "-future"
+DELETE = "-delete"
+_MOVE_DIR = re.compile(r"^(?P<name>.+-\d+)\.(?P<id>[0-9a-f]{32})(?P<kind>-future|-delete)$")
+_SKIPPED = (".deleted", ".cleaned")
+
+
+def _files(path: str) -> dict[str, tuple[int, int]]:
+    """Name -> (size, mtime in ns) of the files a copy carries."""
+    out = {}
+    for entry in os.scandir(path):
+        if entry.is_file() and not entry.name.endswith(_SKIPPED):
+            st = entry.stat()
+            out[entry.name] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def copy_files(src: str, dst: str) -> None:
+    """Copies every file of ``src`` (times kept, for :func:`sync_files`) into ``dst``."""
+    os.makedirs(dst, exist_ok=True)
+    for name in _files(src):
+        shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+
+
+def sync_files(src: str, dst: str) -> None:
+    """Makes ``dst`` hold exactly the files of ``src``, then fsyncs every file and ``dst``
+    itself. A segment file that is not the newest is copied again only if its size or
+    time differs (once sealed, only the cleaner and retention change those, and they
+    wait for the move); the newest segment file and every other file (indexes, written
+    through a mapping that need not touch the file's time, and checkpoints) always are."""
+    want, have = _files(src), _files(dst)
+    for name in have.keys() - want.keys():
+        os.unlink(os.path.join(dst, name))
+    segments = sorted(n for n in want if n.endswith(".log"))
+    for name, stat in want.items():
+        sealed = name.endswith(".log") and name != segments[-1]
+        if not sealed or have.get(name) != stat:
+            shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+    for name in want:
+        fd = os.open(os.path.join(dst, name), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _fsync_dir(dst)
+
+
+def recover(log_dirs: list[str]) -> None:
+    """Settles moves a crash interrupted (see the module docstring); run before any
+    partition opens."""
+    found: dict[str, dict[str, str]] = {}  # partition dir name -> kind -> path
+    live: set[str] = set()
+    for d in log_dirs:
+        for name in os.listdir(d):
+            m = _MOVE_DIR.match(name)
+            if m:
+                found.setdefault(m["name"], {})[m["kind"]] = os.path.join(d, name)
+            elif os.path.isdir(os.path.join(d, name)):
+                live.add(name)
+    for name, moves in found.items():
+        future, deleted = moves.get(FUTURE), moves.get(DELETE)
+        if name not in live and deleted is not None:
+            if future is not None:
+                target = os.path.join(os.path.dirname(future), name)
+                log.warning("finishing the move of %s to %s", name, os.path.dirname(future))
+                os.rename(future, target)
+                future = None
+            else:
+                target = os.path.join(os.path.dirname(deleted), name)
+                log.warning("restoring %s in %s", name, os.path.dirname(deleted))
+                os.rename(deleted, target)
+                deleted = None
+            _fsync_dir(os.path.dirname(target))
+        for leftover in (future, deleted):
+            if leftover is not None:
+                log.warning("removing %s left by an interrupted move", leftover)
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+class Move:
+    """One partition's move under way: where to, and how far the log had got when the
+    copy began (the future log holds everything below ``copied_to`` once copied)."""
+
+    def __init__(self, name: str, src_dir: str, dest_dir: str, copied_to: int) -> None:
+        move_id = uuid.uuid4().hex
+        self.src = os.path.join(src_dir, name)
+        self.src_dir = src_dir
+        self.dest_dir = dest_dir
+        self.future_path = os.path.join(dest_dir, f"{name}.{move_id}{FUTURE}")
+        self.delete_path = os.path.join(src_dir, f"{name}.{move_id}{DELETE}")
+        self.target = os.path.join(dest_dir, name)
+        self.copied_to = copied_to
+        self.task: asyncio.Task[None] | None = None
+
+
+class LogDirMover:
+    """Runs the moves of the broker's partitions between log dirs, one task each; the
+    broker's ``reopen_partition(topic, index, log_dir)`` opens a partition's log again
+    from ``log_dir`` and makes it the partition's."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.moves: dict[tuple[str, int], Move] = {}
+
+    def moving(self, topic: str, index: int) -> bool:
+        return (topic, index) in self.moves
+
+    def start(self, topic: str, index: int, dest_dir: str) -> None:
+        key = (topic, index)
+        partition = self.broker.partitions[key]
+        partition.log.roll()
+        move = Move(f"{topic}-{index}", self.broker.log_manager.dir_of(topic, index), dest_dir, partition.log.log_end_offset)
+        self.moves[key] = move
+        move.task = asyncio.get_running_loop().create_task(self._run(key, move), name=f"move-{topic}-{index}")
+
+    async def _run(self, key: tuple[str, int], move: Move) -> None:
+        topic, index = key
+        try:
+            await asyncio.to_thread(copy_files, move.src, move.future_path)
+            partition = self.broker.partitions.get(key)
+            if partition is None or self.broker.log_manager.dir_of(topic, index) != move.src_dir:
+                return  # the topic was deleted meanwhile
+            # From here to the reopen nothing awaits: no request sees the log closed.
+            partition.log.close()
+            try:
+                sync_files(move.src, move.future_path)
+                os.rename(move.src, move.delete_path)
+                os.rename(move.future_path, move.target)
+                _fsync_dir(move.src_dir)
+                _fsync_dir(move.dest_dir)
+            except BaseException:
+                if not os.path.exists(move.src) and not os.path.exists(move.target):
+                    os.rename(move.delete_path, move.src)
+                self.broker.reopen_partition(topic, index, move.src_dir if os.path.exists(move.src) else move.dest_dir)
+                raise
+            self.broker.reopen_partition(topic, index, move.dest_dir)
+            log.info("moved %s-%d from %s to %s", topic, index, move.src_dir, move.dest_dir)
+            await asyncio.to_thread(shutil.rmtree, move.delete_path, True)
+        except Exception:
+            log.exception("moving %s-%d to %s failed", topic, index, move.dest_dir)
+        finally:
+            self.moves.pop(key, None)
+            if os.path.exists(move.future_path):
+                shutil.rmtree(move.future_path, ignore_errors=True)
+
+    async def stop(self) -> None:
+        tasks = [m.task for m in self.moves.values() if m.task is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
