@@ -59,6 +59,13 @@ def log_config(effective: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in effective.items() if k in _LOG_KEYS}
 
 
+def _open(path: str, effective_config: dict[str, str]) -> logstore.Log:
+    try:
+        return logstore.Log.open(path, **log_config(effective_config))
+    except logstore.LogIOError as e:
+        raise KafkaStorageError(str(e)) from e
+
+
 class LogManager:
     def __init__(self, log_dirs: list[str]) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -94,10 +101,7 @@ class LogManager:
         log_dir = found[0] if found else self._choose_dir()
         path = os.path.join(log_dir, f"{topic.name}-{partition}")
         started = time.monotonic()
-        try:
-            plog = logstore.Log.open(path, **log_config(effective_config))
-        except logstore.LogIOError as e:
-            raise KafkaStorageError(str(e)) from e
+        plog = _open(path, effective_config)
         if plog.recovered:
             log.warning("recovered %s-%d in %.0f ms: log end offset %d", topic.name, partition, (time.monotonic() - started) * 1000, plog.log_end_offset)
         meta = os.path.join(path, "partition.metadata")
@@ -110,11 +114,7 @@ class LogManager:
 
     def reopen_log(self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]) -> logstore.Log:
         """Opens a partition's (closed) log again, from ``log_dir``, in place of the old."""
-        path = os.path.join(log_dir, f"{topic}-{partition}")
-        try:
-            plog = logstore.Log.open(path, **log_config(effective_config))
-        except logstore.LogIOError as e:
-            raise KafkaStorageError(str(e)) from e
+        plog = _open(os.path.join(log_dir, f"{topic}-{partition}"), effective_config)
         self.logs[(topic, partition)] = plog
         self._dir_of[(topic, partition)] = log_dir
         return plog

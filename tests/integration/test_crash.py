@@ -246,3 +246,49 @@ def test_sigkill_keeps_committed_group_offsets(broker):
     finally:
         c.close()
     assert "Traceback" not in broker.log_text(), broker.log_text()[-4000:]
+
+
+def test_sigkill_during_a_log_dir_move_keeps_the_partition_whole(broker_factory, tmp_path):
+    """SIGKILL while AlterReplicaLogDirs copies a partition to another log dir: the
+    restarted broker serves it whole from one dir and leaves no copy behind."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from broker_py.protocol.messages.log_dirs import AlterReplicaLogDirsRequest
+    from tests.integration.clients import wire_call
+
+    dirs = [str(tmp_path / "dir-a"), str(tmp_path / "dir-b")]
+    b = broker_factory({"log.dirs": ",".join(dirs), "log.segment.bytes": str(1 << 20)})
+    topic = "crash-move"
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 5, "queue.buffering.max.messages": 200_000})
+    count, payload = 100_000, b"x" * 1000
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, value=b"%d:" % i + payload, partition=0)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(60) == 0
+    here = next(d for d in dirs if os.path.isdir(os.path.join(d, f"{topic}-0")))
+    there = next(d for d in dirs if d != here)
+
+    move = AlterReplicaLogDirsRequest(
+        dirs=[AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=there, topics=[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=topic, partitions=[0])])]
+    )
+    (result,) = wire_call(b.bootstrap, move, 2).results
+    assert [x.error_code for x in result.partitions] == [0]
+    deadline = time.monotonic() + 10
+    while not any(n.endswith("-future") for n in os.listdir(there)):
+        assert time.monotonic() < deadline and not os.path.isdir(os.path.join(there, f"{topic}-0")), "the copy was not seen"
+        time.sleep(0.001)
+    b.kill()
+
+    b.start()
+    left = [(d, n) for d in dirs for n in os.listdir(d) if n.startswith(f"{topic}-0")]
+    assert left == [(here, f"{topic}-0")], left
+    got = read_partitions(b.bootstrap, topic, 1)[0]
+    assert [o for o, _ in got] == list(range(count))
+    assert all(v.startswith(b"%d:" % o) for o, v in got)
