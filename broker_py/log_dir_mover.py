@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 FUTURE = "-future"
 DELETE = "-delete"
 _MOVE_DIR = re.compile(r"^(?P<name>.+-\d+)\.(?P<id>[0-9a-f]{32})(?P<kind>-future|-delete)$")
-_SKIPPED = (".deleted", ".cleaned")
+# Files a copy leaves out: segments awaiting deletion, cleaner leftovers, and a
+# checkpoint being written (``<name>.tmp``, renamed over ``<name>`` when complete).
+_SKIPPED = (".deleted", ".cleaned", ".tmp")
 
 
 def _files(path: str) -> dict[str, tuple[int, int]]:
@@ -45,7 +47,10 @@ def _files(path: str) -> dict[str, tuple[int, int]]:
     out = {}
     for entry in os.scandir(path):
         if entry.is_file() and not entry.name.endswith(_SKIPPED):
-            st = entry.stat()
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # gone since the listing (a live log changes)
+                continue
             out[entry.name] = (st.st_size, st.st_mtime_ns)
     return out
 
@@ -59,10 +64,15 @@ def _fsync_dir(path: str) -> None:
 
 
 def copy_files(src: str, dst: str) -> None:
-    """Copies every file of ``src`` (times kept, for :func:`sync_files`) into ``dst``."""
+    """Copies every file of ``src`` (times kept, for :func:`sync_files`) into ``dst``.
+    ``src`` is a live log: a file gone by the time it is copied is left out, as
+    :func:`sync_files` makes the copy exact once the log is closed."""
     os.makedirs(dst, exist_ok=True)
     for name in _files(src):
-        shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+        try:
+            shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+        except FileNotFoundError:
+            continue
 
 
 def sync_files(src: str, dst: str) -> None:

@@ -153,6 +153,7 @@ def test_sync_files_makes_the_copy_exact(tmp_path):
     (src / "a.log").write_bytes(b"1" * 100)
     (src / "b.index").write_bytes(b"2" * 10)
     (src / "c.log.deleted").write_bytes(b"old")
+    (src / "recovery-point-offset-checkpoint.tmp").write_bytes(b"half")  # being written
     copy_files(str(src), str(dst))
     assert sorted(os.listdir(dst)) == ["a.log", "b.index"]
     (src / "a.log").write_bytes(b"1" * 150)  # grew
@@ -161,3 +162,25 @@ def test_sync_files_makes_the_copy_exact(tmp_path):
     sync_files(str(src), str(dst))
     assert sorted(os.listdir(dst)) == ["a.log", "d.snapshot"]
     assert (dst / "a.log").read_bytes() == b"1" * 150
+
+
+def test_copy_files_leaves_out_files_that_go_while_it_copies(tmp_path, monkeypatch):
+    """A live log renames its checkpoints into place and rolls segments while the
+    copy runs: a file listed but gone by the time it is copied is left out."""
+    import shutil
+
+    from broker_py import log_dir_mover
+
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    (src / "a.log").write_bytes(b"1")
+    (src / "b.log").write_bytes(b"2")
+    real = shutil.copy2
+
+    def copy_after_b_went(a, b):
+        (src / "b.log").unlink(missing_ok=True)
+        return real(a, b)
+
+    monkeypatch.setattr(log_dir_mover.shutil, "copy2", copy_after_b_went)
+    log_dir_mover.copy_files(str(src), str(dst))
+    assert sorted(os.listdir(dst)) == ["a.log"]
