@@ -145,6 +145,13 @@ class Move:
         self.copied_to = copied_to
         self.task: asyncio.Task[None] | None = None
 
+    def copied_bytes(self) -> int:
+        """Bytes in the future log so far."""
+        try:
+            return sum(size for size, _ in _files(self.future_path).values())
+        except FileNotFoundError:  # the copy has not begun, or the move just ended
+            return 0
+
 
 class LogDirMover:
     """Runs the moves of the broker's partitions between log dirs, one task each; the

@@ -49,7 +49,7 @@ def handle_describe_log_dirs(broker, request, connection):
                 by_topic.setdefault(topic, []).append(
                     DescribeLogDirsResponse.DescribeLogDirsPartition(
                         partition_index=index,
-                        partition_size=_size(move.future_path),
+                        partition_size=move.copied_bytes(),
                         offset_lag=partition.log.log_end_offset - move.copied_to,
                         is_future_key=True,
                     )
@@ -70,13 +70,6 @@ def handle_describe_log_dirs(broker, request, connection):
             )
         )
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
-
-
-def _size(path: str) -> int:
-    try:
-        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
-    except OSError:
-        return 0
 
 
 def _alter_one(broker, path: str, topic: str, index: int) -> ErrorCode:

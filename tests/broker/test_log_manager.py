@@ -184,3 +184,16 @@ def test_copy_files_leaves_out_files_that_go_while_it_copies(tmp_path, monkeypat
     monkeypatch.setattr(log_dir_mover.shutil, "copy2", copy_after_b_went)
     log_dir_mover.copy_files(str(src), str(dst))
     assert sorted(os.listdir(dst)) == ["a.log"]
+
+
+def test_a_move_reports_the_bytes_its_future_log_holds(tmp_path):
+    from broker_py.log_dir_mover import Move, copy_files
+
+    a, b = _dirs(tmp_path)
+    move = Move("t-0", a, b, copied_to=0)
+    assert move.copied_bytes() == 0  # nothing copied yet
+    os.makedirs(os.path.join(a, "t-0"))
+    with open(os.path.join(a, "t-0", "00000000000000000000.log"), "wb") as f:
+        f.write(b"x" * 1234)
+    copy_files(os.path.join(a, "t-0"), move.future_path)
+    assert move.copied_bytes() == 1234
