@@ -6,7 +6,8 @@ arrival order and answered in that order, as Kafka's network layer does. A handl
 that completes at once (most of them) runs inline in ``data_received`` and its
 response is written to the transport's buffer; a handler that waits (a Fetch long
 poll, JoinGroup, SyncGroup) runs as a task, and requests that arrive meanwhile queue
-behind it. Reading pauses while too many requests queue or too much response data is
+behind it. A handler may answer with a response frame already encoded (``bytes``), as
+Produce does for its common shape. Reading pauses while too many requests queue or too much response data is
 buffered, so a client that does not read cannot grow the broker's memory.
 
 Fetch records are :class:`DeferredRecords` placeholders holding a segment
@@ -32,10 +33,9 @@ from collections.abc import Callable
 
 import logstore
 
-from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.errors import MalformedMessageError, ProtocolError
 from broker_py.protocol.frame import Request, RequestDecoder, UnsupportedRequest, encode_response_chunks
-from broker_py.protocol.produce_fast_path import encode_produce_response
+from broker_py.protocol.produce_frame import ProduceFrame
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords
 from broker_py.request_logger import RequestTimes, log_completed, now
@@ -64,7 +64,7 @@ class ClientConnection(asyncio.Protocol):
         self.client_software: str | None = None
         self.transport: asyncio.Transport | None = None
         # Each request with the clock reading of the socket read that completed it.
-        self._queue: collections.deque[tuple[Request | UnsupportedRequest, float]] = collections.deque()
+        self._queue: collections.deque[tuple[Request | ProduceFrame | UnsupportedRequest, float]] = collections.deque()
         self._task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
@@ -75,8 +75,7 @@ class ClientConnection(asyncio.Protocol):
     # ---- asyncio.Protocol ----
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         local = transport.get_extra_info("sockname")
@@ -139,7 +138,11 @@ class ClientConnection(asyncio.Protocol):
                 result = self._dispatch(event)
                 if times is not None:
                     times.local_done = times.remote_done = times.send_started = now()
-                if asyncio.iscoroutine(result):
+                if type(result) is bytes:  # an encoded response frame
+                    self.transport.write(result)
+                    if times is not None:
+                        self._completed(event, times)
+                elif asyncio.iscoroutine(result):
                     self._start(self._finish(event, result, times))
                 elif result is not None:
                     self._respond(event, result, times)
@@ -151,13 +154,13 @@ class ClientConnection(asyncio.Protocol):
                 return
         self._flow_control()
 
-    def _dispatch(self, event: Request | UnsupportedRequest):
+    def _dispatch(self, event: Request | ProduceFrame | UnsupportedRequest):
         if isinstance(event, UnsupportedRequest):
             response = self.server.on_unsupported(event)
             if response is None:
                 raise ConnectionClosed(f"unsupported api key {event.api_key} v{event.api_version}")
             return response
-        self.client_id = event.header.client_id
+        self.client_id = event.client_id
         handler = self.server.handlers.get(event.api_key)
         if handler is None:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
@@ -183,7 +186,7 @@ class ClientConnection(asyncio.Protocol):
             return
         self._process()
 
-    async def _finish(self, event: Request | UnsupportedRequest, pending, times: RequestTimes | None) -> None:
+    async def _finish(self, event: Request | ProduceFrame | UnsupportedRequest, pending, times: RequestTimes | None) -> None:
         try:
             response = await pending
         except Exception:
@@ -200,15 +203,13 @@ class ClientConnection(asyncio.Protocol):
         if times is not None:
             self._completed(event, times)
 
-    def _encode(self, event: Request | UnsupportedRequest, response: Message) -> list:
-        version = event.api_version if isinstance(event, Request) else 0
-        if response.API_KEY is ApiKey.PRODUCE:
-            fast = encode_produce_response(event.correlation_id, version, response)
-            if fast is not None:
-                return [fast]
+    def _encode(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes) -> list:
+        if type(response) is bytes:
+            return [response]
+        version = event.api_version if isinstance(event, (Request, ProduceFrame)) else 0
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
-    def _respond(self, event: Request | UnsupportedRequest, response: Message, times: RequestTimes | None) -> None:
+    def _respond(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes, times: RequestTimes | None) -> None:
         chunks = self._encode(event, response)
         if any(isinstance(c, DeferredRecords) for c in chunks):
             self._start(self._send_with_files(chunks, event, times))
@@ -217,11 +218,11 @@ class ClientConnection(asyncio.Protocol):
             if times is not None:
                 self._completed(event, times)
 
-    def _completed(self, event: Request | UnsupportedRequest, times: RequestTimes) -> None:
+    def _completed(self, event: Request | ProduceFrame | UnsupportedRequest, times: RequestTimes) -> None:
         times.sent = now()
         api = event.api_key
         log_completed(
-            getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.header.client_id,
+            getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.client_id,
             self.local, self.peer, times,
         )
 
@@ -230,7 +231,7 @@ class ClientConnection(asyncio.Protocol):
         self.transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
     async def _send_with_files(
-        self, chunks: list, event: Request | UnsupportedRequest | None = None, times: RequestTimes | None = None
+        self, chunks: list, event: Request | ProduceFrame | UnsupportedRequest | None = None, times: RequestTimes | None = None
     ) -> None:
         pending: list[bytes | bytearray] = []
         for chunk in chunks:

@@ -23,7 +23,8 @@ class Partition:
         self.log = log
         self.leader_epoch = leader_epoch
         self.producer_state = ProducerStateManager(log)
-        self._appended = asyncio.Event()
+        # Set by the next append; made only when a long poll asks for it.
+        self._appended: asyncio.Event | None = None
 
     def replace_log(self, log: logstore.Log) -> None:
         """The same partition's log, reopened (after a move to another log dir)."""
@@ -52,9 +53,13 @@ class Partition:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
 
     def notify_append(self) -> None:
-        event, self._appended = self._appended, asyncio.Event()
-        event.set()
+        event = self._appended
+        if event is not None:
+            self._appended = None
+            event.set()
 
     def append_event(self) -> asyncio.Event:
         """An event set by the next append (take it before checking for data)."""
+        if self._appended is None:
+            self._appended = asyncio.Event()
         return self._appended

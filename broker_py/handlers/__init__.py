@@ -1,7 +1,8 @@
 """Request handlers, one module per API family.
 
 A handler is ``handle(broker, request, connection)``: it takes the decoded
-:class:`~broker_py.protocol.frame.Request` and returns the response message,
+:class:`~broker_py.protocol.frame.Request` and returns the response message (or that
+response already encoded as a whole frame, ``bytes``),
 ``None`` (send nothing, as for Produce with acks=0), or, when it must wait (a Fetch
 long poll, JoinGroup, SyncGroup), a coroutine that returns one. The network layer
 runs the first kind inline and the second as a task, answering in request order

@@ -5,11 +5,13 @@ in the log (a single broker is its whole ISR, so the high watermark is the log e
 acks=-1 fails with NOT_ENOUGH_REPLICAS when ``min.insync.replicas`` exceeds the ISR.
 Idempotent batches are checked against the partition's producer state first: a
 retried duplicate is acknowledged with its original offsets and not written again.
+
+A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
+encoded response frame; any other arrives decoded and is answered with a message. Both
+go through :func:`produce_partition`.
 """
 
 from __future__ import annotations
-
-import struct
 
 import logstore
 
@@ -26,25 +28,10 @@ from broker_py.errors import (
 )
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.produce import ProduceResponse
+from broker_py.protocol.produce_frame import ProduceFrame
 from broker_py.protocol.messages.transactions import InitProducerIdResponse
 
 ISR_SIZE = 1
-
-
-_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch: its size - 12
-_PRODUCER_ID = struct.Struct(">q")  # at byte 43 of a batch
-
-
-def _has_producer_id(records) -> bool:
-    """Whether any batch in ``records`` carries a producer id (an idempotent producer).
-
-    Walks only the batch lengths; the storage engine validates the batches whole."""
-    pos, end = 0, len(records)
-    while pos + 61 <= end:
-        if _PRODUCER_ID.unpack_from(records, pos + 43)[0] >= 0:
-            return True
-        pos += 12 + max(49, _BATCH_LENGTH.unpack_from(records, pos + 8)[0])
-    return False
 
 
 def _rejected(e: logstore.InvalidRecordError) -> KafkaError:
@@ -61,12 +48,15 @@ def _rejected(e: logstore.InvalidRecordError) -> KafkaError:
     return error
 
 
-def append_records(broker, partition, records) -> tuple[int, int]:
-    """Appends producer batches to a partition: (base offset, log append time or -1)."""
+def append_records(broker, partition, records, idempotent: bool | None = None) -> tuple[int, int]:
+    """Appends producer batches to a partition: (base offset, log append time or -1).
+
+    ``idempotent``: whether a batch carries a producer id, when the caller knows."""
     if not records:
         raise CorruptMessageError("produce request without records")
     state = partition.producer_state
-    idempotent = _has_producer_id(records)
+    if idempotent is None:
+        idempotent = logstore.has_producer_id(records)
     if idempotent:
         try:
             batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
@@ -96,31 +86,44 @@ def append_records(broker, partition, records) -> tuple[int, int]:
     return info.base_offset, info.log_append_time
 
 
+def _min_insync_replicas(broker, topic: str) -> int:
+    info = broker.metadata.get(topic)
+    return broker.min_insync_replicas(info) if info is not None else 1
+
+
+def produce_partition(broker, topic: str, index: int, records, acks: int, min_isr: int, idempotent: bool | None = None) -> tuple:
+    """Appends one partition's records: ``(index, error_code, base_offset,
+    log_append_time_ms, log_start_offset, error_message, record_errors)``, the shape
+    ``logstore.encode_produce_response`` takes."""
+    try:
+        if acks not in (0, 1, -1):
+            raise InvalidRequiredAcksError(f"acks={acks}")
+        partition = broker.partition(topic, index)
+        if acks == -1 and ISR_SIZE < min_isr:
+            raise NotEnoughReplicasError(f"ISR size {ISR_SIZE} is below min.insync.replicas {min_isr}")
+        base_offset, append_time = append_records(broker, partition, records, idempotent)
+        return index, 0, base_offset, append_time, partition.log_start_offset, None, ()
+    except KafkaError as e:
+        return index, int(e.errno), -1, -1, -1, str(e), e.record_errors
+
+
 def handle_produce(broker, request, connection):
+    if type(request) is ProduceFrame:
+        return _handle_produce_frame(broker, request)
     body = request.body
     acks = body.acks
     responses = []
     for topic_data in body.topic_data:
+        min_isr = _min_insync_replicas(broker, topic_data.name) if acks == -1 else 1
         results = []
-        topic = broker.metadata.get(topic_data.name)
-        min_isr = broker.min_insync_replicas(topic) if topic else 1
         for pd in topic_data.partition_data:
-            base_offset, append_time, log_start, error, message = -1, -1, -1, ErrorCode.NONE, None
-            record_errors = ()
-            try:
-                if acks not in (0, 1, -1):
-                    raise InvalidRequiredAcksError(f"acks={acks}")
-                partition = broker.partition(topic_data.name, pd.index)
-                if acks == -1 and ISR_SIZE < min_isr:
-                    raise NotEnoughReplicasError(f"ISR size {ISR_SIZE} is below min.insync.replicas {min_isr}")
-                base_offset, append_time = append_records(broker, partition, pd.records)
-                log_start = partition.log_start_offset
-            except KafkaError as e:
-                error, message, record_errors = e.errno, str(e), e.record_errors
+            index, error, base_offset, append_time, log_start, message, record_errors = produce_partition(
+                broker, topic_data.name, pd.index, pd.records, acks, min_isr
+            )
             results.append(
                 ProduceResponse.PartitionProduceResponse(
-                    index=pd.index,
-                    error_code=int(error),
+                    index=index,
+                    error_code=error,
                     base_offset=base_offset,
                     log_append_time_ms=append_time,
                     log_start_offset=log_start,
@@ -135,6 +138,27 @@ def handle_produce(broker, request, connection):
     if acks == 0:
         return None
     return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+def _handle_produce_frame(broker, request: ProduceFrame) -> bytes | None:
+    """The common shape: records appended from the frame, the response encoded whole."""
+    acks = request.acks
+    records = request.records
+    responses = []
+    for name, partitions in request.topics:
+        min_isr = _min_insync_replicas(broker, name) if acks == -1 else 1
+        responses.append(
+            (
+                name,
+                [
+                    produce_partition(broker, name, index, records(start, end), acks, min_isr, idempotent)
+                    for index, start, end, idempotent in partitions
+                ],
+            )
+        )
+    if acks == 0:
+        return None
+    return logstore.encode_produce_response(request.correlation_id, request.api_version, responses)
 
 
 def handle_init_producer_id(broker, request, connection):

@@ -35,6 +35,7 @@ from broker_py.protocol.frame import (
 )
 from broker_py.protocol.headers import RequestHeader, ResponseHeader
 from broker_py.protocol.messages import REQUESTS, RESPONSES, request_class, response_class
+from broker_py.protocol.produce_frame import ProduceFrame
 from broker_py.protocol.types import DeferredRecords
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "FrameTooLargeError",
     "MalformedMessageError",
     "ProtocolError",
+    "ProduceFrame",
     "Request",
     "RequestDecoder",
     "RequestHeader",

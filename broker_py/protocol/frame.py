@@ -24,6 +24,10 @@ raising the same error.  A body that does not parse raises
 :class:`MalformedMessageError` carrying the header's api key, version and
 correlation id; its frame has been consumed, so decoding may go on.
 
+A Produce request in the common shape comes out as a :class:`ProduceFrame`,
+read in place by the storage engine's codec, rather than a :class:`Request`
+(``produce_frame``).
+
 A request for an api key we do not serve, or a version outside our range,
 is not an error but an :class:`UnsupportedRequest` event, which keeps the
 header so the broker can answer.  For ApiVersions Kafka's rule is: answer
@@ -79,7 +83,7 @@ from broker_py.protocol.headers import (
     write_response_header,
 )
 from broker_py.protocol.messages import request_class, response_class
-from broker_py.protocol.produce_fast_path import decode_produce
+from broker_py.protocol.produce_frame import ProduceFrame, parse_produce_frame
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords, Reader, Writer
 
@@ -126,6 +130,10 @@ class Request:
     def correlation_id(self) -> int:
         return self.header.correlation_id
 
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
 
 @dataclasses.dataclass(slots=True)
 class UnsupportedRequest:
@@ -151,6 +159,10 @@ class UnsupportedRequest:
     @property
     def correlation_id(self) -> int:
         return self.header.correlation_id
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
 
 
 class FrameDecoder:
@@ -214,15 +226,16 @@ class RequestDecoder:
     def buffered(self) -> int:
         return self._frames.buffered
 
-    def next_request(self) -> Request | UnsupportedRequest | None:
+    def next_request(self) -> Request | ProduceFrame | UnsupportedRequest | None:
         frame = self._frames.next_frame()
         if frame is None:
             return None
         return decode_request(frame)
 
 
-def decode_request(frame: bytes) -> Request | UnsupportedRequest:
-    """Decode one request frame (without its size prefix)."""
+def decode_request(frame: bytes) -> Request | ProduceFrame | UnsupportedRequest:
+    """Decode one request frame (without its size prefix); a Produce request in the
+    common shape is a :class:`ProduceFrame` (see ``produce_frame``)."""
     if len(frame) < _HEADER_PREFIX:
         raise CorruptFrameError(f"request frame of {len(frame)} bytes has no room for a header")
     api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
@@ -237,9 +250,15 @@ def decode_request(frame: bytes) -> Request | UnsupportedRequest:
             pass
         return UnsupportedRequest(header, len(frame), known_api=key is not None)
     if key is ApiKey.PRODUCE:
-        fast = decode_produce(frame)
-        if fast is not None:
-            return Request(fast[0], fast[1], len(frame))
+        produce = parse_produce_frame(frame)
+        if produce is not None:
+            return produce
+    return read_request(frame, key)
+
+
+def read_request(frame: bytes, key: ApiKey) -> Request:
+    """Decode one request frame of a served api key and version with the schema codec."""
+    api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
     r = Reader(frame)
     try:
         header = read_request_header(r, key.request_header_version(api_version))

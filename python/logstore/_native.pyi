@@ -162,6 +162,29 @@ def clean_dry_run(
 def crc32c(data: bytes, value: int = 0) -> int:
     """CRC-32C (Castagnoli), continuing from ``value``."""
 
+def parse_produce_request(
+    frame: bytes,
+) -> tuple[int, int, str | None, str | None, int, int, tuple[tuple[str, tuple[tuple[int, int, int, bool], ...]], ...]] | None:
+    """A Produce request frame (after its size prefix) in the common shape, read in place:
+    ``(api_version, correlation_id, client_id, transactional_id, acks, timeout_ms,
+    ((topic, ((partition, records_start, records_end, has_producer_id), ...)), ...))``;
+    records_start and records_end are -1 for null records. ``None`` for a frame with
+    tagged fields, trailing bytes, bad UTF-8 or anything malformed."""
+
+def has_producer_id(records: bytes) -> bool:
+    """Whether any batch in a produce request's records carries a producer id (walks
+    only the batch lengths)."""
+
+def encode_produce_response(
+    correlation_id: int,
+    api_version: int,
+    topics: list[tuple[str, list[tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]]]]]],
+    throttle_time_ms: int = 0,
+) -> bytes:
+    """A whole Produce response frame, size prefix included, from
+    ``[(topic, [(partition, error_code, base_offset, log_append_time_ms, log_start_offset,
+    error_message, [(batch_index, message), ...]), ...]), ...]``."""
+
 def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
     """sendfile(2) with the GIL released. Returns bytes sent (may be < count).
 

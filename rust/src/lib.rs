@@ -5,6 +5,8 @@
 //! - `segment`: one `.log` with its indexes (`direct_writer`: filling one past the page cache). `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`;
 //!   `segment_deletion`: unlinking the files of removed segments after `file.delete.delay.ms`.
+//! - `produce_request`, `produce_response`: the Produce API's wire format, read in place
+//!   and written whole, for the broker's hottest request.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
 //! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
@@ -27,6 +29,8 @@ pub mod log_reader;
 pub mod log_config;
 pub mod offset_index;
 pub mod offset_map;
+pub mod produce_request;
+pub mod produce_response;
 pub mod record;
 pub mod record_batch;
 pub mod record_rules;

@@ -23,6 +23,8 @@ use crate::log_cleaner::{self, CleanEvent, LogCleanOptions, LogCleanSummary};
 use crate::throttler::Throttler;
 use crate::log_config::LogConfig;
 use crate::log_reader::{PartitionDir, PartitionScan};
+use crate::produce_request;
+use crate::produce_response::{self, PartitionProduceResponse, TopicProduceResponse};
 use crate::record::NewRecord;
 use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
 
@@ -772,6 +774,75 @@ fn sendfile(py: Python<'_>, out_fd: i32, in_fd: i32, offset: u64, count: usize) 
     Ok(py.detach(|| file_slice::sendfile(out_fd, in_fd, offset, count))?)
 }
 
+/// A Produce request frame (the bytes after its size prefix) in the common shape, read
+/// in place: `(api_version, correlation_id, client_id, transactional_id, acks,
+/// timeout_ms, ((topic, ((partition, records_start, records_end, has_producer_id), ...)),
+/// ...))`, records_start and records_end -1 for null records. `None` for any other shape.
+#[pyfunction]
+fn parse_produce_request<'py>(py: Python<'py>, frame: &Bound<'py, PyBytes>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let buf = frame.as_bytes();
+    let Some(v) = produce_request::parse(buf) else { return Ok(None) };
+    let text = |r: &Option<std::ops::Range<usize>>| -> Option<&str> {
+        // ranges of strings were checked as UTF-8 by the parser
+        r.as_ref().map(|r| std::str::from_utf8(&buf[r.clone()]).unwrap_or_default())
+    };
+    let mut topics = Vec::with_capacity(v.topics.len());
+    for t in &v.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let item = match &p.records {
+                Some(r) => (p.index, r.start as i64, r.end as i64, produce_request::has_producer_id(&buf[r.clone()])),
+                None => (p.index, -1, -1, false),
+            };
+            parts.push(item.into_pyobject(py)?);
+        }
+        topics.push((text(&Some(t.name.clone())), PyTuple::new(py, parts)?).into_pyobject(py)?);
+    }
+    let out = (v.api_version, v.correlation_id, text(&v.client_id), text(&v.transactional_id), v.acks, v.timeout_ms, PyTuple::new(py, topics)?);
+    Ok(Some(out.into_pyobject(py)?))
+}
+
+/// Whether any batch in a produce request's records carries a producer id.
+#[pyfunction]
+fn has_producer_id(records: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(produce_request::has_producer_id(Borrowed::new(records)?.as_slice()))
+}
+
+type PartitionResult = (i32, i16, i64, i64, i64, Option<String>, Vec<(i32, Option<String>)>);
+
+/// A whole Produce response frame (size prefix included) from `[(topic, [(partition,
+/// error_code, base_offset, log_append_time_ms, log_start_offset, error_message,
+/// [(batch_index, message), ...]), ...]), ...]`.
+#[pyfunction]
+#[pyo3(signature = (correlation_id, api_version, topics, throttle_time_ms = 0))]
+fn encode_produce_response<'py>(
+    py: Python<'py>,
+    correlation_id: i32,
+    api_version: i16,
+    topics: Vec<(String, Vec<PartitionResult>)>,
+    throttle_time_ms: i32,
+) -> Bound<'py, PyBytes> {
+    let topics: Vec<TopicProduceResponse<'_>> = topics
+        .iter()
+        .map(|(name, parts)| TopicProduceResponse {
+            name,
+            partitions: parts
+                .iter()
+                .map(|(index, error_code, base_offset, log_append_time_ms, log_start_offset, message, record_errors)| PartitionProduceResponse {
+                    index: *index,
+                    error_code: *error_code,
+                    base_offset: *base_offset,
+                    log_append_time_ms: *log_append_time_ms,
+                    log_start_offset: *log_start_offset,
+                    record_errors: record_errors.iter().map(|(i, m)| (*i, m.as_deref())).collect(),
+                    error_message: message.as_deref(),
+                })
+                .collect(),
+        })
+        .collect();
+    PyBytes::new(py, &produce_response::encode(correlation_id, api_version, &topics, throttle_time_ms))
+}
+
 /// CRC-32C (Castagnoli) of a bytes-like object, as Kafka's checksums use.
 #[pyfunction]
 #[pyo3(name = "crc32c", signature = (data, value = 0))]
@@ -934,6 +1005,9 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_batches, m)?)?;
     m.add_function(wrap_pyfunction!(sendfile, m)?)?;
     m.add_function(wrap_pyfunction!(crc32c_py, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_produce_request, m)?)?;
+    m.add_function(wrap_pyfunction!(has_producer_id, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_produce_response, m)?)?;
     m.add_function(wrap_pyfunction!(validate_log_config, m)?)?;
     m.add_function(wrap_pyfunction!(clean_dry_run, m)?)?;
     Ok(())

@@ -15,6 +15,7 @@ from broker_py.protocol import (
     MalformedMessageError,
     ProtocolError,
     Request,
+    ProduceFrame,
     RequestDecoder,
     RequestHeader,
     UnsupportedRequest,
@@ -74,7 +75,7 @@ def test_configured_max_request_size() -> None:
     size = len(frame) - 4
     exact = RequestDecoder(max_request_size=size)
     exact.receive_data(frame)
-    assert isinstance(exact.next_request(), Request)
+    assert isinstance(exact.next_request(), ProduceFrame)
     smaller = RequestDecoder(max_request_size=size - 1)
     smaller.receive_data(frame[:4])
     with pytest.raises(FrameTooLargeError):

@@ -9,6 +9,7 @@ import pytest
 from broker_py.protocol import (
     ApiKey,
     Request,
+    ProduceFrame,
     RequestDecoder,
     decode_response,
     encode_request,
@@ -21,11 +22,11 @@ from broker_py.protocol.messages.metadata import MetadataResponse
 from . import fixtures as fx
 
 
-def decode_one(frame: bytes) -> Request:
+def decode_one(frame: bytes) -> Request | ProduceFrame:
     decoder = RequestDecoder()
     decoder.receive_data(frame)
     event = decoder.next_request()
-    assert isinstance(event, Request)
+    assert isinstance(event, (Request, ProduceFrame))
     assert decoder.next_request() is None
     assert decoder.buffered == 0
     return event

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import logstore
 from broker_py.error_codes import ErrorCode
-from broker_py.protocol import ApiKey, Request, RequestDecoder, encode_response
+from broker_py.protocol import ApiKey, ProduceFrame, Request, RequestDecoder, encode_response
 from broker_py.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
 from broker_py.protocol.messages.fetch import FetchResponse
 from broker_py.protocol.messages.metadata import MetadataResponse
@@ -316,7 +316,7 @@ class ScriptedBroker:
                     return
                 decoder.receive_data(data)
                 while (request := decoder.next_request()) is not None:
-                    assert isinstance(request, Request)
+                    assert isinstance(request, (Request, ProduceFrame))
                     self.requests.append((request.api_key, request.api_version, request.body))
                     body = self.answer(request)
                     if body is not None:
