@@ -7,8 +7,9 @@ that completes at once (most of them) runs inline in ``data_received`` and its
 response is written to the transport's buffer; a handler that waits (a Fetch long
 poll, JoinGroup, SyncGroup) runs as a task, and requests that arrive meanwhile queue
 behind it. A handler may answer with a response frame already encoded (``bytes``), as
-Produce does for its common shape. Reading pauses while too many requests queue or too much response data is
-buffered, so a client that does not read cannot grow the broker's memory.
+Produce does for its common shape. Reading pauses while too many requests queue or too
+much response data is buffered, so a client that does not read cannot grow the
+broker's memory.
 
 Fetch records are :class:`DeferredRecords` placeholders holding a segment
 ``FileSlice``: once the transport's buffer has drained, the storage engine sends the
@@ -75,7 +76,8 @@ class ClientConnection(asyncio.Protocol):
     # ---- asyncio.Protocol ----
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         local = transport.get_extra_info("sockname")

@@ -28,8 +28,8 @@ from broker_py.errors import (
 )
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.produce import ProduceResponse
-from broker_py.protocol.produce_frame import ProduceFrame
 from broker_py.protocol.messages.transactions import InitProducerIdResponse
+from broker_py.protocol.produce_frame import ProduceFrame
 
 ISR_SIZE = 1
 

@@ -782,10 +782,8 @@ fn sendfile(py: Python<'_>, out_fd: i32, in_fd: i32, offset: u64, count: usize) 
 fn parse_produce_request<'py>(py: Python<'py>, frame: &Bound<'py, PyBytes>) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let buf = frame.as_bytes();
     let Some(v) = produce_request::parse(buf) else { return Ok(None) };
-    let text = |r: &Option<std::ops::Range<usize>>| -> Option<&str> {
-        // ranges of strings were checked as UTF-8 by the parser
-        r.as_ref().map(|r| std::str::from_utf8(&buf[r.clone()]).unwrap_or_default())
-    };
+    // The parser checked every string range as UTF-8.
+    let text = |r: &std::ops::Range<usize>| std::str::from_utf8(&buf[r.clone()]).unwrap_or_default();
     let mut topics = Vec::with_capacity(v.topics.len());
     for t in &v.topics {
         let mut parts = Vec::with_capacity(t.partitions.len());
@@ -796,9 +794,9 @@ fn parse_produce_request<'py>(py: Python<'py>, frame: &Bound<'py, PyBytes>) -> P
             };
             parts.push(item.into_pyobject(py)?);
         }
-        topics.push((text(&Some(t.name.clone())), PyTuple::new(py, parts)?).into_pyobject(py)?);
+        topics.push((text(&t.name), PyTuple::new(py, parts)?).into_pyobject(py)?);
     }
-    let out = (v.api_version, v.correlation_id, text(&v.client_id), text(&v.transactional_id), v.acks, v.timeout_ms, PyTuple::new(py, topics)?);
+    let out = (v.api_version, v.correlation_id, v.client_id.as_ref().map(text), v.transactional_id.as_ref().map(text), v.acks, v.timeout_ms, PyTuple::new(py, topics)?);
     Ok(Some(out.into_pyobject(py)?))
 }
 
