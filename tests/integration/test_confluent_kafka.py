@@ -215,8 +215,9 @@ def test_record_too_large_is_refused(module_broker):
 
 def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, int | None]], **config) -> list:
     """Produces (key, timestamp) records to partition 0 in one batch; each record's
-    delivery error (None when it landed)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100, "retries": 0, **config})
+    delivery error (None when it landed). The linger is long enough that a starved
+    test process cannot split the batch; ``flush`` sends it without waiting it out."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5000, "retries": 0, **config})
     errors: list = [None] * len(records)
     done = []
 
