@@ -8,7 +8,10 @@ A move of ``<topic>-<p>`` from dir A to dir B:
    cleaner and retention leave the partition alone until the move ends.
 2. Off the event loop, every file of ``A/<topic>-<p>`` is copied to
    ``B/<topic>-<p>.<id>-future`` (files awaiting deletion, ``*.deleted``, and cleaner
-   leftovers, ``*.cleaned``, are not).
+   leftovers, ``*.cleaned``, are not). Then, while more than ``CATCH_UP_BYTES`` were
+   written to the active segment meanwhile (at most ``MAX_CATCH_UP_ROUNDS`` times),
+   the log rolls again and the files that changed are copied, still off the loop: the
+   step below, which holds the partition, copies no more than a short tail.
 3. On the event loop, so no request sees the partition in between: the log is
    closed; files that changed or appeared since step 2 are copied again (the
    segments written meanwhile, every index and checkpoint), files that went are
@@ -40,6 +43,10 @@ _MOVE_DIR = re.compile(r"^(?P<name>.+-\d+)\.(?P<id>[0-9a-f]{32})(?P<kind>-future
 # Files a copy leaves out: segments awaiting deletion, cleaner leftovers, and a
 # checkpoint being written (``<name>.tmp``, renamed over ``<name>`` when complete).
 _SKIPPED = (".deleted", ".cleaned", ".tmp")
+# A move's last step copies, with the log closed, what was written since the last
+# roll; catch-up rounds bring that down to this many bytes first.
+CATCH_UP_BYTES = 4 << 20
+MAX_CATCH_UP_ROUNDS = 8
 
 
 def _files(path: str) -> dict[str, tuple[int, int]]:
@@ -73,6 +80,18 @@ def copy_files(src: str, dst: str) -> None:
             shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
         except FileNotFoundError:
             continue
+
+
+def copy_changed(src: str, dst: str) -> None:
+    """Copies the files of a live log ``src`` whose size or time differ from their copy
+    in ``dst`` (a catch-up round; :func:`sync_files` makes the copy exact)."""
+    have = _files(dst)
+    for name, stat in _files(src).items():
+        if have.get(name) != stat:
+            try:
+                shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+            except FileNotFoundError:
+                continue
 
 
 def sync_files(src: str, dst: str) -> None:
@@ -143,6 +162,7 @@ class Move:
         self.delete_path = os.path.join(src_dir, f"{name}.{move_id}{DELETE}")
         self.target = os.path.join(dest_dir, name)
         self.copied_to = copied_to
+        self.catch_up_rounds = 0
         self.task: asyncio.Task[None] | None = None
 
     def copied_bytes(self) -> int:
@@ -177,9 +197,18 @@ class LogDirMover:
         topic, index = key
         try:
             await asyncio.to_thread(copy_files, move.src, move.future_path)
-            partition = self.broker.partitions.get(key)
-            if partition is None or self.broker.log_manager.dir_of(topic, index) != move.src_dir:
-                return  # the topic was deleted meanwhile
+            for _ in range(MAX_CATCH_UP_ROUNDS):
+                partition = self._partition(key, move)
+                if partition is None:
+                    return
+                if partition.log.segments()[-1].size <= CATCH_UP_BYTES:
+                    break
+                partition.log.roll()
+                move.catch_up_rounds += 1
+                await asyncio.to_thread(copy_changed, move.src, move.future_path)
+            partition = self._partition(key, move)
+            if partition is None:
+                return
             # From here to the reopen nothing awaits: no request sees the log closed.
             partition.log.close()
             try:
@@ -202,6 +231,13 @@ class LogDirMover:
             self.moves.pop(key, None)
             if os.path.exists(move.future_path):
                 shutil.rmtree(move.future_path, ignore_errors=True)
+
+    def _partition(self, key: tuple[str, int], move: Move):
+        """The partition being moved, or None if its topic was deleted meanwhile."""
+        partition = self.broker.partitions.get(key)
+        if partition is None or self.broker.log_manager.dir_of(*key) != move.src_dir:
+            return None
+        return partition
 
     async def stop(self) -> None:
         tasks = [m.task for m in self.moves.values() if m.task is not None]

@@ -197,3 +197,61 @@ def test_a_move_reports_the_bytes_its_future_log_holds(tmp_path):
         f.write(b"x" * 1234)
     copy_files(os.path.join(a, "t-0"), move.future_path)
     assert move.copied_bytes() == 1234
+
+
+def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, monkeypatch):
+    """Writes made while the first copy runs are copied in a catch-up round after a
+    roll, so the last step, which holds the partition, copies only a short tail."""
+    import asyncio
+
+    import logstore
+
+    from broker_py import log_dir_mover
+
+    a, b = _dirs(tmp_path)
+    monkeypatch.setattr(log_dir_mover, "CATCH_UP_BYTES", 64 << 10)
+    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.create_topic("t", 1)
+    src_dir = broker.log_manager.dir_of("t", 0)
+    dest_dir = b if src_dir == a else a
+    plog = broker.partitions[("t", 0)].log
+    batch = logstore.encode_batch([(None, os.urandom(1000)) for _ in range(10)])
+    for _ in range(20):
+        plog.append(batch)
+    real_copy = log_dir_mover.copy_files
+    tails = []
+    real_sync = log_dir_mover.sync_files
+
+    def copy_while_written(src, dst):
+        real_copy(src, dst)
+        for _ in range(30):  # ~300 KB after the copy listed its files
+            plog.append(batch)
+
+    def sync_measuring_tail(src, dst):
+        newest = max(n for n in os.listdir(src) if n.endswith(".log"))
+        tails.append(os.path.getsize(os.path.join(src, newest)))
+        real_sync(src, dst)
+
+    monkeypatch.setattr(log_dir_mover, "copy_files", copy_while_written)
+    monkeypatch.setattr(log_dir_mover, "sync_files", sync_measuring_tail)
+
+    async def move():
+        broker.log_dir_mover.start("t", 0, dest_dir)
+        m = broker.log_dir_mover.moves[("t", 0)]
+        await m.task
+        return m
+
+    m = asyncio.run(move())
+    assert m.catch_up_rounds == 1
+    assert tails == [0]  # nothing was written after the catch-up round's roll
+    assert broker.log_manager.dir_of("t", 0) == dest_dir
+    moved = broker.partitions[("t", 0)].log
+    assert moved.log_end_offset == 500
+    values, offset = [], 0
+    while offset < 500:
+        for got in logstore.decode_batches(moved.read(offset, 1 << 20)):
+            values += [r.value for r in got.records]
+            offset = got.base_offset + got.last_offset_delta + 1
+    assert len(values) == 500
+    assert values[-10:] == [r.value for r in logstore.decode_batches(batch)[0].records]
+    broker.log_manager.shutdown()
