@@ -20,6 +20,11 @@ A move of ``<topic>-<p>`` from dir A to dir B:
    parents are fsynced, and the log reopens there. The ``-delete`` dir is removed
    off the event loop.
 
+A request for another dir while a move is under way stops that move (its copy ends at
+the next file and its future dir is removed) and starts the new one once it has ended,
+from wherever the partition then is; a request for the partition's own dir only stops
+it.
+
 A crash leaves, at worst, a ``-future`` dir beside the live partition (the move is
 dropped: :func:`recover` removes it) or a ``-delete`` dir with a complete ``-future``
 dir and no live one (crashed between the two renames: :func:`recover` finishes the
@@ -33,6 +38,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import uuid
 
 log = logging.getLogger(__name__)
@@ -70,23 +76,29 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def copy_files(src: str, dst: str) -> None:
-    """Copies every file of ``src`` (times kept, for :func:`sync_files`) into ``dst``.
-    ``src`` is a live log: a file gone by the time it is copied is left out, as
-    :func:`sync_files` makes the copy exact once the log is closed."""
+def copy_files(src: str, dst: str, stopped: threading.Event | None = None) -> None:
+    """Copies every file of ``src`` (times kept, for :func:`sync_files`) into ``dst``,
+    until ``stopped`` is set. ``src`` is a live log: a file gone by the time it is
+    copied is left out, as :func:`sync_files` makes the copy exact once the log is
+    closed."""
     os.makedirs(dst, exist_ok=True)
     for name in _files(src):
+        if stopped is not None and stopped.is_set():
+            return
         try:
             shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
         except FileNotFoundError:
             continue
 
 
-def copy_changed(src: str, dst: str) -> None:
+def copy_changed(src: str, dst: str, stopped: threading.Event | None = None) -> None:
     """Copies the files of a live log ``src`` whose size or time differ from their copy
-    in ``dst`` (a catch-up round; :func:`sync_files` makes the copy exact)."""
+    in ``dst`` (a catch-up round; :func:`sync_files` makes the copy exact), until
+    ``stopped`` is set."""
     have = _files(dst)
     for name, stat in _files(src).items():
+        if stopped is not None and stopped.is_set():
+            return
         if have.get(name) != stat:
             try:
                 shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
@@ -151,19 +163,26 @@ def recover(log_dirs: list[str]) -> None:
 
 class Move:
     """One partition's move under way: where to, and how far the log had got when the
-    copy began (the future log holds everything below ``copied_to`` once copied)."""
+    copy began (the future log holds everything below ``copied_to`` once copied).
+    ``stopped`` ends it early: the copy stops at the next file and the future log goes."""
 
     def __init__(self, name: str, src_dir: str, dest_dir: str, copied_to: int) -> None:
-        move_id = uuid.uuid4().hex
-        self.src = os.path.join(src_dir, name)
-        self.src_dir = src_dir
+        self.name = name
+        self.move_id = uuid.uuid4().hex
         self.dest_dir = dest_dir
-        self.future_path = os.path.join(dest_dir, f"{name}.{move_id}{FUTURE}")
-        self.delete_path = os.path.join(src_dir, f"{name}.{move_id}{DELETE}")
+        self.future_path = os.path.join(dest_dir, f"{name}.{self.move_id}{FUTURE}")
         self.target = os.path.join(dest_dir, name)
-        self.copied_to = copied_to
-        self.catch_up_rounds = 0
+        self.begin(src_dir, copied_to)
+        self.stopped = threading.Event()
         self.task: asyncio.Task[None] | None = None
+        self.catch_up_rounds = 0
+
+    def begin(self, src_dir: str, copied_to: int) -> None:
+        """Where the partition is as the copy begins."""
+        self.src_dir = src_dir
+        self.src = os.path.join(src_dir, self.name)
+        self.delete_path = os.path.join(src_dir, f"{self.name}.{self.move_id}{DELETE}")
+        self.copied_to = copied_to
 
     def copied_bytes(self) -> int:
         """Bytes in the future log so far."""
@@ -186,17 +205,35 @@ class LogDirMover:
         return (topic, index) in self.moves
 
     def start(self, topic: str, index: int, dest_dir: str) -> None:
+        """Moves the partition to ``dest_dir``. A move already under way elsewhere is
+        stopped first, as Kafka replaces a future log: the partition then goes to
+        ``dest_dir`` from wherever it is, and to its own dir means staying there."""
         key = (topic, index)
+        previous = self.moves.get(key)
+        if previous is not None:
+            previous.stopped.set()
+        current = self.broker.log_manager.dir_of(topic, index)
+        if previous is not None and current == dest_dir:
+            return
         partition = self.broker.partitions[key]
-        partition.log.roll()
-        move = Move(f"{topic}-{index}", self.broker.log_manager.dir_of(topic, index), dest_dir, partition.log.log_end_offset)
+        if previous is None:
+            partition.log.roll()
+        move = Move(f"{topic}-{index}", current, dest_dir, partition.log.log_end_offset)
         self.moves[key] = move
-        move.task = asyncio.get_running_loop().create_task(self._run(key, move), name=f"move-{topic}-{index}")
+        move.task = asyncio.get_running_loop().create_task(self._run(key, move, previous), name=f"move-{topic}-{index}")
 
-    async def _run(self, key: tuple[str, int], move: Move) -> None:
+    async def _run(self, key: tuple[str, int], move: Move, previous: Move | None) -> None:
         topic, index = key
         try:
-            await asyncio.to_thread(copy_files, move.src, move.future_path)
+            if previous is not None and previous.task is not None:
+                await asyncio.wait([previous.task])
+                partition = self._partition(key, move, check_dir=False)
+                current = self.broker.log_manager.dir_of(topic, index)
+                if partition is None or current is None or current == move.dest_dir:
+                    return
+                partition.log.roll()
+                move.begin(current, partition.log.log_end_offset)
+            await asyncio.to_thread(copy_files, move.src, move.future_path, move.stopped)
             for _ in range(MAX_CATCH_UP_ROUNDS):
                 partition = self._partition(key, move)
                 if partition is None:
@@ -205,7 +242,7 @@ class LogDirMover:
                     break
                 partition.log.roll()
                 move.catch_up_rounds += 1
-                await asyncio.to_thread(copy_changed, move.src, move.future_path)
+                await asyncio.to_thread(copy_changed, move.src, move.future_path, move.stopped)
             partition = self._partition(key, move)
             if partition is None:
                 return
@@ -228,14 +265,18 @@ class LogDirMover:
         except Exception:
             log.exception("moving %s-%d to %s failed", topic, index, move.dest_dir)
         finally:
-            self.moves.pop(key, None)
+            if self.moves.get(key) is move:
+                del self.moves[key]
             if os.path.exists(move.future_path):
                 shutil.rmtree(move.future_path, ignore_errors=True)
 
-    def _partition(self, key: tuple[str, int], move: Move):
-        """The partition being moved, or None if its topic was deleted meanwhile."""
+    def _partition(self, key: tuple[str, int], move: Move, check_dir: bool = True):
+        """The partition being moved, or None if the move was stopped or its topic was
+        deleted meanwhile."""
         partition = self.broker.partitions.get(key)
-        if partition is None or self.broker.log_manager.dir_of(*key) != move.src_dir:
+        if partition is None or move.stopped.is_set():
+            return None
+        if check_dir and self.broker.log_manager.dir_of(*key) != move.src_dir:
             return None
         return partition
 

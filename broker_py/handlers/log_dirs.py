@@ -7,7 +7,9 @@ its copy began. AlterReplicaLogDirs answers as Kafka's ReplicaManager does:
 LOG_DIR_NOT_FOUND for a path that is not one of ``log.dirs``, REPLICA_NOT_AVAILABLE
 for a partition this broker does not hold, nothing to do for a partition already in
 that dir, and otherwise starts the move (``broker_py/log_dir_mover.py``) and answers
-at once. A partition already moving elsewhere gets KAFKA_STORAGE_ERROR.
+at once. A partition already moving elsewhere is redirected, as Kafka replaces a
+future replica: that move stops, its future log goes, and the partition moves to the
+new dir from wherever it is (to its own dir: it stays).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def handle_describe_log_dirs(broker, request, connection):
                     )
                 )
             move = broker.log_dir_mover.moves.get((topic, index))
-            if move is not None and move.dest_dir == log_dir:
+            if move is not None and move.dest_dir == log_dir and not move.stopped.is_set():
                 by_topic.setdefault(topic, []).append(
                     DescribeLogDirsResponse.DescribeLogDirsPartition(
                         partition_index=index,
@@ -81,12 +83,11 @@ def _alter_one(broker, path: str, topic: str, index: int) -> ErrorCode:
     if current is None or (topic, index) not in broker.partitions:
         return ErrorCode.REPLICA_NOT_AVAILABLE
     move = broker.log_dir_mover.moves.get((topic, index))
-    if move is not None:
+    if move is not None and not move.stopped.is_set():
         if move.dest_dir == dest:
             return ErrorCode.NONE
-        log.warning("%s-%d is already moving to %s, not to %s", topic, index, move.dest_dir, dest)
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    if current != dest:
+        log.info("%s-%d was moving to %s; now to %s", topic, index, move.dest_dir, dest)
+    if current != dest or move is not None:
         broker.log_dir_mover.start(topic, index, dest)
     return ErrorCode.NONE
 

@@ -222,8 +222,8 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     tails = []
     real_sync = log_dir_mover.sync_files
 
-    def copy_while_written(src, dst):
-        real_copy(src, dst)
+    def copy_while_written(src, dst, stopped=None):
+        real_copy(src, dst, stopped)
         for _ in range(30):  # ~300 KB after the copy listed its files
             plog.append(batch)
 
@@ -254,4 +254,87 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
             offset = got.base_offset + got.last_offset_delta + 1
     assert len(values) == 500
     assert values[-10:] == [r.value for r in logstore.decode_batches(batch)[0].records]
+    broker.log_manager.shutdown()
+
+
+def _moving_broker(tmp_path, monkeypatch, dirs=("a", "b", "c")):
+    """A broker over ``dirs`` with topic t (one partition, 100 records, in the first
+    dir) whose moves pause after their first copy until the returned event is set."""
+    import threading
+
+    import logstore
+
+    from broker_py import log_dir_mover
+
+    paths = []
+    for d in dirs:
+        (tmp_path / d).mkdir()
+        paths.append(str(tmp_path / d))
+    broker = Broker(BrokerConfig({"log.dirs": ",".join(paths)}))
+    broker.create_topic("t", 1)
+    home = broker.log_manager.dir_of("t", 0)
+    batch = logstore.encode_batch([(None, b"v%d" % i) for i in range(10)])
+    for _ in range(10):
+        broker.partitions[("t", 0)].log.append(batch)
+    release = threading.Event()
+    real_copy = log_dir_mover.copy_files
+
+    def paused_copy(src, dst, stopped=None):
+        real_copy(src, dst, stopped)
+        release.wait(10)
+
+    monkeypatch.setattr(log_dir_mover, "copy_files", paused_copy)
+    return broker, home, [p for p in paths if p != home], release
+
+
+def _futures(dirs):
+    return [n for d in dirs for n in os.listdir(d) if n.endswith("-future")]
+
+
+def test_a_second_move_redirects_the_first(tmp_path, monkeypatch):
+    import asyncio
+
+    broker, home, (b, c), release = _moving_broker(tmp_path, monkeypatch)
+
+    async def scenario():
+        mover = broker.log_dir_mover
+        mover.start("t", 0, b)
+        first = mover.moves[("t", 0)]
+        await asyncio.sleep(0.05)
+        mover.start("t", 0, c)
+        second = mover.moves[("t", 0)]
+        assert first.stopped.is_set() and second is not first
+        release.set()
+        await second.task
+        assert first.task.done()
+        return first
+
+    first = asyncio.run(scenario())
+    assert broker.log_manager.dir_of("t", 0) == c
+    assert not os.path.exists(first.future_path) and _futures([home, b, c]) == []
+    assert broker.partitions[("t", 0)].log.log_end_offset == 100
+    assert broker.log_dir_mover.moves == {}
+    broker.log_manager.shutdown()
+
+
+def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypatch):
+    import asyncio
+
+    broker, home, (b,), release = _moving_broker(tmp_path, monkeypatch, dirs=("a", "b"))
+
+    async def scenario():
+        mover = broker.log_dir_mover
+        mover.start("t", 0, b)
+        first = mover.moves[("t", 0)]
+        await asyncio.sleep(0.05)
+        mover.start("t", 0, home)
+        assert mover.moves[("t", 0)] is first and first.stopped.is_set()
+        release.set()
+        await first.task
+
+    asyncio.run(scenario())
+    assert broker.log_manager.dir_of("t", 0) == home
+    assert _futures([home, b]) == []
+    assert broker.partitions[("t", 0)].log.log_end_offset == 100
+    assert broker.log_dir_mover.moves == {}
     broker.log_manager.shutdown()

@@ -379,6 +379,18 @@ def test_log_dirs_described_and_a_partition_moved_while_it_takes_writes(broker_f
         writer.join(60)
         assert not errors, errors
         assert os.listdir(here) == [d for d in os.listdir(here) if not d.startswith(f"{name}-0")]  # nothing left behind
+
+        # A second request redirects a move under way: the partition ends where the
+        # last request asked (here, back in its own dir), with no future log left.
+        for dest in (here, there):
+            assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): dest}) == {TopicPartitionReplica(name, 1, 0): Errors.NoError}
+        wait_until(
+            lambda: _placement(a, name, 1) == [(there, False)]
+            and not [n for d in dirs for n in os.listdir(d) if n.endswith("-future")],
+            timeout=60,
+            message="partition 1 to settle in its own dir, with no future log",
+        )
+        assert _placement(a, name, 1) == [(there, False)]
     finally:
         a.close()
     got = consume_partitions(b.bootstrap, name, 1, len(first) + len(more))
