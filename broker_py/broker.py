@@ -12,6 +12,7 @@ import asyncio
 import base64
 import logging
 import os
+import socket
 import time
 import uuid
 from collections.abc import Iterable
@@ -110,13 +111,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start()
         for listener in self.config["listeners"]:
-            server = KafkaServer(
-                listener.host or "0.0.0.0",
-                listener.port,
-                handlers.registry(self),
-                lambda event: handlers.on_unsupported(self, event),
-                self.config["socket.request.max.bytes"],
-            )
+            server = self._server_for(listener)
             await server.start()
             self.servers.append(server)
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
@@ -125,18 +120,49 @@ class Broker:
             self.cleaner = LogCleaner(self.config, lambda: self._partitions_with_policy("compact"))
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
+    def _server_for(self, listener: Listener) -> KafkaServer:
+        return KafkaServer(
+            listener.host or "0.0.0.0",
+            listener.port,
+            handlers.registry(self),
+            lambda event: handlers.on_unsupported(self, event),
+            self.config["socket.request.max.bytes"],
+            name=listener.name,
+        )
+
+    def _listener_changes(self) -> tuple[list[Listener], list[KafkaServer]]:
+        """(listeners to add, servers to remove) for ``listeners`` as configured now,
+        matched by name as Kafka's DynamicListenerConfig does. Raises ConfigError for a
+        listener whose address would change: that needs a restart or a new name."""
+        wanted = {listener.name: listener for listener in self.config["listeners"]}
+        running = {server.name: server for server in self.servers}
+        for name, server in running.items():
+            listener = wanted.get(name)
+            if listener is not None and ((listener.host or "0.0.0.0"), listener.port) != (server.host, server.port) and listener.port != 0:
+                raise ConfigError(
+                    "listeners", str(listener),
+                    f"listener {name} is on {server.host}:{server.port}; an existing listener cannot move while the "
+                    "broker runs (restart it, or add the address under a new listener name)",
+                )
+        added = [listener for name, listener in wanted.items() if name not in running]
+        removed = [server for name, server in running.items() if name not in wanted]
+        return added, removed
+
     @property
     def bound_port(self) -> int:
         return self.servers[0].port
 
-    def advertised_listener(self) -> Listener:
-        """The address clients are told to use: ``advertised.listeners`` (default: the
-        first listener), with host/port taken from the bound socket where it says
-        0.0.0.0 / port 0."""
-        advertised = self.config.advertised_listener()
+    def advertised_listener(self, connection=None) -> Listener:
+        """The address clients are told to use: the entry of ``advertised.listeners``
+        (default: ``listeners``) named as the listener ``connection`` came in on (else
+        the first), with host/port taken from the bound socket where it says 0.0.0.0 /
+        port 0."""
+        server = getattr(connection, "server", None)
+        advertised = self.config.advertised_listener(getattr(server, "name", None))
         host, port = advertised.host, advertised.port
         if self.servers and not self.config.is_set("advertised.listeners"):
-            port = port or self.servers[0].port
+            bound = next((s for s in self.servers if s.name == advertised.name), self.servers[0])
+            port = port or bound.port
             if host in ("", "0.0.0.0", "::"):
                 host = "127.0.0.1"
         return Listener(advertised.name, host, port)
@@ -327,15 +353,43 @@ class Broker:
         if resource not in ("", str(self.broker_id)):
             raise InvalidRequestError(f"broker {resource!r} is not this broker ({self.broker_id}) or the default ('')")
 
+        bound: list[tuple[KafkaServer, socket.socket]] = []
+        removed: list[KafkaServer] = []
+
         def check() -> None:
+            nonlocal removed
             self.validate_topic_configs({})  # the new topic defaults, as a topic sees them
+            if not self.servers:
+                return  # not serving yet: start() listens on what is configured
+            added, removed = self._listener_changes()
+            for listener in added:
+                server = self._server_for(listener)
+                try:
+                    bound.append((server, server.bind()))
+                except OSError as e:
+                    raise ConfigError("listeners", str(listener), f"cannot listen on {server.host}:{server.port}: {e.strerror or e}") from None
 
         try:
-            self.dynamic_configs.set(resource, configs, check, validate_only=validate_only)
+            try:
+                self.dynamic_configs.set(resource, configs, check, validate_only=validate_only)
+            except BaseException:
+                for _, sock in bound:
+                    sock.close()
+                raise
         except ConfigError as e:
             raise InvalidConfigError(str(e)) from None
         if validate_only:
+            for _, sock in bound:
+                sock.close()
             return
+        for server in removed:
+            self.servers.remove(server)
+            log.info("stopping listener %s on %s:%d", server.name, server.host, server.port)
+            self._tasks.append(asyncio.create_task(server.stop(), name=f"stop-listener-{server.name}"))
+        for server, sock in bound:
+            self.servers.append(server)
+            log.info("starting listener %s on %s:%d", server.name, server.host, sock.getsockname()[1])
+            self._tasks.append(asyncio.create_task(server.start(sock), name=f"start-listener-{server.name}"))
         self._topic_defaults = None
         self._effective.clear()
         for topic in self.metadata.topics.values():

@@ -229,11 +229,11 @@ DYNAMIC_KEYS = frozenset({
     "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
     "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
     "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
-    "advertised.listeners",
+    "listeners", "advertised.listeners", "listener.security.protocol.map",
 })
 
 # Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
-PER_BROKER_KEYS = frozenset({"advertised.listeners"})
+PER_BROKER_KEYS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 
 # Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS: dict[str, str] = {

@@ -325,7 +325,10 @@ class ClientConnection(asyncio.Protocol):
 class KafkaServer:
     """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
 
-    def __init__(self, host: str, port: int, handlers: dict, on_unsupported: UnsupportedHandler, max_request_size: int) -> None:
+    def __init__(
+        self, host: str, port: int, handlers: dict, on_unsupported: UnsupportedHandler, max_request_size: int, name: str = "PLAINTEXT"
+    ) -> None:
+        self.name = name
         self.host = host
         self.port = port
         self.handlers = handlers
@@ -334,12 +337,23 @@ class KafkaServer:
         self.connections: set[ClientConnection] = set()
         self._server: asyncio.base_events.Server | None = None
 
-    async def start(self) -> None:
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listens on ``host:port``, or on ``sock`` already bound and listening there."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024
-        )
+        if sock is not None:
+            self._server = await loop.create_server(lambda: ClientConnection(self), sock=sock)
+        else:
+            self._server = await loop.create_server(
+                lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024
+            )
         self.port = self._server.sockets[0].getsockname()[1]
+
+    def bind(self) -> socket.socket:
+        """A socket bound and listening on ``host:port`` for :meth:`start` (OSError if the
+        address cannot be had)."""
+        sock = socket.create_server((self.host, self.port), family=_family(self.host), backlog=1024)
+        self.port = sock.getsockname()[1]
+        return sock
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -348,3 +362,7 @@ class KafkaServer:
             conn.close()
         if self._server is not None:
             await self._server.wait_closed()
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -8,7 +8,7 @@ from broker_py.protocol.messages.describe_cluster import DescribeClusterResponse
 
 
 def handle_describe_cluster(broker, request, connection):
-    listener = broker.advertised_listener()
+    listener = broker.advertised_listener(connection)
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,

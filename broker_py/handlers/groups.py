@@ -53,7 +53,7 @@ def _client_host(connection) -> str:
 # ---- FindCoordinator ----
 
 
-def _find_coordinator(broker, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
+def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) of the coordinator of ``key``."""
     if key_type == COORDINATOR_KEY_GROUP:
         coordinator = broker.group_coordinator
@@ -68,7 +68,7 @@ def _find_coordinator(broker, key: str, key_type: int) -> tuple[ErrorCode, int, 
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     else:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
-    listener = broker.advertised_listener()
+    listener = broker.advertised_listener(connection)
     return ErrorCode.NONE, broker.broker_id, listener.host, listener.port
 
 
@@ -83,14 +83,14 @@ def handle_find_coordinator(broker, request, connection):
     if version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            error, node_id, host, port = _find_coordinator(broker, key, key_type)
+            error, node_id, host, port = _find_coordinator(broker, key, key_type, connection)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node_id, host=host, port=port, error_code=int(error), error_message=_error_message(error)
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
-    error, node_id, host, port = _find_coordinator(broker, body.key, key_type)
+    error, node_id, host, port = _find_coordinator(broker, body.key, key_type, connection)
     return FindCoordinatorResponse(
         error_code=int(error), error_message=_error_message(error), node_id=node_id, host=host, port=port
     )

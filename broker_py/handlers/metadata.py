@@ -42,8 +42,8 @@ def topic_response(broker, topic: TopicInfo, with_operations: bool = False) -> M
     )
 
 
-def brokers(broker) -> list[MetadataResponse.MetadataResponseBroker]:
-    listener = broker.advertised_listener()
+def brokers(broker, connection=None) -> list[MetadataResponse.MetadataResponseBroker]:
+    listener = broker.advertised_listener(connection)
     return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
 
 
@@ -78,7 +78,7 @@ def handle_metadata(broker, request, connection):
                         continue
             topics_out.append(topic_response(broker, topic, with_operations))
     return MetadataResponse(
-        brokers=brokers(broker),
+        brokers=brokers(broker, connection),
         cluster_id=broker.cluster_id,
         controller_id=broker.broker_id,
         topics=topics_out,

@@ -128,3 +128,14 @@ def test_advertised_listeners_change_per_broker_only_and_must_name_a_listener():
             c.set_dynamic(default, per_broker)
         assert e.value.key == "advertised.listeners"
     assert c.advertised_listener().host == "kafka.example"
+
+
+def test_listeners_change_per_broker_only():
+    c = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    with pytest.raises(ConfigError) as e:
+        c.set_dynamic({"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"}, {})
+    assert e.value.key == "listeners"
+    c.set_dynamic({}, {"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"})
+    assert [str(x) for x in c["listeners"]] == ["PLAINTEXT://127.0.0.1:9092", "EXTRA://127.0.0.1:9093"]
+    # advertised.listeners, unset, follows them
+    assert c.advertised_listener("EXTRA").port == 9093

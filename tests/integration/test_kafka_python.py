@@ -477,6 +477,73 @@ def test_advertised_listeners_change_at_runtime(broker):
         a.close()
 
 
+def test_listeners_added_and_removed_at_runtime(broker):
+    import socket
+
+    from tests.integration.conftest import free_port
+
+    extra = free_port()
+    first = f"PLAINTEXT://127.0.0.1:{broker.port}"
+    both = f"{first},EXTRA://127.0.0.1:{extra}"
+    resource = lambda configs=None, name="0": ConfigResource(ConfigResourceType.BROKER, name, configs=configs)  # noqa: E731
+    protocol_map = (AlterConfigOp.SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT")
+
+    def alter(a, listeners: str, name: str = "0") -> str:
+        r = a.alter_configs(
+            [resource({"listeners": (AlterConfigOp.SET, listeners), "listener.security.protocol.map": protocol_map}, name)],
+            incremental=True,
+        )
+        return r["broker"][name]
+
+    a = admin(broker.bootstrap)
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        assert alter(a, both) == "OK"
+        # An address already in use and an existing listener's new address are
+        # refused, and nothing changes.
+        assert "InvalidConfigurationError" in alter(a, f"{both},TAKEN://127.0.0.1:{taken.getsockname()[1]}")
+        assert "InvalidConfigurationError" in alter(a, f"PLAINTEXT://127.0.0.1:{free_port()},EXTRA://127.0.0.1:{extra}")
+        entry = a.describe_configs([resource()], config_filter="all")["broker"]["0"]["listeners"]
+        assert (entry["value"], entry["config_source"], entry["read_only"]) == (both, "DYNAMIC_BROKER_CONFIG", False)
+    finally:
+        taken.close()
+        a.close()
+
+    # A client that bootstraps on the new listener is told that listener's address.
+    via_extra = f"127.0.0.1:{extra}"
+    c = KafkaConsumer(bootstrap_servers=via_extra)
+    try:
+        c.topics()
+        assert {(n.host, n.port) for n in c._client.cluster.brokers()} == {("127.0.0.1", extra)}
+    finally:
+        c.close()
+    name = topic_name("kp-listeners")
+    create(via_extra, name, 1)
+    records = [Rec(0, b"k%d" % i, b"v%d" % i, []) for i in range(20)]
+    produce(via_extra, name, records)
+
+    # The first listener goes, through a client on the new one.
+    a = admin(via_extra)
+    try:
+        assert alter(a, f"EXTRA://127.0.0.1:{extra}") == "OK"
+    finally:
+        a.close()
+
+    def refused() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
+            return False
+        except ConnectionRefusedError:
+            return True
+
+    wait_until(refused, message="the removed listener to stop accepting")
+    # A restart listens where the dynamic config says.
+    broker.restart()
+    assert refused()
+    got = consume_partitions(via_extra, name, 1, len(records))
+    assert [(r[1], r[2]) for r in got[0]] == [(r.key, r.value) for r in records]
+
+
 def test_describe_configs(module_broker):
     name = topic_name("kp-cfg")
     create(module_broker.bootstrap, name, 1, {"retention.bytes": "99999"})
