@@ -15,11 +15,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import logstore
 
-from broker_py import handlers
+from broker_py import handlers, jaas
 from broker_py.config import BrokerConfig, ConfigError, Listener
 from broker_py.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.errors import (
@@ -35,7 +35,11 @@ from broker_py.log_manager import LogManager, log_config
 from broker_py.log_dir_mover import LogDirMover
 from broker_py.network import KafkaServer
 from broker_py.partition import Partition
+from broker_py.plain_sasl_server import PlainSaslServer
 from broker_py.producer_id_manager import ProducerIdManager
+from broker_py.sasl_authenticator import SaslServerAuthenticator
+from broker_py.scram_credentials import ScramCredentialStore
+from broker_py.scram_sasl_server import ScramSaslServer
 from broker_py.topic_metadata import TopicInfo, TopicMetadataStore, validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,7 @@ class Broker:
         self.cluster_id = self._check_log_dirs()
         self.dynamic_configs = DynamicBrokerConfigStore(config.log_dirs[0], config)
         self.dynamic_configs.load()
+        self.scram_credentials = ScramCredentialStore(config.log_dirs[0])
         self.metadata = TopicMetadataStore(config.log_dirs[0])
         self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
@@ -121,6 +126,8 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
     def _server_for(self, listener: Listener) -> KafkaServer:
+        """A server for ``listener`` (ConfigError for a SASL listener whose mechanisms or
+        JAAS config are not usable, naming the key)."""
         return KafkaServer(
             listener.host or "0.0.0.0",
             listener.port,
@@ -128,7 +135,27 @@ class Broker:
             lambda event: handlers.on_unsupported(self, event),
             self.config["socket.request.max.bytes"],
             name=listener.name,
+            new_authenticator=self._authenticators(listener.name),
         )
+
+    def _authenticators(self, listener_name: str) -> Callable[[], SaslServerAuthenticator] | None:
+        if self.config.security_protocol(listener_name) != "SASL_PLAINTEXT":
+            return None
+        mechanisms = self.config.sasl_mechanisms(listener_name)
+        plain_users: dict[str, str] = {}
+        if "PLAIN" in mechanisms:
+            key, raw = self.config.jaas_config(listener_name, "PLAIN")
+            module = jaas.parse(key, raw) if raw else None
+            if module is None or not module.class_name.endswith(".PlainLoginModule"):
+                raise ConfigError(key, "(hidden)" if raw else "", "PLAIN needs a PlainLoginModule config with user_<name>=\"<password>\" options")
+            plain_users = {k[len("user_"):]: v for k, v in module.options.items() if k.startswith("user_")}
+
+        def new_server(mechanism: str):
+            if mechanism == "PLAIN":
+                return PlainSaslServer(plain_users)
+            return ScramSaslServer(mechanism, self.scram_credentials)
+
+        return lambda: SaslServerAuthenticator(mechanisms, new_server)
 
     def _listener_changes(self) -> tuple[list[Listener], list[KafkaServer]]:
         """(listeners to add, servers to remove) for ``listeners`` as configured now,

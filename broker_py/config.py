@@ -128,13 +128,37 @@ def _listeners(key: str, raw: str) -> list[Listener]:
     return out
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# SASL mechanisms this broker serves (GSSAPI and OAUTHBEARER it does not).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _protocol_map(key: str, raw: str) -> str:
+    for entry in _list(key, raw):
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(key, raw, f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
+    return raw.strip()
+
+
+def protocol_map(raw: str) -> dict[str, str]:
+    """``listener.security.protocol.map`` as listener name -> security protocol."""
+    out = {}
+    for entry in _list("listener.security.protocol.map", raw):
+        name, _, protocol = entry.partition(":")
+        out[name.strip().upper()] = protocol.strip().upper()
+    return out
+
+
 # key -> (parser, default as Kafka writes it). None default: unset.
 _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "broker.id": (_int(-1), "0"),
     "node.id": (_int(-1), None),
     "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (_listeners, None),
-    "listener.security.protocol.map": (_str, "PLAINTEXT:PLAINTEXT"),
+    "listener.security.protocol.map": (_protocol_map, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
+    "sasl.enabled.mechanisms": (_list, "GSSAPI"),
+    "sasl.jaas.config": (_str, None),
     "inter.broker.listener.name": (_str, None),
     "log.dirs": (_list, None),
     "log.dir": (_list, "./logstore-data"),
@@ -266,6 +290,13 @@ def _check(values: dict[str, Any]) -> None:
         values["broker.id"] = values["node.id"]
     if values["advertised.listeners"] is None:
         values["advertised.listeners"] = values["listeners"]
+    protocols = protocol_map(values["listener.security.protocol.map"])
+    for listener in values["listeners"]:
+        protocol = protocols.get(listener.name)
+        if protocol is None:
+            raise ConfigError("listener.security.protocol.map", values["listener.security.protocol.map"], f"no security protocol for listener {listener.name}")
+        if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise ConfigError("listeners", str(listener), f"{protocol} needs TLS, which this broker does not serve (PLAINTEXT and SASL_PLAINTEXT only)")
     names = {listener.name for listener in values["listeners"]}
     for listener in values["advertised.listeners"]:
         if listener.name not in names:
@@ -306,7 +337,7 @@ class BrokerConfig:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         props = dict(props or {})
-        self.unknown: list[str] = sorted(k for k in props if k not in _KEYS)
+        self.unknown: list[str] = sorted(k for k in props if k not in _KEYS and not _is_listener_key(k))
         self.originals = props
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[str, str] = {}
@@ -409,6 +440,43 @@ class BrokerConfig:
                 return listener
         return listeners[0]
 
+    def security_protocol(self, listener_name: str) -> str:
+        return protocol_map(self["listener.security.protocol.map"])[listener_name]
+
+    def listener_value(self, listener_name: str, key: str) -> tuple[str, str | None]:
+        """(the key that holds it, raw value) of a listener's own ``listener.name.<name>.<key>``
+        if set, else of ``key`` itself (static or dynamic), else ``(key, None)``."""
+        prefixed = f"listener.name.{listener_name.lower()}.{key}"
+        for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
+            if prefixed in layer:
+                return prefixed, layer[prefixed]
+        for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
+            if key in layer:
+                return key, layer[key]
+        return key, (_KEYS[key][1] if key in _KEYS else None)
+
+    def jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str | None]:
+        """(key, raw value) of the JAAS config of ``mechanism`` on a listener: Kafka's
+        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, else ``sasl.jaas.config``
+        (the prefixed key and None when neither is set)."""
+        prefixed = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        for key in (prefixed, "sasl.jaas.config"):
+            for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
+                if key in layer:
+                    return key, layer[key]
+        return prefixed, None
+
+    def sasl_mechanisms(self, listener_name: str) -> list[str]:
+        """The SASL mechanisms a SASL listener enables; ConfigError for one not served."""
+        key, raw = self.listener_value(listener_name, "sasl.enabled.mechanisms")
+        mechanisms = [m.upper() for m in _list(key, raw or "")]
+        if not mechanisms:
+            raise ConfigError(key, raw or "", f"listener {listener_name} is SASL_PLAINTEXT but enables no mechanism")
+        for m in mechanisms:
+            if m not in SASL_MECHANISMS:
+                raise ConfigError(key, raw or "", f"{m} is not served; use {', '.join(SASL_MECHANISMS)}")
+        return mechanisms
+
     def topic_defaults(self) -> dict[str, str]:
         """Per-topic config defaults under topic config names, as strings."""
         out = {topic: _render(self._values[broker]) for broker, topic in _TOPIC_SYNONYMS.items()}
@@ -447,3 +515,9 @@ def _render(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(value)
     return str(value)
+
+
+def _is_listener_key(key: str) -> bool:
+    """``listener.name.<listener>.[<mechanism>.]sasl.<...>``: a listener's own value of a
+    SASL key (``sasl.enabled.mechanisms``, ``plain.sasl.jaas.config``, ...)."""
+    return re.match(r"^listener\.name\.[^.]+\.(?:[a-z0-9-]+\.)?sasl\.", key) is not None

@@ -34,17 +34,22 @@ from collections.abc import Callable
 
 import logstore
 
+from broker_py.errors import KafkaError
+from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.errors import MalformedMessageError, ProtocolError
 from broker_py.protocol.frame import Request, RequestDecoder, UnsupportedRequest, encode_response_chunks
 from broker_py.protocol.produce_frame import ProduceFrame
 from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords
 from broker_py.request_logger import RequestTimes, log_completed, now
+from broker_py.sasl_authenticator import SaslServerAuthenticator
 from broker_py.request_logger import enabled as request_log_enabled
 
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_REQUESTS = 64
+SASL_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 WRITE_HIGH_WATER = 4 << 20
 WRITE_LOW_WATER = 1 << 20
 
@@ -58,7 +63,12 @@ class ConnectionClosed(Exception):
 class ClientConnection(asyncio.Protocol):
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
-        self.decoder = RequestDecoder(max_request_size=server.max_request_size)
+        # A SASL listener's connection authenticates first (broker_py/sasl_authenticator.py),
+        # with requests no larger than Kafka's sasl.server.max.receive.size until then.
+        self.sasl = server.new_authenticator() if server.new_authenticator is not None else None
+        limit = server.max_request_size if self.sasl is None else min(server.max_request_size, SASL_MAX_RECEIVE_SIZE)
+        self.decoder = RequestDecoder(max_request_size=limit)
+        self._close_after = False
         self.peer = "?"
         self.local = "?"
         self.client_id: str | None = None
@@ -92,6 +102,10 @@ class ClientConnection(asyncio.Protocol):
         received = now()
         try:
             self.decoder.receive_data(data)
+            if self.sasl is not None and not self.sasl.authenticated:
+                self._authenticating(received)
+                if self._closed:
+                    return
             while (event := self.decoder.next_request()) is not None:
                 self._queue.append((event, received))
         except MalformedMessageError as e:
@@ -103,6 +117,38 @@ class ClientConnection(asyncio.Protocol):
             self.close()
             return
         self._process()
+
+    def _authenticating(self, received: float) -> None:
+        """Before authentication each request is answered before the next is read, and
+        after a v0 SaslHandshake the frames are bare SASL tokens."""
+        sasl = self.sasl
+        assert sasl is not None
+        while not sasl.authenticated and not self._closed:
+            if sasl.raw_tokens:
+                token = self.decoder.next_raw_frame()
+                if token is None:
+                    return
+                try:
+                    challenge = sasl.authenticate(token)
+                except KafkaError as e:
+                    log.warning("closing %s: SASL authentication failed: %s", self.peer, e)
+                    self.close()
+                    return
+                assert self.transport is not None
+                self.transport.write(len(challenge).to_bytes(4, "big") + challenge)
+                continue
+            event = self.decoder.next_request()
+            if event is None:
+                return
+            self._queue.append((event, received))
+            self._process()
+        if sasl.authenticated:
+            self.decoder.max_request_size = self.server.max_request_size
+
+    def close_after_response(self) -> None:
+        """Closes the connection once the response being made is sent (a failed
+        authentication)."""
+        self._close_after = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -154,6 +200,11 @@ class ClientConnection(asyncio.Protocol):
                 log.warning("closing %s: %s", self.peer, e)
                 self.close()
                 return
+            if self._close_after:
+                self._closed = True
+                assert self.transport is not None
+                self.transport.close()  # after what is buffered is sent
+                return
         self._flow_control()
 
     def _dispatch(self, event: Request | ProduceFrame | UnsupportedRequest):
@@ -163,6 +214,8 @@ class ClientConnection(asyncio.Protocol):
                 raise ConnectionClosed(f"unsupported api key {event.api_key} v{event.api_version}")
             return response
         self.client_id = event.client_id
+        if self.sasl is not None and not self.sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
+            raise ConnectionClosed(f"{event.api_key.api_name} request before SASL authentication")
         handler = self.server.handlers.get(event.api_key)
         if handler is None:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
@@ -326,9 +379,17 @@ class KafkaServer:
     """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
 
     def __init__(
-        self, host: str, port: int, handlers: dict, on_unsupported: UnsupportedHandler, max_request_size: int, name: str = "PLAINTEXT"
+        self,
+        host: str,
+        port: int,
+        handlers: dict,
+        on_unsupported: UnsupportedHandler,
+        max_request_size: int,
+        name: str = "PLAINTEXT",
+        new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
     ) -> None:
         self.name = name
+        self.new_authenticator = new_authenticator
         self.host = host
         self.port = port
         self.handlers = handlers

@@ -40,10 +40,11 @@ def _modules():
         produce,
         records,
         replicas,
+        sasl,
         topics,
     )
 
-    return (api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas, topics)
+    return (api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas, sasl, topics)
 
 
 def registry(broker: Broker) -> dict:

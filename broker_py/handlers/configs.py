@@ -73,13 +73,22 @@ _SOURCES = {
 }
 
 
+def _sensitive(name: str) -> bool:
+    """Keys whose values (passwords) DescribeConfigs never shows, as Kafka's PASSWORD type."""
+    return name.endswith("sasl.jaas.config")
+
+
 def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), config_type: int | None = None):
+    sensitive = _sensitive(name)
+    if sensitive:
+        value = None
+        synonyms = [DescribeConfigsResponse.DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in synonyms]
     return DescribeConfigsResponse.DescribeConfigsResourceResult(
         name=name,
         value=value,
         read_only=read_only,
         config_source=source,
-        is_sensitive=False,
+        is_sensitive=sensitive,
         synonyms=list(synonyms),
         config_type=_type_of(name, value) if config_type is None else config_type,
         documentation=None,

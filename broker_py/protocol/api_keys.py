@@ -137,6 +137,8 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
     LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, None
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0
+    ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 1, 0
 
     def supports(self, version: int) -> bool:

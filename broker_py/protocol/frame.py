@@ -187,19 +187,21 @@ class FrameDecoder:
         """Bytes received and not yet returned as frames."""
         return len(self._buf)
 
-    def next_frame(self) -> bytes | None:
-        """The next complete frame, or ``None`` if more bytes are needed."""
+    def next_frame(self, min_size: int | None = None) -> bytes | None:
+        """The next complete frame, or ``None`` if more bytes are needed; ``min_size``
+        overrides the decoder's minimum for this frame."""
         if self._error is not None:
             raise self._error
         buf = self._buf
         if len(buf) < 4:
             return None
         (size,) = _SIZE.unpack_from(buf, 0)
+        least = self.min_size if min_size is None else min_size
         if size > self.max_size:
             self._error = FrameTooLargeError(size, self.max_size)
-        elif size < self.min_size:
+        elif size < least:
             self._error = CorruptFrameError(
-                f"frame size {size} is below the minimum of {self.min_size} bytes"
+                f"frame size {size} is below the minimum of {least} bytes"
             )
         if self._error is not None:
             raise self._error
@@ -225,6 +227,19 @@ class RequestDecoder:
     @property
     def buffered(self) -> int:
         return self._frames.buffered
+
+    @property
+    def max_request_size(self) -> int:
+        return self._frames.max_size
+
+    @max_request_size.setter
+    def max_request_size(self, size: int) -> None:
+        self._frames.max_size = size
+
+    def next_raw_frame(self) -> bytes | None:
+        """The next frame as bare bytes, not a request (SASL tokens after a v0
+        SaslHandshake travel so); ``None`` if more bytes are needed."""
+        return self._frames.next_frame(min_size=0)
 
     def next_request(self) -> Request | ProduceFrame | UnsupportedRequest | None:
         frame = self._frames.next_frame()

@@ -130,12 +130,18 @@ def test_advertised_listeners_change_per_broker_only_and_must_name_a_listener():
     assert c.advertised_listener().host == "kafka.example"
 
 
-def test_listeners_change_per_broker_only():
+def test_listeners_change_per_broker_only_and_need_a_security_protocol():
     c = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
     with pytest.raises(ConfigError) as e:
         c.set_dynamic({"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"}, {})
     assert e.value.key == "listeners"
-    c.set_dynamic({}, {"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"})
+    with pytest.raises(ConfigError) as e:
+        c.set_dynamic({}, {"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"})
+    assert e.value.key == "listener.security.protocol.map"
+    c.set_dynamic({}, {
+        "listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+    })
     assert [str(x) for x in c["listeners"]] == ["PLAINTEXT://127.0.0.1:9092", "EXTRA://127.0.0.1:9093"]
     # advertised.listeners, unset, follows them
     assert c.advertised_listener("EXTRA").port == 9093

@@ -8,6 +8,8 @@ import struct
 import subprocess
 import sys
 
+import pytest
+
 
 def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     from confluent_kafka import Producer
@@ -27,15 +29,28 @@ def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     assert "recovered clean-0" in broker.log_text()
 
 
-def test_bad_config_value_names_the_key(tmp_path):
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["num.partitions=zero"], "num.partitions"),
+        (["listeners=SSL://127.0.0.1:0"], "listeners"),
+        (["listeners=INTERNAL://127.0.0.1:0"], "listener.security.protocol.map"),
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "sasl.enabled.mechanisms"),  # Kafka's default, GSSAPI
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN"], "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+        (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN", "sasl.jaas.config=Plain required user_a=\"secret\""], "sasl.jaas.config"),
+    ],
+)
+def test_bad_config_value_names_the_key(tmp_path, overrides, key):
     from tests.integration.conftest import REPO_ROOT
 
+    args = [arg for o in overrides for arg in ("--override", o)]
     r = subprocess.run(
-        [sys.executable, "-m", "broker_py", "--override", "num.partitions=zero", "--override", f"log.dirs={tmp_path}"],
+        [sys.executable, "-m", "broker_py", *args, "--override", f"log.dirs={tmp_path}"],
         capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
     )
-    assert r.returncode == 2
-    assert "num.partitions" in r.stderr
+    assert r.returncode == 2, r.stderr
+    assert f"for configuration {key}:" in r.stderr, r.stderr
+    assert "secret" not in r.stderr
 
 
 def test_unknown_key_warns_and_starts(broker_factory):

@@ -501,7 +501,14 @@ def test_listeners_added_and_removed_at_runtime(broker):
         assert alter(a, both) == "OK"
         # An address already in use and an existing listener's new address are
         # refused, and nothing changes.
-        assert "InvalidConfigurationError" in alter(a, f"{both},TAKEN://127.0.0.1:{taken.getsockname()[1]}")
+        r = a.alter_configs(
+            [resource({
+                "listeners": (AlterConfigOp.SET, f"{both},TAKEN://127.0.0.1:{taken.getsockname()[1]}"),
+                "listener.security.protocol.map": (AlterConfigOp.SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT,TAKEN:PLAINTEXT"),
+            })],
+            incremental=True,
+        )
+        assert "InvalidConfigurationError" in r["broker"]["0"] and "cannot listen on" in r["broker"]["0"], r
         assert "InvalidConfigurationError" in alter(a, f"PLAINTEXT://127.0.0.1:{free_port()},EXTRA://127.0.0.1:{extra}")
         entry = a.describe_configs([resource()], config_filter="all")["broker"]["0"]["listeners"]
         assert (entry["value"], entry["config_source"], entry["read_only"]) == (both, "DYNAMIC_BROKER_CONFIG", False)

@@ -26,6 +26,7 @@ from broker_py.protocol.messages import (
     partition_reassignments,
     produce,
     sasl,
+    scram,
     topic_admin,
     transactions,
 )
@@ -52,6 +53,7 @@ _MODULES = (
     partition_reassignments,
     produce,
     sasl,
+    scram,
     topic_admin,
     transactions,
 )

@@ -1,0 +1,163 @@
+"""SASL on the broker side: PLAIN and SCRAM servers, the authenticator's states, the
+JAAS parser, the SCRAM credential store and the listener configs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+
+import pytest
+
+from broker_py import jaas, scram_sasl_server
+from broker_py.config import BrokerConfig, ConfigError
+from broker_py.errors import IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from broker_py.plain_sasl_server import PlainSaslServer
+from broker_py.sasl_authenticator import SaslServerAuthenticator
+from broker_py.scram_credentials import HASHES, ScramCredential, ScramCredentialStore
+from broker_py.scram_sasl_server import ScramSaslServer
+
+
+def _store(tmp_path, mechanism="SCRAM-SHA-256", user="user", password="pencil", salt=None, iterations=4096):
+    store = ScramCredentialStore(str(tmp_path))
+    store.apply([(user, mechanism, ScramCredential.from_password(mechanism, password, iterations, salt))], [])
+    return store
+
+
+def test_scram_sha_256_matches_the_rfc_7677_exchange(tmp_path, monkeypatch):
+    store = _store(tmp_path, salt=base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="))
+    monkeypatch.setattr(scram_sasl_server.secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    server = ScramSaslServer("SCRAM-SHA-256", store)
+    first = server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+    assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    final = server.evaluate(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+    assert server.complete and server.authorization_id == "user"
+    with pytest.raises(SaslAuthenticationFailedError):
+        server.evaluate(b"n,,n=user,r=again")
+
+
+def _client_final(mechanism, password, client_first_bare, server_first, gs2=b"n,,"):
+    attrs = dict(a.split("=", 1) for a in server_first.decode().split(","))
+    h = HASHES[mechanism]
+    salted = hashlib.pbkdf2_hmac(h, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.digest(salted, b"Client Key", h)
+    without_proof = f"c={base64.b64encode(gs2).decode()},r={attrs['r']}"
+    auth_message = f"{client_first_bare},{server_first.decode()},{without_proof}".encode()
+    signature = hmac.digest(hashlib.new(h, client_key).digest(), auth_message, h)
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_accepts_the_password_and_refuses_others(tmp_path, mechanism):
+    store = _store(tmp_path, mechanism, user="a,b=c", password="s3cret")
+    bare = "n=a=2Cb=3Dc,r=nonce1"
+    ok = ScramSaslServer(mechanism, store)
+    server_first = ok.evaluate(f"n,,{bare}".encode())
+    assert ok.evaluate(_client_final(mechanism, "s3cret", bare, server_first)).startswith(b"v=")
+    assert ok.authorization_id == "a,b=c"
+    bad = ScramSaslServer(mechanism, store)
+    server_first = bad.evaluate(f"n,,{bare}".encode())
+    with pytest.raises(SaslAuthenticationFailedError, match="invalid credentials"):
+        bad.evaluate(_client_final(mechanism, "wrong", bare, server_first))
+    assert not bad.complete
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"n,,n=nobody,r=x",  # no credential
+        b"p=tls-unique,,n=user,r=x",  # channel binding
+        b"n,a=other,n=user,r=x",  # authorization id of another user
+        b"n,,n=user,r=x,tokenauth=true",  # delegation token
+        b"n,,r=x",  # no user
+        b"\xff",
+    ],
+)
+def test_scram_refuses_bad_first_messages(tmp_path, first):
+    with pytest.raises(SaslAuthenticationFailedError):
+        ScramSaslServer("SCRAM-SHA-256", _store(tmp_path)).evaluate(first)
+
+
+def test_scram_refuses_a_final_message_with_another_nonce_or_binding(tmp_path):
+    store = _store(tmp_path)
+    for tamper in (lambda m: m.replace(b"r=", b"r=X"), lambda m: m.replace(b"c=biws", b"c=eSws")):
+        server = ScramSaslServer("SCRAM-SHA-256", store)
+        server_first = server.evaluate(b"n,,n=user,r=abc")
+        with pytest.raises(SaslAuthenticationFailedError):
+            server.evaluate(tamper(_client_final("SCRAM-SHA-256", "pencil", "n=user,r=abc", server_first)))
+
+
+def test_plain_checks_user_password_and_authorization_id():
+    users = {"alice": "alice-secret"}
+    ok = PlainSaslServer(users)
+    assert ok.evaluate(b"\0alice\0alice-secret") == b"" and ok.authorization_id == "alice"
+    assert PlainSaslServer(users).evaluate(b"alice\0alice\0alice-secret") == b""
+    for bad in (b"\0alice\0nope", b"\0bob\0alice-secret", b"bob\0alice\0alice-secret", b"alice-secret", b"\0\0x", b"\0alice\0"):
+        with pytest.raises(SaslAuthenticationFailedError):
+            PlainSaslServer(users).evaluate(bad)
+
+
+def test_authenticator_states():
+    auth = SaslServerAuthenticator(["PLAIN"], lambda m: PlainSaslServer({"u": "p"}))
+    with pytest.raises(IllegalSaslStateError):
+        auth.authenticate(b"\0u\0p")
+    auth.handshake("PLAIN")
+    with pytest.raises(IllegalSaslStateError):
+        auth.handshake("PLAIN")
+    assert auth.authenticate(b"\0u\0p") == b"" and auth.authenticated and auth.principal == "u"
+    other = SaslServerAuthenticator(["PLAIN"], lambda m: PlainSaslServer({}))
+    with pytest.raises(UnsupportedSaslMechanismError):
+        other.handshake("GSSAPI")
+    raw = SaslServerAuthenticator(["PLAIN"], lambda m: PlainSaslServer({"u": "p"}))
+    raw.handshake("PLAIN", version=0)
+    assert raw.raw_tokens
+    raw.authenticate(b"\0u\0p")
+    assert raw.authenticated and not raw.raw_tokens
+
+
+def test_jaas_parses_kafkas_login_module_lines():
+    m = jaas.parse(
+        "k",
+        'org.apache.kafka.common.security.plain.PlainLoginModule required\n  username="admin" password="a\\"b" user_admin="x" user_bob=y;',
+    )
+    assert m.class_name.endswith("PlainLoginModule") and m.flag == "required"
+    assert m.options == {"username": "admin", "password": 'a"b', "user_admin": "x", "user_bob": "y"}
+    for bad in ("PlainLoginModule", "X required a=;", "X sometimes a=b;", 'X required a="b"'):
+        with pytest.raises(ConfigError) as e:
+            jaas.parse("listener.name.x.plain.sasl.jaas.config", bad)
+        assert e.value.key == "listener.name.x.plain.sasl.jaas.config"
+        assert bad not in str(e.value)  # the value may hold passwords
+
+
+def test_scram_credentials_persist_and_delete(tmp_path):
+    store = _store(tmp_path, "SCRAM-SHA-512", user="u")
+    again = ScramCredentialStore(str(tmp_path))
+    assert again.get("u", "SCRAM-SHA-512") == store.get("u", "SCRAM-SHA-512")
+    assert again.describe() == {"u": {"SCRAM-SHA-512": 4096}}
+    again.apply([], [("u", "SCRAM-SHA-512")])
+    assert ScramCredentialStore(str(tmp_path)).describe() == {}
+
+
+def test_listener_security_configs_are_checked_at_startup():
+    sasl = {"listeners": "SASL_PLAINTEXT://127.0.0.1:9093"}
+    assert BrokerConfig(sasl).security_protocol("SASL_PLAINTEXT") == "SASL_PLAINTEXT"
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({"listeners": "SSL://127.0.0.1:9093"})
+    assert e.value.key == "listeners"
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({"listeners": "INTERNAL://127.0.0.1:9093"})
+    assert e.value.key == "listener.security.protocol.map"
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig(sasl).sasl_mechanisms("SASL_PLAINTEXT")  # Kafka's default, GSSAPI, is not served
+    assert e.value.key == "sasl.enabled.mechanisms"
+    c = BrokerConfig({**sasl, "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "scram-sha-512", "sasl.enabled.mechanisms": "PLAIN"})
+    assert c.sasl_mechanisms("SASL_PLAINTEXT") == ["SCRAM-SHA-512"]
+    assert "listener.name.sasl_plaintext.sasl.enabled.mechanisms" not in c.unknown
+    c = BrokerConfig({**sasl, "sasl.jaas.config": "X required;"})
+    assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("sasl.jaas.config", "X required;")
+    c = BrokerConfig({**sasl, "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Y required;", "sasl.jaas.config": "X required;"})
+    assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "Y required;")
