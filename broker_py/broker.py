@@ -40,6 +40,7 @@ from broker_py.producer_id_manager import ProducerIdManager
 from broker_py.sasl_authenticator import SaslServerAuthenticator
 from broker_py.scram_credentials import ScramCredentialStore
 from broker_py.scram_sasl_server import ScramSaslServer
+from broker_py.ssl_context import server_context
 from broker_py.topic_metadata import TopicInfo, TopicMetadataStore, validate_topic_name
 
 log = logging.getLogger(__name__)
@@ -126,8 +127,9 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
     def _server_for(self, listener: Listener) -> KafkaServer:
-        """A server for ``listener`` (ConfigError for a SASL listener whose mechanisms or
-        JAAS config are not usable, naming the key)."""
+        """A server for ``listener`` (ConfigError, naming the key, for a SASL listener
+        whose mechanisms or JAAS config are not usable or an SSL one whose keystore is
+        not)."""
         return KafkaServer(
             listener.host or "0.0.0.0",
             listener.port,
@@ -136,10 +138,13 @@ class Broker:
             self.config["socket.request.max.bytes"],
             name=listener.name,
             new_authenticator=self._authenticators(listener.name),
+            ssl_context=server_context(self.config, listener.name)
+            if self.config.security_protocol(listener.name) in ("SSL", "SASL_SSL")
+            else None,
         )
 
     def _authenticators(self, listener_name: str) -> Callable[[], SaslServerAuthenticator] | None:
-        if self.config.security_protocol(listener_name) != "SASL_PLAINTEXT":
+        if self.config.security_protocol(listener_name) not in ("SASL_PLAINTEXT", "SASL_SSL"):
             return None
         mechanisms = self.config.sasl_mechanisms(listener_name)
         plain_users: dict[str, str] = {}

@@ -159,6 +159,18 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "listener.security.protocol.map": (_protocol_map, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
     "sasl.enabled.mechanisms": (_list, "GSSAPI"),
     "sasl.jaas.config": (_str, None),
+    "ssl.keystore.type": (_str, "JKS"),
+    "ssl.keystore.location": (_str, None),
+    "ssl.keystore.password": (_str, None),
+    "ssl.keystore.key": (_str, None),
+    "ssl.keystore.certificate.chain": (_str, None),
+    "ssl.key.password": (_str, None),
+    "ssl.truststore.type": (_str, "JKS"),
+    "ssl.truststore.location": (_str, None),
+    "ssl.truststore.password": (_str, None),
+    "ssl.truststore.certificates": (_str, None),
+    "ssl.client.auth": (_str, "none"),
+    "ssl.enabled.protocols": (_str, "TLSv1.2,TLSv1.3"),
     "inter.broker.listener.name": (_str, None),
     "log.dirs": (_list, None),
     "log.dir": (_list, "./logstore-data"),
@@ -295,8 +307,6 @@ def _check(values: dict[str, Any]) -> None:
         protocol = protocols.get(listener.name)
         if protocol is None:
             raise ConfigError("listener.security.protocol.map", values["listener.security.protocol.map"], f"no security protocol for listener {listener.name}")
-        if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-            raise ConfigError("listeners", str(listener), f"{protocol} needs TLS, which this broker does not serve (PLAINTEXT and SASL_PLAINTEXT only)")
     names = {listener.name for listener in values["listeners"]}
     for listener in values["advertised.listeners"]:
         if listener.name not in names:
@@ -518,6 +528,7 @@ def _render(value: Any) -> str:
 
 
 def _is_listener_key(key: str) -> bool:
-    """``listener.name.<listener>.[<mechanism>.]sasl.<...>``: a listener's own value of a
-    SASL key (``sasl.enabled.mechanisms``, ``plain.sasl.jaas.config``, ...)."""
-    return re.match(r"^listener\.name\.[^.]+\.(?:[a-z0-9-]+\.)?sasl\.", key) is not None
+    """``listener.name.<listener>.[<mechanism>.]sasl.<...>`` or ``...ssl.<...>``: a
+    listener's own value of a SASL or TLS key (``sasl.enabled.mechanisms``,
+    ``plain.sasl.jaas.config``, ``ssl.keystore.location``, ...)."""
+    return re.match(r"^listener\.name\.[^.]+\.(?:(?:[a-z0-9-]+\.)?sasl\.|ssl\.)", key) is not None

@@ -14,7 +14,12 @@ broker's memory.
 Fetch records are :class:`DeferredRecords` placeholders holding a segment
 ``FileSlice``: once the transport's buffer has drained, the storage engine sends the
 range from the segment file to the socket with ``sendfile(2)``, resuming on EAGAIN
-when the socket is writable again. Record bytes never pass through Python objects.
+when the socket is writable again. Record bytes never pass through Python objects,
+except on a TLS listener (SSL, SASL_SSL), where they are read and written through the
+transport to be encrypted.
+
+A SASL listener's connections authenticate before anything else is served
+(``broker_py/sasl_authenticator.py``).
 
 A frame over ``socket.request.max.bytes`` is refused before its body is read, and a
 frame that does not decode closes that one connection; every other connection goes on.
@@ -30,6 +35,7 @@ import collections
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Callable
 
 import logstore
@@ -290,7 +296,17 @@ class ClientConnection(asyncio.Protocol):
     ) -> None:
         pending: list[bytes | bytearray] = []
         for chunk in chunks:
-            if isinstance(chunk, DeferredRecords):
+            if isinstance(chunk, DeferredRecords) and self.server.ssl_context is not None:
+                # TLS encrypts in user space: the records pass through the transport.
+                data = chunk.source.read() if chunk.length else b""
+                if len(data) < chunk.length:
+                    raise ConnectionClosed("segment truncated during a fetch")
+                pending.append(data[: chunk.length])
+                if sum(len(p) for p in pending) >= WRITE_LOW_WATER:
+                    self._write(pending)
+                    pending = []
+                    await self._drain_tls()
+            elif isinstance(chunk, DeferredRecords):
                 if pending:
                     self._write(pending)
                     pending = []
@@ -303,6 +319,15 @@ class ClientConnection(asyncio.Protocol):
             self._write(pending)
         if times is not None and event is not None:
             self._completed(event, times)
+
+    async def _drain_tls(self) -> None:
+        """Waits while the transport holds more than its high-water mark."""
+        if self._write_paused:
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                await self._drained
+            finally:
+                self._drained = None
 
     async def _drain(self) -> None:
         """Waits until the transport's buffer is empty (sendfile writes around it)."""
@@ -387,9 +412,11 @@ class KafkaServer:
         max_request_size: int,
         name: str = "PLAINTEXT",
         new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.name = name
         self.new_authenticator = new_authenticator
+        self.ssl_context = ssl_context
         self.host = host
         self.port = port
         self.handlers = handlers
@@ -402,10 +429,10 @@ class KafkaServer:
         """Listens on ``host:port``, or on ``sock`` already bound and listening there."""
         loop = asyncio.get_running_loop()
         if sock is not None:
-            self._server = await loop.create_server(lambda: ClientConnection(self), sock=sock)
+            self._server = await loop.create_server(lambda: ClientConnection(self), sock=sock, ssl=self.ssl_context)
         else:
             self._server = await loop.create_server(
-                lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024
+                lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024, ssl=self.ssl_context
             )
         self.port = self._server.sockets[0].getsockname()[1]
 

@@ -74,8 +74,9 @@ _SOURCES = {
 
 
 def _sensitive(name: str) -> bool:
-    """Keys whose values (passwords) DescribeConfigs never shows, as Kafka's PASSWORD type."""
-    return name.endswith("sasl.jaas.config")
+    """Keys whose values (passwords, private keys) DescribeConfigs never shows, as Kafka's
+    PASSWORD type."""
+    return name.endswith(("sasl.jaas.config", ".password", "ssl.keystore.key"))
 
 
 def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), config_type: int | None = None):

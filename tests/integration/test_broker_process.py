@@ -33,7 +33,6 @@ def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     ("overrides", "key"),
     [
         (["num.partitions=zero"], "num.partitions"),
-        (["listeners=SSL://127.0.0.1:0"], "listeners"),
         (["listeners=INTERNAL://127.0.0.1:0"], "listener.security.protocol.map"),
         (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "sasl.enabled.mechanisms"),  # Kafka's default, GSSAPI
         (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN"], "listener.name.sasl_plaintext.plain.sasl.jaas.config"),

@@ -244,3 +244,4 @@ def test_the_jaas_config_is_never_described(sasl_broker):
     entries = future.result(15)
     assert "alice-secret" not in repr({k: v.value for k, v in entries.items()})
     assert entries["sasl.jaas.config"].is_sensitive and entries["sasl.jaas.config"].value is None
+    assert entries["ssl.keystore.password"].is_sensitive and not entries["ssl.keystore.location"].is_sensitive
