@@ -97,20 +97,22 @@ def handle_alter_user_scram_credentials(broker, request, connection):
     for (user, mechanism), count in seen.items():
         if count > 1:
             refuse(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+    def item_error(item) -> tuple[ErrorCode, str] | None:
+        """What every deletion and upsertion must get right."""
+        if not item.name:
+            return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+        if item.mechanism not in MECHANISM_IDS:
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+        return None
+
     for d in body.deletions:
-        name = MECHANISM_IDS.get(d.mechanism)
-        if not d.name:
-            refuse(d.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif name is None:
-            refuse(d.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-        elif store.get(d.name, name) is None:
+        if (error := item_error(d)) is not None:
+            refuse(d.name, *error)
+        elif store.get(d.name, MECHANISM_IDS[d.mechanism]) is None:
             refuse(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
     for u in body.upsertions:
-        name = MECHANISM_IDS.get(u.mechanism)
-        if not u.name:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif name is None:
-            refuse(u.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        if (error := item_error(u)) is not None:
+            refuse(u.name, *error)
         elif not MIN_ITERATIONS <= u.iterations <= MAX_ITERATIONS:
             refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
         elif not u.salt or not u.salted_password:

@@ -159,3 +159,30 @@ def test_listener_security_configs_are_checked_at_startup():
     assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("sasl.jaas.config", "X required;")
     c = BrokerConfig({**sasl, "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Y required;", "sasl.jaas.config": "X required;"})
     assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "Y required;")
+
+
+def test_alter_user_scram_credentials_checks_each_user_alone(tmp_path):
+    from types import SimpleNamespace
+
+    from broker_py.handlers.sasl import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+    from broker_py.protocol.messages.scram import AlterUserScramCredentialsRequest as Alter
+    from broker_py.protocol.messages.scram import DescribeUserScramCredentialsRequest as Describe
+
+    def up(name, mechanism=1, iterations=4096):
+        return Alter.ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations, salt=b"s", salted_password=b"p" * 32)
+
+    broker = SimpleNamespace(scram_credentials=ScramCredentialStore(str(tmp_path)))
+    body = Alter(
+        deletions=[Alter.ScramCredentialDeletion(name="gone", mechanism=1)],
+        upsertions=[up("twice"), up("twice"), up(""), up("odd", mechanism=9), up("few", iterations=10), up("ok", mechanism=2, iterations=8192)],
+    )
+    r = handle_alter_user_scram_credentials(broker, SimpleNamespace(body=body), None)
+    assert {x.user: x.error_code for x in r.results} == {"gone": 91, "twice": 92, "": 93, "odd": 33, "few": 93, "ok": 0}
+    assert broker.scram_credentials.describe() == {"ok": {"SCRAM-SHA-512": 8192}}
+    d = handle_describe_user_scram_credentials(
+        broker, SimpleNamespace(body=Describe(users=[Describe.UserName(name="ok"), Describe.UserName(name="nobody")])), None
+    )
+    assert [(x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos]) for x in d.results] == [
+        ("ok", 0, [(2, 8192)]),
+        ("nobody", 91, []),
+    ]
