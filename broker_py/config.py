@@ -453,16 +453,20 @@ class BrokerConfig:
     def security_protocol(self, listener_name: str) -> str:
         return protocol_map(self["listener.security.protocol.map"])[listener_name]
 
-    def listener_value(self, listener_name: str, key: str) -> tuple[str, str | None]:
-        """(the key that holds it, raw value) of a listener's own ``listener.name.<name>.<key>``
-        if set, else of ``key`` itself (static or dynamic), else ``(key, None)``."""
-        prefixed = f"listener.name.{listener_name.lower()}.{key}"
-        for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
-            if prefixed in layer:
-                return prefixed, layer[prefixed]
+    def _set(self, key: str) -> str | None:
+        """The raw value of ``key`` from the first layer that sets it (not the default)."""
         for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
             if key in layer:
-                return key, layer[key]
+                return layer[key]
+        return None
+
+    def listener_value(self, listener_name: str, key: str) -> tuple[str, str | None]:
+        """(the key that holds it, raw value) of a listener's own ``listener.name.<name>.<key>``
+        if set, else of ``key`` itself (static or dynamic), else ``key``'s default."""
+        prefixed = f"listener.name.{listener_name.lower()}.{key}"
+        for candidate in (prefixed, key):
+            if (raw := self._set(candidate)) is not None:
+                return candidate, raw
         return key, (_KEYS[key][1] if key in _KEYS else None)
 
     def jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str | None]:
@@ -470,10 +474,9 @@ class BrokerConfig:
         ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, else ``sasl.jaas.config``
         (the prefixed key and None when neither is set)."""
         prefixed = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-        for key in (prefixed, "sasl.jaas.config"):
-            for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
-                if key in layer:
-                    return key, layer[key]
+        for candidate in (prefixed, "sasl.jaas.config"):
+            if (raw := self._set(candidate)) is not None:
+                return candidate, raw
         return prefixed, None
 
     def sasl_mechanisms(self, listener_name: str) -> list[str]:

@@ -62,7 +62,7 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
         chain_key, chain = value("ssl.keystore.certificate.chain")
         key_key, key = value("ssl.keystore.key")
         if location:
-            _load_chain(ctx, location_key, location, None, password)
+            _load_chain(ctx, location_key, location, password)
         elif chain and key:
             _load_chain_text(ctx, chain_key, chain, key, password)
         else:
@@ -90,13 +90,15 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
         raise ConfigError(type_key, kind, "must be PEM or PKCS12")
 
 
-def _load_chain(ctx: ssl.SSLContext, key: str, certfile: str, keyfile: str | None, password: str | None) -> None:
+def _load_chain(ctx: ssl.SSLContext, key: str, path: str, password: str | None) -> None:
+    """Loads a PEM file holding the private key and the certificate chain."""
     try:
-        ctx.load_cert_chain(certfile, keyfile, password=password or None)
+        ctx.load_cert_chain(path, password=password or None)
     except FileNotFoundError:
-        raise ConfigError(key, certfile, "no such file") from None
+        raise ConfigError(key, path, "no such file") from None
     except (ssl.SSLError, OSError) as e:
-        raise ConfigError(key, "(hidden)" if keyfile is not None else certfile, f"cannot load the key and certificate chain: {e.__class__.__name__} {getattr(e, 'reason', '') or ''}".strip()) from None
+        reason = getattr(e, "reason", None) or e.__class__.__name__
+        raise ConfigError(key, path, f"cannot load the key and certificate chain: {reason}") from None
 
 
 def _load_chain_text(ctx: ssl.SSLContext, key: str, chain: str, private_key: str, password: str | None) -> None:
