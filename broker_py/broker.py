@@ -75,6 +75,7 @@ class Broker:
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.group_coordinator = None  # set in start(); needs the running loop
+        self.transaction_coordinator = None  # set in start(), after the groups are loaded
         self.cleaner: LogCleaner | None = None
         self._topic_defaults: dict[str, str] | None = None
         # topic -> (the TopicInfo.configs dict it was built from, effective config)
@@ -110,12 +111,15 @@ class Broker:
 
     async def start(self) -> None:
         from broker_py.group_coordinator import GroupCoordinator
+        from broker_py.transaction_coordinator import TransactionCoordinator
 
         for topic in list(self.metadata.topics.values()):
             for p in range(topic.partitions):
                 self._open_partition(topic, p)
         self.group_coordinator = GroupCoordinator(self)
         await self.group_coordinator.start()
+        self.transaction_coordinator = TransactionCoordinator(self)
+        await self.transaction_coordinator.start()
         for listener in self.config["listeners"]:
             server = self._server_for(listener)
             await server.start()
@@ -208,6 +212,8 @@ class Broker:
             self.cleaner.shutdown()
         for server in self.servers:
             await server.stop()
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         for partition in self.partitions.values():
@@ -257,6 +263,8 @@ class Broker:
                 deleted = await asyncio.to_thread(self._enforce_retention)
                 if deleted:
                     log.info("retention deleted %d segments", deleted)
+                for p in list(self.partitions.values()):
+                    p.txn_index.delete_before(p.log_start_offset)
             except logstore.LogStoreError:
                 log.exception("retention check")
 

@@ -239,6 +239,8 @@ class Group:
         self.supported_protocols: Counter[str] = Counter()
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # producer id -> offsets written in its ongoing transaction (applied on COMMIT)
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         # timers, owned by the coordinator
         self.delayed_join: DelayedJoin | None = None
         self.sync_timer: asyncio.TimerHandle | None = None

@@ -839,6 +839,50 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID  # only members commit for a non-empty group
         return None
 
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: the offsets are written to ``__consumer_offsets`` in the
+        producer's transaction and take effect when its COMMIT marker is written."""
+        error = self.validate_group_status(group_id, ApiKey.TXN_OFFSET_COMMIT)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        group = self.manager.get_group(group_id)
+        if group is None:
+            group = self.manager.add_group(Group(group_id, now_ms()))
+        if group.is_(DEAD):
+            return dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group_instance_id is not None or member_id != "":
+            error = self._validate_current_member(group, member_id, group_instance_id)
+            if error is not None:
+                return dict.fromkeys(offsets, error)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+        transactions = self.broker.transaction_coordinator
+        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
+        error = ErrorCode.INVALID_TXN_STATE if transactions is None else transactions.verify_partition(producer_id, producer_epoch, *tp)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        return self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
+
+    def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
+        """The producer's transaction ended in ``offsets_partition`` of ``__consumer_offsets``."""
+        self.manager.complete_txn_offsets(producer_id, offsets_partition, commit)
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of the group with a transactional commit not yet ended."""
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return set()
+        return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
+
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:

@@ -13,6 +13,10 @@
 - Offsets expire after ``offsets.retention.minutes`` (counted from when an Empty
   group became Empty, or from each commit for groups that only store offsets); an
   Empty group left without offsets is removed and gets a tombstone.
+- A transactional offset commit (TxnOffsetCommit) is appended as a transactional
+  batch of its producer and kept pending in the group; the COMMIT marker makes it the
+  group's offsets, the ABORT marker drops it. On load, offsets whose transaction has
+  no marker yet are pending again.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class GroupMetadataManager:
         self.broker = broker
         self.config = broker.config
         self.groups: dict[str, Group] = {}
+        # producer id -> ids of groups holding its pending transactional offsets
+        self._txn_groups: dict[int, set[str]] = {}
 
     # ---- groups ----
 
@@ -110,13 +116,20 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions())
 
-    def _append(self, group_id: str, records: list[Record]) -> ErrorCode:
-        """Appends one batch to the group's partition; the raw storage error, if any."""
+    def _append(self, group_id: str, records: list[Record], producer: tuple[int, int] | None = None) -> ErrorCode:
+        """Appends one batch to the group's partition; the raw storage error, if any.
+        ``producer`` (id, epoch) makes it a transactional batch of that producer."""
         try:
             topic = self.ensure_offsets_topic()
             partition = self.broker.partition(OFFSETS_TOPIC, partition_for(group_id, topic.partitions))
-            data = logstore.encode_batch(records)
-            partition.log.append(data, leader_epoch=partition.leader_epoch)
+            if producer is None:
+                data = logstore.encode_batch(records)
+            else:
+                data = logstore.encode_batch(records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
+            first, last = partition.log.append(data, leader_epoch=partition.leader_epoch)
+            if producer is not None:
+                for batch in logstore.decode_batches(data, records=False):
+                    partition.producer_state.record(batch, first, last)
         except KafkaError as e:
             log.warning("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
             return e.errno
@@ -198,6 +211,59 @@ class GroupMetadataManager:
                 errors[tp] = error
         return errors
 
+    def store_txn_offsets(
+        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Writes offset commits in the producer's transaction; they stay pending
+        until its marker."""
+        max_metadata = self.config["offset.metadata.max.bytes"]
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        accepted = {}
+        for tp, o in offsets.items():
+            if len(o.metadata) > max_metadata:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = o
+        if accepted:
+            timestamp = now_ms()
+            records = [
+                (
+                    encode_offset_commit_key(group.group_id, topic, partition),
+                    encode_offset_commit_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
+                    [],
+                    timestamp,
+                )
+                for (topic, partition), o in accepted.items()
+            ]
+            error = self._append(group.group_id, records, (producer_id, producer_epoch))
+            if error:
+                error = _offset_append_error(error)
+            else:
+                group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+                self._txn_groups.setdefault(producer_id, set()).add(group.group_id)
+            for tp in accepted:
+                errors[tp] = error
+        return errors
+
+    def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
+        """Applies (COMMIT) or drops (ABORT) the producer's pending offsets of the groups
+        in ``offsets_partition``."""
+        group_ids = self._txn_groups.get(producer_id)
+        if not group_ids:
+            return
+        for group_id in list(group_ids):
+            if self.partition_for(group_id) != offsets_partition:
+                continue
+            group_ids.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is None:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, {})
+            if commit and not group.is_(GroupState.DEAD):
+                group.offsets.update(pending)
+        if not group_ids:
+            del self._txn_groups[producer_id]
+
     def cleanup_group_metadata(self, groups: Iterable[Group], selector: Callable[[Group], list[tuple[str, int]]]) -> int:
         """Removes the offsets ``selector`` picks from each group and writes their
         tombstones; an Empty group left without offsets becomes Dead and is removed
@@ -241,15 +307,19 @@ class GroupMetadataManager:
             return
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
+        pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
         for p in range(topic.partitions):
             try:
                 partition = self.broker.partition(OFFSETS_TOPIC, p)
             except KafkaError:
                 log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
                 continue
-            records = await asyncio.to_thread(_read_partition, partition.log)
+            records, open_txns = await asyncio.to_thread(_read_partition, partition.log)
             for key, value in records:
                 _apply_record(key, value, offsets, metadata)
+            for producer_id, txn_records in open_txns.items():
+                for key, value in txn_records:
+                    _apply_record(key, value, pending.setdefault(producer_id, {}), {})
         loaded_at = now_ms()
         for group_id, value in metadata.items():
             group = Group(group_id, loaded_at)
@@ -264,11 +334,21 @@ class GroupMetadataManager:
                 group = self.groups[group_id] = Group(group_id, loaded_at)
                 group.current_state_timestamp = None
             group.offsets[(topic_name, partition_index)] = o
+        for producer_id, txn_offsets in pending.items():
+            for (group_id, topic_name, partition_index), o in txn_offsets.items():
+                group = self.groups.get(group_id)
+                if group is None:
+                    group = self.groups[group_id] = Group(group_id, loaded_at)
+                    group.current_state_timestamp = None
+                group.pending_txn_offsets.setdefault(producer_id, {})[(topic_name, partition_index)] = o
+                self._txn_groups.setdefault(producer_id, set()).add(group_id)
         log.info("loaded %d groups and %d offsets from %s", len(self.groups), len(offsets), OFFSETS_TOPIC)
 
 
-def _read_partition(plog: logstore.Log) -> list[tuple[bytes, bytes | None]]:
-    """(key, value) of every committed record of one partition, in offset order."""
+def _read_partition(plog: logstore.Log) -> tuple[list[tuple[bytes, bytes | None]], dict[int, list[tuple[bytes, bytes | None]]]]:
+    """(key, value) of every committed record of one partition, in offset order (a
+    transaction's records at its COMMIT marker), and those of each producer's
+    transaction that has no marker yet."""
     out: list[tuple[bytes, bytes | None]] = []
     pending_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
     offset, end = plog.log_start_offset, plog.log_end_offset
@@ -288,7 +368,7 @@ def _read_partition(plog: logstore.Log) -> list[tuple[bytes, bytes | None]]:
                 if record.offset >= offset and record.key is not None:
                     target.append((record.key, record.value))
         offset = max(offset, batches[-1].last_offset + 1)
-    return out
+    return out, pending_txn
 
 
 def _apply_record(

@@ -10,6 +10,14 @@ five batches (first/last sequence, first/last offset). A produced batch is then:
   sequence + 1 (sequences wrap from 2^31-1 to 0). A new epoch must start at 0;
   an unknown producer may start anywhere (its state may have been removed).
 
+A transactional producer also has at most one ongoing transaction per partition: its
+first transactional batch here opens it (``current_txn_first_offset``), and the
+COMMIT or ABORT marker the coordinator appends ends it. The first offset of the
+earliest ongoing transaction is the partition's first unstable offset; read_committed
+consumers read no further. While a transaction is ongoing the producer writes only
+transactional batches, and a marker from an older producer epoch or coordinator
+epoch is fenced.
+
 The state survives restarts in Kafka's snapshot file ``<offset, 20 digits>.snapshot``
 in the partition directory, written on clean shutdown; on start the newest snapshot
 is loaded and the batches after its offset are replayed from the log.
@@ -36,7 +44,12 @@ import struct
 
 import logstore
 
-from broker_py.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from broker_py.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +76,21 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended: data from ``first_offset``, marker at ``last_offset``."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 @dataclasses.dataclass(slots=True)
 class ProducerEntry:
     epoch: int = NO_EPOCH
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
     batches: collections.deque[BatchMetadata] = dataclasses.field(
         default_factory=lambda: collections.deque(maxlen=BATCHES_TO_REMEMBER)
     )
@@ -84,6 +109,10 @@ class ProducerStateManager:
         self._log = plog
         self._dir = plog.path
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its ongoing transaction
+        self._ongoing: dict[int, int] = {}
+        # ABORT markers met while replaying the log on load (the txn index may lack them)
+        self.replayed_aborts: list[CompletedTxn] = []
         self._load()
 
     def moved_to(self, plog: logstore.Log) -> None:
@@ -100,10 +129,16 @@ class ProducerStateManager:
         offsets, write nothing), None when it should be appended. Raises
         InvalidProducerEpochError or OutOfOrderSequenceNumberError.
         """
-        if batch.producer_id == NO_PRODUCER_ID or batch.base_sequence == NO_SEQUENCE:
+        if batch.producer_id == NO_PRODUCER_ID:
             return None
         entry = self.producers.get(batch.producer_id)
         if entry is None:
+            return None
+        if entry.current_txn_first_offset >= 0 and not batch.is_transactional and batch.producer_epoch == entry.epoch:
+            raise InvalidTxnStateError(
+                f"producer {batch.producer_id} wrote a non-transactional batch during its ongoing transaction"
+            )
+        if batch.base_sequence == NO_SEQUENCE:
             return None
         if batch.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
@@ -127,6 +162,9 @@ class ProducerStateManager:
         """Remembers a batch just written at [first_offset, last_offset]."""
         if batch.producer_id == NO_PRODUCER_ID:
             return
+        if batch.is_control:
+            self.record_marker(batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, first_offset)
+            return
         entry = self.producers.setdefault(batch.producer_id, ProducerEntry())
         if batch.producer_epoch != entry.epoch:
             entry.epoch = batch.producer_epoch
@@ -135,6 +173,46 @@ class ProducerStateManager:
             entry.batches.append(
                 BatchMetadata(batch.base_sequence, batch.last_sequence, first_offset, last_offset, batch.max_timestamp)
             )
+        if batch.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self._ongoing[batch.producer_id] = first_offset
+
+    # ---- transactions ----
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Raises if a COMMIT/ABORT marker of this producer epoch and coordinator epoch
+        is fenced (Kafka's ``appendEndTxnMarker`` checks)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker of producer {producer_id} has epoch {producer_epoch}, older than {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker of producer {producer_id} has coordinator epoch {coordinator_epoch}, older than {entry.coordinator_epoch}"
+            )
+
+    def record_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, offset: int) -> CompletedTxn:
+        """Ends the producer's ongoing transaction with the marker written at ``offset``."""
+        entry = self.producers.setdefault(producer_id, ProducerEntry())
+        if producer_epoch != entry.epoch:
+            entry.epoch = producer_epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else offset
+        entry.current_txn_first_offset = -1
+        self._ongoing.pop(producer_id, None)
+        return CompletedTxn(producer_id, first, offset, not commit)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest ongoing transaction, if any."""
+        return min(self._ongoing.values()) if self._ongoing else None
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each ongoing transaction."""
+        return dict(self._ongoing)
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forgets producers whose last batch is ``producer.id.expiration.ms`` old (by
@@ -143,7 +221,8 @@ class ProducerStateManager:
         expired = [
             pid
             for pid, entry in self.producers.items()
-            if now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
+            if entry.current_txn_first_offset < 0
+            and now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
         ]
         for pid in expired:
             del self.producers[pid]
@@ -176,8 +255,8 @@ class ProducerStateManager:
                 last.last_offset if last else -1,
                 (last.last_offset - last.first_offset) if last else 0,
                 last.timestamp if last else -1,
-                -1,
-                -1,
+                entry.coordinator_epoch,
+                entry.current_txn_first_offset,
             )
         data = _HEAD.pack(_SNAPSHOT_VERSION, logstore.crc32c(bytes(body))) + body
         path = os.path.join(self._dir, f"{offset:020d}.snapshot")
@@ -208,8 +287,10 @@ class ProducerStateManager:
             raise ValueError("snapshot entry count disagrees with its size")
         producers: dict[int, ProducerEntry] = {}
         for i in range(count):
-            pid, epoch, last_seq, last_offset, delta, ts, _, _ = _ENTRY.unpack_from(body, _COUNT.size + i * _ENTRY.size)
-            entry = ProducerEntry(epoch=epoch)
+            pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first = _ENTRY.unpack_from(
+                body, _COUNT.size + i * _ENTRY.size
+            )
+            entry = ProducerEntry(epoch=epoch, coordinator_epoch=coordinator_epoch, current_txn_first_offset=txn_first)
             if last_seq != NO_SEQUENCE:
                 first_seq = last_seq - delta if last_seq >= delta else INT32_MAX - (delta - last_seq) + 1
                 entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts))
@@ -225,6 +306,9 @@ class ProducerStateManager:
                 continue
             try:
                 self.producers = self._read_snapshot(path)
+                self._ongoing = {
+                    pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0
+                }
                 start = max(start, offset)
                 break
             except (OSError, ValueError) as e:
@@ -239,12 +323,21 @@ class ProducerStateManager:
                 break
             for batch in logstore.decode_batches(data, records=False):
                 if batch.last_offset >= offset and batch.producer_id != NO_PRODUCER_ID:
-                    self.record(batch, batch.base_offset, batch.last_offset)
+                    if batch.is_control:
+                        txn = self.record_marker(
+                            batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, batch.base_offset
+                        )
+                        if txn.aborted:
+                            self.replayed_aborts.append(txn)
+                    else:
+                        self.record(batch, batch.base_offset, batch.last_offset)
                 offset = batch.last_offset + 1
 
     def truncated(self) -> None:
         """Rebuilds the state after the log was truncated or its start moved."""
         self.producers.clear()
+        self._ongoing.clear()
+        self.replayed_aborts.clear()
         for _, path in self._snapshots():
             os.unlink(path)
         self._replay(self._log.log_start_offset, self._log.log_end_offset)

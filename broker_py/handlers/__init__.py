@@ -42,9 +42,13 @@ def _modules():
         replicas,
         sasl,
         topics,
+        transactions,
     )
 
-    return (api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas, sasl, topics)
+    return (
+        api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
+        sasl, topics, transactions,
+    )  # fmt: skip
 
 
 def registry(broker: Broker) -> dict:

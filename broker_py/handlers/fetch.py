@@ -8,6 +8,8 @@ Limits follow Kafka: a partition returns at most ``partition_max_bytes`` and the
 response at most ``max_bytes`` (v3+), except that the first partition with data
 returns at least one whole batch so a consumer can always make progress. Reads stop
 at the high watermark (read_uncommitted) or the last stable offset (read_committed).
+A read_committed response lists the aborted transactions that overlap the records it
+returns, from the partition's transaction index; the consumer drops their batches.
 
 Fetch sessions (v7+) are not kept: every response has session id 0, which tells the
 client to send full fetch requests.
@@ -30,14 +32,14 @@ READ_COMMITTED = 1
 NULL_UUID = uuid.UUID(int=0)
 
 
-def _partition_data(index: int, error: ErrorCode, partition=None, records=b"") -> FetchResponse.PartitionData:
+def _partition_data(index: int, error: ErrorCode, partition=None, records=b"", aborted=None) -> FetchResponse.PartitionData:
     return FetchResponse.PartitionData(
         partition_index=index,
         error_code=int(error),
         high_watermark=partition.high_watermark if partition else -1,
         last_stable_offset=partition.last_stable_offset if partition else -1,
         log_start_offset=partition.log_start_offset if partition else -1,
-        aborted_transactions=None,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=records,
     )
@@ -72,7 +74,8 @@ def _read(broker, body, version: int):
             if error != ErrorCode.NONE:
                 parts.append(_partition_data(fp.partition, error, partition))
                 continue
-            bound = partition.last_stable_offset if body.isolation_level == READ_COMMITTED else partition.high_watermark
+            read_committed = body.isolation_level == READ_COMMITTED
+            bound = partition.last_stable_offset if read_committed else partition.high_watermark
             try:
                 slice_ = partition.log.read_slice(
                     fp.fetch_offset,
@@ -87,12 +90,18 @@ def _read(broker, body, version: int):
                 parts.append(_partition_data(fp.partition, ErrorCode.KAFKA_STORAGE_ERROR, partition))
                 continue
             if slice_ is None:
-                parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition))
+                parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition, aborted=[] if read_committed else None))
                 continue
             first_with_data = False
             remaining -= slice_.length
             total += slice_.length
-            parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition, DeferredRecords(slice_.length, slice_)))
+            aborted = None
+            if read_committed:
+                aborted = [
+                    FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                    for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
+                ]
+            parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition, DeferredRecords(slice_.length, slice_), aborted))
         out.append(FetchResponse.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id if version >= 13 else NULL_UUID, partitions=parts))
     return out, total, touched
 

@@ -64,7 +64,12 @@ def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple
         except (KafkaError, logstore.LogStoreError, OSError):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     elif key_type == COORDINATOR_KEY_TRANSACTION:
-        if getattr(broker, "transaction_coordinator", None) is None:
+        coordinator = broker.transaction_coordinator
+        if coordinator is None or not coordinator.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        try:
+            coordinator.ensure_topic()
+        except (KafkaError, logstore.LogStoreError, OSError):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     else:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
@@ -242,17 +247,23 @@ def handle_offset_commit(broker, request, connection):
     )
 
 
-def _fetch_group_offsets(broker, group_id: str, topics) -> tuple[ErrorCode, list[tuple[str, list]]]:
-    """(error, [(topic, [(partition, OffsetAndMetadata | None)])]) in request order;
-    ``topics`` None means every committed offset of the group."""
+def _fetch_group_offsets(broker, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
+    """(error, [(topic, [(partition, OffsetAndMetadata | None, error)])]) in request
+    order; ``topics`` None means every committed offset of the group. With
+    ``require_stable`` (v7+), a partition with a transactional commit not yet ended
+    gets UNSTABLE_OFFSET_COMMIT and no offset."""
     partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     error, offsets = broker.group_coordinator.fetch_offsets(group_id, partitions)
+    unstable = broker.group_coordinator.unstable_offsets(group_id) if require_stable else set()
     by_topic: dict[str, list] = {}
     if topics is not None and error == ErrorCode.NONE:
         for t in topics:
             by_topic.setdefault(t.name, [])
-    for (topic, partition), o in offsets.items():
-        by_topic.setdefault(topic, []).append((partition, o))
+    for tp, o in offsets.items():
+        if tp in unstable:
+            by_topic.setdefault(tp[0], []).append((tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT))
+        else:
+            by_topic.setdefault(tp[0], []).append((tp[1], o, ErrorCode.NONE))
     return error, list(by_topic.items())
 
 
@@ -274,7 +285,7 @@ def handle_offset_fetch(broker, request, connection):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group_offsets(broker, g.group_id, g.topics)
+            error, topics = _fetch_group_offsets(broker, g.group_id, g.topics, body.require_stable)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id,
@@ -282,7 +293,7 @@ def handle_offset_fetch(broker, request, connection):
                     topics=[
                         OffsetFetchResponse.OffsetFetchResponseTopics(
                             name=name,
-                            partitions=[OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(p, o)) for p, o in parts],
+                            partitions=[OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(p, o, e)) for p, o, e in parts],
                         )
                         for name, parts in topics
                     ],
@@ -292,10 +303,10 @@ def handle_offset_fetch(broker, request, connection):
     topics_requested = body.topics
     if version < 2 and topics_requested is None:
         topics_requested = []
-    error, topics = _fetch_group_offsets(broker, body.group_id, topics_requested)
+    error, topics = _fetch_group_offsets(broker, body.group_id, topics_requested, version >= 7 and body.require_stable)
     if error != ErrorCode.NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
-        topics = [(t.name, [(p, None) for p in t.partition_indexes]) for t in topics_requested]
+        topics = [(t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes]) for t in topics_requested]
     partition_error = error if version < 2 else ErrorCode.NONE
     return OffsetFetchResponse(
         error_code=int(error),
@@ -303,8 +314,8 @@ def handle_offset_fetch(broker, request, connection):
             OffsetFetchResponse.OffsetFetchResponseTopic(
                 name=name,
                 partitions=[
-                    OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(p, o, partition_error))
-                    for p, o in parts
+                    OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(p, o, e or partition_error))
+                    for p, o, e in parts
                 ],
             )
             for name, parts in topics

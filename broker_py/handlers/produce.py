@@ -1,10 +1,12 @@
-"""Produce: validate and append record batches; InitProducerId for idempotence.
+"""Produce: validate and append record batches.
 
 acks=0 gets no response at all; acks=1 and acks=-1 are answered once the batches are
 in the log (a single broker is its whole ISR, so the high watermark is the log end).
 acks=-1 fails with NOT_ENOUGH_REPLICAS when ``min.insync.replicas`` exceeds the ISR.
 Idempotent batches are checked against the partition's producer state first: a
 retried duplicate is acknowledged with its original offsets and not written again.
+A transactional batch must belong to an Ongoing transaction that includes the
+partition (INVALID_TXN_STATE otherwise); clients may not write control batches.
 
 A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
 encoded response frame; any other arrives decoded and is answered with a message. Both
@@ -18,9 +20,11 @@ import logstore
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import (
     CorruptMessageError,
+    InvalidProducerEpochError,
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTimestampError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
@@ -28,7 +32,6 @@ from broker_py.errors import (
 )
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.produce import ProduceResponse
-from broker_py.protocol.messages.transactions import InitProducerIdResponse
 from broker_py.protocol.produce_frame import ProduceFrame
 
 ISR_SIZE = 1
@@ -63,6 +66,20 @@ def append_records(broker, partition, records, idempotent: bool | None = None) -
         except logstore.CorruptRecordError as e:
             raise CorruptMessageError(str(e)) from None
         for b in batches:
+            if b.is_control:
+                raise InvalidRecordError("clients may not write control batches")
+            if b.is_transactional:
+                coordinator = broker.transaction_coordinator
+                error = ErrorCode.INVALID_TXN_STATE if coordinator is None else coordinator.verify_partition(
+                    b.producer_id, b.producer_epoch, partition.topic, partition.index
+                )
+                if error == ErrorCode.INVALID_PRODUCER_EPOCH:
+                    raise InvalidProducerEpochError(f"producer {b.producer_id} epoch {b.producer_epoch} is fenced")
+                if error != ErrorCode.NONE:
+                    raise InvalidTxnStateError(
+                        f"producer {b.producer_id} epoch {b.producer_epoch} has no ongoing transaction "
+                        f"that includes {partition.topic}-{partition.index}"
+                    )
             duplicate = state.check(b)
             if duplicate is not None:
                 return duplicate.first_offset, -1
@@ -161,18 +178,4 @@ def _handle_produce_frame(broker, request: ProduceFrame) -> bytes | None:
     return logstore.encode_produce_response(request.correlation_id, request.api_version, responses)
 
 
-def handle_init_producer_id(broker, request, connection):
-    body = request.body
-    if body.transactional_id is not None:
-        # Transactions are not served (their APIs are not advertised).
-        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)
-    if request.api_version >= 3 and body.producer_id >= 0:
-        # KIP-360: an idempotent producer bumping its epoch keeps its id.
-        epoch = body.producer_epoch + 1
-        if epoch > 32767:
-            return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
-        return InitProducerIdResponse(producer_id=body.producer_id, producer_epoch=epoch)
-    return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
-
-
-HANDLERS = {ApiKey.PRODUCE: handle_produce, ApiKey.INIT_PRODUCER_ID: handle_init_producer_id}
+HANDLERS = {ApiKey.PRODUCE: handle_produce}

@@ -28,7 +28,7 @@ def handle_delete_records(broker, request, connection):
                     if offset < 0 or offset > partition.high_watermark:
                         raise logstore.OffsetOutOfRangeError(str(offset))
                     low = partition.log.delete_records(offset)
-                    partition.producer_state.truncated()
+                    partition.after_truncation()
                 except logstore.OffsetOutOfRangeError:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
                 except logstore.LogStoreError:

@@ -187,13 +187,13 @@ pub fn parse(frame: &[u8]) -> Option<ProduceRequestView> {
 }
 
 /// Whether any batch in a produce request's `records` carries a producer id (an
-/// idempotent or transactional producer). Walks only the batch lengths: the batches are
-/// validated whole when appended.
+/// idempotent or transactional producer) or the transactional or control attribute.
+/// Walks only the batch lengths: the batches are validated whole when appended.
 pub fn has_producer_id(records: &[u8]) -> bool {
     let mut pos = 0;
     while pos + HEADER_SIZE <= records.len() {
         let h = BatchHeader::parse(&records[pos..]);
-        if h.producer_id >= 0 {
+        if h.producer_id >= 0 || h.is_transactional() || h.is_control() {
             return true;
         }
         pos += LOG_OVERHEAD + (h.batch_length.max(HEADER_SIZE as i32 - LOG_OVERHEAD as i32) as usize);
@@ -284,5 +284,17 @@ mod tests {
         assert!(!has_producer_id(&batches));
         batches[HEADER_SIZE + 43..HEADER_SIZE + 51].copy_from_slice(&42i64.to_be_bytes());
         assert!(has_producer_id(&batches));
+    }
+
+    #[test]
+    fn a_transactional_or_control_attribute_counts_without_a_producer_id() {
+        for attribute in [0x10i16, 0x20] {
+            let mut batch = vec![0u8; HEADER_SIZE];
+            batch[8..12].copy_from_slice(&((HEADER_SIZE - LOG_OVERHEAD) as i32).to_be_bytes());
+            batch[43..51].copy_from_slice(&NO_PRODUCER_ID.to_be_bytes());
+            assert!(!has_producer_id(&batch));
+            batch[21..23].copy_from_slice(&attribute.to_be_bytes());
+            assert!(has_producer_id(&batch));
+        }
     }
 }

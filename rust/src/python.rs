@@ -800,7 +800,8 @@ fn parse_produce_request<'py>(py: Python<'py>, frame: &Bound<'py, PyBytes>) -> P
     Ok(Some(out.into_pyobject(py)?))
 }
 
-/// Whether any batch in a produce request's records carries a producer id.
+/// Whether any batch in a produce request's records carries a producer id or the
+/// transactional or control attribute (and so needs the producer state's checks).
 #[pyfunction]
 fn has_producer_id(records: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(produce_request::has_producer_id(Borrowed::new(records)?.as_slice()))
