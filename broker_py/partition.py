@@ -81,8 +81,9 @@ class Partition:
         first_unstable = self.producer_state.first_unstable_offset()
         return hw if first_unstable is None else min(first_unstable, hw)
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn:
-        """Appends a COMMIT or ABORT control batch ending the producer's transaction.
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn | None:
+        """Appends a COMMIT or ABORT control batch ending the producer's transaction
+        (None: it had no data here).
 
         Raises InvalidProducerEpochError / TransactionCoordinatorFencedError when the
         marker is fenced, KafkaStorageError when the log cannot take it."""
@@ -100,7 +101,7 @@ class Partition:
         except logstore.LogStoreError as e:
             raise KafkaStorageError(f"{self.topic}-{self.index}: {e}") from None
         txn = self.producer_state.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset)
-        if txn.aborted:
+        if txn is not None and txn.aborted:
             self.txn_index.append(
                 AbortedTxn(producer_id, txn.first_offset, offset, self.last_stable_offset),
                 self._segment_of(offset),

@@ -194,16 +194,22 @@ class ProducerStateManager:
                 f"marker of producer {producer_id} has coordinator epoch {coordinator_epoch}, older than {entry.coordinator_epoch}"
             )
 
-    def record_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, offset: int) -> CompletedTxn:
-        """Ends the producer's ongoing transaction with the marker written at ``offset``."""
+    def record_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, offset: int
+    ) -> CompletedTxn | None:
+        """Ends the producer's ongoing transaction with the marker written at ``offset``;
+        the transaction, or None when the producer had none open here (the marker
+        then changes nothing a consumer sees)."""
         entry = self.producers.setdefault(producer_id, ProducerEntry())
         if producer_epoch != entry.epoch:
             entry.epoch = producer_epoch
             entry.batches.clear()
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
-        first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else offset
+        first = entry.current_txn_first_offset
+        if first < 0:
+            return None
         entry.current_txn_first_offset = -1
-        self._ongoing.pop(producer_id, None)
+        del self._ongoing[producer_id]
         return CompletedTxn(producer_id, first, offset, not commit)
 
     def first_unstable_offset(self) -> int | None:
@@ -327,7 +333,7 @@ class ProducerStateManager:
                         txn = self.record_marker(
                             batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, batch.base_offset
                         )
-                        if txn.aborted:
+                        if txn is not None and txn.aborted:
                             self.replayed_aborts.append(txn)
                     else:
                         self.record(batch, batch.base_offset, batch.last_offset)

@@ -1,5 +1,6 @@
 """Producer ids and transactions: InitProducerId, AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn, TxnOffsetCommit and WriteTxnMarkers.
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit and WriteTxnMarkers; and their admin side,
+DescribeProducers, DescribeTransactions and ListTransactions.
 
 InitProducerId without a transactional id allocates an id for an idempotent
 producer (v3+ may pass its id and epoch to bump the epoch, KIP-360); with one, it
@@ -10,7 +11,9 @@ where newer ones get PRODUCER_FENCED, as Kafka answers them.
 AddPartitionsToTxn v4+ is the broker-to-broker form: a batch of transactions, each
 either added or, with ``verify_only``, checked. WriteTxnMarkers is what a
 coordinator sends a partition leader; this broker's own coordinator appends its
-markers directly, and serves the API for tools that write markers by hand.
+markers directly, and serves the API for tools that abort a hanging transaction by
+hand (``kafka-transactions.sh abort``: its marker is checked against the producer's
+epoch and coordinator epoch as the coordinator's are).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from broker_py.errors import KafkaError
 from broker_py.group import OffsetAndMetadata
 from broker_py.group_metadata_manager import now_ms
 from broker_py.protocol.api_keys import ApiKey
+from broker_py.protocol.messages.transaction_admin import (
+    DescribeProducersResponse,
+    DescribeTransactionsResponse,
+    ListTransactionsResponse,
+)
 from broker_py.protocol.messages.transactions import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,
@@ -28,7 +36,7 @@ from broker_py.protocol.messages.transactions import (
     TxnOffsetCommitResponse,
     WriteTxnMarkersResponse,
 )
-from broker_py.transaction_metadata import MAX_EPOCH
+from broker_py.transaction_metadata import MAX_EPOCH, TransactionState
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -220,7 +228,104 @@ def handle_write_txn_markers(broker, request, connection):
     return WriteTxnMarkersResponse(markers=results)
 
 
+# ---- DescribeProducers / DescribeTransactions / ListTransactions ----
+
+
+def handle_describe_producers(broker, request, connection):
+    topics = []
+    for t in request.body.topics:
+        parts = []
+        for index in t.partition_indexes:
+            partition = broker.partitions.get((t.name, index))
+            if partition is None:
+                parts.append(
+                    DescribeProducersResponse.PartitionResponse(
+                        partition_index=index,
+                        error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                        error_message=f"{t.name}-{index} is not on this broker",
+                    )
+                )
+                continue
+            producers = [
+                DescribeProducersResponse.ProducerState(
+                    producer_id=pid,
+                    producer_epoch=entry.epoch,
+                    last_sequence=entry.last_seq,
+                    last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
+                    coordinator_epoch=entry.coordinator_epoch,
+                    current_txn_start_offset=entry.current_txn_first_offset,
+                )
+                for pid, entry in sorted(partition.producer_state.producers.items())
+            ]
+            parts.append(DescribeProducersResponse.PartitionResponse(partition_index=index, error_code=0, active_producers=producers))
+        topics.append(DescribeProducersResponse.TopicResponse(name=t.name, partitions=parts))
+    return DescribeProducersResponse(topics=topics)
+
+
+def handle_describe_transactions(broker, request, connection):
+    coordinator = _coordinator(broker)
+    states = []
+    for transactional_id in request.body.transactional_ids:
+        txn = coordinator.transactions.get(transactional_id) if coordinator is not None else None
+        if txn is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coordinator is None else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+            states.append(
+                DescribeTransactionsResponse.TransactionState(
+                    error_code=int(error), transactional_id=transactional_id, transaction_state="", producer_id=-1, producer_epoch=-1
+                )
+            )
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(txn.partitions):
+            by_topic.setdefault(topic, []).append(index)
+        states.append(
+            DescribeTransactionsResponse.TransactionState(
+                error_code=0,
+                transactional_id=transactional_id,
+                transaction_state=txn.state.display_name,
+                transaction_timeout_ms=txn.txn_timeout_ms,
+                transaction_start_time_ms=txn.txn_start_timestamp,
+                producer_id=txn.producer_id,
+                producer_epoch=txn.producer_epoch,
+                topics=[DescribeTransactionsResponse.TopicData(topic=n, partitions=ps) for n, ps in by_topic.items()],
+            )
+        )
+    return DescribeTransactionsResponse(transaction_states=states)
+
+
+def handle_list_transactions(broker, request, connection):
+    body = request.body
+    coordinator = _coordinator(broker)
+    if coordinator is None:
+        return ListTransactionsResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    by_name = {s.display_name: s for s in TransactionState}
+    unknown = [name for name in body.state_filters if name not in by_name]
+    states = {by_name[name] for name in body.state_filters if name in by_name}
+    producer_ids = set(body.producer_id_filters)
+    duration = body.duration_filter if request.api_version >= 1 else -1
+    now = now_ms()
+    listed = []
+    for txn in sorted(coordinator.transactions.values(), key=lambda t: t.transactional_id):
+        if txn.state == TransactionState.DEAD:
+            continue
+        if body.state_filters and txn.state not in states:
+            continue
+        if producer_ids and txn.producer_id not in producer_ids:
+            continue
+        if duration >= 0 and now - txn.txn_start_timestamp <= duration:
+            continue
+        listed.append(
+            ListTransactionsResponse.TransactionState(
+                transactional_id=txn.transactional_id, producer_id=txn.producer_id, transaction_state=txn.state.display_name
+            )
+        )
+    return ListTransactionsResponse(error_code=0, unknown_state_filters=unknown, transaction_states=listed)
+
+
 HANDLERS = {
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,

@@ -140,6 +140,9 @@ class ApiKey(IntEnum):
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 1, 0
+    DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0
+    DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
+    LIST_TRANSACTIONS = 66, "ListTransactions", 0, 1, 0
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

@@ -404,3 +404,52 @@ def test_offset_fetch_require_stable_sees_a_pending_commit(broker_factory):
     p.commit_transaction(20)
     assert fetch(True) == (0, 7)
     c.close()
+
+
+def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(broker_factory):
+    """kafka-python's KIP-664 admin calls: ListTransactions, DescribeTransactions,
+    DescribeProducers, then WriteTxnMarkers to abort the transaction by hand."""
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.admin._transactions import AbortTransactionSpec
+    from kafka.errors import InvalidProducerEpochError, TransactionCoordinatorFencedError
+
+    b = broker_factory(FAST_TIMEOUTS)
+    create_topic(b.bootstrap, "hang", 1)
+    p = _producer(b.bootstrap, "t-hanging")
+    p.begin_transaction()
+    p.produce("hang", key=b"k", value=b"v")
+    p.flush(20)
+    done = _producer(b.bootstrap, "t-done")
+    done.begin_transaction()
+    done.produce("hang", key=b"done", value=b"v")
+    done.commit_transaction(20)
+
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    try:
+        listed = {t.transactional_id: t.state.value for txns in admin.list_transactions().values() for t in txns}
+        assert listed == {"t-hanging": "Ongoing", "t-done": "CompleteCommit"}
+        ongoing = [t.transactional_id for txns in admin.list_transactions(state_filters=["Ongoing"]).values() for t in txns]
+        assert ongoing == ["t-hanging"]
+        described = admin.describe_transactions(["t-hanging"])["t-hanging"]
+        assert described.state.value == "Ongoing"
+        assert described.topic_partitions == {TopicPartition("hang", 0)}
+        tp = TopicPartition("hang", 0)
+        producers = {s.producer_id: s for s in admin.describe_producers([tp])[tp].active_producers}
+        hanging = producers[described.producer_id]
+        assert (hanging.producer_epoch, hanging.current_transaction_start_offset) == (described.producer_epoch, 0)
+        assert _stable_end(b.bootstrap, "hang") == (0, 3)
+        # No marker of this producer's coordinator reached the partition yet, so the
+        # tool's coordinator epoch -1 passes; an older producer epoch does not.
+        assert hanging.coordinator_epoch == -1
+        with pytest.raises(InvalidProducerEpochError):
+            admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch - 1, -1))
+        admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1))
+        assert _stable_end(b.bootstrap, "hang") == (4, 4)
+        assert [k for _, _, k in _read(b.bootstrap, "hang", 1, "read_committed", 1)] == [b"done"]
+        # Once the coordinator's marker is there, a marker of an older coordinator epoch is fenced.
+        p.abort_transaction(20)
+        assert admin.describe_producers([tp])[tp].active_producers[0].coordinator_epoch >= 0
+        with pytest.raises(TransactionCoordinatorFencedError):
+            admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1))
+    finally:
+        admin.close()

@@ -28,6 +28,7 @@ from broker_py.protocol.messages import (
     sasl,
     scram,
     topic_admin,
+    transaction_admin,
     transactions,
 )
 from broker_py.protocol.schema import Message
@@ -55,6 +56,7 @@ _MODULES = (
     sasl,
     scram,
     topic_admin,
+    transaction_admin,
     transactions,
 )
 
