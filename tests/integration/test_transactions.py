@@ -453,3 +453,34 @@ def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(broker_factor
             admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1))
     finally:
         admin.close()
+
+
+def test_spark_kafka_client_drops_aborted_batches_the_broker_lists(broker_factory):
+    """The Spark source's network reader (read_committed) leaves out what the
+    broker's aborted-transaction list names, and reads past a fetch of only
+    aborted data."""
+    from logstore.spark.kafka_client import KafkaClient
+
+    b = broker_factory(FAST_TIMEOUTS)
+    create_topic(b.bootstrap, "spark-tx", 1)
+    p = _producer(b.bootstrap, "t-spark")
+    for keys, commit in (([b"a0", b"a1"], False), ([b"c0", b"c1"], True), ([b"a2"], False), ([b"c2"], True)):
+        p.begin_transaction()
+        for k in keys:
+            p.produce("spark-tx", key=k, value=b"v")
+        p.flush(20)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    with KafkaClient(b.bootstrap) as client:
+        keys, offset = [], 0
+        while True:
+            data = client.fetch("spark-tx", 0, offset, max_bytes=200)
+            if not data:
+                break
+            for batch in logstore.decode_batches(data):
+                if not batch.is_control:
+                    keys += [r.key for r in batch.records if r.offset >= offset]
+                offset = batch.last_offset + 1
+    assert keys == [b"c0", b"c1", b"c2"]
