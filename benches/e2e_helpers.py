@@ -373,7 +373,8 @@ def produce_latency(
     """Produces ``size``-byte messages at a fixed ``rate`` (acks=all, linger.ms=0); returns
     the produce()->delivery-callback latencies in seconds (warm-up dropped), the rate
     actually achieved, and the seconds that the client's threads (librdkafka's included)
-    and, given its pid, the broker's threads waited for a CPU while producing."""
+    and, given its pid, the broker's threads waited for a CPU while producing, with the
+    VM's steal time over the same span (``"steal"``)."""
     from confluent_kafka import Producer
 
     p = Producer(
@@ -408,6 +409,7 @@ def produce_latency(
     callbacks = [cb(i) for i in range(total)]
     pids = {"client": os.getpid(), **({"broker": broker_pid} if broker_pid is not None else {})}
     waited = {k: run_queue_wait_seconds(pid) for k, pid in pids.items()}
+    steal_before = steal_seconds()
     start = now()
     interval = 1.0 / rate
     for i in range(total):
@@ -428,6 +430,7 @@ def produce_latency(
     sending = now() - start
     assert p.flush(60) == 0
     waited = {k: run_queue_wait_seconds(pid) - waited[k] for k, pid in pids.items()}
+    waited["steal"] = steal_seconds() - steal_before
     assert not errors, errors[:5]
     assert done[0] == total
     return lat[skip:], total / sending, waited
@@ -547,6 +550,23 @@ def broker_cpu_seconds(pid: int) -> tuple[float, float]:
         fields = f.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def steal_seconds() -> float:
+    """Seconds of steal time summed over the VM's CPUs (``steal`` in ``/proc/stat``,
+    in USER_HZ ticks): time the hypervisor ran something else while a vCPU had work."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def guest_halt_poll_ns() -> int | None:
+    """How long an idle vCPU polls before it halts (cpuidle-haltpoll guests), or None."""
+    try:
+        with open("/sys/module/haltpoll/parameters/guest_halt_poll_ns") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def run_queue_wait_seconds(pid: int) -> float:

@@ -274,7 +274,7 @@ class GroupMetadataManager:
             removed = selector(group)
             for tp in removed:
                 group.offsets.pop(tp, None)
-            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
+            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_txn_offsets and not group.pending_members:
                 group.transition_to(GroupState.DEAD)
             records: list[Record] = [
                 (encode_offset_commit_key(group.group_id, topic, partition), None, [], timestamp) for topic, partition in removed
