@@ -31,7 +31,7 @@ from broker_py.error_codes import ErrorCode
 from broker_py.protocol.messages.offset_commit import OffsetFetchRequest
 from broker_py.protocol.messages.produce import ProduceRequest
 
-from .clients import create_topic, wait_until, wire_call
+from .clients import create_topic, kcat, wait_until, wire_call
 
 FAST_TIMEOUTS = {
     "transaction.state.log.num.partitions": "3",
@@ -484,3 +484,22 @@ def test_spark_kafka_client_drops_aborted_batches_the_broker_lists(broker_factor
                     keys += [r.key for r in batch.records if r.offset >= offset]
                 offset = batch.last_offset + 1
     assert keys == [b"c0", b"c1", b"c2"]
+
+
+def test_kcat_reads_committed_transactions_only(broker_factory):
+    """kcat (Debian's librdkafka 2.0.2) with isolation.level=read_committed."""
+    b = broker_factory(FAST_TIMEOUTS)
+    create_topic(b.bootstrap, "kcat-tx", 1)
+    p = _producer(b.bootstrap, "t-kcat")
+    for key, commit in ((b"one", True), (b"aborted", False), (b"two", True)):
+        p.begin_transaction()
+        p.produce("kcat-tx", key=key, value=b"v")
+        p.flush(20)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    committed = kcat(b.bootstrap, "-C", "-t", "kcat-tx", "-e", "-f", "%k\n", "-X", "isolation.level=read_committed")
+    assert committed.stdout.split() == [b"one", b"two"]
+    everything = kcat(b.bootstrap, "-C", "-t", "kcat-tx", "-e", "-f", "%k\n", "-X", "isolation.level=read_uncommitted")
+    assert everything.stdout.split() == [b"one", b"aborted", b"two"]
