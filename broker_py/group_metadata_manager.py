@@ -183,6 +183,27 @@ class GroupMetadataManager:
 
     def store_offsets(self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
         """Writes offset commits; those whose metadata is too long are refused alone."""
+        errors, accepted = self._write_offsets(group, offsets)
+        if accepted and not group.is_(GroupState.DEAD):
+            group.offsets.update(accepted)
+        return errors
+
+    def store_txn_offsets(
+        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Writes offset commits in the producer's transaction; they stay pending
+        until its marker."""
+        errors, accepted = self._write_offsets(group, offsets, (producer_id, producer_epoch))
+        if accepted:
+            group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+            self._txn_groups.setdefault(producer_id, set()).add(group.group_id)
+        return errors
+
+    def _write_offsets(
+        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], producer: tuple[int, int] | None = None
+    ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
+        """Appends the offsets whose metadata fits ``offset.metadata.max.bytes`` as one
+        batch: (the error of every offset, the offsets written)."""
         max_metadata = self.config["offset.metadata.max.bytes"]
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -191,59 +212,24 @@ class GroupMetadataManager:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = o
-        if accepted:
-            timestamp = now_ms()
-            records = [
-                (
-                    encode_offset_commit_key(group.group_id, topic, partition),
-                    encode_offset_commit_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
-                    [],
-                    timestamp,
-                )
-                for (topic, partition), o in accepted.items()
-            ]
-            error = self._append(group.group_id, records)
-            if error:
-                error = _offset_append_error(error)
-            elif not group.is_(GroupState.DEAD):
-                group.offsets.update(accepted)
-            for tp in accepted:
-                errors[tp] = error
-        return errors
-
-    def store_txn_offsets(
-        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata]
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """Writes offset commits in the producer's transaction; they stay pending
-        until its marker."""
-        max_metadata = self.config["offset.metadata.max.bytes"]
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        accepted = {}
-        for tp, o in offsets.items():
-            if len(o.metadata) > max_metadata:
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = o
-        if accepted:
-            timestamp = now_ms()
-            records = [
-                (
-                    encode_offset_commit_key(group.group_id, topic, partition),
-                    encode_offset_commit_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
-                    [],
-                    timestamp,
-                )
-                for (topic, partition), o in accepted.items()
-            ]
-            error = self._append(group.group_id, records, (producer_id, producer_epoch))
-            if error:
-                error = _offset_append_error(error)
-            else:
-                group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
-                self._txn_groups.setdefault(producer_id, set()).add(group.group_id)
-            for tp in accepted:
-                errors[tp] = error
-        return errors
+        if not accepted:
+            return errors, {}
+        timestamp = now_ms()
+        records = [
+            (
+                encode_offset_commit_key(group.group_id, topic, partition),
+                encode_offset_commit_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
+                [],
+                timestamp,
+            )
+            for (topic, partition), o in accepted.items()
+        ]
+        error = self._append(group.group_id, records, producer)
+        if error:
+            error = _offset_append_error(error)
+        for tp in accepted:
+            errors[tp] = error
+        return errors, {} if error else accepted
 
     def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
         """Applies (COMMIT) or drops (ABORT) the producer's pending offsets of the groups

@@ -202,13 +202,15 @@ def handle_leave_group(broker, request, connection):
 # ---- OffsetCommit / OffsetFetch ----
 
 
-def handle_offset_commit(broker, request, connection):
-    body = request.body
-    version = request.api_version
+def requested_offsets(
+    broker, topics, with_leader_epoch: bool
+) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
+    """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now:
+    (UNKNOWN_TOPIC_OR_PARTITION for each partition that does not exist, the rest)."""
     commit_timestamp = now_ms()
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    for topic in body.topics:
+    for topic in topics:
         info = broker.metadata.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
@@ -217,10 +219,17 @@ def handle_offset_commit(broker, request, connection):
             else:
                 offsets[tp] = OffsetAndMetadata(
                     offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                    leader_epoch=p.committed_leader_epoch if with_leader_epoch else -1,
                     metadata=p.committed_metadata or "",
                     commit_timestamp=commit_timestamp,
                 )
+    return errors, offsets
+
+
+def handle_offset_commit(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    errors, offsets = requested_offsets(broker, body.topics, version >= 6)
     if offsets:
         errors.update(
             broker.group_coordinator.commit_offsets(

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import KafkaError
-from broker_py.group import OffsetAndMetadata
 from broker_py.group_metadata_manager import now_ms
+from broker_py.handlers.groups import requested_offsets
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.transaction_admin import (
     DescribeProducersResponse,
@@ -160,22 +160,7 @@ def handle_end_txn(broker, request, connection):
 def handle_txn_offset_commit(broker, request, connection):
     body = request.body
     version = request.api_version
-    commit_timestamp = now_ms()
-    errors: dict[tuple[str, int], ErrorCode] = {}
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    for topic in body.topics:
-        info = broker.metadata.get(topic.name)
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                offsets[tp] = OffsetAndMetadata(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
-                    metadata=p.committed_metadata or "",
-                    commit_timestamp=commit_timestamp,
-                )
+    errors, offsets = requested_offsets(broker, body.topics, version >= 2)
     if offsets:
         errors.update(
             broker.group_coordinator.commit_txn_offsets(
