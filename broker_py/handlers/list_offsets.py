@@ -16,18 +16,22 @@ READ_COMMITTED = 1
 
 
 def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
-    """(timestamp, offset) that ListOffsets answers; (-1, -1) when no record qualifies."""
+    """(timestamp, offset) that ListOffsets answers; (-1, -1) when no record qualifies.
+
+    Reads stop at the last stable offset (read_committed) or the high watermark: a
+    record found by timestamp at or past that bound does not qualify, as in Kafka."""
     plog = partition.log
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, partition.log_start_offset
+    bound = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
     if timestamp == LATEST:
-        return -1, partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
+        return -1, bound
     if timestamp == MAX_TIMESTAMP:
         largest = max((s.largest_timestamp for s in plog.segments() if s.size > 0), default=-1)
         found = plog.offset_for_timestamp(largest) if largest >= 0 else None
-        return (found[1], found[0]) if found else (-1, -1)
-    found = plog.offset_for_timestamp(timestamp)
-    return (found[1], found[0]) if found else (-1, -1)
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    return (found[1], found[0]) if found and found[0] < bound else (-1, -1)
 
 
 def handle_list_offsets(broker, request, connection):

@@ -93,6 +93,21 @@ def _stable_end(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, in
     return ends[0], ends[1]
 
 
+def _offset_for_time(bootstrap: str, topic: str, timestamp: int) -> tuple[int, int]:
+    """(read_committed, read_uncommitted) offset of the first record at or after
+    ``timestamp`` in partition 0 (-1: none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    found = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "times", "isolation.level": isolation})
+        try:
+            found.append(c.offsets_for_times([TopicPartition(topic, 0, timestamp)], 10)[0].offset)
+        finally:
+            c.close()
+    return found[0], found[1]
+
+
 def test_confluent_commit_and_abort_across_partitions(broker_factory):
     b = broker_factory(FAST_TIMEOUTS)
     create_topic(b.bootstrap, "tx", 2)
@@ -128,9 +143,12 @@ def test_open_transaction_holds_the_last_stable_offset(broker_factory):
     p.produce("lso", key=b"first", value=b"x")
     p.commit_transaction(20)
     p.begin_transaction()
-    p.produce("lso", key=b"open", value=b"x")
+    open_ts = int(time.time() * 1000) + 1000
+    p.produce("lso", key=b"open", value=b"x", timestamp=open_ts)
     p.flush(20)
     assert _stable_end(b.bootstrap, "lso") == (2, 3)
+    # Offsets for times stop at the same bound.
+    assert _offset_for_time(b.bootstrap, "lso", open_ts) == (-1, 2)
     # A non-transactional producer writes after the open transaction: read_committed
     # consumers still stop at the open transaction's first offset.
     from confluent_kafka import Producer
