@@ -39,6 +39,7 @@ from broker_py.plain_sasl_server import PlainSaslServer
 from broker_py.producer_id_manager import ProducerIdManager
 from broker_py.sasl_authenticator import SaslServerAuthenticator
 from broker_py.scram_credentials import ScramCredentialStore
+from broker_py.standard_authorizer import StandardAuthorizer
 from broker_py.scram_sasl_server import ScramSaslServer
 from broker_py.ssl_context import server_context
 from broker_py.topic_metadata import TopicInfo, TopicMetadataStore, validate_topic_name
@@ -67,6 +68,12 @@ class Broker:
         self.dynamic_configs = DynamicBrokerConfigStore(config.log_dirs[0], config)
         self.dynamic_configs.load()
         self.scram_credentials = ScramCredentialStore(config.log_dirs[0])
+        # None without authorizer.class.name: every request is allowed, as in Kafka.
+        self.authorizer: StandardAuthorizer | None = None
+        if config["authorizer.class.name"]:
+            self.authorizer = StandardAuthorizer(
+                config.log_dirs[0], config["super.users"], config["allow.everyone.if.no.acl.found"]
+            )
         self.metadata = TopicMetadataStore(config.log_dirs[0])
         self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])

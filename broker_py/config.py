@@ -95,6 +95,31 @@ def _list(key: str, raw: str) -> list[str]:
     return [p.strip() for p in raw.split(",") if p.strip()]
 
 
+# authorizer.class.name values that name Kafka's ACL authorizers (ZooKeeper and KRaft
+# mode); this broker's StandardAuthorizer decides as both do.
+AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+
+def _authorizer(key: str, raw: str) -> str:
+    v = raw.strip()
+    if v and v not in AUTHORIZERS:
+        raise ConfigError(key, raw, f"must be empty (no authorizer) or one of {', '.join(AUTHORIZERS)}")
+    return v
+
+
+def _principals(key: str, raw: str) -> list[str]:
+    # super.users: principals separated by semicolons, each Type:name.
+    out = []
+    for part in (p.strip() for p in raw.split(";")):
+        if not part:
+            continue
+        kind, sep, name = part.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError(key, raw, f"{part!r} is not a principal Type:name")
+        out.append(part)
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Listener:
     """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
@@ -159,6 +184,9 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "listener.security.protocol.map": (_protocol_map, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
     "sasl.enabled.mechanisms": (_list, "GSSAPI"),
     "sasl.jaas.config": (_str, None),
+    "authorizer.class.name": (_authorizer, ""),
+    "super.users": (_principals, ""),
+    "allow.everyone.if.no.acl.found": (_bool, "false"),
     "ssl.keystore.type": (_str, "JKS"),
     "ssl.keystore.location": (_str, None),
     "ssl.keystore.password": (_str, None),

@@ -49,6 +49,7 @@ from broker_py.protocol.schema import Message
 from broker_py.protocol.types import DeferredRecords
 from broker_py.request_logger import RequestTimes, log_completed, now
 from broker_py.sasl_authenticator import SaslServerAuthenticator
+from broker_py.ssl_context import distinguished_name
 from broker_py.request_logger import enabled as request_log_enabled
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,8 @@ class ClientConnection(asyncio.Protocol):
         self._close_after = False
         self.peer = "?"
         self.local = "?"
+        self.host = "?"  # the client's address, as ACLs name hosts
+        self._tls_principal: str | None = None
         self.client_id: str | None = None
         self.client_software: str | None = None
         self.transport: asyncio.Transport | None = None
@@ -96,6 +99,10 @@ class ClientConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.host = peer[0] if peer else "?"
+        cert = transport.get_extra_info("peercert")
+        if cert:
+            self._tls_principal = "User:" + distinguished_name(cert.get("subject", ()))
         local = transport.get_extra_info("sockname")
         self.local = f"{local[0]}:{local[1]}" if local else "?"
         sock = transport.get_extra_info("socket")
@@ -150,6 +157,14 @@ class ClientConnection(asyncio.Protocol):
             self._process()
         if sasl.authenticated:
             self.decoder.max_request_size = self.server.max_request_size
+
+    @property
+    def principal(self) -> str:
+        """``User:<name>`` a SASL exchange authenticated, ``User:<subject DN>`` of a TLS
+        client certificate, or ``User:ANONYMOUS`` (Kafka's default principal builder)."""
+        if self.sasl is not None and self.sasl.principal is not None:
+            return "User:" + self.sasl.principal
+        return self._tls_principal or "User:ANONYMOUS"
 
     def close_after_response(self) -> None:
         """Closes the connection once the response being made is sent (a failed
@@ -284,7 +299,7 @@ class ClientConnection(asyncio.Protocol):
         api = event.api_key
         log_completed(
             getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.client_id,
-            self.local, self.peer, times,
+            self.local, self.peer, times, self.principal,
         )
 
     def _write(self, chunks: list) -> None:

@@ -163,3 +163,30 @@ def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
         raise ConfigError(location_key, "", f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore (ssl.truststore.type PEM or PKCS12)")
     else:
         raise ConfigError(type_key, kind, "must be PEM or PKCS12")
+
+
+# RFC 2253 keywords for the attribute names Python's ``getpeercert()`` reports.
+_DN_KEYWORDS = {
+    "commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
+    "organizationName": "O", "organizationalUnitName": "OU", "streetAddress": "STREET",
+    "domainComponent": "DC", "userId": "UID",
+}  # fmt: skip
+
+
+def _escape_dn_value(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def distinguished_name(subject) -> str:
+    """A certificate subject (``getpeercert()["subject"]``, RDNs in certificate order) as
+    RFC 2253 writes it, last RDN first: ``CN=client,OU=eng,O=example``; Kafka's default
+    SSL principal is ``User:`` and this string."""
+    return ",".join(
+        "+".join(f"{_DN_KEYWORDS.get(name, name)}={_escape_dn_value(value)}" for name, value in rdn)
+        for rdn in reversed(subject)
+    )

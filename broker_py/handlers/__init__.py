@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 def _modules():
     from broker_py.handlers import (
+        acls,
         api_versions,
         cluster,
         configs,
@@ -46,7 +47,7 @@ def _modules():
     )
 
     return (
-        api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
+        acls, api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
         sasl, topics, transactions,
     )  # fmt: skip
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from broker_py import authorized_operations
+from broker_py import auth_helper
+from broker_py.acl_binding import CLUSTER_NAME, ResourceType
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.describe_cluster import DescribeClusterResponse
 
@@ -16,8 +17,8 @@ def handle_describe_cluster(broker, request, connection):
         cluster_id=broker.cluster_id,
         controller_id=broker.broker_id,
         brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)],
-        cluster_authorized_operations=authorized_operations.field(
-            authorized_operations.CLUSTER, request.body.include_cluster_authorized_operations
+        cluster_authorized_operations=auth_helper.authorized_operations(
+            broker, connection, ResourceType.CLUSTER, CLUSTER_NAME, request.body.include_cluster_authorized_operations
         ),
     )
 

@@ -7,11 +7,14 @@ in server.properties (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG),
 with the chain of synonyms when asked. A BROKER resource is this broker's id or
 ``""`` (the cluster-wide default); altering one changes its dynamic configs
 (``broker_py.dynamic_broker_config``), and only keys Kafka lets change at runtime.
+With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS, on the
+topic or, for a broker or its loggers, on the cluster.
 """
 
 from __future__ import annotations
 
-from broker_py import broker_loggers
+from broker_py import auth_helper, broker_loggers
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.config import DYNAMIC_KEYS, BrokerConfig
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
@@ -144,6 +147,15 @@ def _is_this_broker(broker, name: str) -> bool:
     return name in ("", str(broker.broker_id))
 
 
+def _ensure_allowed(broker, connection, operation: AclOperation, resource_type: int, name: str) -> None:
+    """A topic's configs need the operation on the topic, a broker's and its loggers' on
+    the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
+    if resource_type == TOPIC:
+        auth_helper.ensure(broker, connection, operation, ResourceType.TOPIC, name)
+    elif resource_type in (BROKER, BROKER_LOGGER):
+        auth_helper.ensure(broker, connection, operation, ResourceType.CLUSTER)
+
+
 def handle_describe_configs(broker, request, connection):
     body = request.body
     results = []
@@ -152,7 +164,13 @@ def handle_describe_configs(broker, request, connection):
         result = DescribeConfigsResponse.DescribeConfigsResult(
             error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name, configs=[]
         )
-        if r.resource_type == TOPIC:
+        try:
+            _ensure_allowed(broker, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        except KafkaError as e:
+            result.error_code, result.error_message = int(e.errno), str(e)
+        if result.error_code:
+            pass
+        elif r.resource_type == TOPIC:
             topic = broker.metadata.get(r.resource_name)
             if topic is None:
                 result.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -198,6 +216,7 @@ def handle_alter_configs(broker, request, connection):
                 if c.value is None:
                     raise InvalidConfigError(f"null value for {c.name}")
                 configs[c.name] = c.value
+            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
             _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
         except KafkaError as e:
             error, message = e.errno, str(e)
@@ -240,6 +259,7 @@ def handle_incremental_alter_configs(broker, request, connection):
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
+            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
             if r.resource_type == BROKER_LOGGER:
                 _alter_loggers(broker, r, body.validate_only)
                 responses.append(

@@ -11,6 +11,8 @@ at the high watermark (read_uncommitted) or the last stable offset (read_committ
 A read_committed response lists the aborted transactions that overlap the records it
 returns, from the partition's transaction index; the consumer drops their batches.
 
+With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION_FAILED.
+
 Fetch sessions (v7+) are not kept: every response has session id 0, which tells the
 client to send full fetch requests.
 """
@@ -23,6 +25,8 @@ import uuid
 
 import logstore
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.fetch import FetchResponse
@@ -45,7 +49,7 @@ def _partition_data(index: int, error: ErrorCode, partition=None, records=b"", a
     )
 
 
-def _read(broker, body, version: int):
+def _read(broker, body, version: int, denied: set[str]):
     """One pass over the requested partitions: (response topics, bytes found, partitions read)."""
     remaining = body.max_bytes if version >= 3 else 2**31 - 1
     first_with_data = True
@@ -61,6 +65,9 @@ def _read(broker, body, version: int):
             topic = broker.metadata.get(name)
         parts = []
         for fp in ft.partitions:
+            if name in denied:
+                parts.append(_partition_data(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if topic is None:
                 error = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 parts.append(_partition_data(fp.partition, error))
@@ -106,11 +113,11 @@ def _read(broker, body, version: int):
     return out, total, touched
 
 
-def _requested_partitions(broker, body, version: int) -> list:
+def _requested_partitions(broker, body, version: int, denied: set[str]) -> list:
     found = []
     for ft in body.topics:
         topic = broker.metadata.by_id(ft.topic_id) if version >= 13 else broker.metadata.get(ft.topic)
-        if topic is not None:
+        if topic is not None and topic.name not in denied:
             found.extend(p for fp in ft.partitions if (p := broker.partitions.get((topic.name, fp.partition))) is not None)
     return found
 
@@ -123,15 +130,31 @@ def handle_fetch(broker, request, connection):
     if version >= 7 and body.session_id != 0:
         return FetchResponse(error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0, responses=[])
     deadline = time.monotonic() + max(0, body.max_wait_ms) / 1000
+    denied = _denied_topics(broker, connection, body, version)
     # Events are taken before reading, so an append after the read still wakes the poll.
-    events = [p.append_event() for p in _requested_partitions(broker, body, version)]
-    topics, total, _ = _read(broker, body, version)
+    events = [p.append_event() for p in _requested_partitions(broker, body, version, denied)]
+    topics, total, _ = _read(broker, body, version, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or not events:
         return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
-    return _long_poll(broker, body, version, deadline, events)
+    return _long_poll(broker, body, version, deadline, events, denied)
 
 
-async def _long_poll(broker, body, version: int, deadline: float, events: list) -> FetchResponse:
+def _denied_topics(broker, connection, body, version: int) -> set[str]:
+    """The requested topics the connection may not READ (TOPIC_AUTHORIZATION_FAILED)."""
+    if broker.authorizer is None:
+        return set()
+    names = []
+    for ft in body.topics:
+        if version >= 13:
+            topic = broker.metadata.by_id(ft.topic_id)
+            if topic is not None:
+                names.append(topic.name)
+        else:
+            names.append(ft.topic)
+    return auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, names)
+
+
+async def _long_poll(broker, body, version: int, deadline: float, events: list, denied: set[str]) -> FetchResponse:
     while True:
         remaining = deadline - time.monotonic()
         if remaining > 0:
@@ -141,8 +164,8 @@ async def _long_poll(broker, body, version: int, deadline: float, events: list) 
             finally:
                 for w in waiters:
                     w.cancel()
-        events = [p.append_event() for p in _requested_partitions(broker, body, version)]
-        topics, total, _ = _read(broker, body, version)
+        events = [p.append_event() for p in _requested_partitions(broker, body, version, denied)]
+        topics, total, _ = _read(broker, body, version, denied)
         if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not events:
             return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
 

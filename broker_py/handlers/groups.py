@@ -4,12 +4,22 @@ OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroup
 Each handler turns the request of its version into a call on the broker's
 :class:`~broker_py.group_coordinator.GroupCoordinator` and the result into the
 response of that version; the coordinator holds all the rules.
+
+With an authorizer, each checks what Kafka's KafkaApis checks: FindCoordinator DESCRIBE
+on the group or transactional id; JoinGroup, SyncGroup, Heartbeat, LeaveGroup and
+OffsetCommit READ on the group (and OffsetCommit READ on each topic); OffsetFetch and
+DescribeGroups DESCRIBE on the group (OffsetFetch DESCRIBE on each topic, and leaves out
+those it may not see when asked for every topic); DeleteGroups and OffsetDelete DELETE
+on the group (OffsetDelete READ on each topic); ListGroups lists every group to DESCRIBE
+on the cluster and otherwise the groups the connection may DESCRIBE.
 """
 
 from __future__ import annotations
 
 import logstore
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import KafkaError
 from broker_py.group import JoinGroupResult, OffsetAndMetadata
@@ -27,7 +37,6 @@ from broker_py.protocol.messages.group_admin import (
     DescribeGroupsResponse,
     ListGroupsResponse,
 )
-from broker_py import authorized_operations
 from broker_py.protocol.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetFetchResponse,
@@ -37,6 +46,9 @@ from broker_py.protocol.messages.offset_delete import OffsetDeleteResponse
 COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1
 
+
+def _group_allowed(broker, connection, operation: AclOperation, group_id: str) -> bool:
+    return auth_helper.authorize(broker, connection, operation, ResourceType.GROUP, group_id)
 
 
 def _client_id(request) -> str:
@@ -55,6 +67,12 @@ def _client_host(connection) -> str:
 
 def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) of the coordinator of ``key``."""
+    if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(broker, connection, AclOperation.DESCRIBE, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+    if key_type == COORDINATOR_KEY_TRANSACTION and not auth_helper.authorize(
+        broker, connection, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == COORDINATOR_KEY_GROUP:
         coordinator = broker.group_coordinator
         if coordinator is None or not coordinator.active:
@@ -127,6 +145,11 @@ async def handle_join_group(broker, request, connection):
     body = request.body
     version = request.api_version
     group_instance_id = body.group_instance_id if version >= 5 else None
+    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+        return JoinGroupResponse(
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), generation_id=-1, protocol_type=None,
+            protocol_name="" if version < 7 else None, leader="", member_id=body.member_id, members=[],
+        )  # fmt: skip
     # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
     result = await broker.group_coordinator.join_group(
@@ -149,6 +172,8 @@ async def handle_join_group(broker, request, connection):
 async def handle_sync_group(broker, request, connection):
     body = request.body
     version = request.api_version
+    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+        return SyncGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), assignment=b"")
     result = await broker.group_coordinator.sync_group(
         group_id=body.group_id,
         generation_id=body.generation_id,
@@ -168,6 +193,8 @@ async def handle_sync_group(broker, request, connection):
 
 def handle_heartbeat(broker, request, connection):
     body = request.body
+    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+        return HeartbeatResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     error = broker.group_coordinator.heartbeat(
         body.group_id,
         body.member_id,
@@ -180,6 +207,8 @@ def handle_heartbeat(broker, request, connection):
 def handle_leave_group(broker, request, connection):
     body = request.body
     version = request.api_version
+    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+        return LeaveGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), members=[])
     if version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in body.members]
     else:
@@ -202,11 +231,17 @@ def handle_leave_group(broker, request, connection):
 # ---- OffsetCommit / OffsetFetch ----
 
 
+def topic_denied(broker, connection, topics, operation: AclOperation = AclOperation.READ) -> set[str]:
+    """The names of the request's topics the connection may not perform ``operation`` on."""
+    return auth_helper.denied(broker, connection, operation, ResourceType.TOPIC, (t.name for t in topics))
+
+
 def requested_offsets(
-    broker, topics, with_leader_epoch: bool
+    broker, topics, with_leader_epoch: bool, denied: set[str]
 ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
     """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now:
-    (UNKNOWN_TOPIC_OR_PARTITION for each partition that does not exist, the rest)."""
+    (TOPIC_AUTHORIZATION_FAILED for each partition of a ``denied`` topic and
+    UNKNOWN_TOPIC_OR_PARTITION for each that does not exist, the rest)."""
     commit_timestamp = now_ms()
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -214,7 +249,9 @@ def requested_offsets(
         info = broker.metadata.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
+            if topic.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p.partition_index < info.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = OffsetAndMetadata(
@@ -229,7 +266,13 @@ def requested_offsets(
 def handle_offset_commit(broker, request, connection):
     body = request.body
     version = request.api_version
-    errors, offsets = requested_offsets(broker, body.topics, version >= 6)
+    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+        errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED for t in body.topics for p in t.partitions}
+        offsets = {}
+    else:
+        errors, offsets = requested_offsets(
+            broker, body.topics, version >= 6, topic_denied(broker, connection, body.topics)
+        )
     if offsets:
         errors.update(
             broker.group_coordinator.commit_offsets(
@@ -256,24 +299,41 @@ def handle_offset_commit(broker, request, connection):
     )
 
 
-def _fetch_group_offsets(broker, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
+def _fetch_group_offsets(broker, connection, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
     """(error, [(topic, [(partition, OffsetAndMetadata | None, error)])]) in request
     order; ``topics`` None means every committed offset of the group. With
     ``require_stable`` (v7+), a partition with a transactional commit not yet ended
     gets UNSTABLE_OFFSET_COMMIT and no offset."""
+    if not _group_allowed(broker, connection, AclOperation.DESCRIBE, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     error, offsets = broker.group_coordinator.fetch_offsets(group_id, partitions)
+    if broker.authorizer is not None and error == ErrorCode.NONE:
+        names = {tp[0] for tp in offsets} | {t.name for t in topics or ()}
+        denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if topics is None:
+            offsets = {tp: o for tp, o in offsets.items() if tp[0] not in denied}
+        else:
+            hidden = {tp for tp in offsets if tp[0] in denied}
+            for tp in hidden:
+                offsets[tp] = _DENIED
     unstable = broker.group_coordinator.unstable_offsets(group_id) if require_stable else set()
     by_topic: dict[str, list] = {}
     if topics is not None and error == ErrorCode.NONE:
         for t in topics:
             by_topic.setdefault(t.name, [])
     for tp, o in offsets.items():
-        if tp in unstable:
+        if o is _DENIED:
+            by_topic.setdefault(tp[0], []).append((tp[1], None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        elif tp in unstable:
             by_topic.setdefault(tp[0], []).append((tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT))
         else:
             by_topic.setdefault(tp[0], []).append((tp[1], o, ErrorCode.NONE))
     return error, list(by_topic.items())
+
+
+# The offset of a partition whose topic the connection may not DESCRIBE.
+_DENIED = OffsetAndMetadata(offset=-1, leader_epoch=-1, metadata="", commit_timestamp=-1)
 
 
 def _partition_fields(partition: int, o: OffsetAndMetadata | None, error: ErrorCode = ErrorCode.NONE) -> dict:
@@ -294,7 +354,7 @@ def handle_offset_fetch(broker, request, connection):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group_offsets(broker, g.group_id, g.topics, body.require_stable)
+            error, topics = _fetch_group_offsets(broker, connection, g.group_id, g.topics, body.require_stable)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id,
@@ -312,7 +372,7 @@ def handle_offset_fetch(broker, request, connection):
     topics_requested = body.topics
     if version < 2 and topics_requested is None:
         topics_requested = []
-    error, topics = _fetch_group_offsets(broker, body.group_id, topics_requested, version >= 7 and body.require_stable)
+    error, topics = _fetch_group_offsets(broker, connection, body.group_id, topics_requested, version >= 7 and body.require_stable)
     if error != ErrorCode.NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
         topics = [(t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes]) for t in topics_requested]
@@ -340,6 +400,14 @@ def handle_describe_groups(broker, request, connection):
     include_operations = request.api_version >= 3 and body.include_authorized_operations
     out = []
     for group_id in body.groups:
+        if not _group_allowed(broker, connection, AclOperation.DESCRIBE, group_id):
+            out.append(
+                DescribeGroupsResponse.DescribedGroup(
+                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id, group_state="",
+                    protocol_type="", protocol_data="", members=[],
+                )  # fmt: skip
+            )
+            continue
         error, summary = broker.group_coordinator.describe_group(group_id)
         out.append(
             DescribeGroupsResponse.DescribedGroup(
@@ -359,7 +427,9 @@ def handle_describe_groups(broker, request, connection):
                     )
                     for m in summary.members
                 ],
-                authorized_operations=authorized_operations.field(authorized_operations.GROUP, include_operations),
+                authorized_operations=auth_helper.authorized_operations(
+                    broker, connection, ResourceType.GROUP, group_id, include_operations
+                ),
             )
         )
     return DescribeGroupsResponse(groups=out)
@@ -371,6 +441,8 @@ def handle_list_groups(broker, request, connection):
     states = (body.states_filter or []) if version >= 4 else []
     types = (body.types_filter or []) if version >= 5 else []
     error, groups = broker.group_coordinator.list_groups(states, types)
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+        groups = [g for g in groups if _group_allowed(broker, connection, AclOperation.DESCRIBE, g.group_id)]
     return ListGroupsResponse(
         error_code=int(error),
         groups=[
@@ -384,7 +456,9 @@ def handle_list_groups(broker, request, connection):
 
 def handle_delete_groups(broker, request, connection):
     names = list(request.body.groups_names)
-    errors = broker.group_coordinator.delete_groups(names)
+    refused = {n for n in names if not _group_allowed(broker, connection, AclOperation.DELETE, n)}
+    errors = broker.group_coordinator.delete_groups([n for n in names if n not in refused])
+    errors.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
     seen = set()
     results = []
     for name in names:
@@ -397,13 +471,18 @@ def handle_delete_groups(broker, request, connection):
 
 def handle_offset_delete(broker, request, connection):
     body = request.body
+    if not _group_allowed(broker, connection, AclOperation.DELETE, body.group_id):
+        return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    denied = topic_denied(broker, connection, body.topics)
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
     for t in body.topics:
         topic = broker.metadata.get(t.name)
         for p in t.partitions:
             exists = topic is not None and 0 <= p.partition_index < topic.partitions
-            if exists:
+            if t.name in denied:
+                pass
+            elif exists:
                 known.append((t.name, p.partition_index))
             else:
                 unknown.add((t.name, p.partition_index))
@@ -419,7 +498,9 @@ def handle_offset_delete(broker, request, connection):
                     OffsetDeleteResponse.OffsetDeleteResponsePartition(
                         partition_index=p.partition_index,
                         error_code=int(
-                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                            if t.name in denied
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                             if (t.name, p.partition_index) in unknown
                             else errors.get((t.name, p.partition_index), ErrorCode.NONE)
                         ),

@@ -1,9 +1,13 @@
-"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) and offsets for times."""
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) and offsets for times.
+
+With an authorizer, a topic the connection may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
 import logstore
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.list_offsets import ListOffsetsResponse
@@ -36,13 +40,16 @@ def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
 
 def handle_list_offsets(broker, request, connection):
     body = request.body
+    denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, ts, offset, epoch = ErrorCode.NONE, -1, -1, -1
             partition = broker.partitions.get((t.name, p.partition_index))
-            if partition is None:
+            if t.name in denied:
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif (error := partition.leader_epoch_error(p.current_leader_epoch)) != ErrorCode.NONE:
                 pass

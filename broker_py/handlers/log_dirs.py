@@ -10,6 +10,10 @@ that dir, and otherwise starts the move (``broker_py/log_dir_mover.py``) and ans
 at once. A partition already moving elsewhere is redirected, as Kafka replaces a
 future replica: that move stops, its future log goes, and the partition moves to the
 new dir from wherever it is (to its own dir: it stays).
+
+With an authorizer, DescribeLogDirs needs DESCRIBE on the cluster (without it the answer
+lists no dir, with CLUSTER_AUTHORIZATION_FAILED from v3) and AlterReplicaLogDirs ALTER
+(each partition gets CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import logging
 import os
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
@@ -33,6 +39,8 @@ def _requested(broker, topics) -> set[tuple[str, int]]:
 
 
 def handle_describe_log_dirs(broker, request, connection):
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
     wanted = _requested(broker, request.body.topics)
     manager = broker.log_manager
     results = []
@@ -94,10 +102,11 @@ def _alter_one(broker, path: str, topic: str, index: int) -> ErrorCode:
 
 def handle_alter_replica_log_dirs(broker, request, connection):
     by_topic: dict[str, list] = {}
+    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER)
     for d in request.body.dirs:
         for t in d.topics:
             for index in t.partitions:
-                error = _alter_one(broker, d.path, t.name, index)
+                error = _alter_one(broker, d.path, t.name, index) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 by_topic.setdefault(t.name, []).append(
                     AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(partition_index=index, error_code=int(error))
                 )

@@ -7,6 +7,8 @@ Idempotent batches are checked against the partition's producer state first: a
 retried duplicate is acknowledged with its original offsets and not written again.
 A transactional batch must belong to an Ongoing transaction that includes the
 partition (INVALID_TXN_STATE otherwise); clients may not write control batches.
+With an authorizer, a transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+for every partition) and each topic WRITE (TOPIC_AUTHORIZATION_FAILED).
 
 A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
 encoded response frame; any other arrives decoded and is answered with a message. Both
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import logstore
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import (
     CorruptMessageError,
@@ -124,18 +128,38 @@ def produce_partition(broker, topic: str, index: int, records, acks: int, min_is
         return index, int(e.errno), -1, -1, -1, str(e), e.record_errors
 
 
+def _refusal(broker, connection, transactional_id: str | None, topics) -> tuple[ErrorCode | None, set[str]]:
+    """With an authorizer: the error every partition gets (a transactional id the
+    connection may not WRITE), and the topics it may not WRITE."""
+    if transactional_id is not None and not auth_helper.authorize(
+        broker, connection, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, set()
+    return None, auth_helper.denied(broker, connection, AclOperation.WRITE, ResourceType.TOPIC, topics)
+
+
+def _refused_partition(index: int, error: ErrorCode) -> tuple:
+    return index, int(error), -1, -1, -1, error.description, ()
+
+
 def handle_produce(broker, request, connection):
     if type(request) is ProduceFrame:
-        return _handle_produce_frame(broker, request)
+        return _handle_produce_frame(broker, request, connection)
     body = request.body
     acks = body.acks
+    every, denied = (None, set()) if broker.authorizer is None else _refusal(
+        broker, connection, body.transactional_id, (t.name for t in body.topic_data)
+    )
     responses = []
     for topic_data in body.topic_data:
         min_isr = _min_insync_replicas(broker, topic_data.name) if acks == -1 else 1
+        refused = every if every is not None else ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic_data.name in denied else None
         results = []
         for pd in topic_data.partition_data:
-            index, error, base_offset, append_time, log_start, message, record_errors = produce_partition(
-                broker, topic_data.name, pd.index, pd.records, acks, min_isr
+            index, error, base_offset, append_time, log_start, message, record_errors = (
+                produce_partition(broker, topic_data.name, pd.index, pd.records, acks, min_isr)
+                if refused is None
+                else _refused_partition(pd.index, refused)
             )
             results.append(
                 ProduceResponse.PartitionProduceResponse(
@@ -157,18 +181,24 @@ def handle_produce(broker, request, connection):
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _handle_produce_frame(broker, request: ProduceFrame) -> bytes | None:
+def _handle_produce_frame(broker, request: ProduceFrame, connection) -> bytes | None:
     """The common shape: records appended from the frame, the response encoded whole."""
     acks = request.acks
     records = request.records
+    every, denied = (None, set()) if broker.authorizer is None else _refusal(
+        broker, connection, request.transactional_id, (name for name, _ in request.topics)
+    )
     responses = []
     for name, partitions in request.topics:
         min_isr = _min_insync_replicas(broker, name) if acks == -1 else 1
+        refused = every if every is not None else ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied else None
         responses.append(
             (
                 name,
                 [
                     produce_partition(broker, name, index, records(start, end), acks, min_isr, idempotent)
+                    if refused is None
+                    else _refused_partition(index, refused)
                     for index, start, end, idempotent in partitions
                 ],
             )

@@ -1,9 +1,14 @@
-"""DeleteRecords and OffsetForLeaderEpoch: the log start and epoch ends of partitions."""
+"""DeleteRecords and OffsetForLeaderEpoch: the log start and epoch ends of partitions.
+
+With an authorizer, DeleteRecords needs DELETE and OffsetForLeaderEpoch DESCRIBE on the
+topic (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
 import logstore
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.delete_records import DeleteRecordsResponse
@@ -14,13 +19,16 @@ HIGH_WATERMARK = -1
 
 def handle_delete_records(broker, request, connection):
     body = request.body
+    denied = auth_helper.denied(broker, connection, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, low = ErrorCode.NONE, -1
             partition = broker.partitions.get((t.name, p.partition_index))
-            if partition is None:
+            if t.name in denied:
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
@@ -40,13 +48,16 @@ def handle_delete_records(broker, request, connection):
 
 def handle_offset_for_leader_epoch(broker, request, connection):
     body = request.body
+    denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, epoch, end = ErrorCode.NONE, -1, -1
             partition = broker.partitions.get((t.topic, p.partition))
-            if partition is None:
+            if t.topic in denied:
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif (error := partition.leader_epoch_error(p.current_leader_epoch)) != ErrorCode.NONE:
                 pass

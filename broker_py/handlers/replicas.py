@@ -9,10 +9,15 @@ partitions, so, as Kafka answers for a partition already led by its preferred re
   INVALID_REPLICA_ASSIGNMENT (no such broker is registered), and cancelling is
   NO_REASSIGNMENT_IN_PROGRESS;
 - no reassignment is ever in progress.
+
+With an authorizer, ElectLeaders and AlterPartitionReassignments need ALTER on the
+cluster, ListPartitionReassignments DESCRIBE (CLUSTER_AUTHORIZATION_FAILED otherwise).
 """
 
 from __future__ import annotations
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation
 from broker_py.error_codes import ErrorCode
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.elect_leaders import ElectLeadersResponse
@@ -28,6 +33,7 @@ def handle_elect_leaders(broker, request, connection):
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED
     valid = election_type in (PREFERRED, UNCLEAN)
+    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER)
     if body.topic_partitions is None:
         # Every partition: only those that needed an election are listed.
         wanted: list[tuple[str, int]] = [] if valid else sorted(broker.partitions)
@@ -35,7 +41,9 @@ def handle_elect_leaders(broker, request, connection):
         wanted = list(dict.fromkeys((t.topic, p) for t in body.topic_partitions for p in t.partitions))
     by_topic: dict[str, list] = {}
     for topic, index in wanted:
-        if not valid:
+        if not allowed:
+            error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not authorized"
+        elif not valid:
             error, message = ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
         elif (topic, index) in broker.partitions:
             error, message = ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
@@ -46,7 +54,7 @@ def handle_elect_leaders(broker, request, connection):
         )
     return ElectLeadersResponse(
         throttle_time_ms=0,
-        error_code=0 if valid else int(ErrorCode.INVALID_REQUEST),
+        error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED if not allowed else ErrorCode.NONE if valid else ErrorCode.INVALID_REQUEST),
         replica_election_results=[
             ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs) for t, rs in by_topic.items()
         ],
@@ -69,6 +77,11 @@ def _reassign(broker, topic: str, index: int, replicas: list[int] | None) -> tup
 
 
 def handle_alter_partition_reassignments(broker, request, connection):
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER):
+        return AlterPartitionReassignmentsResponse(
+            throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            error_message="ALTER on the cluster is not authorized", responses=[],
+        )  # fmt: skip
     responses = []
     for t in request.body.topics:
         parts = []
@@ -84,6 +97,11 @@ def handle_alter_partition_reassignments(broker, request, connection):
 
 
 def handle_list_partition_reassignments(broker, request, connection):
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+        return ListPartitionReassignmentsResponse(
+            throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            error_message="DESCRIBE on the cluster is not authorized", topics=[],
+        )  # fmt: skip
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
 
 

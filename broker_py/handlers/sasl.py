@@ -13,11 +13,14 @@ DUPLICATE_RESOURCE when one request names a user's mechanism twice,
 RESOURCE_NOT_FOUND for deleting a credential that does not exist; a user's changes
 apply only if all of that user's are valid. DescribeUserScramCredentials lists every
 user with credentials, or the users asked for (RESOURCE_NOT_FOUND for one without any,
-DUPLICATE_RESOURCE for one asked twice).
+DUPLICATE_RESOURCE for one asked twice). With an authorizer, describing needs DESCRIBE
+and altering ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import IllegalSaslStateError, KafkaError, SaslAuthenticationFailedError
 from broker_py.protocol.api_keys import ApiKey
@@ -55,6 +58,11 @@ def handle_sasl_authenticate(broker, request, connection):
 
 
 def handle_describe_user_scram_credentials(broker, request, connection):
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+        return DescribeUserScramCredentialsResponse(
+            throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            error_message="DESCRIBE on the cluster is not authorized", results=[],
+        )  # fmt: skip
     known = broker.scram_credentials.describe()
     asked = request.body.users
     results = []
@@ -94,6 +102,9 @@ def handle_alter_user_scram_credentials(broker, request, connection):
     def refuse(user: str, error: ErrorCode, message: str) -> None:
         errors.setdefault(user, (error, message))
 
+    if not auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER):
+        for user in users:
+            refuse(user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not authorized")
     for (user, mechanism), count in seen.items():
         if count > 1:
             refuse(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")

@@ -1,9 +1,16 @@
-"""CreateTopics, DeleteTopics and CreatePartitions."""
+"""CreateTopics, DeleteTopics and CreatePartitions.
+
+With an authorizer, creating a topic needs CREATE on the cluster or on the topic (and
+the configs come back only with DESCRIBE_CONFIGS on it), deleting DELETE and adding
+partitions ALTER on the topic; TOPIC_AUTHORIZATION_FAILED otherwise.
+"""
 
 from __future__ import annotations
 
 import uuid
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import InvalidReplicaAssignmentError, InvalidRequestError, KafkaError
 from broker_py.protocol.api_keys import ApiKey
@@ -29,6 +36,8 @@ def handle_create_topics(broker, request, connection):
         try:
             if seen[t.name] > 1:
                 raise InvalidRequestError(f"topic {t.name} appears more than once in the request")
+            if not auth_helper.authorize_cluster(broker, connection, AclOperation.CREATE):
+                auth_helper.ensure(broker, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)
             num_partitions, replication_factor = t.num_partitions, t.replication_factor
             if t.assignments:
                 if num_partitions != -1 or replication_factor != -1:
@@ -43,6 +52,10 @@ def handle_create_topics(broker, request, connection):
             result.topic_id = topic.topic_id
             result.num_partitions = topic.partitions
             result.replication_factor = 1
+            if not auth_helper.authorize(broker, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):
+                result.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                results.append(result)
+                continue
             effective = broker.effective_config(topic)
             result.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(
@@ -77,6 +90,7 @@ def handle_delete_topics(broker, request, connection):
                     results.append(result)
                     continue
                 name = result.name = topic.name
+            auth_helper.ensure(broker, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
             if name.startswith("__"):
                 raise InvalidRequestError(f"internal topic {name} cannot be deleted")
             topic = broker.delete_topic(name)
@@ -93,6 +107,7 @@ def handle_create_partitions(broker, request, connection):
     for t in body.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         try:
+            auth_helper.ensure(broker, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
             if t.assignments and any(a.broker_ids != [broker.broker_id] for a in t.assignments):
                 raise InvalidReplicaAssignmentError(f"only broker {broker.broker_id} exists")
             broker.create_partitions(t.name, t.count, validate_only=body.validate_only)

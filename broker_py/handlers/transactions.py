@@ -14,14 +14,23 @@ coordinator sends a partition leader; this broker's own coordinator appends its
 markers directly, and serves the API for tools that abort a hanging transaction by
 hand (``kafka-transactions.sh abort``: its marker is checked against the producer's
 epoch and coordinator epoch as the coordinator's are).
+
+With an authorizer: a transactional id needs WRITE (DESCRIBE for DescribeTransactions
+and ListTransactions), an idempotent InitProducerId IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic, AddPartitionsToTxn WRITE on each topic (the partitions of the
+others then get OPERATION_NOT_ATTEMPTED), AddOffsetsToTxn and TxnOffsetCommit READ on
+the group, TxnOffsetCommit and DescribeProducers READ on each topic, and
+WriteTxnMarkers and AddPartitionsToTxn v4+ CLUSTER_ACTION on the cluster, as in Kafka.
 """
 
 from __future__ import annotations
 
+from broker_py import auth_helper
+from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
 from broker_py.errors import KafkaError
 from broker_py.group_metadata_manager import now_ms
-from broker_py.handlers.groups import requested_offsets
+from broker_py.handlers.groups import requested_offsets, topic_denied
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.transaction_admin import (
     DescribeProducersResponse,
@@ -47,6 +56,10 @@ def _fenced_for(version: int, first_version_with_producer_fenced: int, error: Er
     return error
 
 
+def _may(broker, connection, operation: AclOperation, transactional_id: str) -> bool:
+    return auth_helper.authorize(broker, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
 def _coordinator(broker):
     coordinator = broker.transaction_coordinator
     return coordinator if coordinator is not None and coordinator.active else None
@@ -60,6 +73,16 @@ def handle_init_producer_id(broker, request, connection):
     version = request.api_version
     expected_id = body.producer_id if version >= 3 else -1
     expected_epoch = body.producer_epoch if version >= 3 else -1
+    refused = None
+    if body.transactional_id is not None:
+        if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+            refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize_cluster(broker, connection, AclOperation.IDEMPOTENT_WRITE) and not (
+        auth_helper.authorize_by_resource_type(broker, connection, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if refused is not None:
+        return InitProducerIdResponse(error_code=int(refused), producer_id=-1, producer_epoch=-1)
     if body.transactional_id is None:
         if expected_id >= 0:
             # KIP-360: an idempotent producer bumping its epoch keeps its id.
@@ -106,6 +129,8 @@ def handle_add_partitions_to_txn(broker, request, connection):
     version = request.api_version
     coordinator = _coordinator(broker)
     if version >= 4:
+        if not auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION):
+            return AddPartitionsToTxnResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results_by_transaction=[])
         return AddPartitionsToTxnResponse(
             error_code=0,
             results_by_transaction=[
@@ -118,13 +143,24 @@ def handle_add_partitions_to_txn(broker, request, connection):
                 for t in body.transactions
             ],
         )
-    results = _add(
-        coordinator,
-        body.v3_and_below_transactional_id,
-        body.v3_and_below_producer_id,
-        body.v3_and_below_producer_epoch,
-        body.v3_and_below_topics,
-    )
+    topics = body.v3_and_below_topics
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    denied = topic_denied(broker, connection, topics, AclOperation.WRITE)
+    if not _may(broker, connection, AclOperation.WRITE, body.v3_and_below_transactional_id):
+        results = dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif denied:
+        results = {
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in partitions
+        }
+    else:
+        results = _add(
+            coordinator,
+            body.v3_and_below_transactional_id,
+            body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch,
+            topics,
+        )
     results = {tp: _fenced_for(version, 2, e) for tp, e in results.items()}
     return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(results))
 
@@ -132,7 +168,11 @@ def handle_add_partitions_to_txn(broker, request, connection):
 def handle_add_offsets_to_txn(broker, request, connection):
     body = request.body
     coordinator = _coordinator(broker)
-    if coordinator is None:
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not body.group_id:
         error = ErrorCode.INVALID_GROUP_ID
@@ -147,7 +187,9 @@ def handle_add_offsets_to_txn(broker, request, connection):
 def handle_end_txn(broker, request, connection):
     body = request.body
     coordinator = _coordinator(broker)
-    if coordinator is None:
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         error = coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
@@ -160,7 +202,15 @@ def handle_end_txn(broker, request, connection):
 def handle_txn_offset_commit(broker, request, connection):
     body = request.body
     version = request.api_version
-    errors, offsets = requested_offsets(broker, body.topics, version >= 2)
+    refused = None
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if refused is not None:
+        errors, offsets = {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions}, {}
+    else:
+        errors, offsets = requested_offsets(broker, body.topics, version >= 2, topic_denied(broker, connection, body.topics))
     if offsets:
         errors.update(
             broker.group_coordinator.commit_txn_offsets(
@@ -187,6 +237,7 @@ def handle_txn_offset_commit(broker, request, connection):
 
 
 def handle_write_txn_markers(broker, request, connection):
+    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION)
     results = []
     for marker in request.body.markers:
         topics = []
@@ -195,7 +246,9 @@ def handle_write_txn_markers(broker, request, connection):
             for index in t.partition_indexes:
                 partition = broker.partitions.get((t.name, index))
                 error = ErrorCode.NONE
-                if partition is None:
+                if not allowed:
+                    error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif partition is None:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     try:
@@ -217,11 +270,19 @@ def handle_write_txn_markers(broker, request, connection):
 
 
 def handle_describe_producers(broker, request, connection):
+    denied = auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.body.topics))
     topics = []
     for t in request.body.topics:
         parts = []
         for index in t.partition_indexes:
             partition = broker.partitions.get((t.name, index))
+            if t.name in denied:
+                parts.append(
+                    DescribeProducersResponse.PartitionResponse(
+                        partition_index=index, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message=None
+                    )
+                )
+                continue
             if partition is None:
                 parts.append(
                     DescribeProducersResponse.PartitionResponse(
@@ -251,6 +312,14 @@ def handle_describe_transactions(broker, request, connection):
     coordinator = _coordinator(broker)
     states = []
     for transactional_id in request.body.transactional_ids:
+        if not _may(broker, connection, AclOperation.DESCRIBE, transactional_id):
+            states.append(
+                DescribeTransactionsResponse.TransactionState(
+                    error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=transactional_id,
+                    transaction_state="", producer_id=-1, producer_epoch=-1,
+                )  # fmt: skip
+            )
+            continue
         txn = coordinator.transactions.get(transactional_id) if coordinator is not None else None
         if txn is None:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coordinator is None else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
@@ -261,8 +330,10 @@ def handle_describe_transactions(broker, request, connection):
             )
             continue
         by_topic: dict[str, list[int]] = {}
+        hidden = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp in txn.partitions))
         for topic, index in sorted(txn.partitions):
-            by_topic.setdefault(topic, []).append(index)
+            if topic not in hidden:
+                by_topic.setdefault(topic, []).append(index)
         states.append(
             DescribeTransactionsResponse.TransactionState(
                 error_code=0,
@@ -298,6 +369,8 @@ def handle_list_transactions(broker, request, connection):
         if producer_ids and txn.producer_id not in producer_ids:
             continue
         if duration >= 0 and now - txn.txn_start_timestamp <= duration:
+            continue
+        if not _may(broker, connection, AclOperation.DESCRIBE, txn.transactional_id):
             continue
         listed.append(
             ListTransactionsResponse.TransactionState(

@@ -125,6 +125,9 @@ class ApiKey(IntEnum):
     END_TXN = 26, "EndTxn", 0, 4, 3
     WRITE_TXN_MARKERS = 27, "WriteTxnMarkers", 1, 1, 1
     TXN_OFFSET_COMMIT = 28, "TxnOffsetCommit", 0, 4, 3
+    DESCRIBE_ACLS = 29, "DescribeAcls", 0, 3, 2
+    CREATE_ACLS = 30, "CreateAcls", 0, 3, 2
+    DELETE_ACLS = 31, "DeleteAcls", 0, 3, 2
     DESCRIBE_CONFIGS = 32, "DescribeConfigs", 1, 4, 4
     ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2
     ALTER_REPLICA_LOG_DIRS = 34, "AlterReplicaLogDirs", 1, 2, 2

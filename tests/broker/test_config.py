@@ -70,6 +70,9 @@ def test_load_file_and_overrides(tmp_path):
         ("log.cleanup.policy", "shred"),
         ("log.message.timestamp.type", "Wallclock"),
         ("log.cleaner.min.cleanable.ratio", "2"),
+        ("authorizer.class.name", "com.example.MyAuthorizer"),
+        ("super.users", "admin"),
+        ("allow.everyone.if.no.acl.found", "maybe"),
     ],
 )
 def test_bad_values_name_the_key(key, value):

@@ -144,10 +144,10 @@ def _mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
         buf = buf[:cut]
         if rng.random() < 0.7 and len(buf) >= 4:
             struct.pack_into(">i", buf, 0, len(buf) - 4)  # consistent size: a cut-off body
-    elif kind == "size":
+    elif kind == "size" and len(buf) >= 4:
         size = rng.choice([-1, 0, 1, 7, 9, len(buf) - 5, len(buf) - 3, len(buf) + 100, 0x7FFFFFFF, -0x80000000, rng.randrange(1 << 31)])
         struct.pack_into(">i", buf, 0, size)
-    elif kind == "insert":
+    elif kind == "insert" and len(buf) >= 4:
         i = rng.randrange(4, len(buf) + 1)
         buf[i:i] = rng.randbytes(rng.randint(1, 16))
         struct.pack_into(">i", buf, 0, len(buf) - 4)
@@ -159,7 +159,8 @@ def _mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     elif kind == "splice":
         j = rng.randrange(4, len(buf)) if len(buf) > 4 else 0
         buf = buf[:j] + rng.randbytes(rng.randint(0, 64))
-        struct.pack_into(">i", buf, 0, len(buf) - 4)
+        if len(buf) >= 4:
+            struct.pack_into(">i", buf, 0, len(buf) - 4)
     elif kind == "int-edge" and len(buf) >= 12:
         # overwrite an int32 somewhere in the body with an edge value
         i = rng.randrange(4, len(buf) - 3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages import (
+    acls,
     api_versions,
     configs,
     delete_records,
@@ -36,6 +37,7 @@ from broker_py.protocol.schema import Message
 __all__ = ["REQUESTS", "RESPONSES", "request_class", "response_class"]
 
 _MODULES = (
+    acls,
     api_versions,
     configs,
     delete_records,
