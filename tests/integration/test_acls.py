@@ -247,3 +247,48 @@ def test_kcat_sees_only_what_it_may_describe(acl_broker):
     # DESCRIBE alone does not let kcat produce.
     result = kcat(acl_broker.bootstrap, "-P", "-t", visible, *sasl, input=b"x\n", check=False)
     assert "authorization failed" in (result.stderr + result.stdout).decode().lower()
+
+
+def test_a_tls_client_certificate_is_the_principal(tmp_path):
+    from tests.integration.conftest import free_port
+    from tests.integration.tls import make_pki
+
+    pki = make_pki(str(tmp_path))
+    (tmp_path / "b").mkdir()
+    b = BrokerProcess(str(tmp_path / "b"))
+    mtls = free_port()
+    b.overrides.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},MTLS://127.0.0.1:{mtls}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,MTLS:SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": pki["server.pem"],
+            "ssl.client.auth": "required",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": pki["ca.pem"],
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            # The PLAINTEXT listener's User:ANONYMOUS administers.
+            "super.users": "User:ANONYMOUS",
+        }
+    )
+    b.start()
+    try:
+        allowed, refused = topic_name("mtls-acl"), topic_name("mtls-refused")
+        a = AdminClient({"bootstrap.servers": b.bootstrap})
+        for f in a.create_topics([NewTopic(allowed, 1), NewTopic(refused, 1)]).values():
+            f.result(15)
+        grant = AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.LITERAL, "User:CN=client", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+        assert a.create_acls([grant])[grant].result(15) is None
+        conf = {
+            "bootstrap.servers": f"127.0.0.1:{mtls}", "security.protocol": "SSL", "ssl.ca.location": pki["ca.pem"],
+            "ssl.certificate.location": pki["client.pem"], "ssl.key.location": pki["client.key"], "message.timeout.ms": 10000,
+        }  # fmt: skip
+        reports: list = []
+        p = Producer(conf)
+        for topic in (allowed, refused):
+            p.produce(topic, b"v", on_delivery=lambda err, msg: reports.append((msg.topic(), err)))
+        p.flush(20)
+        assert dict(reports)[allowed] is None
+        assert dict(reports)[refused].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        b.kill()
