@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 import logstore
 
 from broker_py import handlers, jaas
-from broker_py.config import BrokerConfig, ConfigError, Listener
+from broker_py.config import UNSECURED_VALIDATOR, BrokerConfig, ConfigError, Listener
 from broker_py.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.errors import (
     InvalidConfigError,
@@ -35,6 +35,7 @@ from broker_py.log_manager import LogManager, log_config
 from broker_py.log_dir_mover import LogDirMover
 from broker_py.network import KafkaServer
 from broker_py.partition import Partition
+from broker_py.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
 from broker_py.plain_sasl_server import PlainSaslServer
 from broker_py.producer_id_manager import ProducerIdManager
 from broker_py.sasl_authenticator import SaslServerAuthenticator
@@ -165,13 +166,34 @@ class Broker:
             if module is None or not module.class_name.endswith(".PlainLoginModule"):
                 raise ConfigError(key, "(hidden)" if raw else "", "PLAIN needs a PlainLoginModule config with user_<name>=\"<password>\" options")
             plain_users = {k[len("user_"):]: v for k, v in module.options.items() if k.startswith("user_")}
+        oauth = self._oauthbearer_options(listener_name) if "OAUTHBEARER" in mechanisms else None
 
         def new_server(mechanism: str):
             if mechanism == "PLAIN":
                 return PlainSaslServer(plain_users)
+            if mechanism == "OAUTHBEARER":
+                assert oauth is not None
+                return OAuthBearerSaslServer(oauth)
             return ScramSaslServer(mechanism, self.scram_credentials)
 
         return lambda: SaslServerAuthenticator(mechanisms, new_server)
+
+    def _oauthbearer_options(self, listener_name: str) -> UnsecuredValidatorOptions:
+        """The unsecured validator's options from the listener's OAuthBearerLoginModule
+        config; ConfigError naming the key for a missing module, a bad option or a
+        server callback handler other than the unsecured validator (JWKS validation
+        is not served)."""
+        key, handler = self.config.listener_value(listener_name, "oauthbearer.sasl.server.callback.handler.class")
+        if handler is not None and handler.strip() not in ("", UNSECURED_VALIDATOR):
+            raise ConfigError(key, handler, f"only {UNSECURED_VALIDATOR} (unsecured JWTs) is served")
+        key, raw = self.config.jaas_config(listener_name, "OAUTHBEARER")
+        module = jaas.parse(key, raw) if raw else None
+        if module is None or not module.class_name.endswith(".OAuthBearerLoginModule"):
+            raise ConfigError(key, "(hidden)" if raw else "", "OAUTHBEARER needs an OAuthBearerLoginModule config")
+        try:
+            return UnsecuredValidatorOptions.from_jaas_options(module.options)
+        except ValueError as e:
+            raise ConfigError(key, "(hidden)", str(e)) from None
 
     def _listener_changes(self) -> tuple[list[Listener], list[KafkaServer]]:
         """(listeners to add, servers to remove) for ``listeners`` as configured now,

@@ -154,8 +154,11 @@ def _listeners(key: str, raw: str) -> list[Listener]:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-# SASL mechanisms this broker serves (GSSAPI and OAUTHBEARER it does not).
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# SASL mechanisms this broker serves (GSSAPI it does not; OAUTHBEARER with unsecured
+# JWTs, Kafka's default validator).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# The OAUTHBEARER validator this broker has: Kafka's default.
+UNSECURED_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
 
 
 def _protocol_map(key: str, raw: str) -> str:

@@ -13,7 +13,10 @@
 # creates its topics with replication factor 3; with that changed to 1 in its
 # source, it passes: name it to run it).
 # RDK_MODE=-Q (the default) is librdkafka's quick mode; RDK_MODE= runs them in full.
-# The broker uses num.partitions=4, as librdkafka's trivup clusters do.
+# The broker uses num.partitions=4, as librdkafka's trivup clusters do; LOGSTORE_OVERRIDES
+# adds broker keys ("key=value key=value"), e.g. an authorizer for 0081's ACL sub-tests:
+#   LOGSTORE_OVERRIDES="authorizer.class.name=kafka.security.authorizer.AclAuthorizer
+#   allow.everyone.if.no.acl.found=true"
 set -euo pipefail
 src=$(cd "${1:?usage: $0 LIBRDKAFKA_SOURCE_DIR [TEST ...]}" && pwd)
 shift
@@ -27,7 +30,8 @@ fi
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 logstore-broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$work/data" \
-    --override num.partitions=4 >"$work/broker.log" 2>&1 &
+    --override num.partitions=4 $(for kv in ${LOGSTORE_OVERRIDES:-}; do printf -- '--override %s ' "$kv"; done) \
+    >"$work/broker.log" 2>&1 &
 broker=$!
 trap 'kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do

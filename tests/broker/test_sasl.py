@@ -186,3 +186,90 @@ def test_alter_user_scram_credentials_checks_each_user_alone(tmp_path):
         ("ok", 0, [(2, 8192)]),
         ("nobody", 91, []),
     ]
+
+
+# ---- OAUTHBEARER (unsecured JWTs) ----
+
+
+def _jwt(claims: dict, header: dict | None = None) -> str:
+    import json
+
+    def part(obj) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    return f"{part(header or {'alg': 'none'})}.{part(claims)}."
+
+
+def _first_message(token: str, authzid: str = "", extensions: str = "") -> bytes:
+    return f"n,{'a=' + authzid if authzid else ''},\x01auth=Bearer {token}\x01{extensions}\x01".encode()
+
+
+NOW = 1_800_000_000.0
+
+
+def _oauth(**options):
+    from broker_py.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
+
+    return OAuthBearerSaslServer(UnsecuredValidatorOptions.from_jaas_options(options), clock=lambda: NOW)
+
+
+def test_oauthbearer_accepts_an_unsecured_token_and_its_principal():
+    server = _oauth()
+    token = _jwt({"sub": "alice", "exp": NOW + 60, "iat": NOW - 1})
+    assert server.evaluate(_first_message(token, extensions="traceId=abc\x01")) == b""
+    assert server.complete and server.authorization_id == "alice"
+    server = _oauth(unsecuredValidatorPrincipalClaimName="user")
+    assert server.evaluate(_first_message(_jwt({"user": "bob", "exp": NOW + 60}), authzid="bob")) == b""
+    assert server.authorization_id == "bob"
+
+
+@pytest.mark.parametrize(
+    "claims,header,reason",
+    [
+        ({"sub": "alice", "exp": NOW - 1}, None, "expired"),
+        ({"sub": "alice"}, None, "no 'exp'"),
+        ({"sub": "alice", "exp": "soon"}, None, "not a number"),
+        ({"sub": "alice", "exp": NOW + 60, "iat": NOW + 60}, None, "in the future"),
+        ({"exp": NOW + 60}, None, "principal claim"),
+        ({"sub": "alice", "exp": NOW + 60}, {"alg": "HS256"}, "alg none"),
+    ],
+)
+def test_oauthbearer_refuses_an_invalid_token_after_an_error_challenge(claims, header, reason):
+    server = _oauth()
+    challenge = server.evaluate(_first_message(_jwt(claims, header)))
+    assert challenge == b'{"status":"invalid_token"}' and not server.complete
+    with pytest.raises(SaslAuthenticationFailedError, match=reason):
+        server.evaluate(b"\x01")
+
+
+def test_oauthbearer_required_scope_clock_skew_and_malformed_messages():
+    server = _oauth(unsecuredValidatorRequiredScope="read write")
+    challenge = server.evaluate(_first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": "read"})))
+    assert challenge == b'{"status":"insufficient_scope","scope":"read write"}'
+    assert _oauth(unsecuredValidatorRequiredScope="read").evaluate(
+        _first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": ["read", "x"]}))
+    ) == b""
+    assert _oauth(unsecuredValidatorAllowableClockSkewMs="5000").evaluate(_first_message(_jwt({"sub": "a", "exp": NOW - 2}))) == b""
+    with pytest.raises(SaslAuthenticationFailedError, match="authorization id"):
+        _oauth().evaluate(_first_message(_jwt({"sub": "alice", "exp": NOW + 60}), authzid="mallory"))
+    for bad in (b"", b"\xff", b"n,,auth=Bearer x\x01\x01", b"y,,\x01auth=Bearer x\x01\x01", b"n,,\x01auth=Basic x\x01\x01", b"n,,\x01novalue\x01\x01"):
+        with pytest.raises(SaslAuthenticationFailedError):
+            _oauth().evaluate(bad)
+    with pytest.raises(ValueError, match="unsecuredValidatorAllowableClockSkewMs"):
+        _oauth(unsecuredValidatorAllowableClockSkewMs="soon")
+
+
+def test_oauthbearer_listener_needs_its_login_module(tmp_path):
+    from broker_py.broker import Broker
+
+    base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"}
+    with pytest.raises(ConfigError) as e:
+        Broker(BrokerConfig({**base, "log.dirs": str(tmp_path)}))._authenticators("SASL_PLAINTEXT")
+    assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
+    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+    with pytest.raises(ConfigError) as e:
+        Broker(BrokerConfig({
+            **base, "log.dirs": str(tmp_path), "sasl.jaas.config": module,
+            "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
+        }))._authenticators("SASL_PLAINTEXT")  # fmt: skip
+    assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"

@@ -32,6 +32,24 @@ JAAS = (
 )
 
 
+OAUTH_JAAS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+    'unsecuredLoginStringClaim_sub="admin" unsecuredValidatorAllowableClockSkewMs="1000";'
+)
+
+
+def unsecured_jwt(subject: str, lifetime_s: float = 3600) -> str:
+    """An unsecured JWT (alg none) as Kafka's and librdkafka's unsecured login modules make."""
+    import base64
+    import json
+
+    def part(obj) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    now = time.time()
+    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + lifetime_s})}."
+
+
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory):
     b = BrokerProcess(str(tmp_path_factory.mktemp("sasl")))
@@ -39,8 +57,9 @@ def sasl_broker(tmp_path_factory):
     b.overrides.update(
         {
             "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{b.sasl_port}",
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
         }
     )
     b.start()
@@ -218,7 +237,7 @@ def test_the_protocol_around_authentication(sasl_broker):
     # An unsupported mechanism is answered with the enabled ones, then the connection closes.
     w = _Wire(sasl_broker.sasl_port)
     r = w.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
-    assert (r.error_code, r.mechanisms) == (33, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+    assert (r.error_code, r.mechanisms) == (33, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
     assert w.closed()
     # v1: tokens in SaslAuthenticate; a wrong password gets error 58 and its reason.
     w = _Wire(sasl_broker.sasl_port)
@@ -245,3 +264,64 @@ def test_the_jaas_config_is_never_described(sasl_broker):
     assert "alice-secret" not in repr({k: v.value for k, v in entries.items()})
     assert entries["sasl.jaas.config"].is_sensitive and entries["sasl.jaas.config"].value is None
     assert entries["ssl.keystore.password"].is_sensitive and not entries["ssl.keystore.location"].is_sensitive
+
+
+def test_oauthbearer_with_unsecured_jwts(sasl_broker):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.abc import AbstractTokenProvider
+    from kafka import KafkaProducer
+    from kafka.net.sasl.oauth import AbstractTokenProvider as KPTokenProvider
+
+    topic = topic_name("oauth")
+    create_topic(sasl_broker.bootstrap, topic)
+    bootstrap = f"127.0.0.1:{sasl_broker.sasl_port}"
+    # librdkafka makes its own unsecured token from sasl.oauthbearer.config.
+    rdk = {
+        "bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=alice",
+    }  # fmt: skip
+    assert _round_trip(rdk, topic) == [b"v%d" % i for i in range(5)]
+    kcat_auth = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
+                 "-X", "enable.sasl.oauthbearer.unsecure.jwt=true", "-X", "sasl.oauthbearer.config=principal=carol"]  # fmt: skip
+    kcat(bootstrap, *kcat_auth, "-P", "-t", topic, input=b"from kcat\n")
+
+    class Token(KPTokenProvider):
+        def __init__(self, lifetime_s: float) -> None:
+            self.lifetime_s = lifetime_s
+
+        def token(self) -> str:
+            return unsecured_jwt("bob", self.lifetime_s)
+
+    common = {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"}
+    p = KafkaProducer(**common, sasl_oauth_token_provider=Token(3600))
+    p.send(topic, b"from kafka-python").get(timeout=30)
+    p.close()
+    # An expired token gets RFC 7628's error challenge; the client's %x01 then ends the
+    # exchange with the reason, and the connection closes.
+    w = _Wire(sasl_broker.sasl_port)
+    assert w.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
+    first = f"n,,\x01auth=Bearer {Token(-60).token()}\x01\x01".encode()
+    r = w.call(SaslAuthenticateRequest(auth_bytes=first), 1)
+    assert (r.error_code, bytes(r.auth_bytes)) == (0, b'{"status":"invalid_token"}')
+    r = w.call(SaslAuthenticateRequest(auth_bytes=b"\x01"), 1)
+    assert r.error_code == 58 and "expired" in r.error_message
+    assert w.closed()
+
+    class AioToken(AbstractTokenProvider):
+        async def token(self) -> str:
+            return unsecured_jwt("dora")
+
+    async def aio() -> list[bytes]:
+        c = AIOKafkaConsumer(topic, **common, sasl_oauth_token_provider=AioToken(), auto_offset_reset="earliest")
+        await c.start()
+        try:
+            got: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 7 and time.monotonic() < deadline:
+                for records in (await c.getmany(timeout_ms=1000)).values():
+                    got.extend(r.value for r in records)
+            return got
+        finally:
+            await c.stop()
+
+    assert asyncio.run(aio())[5:] == [b"from kcat", b"from kafka-python"]
