@@ -94,12 +94,6 @@ class ResourcePattern:
     name: str
     pattern_type: PatternType
 
-    def applies_to(self, name: str) -> bool:
-        """Whether this (LITERAL or PREFIXED) pattern covers the resource ``name``."""
-        if self.pattern_type == PatternType.LITERAL:
-            return self.name == name or self.name == WILDCARD
-        return name.startswith(self.name)
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AccessControlEntry:

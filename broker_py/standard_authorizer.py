@@ -17,6 +17,12 @@ Bindings are kept in ``<first log dir>/__logstore_metadata/acls.json``::
 
 with each code's name (``"TOPIC"``, ``"LITERAL"``, ``"READ"``, ``"ALLOW"``); the file is
 replaced whole after every change that stored or removed a binding.
+
+Lookups are indexed: literal bindings by (type, name), ``*`` under the name ``*``, and
+prefixed ones by (type, prefix) with the set of prefix lengths in use, so a decision
+costs a few dict lookups whatever the number of bindings. Decisions are also cached
+per (principal, host, operation, type, name), up to ``DECISION_CACHE_SIZE`` entries;
+any change to the bindings clears the cache.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from broker_py.acl_binding import (
 from broker_py.metadata_file import METADATA_DIR
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+DECISION_CACHE_SIZE = 65536
 
 # Operations an ALLOW of another operation implies.
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
@@ -80,12 +87,33 @@ class StandardAuthorizer:
         # Insertion-ordered, so DescribeAcls lists bindings in the order they were made.
         self._bindings: dict[AclBinding, None] = dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
+        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefix_lengths: dict[ResourceType, list[int]] = {}
+        self._decisions: dict[tuple, bool] = {}
         self._index()
 
     def _index(self) -> None:
-        self._by_type = {}
+        self._by_type, self._literal, self._prefixed, self._decisions = {}, {}, {}, {}
+        lengths: dict[ResourceType, set[int]] = {}
         for b in self._bindings:
-            self._by_type.setdefault(b.pattern.resource_type, []).append(b)
+            p = b.pattern
+            self._by_type.setdefault(p.resource_type, []).append(b)
+            if p.pattern_type == PatternType.LITERAL:
+                self._literal.setdefault((p.resource_type, p.name), []).append(b)
+            else:
+                self._prefixed.setdefault((p.resource_type, p.name), []).append(b)
+                lengths.setdefault(p.resource_type, set()).add(len(p.name))
+        self._prefix_lengths = {t: sorted(ls) for t, ls in lengths.items()}
+
+    def _covering(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """Every binding whose pattern covers the resource."""
+        found = [*self._literal.get((resource_type, name), ()), *self._literal.get((resource_type, "*"), ())]
+        for n in self._prefix_lengths.get(resource_type, ()):
+            if n > len(name):
+                break
+            found.extend(self._prefixed.get((resource_type, name[:n]), ()))
+        return found
 
     def _save(self) -> None:
         self._index()
@@ -122,13 +150,21 @@ class StandardAuthorizer:
         return matched
 
     def authorize(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        key = (principal, host, operation, resource_type, name)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decide(principal, host, operation, resource_type, name)
+            if len(self._decisions) >= DECISION_CACHE_SIZE:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def _decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         if principal in self.super_users:
             return True
-        found = allowed = False
-        for b in self._by_type.get(resource_type, ()):
-            if not b.pattern.applies_to(name):
-                continue
-            found = True
+        covering = self._covering(resource_type, name)
+        allowed = False
+        for b in covering:
             e = b.entry
             if e.principal not in (principal, "User:*") or e.host not in (host, "*"):
                 continue
@@ -137,7 +173,7 @@ class StandardAuthorizer:
                     return False
             elif _allow_covers(operation, e.operation):
                 allowed = True
-        return allowed or (not found and self.allow_everyone_if_no_acl_found)
+        return allowed or (not covering and self.allow_everyone_if_no_acl_found)
 
     def authorize_by_resource_type(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType) -> bool:
         """Whether the principal may perform the operation on some resource of the type
