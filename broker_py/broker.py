@@ -167,6 +167,7 @@ class Broker:
                 raise ConfigError(key, "(hidden)" if raw else "", "PLAIN needs a PlainLoginModule config with user_<name>=\"<password>\" options")
             plain_users = {k[len("user_"):]: v for k, v in module.options.items() if k.startswith("user_")}
         oauth = self._oauthbearer_options(listener_name) if "OAUTHBEARER" in mechanisms else None
+        reauth_ms = {m: self._max_reauth_ms(listener_name, m) for m in mechanisms}
 
         def new_server(mechanism: str):
             if mechanism == "PLAIN":
@@ -176,7 +177,23 @@ class Broker:
                 return OAuthBearerSaslServer(oauth)
             return ScramSaslServer(mechanism, self.scram_credentials)
 
-        return lambda: SaslServerAuthenticator(mechanisms, new_server)
+        return lambda: SaslServerAuthenticator(mechanisms, new_server, reauth_ms.__getitem__)
+
+    def _max_reauth_ms(self, listener_name: str, mechanism: str) -> int:
+        """``connections.max.reauth.ms`` for a mechanism on a listener, from Kafka's
+        ``listener.name.<listener>.<mechanism>.connections.max.reauth.ms`` or the broker
+        key; ConfigError naming the key unless it is an integer of at least 0."""
+        key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.connections.max.reauth.ms"
+        raw = self.config.listener_value(listener_name, f"{mechanism.lower()}.connections.max.reauth.ms")[1]
+        if raw is None:
+            return self.config["connections.max.reauth.ms"]
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(key, raw, "not an integer") from None
+        if value < 0:
+            raise ConfigError(key, raw, "must be at least 0")
+        return value
 
     def _oauthbearer_options(self, listener_name: str) -> UnsecuredValidatorOptions:
         """The unsecured validator's options from the listener's OAuthBearerLoginModule

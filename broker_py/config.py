@@ -247,6 +247,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "socket.send.buffer.bytes": (_int(-1), "102400"),
     "socket.receive.buffer.bytes": (_int(-1), "102400"),
     "connections.max.idle.ms": (_int(0), "600000"),
+    "connections.max.reauth.ms": (_int(0), "0"),
     "num.network.threads": (_int(1), "3"),
     "num.io.threads": (_int(1), "8"),
     "num.recovery.threads.per.data.dir": (_int(1), "1"),

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_REQUESTS = 64
 SASL_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+_REAUTHENTICATION = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 WRITE_HIGH_WATER = 4 << 20
 WRITE_LOW_WATER = 1 << 20
 
@@ -235,8 +236,11 @@ class ClientConnection(asyncio.Protocol):
                 raise ConnectionClosed(f"unsupported api key {event.api_key} v{event.api_version}")
             return response
         self.client_id = event.client_id
-        if self.sasl is not None and not self.sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
-            raise ConnectionClosed(f"{event.api_key.api_name} request before SASL authentication")
+        if self.sasl is not None:
+            if not self.sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
+                raise ConnectionClosed(f"{event.api_key.api_name} request before SASL authentication")
+            if event.api_key not in _REAUTHENTICATION and self.sasl.session_expired():
+                raise ConnectionClosed(f"{event.api_key.api_name} request after the SASL session expired (connections.max.reauth.ms)")
         handler = self.server.handlers.get(event.api_key)
         if handler is None:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")

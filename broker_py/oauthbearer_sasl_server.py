@@ -91,8 +91,8 @@ def _time_claim(claims: dict, name: str) -> float | None:
     return value * 1000
 
 
-def validate_unsecured_token(token: str, options: UnsecuredValidatorOptions, now_ms: float) -> str:
-    """The token's principal, or InvalidTokenError."""
+def validate_unsecured_token(token: str, options: UnsecuredValidatorOptions, now_ms: float) -> tuple[str, float]:
+    """The token's principal and expiry (ms since the epoch), or InvalidTokenError."""
     parts = token.split(".")
     if len(parts) != 3 or parts[2]:
         raise InvalidTokenError("an unsecured JWS has 3 dot-separated Base64URL values and the third is empty")
@@ -118,7 +118,7 @@ def validate_unsecured_token(token: str, options: UnsecuredValidatorOptions, now
         missing = [s for s in options.required_scope if s not in granted]
         if missing:
             raise InvalidTokenError(f"the token's scope lacks {', '.join(missing)}", "insufficient_scope")
-    return principal
+    return principal, expires
 
 
 class OAuthBearerSaslServer:
@@ -130,6 +130,7 @@ class OAuthBearerSaslServer:
         self._error: str | None = None
         self.complete = False
         self.authorization_id: str | None = None
+        self.credential_expiration_ms: float | None = None  # the token's exp
 
     def evaluate(self, response: bytes) -> bytes:
         if self.complete:
@@ -155,7 +156,7 @@ class OAuthBearerSaslServer:
         if bearer is None:
             raise SaslAuthenticationFailedError("Invalid OAUTHBEARER client first message: no auth=Bearer <token>")
         try:
-            principal = validate_unsecured_token(bearer["token"], self._options, self._clock() * 1000)
+            principal, expires = validate_unsecured_token(bearer["token"], self._options, self._clock() * 1000)
         except InvalidTokenError as e:
             self._error = str(e)
             challenge = {"status": e.status}
@@ -170,4 +171,5 @@ class OAuthBearerSaslServer:
             )
         self.complete = True
         self.authorization_id = principal
+        self.credential_expiration_ms = expires
         return b""

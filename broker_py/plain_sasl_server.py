@@ -18,6 +18,7 @@ class PlainSaslServer:
     def __init__(self, users: dict[str, str]) -> None:
         self._users = users
         self.complete = False
+        self.credential_expiration_ms: float | None = None  # a password does not expire
         self.authorization_id: str | None = None
 
     def evaluate(self, response: bytes) -> bytes:

@@ -48,6 +48,7 @@ class ScramSaslServer:
         self._credentials = credentials
         self._state = "client-first"
         self.complete = False
+        self.credential_expiration_ms: float | None = None  # a password does not expire
         self.authorization_id: str | None = None
 
     def evaluate(self, response: bytes) -> bytes:

@@ -54,7 +54,9 @@ def handle_sasl_authenticate(broker, request, connection):
     except (SaslAuthenticationFailedError, IllegalSaslStateError) as e:
         connection.close_after_response()
         return SaslAuthenticateResponse(error_code=int(e.errno), error_message=str(e), auth_bytes=b"")
-    return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=challenge, session_lifetime_ms=0)
+    return SaslAuthenticateResponse(
+        error_code=0, error_message=None, auth_bytes=challenge, session_lifetime_ms=auth.session_lifetime_ms if auth.state == "complete" else 0
+    )
 
 
 def handle_describe_user_scram_credentials(broker, request, connection):

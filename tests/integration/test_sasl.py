@@ -325,3 +325,76 @@ def test_oauthbearer_with_unsecured_jwts(sasl_broker):
             await c.stop()
 
     assert asyncio.run(aio())[5:] == [b"from kcat", b"from kafka-python"]
+
+
+def test_reauthentication_kip_368(broker_factory):
+    """connections.max.reauth.ms: librdkafka re-authenticates on its own before the
+    session ends; a connection that does not is closed at its next request; a
+    re-authentication must prove the same principal."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import AlterConfigOp, ConfigResourceType
+    from kafka.admin import ConfigResource as KPConfigResource
+
+    b = broker_factory(start=False)
+    sasl_port = b.sasl_port = free_port()
+    b.overrides.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+            "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+            "connections.max.reauth.ms": "1500",
+            "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "60000",
+        }
+    )
+    b.start()
+    # The request log shows each SaslHandshake.
+    a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    logger = KPConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"kafka.request.logger": (AlterConfigOp.SET, "DEBUG")})
+    assert a.alter_configs([logger], incremental=True) == {"broker_logger": {"0": "OK"}}
+    a.close()
+    topic = topic_name("reauth")
+    create_topic(b.bootstrap, topic)
+
+    # librdkafka: the session lasts 1.5 s, the client keeps producing for 5 s.
+    conf = _sasl(b, "PLAIN", "alice", "alice-secret")
+    errors: list[KafkaError] = []
+    p = Producer({**conf, "error_cb": errors.append})
+    deadline = time.monotonic() + 5
+    sent = 0
+    while time.monotonic() < deadline:
+        p.produce(topic, b"%d" % sent)
+        sent += 1
+        p.poll(0.05)
+    assert p.flush(30) == 0 and not errors, errors
+    wait_until(lambda: b.log_text().count("apiKey:SaslHandshake") >= 4, message="re-authentications in the request log")
+
+    def authenticate(w: _Wire, user: str) -> int:
+        assert w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+        r = w.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{user}-secret".encode()), 2)
+        assert r.error_code == 0, r
+        return r.session_lifetime_ms
+
+    # A client that does not re-authenticate: its next request after the session closes it.
+    w = _Wire(sasl_port)
+    assert authenticate(w, "alice") == 1500
+    assert w.call(MetadataRequest(topics=None), 1).brokers
+    time.sleep(1.6)
+    w.sock.sendall(encode_request(RequestHeader(api_key=3, api_version=1, correlation_id=99, client_id="t"), MetadataRequest(topics=None)))
+    assert w.closed()
+    # Re-authenticating in time keeps the connection; as someone else it fails.
+    w = _Wire(sasl_port)
+    assert authenticate(w, "alice") == 1500
+    time.sleep(1.0)
+    assert authenticate(w, "alice") == 1500
+    time.sleep(1.0)
+    assert w.call(MetadataRequest(topics=None), 1).brokers
+    assert w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+    r = w.call(SaslAuthenticateRequest(auth_bytes=b"\0admin\0admin-secret"), 2)
+    assert r.error_code == 58 and "Cannot change principals" in r.error_message
+    assert w.closed()
+    # OAUTHBEARER: the session ends with the token when that is sooner than the mechanism's 60 s.
+    w = _Wire(sasl_port)
+    assert w.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
+    r = w.call(SaslAuthenticateRequest(auth_bytes=f"n,,\x01auth=Bearer {unsecured_jwt('dora', 20)}\x01\x01".encode()), 2)
+    assert r.error_code == 0 and 15_000 < r.session_lifetime_ms <= 20_000
