@@ -40,6 +40,7 @@ from broker_py.plain_sasl_server import PlainSaslServer
 from broker_py.producer_id_manager import ProducerIdManager
 from broker_py.sasl_authenticator import SaslServerAuthenticator
 from broker_py.scram_credentials import ScramCredentialStore
+from broker_py.ssl_principal_mapper import SslPrincipalMapper
 from broker_py.standard_authorizer import StandardAuthorizer
 from broker_py.scram_sasl_server import ScramSaslServer
 from broker_py.ssl_context import server_context
@@ -153,6 +154,7 @@ class Broker:
             ssl_context=server_context(self.config, listener.name)
             if self.config.security_protocol(listener.name) in ("SSL", "SASL_SSL")
             else None,
+            principal_mapper=SslPrincipalMapper(*reversed(self.config.listener_value(listener.name, "ssl.principal.mapping.rules"))),
         )
 
     def _authenticators(self, listener_name: str) -> Callable[[], SaslServerAuthenticator] | None:

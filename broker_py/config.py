@@ -201,6 +201,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "ssl.truststore.password": (_str, None),
     "ssl.truststore.certificates": (_str, None),
     "ssl.client.auth": (_str, "none"),
+    "ssl.principal.mapping.rules": (_str, "DEFAULT"),
     "ssl.enabled.protocols": (_str, "TLSv1.2,TLSv1.3"),
     "inter.broker.listener.name": (_str, None),
     "log.dirs": (_list, None),

@@ -50,6 +50,7 @@ from broker_py.protocol.types import DeferredRecords
 from broker_py.request_logger import RequestTimes, log_completed, now
 from broker_py.sasl_authenticator import SaslServerAuthenticator
 from broker_py.ssl_context import distinguished_name
+from broker_py.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 from broker_py.request_logger import enabled as request_log_enabled
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,12 @@ class ClientConnection(asyncio.Protocol):
         self.host = peer[0] if peer else "?"
         cert = transport.get_extra_info("peercert")
         if cert:
-            self._tls_principal = "User:" + distinguished_name(cert.get("subject", ()))
+            try:
+                self._tls_principal = "User:" + self.server.principal_mapper.name(distinguished_name(cert.get("subject", ())))
+            except NoMatchingRuleError as e:
+                log.warning("closing %s: %s", self.peer, e)
+                transport.close()
+                return
         local = transport.get_extra_info("sockname")
         self.local = f"{local[0]}:{local[1]}" if local else "?"
         sock = transport.get_extra_info("socket")
@@ -432,10 +438,12 @@ class KafkaServer:
         name: str = "PLAINTEXT",
         new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        principal_mapper: SslPrincipalMapper | None = None,
     ) -> None:
         self.name = name
         self.new_authenticator = new_authenticator
         self.ssl_context = ssl_context
+        self.principal_mapper = principal_mapper or SslPrincipalMapper("DEFAULT")
         self.host = host
         self.port = port
         self.handlers = handlers

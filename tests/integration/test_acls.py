@@ -249,7 +249,10 @@ def test_kcat_sees_only_what_it_may_describe(acl_broker):
     assert "authorization failed" in (result.stderr + result.stdout).decode().lower()
 
 
-def test_a_tls_client_certificate_is_the_principal(tmp_path):
+@pytest.mark.parametrize(
+    "rules,principal", [(None, "User:CN=client"), ("RULE:^CN=([a-z]*)$/$1/U,DEFAULT", "User:CLIENT")], ids=["dn", "mapped"]
+)
+def test_a_tls_client_certificate_is_the_principal(tmp_path, rules, principal):
     from tests.integration.conftest import free_port
     from tests.integration.tls import make_pki
 
@@ -271,13 +274,15 @@ def test_a_tls_client_certificate_is_the_principal(tmp_path):
             "super.users": "User:ANONYMOUS",
         }
     )
+    if rules is not None:
+        b.overrides["listener.name.mtls.ssl.principal.mapping.rules"] = rules
     b.start()
     try:
         allowed, refused = topic_name("mtls-acl"), topic_name("mtls-refused")
         a = AdminClient({"bootstrap.servers": b.bootstrap})
         for f in a.create_topics([NewTopic(allowed, 1), NewTopic(refused, 1)]).values():
             f.result(15)
-        grant = AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.LITERAL, "User:CN=client", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+        grant = AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.LITERAL, principal, "*", AclOperation.WRITE, AclPermissionType.ALLOW)
         assert a.create_acls([grant])[grant].result(15) is None
         conf = {
             "bootstrap.servers": f"127.0.0.1:{mtls}", "security.protocol": "SSL", "ssl.ca.location": pki["ca.pem"],
