@@ -22,6 +22,7 @@ import logstore
 from broker_py import handlers, jaas
 from broker_py.config import UNSECURED_VALIDATOR, BrokerConfig, ConfigError, Listener
 from broker_py.dynamic_broker_config import DynamicBrokerConfigStore
+from broker_py.fetch_session import FetchSessionCache
 from broker_py.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -80,6 +81,7 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.log_dir_mover = LogDirMover(self)
         self.servers: list[KafkaServer] = []
         self._tasks: list[asyncio.Task[None]] = []

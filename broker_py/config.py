@@ -257,6 +257,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "replica.lag.time.max.ms": (_int(0), "30000"),
     "replica.fetch.max.bytes": (_int(0), "1048576"),
     "replica.fetch.wait.max.ms": (_int(0), "500"),
+    "max.incremental.fetch.session.cache.slots": (_int(0), "1000"),
     "offsets.topic.num.partitions": (_int(1), "50"),
     "offsets.topic.replication.factor": (_int(1), "3"),
     "offsets.topic.segment.bytes": (_int(1), "104857600"),

@@ -13,27 +13,28 @@ returns, from the partition's transaction index; the consumer drops their batche
 
 With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION_FAILED.
 
-Fetch sessions (v7+) are not kept: every response has session id 0, which tells the
-client to send full fetch requests.
+Fetch sessions (v7+, KIP-227) are kept in ``broker.fetch_sessions``: an incremental
+request reads every partition of its session and its response carries only the
+partitions with news (:mod:`broker_py.fetch_context`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import logstore
 
 from broker_py import auth_helper
 from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
+from broker_py.fetch_context import FetchContext, new_context
+from broker_py.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.fetch import FetchResponse
 from broker_py.protocol.types import DeferredRecords
 
 READ_COMMITTED = 1
-NULL_UUID = uuid.UUID(int=0)
 
 
 def _partition_data(index: int, error: ErrorCode, partition=None, records=b"", aborted=None) -> FetchResponse.PartitionData:
@@ -49,76 +50,119 @@ def _partition_data(index: int, error: ErrorCode, partition=None, records=b"", a
     )
 
 
-def _read(broker, body, version: int, denied: set[str]):
-    """One pass over the requested partitions: (response topics, bytes found, partitions read)."""
-    remaining = body.max_bytes if version >= 3 else 2**31 - 1
-    first_with_data = True
-    total = 0
-    touched = []
+def _fetch_data(broker, body, version: int) -> list[CachedPartition]:
+    """The request's partitions with their parameters, in request order."""
     out = []
     for ft in body.topics:
         if version >= 13:
             topic = broker.metadata.by_id(ft.topic_id)
-            name = topic.name if topic else None
+            name, topic_id = (topic.name if topic else None), ft.topic_id
         else:
-            name = ft.topic
-            topic = broker.metadata.get(name)
-        parts = []
+            name, topic_id = ft.topic, NULL_UUID
         for fp in ft.partitions:
-            if name in denied:
-                parts.append(_partition_data(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            if topic is None:
-                error = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                parts.append(_partition_data(fp.partition, error))
-                continue
-            partition = broker.partitions.get((name, fp.partition))
-            if partition is None:
-                parts.append(_partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            touched.append(partition)
-            error = partition.leader_epoch_error(fp.current_leader_epoch if version >= 9 else -1)
-            if error != ErrorCode.NONE:
-                parts.append(_partition_data(fp.partition, error, partition))
-                continue
-            read_committed = body.isolation_level == READ_COMMITTED
-            bound = partition.last_stable_offset if read_committed else partition.high_watermark
-            try:
-                slice_ = partition.log.read_slice(
-                    fp.fetch_offset,
-                    max(0, min(fp.partition_max_bytes, remaining)),
-                    max_offset=bound,
-                    min_one_batch=first_with_data,
-                )
-            except logstore.OffsetOutOfRangeError:
-                parts.append(_partition_data(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
-                continue
-            except logstore.LogStoreError:
-                parts.append(_partition_data(fp.partition, ErrorCode.KAFKA_STORAGE_ERROR, partition))
-                continue
-            if slice_ is None:
-                parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition, aborted=[] if read_committed else None))
-                continue
-            first_with_data = False
-            remaining -= slice_.length
-            total += slice_.length
-            aborted = None
-            if read_committed:
-                aborted = [
-                    FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
-                    for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
-                ]
-            parts.append(_partition_data(fp.partition, ErrorCode.NONE, partition, DeferredRecords(slice_.length, slice_), aborted))
-        out.append(FetchResponse.FetchableTopicResponse(topic=name or "", topic_id=ft.topic_id if version >= 13 else NULL_UUID, partitions=parts))
+            out.append(CachedPartition(
+                name, topic_id, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
+                fp.current_leader_epoch if version >= 9 else -1,
+                fp.log_start_offset if version >= 5 else -1,
+            ))
+    return out
+
+
+def _forgotten(body, version: int) -> list[tuple]:
+    if version < 7:
+        return []
+    if version >= 13:
+        return [(ft.topic_id, p) for ft in body.forgotten_topics_data for p in ft.partitions]
+    return [(ft.topic, p) for ft in body.forgotten_topics_data for p in ft.partitions]
+
+
+def _topic_name(broker, fp: CachedPartition, version: int) -> str | None:
+    """The partition's topic name: for v13+ looked up by id on every read (None when no
+    topic has it, e.g. deleted since the session took it), else as the request named it."""
+    if version >= 13:
+        topic = broker.metadata.by_id(fp.topic_id)
+        return topic.name if topic else None
+    return fp.topic
+
+
+def _read(broker, body, version: int, partitions: list[CachedPartition], denied: set[str]):
+    """One pass over ``partitions``: ((partition, PartitionData) pairs, bytes found, partitions read)."""
+    remaining = body.max_bytes if version >= 3 else 2**31 - 1
+    read_committed = body.isolation_level == READ_COMMITTED
+    first_with_data = True
+    total = 0
+    touched = []
+    out = []
+    for fp in partitions:
+        name = _topic_name(broker, fp, version)
+        if name is not None and name in denied:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            continue
+        if name is None:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID)))
+            continue
+        fp.topic = name
+        partition = broker.partitions.get((name, fp.partition))
+        if partition is None:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+            continue
+        touched.append(partition)
+        error = partition.leader_epoch_error(fp.current_leader_epoch)
+        if error != ErrorCode.NONE:
+            out.append((fp, _partition_data(fp.partition, error, partition)))
+            continue
+        bound = partition.last_stable_offset if read_committed else partition.high_watermark
+        try:
+            slice_ = partition.log.read_slice(
+                fp.fetch_offset,
+                max(0, min(fp.max_bytes, remaining)),
+                max_offset=bound,
+                min_one_batch=first_with_data,
+            )
+        except logstore.OffsetOutOfRangeError:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition)))
+            continue
+        except logstore.LogStoreError:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.KAFKA_STORAGE_ERROR, partition)))
+            continue
+        if slice_ is None:
+            out.append((fp, _partition_data(fp.partition, ErrorCode.NONE, partition, aborted=[] if read_committed else None)))
+            continue
+        first_with_data = False
+        remaining -= slice_.length
+        total += slice_.length
+        aborted = None
+        if read_committed:
+            aborted = [
+                FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
+            ]
+        out.append((fp, _partition_data(fp.partition, ErrorCode.NONE, partition, DeferredRecords(slice_.length, slice_), aborted)))
     return out, total, touched
 
 
-def _requested_partitions(broker, body, version: int, denied: set[str]) -> list:
+def _response(context: FetchContext, updates: list, version: int) -> FetchResponse:
+    """The response for ``updates``, filtered by the context; consecutive partitions of
+    one topic share a topic entry."""
+    error_code, session_id, selected = context.respond(updates)
+    topics: list[FetchResponse.FetchableTopicResponse] = []
+    last_key = None
+    for fp, data in selected:
+        key = fp.topic_id if version >= 13 else fp.topic
+        if not topics or key != last_key:
+            topics.append(FetchResponse.FetchableTopicResponse(
+                topic=fp.topic or "", topic_id=fp.topic_id if version >= 13 else NULL_UUID, partitions=[]))
+            last_key = key
+        topics[-1].partitions.append(data)
+    return FetchResponse(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=topics)
+
+
+def _requested_partitions(broker, partitions: list[CachedPartition], version: int, denied: set[str]) -> list:
     found = []
-    for ft in body.topics:
-        topic = broker.metadata.by_id(ft.topic_id) if version >= 13 else broker.metadata.get(ft.topic)
-        if topic is not None and topic.name not in denied:
-            found.extend(p for fp in ft.partitions if (p := broker.partitions.get((topic.name, fp.partition))) is not None)
+    for fp in partitions:
+        name = _topic_name(broker, fp, version)
+        if name is not None and name not in denied and (p := broker.partitions.get((name, fp.partition))) is not None:
+            found.append(p)
     return found
 
 
@@ -127,34 +171,34 @@ def handle_fetch(broker, request, connection):
     coroutine that long-polls for appends until ``max_wait_ms``."""
     body = request.body
     version = request.api_version
-    if version >= 7 and body.session_id != 0:
-        return FetchResponse(error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0, responses=[])
+    context = new_context(
+        broker.fetch_sessions, version,
+        body.session_id if version >= 7 else INVALID_SESSION_ID,
+        body.session_epoch if version >= 7 else FINAL_EPOCH,
+        _fetch_data(broker, body, version), _forgotten(body, version),
+    )
+    partitions = context.partitions
     deadline = time.monotonic() + max(0, body.max_wait_ms) / 1000
-    denied = _denied_topics(broker, connection, body, version)
+    denied = _denied_topics(broker, connection, partitions, version)
     # Events are taken before reading, so an append after the read still wakes the poll.
-    events = [p.append_event() for p in _requested_partitions(broker, body, version, denied)]
-    topics, total, _ = _read(broker, body, version, denied)
+    events = [p.append_event() for p in _requested_partitions(broker, partitions, version, denied)]
+    updates, total, _ = _read(broker, body, version, partitions, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or not events:
-        return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
-    return _long_poll(broker, body, version, deadline, events, denied)
+        return _response(context, updates, version)
+    return _long_poll(broker, body, version, context, deadline, events, denied)
 
 
-def _denied_topics(broker, connection, body, version: int) -> set[str]:
+def _denied_topics(broker, connection, partitions: list[CachedPartition], version: int) -> set[str]:
     """The requested topics the connection may not READ (TOPIC_AUTHORIZATION_FAILED)."""
     if broker.authorizer is None:
         return set()
-    names = []
-    for ft in body.topics:
-        if version >= 13:
-            topic = broker.metadata.by_id(ft.topic_id)
-            if topic is not None:
-                names.append(topic.name)
-        else:
-            names.append(ft.topic)
-    return auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, names)
+    names = {name for fp in partitions if (name := _topic_name(broker, fp, version)) is not None}
+    return auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
 
 
-async def _long_poll(broker, body, version: int, deadline: float, events: list, denied: set[str]) -> FetchResponse:
+async def _long_poll(broker, body, version: int, context: FetchContext, deadline: float, events: list,
+                     denied: set[str]) -> FetchResponse:
+    partitions = context.partitions
     while True:
         remaining = deadline - time.monotonic()
         if remaining > 0:
@@ -164,10 +208,10 @@ async def _long_poll(broker, body, version: int, deadline: float, events: list, 
             finally:
                 for w in waiters:
                     w.cancel()
-        events = [p.append_event() for p in _requested_partitions(broker, body, version, denied)]
-        topics, total, _ = _read(broker, body, version, denied)
+        events = [p.append_event() for p in _requested_partitions(broker, partitions, version, denied)]
+        updates, total, _ = _read(broker, body, version, partitions, denied)
         if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not events:
-            return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+            return _response(context, updates, version)
 
 
 HANDLERS = {ApiKey.FETCH: handle_fetch}

@@ -1,0 +1,125 @@
+"""What one Fetch request reads, and which of what it read its response carries.
+
+:func:`new_context` turns a request's session metadata into one of four contexts
+(the rules are in :mod:`broker_py.fetch_session`):
+
+- :class:`SessionErrorContext`: an unknown session or a wrong epoch; the response is
+  only the error, with no partitions.
+- :class:`SessionlessFetchContext`: a full request with no session (epoch -1, Fetch
+  below v7, or an incremental request that forgot every partition).
+- :class:`FullFetchContext`: a full request asking for a session (epoch 0); the
+  session is created from the response, so it starts out knowing what was sent.
+- :class:`IncrementalFetchContext`: reads every partition of the session and answers
+  with those :meth:`CachedPartition.must_respond` selects.
+
+Each context has ``partitions`` (what to read, in order) and ``respond(updates)``,
+which takes ``(partition, PartitionData)`` pairs in that order and returns the
+response's error code, session id and the pairs to send.
+"""
+
+from __future__ import annotations
+
+from broker_py.error_codes import ErrorCode
+from broker_py.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+    next_epoch,
+)
+
+SESSION_MIN_VERSION = 7
+
+
+class SessionErrorContext:
+    def __init__(self, error: ErrorCode, session_id: int = INVALID_SESSION_ID) -> None:
+        self.error = error
+        self.session_id = session_id
+        self.partitions: list[CachedPartition] = []
+
+    def respond(self, updates: list) -> tuple[int, int, list]:
+        return int(self.error), self.session_id, []
+
+
+class SessionlessFetchContext:
+    def __init__(self, fetch_data: list[CachedPartition]) -> None:
+        self.partitions = fetch_data
+
+    def respond(self, updates: list) -> tuple[int, int, list]:
+        return 0, INVALID_SESSION_ID, updates
+
+
+class FullFetchContext:
+    def __init__(self, cache: FetchSessionCache, fetch_data: list[CachedPartition], uses_topic_ids: bool) -> None:
+        self.cache = cache
+        self.partitions = fetch_data
+        self.uses_topic_ids = uses_topic_ids
+
+    def respond(self, updates: list) -> tuple[int, int, list]:
+        cached: dict[tuple, CachedPartition] = {}
+        for partition, data in updates:
+            partition.must_respond(data.error_code, data.high_watermark, data.log_start_offset, 0, update=True)
+            cached[partition.key] = partition  # a partition named twice: the last one counts
+        session_id = self.cache.maybe_create(list(cached.values()), self.uses_topic_ids)
+        return 0, session_id, updates
+
+
+class IncrementalFetchContext:
+    def __init__(self, session: FetchSession) -> None:
+        self.session = session
+        self.expected_epoch = session.epoch
+        self.partitions = list(session.partitions.values())
+
+    def respond(self, updates: list) -> tuple[int, int, list]:
+        session = self.session
+        if session.epoch != self.expected_epoch:
+            # Another request of this session arrived while this one waited.
+            return int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), session.id, []
+        selected = []
+        for partition, data in updates:
+            size = len(data.records) if data.records is not None else 0
+            if partition.must_respond(data.error_code, data.high_watermark, data.log_start_offset, size, update=True):
+                selected.append((partition, data))
+                if size and partition.key in session.partitions:
+                    session.move_to_end(partition)
+        return 0, session.id, selected
+
+
+FetchContext = SessionErrorContext | SessionlessFetchContext | FullFetchContext | IncrementalFetchContext
+
+
+def new_context(
+    cache: FetchSessionCache,
+    version: int,
+    session_id: int,
+    epoch: int,
+    fetch_data: list[CachedPartition],
+    to_forget: list[tuple],
+) -> FetchContext:
+    """The context for a request with this session metadata (``session_id`` and
+    ``epoch`` are ignored below Fetch v7, which has no sessions)."""
+    if version < SESSION_MIN_VERSION:
+        return SessionlessFetchContext(fetch_data)
+    uses_topic_ids = version >= 13
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        if session_id != INVALID_SESSION_ID:
+            cache.remove(session_id)
+        if epoch == FINAL_EPOCH:
+            return SessionlessFetchContext(fetch_data)
+        return FullFetchContext(cache, fetch_data, uses_topic_ids)
+    session = cache.get(session_id)
+    if session is None:
+        return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    if session.epoch != epoch:
+        return SessionErrorContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    if session.uses_topic_ids != uses_topic_ids:
+        return SessionErrorContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
+    session.update(fetch_data, to_forget)
+    if not len(session):
+        cache.remove(session.id)
+        return SessionlessFetchContext(fetch_data)
+    cache.touch(session)
+    session.epoch = next_epoch(session.epoch)
+    return IncrementalFetchContext(session)
