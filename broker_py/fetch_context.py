@@ -12,12 +12,14 @@
 - :class:`IncrementalFetchContext`: reads every partition of the session and answers
   with those :meth:`CachedPartition.must_respond` selects.
 
-Each context has ``partitions`` (what to read, in order) and ``respond(updates)``,
-which takes ``(partition, PartitionData)`` pairs in that order and returns the
-response's error code, session id and the pairs to send.
+Each context has ``partitions`` (what to read, in order) and ``respond(reads)``,
+which takes a :class:`PartitionRead` per partition in that order and returns the
+response's error code, session id and the reads to send.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from broker_py.error_codes import ErrorCode
 from broker_py.fetch_session import (
@@ -33,13 +35,26 @@ from broker_py.fetch_session import (
 SESSION_MIN_VERSION = 7
 
 
+class PartitionRead(NamedTuple):
+    """What reading one partition found (offsets -1 when there is no such partition);
+    ``records`` is empty or a DeferredRecords, ``partition`` the broker's Partition."""
+
+    fetch: CachedPartition
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    records: object = b""
+    aborted: list | None = None
+    partition: object = None
+
+
 class SessionErrorContext:
     def __init__(self, error: ErrorCode, session_id: int = INVALID_SESSION_ID) -> None:
         self.error = error
         self.session_id = session_id
         self.partitions: list[CachedPartition] = []
 
-    def respond(self, updates: list) -> tuple[int, int, list]:
+    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
         return int(self.error), self.session_id, []
 
 
@@ -47,8 +62,8 @@ class SessionlessFetchContext:
     def __init__(self, fetch_data: list[CachedPartition]) -> None:
         self.partitions = fetch_data
 
-    def respond(self, updates: list) -> tuple[int, int, list]:
-        return 0, INVALID_SESSION_ID, updates
+    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
+        return 0, INVALID_SESSION_ID, reads
 
 
 class FullFetchContext:
@@ -57,13 +72,13 @@ class FullFetchContext:
         self.partitions = fetch_data
         self.uses_topic_ids = uses_topic_ids
 
-    def respond(self, updates: list) -> tuple[int, int, list]:
+    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
         cached: dict[tuple, CachedPartition] = {}
-        for partition, data in updates:
-            partition.must_respond(data.error_code, data.high_watermark, data.log_start_offset, 0, update=True)
-            cached[partition.key] = partition  # a partition named twice: the last one counts
+        for read in reads:
+            read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, 0, update=True)
+            cached[read.fetch.key] = read.fetch  # a partition named twice: the last one counts
         session_id = self.cache.maybe_create(list(cached.values()), self.uses_topic_ids)
-        return 0, session_id, updates
+        return 0, session_id, reads
 
 
 class IncrementalFetchContext:
@@ -72,18 +87,18 @@ class IncrementalFetchContext:
         self.expected_epoch = session.epoch
         self.partitions = list(session.partitions.values())
 
-    def respond(self, updates: list) -> tuple[int, int, list]:
+    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
         session = self.session
         if session.epoch != self.expected_epoch:
             # Another request of this session arrived while this one waited.
             return int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), session.id, []
         selected = []
-        for partition, data in updates:
-            size = len(data.records) if data.records is not None else 0
-            if partition.must_respond(data.error_code, data.high_watermark, data.log_start_offset, size, update=True):
-                selected.append((partition, data))
-                if size and partition.key in session.partitions:
-                    session.move_to_end(partition)
+        for read in reads:
+            size = len(read.records)
+            if read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, size, update=True):
+                selected.append(read)
+                if size and read.fetch.key in session.partitions:
+                    session.move_to_end(read.fetch)
         return 0, session.id, selected
 
 

@@ -97,7 +97,7 @@ class LogManager:
         key = (topic.name, partition)
         if key in self.logs:
             return self.logs[key]
-        found = [d for t, p, d in self.existing_partitions() if (t, p) == key]
+        found = [d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic.name}-{partition}"))]
         log_dir = found[0] if found else self._choose_dir()
         path = os.path.join(log_dir, f"{topic.name}-{partition}")
         started = time.monotonic()

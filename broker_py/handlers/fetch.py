@@ -28,25 +28,30 @@ import logstore
 from broker_py import auth_helper
 from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
-from broker_py.fetch_context import FetchContext, new_context
+from broker_py.fetch_context import FetchContext, PartitionRead, new_context
 from broker_py.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
 from broker_py.protocol.api_keys import ApiKey
 from broker_py.protocol.messages.fetch import FetchResponse
 from broker_py.protocol.types import DeferredRecords
 
 READ_COMMITTED = 1
+TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
+UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+OFFSET_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+KAFKA_STORAGE_ERROR = int(ErrorCode.KAFKA_STORAGE_ERROR)
 
 
-def _partition_data(index: int, error: ErrorCode, partition=None, records=b"", aborted=None) -> FetchResponse.PartitionData:
+def _partition_data(read: PartitionRead) -> FetchResponse.PartitionData:
     return FetchResponse.PartitionData(
-        partition_index=index,
-        error_code=int(error),
-        high_watermark=partition.high_watermark if partition else -1,
-        last_stable_offset=partition.last_stable_offset if partition else -1,
-        log_start_offset=partition.log_start_offset if partition else -1,
-        aborted_transactions=aborted,
+        partition_index=read.fetch.partition,
+        error_code=read.error_code,
+        high_watermark=read.high_watermark,
+        last_stable_offset=read.partition.last_stable_offset if read.partition is not None else -1,
+        log_start_offset=read.log_start_offset,
+        aborted_transactions=read.aborted,
         preferred_read_replica=-1,
-        records=records,
+        records=read.records,
     )
 
 
@@ -86,47 +91,52 @@ def _topic_name(broker, fp: CachedPartition, version: int) -> str | None:
 
 
 def _read(broker, body, version: int, partitions: list[CachedPartition], denied: set[str]):
-    """One pass over ``partitions``: ((partition, PartitionData) pairs, bytes found, partitions read)."""
+    """One pass over ``partitions``: (a PartitionRead each, bytes found, partitions read)."""
     remaining = body.max_bytes if version >= 3 else 2**31 - 1
     read_committed = body.isolation_level == READ_COMMITTED
+    no_data = [] if read_committed else None
     first_with_data = True
     total = 0
     touched = []
     out = []
     for fp in partitions:
-        name = _topic_name(broker, fp, version)
+        name = _topic_name(broker, fp, version) if version >= 13 else fp.topic
         if name is not None and name in denied:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            out.append(PartitionRead(fp, TOPIC_AUTHORIZATION_FAILED, -1, -1))
             continue
         if name is None:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID)))
+            out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID, -1, -1))
             continue
         fp.topic = name
         partition = broker.partitions.get((name, fp.partition))
         if partition is None:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+            out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
             continue
         touched.append(partition)
+        log = partition.log
+        high_watermark = log.log_end_offset
         error = partition.leader_epoch_error(fp.current_leader_epoch)
         if error != ErrorCode.NONE:
-            out.append((fp, _partition_data(fp.partition, error, partition)))
+            out.append(PartitionRead(fp, int(error), high_watermark, log.log_start_offset, partition=partition))
             continue
-        bound = partition.last_stable_offset if read_committed else partition.high_watermark
+        if fp.fetch_offset == high_watermark:  # caught up: nothing to read
+            out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, b"", no_data, partition))
+            continue
         try:
-            slice_ = partition.log.read_slice(
+            slice_ = log.read_slice(
                 fp.fetch_offset,
                 max(0, min(fp.max_bytes, remaining)),
-                max_offset=bound,
+                max_offset=partition.last_stable_offset if read_committed else high_watermark,
                 min_one_batch=first_with_data,
             )
         except logstore.OffsetOutOfRangeError:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition)))
+            out.append(PartitionRead(fp, OFFSET_OUT_OF_RANGE, high_watermark, log.log_start_offset, partition=partition))
             continue
         except logstore.LogStoreError:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.KAFKA_STORAGE_ERROR, partition)))
+            out.append(PartitionRead(fp, KAFKA_STORAGE_ERROR, high_watermark, log.log_start_offset, partition=partition))
             continue
         if slice_ is None:
-            out.append((fp, _partition_data(fp.partition, ErrorCode.NONE, partition, aborted=[] if read_committed else None)))
+            out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, b"", no_data, partition))
             continue
         first_with_data = False
         remaining -= slice_.length
@@ -137,33 +147,26 @@ def _read(broker, body, version: int, partitions: list[CachedPartition], denied:
                 FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
                 for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
             ]
-        out.append((fp, _partition_data(fp.partition, ErrorCode.NONE, partition, DeferredRecords(slice_.length, slice_), aborted)))
+        records = DeferredRecords(slice_.length, slice_)
+        out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, records, aborted, partition))
     return out, total, touched
 
 
-def _response(context: FetchContext, updates: list, version: int) -> FetchResponse:
-    """The response for ``updates``, filtered by the context; consecutive partitions of
+def _response(context: FetchContext, reads: list[PartitionRead], version: int) -> FetchResponse:
+    """The response for ``reads``, filtered by the context; consecutive partitions of
     one topic share a topic entry."""
-    error_code, session_id, selected = context.respond(updates)
+    error_code, session_id, selected = context.respond(reads)
     topics: list[FetchResponse.FetchableTopicResponse] = []
     last_key = None
-    for fp, data in selected:
+    for read in selected:
+        fp = read.fetch
         key = fp.topic_id if version >= 13 else fp.topic
         if not topics or key != last_key:
             topics.append(FetchResponse.FetchableTopicResponse(
                 topic=fp.topic or "", topic_id=fp.topic_id if version >= 13 else NULL_UUID, partitions=[]))
             last_key = key
-        topics[-1].partitions.append(data)
+        topics[-1].partitions.append(_partition_data(read))
     return FetchResponse(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=topics)
-
-
-def _requested_partitions(broker, partitions: list[CachedPartition], version: int, denied: set[str]) -> list:
-    found = []
-    for fp in partitions:
-        name = _topic_name(broker, fp, version)
-        if name is not None and name not in denied and (p := broker.partitions.get((name, fp.partition))) is not None:
-            found.append(p)
-    return found
 
 
 def handle_fetch(broker, request, connection):
@@ -180,11 +183,12 @@ def handle_fetch(broker, request, connection):
     partitions = context.partitions
     deadline = time.monotonic() + max(0, body.max_wait_ms) / 1000
     denied = _denied_topics(broker, connection, partitions, version)
-    # Events are taken before reading, so an append after the read still wakes the poll.
-    events = [p.append_event() for p in _requested_partitions(broker, partitions, version, denied)]
-    updates, total, _ = _read(broker, body, version, partitions, denied)
-    if total >= body.min_bytes or body.max_wait_ms <= 0 or not events:
-        return _response(context, updates, version)
+    reads, total, touched = _read(broker, body, version, partitions, denied)
+    if total >= body.min_bytes or body.max_wait_ms <= 0 or not touched:
+        return _response(context, reads, version)
+    # Appends happen on this thread, and nothing yields between the read and here, so
+    # the events taken now are set by any append the read did not see.
+    events = [p.append_event() for p in touched]
     return _long_poll(broker, body, version, context, deadline, events, denied)
 
 
@@ -198,7 +202,6 @@ def _denied_topics(broker, connection, partitions: list[CachedPartition], versio
 
 async def _long_poll(broker, body, version: int, context: FetchContext, deadline: float, events: list,
                      denied: set[str]) -> FetchResponse:
-    partitions = context.partitions
     while True:
         remaining = deadline - time.monotonic()
         if remaining > 0:
@@ -208,10 +211,10 @@ async def _long_poll(broker, body, version: int, context: FetchContext, deadline
             finally:
                 for w in waiters:
                     w.cancel()
-        events = [p.append_event() for p in _requested_partitions(broker, partitions, version, denied)]
-        updates, total, _ = _read(broker, body, version, partitions, denied)
-        if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not events:
-            return _response(context, updates, version)
+        reads, total, touched = _read(broker, body, version, context.partitions, denied)
+        if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not touched:
+            return _response(context, reads, version)
+        events = [p.append_event() for p in touched]
 
 
 HANDLERS = {ApiKey.FETCH: handle_fetch}

@@ -7,6 +7,7 @@ import uuid
 
 from broker_py.error_codes import ErrorCode
 from broker_py.fetch_context import (
+    PartitionRead,
     FullFetchContext,
     IncrementalFetchContext,
     SessionErrorContext,
@@ -21,7 +22,6 @@ from broker_py.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
-from broker_py.protocol.messages.fetch import FetchResponse
 from broker_py.protocol.types import DeferredRecords
 
 
@@ -37,17 +37,14 @@ def part(p: int, topic: str = "t", offset: int = 0, topic_id: uuid.UUID = NULL_U
     return CachedPartition(topic, topic_id, p, offset, 1 << 20)
 
 
-def data(p: int, hw: int, records: int = 0, error: ErrorCode = ErrorCode.NONE, log_start: int = 0):
-    return FetchResponse.PartitionData(
-        partition_index=p, error_code=int(error), high_watermark=hw, last_stable_offset=hw,
-        log_start_offset=log_start, records=DeferredRecords(records) if records else b"",
-    )
+def read(fp: CachedPartition, hw: int, records: int = 0, error: ErrorCode = ErrorCode.NONE, log_start: int = 0):
+    return PartitionRead(fp, int(error), hw, log_start, DeferredRecords(records) if records else b"")
 
 
 def full_session(cache: FetchSessionCache, n: int = 3, hw: int = 5) -> int:
     ctx = new_context(cache, 12, 0, 0, [part(i) for i in range(n)], [])
     assert isinstance(ctx, FullFetchContext)
-    error, session_id, sent = ctx.respond([(p, data(p.partition, hw)) for p in ctx.partitions])
+    error, session_id, sent = ctx.respond([read(p, hw) for p in ctx.partitions])
     assert error == 0 and session_id != INVALID_SESSION_ID and len(sent) == n
     return session_id
 
@@ -66,12 +63,12 @@ def test_full_request_creates_a_session_and_incremental_ones_send_only_news():
     assert isinstance(ctx, IncrementalFetchContext)
     assert [p.partition for p in ctx.partitions] == [0, 1, 2]
     # Nothing changed: nothing is sent. Partition 1 got records, 2 a new high watermark.
-    error, got_sid, sent = ctx.respond([(p, data(p.partition, 5)) for p in ctx.partitions])
+    error, got_sid, sent = ctx.respond([read(p, 5) for p in ctx.partitions])
     assert (error, got_sid, sent) == (0, sid, [])
     ctx = new_context(cache, 12, sid, 2, [], [])
-    updates = [(ctx.partitions[0], data(0, 5)), (ctx.partitions[1], data(1, 7, records=100)), (ctx.partitions[2], data(2, 6))]
+    updates = [read(ctx.partitions[0], 5), read(ctx.partitions[1], 7, records=100), read(ctx.partitions[2], 6)]
     _, _, sent = ctx.respond(updates)
-    assert [p.partition for p, _ in sent] == [1, 2]
+    assert [r.fetch.partition for r in sent] == [1, 2]
     # Partition 1 returned records, so it moved to the end of the session.
     assert [p.partition for p in cache.get(sid).partitions.values()] == [0, 2, 1]
 
@@ -81,10 +78,10 @@ def test_an_error_is_always_sent_and_the_recovery_too():
     sid = full_session(cache, n=1)
     for epoch in (1, 2):
         ctx = new_context(cache, 12, sid, epoch, [], [])
-        _, _, sent = ctx.respond([(ctx.partitions[0], data(0, -1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER))])
+        _, _, sent = ctx.respond([read(ctx.partitions[0], -1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)])
         assert len(sent) == 1
     ctx = new_context(cache, 12, sid, 3, [], [])
-    _, _, sent = ctx.respond([(ctx.partitions[0], data(0, 5))])
+    _, _, sent = ctx.respond([read(ctx.partitions[0], 5)])
     assert len(sent) == 1, "the high watermark was forgotten with the error, so it is sent again"
 
 
@@ -94,8 +91,8 @@ def test_incremental_request_updates_adds_and_forgets_partitions():
     ctx = new_context(cache, 12, sid, 1, [part(1, offset=40), part(7, offset=3)], [("t", 0)])
     session = cache.get(sid)
     assert [(p.partition, p.fetch_offset) for p in session.partitions.values()] == [(1, 40), (2, 0), (7, 3)]
-    _, _, sent = ctx.respond([(p, data(p.partition, 5)) for p in ctx.partitions])
-    assert [p.partition for p, _ in sent] == [7], "only the new partition's high watermark is news"
+    _, _, sent = ctx.respond([read(p, 5) for p in ctx.partitions])
+    assert [r.fetch.partition for r in sent] == [7], "only the new partition's high watermark is news"
 
 
 def test_forgetting_every_partition_closes_the_session():
@@ -125,7 +122,7 @@ def test_a_second_request_of_the_session_invalidates_the_one_still_waiting():
     sid = full_session(cache)
     waiting = new_context(cache, 12, sid, 1, [], [])
     new_context(cache, 12, sid, 2, [], [])
-    error, got_sid, sent = waiting.respond([(p, data(p.partition, 9)) for p in waiting.partitions])
+    error, got_sid, sent = waiting.respond([read(p, 9) for p in waiting.partitions])
     assert (error, got_sid, sent) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, sid, [])
 
 
@@ -143,7 +140,7 @@ def test_no_sessions_below_v7_or_with_no_slots():
     assert isinstance(new_context(cache, 6, 0, 0, [part(0)], []), SessionlessFetchContext)
     none = FetchSessionCache(0)
     ctx = new_context(none, 12, 0, 0, [part(0)], [])
-    assert ctx.respond([(ctx.partitions[0], data(0, 1))])[1] == INVALID_SESSION_ID
+    assert ctx.respond([read(ctx.partitions[0], 1)])[1] == INVALID_SESSION_ID
     assert len(none) == 0
 
 
@@ -151,7 +148,7 @@ def test_topic_id_sessions_key_partitions_by_id():
     cache = FetchSessionCache(10)
     tid = uuid.uuid4()
     ctx = new_context(cache, 13, 0, 0, [part(0, topic=None, topic_id=tid)], [])
-    _, sid, _ = ctx.respond([(ctx.partitions[0], data(0, 1))])
+    _, sid, _ = ctx.respond([read(ctx.partitions[0], 1)])
     new_context(cache, 13, sid, 1, [], [(tid, 0)])
     assert cache.get(sid) is None
 
@@ -180,8 +177,8 @@ def test_eviction_of_a_busy_cache_prefers_bigger_sessions_and_protects_young_one
         new_context(cache, 12, sid, epoch, [], [])
     # Not bigger than the smallest: refused. Bigger: the smallest goes.
     ctx = new_context(cache, 12, 0, 0, [part(0)], [])
-    assert ctx.respond([(ctx.partitions[0], data(0, 1))])[1] == INVALID_SESSION_ID
+    assert ctx.respond([read(ctx.partitions[0], 1)])[1] == INVALID_SESSION_ID
     ctx = new_context(cache, 12, 0, 0, [part(0), part(1)], [])
-    _, new, _ = ctx.respond([(p, data(p.partition, 1)) for p in ctx.partitions])
+    _, new, _ = ctx.respond([read(p, 1) for p in ctx.partitions])
     assert new != INVALID_SESSION_ID
     assert cache.get(small) is None and cache.get(big) is not None

@@ -216,8 +216,12 @@ def test_record_too_large_is_refused(module_broker):
 def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, int | None]], **config) -> list:
     """Produces (key, timestamp) records to partition 0 in one batch; each record's
     delivery error (None when it landed). The linger is long enough that a starved
-    test process cannot split the batch; ``flush`` sends it without waiting it out."""
+    test process cannot split the batch; ``flush`` sends it without waiting it out.
+    The producer learns the partition's leader first: records produced before that wait
+    in librdkafka's unassigned queue, and a flush that finds some of them already moved
+    to the partition sends those alone."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5000, "retries": 0, **config})
+    wait_until(lambda: p.list_topics(topic, timeout=5).topics[topic].partitions[0].leader >= 0, message="leader")
     errors: list = [None] * len(records)
     done = []
 
