@@ -6,8 +6,9 @@ arrival order and answered in that order, as Kafka's network layer does. A handl
 that completes at once (most of them) runs inline in ``data_received`` and its
 response is written to the transport's buffer; a handler that waits (a Fetch long
 poll, JoinGroup, SyncGroup) runs as a task, and requests that arrive meanwhile queue
-behind it. A handler may answer with a response frame already encoded (``bytes``), as
-Produce does for its common shape. Reading pauses while too many requests queue or too
+behind it. A handler may answer with a response frame already encoded: ``bytes``, as
+Produce does for its common shape, or a ``list`` of chunks with DeferredRecords among
+them, as Fetch does. Reading pauses while too many requests queue or too
 much response data is buffered, so a client that does not read cannot grow the
 broker's memory.
 
@@ -289,13 +290,15 @@ class ClientConnection(asyncio.Protocol):
         if times is not None:
             self._completed(event, times)
 
-    def _encode(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes) -> list:
+    def _encode(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list) -> list:
         if type(response) is bytes:
             return [response]
+        if type(response) is list:  # chunks encoded by the handler
+            return response
         version = event.api_version if isinstance(event, (Request, ProduceFrame)) else 0
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
-    def _respond(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes, times: RequestTimes | None) -> None:
+    def _respond(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list, times: RequestTimes | None) -> None:
         chunks = self._encode(event, response)
         if any(isinstance(c, DeferredRecords) for c in chunks):
             self._start(self._send_with_files(chunks, event, times))

@@ -31,7 +31,7 @@ from broker_py.error_codes import ErrorCode
 from broker_py.fetch_context import FetchContext, PartitionRead, new_context
 from broker_py.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
 from broker_py.protocol.api_keys import ApiKey
-from broker_py.protocol.messages.fetch import FetchResponse
+from broker_py.protocol.frame import splice_records
 from broker_py.protocol.types import DeferredRecords
 
 READ_COMMITTED = 1
@@ -40,19 +40,6 @@ UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 OFFSET_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
 KAFKA_STORAGE_ERROR = int(ErrorCode.KAFKA_STORAGE_ERROR)
-
-
-def _partition_data(read: PartitionRead) -> FetchResponse.PartitionData:
-    return FetchResponse.PartitionData(
-        partition_index=read.fetch.partition,
-        error_code=read.error_code,
-        high_watermark=read.high_watermark,
-        last_stable_offset=read.partition.last_stable_offset if read.partition is not None else -1,
-        log_start_offset=read.log_start_offset,
-        aborted_transactions=read.aborted,
-        preferred_read_replica=-1,
-        records=read.records,
-    )
 
 
 def _fetch_data(broker, body, version: int) -> list[CachedPartition]:
@@ -144,29 +131,40 @@ def _read(broker, body, version: int, partitions: list[CachedPartition], denied:
         aborted = None
         if read_committed:
             aborted = [
-                FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
-                for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
+                (t.producer_id, t.first_offset) for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
             ]
         records = DeferredRecords(slice_.length, slice_)
         out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, records, aborted, partition))
     return out, total, touched
 
 
-def _response(context: FetchContext, reads: list[PartitionRead], version: int) -> FetchResponse:
-    """The response for ``reads``, filtered by the context; consecutive partitions of
-    one topic share a topic entry."""
+def _response(context: FetchContext, reads: list[PartitionRead], request) -> list:
+    """The response frame for ``reads``, filtered by the context, as chunks with the
+    records in place (encoded by ``logstore.encode_fetch_response``); consecutive
+    partitions of one topic share a topic entry."""
+    version = request.api_version
     error_code, session_id, selected = context.respond(reads)
-    topics: list[FetchResponse.FetchableTopicResponse] = []
+    topics: list[tuple] = []
+    records: list[DeferredRecords] = []
+    parts: list[tuple] = []
     last_key = None
     for read in selected:
         fp = read.fetch
         key = fp.topic_id if version >= 13 else fp.topic
         if not topics or key != last_key:
-            topics.append(FetchResponse.FetchableTopicResponse(
-                topic=fp.topic or "", topic_id=fp.topic_id if version >= 13 else NULL_UUID, partitions=[]))
+            parts = []
+            topics.append((fp.topic or "", fp.topic_id.int, parts))
             last_key = key
-        topics[-1].partitions.append(_partition_data(read))
-    return FetchResponse(throttle_time_ms=0, error_code=error_code, session_id=session_id, responses=topics)
+        partition = read.partition
+        parts.append((
+            fp.partition, read.error_code, read.high_watermark,
+            partition.last_stable_offset if partition is not None else -1,
+            read.log_start_offset, read.aborted, len(read.records),
+        ))
+        if read.records:
+            records.append(read.records)
+    head, records_at = logstore.encode_fetch_response(request.correlation_id, version, error_code, session_id, topics)
+    return splice_records(head, records_at, records)
 
 
 def handle_fetch(broker, request, connection):
@@ -185,11 +183,11 @@ def handle_fetch(broker, request, connection):
     denied = _denied_topics(broker, connection, partitions, version)
     reads, total, touched = _read(broker, body, version, partitions, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or not touched:
-        return _response(context, reads, version)
+        return _response(context, reads, request)
     # Appends happen on this thread, and nothing yields between the read and here, so
     # the events taken now are set by any append the read did not see.
     events = [p.append_event() for p in touched]
-    return _long_poll(broker, body, version, context, deadline, events, denied)
+    return _long_poll(broker, request, context, deadline, events, denied)
 
 
 def _denied_topics(broker, connection, partitions: list[CachedPartition], version: int) -> set[str]:
@@ -200,8 +198,8 @@ def _denied_topics(broker, connection, partitions: list[CachedPartition], versio
     return auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
 
 
-async def _long_poll(broker, body, version: int, context: FetchContext, deadline: float, events: list,
-                     denied: set[str]) -> FetchResponse:
+async def _long_poll(broker, request, context: FetchContext, deadline: float, events: list, denied: set[str]) -> list:
+    body, version = request.body, request.api_version
     while True:
         remaining = deadline - time.monotonic()
         if remaining > 0:
@@ -213,7 +211,7 @@ async def _long_poll(broker, body, version: int, context: FetchContext, deadline
                     w.cancel()
         reads, total, touched = _read(broker, body, version, context.partitions, denied)
         if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not touched:
-            return _response(context, reads, version)
+            return _response(context, reads, request)
         events = [p.append_event() for p in touched]
 
 

@@ -98,6 +98,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "encode_response_chunks",
+    "splice_records",
 ]
 
 DEFAULT_MAX_REQUEST_SIZE = 104857600
@@ -321,6 +322,23 @@ def encode_response_chunks(
     chunks = _frame_chunks(w)
     if sum(len(c) for c in chunks) - 4 > 0x7FFFFFFF:
         raise EncodeError("response frame exceeds the int32 size limit")
+    return chunks
+
+
+def splice_records(head: bytes, records_at: list[int], records: list[DeferredRecords]) -> list[memoryview | DeferredRecords]:
+    """A frame encoded without its records' bytes (``head``, e.g. by
+    ``logstore.encode_fetch_response``) as chunks, each of ``records`` placed at its
+    offset in ``records_at``."""
+    if len(records_at) != len(records):
+        raise EncodeError(f"{len(records)} records for {len(records_at)} places")
+    view = memoryview(head)
+    chunks: list[memoryview | DeferredRecords] = []
+    start = 0
+    for at, rec in zip(records_at, records):
+        chunks.append(view[start:at])
+        chunks.append(rec)
+        start = at
+    chunks.append(view[start:])
     return chunks
 
 

@@ -185,6 +185,20 @@ def encode_produce_response(
     ``[(topic, [(partition, error_code, base_offset, log_append_time_ms, log_start_offset,
     error_message, [(batch_index, message), ...]), ...]), ...]``."""
 
+def encode_fetch_response(
+    correlation_id: int,
+    api_version: int,
+    error_code: int,
+    session_id: int,
+    topics: list[tuple[str, int, list[tuple[int, int, int, int, int, list[tuple[int, int]] | None, int]]]],
+    throttle_time_ms: int = 0,
+) -> tuple[bytes, list[int]]:
+    """A Fetch response frame (v4-v17) without its records' bytes, from ``[(topic,
+    topic_id as int, [(partition, error_code, high_watermark, last_stable_offset,
+    log_start_offset, aborted [(producer_id, first_offset)] or None, records_len), ...]),
+    ...]``: (head, the offsets in head where each non-empty records field's bytes go).
+    The frame's size prefix counts the records."""
+
 def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
     """sendfile(2) with the GIL released. Returns bytes sent (may be < count).
 

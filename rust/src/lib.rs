@@ -6,7 +6,8 @@
 //!   with recovery, retention, truncation and the `leader_epoch_cache`;
 //!   `segment_deletion`: unlinking the files of removed segments after `file.delete.delay.ms`.
 //! - `produce_request`, `produce_response`: the Produce API's wire format, read in place
-//!   and written whole, for the broker's hottest request.
+//!   and written whole, for the broker's hottest request; `fetch_response` writes Fetch
+//!   responses around the records sent by `sendfile`; both over `wire_writer`.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
 //! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
@@ -31,6 +32,7 @@ pub mod offset_index;
 pub mod offset_map;
 pub mod produce_request;
 pub mod produce_response;
+pub mod fetch_response;
 pub mod record;
 pub mod record_batch;
 pub mod record_rules;
@@ -44,6 +46,7 @@ pub mod topic_compression;
 pub mod transactions;
 pub mod validation_pool;
 pub mod varint;
+pub mod wire_writer;
 
 #[cfg(feature = "python")]
 mod python;

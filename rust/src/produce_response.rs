@@ -10,6 +10,7 @@
 //! node_endpoints, which only accompany NOT_LEADER_OR_FOLLOWER).
 
 use crate::produce_request::FIRST_FLEXIBLE_VERSION;
+use crate::wire_writer::WireWriter;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionProduceResponse<'a> {
@@ -29,61 +30,15 @@ pub struct TopicProduceResponse<'a> {
     pub partitions: Vec<PartitionProduceResponse<'a>>,
 }
 
-struct Writer {
-    out: Vec<u8>,
-    flexible: bool,
-}
-
-impl Writer {
-    fn uvarint(&mut self, mut v: u32) {
-        while v > 0x7F {
-            self.out.push((v as u8 & 0x7F) | 0x80);
-            v >>= 7;
-        }
-        self.out.push(v as u8);
-    }
-
-    fn count(&mut self, n: usize) {
-        if self.flexible {
-            self.uvarint(n as u32 + 1);
-        } else {
-            self.out.extend_from_slice(&(n as i32).to_be_bytes());
-        }
-    }
-
-    fn nullable_string(&mut self, s: Option<&str>) {
-        match (s, self.flexible) {
-            (None, true) => self.out.push(0),
-            (None, false) => self.out.extend_from_slice(&(-1i16).to_be_bytes()),
-            (Some(s), true) => {
-                self.uvarint(s.len() as u32 + 1);
-                self.out.extend_from_slice(s.as_bytes());
-            }
-            (Some(s), false) => {
-                self.out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-                self.out.extend_from_slice(s.as_bytes());
-            }
-        }
-    }
-
-    fn no_tagged_fields(&mut self) {
-        if self.flexible {
-            self.out.push(0);
-        }
-    }
-}
-
 /// The whole response frame, size prefix included. Strings longer than an int16 length
 /// can hold are cut at a character boundary below 32,767 bytes.
 pub fn encode(correlation_id: i32, version: i16, topics: &[TopicProduceResponse<'_>], throttle_time_ms: i32) -> Vec<u8> {
-    let mut w = Writer { out: Vec::with_capacity(64), flexible: version >= FIRST_FLEXIBLE_VERSION };
-    w.out.extend_from_slice(&[0; 4]);
-    w.out.extend_from_slice(&correlation_id.to_be_bytes());
-    w.no_tagged_fields();
-    w.count(topics.len());
+    let mut w = WireWriter::new(64, version >= FIRST_FLEXIBLE_VERSION);
+    w.start_frame(correlation_id);
+    w.count(Some(topics.len()));
     for t in topics {
         w.nullable_string(Some(clip(t.name)));
-        w.count(t.partitions.len());
+        w.count(Some(t.partitions.len()));
         for p in &t.partitions {
             w.out.extend_from_slice(&p.index.to_be_bytes());
             w.out.extend_from_slice(&p.error_code.to_be_bytes());
@@ -95,7 +50,7 @@ pub fn encode(correlation_id: i32, version: i16, topics: &[TopicProduceResponse<
                 w.out.extend_from_slice(&p.log_start_offset.to_be_bytes());
             }
             if version >= 8 {
-                w.count(p.record_errors.len());
+                w.count(Some(p.record_errors.len()));
                 for (batch_index, message) in &p.record_errors {
                     w.out.extend_from_slice(&batch_index.to_be_bytes());
                     w.nullable_string(message.map(clip));
@@ -111,8 +66,7 @@ pub fn encode(correlation_id: i32, version: i16, topics: &[TopicProduceResponse<
         w.out.extend_from_slice(&throttle_time_ms.to_be_bytes());
     }
     w.no_tagged_fields();
-    let size = (w.out.len() - 4) as i32;
-    w.out[..4].copy_from_slice(&size.to_be_bytes());
+    w.finish_frame(0);
     w.out
 }
 

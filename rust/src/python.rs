@@ -24,6 +24,7 @@ use crate::throttler::Throttler;
 use crate::log_config::LogConfig;
 use crate::log_reader::{PartitionDir, PartitionScan};
 use crate::produce_request;
+use crate::fetch_response::{self, FetchPartitionResponse, FetchTopicResponse};
 use crate::produce_response::{self, PartitionProduceResponse, TopicProduceResponse};
 use crate::record::NewRecord;
 use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
@@ -842,6 +843,48 @@ fn encode_produce_response<'py>(
     PyBytes::new(py, &produce_response::encode(correlation_id, api_version, &topics, throttle_time_ms))
 }
 
+type FetchPartitionResult = (i32, i16, i64, i64, i64, Option<Vec<(i64, i64)>>, u32);
+
+/// A Fetch response frame without its records' bytes, from `[(topic, topic_id as int,
+/// [(partition, error_code, high_watermark, last_stable_offset, log_start_offset,
+/// aborted [(producer_id, first_offset)] or None, records_len), ...]), ...]`: returns
+/// (head, offsets in head where each non-empty records field's bytes go).
+#[pyfunction]
+#[pyo3(signature = (correlation_id, api_version, error_code, session_id, topics, throttle_time_ms = 0))]
+fn encode_fetch_response<'py>(
+    py: Python<'py>,
+    correlation_id: i32,
+    api_version: i16,
+    error_code: i16,
+    session_id: i32,
+    topics: Vec<(String, u128, Vec<FetchPartitionResult>)>,
+    throttle_time_ms: i32,
+) -> (Bound<'py, PyBytes>, Vec<usize>) {
+    let topics: Vec<FetchTopicResponse<'_>> = topics
+        .iter()
+        .map(|(name, topic_id, parts)| FetchTopicResponse {
+            name: name.as_str(),
+            topic_id: topic_id.to_be_bytes(),
+            partitions: parts
+                .iter()
+                .map(|(index, error_code, high_watermark, last_stable_offset, log_start_offset, aborted, records_len)| {
+                    FetchPartitionResponse {
+                        index: *index,
+                        error_code: *error_code,
+                        high_watermark: *high_watermark,
+                        last_stable_offset: *last_stable_offset,
+                        log_start_offset: *log_start_offset,
+                        aborted_transactions: aborted.clone(),
+                        records_len: *records_len,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let encoded = fetch_response::encode(correlation_id, api_version, throttle_time_ms, error_code, session_id, &topics);
+    (PyBytes::new(py, &encoded.head), encoded.records_at)
+}
+
 /// CRC-32C (Castagnoli) of a bytes-like object, as Kafka's checksums use.
 #[pyfunction]
 #[pyo3(name = "crc32c", signature = (data, value = 0))]
@@ -1007,6 +1050,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_produce_request, m)?)?;
     m.add_function(wrap_pyfunction!(has_producer_id, m)?)?;
     m.add_function(wrap_pyfunction!(encode_produce_response, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_fetch_response, m)?)?;
     m.add_function(wrap_pyfunction!(validate_log_config, m)?)?;
     m.add_function(wrap_pyfunction!(clean_dry_run, m)?)?;
     Ok(())
