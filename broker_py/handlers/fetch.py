@@ -2,7 +2,9 @@
 
 Record bytes never pass through Python: each partition's records are a
 :class:`DeferredRecords` placeholder holding a ``logstore.FileSlice``, which the
-network layer sends with ``sendfile(2)``.
+network layer sends with ``sendfile(2)``. The rest of the frame is written by
+``logstore.encode_fetch_response``, and the handler answers with the frame's chunks,
+the placeholders in place (``protocol.frame.splice_records``).
 
 Limits follow Kafka: a partition returns at most ``partition_max_bytes`` and the
 response at most ``max_bytes`` (v3+), except that the first partition with data

@@ -421,6 +421,11 @@ class _StructCodec:
         return ns["read"], ns["write"]
 
     def _read_tags(self, r: Reader, obj: Any) -> None:
+        pos = r.pos
+        if pos < r.end and r.buf[pos] == 0:  # no tagged fields: the common case
+            r.pos = pos + 1
+            obj.unknown_tagged_fields = {}
+            return
         unknown: dict[int, bytes] = {}
         for tag, sub in r.tagged_fields():
             known = self.tagged_by_tag.get(tag)
@@ -436,6 +441,9 @@ class _StructCodec:
         obj.unknown_tagged_fields = unknown
 
     def _write_tags(self, w: Writer, obj: Any) -> None:
+        if not self.tagged and not obj.unknown_tagged_fields:
+            w.buf.append(0)  # an empty tagged-field section
+            return
         fields: list[tuple[int, bytes]] = []
         for tag, name, _, wr, default in self.tagged:
             value = getattr(obj, name)
