@@ -49,13 +49,12 @@ class PartitionRead(NamedTuple):
 
 
 class SessionErrorContext:
-    def __init__(self, error: ErrorCode, session_id: int = INVALID_SESSION_ID) -> None:
+    def __init__(self, error: ErrorCode) -> None:
         self.error = error
-        self.session_id = session_id
         self.partitions: list[CachedPartition] = []
 
     def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
-        return int(self.error), self.session_id, []
+        return int(self.error), INVALID_SESSION_ID, []
 
 
 class SessionlessFetchContext:
@@ -75,7 +74,7 @@ class FullFetchContext:
     def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
         cached: dict[tuple, CachedPartition] = {}
         for read in reads:
-            read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, 0, update=True)
+            read.fetch.remember(read.error_code, read.high_watermark, read.log_start_offset)
             cached[read.fetch.key] = read.fetch  # a partition named twice: the last one counts
         session_id = self.cache.maybe_create(list(cached.values()), self.uses_topic_ids)
         return 0, session_id, reads
@@ -95,7 +94,7 @@ class IncrementalFetchContext:
         selected = []
         for read in reads:
             size = len(read.records)
-            if read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, size, update=True):
+            if read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, size):
                 selected.append(read)
                 if size and read.fetch.key in session.partitions:
                     session.move_to_end(read.fetch)

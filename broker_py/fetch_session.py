@@ -91,17 +91,21 @@ class CachedPartition:
         self.current_leader_epoch = other.current_leader_epoch
         self.fetcher_log_start_offset = other.fetcher_log_start_offset
 
-    def must_respond(self, error_code: int, high_watermark: int, log_start_offset: int, records_size: int,
-                     update: bool) -> bool:
-        """Whether an incremental response must carry this partition; with ``update``,
-        remember what it carries."""
-        respond = records_size > 0 or error_code != 0
-        if self.high_watermark != high_watermark or self.log_start_offset != log_start_offset:
-            respond = True
-        if update:
-            self.high_watermark = -1 if error_code != 0 else high_watermark
-            self.log_start_offset = log_start_offset
+    def must_respond(self, error_code: int, high_watermark: int, log_start_offset: int, records_size: int) -> bool:
+        """Whether an incremental response must carry this partition; remembers what
+        the response tells the fetcher."""
+        respond = (
+            records_size > 0 or error_code != 0
+            or self.high_watermark != high_watermark or self.log_start_offset != log_start_offset
+        )
+        self.remember(error_code, high_watermark, log_start_offset)
         return respond
+
+    def remember(self, error_code: int, high_watermark: int, log_start_offset: int) -> None:
+        """What a response told the fetcher; after an error the high watermark is
+        forgotten, so the partition is sent again once the error is gone."""
+        self.high_watermark = -1 if error_code != 0 else high_watermark
+        self.log_start_offset = log_start_offset
 
     def __repr__(self) -> str:
         return f"CachedPartition({self.topic or self.topic_id}-{self.partition} @ {self.fetch_offset})"
@@ -157,10 +161,6 @@ class FetchSessionCache:
 
     def __len__(self) -> int:
         return len(self._sessions)
-
-    @property
-    def total_partitions(self) -> int:
-        return sum(len(s) for s in self._sessions.values())
 
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
