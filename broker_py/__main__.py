@@ -17,6 +17,7 @@ import sys
 
 from broker_py.allocator import retain_request_buffers
 from broker_py.config import BrokerConfig, ConfigError
+from broker_py.file_lock import LogDirInUseError
 
 log = logging.getLogger("broker_py")
 
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 2
+    except LogDirInUseError as e:
+        print(f"logstore-broker: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 1

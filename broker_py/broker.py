@@ -67,6 +67,17 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        # First: the log manager locks every log dir (LogDirInUseError if another broker
+        # holds one) before this broker reads or writes anything in them.
+        self.log_manager = LogManager(config.log_dirs)
+        try:
+            self._load(config)
+        except BaseException:
+            self.log_manager.shutdown()
+            raise
+
+    def _load(self, config: BrokerConfig) -> None:
+        """Reads the broker's state from its (locked) log dirs."""
         self.cluster_id = self._check_log_dirs()
         self.dynamic_configs = DynamicBrokerConfigStore(config.log_dirs[0], config)
         self.dynamic_configs.load()
@@ -78,7 +89,6 @@ class Broker:
                 config.log_dirs[0], config["super.users"], config["allow.everyone.if.no.acl.found"]
             )
         self.metadata = TopicMetadataStore(config.log_dirs[0])
-        self.log_manager = LogManager(config.log_dirs)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])

@@ -20,6 +20,7 @@ import logstore
 
 from broker_py import log_dir_mover
 from broker_py.errors import KafkaStorageError
+from broker_py.file_lock import lock_log_dirs
 from broker_py.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text
 
 log = logging.getLogger(__name__)
@@ -69,9 +70,13 @@ def _open(path: str, effective_config: dict[str, str]) -> logstore.Log:
 class LogManager:
     def __init__(self, log_dirs: list[str]) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
-        for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
-        log_dir_mover.recover(self.log_dirs)
+        # Before anything reads or changes a dir: LogDirInUseError when another broker has it.
+        self._locks = lock_log_dirs(self.log_dirs)
+        try:
+            log_dir_mover.recover(self.log_dirs)
+        except BaseException:
+            self._unlock()
+            raise
         self.logs: dict[tuple[str, int], logstore.Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
 
@@ -146,3 +151,9 @@ class LogManager:
             except logstore.LogStoreError:
                 log.exception("closing %s-%d", *key)
         self.logs.clear()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        for lock in self._locks:
+            lock.unlock()
+        self._locks = []

@@ -264,12 +264,12 @@ def test_oauthbearer_listener_needs_its_login_module(tmp_path):
 
     base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"}
     with pytest.raises(ConfigError) as e:
-        Broker(BrokerConfig({**base, "log.dirs": str(tmp_path)}))._authenticators("SASL_PLAINTEXT")
+        Broker(BrokerConfig({**base, "log.dirs": str(tmp_path / "a")}))._authenticators("SASL_PLAINTEXT")
     assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
     module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
     with pytest.raises(ConfigError) as e:
         Broker(BrokerConfig({
-            **base, "log.dirs": str(tmp_path), "sasl.jaas.config": module,
+            **base, "log.dirs": str(tmp_path / "b"), "sasl.jaas.config": module,
             "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
         }))._authenticators("SASL_PLAINTEXT")  # fmt: skip
     assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"

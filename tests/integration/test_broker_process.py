@@ -57,6 +57,43 @@ def test_unknown_key_warns_and_starts(broker_factory):
     assert "unknown configuration key no.such.key" in b.log_text()
 
 
+def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(broker):
+    """Kafka's .lock: the second process stops before recovering or rewriting anything."""
+    from confluent_kafka import Consumer, Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(100):
+        p.produce("locked", value=b"%d" % i)
+    assert p.flush(30) == 0
+    files = sorted(os.path.join(d, n) for d, _, names in os.walk(broker.data_dir) for n in names)
+    before = {f: (os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files if "locked-0" in f}
+    from tests.integration.conftest import REPO_ROOT, free_port
+
+    r = subprocess.run(
+        [sys.executable, "-m", "broker_py", "--override", f"log.dirs={broker.data_dir}",
+         "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert f"failed to acquire the lock on {os.path.join(broker.data_dir, '.lock')}" in r.stderr, r.stderr
+    assert "recovered" not in r.stderr and "listening" not in r.stdout
+    assert {f: (os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in before} == before
+    for i in range(100, 200):
+        p.produce("locked", value=b"%d" % i)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "locked", "auto.offset.reset": "earliest"})
+    c.subscribe(["locked"])
+    got: list[bytes] = []
+    try:
+        for _ in range(60):
+            got += [m.value() for m in c.consume(200, 0.5) if m.error() is None]
+            if len(got) >= 200:
+                break
+    finally:
+        c.close()
+    assert got == [b"%d" % i for i in range(200)]
+
+
 def test_api_versions_v0_header_and_unsupported_version(broker):
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         # ApiVersions v99: answered with the v0 body, error 35, and the ranges.
