@@ -17,7 +17,7 @@ import sys
 
 from broker_py.allocator import retain_request_buffers
 from broker_py.config import BrokerConfig, ConfigError
-from broker_py.file_lock import LogDirInUseError
+from broker_py.errors import BrokerError
 
 log = logging.getLogger("broker_py")
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 2
-    except LogDirInUseError as e:
+    except BrokerError as e:  # a log dir in use, a log that cannot be opened (a full disk), ...
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 1
     except OSError as e:

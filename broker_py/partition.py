@@ -15,6 +15,8 @@ read_committed fetches consult.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
 import logstore
 
@@ -23,8 +25,13 @@ from broker_py.errors import CorruptMessageError, KafkaStorageError
 from broker_py.producer_state import CompletedTxn, ProducerStateManager
 from broker_py.transaction_index import AbortedTxn, TransactionIndex
 
+log = logging.getLogger(__name__)
+
 COMMIT = 1
 ABORT = 0
+# A failing disk fails every retry of every producer: one log line per partition per
+# this many seconds says so without flooding the log.
+STORAGE_ERROR_LOG_INTERVAL_S = 10.0
 
 
 class Partition:
@@ -38,6 +45,8 @@ class Partition:
         self._index_replayed_aborts()
         # Set by the next append; made only when a long poll asks for it.
         self._appended: asyncio.Event | None = None
+        self._storage_error_logged_at = -STORAGE_ERROR_LOG_INTERVAL_S
+        self._storage_errors_since_logged = 0
 
     def replace_log(self, log: logstore.Log) -> None:
         """The same partition's log, reopened (after a move to another log dir)."""
@@ -63,6 +72,20 @@ class Partition:
                     self._segment_of(txn.last_offset),
                 )
         self.producer_state.replayed_aborts.clear()
+
+    def storage_error(self, e: logstore.LogStoreError) -> KafkaStorageError:
+        """The error for an append the log could not take (a full or failing disk),
+        logged at most once per STORAGE_ERROR_LOG_INTERVAL_S for this partition."""
+        self._storage_errors_since_logged += 1
+        now = time.monotonic()
+        if now - self._storage_error_logged_at >= STORAGE_ERROR_LOG_INTERVAL_S:
+            log.error(
+                "appending to %s-%d failed %d time(s) in the last %.0f s, answered KAFKA_STORAGE_ERROR: %s",
+                self.topic, self.index, self._storage_errors_since_logged, STORAGE_ERROR_LOG_INTERVAL_S, e,
+            )  # fmt: skip
+            self._storage_error_logged_at = now
+            self._storage_errors_since_logged = 0
+        return KafkaStorageError(f"{self.topic}-{self.index}: {e}")
 
     def after_truncation(self) -> None:
         """The log was truncated or its start moved: rebuild the producer state."""
@@ -99,7 +122,7 @@ class Partition:
         except logstore.CorruptRecordError as e:
             raise CorruptMessageError(str(e)) from None
         except logstore.LogStoreError as e:
-            raise KafkaStorageError(f"{self.topic}-{self.index}: {e}") from None
+            raise self.storage_error(e) from None
         txn = self.producer_state.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset)
         if txn is not None and txn.aborted:
             self.txn_index.append(

@@ -30,7 +30,6 @@ from broker_py.errors import (
     InvalidTimestampError,
     InvalidTxnStateError,
     KafkaError,
-    KafkaStorageError,
     MessageTooLargeError,
     NotEnoughReplicasError,
 )
@@ -96,7 +95,7 @@ def append_records(broker, partition, records, idempotent: bool | None = None) -
     except logstore.RecordTooLargeError as e:
         raise MessageTooLargeError(str(e)) from None
     except logstore.LogIOError as e:
-        raise KafkaStorageError(str(e)) from None
+        raise partition.storage_error(e) from None
     if idempotent:
         offset = info.base_offset
         for b in batches:

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -42,6 +43,8 @@ class BrokerProcess:
             **(overrides or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
+        # Run in the broker's process before it starts, e.g. to set a resource limit.
+        self.preexec_fn: Callable[[], None] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -55,7 +58,7 @@ class BrokerProcess:
         # The repository's broker_py (identical to the wheel's; an editable install of
         # the native module does not carry it).
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env, preexec_fn=self.preexec_fn)
         log.close()
         deadline = time.monotonic() + timeout
         out = b""

@@ -1,0 +1,93 @@
+"""A log dir that cannot take more bytes: RLIMIT_FSIZE on the broker's process makes
+the kernel refuse writes past a size (EFBIG), the way a full disk refuses them
+(ENOSPC), with no privileges needed. Appends that fail get KAFKA_STORAGE_ERROR and
+leave nothing behind; what was acknowledged stays readable; the broker keeps serving
+and says so in its log, once per interval rather than once per retry."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+
+import pytest
+
+LIMIT = 4 << 20
+VALUE = 100_000
+
+
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_appends_past_what_the_disk_takes_fail_cleanly_and_lose_nothing(broker_factory):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.errors import KafkaStorageError
+
+    b = broker_factory({"log.segment.bytes": str(64 << 20), "log.index.size.max.bytes": str(1 << 20)}, start=False)
+    b.preexec_fn = _limit_file_size(LIMIT)
+    b.start()
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE)
+    acked: list[int] = []
+    failure = None
+    for i in range(2 * LIMIT // VALUE):
+        try:
+            acked.append(p.send("full", bytes([i % 251]) * VALUE, partition=0).get(30).offset)
+        except KafkaStorageError as e:
+            failure = e
+            break
+    assert failure is not None, "the file size limit was never reached"
+    assert acked == list(range(len(acked))) and len(acked) >= LIMIT // VALUE - 3
+    for _ in range(20):  # every retry fails the same way; the broker stays up
+        with pytest.raises(KafkaStorageError):
+            p.send("full", b"x" * VALUE, partition=0).get(30)
+    p.close()
+    assert b.alive()
+    errors = [line for line in b.log_text().splitlines() if "answered KAFKA_STORAGE_ERROR" in line]
+    assert len(errors) == 1 and "full-0" in errors[0] and "File too large" in errors[0], errors
+
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    tp = TopicPartition("full", 0)
+    c.assign([tp])
+    got = [(m.offset, m.value) for m in c]
+    c.close()
+    assert got == [(i, bytes([i % 251]) * VALUE) for i in acked]
+
+    # Nothing of the failed appends is on disk: a clean restart recovers nothing, and
+    # without the limit the log takes appends again, after what was acknowledged.
+    assert b.stop() == 0
+    b.preexec_fn = None
+    b.start()
+    assert "recovered full-0" not in b.log_text()
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE)
+    assert p.send("full", b"after", partition=0).get(30).offset == len(acked)
+    p.close()
+
+
+def test_a_log_that_cannot_be_opened_stops_startup_with_a_message(broker_factory):
+    """The default 10 MB index preallocation of the active segment is past the limit."""
+    from kafka import KafkaProducer
+
+    b = broker_factory()
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, acks="all")
+    p.send("kept", b"v").get(30)
+    p.close()
+    assert b.stop() == 0
+    b.preexec_fn = _limit_file_size(1 << 20)
+    with pytest.raises(RuntimeError, match="broker did not start"):
+        b.start(timeout=30)
+    assert b.proc is not None and b.proc.wait(10) == 1
+    text = b.log_text()
+    assert "logstore-broker: " in text and "kept-0" in text and "File too large" in text, text[-2000:]
+    assert "Traceback" not in text
+    b.preexec_fn = None
+    b.start()
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    c.assign([TopicPartition("kept", 0)])
+    assert [m.value for m in c] == [b"v"]
+    c.close()
