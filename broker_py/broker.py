@@ -28,6 +28,7 @@ from broker_py.errors import (
     InvalidPartitionsError,
     InvalidRequestError,
     InvalidReplicationFactorError,
+    KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -396,10 +397,31 @@ class Broker:
         if validate_only:
             return TopicInfo(name, uuid.UUID(int=0), num_partitions, configs)
         topic = self.metadata.create(name, num_partitions, configs)
-        for p in range(num_partitions):
-            self._open_partition(topic, p)
+        self._open_new_partitions(topic, 0)
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
+
+    def _open_new_partitions(self, topic: TopicInfo, first: int) -> None:
+        """Creates the logs of partitions ``first`` .. ``topic.partitions - 1``, whose
+        count is already persisted. If one cannot be created (KafkaStorageError), those
+        created are removed and the persisted count goes back to ``first`` (with
+        ``first`` 0, the topic goes), so a failed creation leaves nothing half made."""
+        try:
+            for p in range(first, topic.partitions):
+                self._open_partition(topic, p)
+        except KafkaStorageError:
+            for p in range(first, topic.partitions):
+                if self.partitions.pop((topic.name, p), None) is not None:
+                    self.log_manager.delete_log(topic.name, p)
+            try:
+                if first == 0:
+                    self.metadata.delete(topic.name)
+                else:
+                    self.metadata.set_partitions(topic.name, first)
+            except KafkaStorageError as e:
+                log.error("%s keeps %d partitions in the topic metadata, to be created at the next start: %s",
+                          topic.name, topic.partitions, e)  # fmt: skip
+            raise
 
     def auto_create_topic(self, name: str) -> TopicInfo:
         return self.create_topic(name)
@@ -408,12 +430,12 @@ class Broker:
         topic = self.metadata.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self.metadata.delete(name)  # first: a delete the disk refuses leaves the topic whole
         for p in range(topic.partitions):
             partition = self.partitions.pop((name, p), None)
             if partition is not None:
                 partition.notify_append()  # wake long-polls so they see it gone
             self.log_manager.delete_log(name, p)
-        self.metadata.delete(name)
         if self.group_coordinator is not None:
             self.group_coordinator.on_topic_deleted(name)
         log.info("deleted topic %s", name)
@@ -431,8 +453,7 @@ class Broker:
             return
         old = topic.partitions
         self.metadata.set_partitions(name, count)
-        for p in range(old, count):
-            self._open_partition(topic, p)
+        self._open_new_partitions(topic, old)
 
     def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
         topic = self.metadata.get(name)
@@ -505,8 +526,7 @@ class Broker:
         topic = self.metadata.get(name)
         if topic is None:
             topic = self.metadata.create(name, partitions, configs)
-            for p in range(partitions):
-                self._open_partition(topic, p)
+            self._open_new_partitions(topic, 0)
         return topic
 
     def topics(self, names: Iterable[str] | None = None) -> list[TopicInfo]:

@@ -106,13 +106,24 @@ class LogManager:
         log_dir = found[0] if found else self._choose_dir()
         path = os.path.join(log_dir, f"{topic.name}-{partition}")
         started = time.monotonic()
-        plog = _open(path, effective_config)
+        try:
+            plog = _open(path, effective_config)
+        except KafkaStorageError:
+            if not found:  # a new partition that could not be created leaves nothing behind
+                shutil.rmtree(path, ignore_errors=True)
+            raise
         if plog.recovered:
             log.warning("recovered %s-%d in %.0f ms: log end offset %d", topic.name, partition, (time.monotonic() - started) * 1000, plog.log_end_offset)
         meta = os.path.join(path, "partition.metadata")
         if not os.path.exists(meta):
-            with open(meta, "w", encoding="utf-8") as f:
-                f.write(partition_metadata_text(topic.topic_id))
+            try:
+                with open(meta, "w", encoding="utf-8") as f:
+                    f.write(partition_metadata_text(topic.topic_id))
+            except OSError as e:
+                plog.close()
+                if not found:
+                    shutil.rmtree(path, ignore_errors=True)
+                raise KafkaStorageError(f"writing {meta}: {e.strerror or e}") from None
         self.logs[key] = plog
         self._dir_of[key] = log_dir
         return plog

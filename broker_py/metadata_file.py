@@ -11,6 +11,8 @@ import json
 import os
 from typing import Any
 
+from broker_py.errors import KafkaStorageError
+
 METADATA_DIR = "__logstore_metadata"
 
 
@@ -24,16 +26,25 @@ def read(path: str) -> Any | None:
 
 
 def write(path: str, doc: Any) -> None:
+    """Replaces the file with ``doc``; KafkaStorageError (the old file intact) when the
+    disk refuses the new one."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        os.makedirs(directory, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        try:
+            os.unlink(tmp)  # what part of it was written, to give the space back
+        except OSError:
+            pass
+        raise KafkaStorageError(f"writing {path}: {e.strerror or e}") from None

@@ -72,12 +72,14 @@ class TopicMetadataStore:
         for name, t in doc.get("topics", {}).items():
             self.topics[name] = TopicInfo(name, uuid.UUID(hex=t["topic_id"]), int(t["partitions"]), dict(t.get("configs", {})))
 
-    def _save(self) -> None:
+    def _save(self, topics: dict[str, TopicInfo]) -> None:
+        """Persists ``topics`` as the whole set; callers change ``self.topics`` only after
+        this returns, so a write the disk refuses (KafkaStorageError) changes nothing."""
         doc = {
             "version": 1,
             "topics": {
                 t.name: {"topic_id": t.topic_id.hex, "partitions": t.partitions, "configs": t.configs}
-                for t in self.topics.values()
+                for t in topics.values()
             },
         }
         metadata_file.write(self._path, doc)
@@ -93,20 +95,22 @@ class TopicMetadataStore:
 
     def create(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
         info = TopicInfo(name, uuid.uuid4(), partitions, dict(configs))
+        self._save({**self.topics, name: info})
         self.topics[name] = info
-        self._save()
         return info
 
     def delete(self, name: str) -> TopicInfo | None:
-        info = self.topics.pop(name, None)
-        if info is not None:
-            self._save()
-        return info
+        if name not in self.topics:
+            return None
+        self._save({n: t for n, t in self.topics.items() if n != name})
+        return self.topics.pop(name)
 
     def set_partitions(self, name: str, partitions: int) -> None:
-        self.topics[name].partitions = partitions
-        self._save()
+        info = self.topics[name]
+        self._save({**self.topics, name: dataclasses.replace(info, partitions=partitions)})
+        info.partitions = partitions
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.topics[name].configs = dict(configs)
-        self._save()
+        info = self.topics[name]
+        self._save({**self.topics, name: dataclasses.replace(info, configs=dict(configs))})
+        info.configs = dict(configs)

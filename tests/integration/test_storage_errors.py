@@ -6,9 +6,8 @@ and says so in its log, once per interval rather than once per retry."""
 
 from __future__ import annotations
 
+import os
 import resource
-import subprocess
-import sys
 
 import pytest
 
@@ -91,3 +90,83 @@ def test_a_log_that_cannot_be_opened_stops_startup_with_a_message(broker_factory
     c.assign([TopicPartition("kept", 0)])
     assert [m.value for m in c] == [b"v"]
     c.close()
+
+
+def _topics(admin) -> set[str]:
+    return {t for t in admin.list_topics() if not t.startswith("__")}
+
+
+def test_topics_the_disk_refuses_are_not_half_made(broker_factory, monkeypatch):
+    """Under a 1 MB limit a log whose index preallocates 10 MB cannot be created: the
+    topic (or the new partitions) must go with it, on disk and in the metadata."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+    from kafka.errors import KafkaStorageError
+
+    b = broker_factory({"log.index.size.max.bytes": "4096"}, start=False)
+    b.preexec_fn = _limit_file_size(1 << 20)
+    b.start()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    big_index = {"segment.index.bytes": str(10 << 20)}
+    with pytest.raises(KafkaStorageError, match="File too large"):
+        admin.create_topics([NewTopic("big", 3, 1, topic_configs=big_index)])
+    assert "big" not in _topics(admin)
+    assert not [n for n in os.listdir(b.data_dir) if n.startswith("big-")]
+
+    admin.create_topics([NewTopic("grow", 1, 1)])
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "grow", configs=big_index)])
+    with pytest.raises(KafkaStorageError, match="File too large"):
+        admin.create_partitions({"grow": NewPartitions(3)})
+    assert len(admin.describe_topics(["grow"])[0]["partitions"]) == 1
+    assert sorted(n for n in os.listdir(b.data_dir) if n.startswith("grow-")) == ["grow-0"]
+    admin.close()
+    assert b.stop() == 0
+    b.preexec_fn = None
+    b.start()  # what the metadata holds opens: the same topics, the same partition counts
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    assert _topics(admin) == {"grow"}
+    assert len(admin.describe_topics(["grow"])[0]["partitions"]) == 1
+    admin.close()
+
+
+def test_topic_metadata_the_disk_refuses_changes_nothing(broker_factory, monkeypatch):
+    """Under a 64 KiB limit the topic metadata file stops taking new topics after a few
+    hundred: a create then fails with KAFKA_STORAGE_ERROR and the topic does not exist;
+    a delete makes room again."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import KafkaStorageError
+
+    monkeypatch.setenv("LOGSTORE_LOG_LEVEL", "WARNING")  # the broker's log is a file under the limit too
+    b = broker_factory({"log.index.size.max.bytes": "4096"}, start=False)
+    b.preexec_fn = _limit_file_size(64 << 10)
+    b.start()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    created: list[str] = []
+    refused = None
+    for i in range(2000):
+        name = f"topic-{i:04d}"
+        try:
+            admin.create_topics([NewTopic(name, 1, 1)])
+        except KafkaStorageError as e:
+            refused = name
+            assert "topics.json" in str(e)
+            break
+        created.append(name)
+    assert refused is not None and len(created) > 100
+    assert _topics(admin) == set(created)
+    assert not os.path.exists(os.path.join(b.data_dir, f"{refused}-0"))
+    with pytest.raises(KafkaStorageError):
+        admin.create_topics([NewTopic(refused, 1, 1)])
+    admin.delete_topics(created[:50])
+    admin.create_topics([NewTopic(refused, 1, 1)])
+    expected = set(created[50:]) | {refused}
+    assert _topics(admin) == expected
+    admin.close()
+    assert b.alive()
+    assert b.stop() == 0
+    b.preexec_fn = None
+    b.start()
+    admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
+    assert _topics(admin) == expected
+    admin.close()
