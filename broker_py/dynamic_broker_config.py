@@ -28,9 +28,9 @@ class DynamicBrokerConfigStore:
         self._path = os.path.join(log_dir, METADATA_DIR, "broker-configs.json")
         self._config = config
         self._broker = str(config.broker_id)
-        doc = metadata_file.read(self._path) or {}
-        self._default: dict[str, str] = dict(doc.get("default", {}))
-        self._brokers: dict[str, dict[str, str]] = {k: dict(v) for k, v in doc.get("brokers", {}).items()}
+        self._default, self._brokers = metadata_file.load(
+            self._path, lambda doc: (dict(doc.get("default", {})), {k: dict(v) for k, v in doc.get("brokers", {}).items()})
+        ) or ({}, {})
 
     def load(self) -> None:
         """Layers the stored configs over the static ones (ConfigError names a bad key)."""

@@ -9,20 +9,46 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from broker_py.errors import KafkaStorageError
+from broker_py.errors import BrokerError, KafkaStorageError
+
+T = TypeVar("T")
 
 METADATA_DIR = "__logstore_metadata"
 
 
-def read(path: str) -> Any | None:
-    """The file's document, or None when there is no file."""
+class MetadataFileError(BrokerError):
+    """A metadata file that cannot be read as what it should hold; names the file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def load(path: str, parse: Callable[[dict[str, Any]], T]) -> T | None:
+    """``parse`` applied to the file's JSON object, or None when there is no file. A file
+    that is not JSON, not an object, or not what ``parse`` expects (a missing key, a
+    value of the wrong type or form) raises MetadataFileError naming it."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            doc = json.load(f)
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise MetadataFileError(path, f"cannot be read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise MetadataFileError(path, f"is not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise MetadataFileError(path, f"holds a JSON {type(doc).__name__}, not an object")
+    try:
+        return parse(doc)
+    except KeyError as e:
+        raise MetadataFileError(path, f"lacks the key {e}") from None
+    except (TypeError, ValueError, AttributeError) as e:
+        raise MetadataFileError(path, f"has a malformed entry: {e}") from None
 
 
 def write(path: str, doc: Any) -> None:

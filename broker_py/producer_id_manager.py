@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from broker_py.errors import KafkaStorageError
+from broker_py.metadata_file import MetadataFileError
 from broker_py.topic_metadata import METADATA_DIR
 
 BLOCK_SIZE = 1000
@@ -22,19 +24,28 @@ class ProducerIdManager:
         self._block_end = 0
         try:
             with open(self._path, encoding="utf-8") as f:
-                self._next = self._block_end = int(f.read().strip() or 0)
+                text = f.read().strip()
         except FileNotFoundError:
-            pass
+            return
+        except (OSError, UnicodeDecodeError) as e:
+            raise MetadataFileError(self._path, f"cannot be read: {e}") from None
+        if not text.isdigit():
+            raise MetadataFileError(self._path, f"holds {text[:40]!r}, not the next producer id block")
+        self._next = self._block_end = int(text)
 
     def _reserve(self) -> None:
+        """Persists the end of a new block (KafkaStorageError when the disk refuses it)."""
         end = self._next + BLOCK_SIZE
-        os.makedirs(self._dir, exist_ok=True)
         tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f"{end}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
+        try:
+            os.makedirs(self._dir, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(f"{end}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._path)
+        except OSError as e:
+            raise KafkaStorageError(f"writing {self._path}: {e.strerror or e}") from None
         self._block_end = end
 
     def next_id(self) -> int:

@@ -55,16 +55,19 @@ def _b64(b: bytes) -> str:
 class ScramCredentialStore:
     def __init__(self, log_dir: str) -> None:
         self._path = os.path.join(log_dir, METADATA_DIR, "scram-credentials.json")
-        doc = metadata_file.read(self._path) or {}
-        self._users: dict[str, dict[str, ScramCredential]] = {
-            user: {
-                mechanism: ScramCredential(
-                    base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]), base64.b64decode(c["server_key"]), int(c["iterations"])
-                )
-                for mechanism, c in mechanisms.items()
+        def parse(doc: dict) -> dict[str, dict[str, ScramCredential]]:
+            return {
+                user: {
+                    mechanism: ScramCredential(
+                        base64.b64decode(c["salt"], validate=True), base64.b64decode(c["stored_key"], validate=True),
+                        base64.b64decode(c["server_key"], validate=True), int(c["iterations"]),
+                    )  # fmt: skip
+                    for mechanism, c in mechanisms.items()
+                }
+                for user, mechanisms in doc.get("users", {}).items()
             }
-            for user, mechanisms in doc.get("users", {}).items()
-        }
+
+        self._users: dict[str, dict[str, ScramCredential]] = metadata_file.load(self._path, parse) or {}
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)

@@ -83,9 +83,10 @@ class StandardAuthorizer:
         self._path = os.path.join(log_dir, METADATA_DIR, "acls.json")
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
-        doc = metadata_file.read(self._path) or {}
         # Insertion-ordered, so DescribeAcls lists bindings in the order they were made.
-        self._bindings: dict[AclBinding, None] = dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
+        self._bindings: dict[AclBinding, None] = metadata_file.load(
+            self._path, lambda doc: dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
+        ) or {}
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
         self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}

@@ -56,6 +56,12 @@ def partition_metadata_text(topic_id: uuid.UUID) -> str:
     return f"version: 0\ntopic_id: {encoded}\n"
 
 
+def _positive(value: object) -> int:
+    if type(value) is not int or value <= 0:
+        raise ValueError(f"partition count {value!r} is not a positive integer")
+    return value
+
+
 class TopicMetadataStore:
     """The topics of this broker, persisted on every change."""
 
@@ -66,11 +72,13 @@ class TopicMetadataStore:
         self._load()
 
     def _load(self) -> None:
-        doc = metadata_file.read(self._path)
-        if doc is None:
-            return
-        for name, t in doc.get("topics", {}).items():
-            self.topics[name] = TopicInfo(name, uuid.UUID(hex=t["topic_id"]), int(t["partitions"]), dict(t.get("configs", {})))
+        def parse(doc: dict) -> dict[str, TopicInfo]:
+            return {
+                name: TopicInfo(name, uuid.UUID(hex=t["topic_id"]), _positive(t["partitions"]), dict(t.get("configs", {})))
+                for name, t in doc.get("topics", {}).items()
+            }
+
+        self.topics = metadata_file.load(self._path, parse) or {}
 
     def _save(self, topics: dict[str, TopicInfo]) -> None:
         """Persists ``topics`` as the whole set; callers change ``self.topics`` only after

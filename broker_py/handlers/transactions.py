@@ -25,10 +25,12 @@ WriteTxnMarkers and AddPartitionsToTxn v4+ CLUSTER_ACTION on the cluster, as in 
 
 from __future__ import annotations
 
+import logging
+
 from broker_py import auth_helper
 from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
-from broker_py.errors import KafkaError
+from broker_py.errors import KafkaError, KafkaStorageError
 from broker_py.group_metadata_manager import now_ms
 from broker_py.handlers.groups import requested_offsets, topic_denied
 from broker_py.protocol.api_keys import ApiKey
@@ -48,6 +50,8 @@ from broker_py.protocol.messages.transactions import (
 from broker_py.transaction_metadata import MAX_EPOCH, TransactionState
 
 OFFSETS_TOPIC = "__consumer_offsets"
+
+log = logging.getLogger(__name__)
 
 
 def _fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
@@ -84,13 +88,15 @@ def handle_init_producer_id(broker, request, connection):
     if refused is not None:
         return InitProducerIdResponse(error_code=int(refused), producer_id=-1, producer_epoch=-1)
     if body.transactional_id is None:
-        if expected_id >= 0:
+        if expected_id >= 0 and expected_epoch + 1 < MAX_EPOCH:
             # KIP-360: an idempotent producer bumping its epoch keeps its id.
-            epoch = expected_epoch + 1
-            if epoch >= MAX_EPOCH:
-                return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
-            return InitProducerIdResponse(producer_id=expected_id, producer_epoch=epoch)
-        return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+            return InitProducerIdResponse(producer_id=expected_id, producer_epoch=expected_epoch + 1)
+        try:
+            return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+        except KafkaStorageError as e:
+            # As Kafka answers while it has no block of ids: a code every client retries.
+            log.error("no producer id for %s: %s", connection.peer, e)
+            return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), producer_id=-1, producer_epoch=-1)
     coordinator = _coordinator(broker)
     if coordinator is None:
         return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)

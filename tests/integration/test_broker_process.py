@@ -94,6 +94,29 @@ def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(
     assert got == [b"%d" % i for i in range(200)]
 
 
+def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce("meta", value=b"v")
+    assert p.flush(30) == 0
+    assert broker.stop() == 0
+    path = os.path.join(broker.data_dir, "__logstore_metadata", "topics.json")
+    with open(path, "rb") as f:
+        good = f.read()
+    with open(path, "wb") as f:
+        f.write(good[: len(good) // 2])
+    with pytest.raises(RuntimeError, match="broker did not start"):
+        broker.start()
+    assert broker.proc is not None and broker.proc.wait(10) == 1
+    text = broker.log_text()
+    assert f"logstore-broker: {path}: is not valid JSON" in text and "Traceback" not in text, text[-2000:]
+    with open(path, "wb") as f:
+        f.write(good)
+    broker.start()
+    assert "recovered meta-0" not in broker.log_text()
+
+
 def test_api_versions_v0_header_and_unsupported_version(broker):
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         # ApiVersions v99: answered with the v0 body, error 35, and the ranges.

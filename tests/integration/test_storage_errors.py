@@ -170,3 +170,27 @@ def test_topic_metadata_the_disk_refuses_changes_nothing(broker_factory, monkeyp
     admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
     assert _topics(admin) == expected
     admin.close()
+
+
+def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker):
+    """A directory where the producer id block's temporary file goes makes its write fail
+    (a real OSError, no privileges needed): InitProducerId answers a code clients retry,
+    and the idempotent producer delivers once the block can be written."""
+    import time
+
+    from confluent_kafka import Producer
+
+    block_tmp = os.path.join(broker.data_dir, "__logstore_metadata", "producer-id-block.tmp")
+    os.makedirs(block_tmp)
+    delivered: list[int] = []
+    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "retry.backoff.ms": 100})
+    p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        p.poll(0.1)
+    assert delivered == []
+    assert "no producer id" in broker.log_text() and "producer-id-block" in broker.log_text()
+    os.rmdir(block_tmp)
+    assert p.flush(30) == 0
+    assert delivered == [0]
+    assert broker.alive()

@@ -1,0 +1,47 @@
+"""Damaged files under ``__logstore_metadata``: the broker refuses to start with an error
+naming the file and what is wrong, and writes nothing over it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from broker_py.broker import Broker
+from broker_py.config import BrokerConfig
+from broker_py.metadata_file import MetadataFileError
+from broker_py.topic_metadata import METADATA_DIR
+
+AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
+GOOD_UUID = "0" * 31 + "1"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("topics.json", '{"version": 1, "topics": {"t": {"topic_id"', "is not valid JSON"),
+        ("topics.json", "[1, 2]", "holds a JSON list, not an object"),
+        ("topics.json", '{"topics": {"t": {"partitions": 1}}}', "lacks the key 'topic_id'"),
+        ("topics.json", '{"topics": {"t": {"topic_id": "zz", "partitions": 1}}}', "badly formed hexadecimal UUID"),
+        ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": "3"}}}' % GOOD_UUID, "not a positive integer"),
+        ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": 0}}}' % GOOD_UUID, "not a positive integer"),
+        ("topics.json", b"\xff\xfe{}", "cannot be read"),
+        ("acls.json", '{"acls": [["TOPIC", "t", "LITERAL"]]}', "malformed entry"),
+        ("acls.json", '{"acls": [["NOPE", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"]]}', "lacks the key 'NOPE'"),
+        ("scram-credentials.json", '{"users": {"a": {"SCRAM-SHA-256": {"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}', "malformed entry"),
+        ("broker-configs.json", '{"default": ["x"]}', "malformed entry"),
+        ("producer-id-block", "next: 4000\n", "not the next producer id block"),
+    ],
+)
+def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(tmp_path, name, content, reason):
+    d = tmp_path / "data"
+    Broker(BrokerConfig({"log.dirs": str(d)})).log_manager.shutdown()
+    path = d / METADATA_DIR / name
+    path.parent.mkdir(exist_ok=True)
+    raw = content if isinstance(content, bytes) else content.encode()
+    path.write_bytes(raw)
+    with pytest.raises(MetadataFileError) as e:
+        Broker(BrokerConfig({"log.dirs": str(d), **AUTHORIZER}))
+    assert str(e.value).startswith(f"{path}: ") and reason in str(e.value), str(e.value)
+    assert path.read_bytes() == raw
+    assert not os.path.exists(str(path) + ".tmp")
