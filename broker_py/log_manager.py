@@ -112,6 +112,8 @@ class LogManager:
             if not found:  # a new partition that could not be created leaves nothing behind
                 shutil.rmtree(path, ignore_errors=True)
             raise
+        for fault in plog.checkpoint_faults:
+            log.warning("%s-%d: %s", topic.name, partition, fault)
         if plog.recovered:
             log.warning("recovered %s-%d in %.0f ms: log end offset %d", topic.name, partition, (time.monotonic() - started) * 1000, plog.log_end_offset)
         meta = os.path.join(path, "partition.metadata")

@@ -274,6 +274,11 @@ class Log:
     def recovered(self) -> bool:
         """True when opening this log had to run crash recovery."""
     @property
+    def checkpoint_faults(self) -> list[str]:
+        """The offset checkpoints opening this log could not parse and set aside, each
+        with what was done instead (as Kafka does: recover every segment, or start the
+        log at its first segment)."""
+    @property
     def closed(self) -> bool: ...
     def append(
         self, data: bytes, *, leader_epoch: int | None = None, now_ms: int | None = None

@@ -104,6 +104,9 @@ pub struct Log {
     topic: String,
     partition: i32,
     recovered: bool,
+    /// The offset checkpoints `open` could not parse and set aside, each with what it
+    /// did instead (for the caller to log).
+    checkpoint_faults: Vec<String>,
     pub(crate) inner: Arc<RwLock<LogInner>>,
     /// Held for a whole cleaning pass: one pass at a time per log.
     pub(crate) cleaning: parking_lot::Mutex<()>,
@@ -191,16 +194,34 @@ impl Log {
                 remove_if_exists(&path)?;
             }
         }
-        let read_offset = |file: &str| -> Result<Option<i64>> {
-            Ok(checkpoint::read(&dir.join(file))?.and_then(|e| e.first().and_then(|f| f.get(2)?.parse().ok())))
+        // As Kafka does, an offset checkpoint that cannot be parsed is set aside with a
+        // note: the recovery point falls back to 0 (every segment is recovered) and the
+        // log start offset to the first segment's base offset. Read errors still fail.
+        let mut checkpoint_faults = Vec::new();
+        let mut read_offset = |file: &str, fallback: &str| -> Result<Option<i64>> {
+            let entries = match checkpoint::read(&dir.join(file)) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                    checkpoint_faults.push(format!("{file}: {source}; {fallback}"));
+                    return Ok(None);
+                }
+                other => other?,
+            };
+            let Some(entries) = entries else { return Ok(None) };
+            match entries.first().and_then(|f| f.get(2)?.parse::<i64>().ok()) {
+                Some(offset) if entries.len() == 1 && offset >= 0 => Ok(Some(offset)),
+                _ => {
+                    checkpoint_faults.push(format!("{file}: not one entry with an offset; {fallback}"));
+                    Ok(None)
+                }
+            }
         };
         let checkpoint_start = match opts.log_start_offset {
             Some(o) => Some(o),
-            None => read_offset(LOG_START_OFFSET_FILE)?,
+            None => read_offset(LOG_START_OFFSET_FILE, "the log starts at its first segment")?,
         };
         let recovery_point = match opts.recovery_point {
             Some(o) => o,
-            None => read_offset(RECOVERY_POINT_FILE)?.unwrap_or(0),
+            None => read_offset(RECOVERY_POINT_FILE, "every segment is recovered")?.unwrap_or(0),
         };
         remove_if_exists(&marker)?;
 
@@ -268,6 +289,7 @@ impl Log {
             topic,
             partition,
             recovered,
+            checkpoint_faults,
             inner: Arc::new(RwLock::new(inner)),
             cleaning: parking_lot::Mutex::new(()),
             segment_shrink: parking_lot::RwLock::new(()),
@@ -302,6 +324,9 @@ impl Log {
     }
     pub fn recovered(&self) -> bool {
         self.recovered
+    }
+    pub fn checkpoint_faults(&self) -> &[String] {
+        &self.checkpoint_faults
     }
     pub fn log_start_offset(&self) -> i64 {
         self.inner.read().log_start_offset
@@ -849,6 +874,33 @@ mod tests {
         assert_eq!(log.log_end_offset(), 90);
         assert_eq!(log.offset_for_timestamp(t0 + 10).unwrap(), Some((30, t0 + 10)));
         assert_eq!(log.read(45, 1, None, true).unwrap().len(), batch(3, 0).len());
+    }
+
+    #[test]
+    fn unparsable_offset_checkpoints_fall_back_as_kafka_does() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("t-0");
+        let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+        for _ in 0..5 {
+            log.append(&batch(2, now_ms()), &leader()).unwrap();
+        }
+        log.delete_records(4).unwrap();
+        drop(log); // no close: an unclean shutdown
+        fs::write(dir.join(RECOVERY_POINT_FILE), b"\xff garbage").unwrap();
+        fs::write(dir.join(LOG_START_OFFSET_FILE), "0\n1\nt 0 notanumber\n").unwrap();
+        let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+        let faults = log.checkpoint_faults();
+        assert_eq!(faults.len(), 2, "{faults:?}");
+        assert!(faults[0].starts_with("log-start-offset-checkpoint: not one entry"), "{faults:?}");
+        assert!(faults[0].ends_with("; the log starts at its first segment"), "{faults:?}");
+        assert!(faults[1].starts_with("recovery-point-offset-checkpoint: "), "{faults:?}");
+        assert!(faults[1].ends_with("; every segment is recovered"), "{faults:?}");
+        assert!(log.recovered());
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 10));
+        log.close().unwrap();
+        // Both were rewritten: the next open has nothing to set aside.
+        let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+        assert!(log.checkpoint_faults().is_empty() && !log.recovered());
     }
 
     #[test]

@@ -295,6 +295,10 @@ impl PyLog {
         self.0.recovered()
     }
     #[getter]
+    fn checkpoint_faults(&self) -> Vec<String> {
+        self.0.checkpoint_faults().to_vec()
+    }
+    #[getter]
     fn closed(&self) -> bool {
         self.0.is_closed()
     }

@@ -117,6 +117,37 @@ def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
     assert "recovered meta-0" not in broker.log_text()
 
 
+def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broker):
+    """As Kafka does: a recovery point that cannot be parsed means recovering every
+    segment, a log start offset that cannot be parsed means the first segment's base."""
+    from confluent_kafka import Consumer, Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        p.produce("ckpt", value=b"%d" % i)
+    assert p.flush(30) == 0
+    broker.kill()
+    part = os.path.join(broker.data_dir, "ckpt-0")
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
+        with open(os.path.join(part, name), "wb") as f:
+            f.write(b"\x00garbage\n")
+    broker.start()
+    text = broker.log_text()
+    assert "ckpt-0: recovery-point-offset-checkpoint: " in text and "every segment is recovered" in text
+    assert "ckpt-0: log-start-offset-checkpoint: " in text and "the log starts at its first segment" in text
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ckpt", "auto.offset.reset": "earliest"})
+    c.subscribe(["ckpt"])
+    got: list[bytes] = []
+    try:
+        for _ in range(60):
+            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
+            if len(got) >= 10:
+                break
+    finally:
+        c.close()
+    assert got == [b"%d" % i for i in range(10)]
+
+
 def test_api_versions_v0_header_and_unsupported_version(broker):
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         # ApiVersions v99: answered with the v0 body, error 35, and the ranges.
