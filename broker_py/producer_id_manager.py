@@ -7,11 +7,14 @@ before any id of a new block is handed out, so a restart never reuses an id.
 
 from __future__ import annotations
 
+import logging
 import os
 
-from broker_py.errors import KafkaStorageError
+from broker_py.errors import CoordinatorLoadInProgressError
 from broker_py.metadata_file import MetadataFileError
 from broker_py.topic_metadata import METADATA_DIR
+
+log = logging.getLogger(__name__)
 
 BLOCK_SIZE = 1000
 
@@ -34,7 +37,8 @@ class ProducerIdManager:
         self._next = self._block_end = int(text)
 
     def _reserve(self) -> None:
-        """Persists the end of a new block (KafkaStorageError when the disk refuses it)."""
+        """Persists the end of a new block (CoordinatorLoadInProgressError when the disk
+        refuses it: no id is handed out that a restart could hand out again)."""
         end = self._next + BLOCK_SIZE
         tmp = self._path + ".tmp"
         try:
@@ -45,7 +49,10 @@ class ProducerIdManager:
                 os.fsync(f.fileno())
             os.replace(tmp, self._path)
         except OSError as e:
-            raise KafkaStorageError(f"writing {self._path}: {e.strerror or e}") from None
+            # As Kafka answers while it has no block of ids: a code clients retry.
+            error = CoordinatorLoadInProgressError(f"no producer id block: writing {self._path}: {e.strerror or e}")
+            log.error("%s", error)
+            raise error from None
         self._block_end = end
 
     def next_id(self) -> int:

@@ -25,12 +25,10 @@ WriteTxnMarkers and AddPartitionsToTxn v4+ CLUSTER_ACTION on the cluster, as in 
 
 from __future__ import annotations
 
-import logging
-
 from broker_py import auth_helper
 from broker_py.acl_binding import AclOperation, ResourceType
 from broker_py.error_codes import ErrorCode
-from broker_py.errors import KafkaError, KafkaStorageError
+from broker_py.errors import KafkaError
 from broker_py.group_metadata_manager import now_ms
 from broker_py.handlers.groups import requested_offsets, topic_denied
 from broker_py.protocol.api_keys import ApiKey
@@ -50,8 +48,6 @@ from broker_py.protocol.messages.transactions import (
 from broker_py.transaction_metadata import MAX_EPOCH, TransactionState
 
 OFFSETS_TOPIC = "__consumer_offsets"
-
-log = logging.getLogger(__name__)
 
 
 def _fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
@@ -93,10 +89,8 @@ def handle_init_producer_id(broker, request, connection):
             return InitProducerIdResponse(producer_id=expected_id, producer_epoch=expected_epoch + 1)
         try:
             return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
-        except KafkaStorageError as e:
-            # As Kafka answers while it has no block of ids: a code every client retries.
-            log.error("no producer id for %s: %s", connection.peer, e)
-            return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), producer_id=-1, producer_epoch=-1)
+        except KafkaError as e:
+            return InitProducerIdResponse(error_code=int(e.errno), producer_id=-1, producer_epoch=-1)
     coordinator = _coordinator(broker)
     if coordinator is None:
         return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)

@@ -172,25 +172,42 @@ def test_topic_metadata_the_disk_refuses_changes_nothing(broker_factory, monkeyp
     admin.close()
 
 
-def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker):
+@pytest.mark.parametrize("transactional", [False, True])
+def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker, transactional):
     """A directory where the producer id block's temporary file goes makes its write fail
-    (a real OSError, no privileges needed): InitProducerId answers a code clients retry,
-    and the idempotent producer delivers once the block can be written."""
+    (a real OSError, no privileges needed): InitProducerId answers
+    COORDINATOR_LOAD_IN_PROGRESS, which clients retry, and the idempotent or
+    transactional producer delivers once the block can be written."""
     import time
 
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, KafkaException, Producer
 
     block_tmp = os.path.join(broker.data_dir, "__logstore_metadata", "producer-id-block.tmp")
     os.makedirs(block_tmp)
     delivered: list[int] = []
-    p = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "retry.backoff.ms": 100})
-    p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        p.poll(0.1)
-    assert delivered == []
-    assert "no producer id" in broker.log_text() and "producer-id-block" in broker.log_text()
+    conf = {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "retry.backoff.ms": 100}
+    if transactional:
+        conf["transactional.id"] = "pids-txn"
+    p = Producer(conf)
+    if transactional:
+        # librdkafka hands a retriable InitProducerId error to the application, which
+        # calls init_transactions again (as confluent-kafka documents).
+        with pytest.raises(KafkaException) as e:
+            p.init_transactions(10)
+        assert e.value.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS and e.value.args[0].retriable()
+    else:
+        p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            p.poll(0.1)
+        assert delivered == []
+    assert "no producer id block" in broker.log_text() and "producer-id-block" in broker.log_text()
     os.rmdir(block_tmp)
+    if transactional:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
+        p.commit_transaction(30)
     assert p.flush(30) == 0
     assert delivered == [0]
     assert broker.alive()
