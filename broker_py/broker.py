@@ -135,6 +135,7 @@ class Broker:
         from broker_py.group_coordinator import GroupCoordinator
         from broker_py.transaction_coordinator import TransactionCoordinator
 
+        self.log_manager.set_aside_stray_logs(self.metadata.topics)
         for topic in list(self.metadata.topics.values()):
             for p in range(topic.partitions):
                 self._open_partition(topic, p)

@@ -68,7 +68,7 @@ def _files(path: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -126,7 +126,7 @@ def sync_files(src: str, dst: str) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    _fsync_dir(dst)
+    fsync_dir(dst)
 
 
 def recover(log_dirs: list[str]) -> None:
@@ -154,7 +154,7 @@ def recover(log_dirs: list[str]) -> None:
                 log.warning("restoring %s in %s", name, os.path.dirname(deleted))
                 os.rename(deleted, target)
                 deleted = None
-            _fsync_dir(os.path.dirname(target))
+            fsync_dir(os.path.dirname(target))
         for leftover in (future, deleted):
             if leftover is not None:
                 log.warning("removing %s left by an interrupted move", leftover)
@@ -252,8 +252,8 @@ class LogDirMover:
                 sync_files(move.src, move.future_path)
                 os.rename(move.src, move.delete_path)
                 os.rename(move.future_path, move.target)
-                _fsync_dir(move.src_dir)
-                _fsync_dir(move.dest_dir)
+                fsync_dir(move.src_dir)
+                fsync_dir(move.dest_dir)
             except BaseException:
                 if not os.path.exists(move.src) and not os.path.exists(move.target):
                     os.rename(move.delete_path, move.src)

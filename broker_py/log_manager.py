@@ -14,14 +14,15 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 
 import logstore
 
 from broker_py import log_dir_mover
 from broker_py.errors import KafkaStorageError
 from broker_py.file_lock import lock_log_dirs
-from broker_py.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text
+from broker_py.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text, partition_metadata_topic_id
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,41 @@ class LogManager:
                 m = _PARTITION_DIR.match(name)
                 if m and name != METADATA_DIR and os.path.isdir(os.path.join(d, name)):
                     yield m["topic"], int(m["partition"]), d
+
+    def set_aside_stray_logs(self, topics: Mapping[str, TopicInfo]) -> list[str]:
+        """Renames each partition directory the topic metadata does not account for to
+        ``<topic>-<partition>.<id>-stray``, as Kafka does with stray logs, and returns the
+        new paths. A directory is stray when its topic is not in ``topics``, its
+        partition is past the topic's count, or its ``partition.metadata`` names another
+        topic id (a topic deleted, then created again under the same name). Such a log is
+        left from a deletion a crash cut short; opening it would give a new topic of that
+        name the old topic's records. Stray logs are kept, not deleted: a lost metadata
+        file must not cost the data."""
+        moved = []
+        for topic, partition, log_dir in list(self.existing_partitions()):
+            info = topics.get(topic)
+            path = os.path.join(log_dir, f"{topic}-{partition}")
+            reason = None
+            if info is None:
+                reason = "its topic does not exist"
+            elif partition >= info.partitions:
+                reason = f"the topic has {info.partitions} partitions"
+            else:
+                try:
+                    with open(os.path.join(path, "partition.metadata"), encoding="utf-8") as f:
+                        topic_id = partition_metadata_topic_id(f.read())
+                except (FileNotFoundError, UnicodeDecodeError):
+                    topic_id = None
+                if topic_id is not None and topic_id != info.topic_id:
+                    reason = f"it belongs to topic id {topic_id}, not {info.topic_id}"
+            if reason is None:
+                continue
+            target = f"{path}.{uuid.uuid4().hex}-stray"
+            os.rename(path, target)
+            log_dir_mover.fsync_dir(log_dir)
+            log.warning("set aside the stray log %s as %s: %s", path, target, reason)
+            moved.append(target)
+        return moved
 
     def _choose_dir(self) -> str:
         counts = {d: 0 for d in self.log_dirs}

@@ -56,6 +56,19 @@ def partition_metadata_text(topic_id: uuid.UUID) -> str:
     return f"version: 0\ntopic_id: {encoded}\n"
 
 
+def partition_metadata_topic_id(text: str) -> uuid.UUID | None:
+    """The topic id a ``partition.metadata`` file names (None when it names none)."""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "topic_id":
+            value = value.strip()
+            try:
+                return uuid.UUID(bytes=base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+            except ValueError:
+                return None
+    return None
+
+
 def _positive(value: object) -> int:
     if type(value) is not int or value <= 0:
         raise ValueError(f"partition count {value!r} is not a positive integer")

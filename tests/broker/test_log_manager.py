@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 from broker_py.config import BrokerConfig
 from broker_py.broker import Broker
@@ -338,3 +339,33 @@ def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypa
     assert broker.partitions[("t", 0)].log.log_end_offset == 100
     assert broker.log_dir_mover.moves == {}
     broker.log_manager.shutdown()
+
+
+def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
+    """Left by a deletion a crash cut short: a topic gone from the metadata, a partition
+    past the count, a directory of an earlier topic of the same name. They are renamed
+    ``-stray`` (kept, not deleted) and the rest is untouched."""
+    import uuid
+
+    from broker_py.topic_metadata import partition_metadata_text
+
+    a, b = _dirs(tmp_path)
+    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.create_topic("t", 2)
+    broker.create_topic("u", 1)
+    t0 = os.path.join(broker.log_manager.dir_of("t", 0), "t-0")
+    u0 = os.path.join(broker.log_manager.dir_of("u", 0), "u-0")
+    broker.log_manager.shutdown()
+    shutil.copytree(t0, os.path.join(a, "ghost-0"))
+    shutil.copytree(t0, os.path.join(b, "t-7"))
+    with open(os.path.join(u0, "partition.metadata"), "w") as f:
+        f.write(partition_metadata_text(uuid.uuid4()))
+
+    again = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    moved = again.log_manager.set_aside_stray_logs(again.metadata.topics)
+    assert sorted(os.path.basename(p).split(".")[0] for p in moved) == ["ghost-0", "t-7", "u-0"]
+    assert all(p.endswith("-stray") and os.path.isdir(p) for p in moved)
+    assert not any(os.path.exists(os.path.join(d, n)) for d in (a, b) for n in ("ghost-0", "t-7", "u-0"))
+    assert os.path.isdir(t0)
+    assert again.log_manager.set_aside_stray_logs(again.metadata.topics) == []  # nothing left to set aside
+    again.log_manager.shutdown()

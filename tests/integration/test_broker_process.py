@@ -148,6 +148,48 @@ def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broke
     assert got == [b"%d" % i for i in range(10)]
 
 
+def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
+    """A deletion persists the metadata first; a crash before the logs are removed leaves
+    them behind. The next start sets them aside as stray, so a new topic of the same name
+    does not get the old records."""
+    import json
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(5):
+        p.produce("again", value=b"old-%d" % i)
+    assert p.flush(30) == 0
+    broker.kill()
+    path = os.path.join(broker.data_dir, "__logstore_metadata", "topics.json")
+    with open(path) as f:
+        doc = json.load(f)
+    del doc["topics"]["again"]  # the deletion's first step, then the crash
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    broker.start()
+    strays = [n for n in os.listdir(broker.data_dir) if n.startswith("again-0.") and n.endswith("-stray")]
+    assert len(strays) == 1 and "set aside the stray log" in broker.log_text()
+    assert os.path.getsize(os.path.join(broker.data_dir, strays[0], "00000000000000000000.log")) > 0  # kept
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("again", 1)])["again"].result(30)
+    p.produce("again", value=b"new")
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "again", "auto.offset.reset": "earliest"})
+    c.subscribe(["again"])
+    got: list[bytes] = []
+    try:
+        for _ in range(20):
+            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
+            if got:
+                break
+    finally:
+        c.close()
+    assert got == [b"new"]
+
+
 def test_api_versions_v0_header_and_unsupported_version(broker):
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
         # ApiVersions v99: answered with the v0 body, error 35, and the ranges.
