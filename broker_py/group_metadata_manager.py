@@ -140,8 +140,7 @@ class GroupMetadataManager:
             log.error("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
             return ErrorCode.CORRUPT_MESSAGE
         except logstore.LogStoreError as e:
-            log.error("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
-            return ErrorCode.KAFKA_STORAGE_ERROR
+            return partition.storage_error(e).errno  # logged there, at most every few seconds
         partition.notify_append()
         return ErrorCode.NONE
 

@@ -80,7 +80,7 @@ class Partition:
         now = time.monotonic()
         if now - self._storage_error_logged_at >= STORAGE_ERROR_LOG_INTERVAL_S:
             log.error(
-                "appending to %s-%d failed %d time(s) in the last %.0f s, answered KAFKA_STORAGE_ERROR: %s",
+                "appending to %s-%d failed %d time(s) in the last %.0f s (KAFKA_STORAGE_ERROR): %s",
                 self.topic, self.index, self._storage_errors_since_logged, STORAGE_ERROR_LOG_INTERVAL_S, e,
             )  # fmt: skip
             self._storage_error_logged_at = now

@@ -45,8 +45,8 @@ def test_appends_past_what_the_disk_takes_fail_cleanly_and_lose_nothing(broker_f
             p.send("full", b"x" * VALUE, partition=0).get(30)
     p.close()
     assert b.alive()
-    errors = [line for line in b.log_text().splitlines() if "answered KAFKA_STORAGE_ERROR" in line]
-    assert len(errors) == 1 and "full-0" in errors[0] and "File too large" in errors[0], errors
+    errors = [line for line in b.log_text().splitlines() if "(KAFKA_STORAGE_ERROR)" in line]
+    assert len(errors) == 1 and "appending to full-0 failed" in errors[0] and "File too large" in errors[0], errors
 
     c = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
     tp = TopicPartition("full", 0)
