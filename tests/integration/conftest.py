@@ -29,6 +29,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def consume_values(bootstrap: str, topic: str, count: int, timeout: float = 30.0) -> list[bytes]:
+    """The values of ``topic`` from the start, read by a confluent-kafka consumer of a
+    group of its own until ``count`` arrived or ``timeout`` passed (every error fails)."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}-{time.monotonic_ns()}", "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            for m in c.consume(500, 0.5):
+                assert m.error() is None, m.error()
+                got.append(m.value())
+    finally:
+        c.close()
+    return got
+
+
 class BrokerProcess:
     def __init__(self, workdir: str, overrides: dict[str, str] | None = None) -> None:
         self.workdir = workdir

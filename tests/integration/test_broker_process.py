@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.integration.conftest import consume_values
+
 
 def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     from confluent_kafka import Producer
@@ -59,7 +61,7 @@ def test_unknown_key_warns_and_starts(broker_factory):
 
 def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(broker):
     """Kafka's .lock: the second process stops before recovering or rewriting anything."""
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(100):
@@ -81,17 +83,7 @@ def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(
     for i in range(100, 200):
         p.produce("locked", value=b"%d" % i)
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "locked", "auto.offset.reset": "earliest"})
-    c.subscribe(["locked"])
-    got: list[bytes] = []
-    try:
-        for _ in range(60):
-            got += [m.value() for m in c.consume(200, 0.5) if m.error() is None]
-            if len(got) >= 200:
-                break
-    finally:
-        c.close()
-    assert got == [b"%d" % i for i in range(200)]
+    assert consume_values(broker.bootstrap, "locked", 200) == [b"%d" % i for i in range(200)]
 
 
 def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
@@ -120,7 +112,7 @@ def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
 def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broker):
     """As Kafka does: a recovery point that cannot be parsed means recovering every
     segment, a log start offset that cannot be parsed means the first segment's base."""
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):
@@ -135,17 +127,7 @@ def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broke
     text = broker.log_text()
     assert "ckpt-0: recovery-point-offset-checkpoint: " in text and "every segment is recovered" in text
     assert "ckpt-0: log-start-offset-checkpoint: " in text and "the log starts at its first segment" in text
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ckpt", "auto.offset.reset": "earliest"})
-    c.subscribe(["ckpt"])
-    got: list[bytes] = []
-    try:
-        for _ in range(60):
-            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
-            if len(got) >= 10:
-                break
-    finally:
-        c.close()
-    assert got == [b"%d" % i for i in range(10)]
+    assert consume_values(broker.bootstrap, "ckpt", 10) == [b"%d" % i for i in range(10)]
 
 
 def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
@@ -154,7 +136,7 @@ def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
     does not get the old records."""
     import json
 
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     p = Producer({"bootstrap.servers": broker.bootstrap})
@@ -177,17 +159,7 @@ def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
     admin.create_topics([NewTopic("again", 1)])["again"].result(30)
     p.produce("again", value=b"new")
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "again", "auto.offset.reset": "earliest"})
-    c.subscribe(["again"])
-    got: list[bytes] = []
-    try:
-        for _ in range(20):
-            got += [m.value() for m in c.consume(100, 0.5) if m.error() is None]
-            if got:
-                break
-    finally:
-        c.close()
-    assert got == [b"new"]
+    assert consume_values(broker.bootstrap, "again", 1) == [b"new"]
 
 
 def test_api_versions_v0_header_and_unsupported_version(broker):
