@@ -46,20 +46,26 @@ def load(path: str, parse: Callable[[dict[str, Any]], T]) -> T | None:
     try:
         return parse(doc)
     except KeyError as e:
-        raise MetadataFileError(path, f"lacks the key {e}") from None
+        raise MetadataFileError(path, f"lacks the key or names an unknown value {e}") from None
     except (TypeError, ValueError, AttributeError) as e:
         raise MetadataFileError(path, f"has a malformed entry: {e}") from None
 
 
 def write(path: str, doc: Any) -> None:
-    """Replaces the file with ``doc``; KafkaStorageError (the old file intact) when the
-    disk refuses the new one."""
+    """Replaces the file with ``doc`` as JSON (see :func:`write_text`)."""
+    write_text(path, json.dumps(doc, indent=1, sort_keys=True))
+
+
+def write_text(path: str, text: str) -> None:
+    """Replaces the file with ``text``: a temporary file, fsynced, renamed over it, and
+    the directory fsynced. KafkaStorageError (the old file intact) when the disk refuses
+    the new one."""
     directory = os.path.dirname(path)
     tmp = path + ".tmp"
     try:
         os.makedirs(directory, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

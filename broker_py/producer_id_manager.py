@@ -1,7 +1,8 @@
 """Allocates producer ids for InitProducerId, never handing out the same id twice.
 
 Ids are reserved in blocks: the file ``__logstore_metadata/producer-id-block`` holds
-the first id of the next unreserved block and is advanced (written, fsynced, renamed)
+the first id of the next unreserved block and is advanced (written, fsynced, renamed,
+the directory fsynced: `metadata_file.write_text`)
 before any id of a new block is handed out, so a restart never reuses an id.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 
-from broker_py.errors import CoordinatorLoadInProgressError
+from broker_py import metadata_file
+from broker_py.errors import CoordinatorLoadInProgressError, KafkaStorageError
 from broker_py.metadata_file import MetadataFileError
 from broker_py.topic_metadata import METADATA_DIR
 
@@ -21,8 +23,7 @@ BLOCK_SIZE = 1000
 
 class ProducerIdManager:
     def __init__(self, log_dir: str) -> None:
-        self._dir = os.path.join(log_dir, METADATA_DIR)
-        self._path = os.path.join(self._dir, "producer-id-block")
+        self._path = os.path.join(log_dir, METADATA_DIR, "producer-id-block")
         self._next = 0
         self._block_end = 0
         try:
@@ -40,17 +41,11 @@ class ProducerIdManager:
         """Persists the end of a new block (CoordinatorLoadInProgressError when the disk
         refuses it: no id is handed out that a restart could hand out again)."""
         end = self._next + BLOCK_SIZE
-        tmp = self._path + ".tmp"
         try:
-            os.makedirs(self._dir, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(f"{end}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self._path)
-        except OSError as e:
+            metadata_file.write_text(self._path, f"{end}\n")
+        except KafkaStorageError as e:
             # As Kafka answers while it has no block of ids: a code clients retry.
-            error = CoordinatorLoadInProgressError(f"no producer id block: writing {self._path}: {e.strerror or e}")
+            error = CoordinatorLoadInProgressError(f"no producer id block: {e}")
             log.error("%s", error)
             raise error from None
         self._block_end = end
