@@ -1,9 +1,9 @@
 """Allocates producer ids for InitProducerId, never handing out the same id twice.
 
 Ids are reserved in blocks: the file ``__logstore_metadata/producer-id-block`` holds
-the first id of the next unreserved block and is advanced (written, fsynced, renamed,
-the directory fsynced: `metadata_file.write_text`)
-before any id of a new block is handed out, so a restart never reuses an id.
+the first id of the next unreserved block. It is advanced (written, fsynced, renamed,
+its directory fsynced: ``metadata_file.write_text``) before any id of a new block is
+handed out, so a restart never reuses an id.
 """
 
 from __future__ import annotations
