@@ -37,6 +37,7 @@ pub mod record;
 pub mod record_batch;
 pub mod record_rules;
 pub mod record_skim;
+pub mod record_stream;
 pub mod segment;
 pub mod segment_cursor;
 pub mod segment_deletion;

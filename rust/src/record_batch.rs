@@ -264,11 +264,21 @@ pub fn validate_contents(
             crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?;
             check_rules(&batch[HEADER_SIZE..])
         }
-        // As Kafka's LogValidator, the records of a compressed batch are checked too.
+        // As Kafka's LogValidator, the records of a compressed batch are checked too,
+        // streamed out of the codec (`record_stream`) rather than decompressed whole.
         c => {
-            let area = c.decompress(&batch[HEADER_SIZE..], area_position)?;
-            crate::record::check_framing(&area, h.records_count, contiguous_offsets, area_position)?;
-            check_rules(&area)
+            let rules_apply = !h.is_control() && !rules.is_empty();
+            let mut errors = Vec::new();
+            crate::record_stream::walk(c.reader(&batch[HEADER_SIZE..], area_position)?, h.records_count, area_position, c.name(), |i, r| {
+                if contiguous_offsets && r.offset_delta != i {
+                    return Err(Error::corrupt(area_position, format!("record {i} has offset delta {}", r.offset_delta)));
+                }
+                if rules_apply {
+                    rules.check_record(i, h.base_timestamp.wrapping_add(r.timestamp_delta), r.key_len, partition, &mut errors);
+                }
+                Ok(())
+            })?;
+            RecordRules::verdict(position, errors)
         }
     }
 }

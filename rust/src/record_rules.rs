@@ -60,29 +60,39 @@ impl RecordRules {
             let len = cur.varint()?;
             let next = cur.pos + len.max(0) as usize;
             cur.i8()?; // attributes
-            let timestamp = base_timestamp.wrapping_add(cur.varlong()?);
+            let timestamp_delta = cur.varlong()?;
             cur.varint()?; // offsetDelta
             let key_len = cur.varint()?;
-            if self.require_key && key_len < 0 {
-                errors.push(RecordError {
-                    batch_index: i,
-                    timestamp: false,
-                    message: format!("Compacted topic cannot accept message without key in topic partition {partition}."),
-                });
-            } else if let Some((low, high)) = self.timestamp_range {
-                if timestamp < low || timestamp > high {
-                    errors.push(RecordError {
-                        batch_index: i,
-                        timestamp: true,
-                        message: format!(
-                            "Timestamp {timestamp} of message with batch index {i} is out of range. \
-                             The timestamp should be within [{low}, {high}]"
-                        ),
-                    });
-                }
-            }
+            self.check_record(i, base_timestamp.wrapping_add(timestamp_delta), key_len, partition, &mut errors);
             cur.pos = next;
         }
+        Self::verdict(position, errors)
+    }
+
+    /// Adds to `errors` what the rules find wrong with record `i` of a batch.
+    pub fn check_record(&self, i: i32, timestamp: i64, key_len: i32, partition: &str, errors: &mut Vec<RecordError>) {
+        if self.require_key && key_len < 0 {
+            errors.push(RecordError {
+                batch_index: i,
+                timestamp: false,
+                message: format!("Compacted topic cannot accept message without key in topic partition {partition}."),
+            });
+        } else if let Some((low, high)) = self.timestamp_range {
+            if timestamp < low || timestamp > high {
+                errors.push(RecordError {
+                    batch_index: i,
+                    timestamp: true,
+                    message: format!(
+                        "Timestamp {timestamp} of message with batch index {i} is out of range. \
+                         The timestamp should be within [{low}, {high}]"
+                    ),
+                });
+            }
+        }
+    }
+
+    /// The batch's outcome once every record was checked.
+    pub fn verdict(position: u64, errors: Vec<RecordError>) -> Result<()> {
         if errors.is_empty() {
             Ok(())
         } else {

@@ -211,3 +211,58 @@ def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker, transac
     assert p.flush(30) == 0
     assert delivered == [0]
     assert broker.alive()
+
+
+def _peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize(("codec", "mib"), [("zstd", 256), ("gzip", 256), ("lz4", 128)])
+def test_a_compression_bomb_is_checked_in_bounded_memory(broker, codec, mib):
+    """A batch under message.max.bytes that decompresses to hundreds of MiB (lz4's
+    frames expand at most about 255 times): the broker checks its records as the codec
+    streams them out and stores it as sent, without ever holding the decompressed
+    records (its peak memory grows by far less than they take)."""
+    import socket
+    import struct
+
+    import logstore
+
+    from broker_py.protocol.frame import encode_request
+    from broker_py.protocol.headers import RequestHeader
+    from broker_py.protocol.messages.produce import ProduceRequest
+
+    value = bytes(mib << 20)
+    batch = logstore.encode_batch([(b"k", value), (b"k", b"after the bomb")], codec)
+    del value
+    assert len(batch) < 1_000_000
+    body = ProduceRequest(
+        transactional_id=None, acks=-1, timeout_ms=30000,
+        topic_data=[ProduceRequest.TopicProduceData(name="bomb", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])],
+    )  # fmt: skip
+    frame = encode_request(RequestHeader(api_key=0, api_version=9, correlation_id=7, client_id="bomb"), body)
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic("bomb", 1, 1)])
+    admin.close()
+    assert broker.proc is not None
+    before = _peak_rss(broker.proc.pid)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=60) as s:
+        s.sendall(frame)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+            chunk = s.recv(1 << 16)
+            assert chunk, "the broker closed the connection"
+            buf += chunk
+    assert _peak_rss(broker.proc.pid) - before < 64 << 20
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    assert c.end_offsets([TopicPartition("bomb", 0)]) == {TopicPartition("bomb", 0): 2}  # stored, both records
+    c.close()
