@@ -590,9 +590,9 @@ def raw_produce_requests(port: int, topic: str, count: int, size: int, window: i
 
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
-    from broker_py.protocol.frame import encode_request
-    from broker_py.protocol.headers import RequestHeader
-    from broker_py.protocol.messages.produce import ProduceRequest
+    from logstore.protocol.frame import encode_request
+    from logstore.protocol.headers import RequestHeader
+    from logstore.protocol.messages.produce import ProduceRequest
 
     records = logstore.encode_batch([(None, os.urandom(size))])
     body = ProduceRequest(

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from logstore_bench import BenchReport, median_seconds
 
-from broker_py.acl_binding import AclBinding, AclOperation, ResourceType
-from broker_py.standard_authorizer import StandardAuthorizer
+from broker_py.security.authorizer.acl_binding import AclBinding, AclOperation, ResourceType
+from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 
 BINDING_COUNTS = [10, 1_000, 10_000]
 LOOKUPS = 2_000

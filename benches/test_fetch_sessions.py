@@ -40,9 +40,9 @@ FETCHES = 2000
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from broker_py.protocol.frame import encode_request  # noqa: E402
-from broker_py.protocol.headers import RequestHeader  # noqa: E402
-from broker_py.protocol.messages.fetch import FetchRequest, FetchResponse  # noqa: E402
+from logstore.protocol.frame import encode_request  # noqa: E402
+from logstore.protocol.headers import RequestHeader  # noqa: E402
+from logstore.protocol.messages.fetch import FetchRequest, FetchResponse  # noqa: E402
 
 
 @pytest.fixture(scope="module")

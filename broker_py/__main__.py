@@ -15,9 +15,9 @@ import os
 import signal
 import sys
 
-from broker_py.allocator import retain_request_buffers
-from broker_py.config import BrokerConfig, ConfigError
-from broker_py.errors import BrokerError
+from broker_py.network.allocator import retain_request_buffers
+from broker_py.config.kafka_config import BrokerConfig, ConfigError
+from logstore.protocol.errors import KafkaException
 
 log = logging.getLogger("broker_py")
 
@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(config: BrokerConfig) -> None:
-    from broker_py.broker import Broker
+    from broker_py.server.kafka_server import Broker
 
     broker = Broker(config)
     await broker.start()
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 2
-    except BrokerError as e:  # a log dir in use, a log that cannot be opened (a full disk), ...
+    except KafkaException as e:  # a log dir in use, a log that cannot be opened (a full disk), ...
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 1
     except OSError as e:

@@ -23,7 +23,7 @@ python3 -m pip install --quiet --upgrade pip
 rm -rf dist && python3 -m pip wheel --quiet --no-deps -w dist .
 wheel=$(ls dist/logstore-*.whl)
 listing=$(python3 -m zipfile -l "$wheel")
-for member in logstore/__init__.py logstore/spark/source.py logstore/_native broker_py/__init__.py broker_py/protocol/frame.py; do
+for member in logstore/__init__.py logstore/spark/source.py logstore/_native logstore/protocol/frame.py broker_py/__init__.py broker_py/server/kafka_server.py; do
     grep -q "$member" <<<"$listing" || { echo "wheel lacks $member" >&2; exit 1; }
 done
 python3 -m pip install --quiet --force-reinstall "$wheel"

@@ -14,8 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from broker_py.protocol import types as t
-from broker_py.protocol.schema import Array, Field, Message, Struct
+from logstore.protocol import types as t
+from logstore.protocol.schema import Array, Field, Message, Struct
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from broker_py import allocator
+from broker_py.network import allocator
 
 
 _FAULTS = """
 import resource, sys
 if sys.argv[1] == "retain":
-    from broker_py.allocator import retain_request_buffers
+    from broker_py.network.allocator import retain_request_buffers
     assert retain_request_buffers()
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.acl_binding import (
+from broker_py.security.authorizer.acl_binding import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -12,10 +12,10 @@ from broker_py.acl_binding import (
     PatternType,
     ResourceType,
 )
-from broker_py.config import BrokerConfig
-from broker_py.errors import InvalidRequestError
-from broker_py.ssl_context import distinguished_name
-from broker_py.standard_authorizer import StandardAuthorizer
+from broker_py.config.kafka_config import BrokerConfig
+from logstore.protocol.errors import InvalidRequestError
+from broker_py.security.ssl.ssl_context import distinguished_name
+from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED

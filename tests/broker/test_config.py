@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.config import BrokerConfig, ConfigError, Listener, parse_properties
+from broker_py.config.kafka_config import BrokerConfig, ConfigError, Listener, parse_properties
 
 
 def test_defaults_are_a_single_local_broker():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py import errors
-from broker_py.errors import BrokerError, ErrorCode, KafkaError, error_class, raise_for_code
-from broker_py.protocol.errors import ProtocolError
+from logstore.protocol import errors
+from logstore.protocol.errors import KafkaException, ErrorCode, KafkaError, error_class, raise_for_code
+from logstore.protocol.errors import ProtocolError
 
 
 def test_every_code_has_exactly_one_class() -> None:
@@ -53,7 +53,7 @@ def test_known_codes(cls: type[KafkaError], code: int, retriable: bool) -> None:
     assert cls.retriable is retriable
     exc = cls()
     assert exc.errno == code and exc.message == ErrorCode(code).description
-    assert isinstance(exc, KafkaError) and isinstance(exc, BrokerError)
+    assert isinstance(exc, KafkaError) and isinstance(exc, KafkaException)
 
 
 def test_lookup_and_raise() -> None:
@@ -71,8 +71,8 @@ def test_custom_message_and_repr() -> None:
 
 
 def test_one_hierarchy() -> None:
-    assert issubclass(KafkaError, BrokerError)
-    assert issubclass(ProtocolError, BrokerError)
+    assert issubclass(KafkaError, KafkaException)
+    assert issubclass(ProtocolError, KafkaException)
     assert not issubclass(ProtocolError, KafkaError)
 
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_py.protocol.api_keys import ApiKey
-from broker_py.protocol.errors import EncodeError
-from broker_py.protocol.frame import decode_response, encode_response_chunks, splice_records
-from broker_py.protocol.messages.fetch import FetchResponse
-from broker_py.protocol.types import DeferredRecords
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.errors import EncodeError
+from logstore.protocol.frame import decode_response, encode_response_chunks, splice_records
+from logstore.protocol.messages.fetch import FetchResponse
+from logstore.protocol.types import DeferredRecords
 
 VERSIONS = st.integers(ApiKey.FETCH.min_version, ApiKey.FETCH.max_version)
 NAMES = st.text(alphabet="abcdefghij._-0123456789é", min_size=1, max_size=20)

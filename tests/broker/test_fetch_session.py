@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from broker_py.error_codes import ErrorCode
-from broker_py.fetch_context import (
+from logstore.protocol.error_codes import ErrorCode
+from broker_py.server.fetch_context import (
     PartitionRead,
     FullFetchContext,
     IncrementalFetchContext,
@@ -14,7 +14,7 @@ from broker_py.fetch_context import (
     SessionlessFetchContext,
     new_context,
 )
-from broker_py.fetch_session import (
+from broker_py.server.fetch_session import (
     INT32_MAX,
     INVALID_SESSION_ID,
     NULL_UUID,
@@ -22,7 +22,7 @@ from broker_py.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
-from broker_py.protocol.types import DeferredRecords
+from logstore.protocol.types import DeferredRecords
 
 
 class FakeClock:

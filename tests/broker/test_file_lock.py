@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from broker_py.broker import Broker
-from broker_py.config import BrokerConfig
-from broker_py.file_lock import LOCK_FILE, FileLock, LogDirInUseError, lock_log_dirs
+from broker_py.server.kafka_server import Broker
+from broker_py.config.kafka_config import BrokerConfig
+from broker_py.log.file_lock import LOCK_FILE, FileLock, LogDirInUseError, lock_log_dirs
 
 HOLD = """
 import fcntl, os, sys, time
@@ -85,7 +85,7 @@ def test_a_second_broker_on_the_same_dirs_stops_before_touching_them(tmp_path):
 
 
 def test_a_broker_that_fails_to_load_releases_its_dirs(tmp_path):
-    from broker_py.config import ConfigError
+    from broker_py.config.kafka_config import ConfigError
 
     d = str(tmp_path)
     Broker(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()

@@ -15,12 +15,12 @@ import types
 import logstore
 import pytest
 
-from broker_py.broker import Broker
-from broker_py.config import BrokerConfig
-from broker_py.error_codes import ErrorCode
-from broker_py.group_coordinator import GroupCoordinator
-from broker_py.group_metadata_manager import OFFSETS_TOPIC
-from broker_py.group_metadata_records import (
+from broker_py.server.kafka_server import Broker
+from broker_py.config.kafka_config import BrokerConfig
+from logstore.protocol.error_codes import ErrorCode
+from broker_py.coordinator.group.group_coordinator import GroupCoordinator
+from broker_py.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
+from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     OffsetCommitKey,
     decode_group_metadata_value,
@@ -28,24 +28,24 @@ from broker_py.group_metadata_records import (
     decode_offset_commit_value,
     partition_for,
 )
-from broker_py.handlers import call
-from broker_py.handlers.groups import HANDLERS
-from broker_py.protocol.api_keys import ApiKey
-from broker_py.protocol.frame import Request
-from broker_py.protocol.headers import RequestHeader
-from broker_py.protocol.messages.find_coordinator import FindCoordinatorRequest
-from broker_py.protocol.messages.group import (
+from broker_py.server.handlers import call
+from broker_py.server.handlers.groups import HANDLERS
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.frame import Request
+from logstore.protocol.headers import RequestHeader
+from logstore.protocol.messages.find_coordinator import FindCoordinatorRequest
+from logstore.protocol.messages.group import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     SyncGroupRequest,
 )
-from broker_py.protocol.messages.group_admin import (
+from logstore.protocol.messages.group_admin import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
 )
-from broker_py.protocol.messages.offset_commit import (
+from logstore.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )

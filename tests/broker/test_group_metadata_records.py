@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from broker_py.group_metadata_records import (
+from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     InvalidGroupRecordError,

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import logstore
 
-from broker_py.config import BrokerConfig
-from broker_py.log_cleaner import LogCleaner
+from broker_py.config.kafka_config import BrokerConfig
+from broker_py.log.log_cleaner_manager import LogCleaner
 
 T0 = int(time.time() * 1000) - 60_000
 

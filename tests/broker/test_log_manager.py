@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from broker_py.config import BrokerConfig
-from broker_py.broker import Broker
+from broker_py.config.kafka_config import BrokerConfig
+from broker_py.server.kafka_server import Broker
 
 
 def _count(d):
@@ -42,7 +42,7 @@ def test_meta_properties_guard_the_broker_id(tmp_path):
     assert "broker.id=1" in text and "cluster.id=" in text
     import pytest
 
-    from broker_py.config import ConfigError
+    from broker_py.config.kafka_config import ConfigError
 
     with pytest.raises(ConfigError) as e:
         Broker(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
@@ -82,7 +82,7 @@ def _dirs(tmp_path):
 
 
 def test_a_crash_during_the_copy_drops_the_future_log(tmp_path):
-    from broker_py.log_dir_mover import copy_files, recover
+    from broker_py.log.log_dir_mover import copy_files, recover
 
     a, b = _dirs(tmp_path)
     _partition(os.path.join(a, "t-0"))
@@ -93,7 +93,7 @@ def test_a_crash_during_the_copy_drops_the_future_log(tmp_path):
 
 
 def test_a_crash_between_the_renames_finishes_the_move(tmp_path):
-    from broker_py.log_dir_mover import copy_files, recover
+    from broker_py.log.log_dir_mover import copy_files, recover
 
     a, b = _dirs(tmp_path)
     _partition(os.path.join(a, "t-0"))
@@ -105,7 +105,7 @@ def test_a_crash_between_the_renames_finishes_the_move(tmp_path):
 
 
 def test_a_crash_after_the_renames_removes_the_old_copy(tmp_path):
-    from broker_py.log_dir_mover import copy_files, recover
+    from broker_py.log.log_dir_mover import copy_files, recover
 
     a, b = _dirs(tmp_path)
     _partition(os.path.join(a, "t-0"))
@@ -117,7 +117,7 @@ def test_a_crash_after_the_renames_removes_the_old_copy(tmp_path):
 
 
 def test_an_old_copy_without_a_future_log_is_restored(tmp_path):
-    from broker_py.log_dir_mover import recover
+    from broker_py.log.log_dir_mover import recover
 
     a, b = _dirs(tmp_path)
     _partition(os.path.join(a, "t-0"))
@@ -128,7 +128,7 @@ def test_an_old_copy_without_a_future_log_is_restored(tmp_path):
 
 
 def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path):
-    from broker_py.log_dir_mover import copy_files
+    from broker_py.log.log_dir_mover import copy_files
 
     a, b = _dirs(tmp_path)
     broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
@@ -147,7 +147,7 @@ def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path
 
 
 def test_sync_files_makes_the_copy_exact(tmp_path):
-    from broker_py.log_dir_mover import copy_files, sync_files
+    from broker_py.log.log_dir_mover import copy_files, sync_files
 
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
@@ -170,7 +170,7 @@ def test_copy_files_leaves_out_files_that_go_while_it_copies(tmp_path, monkeypat
     copy runs: a file listed but gone by the time it is copied is left out."""
     import shutil
 
-    from broker_py import log_dir_mover
+    from broker_py.log import log_dir_mover
 
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
@@ -188,7 +188,7 @@ def test_copy_files_leaves_out_files_that_go_while_it_copies(tmp_path, monkeypat
 
 
 def test_a_move_reports_the_bytes_its_future_log_holds(tmp_path):
-    from broker_py.log_dir_mover import Move, copy_files
+    from broker_py.log.log_dir_mover import Move, copy_files
 
     a, b = _dirs(tmp_path)
     move = Move("t-0", a, b, copied_to=0)
@@ -207,7 +207,7 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
 
     import logstore
 
-    from broker_py import log_dir_mover
+    from broker_py.log import log_dir_mover
 
     a, b = _dirs(tmp_path)
     monkeypatch.setattr(log_dir_mover, "CATCH_UP_BYTES", 64 << 10)
@@ -265,7 +265,7 @@ def _moving_broker(tmp_path, monkeypatch, dirs=("a", "b", "c")):
 
     import logstore
 
-    from broker_py import log_dir_mover
+    from broker_py.log import log_dir_mover
 
     paths = []
     for d in dirs:
@@ -347,7 +347,7 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     ``-stray`` (kept, not deleted) and the rest is untouched."""
     import uuid
 
-    from broker_py.topic_metadata import partition_metadata_text
+    from broker_py.controller.topic_metadata import partition_metadata_text
 
     a, b = _dirs(tmp_path)
     broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))

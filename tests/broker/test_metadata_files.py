@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from broker_py.broker import Broker
-from broker_py.config import BrokerConfig
-from broker_py.metadata_file import MetadataFileError
-from broker_py.topic_metadata import METADATA_DIR
+from broker_py.server.kafka_server import Broker
+from broker_py.config.kafka_config import BrokerConfig
+from broker_py.server.metadata_file import MetadataFileError
+from broker_py.controller.topic_metadata import METADATA_DIR
 
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
 GOOD_UUID = "0" * 31 + "1"

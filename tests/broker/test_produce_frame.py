@@ -8,11 +8,11 @@ import logstore
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_py.protocol.api_keys import ApiKey
-from broker_py.protocol.frame import Reader, Request, decode_request, encode_request, encode_response_chunks, read_request_header, request_class
-from broker_py.protocol.headers import RequestHeader
-from broker_py.protocol.messages.produce import ProduceRequest, ProduceResponse
-from broker_py.protocol.produce_frame import ProduceFrame, parse_produce_frame
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.frame import Reader, Request, decode_request, encode_request, encode_response_chunks, read_request_header, request_class
+from logstore.protocol.headers import RequestHeader
+from logstore.protocol.messages.produce import ProduceRequest, ProduceResponse
+from logstore.protocol.produce_frame import ProduceFrame, parse_produce_frame
 
 VERSIONS = st.integers(ApiKey.PRODUCE.min_version, ApiKey.PRODUCE.max_version)
 NAMES = st.text(alphabet="abcdefghij._-0123456789é", min_size=1, max_size=20)

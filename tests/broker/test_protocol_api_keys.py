@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.protocol import ApiKey
+from logstore.protocol import ApiKey
 
 K = ApiKey
 

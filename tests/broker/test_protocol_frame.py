@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.errors import ErrorCode
-from broker_py.protocol import (
+from logstore.protocol.errors import ErrorCode
+from logstore.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
     ApiKey,
     CorruptFrameError,
@@ -24,9 +24,9 @@ from broker_py.protocol import (
     encode_response,
     encode_response_chunks,
 )
-from broker_py.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
-from broker_py.protocol.messages.fetch import FetchResponse
-from broker_py.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
+from logstore.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
+from logstore.protocol.messages.fetch import FetchResponse
+from logstore.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
 
 from . import fixtures as fx
 
@@ -269,8 +269,8 @@ def test_encode_errors_name_the_field() -> None:
 
 
 def test_errors_share_one_base() -> None:
-    from broker_py.errors import BrokerError
+    from logstore.protocol.errors import KafkaException
 
-    assert issubclass(ProtocolError, BrokerError)
+    assert issubclass(ProtocolError, KafkaException)
     for cls in (CorruptFrameError, FrameTooLargeError, MalformedMessageError, EncodeError):
         assert issubclass(cls, ProtocolError)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker_py.protocol import (
+from logstore.protocol import (
     RESPONSES,
     ApiKey,
     CorruptFrameError,

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from broker_py.protocol import (
+from logstore.protocol import (
     ApiKey,
     Request,
     ProduceFrame,
@@ -15,9 +15,9 @@ from broker_py.protocol import (
     encode_request,
     encode_response,
 )
-from broker_py.protocol.messages.api_versions import ApiVersionsResponse
-from broker_py.protocol.messages.fetch import FetchResponse
-from broker_py.protocol.messages.metadata import MetadataResponse
+from logstore.protocol.messages.api_versions import ApiVersionsResponse
+from logstore.protocol.messages.fetch import FetchResponse
+from logstore.protocol.messages.metadata import MetadataResponse
 
 from . import fixtures as fx
 

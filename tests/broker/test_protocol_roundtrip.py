@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker_py.protocol import (
+from logstore.protocol import (
     REQUESTS,
     RESPONSES,
     ApiKey,
@@ -18,8 +18,8 @@ from broker_py.protocol import (
     encode_request,
     encode_response,
 )
-from broker_py.protocol.schema import Message
-from broker_py.protocol.types import Reader, Writer
+from logstore.protocol.schema import Message
+from logstore.protocol.types import Reader, Writer
 
 from .strategies import message_strategy
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker_py.protocol import EncodeError, MalformedMessageError, TruncatedMessageError
-from broker_py.protocol.messages.api_versions import ApiVersionsRequest
-from broker_py.protocol.messages.fetch import FetchRequest
-from broker_py.protocol.types import (
+from logstore.protocol import EncodeError, MalformedMessageError, TruncatedMessageError
+from logstore.protocol.messages.api_versions import ApiVersionsRequest
+from logstore.protocol.messages.fetch import FetchRequest
+from logstore.protocol.types import (
     BYTES,
     FLOAT64,
     INT16,

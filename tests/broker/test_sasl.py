@@ -9,13 +9,15 @@ import hmac
 
 import pytest
 
-from broker_py import jaas, scram_sasl_server
-from broker_py.config import BrokerConfig, ConfigError
-from broker_py.errors import IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
-from broker_py.plain_sasl_server import PlainSaslServer
-from broker_py.sasl_authenticator import SaslServerAuthenticator
-from broker_py.scram_credentials import HASHES, ScramCredential, ScramCredentialStore
-from broker_py.scram_sasl_server import ScramSaslServer
+from broker_py.security.sasl import jaas
+
+from broker_py.security.sasl import scram_sasl_server
+from broker_py.config.kafka_config import BrokerConfig, ConfigError
+from logstore.protocol.errors import IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from broker_py.security.sasl.plain_sasl_server import PlainSaslServer
+from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
+from broker_py.security.sasl.scram_credentials import HASHES, ScramCredential, ScramCredentialStore
+from broker_py.security.sasl.scram_sasl_server import ScramSaslServer
 
 
 def _store(tmp_path, mechanism="SCRAM-SHA-256", user="user", password="pencil", salt=None, iterations=4096):
@@ -164,9 +166,9 @@ def test_listener_security_configs_are_checked_at_startup():
 def test_alter_user_scram_credentials_checks_each_user_alone(tmp_path):
     from types import SimpleNamespace
 
-    from broker_py.handlers.sasl import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
-    from broker_py.protocol.messages.scram import AlterUserScramCredentialsRequest as Alter
-    from broker_py.protocol.messages.scram import DescribeUserScramCredentialsRequest as Describe
+    from broker_py.server.handlers.sasl import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+    from logstore.protocol.messages.scram import AlterUserScramCredentialsRequest as Alter
+    from logstore.protocol.messages.scram import DescribeUserScramCredentialsRequest as Describe
 
     def up(name, mechanism=1, iterations=4096):
         return Alter.ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations, salt=b"s", salted_password=b"p" * 32)
@@ -208,7 +210,7 @@ NOW = 1_800_000_000.0
 
 
 def _oauth(**options):
-    from broker_py.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
+    from broker_py.security.sasl.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
 
     return OAuthBearerSaslServer(UnsecuredValidatorOptions.from_jaas_options(options), clock=lambda: NOW)
 
@@ -260,7 +262,7 @@ def test_oauthbearer_required_scope_clock_skew_and_malformed_messages():
 
 
 def test_oauthbearer_listener_needs_its_login_module(tmp_path):
-    from broker_py.broker import Broker
+    from broker_py.server.kafka_server import Broker
 
     base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"}
     with pytest.raises(ConfigError) as e:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.config import ConfigError
-from broker_py.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+from broker_py.config.kafka_config import ConfigError
+from broker_py.security.ssl.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 
 RULES = (
     "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/, "

@@ -12,17 +12,17 @@ import struct
 import logstore
 import pytest
 
-from broker_py.broker import Broker
-from broker_py.config import BrokerConfig
-from broker_py.error_codes import ErrorCode
-from broker_py.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
-from broker_py.partition import Partition
-from broker_py.producer_state import ProducerStateManager
-from broker_py.transaction_coordinator import TransactionCoordinator
-from broker_py.transaction_index import AbortedTxn, TransactionIndex
-from broker_py.transaction_log import InvalidTransactionRecordError, decode_key, decode_value, encode_key, encode_value
-from broker_py.transaction_metadata import TransactionMetadata, TransactionState
-from broker_py.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from broker_py.server.kafka_server import Broker
+from broker_py.config.kafka_config import BrokerConfig
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
+from broker_py.cluster.partition import Partition
+from broker_py.log.producer_state import ProducerStateManager
+from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
+from broker_py.coordinator.transaction.transaction_log import InvalidTransactionRecordError, decode_key, decode_value, encode_key, encode_value
+from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState
+from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
 E = ErrorCode
 S = TransactionState

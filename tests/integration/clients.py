@@ -200,7 +200,7 @@ def wire_call(bootstrap: str, body, version: int):
     """One request on a fresh connection, encoded and decoded with the broker's own
     codec, for what no client library can send (e.g. the cluster-wide BROKER config
     resource ``""`` that ``kafka-configs.sh --entity-default`` names)."""
-    from broker_py.protocol import RequestHeader, decode_response, encode_request
+    from logstore.protocol import RequestHeader, decode_response, encode_request
 
     host, port = bootstrap.rsplit(":", 1)
     header = RequestHeader(api_key=int(body.API_KEY), api_version=version, correlation_id=7, client_id="logstore-tests")

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from broker_py.protocol.messages.acls import DeleteAclsRequest, DescribeAclsRequest
+from logstore.protocol.messages.acls import DeleteAclsRequest, DescribeAclsRequest
 from tests.integration.clients import kcat, topic_name, wire_call
 from tests.integration.conftest import BrokerProcess
 

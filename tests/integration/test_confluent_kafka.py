@@ -467,7 +467,7 @@ def _cluster_default(bootstrap: str, resource: str = "", **ops) -> dict:
     """IncrementalAlterConfigs on the cluster-wide BROKER resource ``""``, as
     ``kafka-configs.sh --entity-default`` sends it (the Python clients cannot name
     it), then that resource's described configs: key -> (value, source)."""
-    from broker_py.protocol.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+    from logstore.protocol.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
     alter = IncrementalAlterConfigsRequest(
         resources=[

@@ -254,7 +254,7 @@ def test_sigkill_during_a_log_dir_move_keeps_the_partition_whole(broker_factory,
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from broker_py.protocol.messages.log_dirs import AlterReplicaLogDirsRequest
+    from logstore.protocol.messages.log_dirs import AlterReplicaLogDirsRequest
     from tests.integration.clients import wire_call
 
     dirs = [str(tmp_path / "dir-a"), str(tmp_path / "dir-b")]

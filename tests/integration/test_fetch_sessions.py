@@ -10,10 +10,10 @@ from threading import Timer
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from broker_py.error_codes import ErrorCode
-from broker_py.fetch_session import NULL_UUID
-from broker_py.protocol.messages.fetch import FetchRequest
-from broker_py.protocol.messages.metadata import MetadataRequest
+from logstore.protocol.error_codes import ErrorCode
+from broker_py.server.fetch_session import NULL_UUID
+from logstore.protocol.messages.fetch import FetchRequest
+from logstore.protocol.messages.metadata import MetadataRequest
 from tests.integration.clients import create_topic, topic_name, wire_call
 
 V12, V13 = 12, 13

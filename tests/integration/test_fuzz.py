@@ -27,16 +27,16 @@ import uuid
 
 import logstore
 
-from broker_py.handlers import served_api_keys
-from broker_py.protocol.api_keys import ApiKey
-from broker_py.protocol.frame import encode_request
-from broker_py.protocol.headers import RequestHeader
-from broker_py.protocol.messages import request_class
-from broker_py.protocol.messages.fetch import FetchRequest
-from broker_py.protocol.messages.list_offsets import ListOffsetsRequest
-from broker_py.protocol.messages.metadata import MetadataRequest
-from broker_py.protocol.messages.offset_commit import OffsetCommitRequest
-from broker_py.protocol.messages.produce import ProduceRequest
+from broker_py.server.handlers import served_api_keys
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.frame import encode_request
+from logstore.protocol.headers import RequestHeader
+from logstore.protocol.messages import request_class
+from logstore.protocol.messages.fetch import FetchRequest
+from logstore.protocol.messages.list_offsets import ListOffsetsRequest
+from logstore.protocol.messages.metadata import MetadataRequest
+from logstore.protocol.messages.offset_commit import OffsetCommitRequest
+from logstore.protocol.messages.produce import ProduceRequest
 
 FUZZ_SECONDS = float(os.environ.get("LOGSTORE_FUZZ_SECONDS", "20"))
 FUZZ_THREADS = int(os.environ.get("LOGSTORE_FUZZ_THREADS", "6"))

@@ -24,10 +24,10 @@ import time
 import logstore
 import pytest
 
-from broker_py.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
-from broker_py.handlers.produce import append_records
-from broker_py.partition import Partition
-from broker_py.producer_state import ProducerStateManager
+from logstore.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from broker_py.server.handlers.produce import append_records
+from broker_py.cluster.partition import Partition
+from broker_py.log.producer_state import ProducerStateManager
 
 from .conftest import REPO_ROOT
 from .tcp_proxy import TcpProxy
@@ -338,7 +338,7 @@ def test_state_survives_snapshot_and_reopen(tmp_path):
 _UNCLEAN_WRITER = r"""
 import json, os, sys
 import logstore
-from broker_py.producer_state import ProducerStateManager
+from broker_py.log.producer_state import ProducerStateManager
 path, specs, snapshot_after = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 plog = logstore.Log.open(path)
 state = ProducerStateManager(plog)

@@ -20,11 +20,11 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import logstore
-from broker_py.error_codes import ErrorCode
-from broker_py.protocol import ApiKey, ProduceFrame, Request, RequestDecoder, encode_response
-from broker_py.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
-from broker_py.protocol.messages.fetch import FetchResponse
-from broker_py.protocol.messages.metadata import MetadataResponse
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol import ApiKey, ProduceFrame, Request, RequestDecoder, encode_response
+from logstore.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
+from logstore.protocol.messages.fetch import FetchResponse
+from logstore.protocol.messages.metadata import MetadataResponse
 from logstore.spark.kafka_client import (
     MAX_ATTEMPTS,
     BrokerUnavailable,

@@ -225,23 +225,23 @@ def test_broker_logger_levels_change_at_runtime(module_broker):
     a = admin(module_broker.bootstrap)
     try:
         levels = _logger_levels(a)
-        assert levels["root"][0] == "INFO" and levels["broker_py.group_coordinator"] == ("INFO", "DYNAMIC_BROKER_LOGGER_CONFIG")
+        assert levels["root"][0] == "INFO" and levels["broker_py.coordinator.group.group_coordinator"] == ("INFO", "DYNAMIC_BROKER_LOGGER_CONFIG")
         r = a.alter_configs(
-            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.group_coordinator": (AlterConfigOp.SET, "DEBUG")})],
+            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.coordinator.group.group_coordinator": (AlterConfigOp.SET, "DEBUG")})],
             incremental=True,
         )
         assert r == {"broker_logger": {"0": "OK"}}, r
-        assert _logger_levels(a)["broker_py.group_coordinator"][0] == "DEBUG"
+        assert _logger_levels(a)["broker_py.coordinator.group.group_coordinator"][0] == "DEBUG"
         # A bad level or logger changes nothing, even beside a good change.
-        bad = {"broker_py.network": (AlterConfigOp.SET, "WARN"), "broker_py.group_coordinator": (AlterConfigOp.SET, "LOUD")}
+        bad = {"broker_py.network.socket_server": (AlterConfigOp.SET, "WARN"), "broker_py.coordinator.group.group_coordinator": (AlterConfigOp.SET, "LOUD")}
         r = a.alter_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs=bad)], incremental=True)
         assert "InvalidConfigurationError" in r["broker_logger"]["0"], r
-        assert _logger_levels(a)["broker_py.network"][0] == "INFO"
+        assert _logger_levels(a)["broker_py.network.socket_server"][0] == "INFO"
         a.alter_configs(
-            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.group_coordinator": (AlterConfigOp.DELETE, None)})],
+            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.coordinator.group.group_coordinator": (AlterConfigOp.DELETE, None)})],
             incremental=True,
         )
-        assert _logger_levels(a)["broker_py.group_coordinator"][0] == "INFO"  # the root's again
+        assert _logger_levels(a)["broker_py.coordinator.group.group_coordinator"][0] == "INFO"  # the root's again
     finally:
         a.close()
 
@@ -419,7 +419,7 @@ def test_elect_leaders_and_reassignments_on_the_only_replica(module_broker):
             a.elect_leaders(1, {name: [5]})
         # Every partition (kafka-python lists them itself; kafka-leader-election.sh
         # --all-topic-partitions sends null): only partitions that needed an election.
-        from broker_py.protocol.messages.elect_leaders import ElectLeadersRequest
+        from logstore.protocol.messages.elect_leaders import ElectLeadersRequest
 
         every = wire_call(module_broker.bootstrap, ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=1000), 2)
         assert (every.error_code, every.replica_election_results) == (0, [])

@@ -20,9 +20,9 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from broker_py.protocol import RequestHeader, decode_response, encode_request
-from broker_py.protocol.messages.metadata import MetadataRequest
-from broker_py.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from logstore.protocol import RequestHeader, decode_response, encode_request
+from logstore.protocol.messages.metadata import MetadataRequest
+from logstore.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from tests.integration.clients import create_topic, kcat, topic_name, wait_until
 from tests.integration.conftest import BrokerProcess, free_port
 

@@ -232,9 +232,9 @@ def test_a_compression_bomb_is_checked_in_bounded_memory(broker, codec, mib):
 
     import logstore
 
-    from broker_py.protocol.frame import encode_request
-    from broker_py.protocol.headers import RequestHeader
-    from broker_py.protocol.messages.produce import ProduceRequest
+    from logstore.protocol.frame import encode_request
+    from logstore.protocol.headers import RequestHeader
+    from logstore.protocol.messages.produce import ProduceRequest
 
     value = bytes(mib << 20)
     batch = logstore.encode_batch([(b"k", value), (b"k", b"after the bomb")], codec)

@@ -27,9 +27,9 @@ import time
 import logstore
 import pytest
 
-from broker_py.error_codes import ErrorCode
-from broker_py.protocol.messages.offset_commit import OffsetFetchRequest
-from broker_py.protocol.messages.produce import ProduceRequest
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.offset_commit import OffsetFetchRequest
+from logstore.protocol.messages.produce import ProduceRequest
 
 from .clients import create_topic, kcat, wait_until, wire_call
 

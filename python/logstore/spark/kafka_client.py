@@ -3,7 +3,7 @@
 Spark executors use :class:`KafkaClient` to list partitions, look up offsets
 and fetch raw record batches from any Kafka-compatible cluster (logstore's
 own broker or Apache Kafka).  It speaks the protocol through the sans-IO
-codec in :mod:`broker_py.protocol` (``encode_request``, ``FrameDecoder``,
+codec in :mod:`logstore.protocol` (``encode_request``, ``FrameDecoder``,
 ``decode_response``); this module adds only the sockets, version
 negotiation, leader routing and retries.
 
@@ -56,8 +56,8 @@ from importlib import metadata as _package_metadata
 from types import TracebackType
 
 import logstore
-from broker_py.error_codes import ErrorCode
-from broker_py.protocol import (
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
     ApiKey,
     FrameDecoder,
@@ -66,11 +66,11 @@ from broker_py.protocol import (
     decode_response,
     encode_request,
 )
-from broker_py.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from broker_py.protocol.messages.fetch import FetchRequest, FetchResponse
-from broker_py.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
-from broker_py.protocol.messages.metadata import MetadataRequest, MetadataResponse
-from broker_py.protocol.schema import Message
+from logstore.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from logstore.protocol.messages.fetch import FetchRequest, FetchResponse
+from logstore.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from logstore.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from logstore.protocol.schema import Message
 
 __all__ = [
     "CLIENT_VERSIONS",

@@ -1,0 +1,577 @@
+"""Broker configuration under Kafka's own ``server.properties`` key names.
+
+A config is built from a properties file (Java ``.properties`` syntax: ``key=value``
+or ``key: value`` lines, ``#``/``!`` comments, backslash line continuations) plus
+``--override key=value`` pairs, over Kafka's defaults. Every value is checked when
+the broker starts: a bad value raises :class:`ConfigError` naming the key; an unknown
+key is returned in ``unknown`` for the caller to warn about.
+
+Broker-level ``log.*`` keys are the defaults of the per-topic configs
+(``log.segment.bytes`` -> ``segment.bytes`` ...); :meth:`BrokerConfig.topic_defaults`
+gives that mapping, which topic configs then override.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from logstore.protocol.errors import KafkaException
+
+LONG_MAX = (1 << 63) - 1
+
+
+class ConfigError(KafkaException):
+    """A configuration value is invalid; ``key`` names the offending key."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid value {value!r} for configuration {key}: {reason}")
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(key: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(key, raw, "not an integer") from None
+        if lo is not None and value < lo:
+            raise ConfigError(key, raw, f"must be at least {lo}")
+        if hi is not None and value > hi:
+            raise ConfigError(key, raw, f"must be at most {hi}")
+        return value
+
+    return parse
+
+
+def _float(lo: float, hi: float) -> Callable[[str, str], float]:
+    def parse(key: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(key, raw, "not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(key, raw, f"must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _bool(key: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v not in ("true", "false"):
+        raise ConfigError(key, raw, "must be true or false")
+    return v == "true"
+
+
+def _str(key: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*allowed: str) -> Callable[[str, str], str]:
+    def parse(key: str, raw: str) -> str:
+        v = raw.strip()
+        if v not in allowed:
+            raise ConfigError(key, raw, f"must be one of {', '.join(allowed)}")
+        return v
+
+    return parse
+
+
+def _cleanup_policy(key: str, raw: str) -> str:
+    # Empty is allowed (Kafka's ValidList): logs are then neither deleted nor compacted.
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if any(p not in ("delete", "compact") for p in parts):
+        raise ConfigError(key, raw, "must be a list of delete and compact (or empty)")
+    return ",".join(parts)
+
+
+def _list(key: str, raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+# authorizer.class.name values that name Kafka's ACL authorizers (ZooKeeper and KRaft
+# mode); this broker's StandardAuthorizer decides as both do.
+AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+
+def _authorizer(key: str, raw: str) -> str:
+    v = raw.strip()
+    if v and v not in AUTHORIZERS:
+        raise ConfigError(key, raw, f"must be empty (no authorizer) or one of {', '.join(AUTHORIZERS)}")
+    return v
+
+
+def _principals(key: str, raw: str) -> list[str]:
+    # super.users: principals separated by semicolons, each Type:name.
+    out = []
+    for part in (p.strip() for p in raw.split(";")):
+        if not part:
+            continue
+        kind, sep, name = part.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError(key, raw, f"{part!r} is not a principal Type:name")
+        out.append(part)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[^\]]*\]|[^:/]*):(?P<port>\d+)$")
+
+
+def _listeners(key: str, raw: str) -> list[Listener]:
+    out = []
+    for part in _list(key, raw):
+        m = _LISTENER.match(part)
+        if not m:
+            raise ConfigError(key, raw, f"{part!r} is not NAME://host:port")
+        port = int(m["port"])
+        if port > 65535:
+            raise ConfigError(key, raw, f"port {port} is out of range")
+        out.append(Listener(m["name"].upper(), m["host"].strip("[]"), port))
+    if not out:
+        raise ConfigError(key, raw, "no listener given")
+    names = [listener.name for listener in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, raw, "listener names must be unique")
+    return out
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# SASL mechanisms this broker serves (GSSAPI it does not; OAUTHBEARER with unsecured
+# JWTs, Kafka's default validator).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+# The OAUTHBEARER validator this broker has: Kafka's default.
+UNSECURED_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+
+
+def _protocol_map(key: str, raw: str) -> str:
+    for entry in _list(key, raw):
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(key, raw, f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
+    return raw.strip()
+
+
+def protocol_map(raw: str) -> dict[str, str]:
+    """``listener.security.protocol.map`` as listener name -> security protocol."""
+    out = {}
+    for entry in _list("listener.security.protocol.map", raw):
+        name, _, protocol = entry.partition(":")
+        out[name.strip().upper()] = protocol.strip().upper()
+    return out
+
+
+# key -> (parser, default as Kafka writes it). None default: unset.
+_KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
+    "broker.id": (_int(-1), "0"),
+    "node.id": (_int(-1), None),
+    "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (_listeners, None),
+    "listener.security.protocol.map": (_protocol_map, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
+    "sasl.enabled.mechanisms": (_list, "GSSAPI"),
+    "sasl.jaas.config": (_str, None),
+    "authorizer.class.name": (_authorizer, ""),
+    "super.users": (_principals, ""),
+    "allow.everyone.if.no.acl.found": (_bool, "false"),
+    "ssl.keystore.type": (_str, "JKS"),
+    "ssl.keystore.location": (_str, None),
+    "ssl.keystore.password": (_str, None),
+    "ssl.keystore.key": (_str, None),
+    "ssl.keystore.certificate.chain": (_str, None),
+    "ssl.key.password": (_str, None),
+    "ssl.truststore.type": (_str, "JKS"),
+    "ssl.truststore.location": (_str, None),
+    "ssl.truststore.password": (_str, None),
+    "ssl.truststore.certificates": (_str, None),
+    "ssl.client.auth": (_str, "none"),
+    "ssl.principal.mapping.rules": (_str, "DEFAULT"),
+    "ssl.enabled.protocols": (_str, "TLSv1.2,TLSv1.3"),
+    "inter.broker.listener.name": (_str, None),
+    "log.dirs": (_list, None),
+    "log.dir": (_list, "./logstore-data"),
+    "num.partitions": (_int(1), "1"),
+    "default.replication.factor": (_int(1), "1"),
+    "auto.create.topics.enable": (_bool, "true"),
+    "delete.topic.enable": (_bool, "true"),
+    "log.segment.bytes": (_int(14, (1 << 31) - 1), "1073741824"),
+    "log.roll.ms": (_int(1), None),
+    "log.roll.hours": (_int(1), "168"),
+    "log.roll.jitter.ms": (_int(0), None),
+    "log.roll.jitter.hours": (_int(0), "0"),
+    "log.retention.ms": (_int(-1), None),
+    "log.retention.minutes": (_int(-1), None),
+    "log.retention.hours": (_int(-1), "168"),
+    "log.retention.bytes": (_int(-1), "-1"),
+    "log.retention.check.interval.ms": (_int(1), "300000"),
+    "log.index.interval.bytes": (_int(0), "4096"),
+    "log.index.size.max.bytes": (_int(4), "10485760"),
+    "log.flush.interval.messages": (_int(1), str(LONG_MAX)),
+    "log.flush.interval.ms": (_int(0), None),
+    "log.flush.scheduler.interval.ms": (_int(0), str(LONG_MAX)),
+    "log.flush.offset.checkpoint.interval.ms": (_int(0), "60000"),
+    "log.segment.delete.delay.ms": (_int(0), "60000"),
+    "log.cleanup.policy": (_cleanup_policy, "delete"),
+    "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
+    "log.message.timestamp.difference.max.ms": (_int(0), str(LONG_MAX)),
+    "log.message.timestamp.before.max.ms": (_int(0), str(LONG_MAX)),
+    "log.message.timestamp.after.max.ms": (_int(0), str(LONG_MAX)),
+    "log.preallocate": (_bool, "false"),
+    "log.cleaner.enable": (_bool, "true"),
+    "log.cleaner.threads": (_int(0), "1"),
+    "log.cleaner.dedupe.buffer.size": (_int(0), str(128 * 1024 * 1024)),
+    "log.cleaner.io.max.bytes.per.second": (_float(0, float("inf")), str(float("inf"))),
+    "log.cleaner.backoff.ms": (_int(0), "15000"),
+    "log.cleaner.delete.retention.ms": (_int(0), "86400000"),
+    "log.cleaner.min.cleanable.ratio": (_float(0, 1), "0.5"),
+    "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
+    "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
+    "compression.type": (_choice("uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"), "producer"),
+    "message.max.bytes": (_int(0), "1048588"),
+    "socket.request.max.bytes": (_int(1), "104857600"),
+    "socket.send.buffer.bytes": (_int(-1), "102400"),
+    "socket.receive.buffer.bytes": (_int(-1), "102400"),
+    "connections.max.idle.ms": (_int(0), "600000"),
+    "connections.max.reauth.ms": (_int(0), "0"),
+    "num.network.threads": (_int(1), "3"),
+    "num.io.threads": (_int(1), "8"),
+    "num.recovery.threads.per.data.dir": (_int(1), "1"),
+    "min.insync.replicas": (_int(1), "1"),
+    "unclean.leader.election.enable": (_bool, "false"),
+    "replica.lag.time.max.ms": (_int(0), "30000"),
+    "replica.fetch.max.bytes": (_int(0), "1048576"),
+    "replica.fetch.wait.max.ms": (_int(0), "500"),
+    "max.incremental.fetch.session.cache.slots": (_int(0), "1000"),
+    "offsets.topic.num.partitions": (_int(1), "50"),
+    "offsets.topic.replication.factor": (_int(1), "3"),
+    "offsets.topic.segment.bytes": (_int(1), "104857600"),
+    "offsets.retention.minutes": (_int(1), "10080"),
+    "offsets.commit.timeout.ms": (_int(1), "5000"),
+    "offset.metadata.max.bytes": (_int(0), "4096"),
+    "group.initial.rebalance.delay.ms": (_int(0), "3000"),
+    "group.min.session.timeout.ms": (_int(0), "6000"),
+    "group.max.session.timeout.ms": (_int(0), "1800000"),
+    "group.max.size": (_int(1), str((1 << 31) - 1)),
+    "transactional.id.expiration.ms": (_int(1), "604800000"),
+    "transaction.state.log.num.partitions": (_int(1), "50"),
+    "transaction.max.timeout.ms": (_int(1), "900000"),
+    "transaction.state.log.segment.bytes": (_int(1), "104857600"),
+    "transaction.state.log.replication.factor": (_int(1), "3"),
+    "transaction.state.log.min.isr": (_int(1), "2"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int(1), "10000"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int(1), "3600000"),
+    "transaction.partition.verification.enable": (_bool, "true"),
+    "producer.id.expiration.ms": (_int(1), "86400000"),
+    "producer.id.expiration.check.interval.ms": (_int(1), "600000"),
+    "zookeeper.connect": (_str, None),
+    "zookeeper.session.timeout.ms": (_int(1), "18000"),
+    "zookeeper.connection.timeout.ms": (_int(1), None),
+    "controlled.shutdown.enable": (_bool, "true"),
+    "sasl.kerberos.min.time.before.relogin": (_int(0), "60000"),
+    "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
+    "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
+    "sasl.kerberos.kinit.cmd": (_str, "/usr/bin/kinit"),
+}
+
+# Keys AlterConfigs may change on a BROKER resource while the broker runs (those of
+# Kafka's DynamicBrokerConfig this broker knows). Topic defaults apply to every topic
+# without its own value at once; the others are read where they are used.
+DYNAMIC_KEYS = frozenset({
+    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms", "log.roll.jitter.hours",
+    "log.index.size.max.bytes", "log.index.interval.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
+    "log.retention.bytes", "log.retention.ms", "log.retention.minutes", "log.retention.hours",
+    "log.segment.delete.delay.ms", "log.cleanup.policy", "log.preallocate", "log.message.timestamp.type",
+    "log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.threads",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
+    "compression.type", "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
+    "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
+    "listeners", "advertised.listeners", "listener.security.protocol.map",
+})
+
+# Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
+PER_BROKER_KEYS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+
+# Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
+_TOPIC_SYNONYMS: dict[str, str] = {
+    "log.segment.bytes": "segment.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.retention.bytes": "retention.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "log.preallocate": "preallocate",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "compression.type": "compression.type",
+    "message.max.bytes": "max.message.bytes",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+
+def _check(values: dict[str, Any]) -> None:
+    """Rules across keys; fills the keys that default to another's value."""
+    if values["node.id"] is not None:
+        values["broker.id"] = values["node.id"]
+    if values["advertised.listeners"] is None:
+        values["advertised.listeners"] = values["listeners"]
+    protocols = protocol_map(values["listener.security.protocol.map"])
+    for listener in values["listeners"]:
+        protocol = protocols.get(listener.name)
+        if protocol is None:
+            raise ConfigError("listener.security.protocol.map", values["listener.security.protocol.map"], f"no security protocol for listener {listener.name}")
+    names = {listener.name for listener in values["listeners"]}
+    for listener in values["advertised.listeners"]:
+        if listener.name not in names:
+            raise ConfigError("advertised.listeners", str(listener), f"listener {listener.name} is not in listeners")
+    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+        raise ConfigError("group.min.session.timeout.ms", values["group.min.session.timeout.ms"], "exceeds group.max.session.timeout.ms")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parses Java ``.properties`` text (the subset ``server.properties`` uses)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        m = re.match(r"^((?:[^=:\s\\]|\\.)+)\s*[=:\s]\s*(.*)$", logical)
+        if m:
+            props[m[1].replace("\\", "")] = m[2].strip()
+        elif logical.strip():
+            props[logical.strip()] = ""
+        logical = ""
+    return props
+
+
+class BrokerConfig:
+    """Validated broker config. Values are reached as ``config["log.segment.bytes"]``.
+
+    Values come in Kafka's layers, the first present winning: the dynamic config of
+    this broker, the dynamic cluster-wide default (both set with AlterConfigs on a
+    BROKER resource, see :meth:`set_dynamic`), the static ``server.properties`` /
+    ``--override`` value, and Kafka's default.
+    """
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        props = dict(props or {})
+        self.unknown: list[str] = sorted(k for k in props if k not in _KEYS and not _is_listener_key(k))
+        self.originals = props
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
+        self._values = self._parse(props)
+
+    @staticmethod
+    def _parse(props: Mapping[str, str]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for key, (parse, default) in _KEYS.items():
+            raw = props.get(key, default)
+            values[key] = None if raw is None else parse(key, raw)
+        _check(values)
+        return values
+
+    def set_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        """Replaces the dynamic layers. Raises ConfigError naming the key (and changes
+        nothing) for a key that cannot change at runtime or a bad value."""
+        for layer in (default, per_broker):
+            for key, value in layer.items():
+                if key not in DYNAMIC_KEYS:
+                    reason = "is not a broker config" if key not in _KEYS else "cannot be updated dynamically"
+                    raise ConfigError(key, value, reason)
+        for key in PER_BROKER_KEYS & default.keys():
+            raise ConfigError(key, default[key], "can only be set for a broker id, not as the cluster default")
+        values = self._parse({**self.originals, **default, **per_broker})
+        self._values = values
+        self.dynamic_default = dict(default)
+        self.dynamic_broker = dict(per_broker)
+
+    def layers(self, key: str) -> list[tuple[str, str | None]]:
+        """(source, raw value) of each layer holding ``key``, the effective one first:
+        sources are ``dynamic_broker``, ``dynamic_default``, ``static``, ``default``."""
+        out: list[tuple[str, str | None]] = []
+        if key in self.dynamic_broker:
+            out.append(("dynamic_broker", self.dynamic_broker[key]))
+        if key in self.dynamic_default:
+            out.append(("dynamic_default", self.dynamic_default[key]))
+        if key in self.originals:
+            out.append(("static", self.originals[key]))
+        default = _KEYS[key][1] if key in _KEYS else None
+        if default is not None:
+            out.append(("default", default))
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        props: dict[str, str] = {}
+        if path is not None:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    props = parse_properties(f.read())
+            except OSError as e:
+                raise ConfigError("server.properties", str(path), e.strerror or str(e)) from None
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError("--override", item, "must be key=value")
+            props[key.strip()] = value.strip()
+        return cls(props)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def is_set(self, key: str) -> bool:
+        """Whether ``key`` was given: in server.properties, an override, or a dynamic layer."""
+        return key in self.originals or key in self.dynamic_broker or key in self.dynamic_default
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return self["log.dirs"] or self["log.dir"]
+
+    @property
+    def retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        return self["log.retention.hours"] * 3_600_000
+
+    @property
+    def segment_ms(self) -> int:
+        if self["log.roll.ms"] is not None:
+            return self["log.roll.ms"]
+        return self["log.roll.hours"] * 3_600_000
+
+    @property
+    def flush_ms(self) -> int:
+        if self["log.flush.interval.ms"] is not None:
+            return self["log.flush.interval.ms"]
+        return self["log.flush.scheduler.interval.ms"]
+
+    def advertised_listener(self, name: str | None = None) -> Listener:
+        listeners = self["advertised.listeners"]
+        for listener in listeners:
+            if name is None or listener.name == name:
+                return listener
+        return listeners[0]
+
+    def security_protocol(self, listener_name: str) -> str:
+        return protocol_map(self["listener.security.protocol.map"])[listener_name]
+
+    def _set(self, key: str) -> str | None:
+        """The raw value of ``key`` from the first layer that sets it (not the default)."""
+        for layer in (self.dynamic_broker, self.dynamic_default, self.originals):
+            if key in layer:
+                return layer[key]
+        return None
+
+    def listener_value(self, listener_name: str, key: str) -> tuple[str, str | None]:
+        """(the key that holds it, raw value) of a listener's own ``listener.name.<name>.<key>``
+        if set, else of ``key`` itself (static or dynamic), else ``key``'s default."""
+        prefixed = f"listener.name.{listener_name.lower()}.{key}"
+        for candidate in (prefixed, key):
+            if (raw := self._set(candidate)) is not None:
+                return candidate, raw
+        return key, (_KEYS[key][1] if key in _KEYS else None)
+
+    def jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str | None]:
+        """(key, raw value) of the JAAS config of ``mechanism`` on a listener: Kafka's
+        ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, else ``sasl.jaas.config``
+        (the prefixed key and None when neither is set)."""
+        prefixed = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        for candidate in (prefixed, "sasl.jaas.config"):
+            if (raw := self._set(candidate)) is not None:
+                return candidate, raw
+        return prefixed, None
+
+    def sasl_mechanisms(self, listener_name: str) -> list[str]:
+        """The SASL mechanisms a SASL listener enables; ConfigError for one not served."""
+        key, raw = self.listener_value(listener_name, "sasl.enabled.mechanisms")
+        mechanisms = [m.upper() for m in _list(key, raw or "")]
+        if not mechanisms:
+            raise ConfigError(key, raw or "", f"listener {listener_name} is SASL_PLAINTEXT but enables no mechanism")
+        for m in mechanisms:
+            if m not in SASL_MECHANISMS:
+                raise ConfigError(key, raw or "", f"{m} is not served; use {', '.join(SASL_MECHANISMS)}")
+        return mechanisms
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Per-topic config defaults under topic config names, as strings."""
+        out = {topic: _render(self._values[broker]) for broker, topic in _TOPIC_SYNONYMS.items()}
+        out["retention.ms"] = str(self.retention_ms)
+        out["segment.ms"] = str(self.segment_ms)
+        out["flush.ms"] = str(self.flush_ms)
+        out["segment.jitter.ms"] = str(
+            self["log.roll.jitter.ms"] if self["log.roll.jitter.ms"] is not None else self["log.roll.jitter.hours"] * 3_600_000
+        )
+        return out
+
+    @staticmethod
+    def synonyms_of(topic_key: str) -> list[str]:
+        """The broker keys whose values default ``topic_key``, the strongest first
+        (``log.retention.ms`` before ``log.retention.minutes`` before ``.hours``)."""
+        special = {
+            "retention.ms": ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+            "segment.ms": ["log.roll.ms", "log.roll.hours"],
+            "segment.jitter.ms": ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+            "flush.ms": ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        }
+        if topic_key in special:
+            return special[topic_key]
+        return [broker for broker, topic in _TOPIC_SYNONYMS.items() if topic == topic_key]
+
+    def describe(self) -> dict[str, str | None]:
+        """Every known broker key with its effective value rendered as Kafka does."""
+        return {k: (None if v is None else _render(v)) for k, v in self._values.items()}
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(value)
+    return str(value)
+
+
+def _is_listener_key(key: str) -> bool:
+    """``listener.name.<listener>.[<mechanism>.]sasl.<...>`` or ``...ssl.<...>``: a
+    listener's own value of a SASL or TLS key (``sasl.enabled.mechanisms``,
+    ``plain.sasl.jaas.config``, ``ssl.keystore.location``, ...)."""
+    return re.match(r"^listener\.name\.[^.]+\.(?:(?:[a-z0-9-]+\.)?sasl\.|ssl\.)", key) is not None

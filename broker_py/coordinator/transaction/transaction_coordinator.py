@@ -1,0 +1,304 @@
+"""The transaction coordinator (Kafka's ``TransactionCoordinator``, transaction
+protocol version 1) for the transactional ids of this broker.
+
+A transactional producer:
+
+1. InitProducerId(transactional_id): gets its producer id and a new epoch, which
+   fences older instances; a transaction the id left ongoing is aborted first.
+2. AddPartitionsToTxn / AddOffsetsToTxn: names the partitions (and the group's
+   ``__consumer_offsets`` partition) it will write; the transaction is Ongoing.
+3. Produce with the transactional attribute, TxnOffsetCommit.
+4. EndTxn(commit or abort): the coordinator writes PrepareCommit/PrepareAbort to
+   ``__transaction_state``, appends a COMMIT/ABORT marker to every partition of the
+   transaction, then writes CompleteCommit/CompleteAbort.
+
+Every partition is local, so the markers are appended during EndTxn and the
+response follows them: when EndTxn returns, read_committed consumers can read the
+transaction. A restart finds any Prepare* state in the log and writes its markers
+again (a second marker for an ended transaction changes nothing).
+
+A transaction still Ongoing ``transaction.timeout.ms`` after it started is aborted
+with the producer's epoch bumped, so the producer is fenced. Transactional ids idle
+for ``transactional.id.expiration.ms`` are removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+from broker_py.coordinator.transaction.transaction_metadata import (
+    MAX_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    TransactionState,
+)
+from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, now_ms
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+EMPTY = TransactionState.EMPTY
+ONGOING = TransactionState.ONGOING
+PREPARE_COMMIT = TransactionState.PREPARE_COMMIT
+PREPARE_ABORT = TransactionState.PREPARE_ABORT
+COMPLETE_COMMIT = TransactionState.COMPLETE_COMMIT
+COMPLETE_ABORT = TransactionState.COMPLETE_ABORT
+PREPARE_EPOCH_FENCE = TransactionState.PREPARE_EPOCH_FENCE
+
+
+class TransactionCoordinator:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.config = broker.config
+        self.state = TransactionStateManager(broker)
+        # producer id -> transactional id, for checking transactional produce requests
+        self._by_producer_id: dict[int, str] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.active = False
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        await self.state.load()
+        for txn in list(self.state.transactions.values()):
+            self._by_producer_id[txn.producer_id] = txn.transactional_id
+            if txn.state.is_prepare:
+                try:
+                    self._finish(txn, commit=txn.state == PREPARE_COMMIT)
+                except KafkaError as e:
+                    log.error("transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e)
+        self._tasks.append(asyncio.create_task(self._abort_timed_out_loop(), name="txn-timeouts"))
+        self._tasks.append(asyncio.create_task(self._expiration_loop(), name="txn-id-expiration"))
+        self.active = True
+
+    async def stop(self) -> None:
+        self.active = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    def ensure_topic(self) -> None:
+        self.state.ensure_topic()
+
+    @property
+    def transactions(self) -> dict[str, TransactionMetadata]:
+        return self.state.transactions
+
+    def _store(self, txn: TransactionMetadata) -> None:
+        self.state.store(txn)
+        self._by_producer_id[txn.producer_id] = txn.transactional_id
+
+    # ---- InitProducerId ----
+
+    def init_producer_id(
+        self, transactional_id: str, txn_timeout_ms: int, expected_producer_id: int = NO_PRODUCER_ID, expected_epoch: int = -1
+    ) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch) for a transactional producer starting up."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, -1
+        if not 0 < txn_timeout_ms <= self.config["transaction.max.timeout.ms"]:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, -1
+        try:
+            txn = self.state.transactions.get(transactional_id)
+            if txn is None:
+                now = now_ms()
+                txn = TransactionMetadata(
+                    transactional_id, self.broker.producer_ids.next_id(), 0, txn_timeout_ms, EMPTY, set(), -1, now
+                )
+                self._store(txn)
+                return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+            if expected_producer_id != NO_PRODUCER_ID:
+                if (expected_producer_id, expected_epoch) == (txn.last_producer_id, txn.last_producer_epoch) and txn.state == EMPTY:
+                    # A retry of the InitProducerId that made the current epoch.
+                    return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+                if not txn.owned_by(expected_producer_id, expected_epoch):
+                    return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, -1
+            if txn.state.is_prepare:
+                return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1
+            if txn.state == ONGOING:
+                self._fence_and_abort(txn)
+                txn = self.state.transactions[transactional_id]
+            new = txn.copy()
+            new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
+            if txn.producer_epoch >= MAX_EPOCH - 1:
+                new.producer_id, new.producer_epoch = self.broker.producer_ids.next_id(), 0
+            else:
+                new.producer_epoch = txn.producer_epoch + 1
+            new.txn_timeout_ms = txn_timeout_ms
+            new.state = EMPTY
+            new.partitions = set()
+            new.txn_start_timestamp = -1
+            new.txn_last_update_timestamp = now_ms()
+            self._store(new)
+            return ErrorCode.NONE, new.producer_id, new.producer_epoch
+        except KafkaError as e:
+            return e.errno, NO_PRODUCER_ID, -1
+
+    # ---- adding partitions ----
+
+    def _owned(self, transactional_id: str, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        txn = self.state.transactions.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if txn.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        if txn.state.is_prepare:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        return ErrorCode.NONE, txn
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """The error of each partition: all NONE once they are in the transaction."""
+        error, txn = self._owned(transactional_id, producer_id, producer_epoch)
+        if txn is None:
+            return dict.fromkeys(partitions, error)
+        unknown = {tp for tp in partitions if tp not in self.broker.partitions}
+        if unknown:
+            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
+        if txn.state == ONGOING and txn.partitions.issuperset(partitions):
+            return dict.fromkeys(partitions, ErrorCode.NONE)
+        new = txn.copy()
+        now = now_ms()
+        if txn.state != ONGOING:
+            new.partitions = set()
+            new.txn_start_timestamp = now
+        new.state = ONGOING
+        new.partitions.update(partitions)
+        new.txn_last_update_timestamp = now
+        try:
+            self._store(new)
+        except KafkaError as e:
+            return dict.fromkeys(partitions, e.errno)
+        return dict.fromkeys(partitions, ErrorCode.NONE)
+
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> ErrorCode:
+        coordinator = self.broker.group_coordinator
+        try:
+            coordinator.ensure_offsets_topic()
+        except KafkaError as e:
+            return e.errno
+        tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
+        return self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+
+    def verify_partition(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
+        """Whether a transactional batch of this producer may go to this partition: its
+        transaction is Ongoing and includes the partition (Kafka's produce-side
+        verification, ``transaction.partition.verification.enable``). An older epoch
+        of the id's producer is fenced."""
+        if not self.config["transaction.partition.verification.enable"]:
+            return ErrorCode.NONE
+        txn = self.state.transactions.get(self._by_producer_id.get(producer_id, ""))
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_TXN_STATE
+        if producer_epoch < txn.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if producer_epoch == txn.producer_epoch and txn.state == ONGOING and (topic, partition) in txn.partitions:
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
+
+    # ---- ending transactions ----
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+        error, txn = self._owned(transactional_id, producer_id, producer_epoch)
+        if txn is None:
+            return error
+        try:
+            if txn.state == ONGOING:
+                self._prepare_and_finish(txn, commit)
+                return ErrorCode.NONE
+        except KafkaError as e:
+            return e.errno
+        if txn.state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
+            return ErrorCode.NONE  # a retry of the EndTxn that ended it
+        return ErrorCode.INVALID_TXN_STATE
+
+    def _prepare_and_finish(self, txn: TransactionMetadata, commit: bool) -> None:
+        prepared = txn.copy()
+        prepared.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        prepared.txn_last_update_timestamp = now_ms()
+        self._store(prepared)
+        self._finish(prepared, commit)
+
+    def _finish(self, txn: TransactionMetadata, commit: bool) -> None:
+        """Writes the markers of a prepared transaction, then its Complete* state."""
+        coordinator_epoch = self.state.coordinator_epoch(txn.transactional_id)
+        for topic, index in sorted(txn.partitions):
+            partition = self.broker.partitions.get((topic, index))
+            if partition is None:
+                log.info("no marker for %s-%d of %r: the partition is gone", topic, index, txn.transactional_id)
+                continue
+            try:
+                partition.append_marker(txn.producer_id, txn.producer_epoch, commit, coordinator_epoch)
+            except KafkaError as e:
+                log.error("%s marker for %s-%d of %r not written: %s", "COMMIT" if commit else "ABORT", topic, index, txn.transactional_id, e)
+                continue
+            if topic == OFFSETS_TOPIC and self.broker.group_coordinator is not None:
+                self.broker.group_coordinator.complete_txn_offsets(txn.producer_id, index, commit)
+        done = txn.copy()
+        done.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        done.partitions = set()
+        done.txn_last_update_timestamp = now_ms()
+        self._store(done)
+
+    def _fence_and_abort(self, txn: TransactionMetadata) -> None:
+        """Aborts an Ongoing transaction under a bumped epoch, fencing its producer."""
+        fenced = txn.copy()
+        if txn.producer_epoch < MAX_EPOCH - 1:
+            fenced.producer_epoch = txn.producer_epoch + 1
+        fenced.state = PREPARE_EPOCH_FENCE
+        fenced.txn_last_update_timestamp = now_ms()
+        self._store(fenced)
+        self._prepare_and_finish(fenced, commit=False)
+
+    # ---- background work ----
+
+    def abort_timed_out(self, now: int | None = None) -> int:
+        """Aborts every transaction Ongoing past its timeout; how many."""
+        now = now_ms() if now is None else now
+        aborted = 0
+        for txn in list(self.state.transactions.values()):
+            if txn.state == ONGOING and txn.txn_start_timestamp + txn.txn_timeout_ms < now:
+                log.info("aborting the transaction of %r: it passed its %d ms timeout", txn.transactional_id, txn.txn_timeout_ms)
+                try:
+                    self._fence_and_abort(txn)
+                    aborted += 1
+                except KafkaError as e:
+                    log.error("timed-out transaction of %r not aborted: %s", txn.transactional_id, e)
+        return aborted
+
+    def expire_transactional_ids(self, now: int | None = None) -> int:
+        """Removes the ids with no transaction in progress idle for
+        ``transactional.id.expiration.ms``; how many."""
+        now = now_ms() if now is None else now
+        expiration_ms = self.config["transactional.id.expiration.ms"]
+        removed = 0
+        for txn in list(self.state.transactions.values()):
+            if (txn.state == EMPTY or txn.state.is_complete) and txn.txn_last_update_timestamp + expiration_ms <= now:
+                try:
+                    self.state.remove(txn.transactional_id)
+                except KafkaError as e:
+                    log.error("transactional id %r not expired: %s", txn.transactional_id, e)
+                    continue
+                if self._by_producer_id.get(txn.producer_id) == txn.transactional_id:
+                    del self._by_producer_id[txn.producer_id]
+                removed += 1
+        return removed
+
+    async def _abort_timed_out_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000)
+            self.abort_timed_out()
+
+    async def _expiration_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000)
+            removed = self.expire_transactional_ids()
+            if removed:
+                log.info("removed %d expired transactional ids from %s", removed, TRANSACTION_STATE_TOPIC)

@@ -1,0 +1,208 @@
+"""The partition logs of this broker across its ``log.dirs`` (Kafka's LogManager).
+
+Invariants:
+- Each partition lives in exactly one log dir, as ``<log dir>/<topic>-<partition>``.
+- A new partition goes to the log dir that holds the fewest partitions.
+- Every open ``logstore.Log`` is closed cleanly by :meth:`shutdown`, which leaves the
+  clean-shutdown marker so the next start needs no recovery.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+
+import logstore
+
+from broker_py.log import log_dir_mover
+from logstore.protocol.errors import KafkaStorageError
+from broker_py.log.file_lock import lock_log_dirs
+from broker_py.controller.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text, partition_metadata_topic_id
+
+log = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+# Topic configs the storage engine takes at open; the rest are the broker's own.
+_LOG_KEYS = {
+    "segment.bytes",
+    "segment.ms",
+    "segment.jitter.ms",
+    "segment.index.bytes",
+    "index.interval.bytes",
+    "retention.ms",
+    "retention.bytes",
+    "flush.messages",
+    "flush.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
+    "file.delete.delay.ms",
+    "cleanup.policy",
+    "compression.type",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "preallocate",
+}
+
+
+def log_config(effective: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in effective.items() if k in _LOG_KEYS}
+
+
+def _open(path: str, effective_config: dict[str, str]) -> logstore.Log:
+    try:
+        return logstore.Log.open(path, **log_config(effective_config))
+    except logstore.LogIOError as e:
+        raise KafkaStorageError(str(e)) from e
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str]) -> None:
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        # Before anything reads or changes a dir: LogDirInUseError when another broker has it.
+        self._locks = lock_log_dirs(self.log_dirs)
+        try:
+            log_dir_mover.recover(self.log_dirs)
+        except BaseException:
+            self._unlock()
+            raise
+        self.logs: dict[tuple[str, int], logstore.Log] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+
+    def existing_partitions(self) -> Iterator[tuple[str, int, str]]:
+        """(topic, partition, log dir) of every partition directory on disk."""
+        for d in self.log_dirs:
+            for name in sorted(os.listdir(d)):
+                m = _PARTITION_DIR.match(name)
+                if m and name != METADATA_DIR and os.path.isdir(os.path.join(d, name)):
+                    yield m["topic"], int(m["partition"]), d
+
+    def set_aside_stray_logs(self, topics: Mapping[str, TopicInfo]) -> list[str]:
+        """Renames each partition directory the topic metadata does not account for to
+        ``<topic>-<partition>.<id>-stray``, as Kafka does with stray logs, and returns the
+        new paths. A directory is stray when its topic is not in ``topics``, its
+        partition is past the topic's count, or its ``partition.metadata`` names another
+        topic id (a topic deleted, then created again under the same name). Such a log is
+        left from a deletion a crash cut short; opening it would give a new topic of that
+        name the old topic's records. Stray logs are kept, not deleted: a lost metadata
+        file must not cost the data."""
+        moved = []
+        for topic, partition, log_dir in list(self.existing_partitions()):
+            info = topics.get(topic)
+            path = os.path.join(log_dir, f"{topic}-{partition}")
+            reason = None
+            if info is None:
+                reason = "its topic does not exist"
+            elif partition >= info.partitions:
+                reason = f"the topic has {info.partitions} partitions"
+            else:
+                try:
+                    with open(os.path.join(path, "partition.metadata"), encoding="utf-8") as f:
+                        topic_id = partition_metadata_topic_id(f.read())
+                except (FileNotFoundError, UnicodeDecodeError):
+                    topic_id = None
+                if topic_id is not None and topic_id != info.topic_id:
+                    reason = f"it belongs to topic id {topic_id}, not {info.topic_id}"
+            if reason is None:
+                continue
+            target = f"{path}.{uuid.uuid4().hex}-stray"
+            os.rename(path, target)
+            log_dir_mover.fsync_dir(log_dir)
+            log.warning("set aside the stray log %s as %s: %s", path, target, reason)
+            moved.append(target)
+        return moved
+
+    def _choose_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get(self, topic: str, partition: int) -> logstore.Log | None:
+        return self.logs.get((topic, partition))
+
+    def open_log(self, topic: TopicInfo, partition: int, effective_config: dict[str, str]) -> logstore.Log:
+        """Opens (recovering if needed) or creates the log of one partition."""
+        key = (topic.name, partition)
+        if key in self.logs:
+            return self.logs[key]
+        found = [d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic.name}-{partition}"))]
+        log_dir = found[0] if found else self._choose_dir()
+        path = os.path.join(log_dir, f"{topic.name}-{partition}")
+        started = time.monotonic()
+        try:
+            plog = _open(path, effective_config)
+        except KafkaStorageError:
+            if not found:  # a new partition that could not be created leaves nothing behind
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        for fault in plog.checkpoint_faults:
+            log.warning("%s-%d: %s", topic.name, partition, fault)
+        if plog.recovered:
+            log.warning("recovered %s-%d in %.0f ms: log end offset %d", topic.name, partition, (time.monotonic() - started) * 1000, plog.log_end_offset)
+        meta = os.path.join(path, "partition.metadata")
+        if not os.path.exists(meta):
+            try:
+                with open(meta, "w", encoding="utf-8") as f:
+                    f.write(partition_metadata_text(topic.topic_id))
+            except OSError as e:
+                plog.close()
+                if not found:
+                    shutil.rmtree(path, ignore_errors=True)
+                raise KafkaStorageError(f"writing {meta}: {e.strerror or e}") from None
+        self.logs[key] = plog
+        self._dir_of[key] = log_dir
+        return plog
+
+    def reopen_log(self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]) -> logstore.Log:
+        """Opens a partition's (closed) log again, from ``log_dir``, in place of the old."""
+        plog = _open(os.path.join(log_dir, f"{topic}-{partition}"), effective_config)
+        self.logs[(topic, partition)] = plog
+        self._dir_of[(topic, partition)] = log_dir
+        return plog
+
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log dir holding an open partition's log."""
+        return self._dir_of.get((topic, partition))
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        plog = self.logs.pop(key, None)
+        log_dir = self._dir_of.pop(key, None)
+        if plog is not None:
+            plog.close()
+        if log_dir is not None:
+            shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
+
+    def partitions_of(self, topic: str) -> list[int]:
+        return sorted(p for t, p in self.logs if t == topic)
+
+    def flush_all(self) -> None:
+        for plog in self.logs.values():
+            plog.flush()
+
+    def shutdown(self) -> None:
+        for key, plog in list(self.logs.items()):
+            try:
+                plog.close()
+            except logstore.LogStoreError:
+                log.exception("closing %s-%d", *key)
+        self.logs.clear()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        for lock in self._locks:
+            lock.unlock()
+        self._locks = []

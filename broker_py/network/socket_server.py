@@ -1,0 +1,486 @@
+"""The socket layer: the only module that reads from or writes to client sockets.
+
+Each connection is an ``asyncio.Protocol``: its socket stays registered for reading,
+received bytes go straight into the sans-IO decoder, and requests are handled in
+arrival order and answered in that order, as Kafka's network layer does. A handler
+that completes at once (most of them) runs inline in ``data_received`` and its
+response is written to the transport's buffer; a handler that waits (a Fetch long
+poll, JoinGroup, SyncGroup) runs as a task, and requests that arrive meanwhile queue
+behind it. A handler may answer with a response frame already encoded: ``bytes``, as
+Produce does for its common shape, or a ``list`` of chunks with DeferredRecords among
+them, as Fetch does. Reading pauses while too many requests queue or too
+much response data is buffered, so a client that does not read cannot grow the
+broker's memory.
+
+Fetch records are :class:`DeferredRecords` placeholders holding a segment
+``FileSlice``: once the transport's buffer has drained, the storage engine sends the
+range from the segment file to the socket with ``sendfile(2)``, resuming on EAGAIN
+when the socket is writable again. Record bytes never pass through Python objects,
+except on a TLS listener (SSL, SASL_SSL), where they are read and written through the
+transport to be encrypted.
+
+A SASL listener's connections authenticate before anything else is served
+(``broker_py/security/sasl/sasl_authenticator.py``).
+
+A frame over ``socket.request.max.bytes`` is refused before its body is read, and a
+frame that does not decode closes that one connection; every other connection goes on.
+
+With ``kafka.request.logger`` at DEBUG every completed request is logged with its
+phases (``broker_py/network/request_logger.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import socket
+import ssl
+from collections.abc import Callable
+
+import logstore
+
+from logstore.protocol.errors import KafkaError
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.errors import MalformedMessageError, ProtocolError
+from logstore.protocol.frame import Request, RequestDecoder, UnsupportedRequest, encode_response_chunks
+from logstore.protocol.produce_frame import ProduceFrame
+from logstore.protocol.schema import Message
+from logstore.protocol.types import DeferredRecords
+from broker_py.network.request_logger import RequestTimes, log_completed, now
+from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
+from broker_py.security.ssl.ssl_context import distinguished_name
+from broker_py.security.ssl.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+from broker_py.network.request_logger import enabled as request_log_enabled
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_REQUESTS = 64
+SASL_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+_REAUTHENTICATION = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+WRITE_HIGH_WATER = 4 << 20
+WRITE_LOW_WATER = 1 << 20
+
+UnsupportedHandler = Callable[[UnsupportedRequest], Message | None]
+
+
+class ConnectionClosed(Exception):
+    """The connection is being closed for a protocol violation or a failed handler."""
+
+
+class ClientConnection(asyncio.Protocol):
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        # A SASL listener's connection authenticates first (broker_py/security/sasl/sasl_authenticator.py),
+        # with requests no larger than Kafka's sasl.server.max.receive.size until then.
+        self.sasl = server.new_authenticator() if server.new_authenticator is not None else None
+        limit = server.max_request_size if self.sasl is None else min(server.max_request_size, SASL_MAX_RECEIVE_SIZE)
+        self.decoder = RequestDecoder(max_request_size=limit)
+        self._close_after = False
+        self.peer = "?"
+        self.local = "?"
+        self.host = "?"  # the client's address, as ACLs name hosts
+        self._tls_principal: str | None = None
+        self.client_id: str | None = None
+        self.client_software: str | None = None
+        self.transport: asyncio.Transport | None = None
+        # Each request with the clock reading of the socket read that completed it.
+        self._queue: collections.deque[tuple[Request | ProduceFrame | UnsupportedRequest, float]] = collections.deque()
+        self._task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
+        self._write_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._closed = False
+        self._send_fd: int | None = None
+
+    # ---- asyncio.Protocol ----
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.host = peer[0] if peer else "?"
+        cert = transport.get_extra_info("peercert")
+        if cert:
+            try:
+                self._tls_principal = "User:" + self.server.principal_mapper.name(distinguished_name(cert.get("subject", ())))
+            except NoMatchingRuleError as e:
+                log.warning("closing %s: %s", self.peer, e)
+                transport.close()
+                return
+        local = transport.get_extra_info("sockname")
+        self.local = f"{local[0]}:{local[1]}" if local else "?"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        self.server.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        received = now()
+        try:
+            self.decoder.receive_data(data)
+            if self.sasl is not None and not self.sasl.authenticated:
+                self._authenticating(received)
+                if self._closed:
+                    return
+            while (event := self.decoder.next_request()) is not None:
+                self._queue.append((event, received))
+        except MalformedMessageError as e:
+            log.warning("closing %s: malformed %s request: %s", self.peer, e.api_key, e)
+            self.close()
+            return
+        except ProtocolError as e:
+            log.warning("closing %s: %s", self.peer, e)
+            self.close()
+            return
+        self._process()
+
+    def _authenticating(self, received: float) -> None:
+        """Before authentication each request is answered before the next is read, and
+        after a v0 SaslHandshake the frames are bare SASL tokens."""
+        sasl = self.sasl
+        assert sasl is not None
+        while not sasl.authenticated and not self._closed:
+            if sasl.raw_tokens:
+                token = self.decoder.next_raw_frame()
+                if token is None:
+                    return
+                try:
+                    challenge = sasl.authenticate(token)
+                except KafkaError as e:
+                    log.warning("closing %s: SASL authentication failed: %s", self.peer, e)
+                    self.close()
+                    return
+                assert self.transport is not None
+                self.transport.write(len(challenge).to_bytes(4, "big") + challenge)
+                continue
+            event = self.decoder.next_request()
+            if event is None:
+                return
+            self._queue.append((event, received))
+            self._process()
+        if sasl.authenticated:
+            self.decoder.max_request_size = self.server.max_request_size
+
+    @property
+    def principal(self) -> str:
+        """``User:<name>`` a SASL exchange authenticated, ``User:<subject DN>`` of a TLS
+        client certificate, or ``User:ANONYMOUS`` (Kafka's default principal builder)."""
+        if self.sasl is not None and self.sasl.principal is not None:
+            return "User:" + self.sasl.principal
+        return self._tls_principal or "User:ANONYMOUS"
+
+    def close_after_response(self) -> None:
+        """Closes the connection once the response being made is sent (a failed
+        authentication)."""
+        self._close_after = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self.server.connections.discard(self)
+        if self._task is not None:
+            self._task.cancel()
+        if self._send_fd is not None:
+            if self._task is None:
+                os.close(self._send_fd)
+            else:
+                # The cancelled sendfile may still have the descriptor registered.
+                fd = self._send_fd
+                self._task.add_done_callback(lambda _: os.close(fd))
+            self._send_fd = None
+        if self._drained is not None and not self._drained.done():
+            self._drained.cancel()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._process()
+
+    # ---- request processing ----
+
+    def _process(self) -> None:
+        """Handles queued requests in order while no task is running and writes can go on."""
+        while self._queue and self._task is None and not self._write_paused and not self._closed:
+            event, received = self._queue.popleft()
+            times = RequestTimes(received, now()) if request_log_enabled() else None
+            try:
+                result = self._dispatch(event)
+                if times is not None:
+                    times.local_done = times.remote_done = times.send_started = now()
+                if type(result) is bytes:  # an encoded response frame
+                    self.transport.write(result)
+                    if times is not None:
+                        self._completed(event, times)
+                elif asyncio.iscoroutine(result):
+                    self._start(self._finish(event, result, times))
+                elif result is not None:
+                    self._respond(event, result, times)
+                elif times is not None:
+                    self._completed(event, times)
+            except (ConnectionClosed, ProtocolError) as e:
+                log.warning("closing %s: %s", self.peer, e)
+                self.close()
+                return
+            if self._close_after:
+                self._closed = True
+                assert self.transport is not None
+                self.transport.close()  # after what is buffered is sent
+                return
+        self._flow_control()
+
+    def _dispatch(self, event: Request | ProduceFrame | UnsupportedRequest):
+        if isinstance(event, UnsupportedRequest):
+            response = self.server.on_unsupported(event)
+            if response is None:
+                raise ConnectionClosed(f"unsupported api key {event.api_key} v{event.api_version}")
+            return response
+        self.client_id = event.client_id
+        if self.sasl is not None:
+            if not self.sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
+                raise ConnectionClosed(f"{event.api_key.api_name} request before SASL authentication")
+            if event.api_key not in _REAUTHENTICATION and self.sasl.session_expired():
+                raise ConnectionClosed(f"{event.api_key.api_name} request after the SASL session expired (connections.max.reauth.ms)")
+        handler = self.server.handlers.get(event.api_key)
+        if handler is None:
+            raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
+        try:
+            return handler(event, self)
+        except Exception:
+            log.exception("%s v%d from %s failed", event.api_key.api_name, event.api_version, self.peer)
+            raise ConnectionClosed("handler failed") from None
+
+    def _start(self, coro) -> None:
+        self._task = asyncio.get_running_loop().create_task(coro)
+        self._task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._task = None
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if not isinstance(exc, (ConnectionClosed, ProtocolError, ConnectionError)):
+                log.error("closing %s: %s", self.peer, exc, exc_info=exc)
+            self.close()
+            return
+        self._process()
+
+    async def _finish(self, event: Request | ProduceFrame | UnsupportedRequest, pending, times: RequestTimes | None) -> None:
+        try:
+            response = await pending
+        except Exception:
+            log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
+            raise ConnectionClosed("handler failed") from None
+        if times is not None:
+            times.remote_done = times.send_started = now()
+        if response is not None:
+            chunks = self._encode(event, response)
+            if any(isinstance(c, DeferredRecords) for c in chunks):
+                await self._send_with_files(chunks)
+            else:
+                self._write(chunks)
+        if times is not None:
+            self._completed(event, times)
+
+    def _encode(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list) -> list:
+        if type(response) is bytes:
+            return [response]
+        if type(response) is list:  # chunks encoded by the handler
+            return response
+        version = event.api_version if isinstance(event, (Request, ProduceFrame)) else 0
+        return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
+
+    def _respond(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list, times: RequestTimes | None) -> None:
+        chunks = self._encode(event, response)
+        if any(isinstance(c, DeferredRecords) for c in chunks):
+            self._start(self._send_with_files(chunks, event, times))
+        else:
+            self._write(chunks)
+            if times is not None:
+                self._completed(event, times)
+
+    def _completed(self, event: Request | ProduceFrame | UnsupportedRequest, times: RequestTimes) -> None:
+        times.sent = now()
+        api = event.api_key
+        log_completed(
+            getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.client_id,
+            self.local, self.peer, times, self.principal,
+        )
+
+    def _write(self, chunks: list) -> None:
+        assert self.transport is not None
+        self.transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    async def _send_with_files(
+        self, chunks: list, event: Request | ProduceFrame | UnsupportedRequest | None = None, times: RequestTimes | None = None
+    ) -> None:
+        pending: list[bytes | bytearray] = []
+        for chunk in chunks:
+            if isinstance(chunk, DeferredRecords) and self.server.ssl_context is not None:
+                # TLS encrypts in user space: the records pass through the transport.
+                data = chunk.source.read() if chunk.length else b""
+                if len(data) < chunk.length:
+                    raise ConnectionClosed("segment truncated during a fetch")
+                pending.append(data[: chunk.length])
+                if sum(len(p) for p in pending) >= WRITE_LOW_WATER:
+                    self._write(pending)
+                    pending = []
+                    await self._drain_tls()
+            elif isinstance(chunk, DeferredRecords):
+                if pending:
+                    self._write(pending)
+                    pending = []
+                if chunk.length:
+                    await self._drain()
+                    await self._sendfile(chunk.source, chunk.length)
+            else:
+                pending.append(chunk)
+        if pending:
+            self._write(pending)
+        if times is not None and event is not None:
+            self._completed(event, times)
+
+    async def _drain_tls(self) -> None:
+        """Waits while the transport holds more than its high-water mark."""
+        if self._write_paused:
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                await self._drained
+            finally:
+                self._drained = None
+
+    async def _drain(self) -> None:
+        """Waits until the transport's buffer is empty (sendfile writes around it)."""
+        assert self.transport is not None
+        if self.transport.get_write_buffer_size() == 0:
+            return
+        self._drained = asyncio.get_running_loop().create_future()
+        self.transport.set_write_buffer_limits(high=0, low=0)
+        try:
+            if self.transport.get_write_buffer_size() > 0:
+                await self._drained
+        finally:
+            self._drained = None
+            if not self._closed:
+                self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+
+    def _sendfile_fd(self) -> int:
+        """A duplicate of the socket's descriptor: the event loop refuses to watch the
+        transport's own descriptor for writability, but the duplicate (same socket) may
+        be watched while the transport's buffer is empty and it does not write."""
+        if self._send_fd is None:
+            assert self.transport is not None
+            sock = self.transport.get_extra_info("socket")
+            if sock is None or self._closed:
+                raise ConnectionClosed("socket gone")
+            self._send_fd = os.dup(sock.fileno())
+        return self._send_fd
+
+    async def _sendfile(self, source: logstore.FileSlice, length: int) -> None:
+        fd = self._sendfile_fd()
+        loop = asyncio.get_running_loop()
+        sent = 0
+        while sent < length:
+            try:
+                n = source.sendfile(fd, sent, length - sent)
+            except BlockingIOError:
+                writable = loop.create_future()
+
+                def ready(fut: asyncio.Future[None] = writable) -> None:
+                    if not fut.done():
+                        fut.set_result(None)
+
+                loop.add_writer(fd, ready)
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(fd)
+                continue
+            if n == 0:
+                # The segment shrank under the slice (truncation): the frame cannot be
+                # completed, so the connection must go.
+                raise ConnectionClosed("segment truncated during a fetch")
+            sent += n
+
+    def _flow_control(self) -> None:
+        """Stops reading while requests pile up behind a waiting handler or unsent data."""
+        if self.transport is None or self._closed:
+            return
+        busy = len(self._queue) >= MAX_QUEUED_REQUESTS or self._write_paused
+        if busy and not self._reading_paused:
+            self.transport.pause_reading()
+            self._reading_paused = True
+        elif not busy and self._reading_paused:
+            self.transport.resume_reading()
+            self._reading_paused = False
+
+    def close(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class KafkaServer:
+    """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handlers: dict,
+        on_unsupported: UnsupportedHandler,
+        max_request_size: int,
+        name: str = "PLAINTEXT",
+        new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        principal_mapper: SslPrincipalMapper | None = None,
+    ) -> None:
+        self.name = name
+        self.new_authenticator = new_authenticator
+        self.ssl_context = ssl_context
+        self.principal_mapper = principal_mapper or SslPrincipalMapper("DEFAULT")
+        self.host = host
+        self.port = port
+        self.handlers = handlers
+        self.on_unsupported = on_unsupported
+        self.max_request_size = max_request_size
+        self.connections: set[ClientConnection] = set()
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listens on ``host:port``, or on ``sock`` already bound and listening there."""
+        loop = asyncio.get_running_loop()
+        if sock is not None:
+            self._server = await loop.create_server(lambda: ClientConnection(self), sock=sock, ssl=self.ssl_context)
+        else:
+            self._server = await loop.create_server(
+                lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024, ssl=self.ssl_context
+            )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def bind(self) -> socket.socket:
+        """A socket bound and listening on ``host:port`` for :meth:`start` (OSError if the
+        address cannot be had)."""
+        sock = socket.create_server((self.host, self.port), family=_family(self.host), backlog=1024)
+        self.port = sock.getsockname()[1]
+        return sock
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

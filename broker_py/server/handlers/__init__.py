@@ -1,0 +1,95 @@
+"""Request handlers, one module per API family.
+
+A handler is ``handle(broker, request, connection)``: it takes the decoded
+:class:`~logstore.protocol.frame.Request` and returns the response message (or that
+response already encoded as a whole frame, ``bytes``),
+``None`` (send nothing, as for Produce with acks=0), or, when it must wait (a Fetch
+long poll, JoinGroup, SyncGroup), a coroutine that returns one. The network layer
+runs the first kind inline and the second as a task, answering in request order
+either way. Handlers touch no sockets, so tests drive them with decoded requests
+(:func:`call` awaits whichever kind it gets). Each module exports ``HANDLERS``,
+a mapping from :class:`ApiKey` to its handler; :func:`registry` merges them, and
+ApiVersions advertises exactly the api keys found there.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING
+
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.frame import UnsupportedRequest
+from logstore.protocol.messages.api_versions import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from broker_py.server.kafka_server import Broker
+
+
+def _modules():
+    from broker_py.server.handlers import (
+        acls,
+        api_versions,
+        cluster,
+        configs,
+        fetch,
+        groups,
+        list_offsets,
+        log_dirs,
+        metadata,
+        produce,
+        records,
+        replicas,
+        sasl,
+        topics,
+        transactions,
+    )
+
+    return (
+        acls, api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
+        sasl, topics, transactions,
+    )  # fmt: skip
+
+
+def registry(broker: Broker) -> dict:
+    out = {}
+    for module in _modules():
+        for key, fn in module.HANDLERS.items():
+            if key in out:
+                raise RuntimeError(f"two handlers for {key.api_name}")
+            out[key] = _bind(broker, fn)
+    return out
+
+
+def served_api_keys() -> list[ApiKey]:
+    keys: list[ApiKey] = []
+    for module in _modules():
+        keys.extend(module.HANDLERS)
+    return sorted(keys)
+
+
+def _bind(broker, fn):
+    return functools.partial(fn, broker)
+
+
+async def call(fn, broker, request, connection):
+    """Runs a handler of either kind to its response (for tests and internal callers)."""
+    result = fn(broker, request, connection)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def on_unsupported(broker: Broker, event: UnsupportedRequest):
+    """ApiVersions at a version we do not speak gets the v0 body with error 35 and our
+    ranges, so the client retries lower; any other unsupported request closes the
+    connection (None)."""
+    if event.api_key == ApiKey.API_VERSIONS:
+        from broker_py.server.handlers.api_versions import api_versions_body
+
+        return api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
+    return None
+
+
+__all__ = ["ApiVersionsResponse", "call", "on_unsupported", "registry", "served_api_keys"]

@@ -1,0 +1,308 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
+
+Topic configs are described with every effective key, each with its source: a topic
+override (TOPIC_CONFIG), a dynamic broker config of this broker
+(DYNAMIC_BROKER_CONFIG) or of the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG), a key set
+in server.properties (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG), and
+with the chain of synonyms when asked. A BROKER resource is this broker's id or
+``""`` (the cluster-wide default); altering one changes its dynamic configs
+(``broker_py.config.dynamic_broker_config``), and only keys Kafka lets change at runtime.
+With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS, on the
+topic or, for a broker or its loggers, on the cluster.
+"""
+
+from __future__ import annotations
+
+from broker_py.security.authorizer import auth_helper
+
+from broker_py.server import broker_loggers
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.messages.configs import (
+    AlterConfigsResponse,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsResponse,
+)
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+SOURCE_DYNAMIC_BROKER_LOGGER = 6
+
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+_LIST_KEYS = {"cleanup.policy", "log.cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+_TYPES = {
+    "cleanup.policy": TYPE_LIST,
+    "compression.type": TYPE_STRING,
+    "message.timestamp.type": TYPE_STRING,
+    "min.cleanable.dirty.ratio": TYPE_DOUBLE,
+    "min.insync.replicas": TYPE_INT,
+    "index.interval.bytes": TYPE_INT,
+    "segment.bytes": TYPE_INT,
+    "segment.index.bytes": TYPE_INT,
+    "max.message.bytes": TYPE_INT,
+    "unclean.leader.election.enable": TYPE_BOOLEAN,
+    "preallocate": TYPE_BOOLEAN,
+    "message.downconversion.enable": TYPE_BOOLEAN,
+    "remote.storage.enable": TYPE_BOOLEAN,
+}
+
+
+def _type_of(key: str, value: str | None) -> int:
+    if key in _TYPES:
+        return _TYPES[key]
+    if key in _LIST_KEYS:
+        return TYPE_LIST
+    if key.endswith((".ms", ".bytes", ".messages")):
+        return TYPE_LONG
+    return TYPE_STRING
+
+
+_SOURCES = {
+    "dynamic_broker": SOURCE_DYNAMIC_BROKER,
+    "dynamic_default": SOURCE_DYNAMIC_DEFAULT_BROKER,
+    "static": SOURCE_STATIC_BROKER,
+    "default": SOURCE_DEFAULT,
+}
+
+
+def _sensitive(name: str) -> bool:
+    """Keys whose values (passwords, private keys) DescribeConfigs never shows, as Kafka's
+    PASSWORD type."""
+    return name.endswith(("sasl.jaas.config", ".password", "ssl.keystore.key"))
+
+
+def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), config_type: int | None = None):
+    sensitive = _sensitive(name)
+    if sensitive:
+        value = None
+        synonyms = [DescribeConfigsResponse.DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in synonyms]
+    return DescribeConfigsResponse.DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=read_only,
+        config_source=source,
+        is_sensitive=sensitive,
+        synonyms=list(synonyms),
+        config_type=_type_of(name, value) if config_type is None else config_type,
+        documentation=None,
+    )
+
+
+def _broker_synonyms(broker, broker_key: str) -> list:
+    """The layers of a broker key, the effective one first, as DescribeConfigs synonyms."""
+    return [
+        DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=value, source=_SOURCES[layer])
+        for layer, value in broker.config.layers(broker_key)
+    ]
+
+
+def _topic_entries(broker, topic, keys, include_synonyms):
+    effective = broker.effective_config(topic)
+    out = []
+    for key in sorted(effective):
+        if keys is not None and key not in keys:
+            continue
+        value = effective[key]
+        synonyms = []
+        if key in topic.configs:
+            synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=key, value=topic.configs[key], source=SOURCE_TOPIC))
+        for broker_key in BrokerConfig.synonyms_of(key):
+            synonyms += _broker_synonyms(broker, broker_key)
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
+        out.append(_entry(key, value, source, synonyms=synonyms if include_synonyms else ()))
+    return out
+
+
+def _broker_entries(broker, resource: str, keys, include_synonyms):
+    """This broker's every key (resource ``<id>``), or the cluster-wide dynamic
+    defaults alone (resource ``""``), as Kafka describes them."""
+    if resource == "":
+        values = broker.config.dynamic_default
+    else:
+        values = broker.config.describe()
+    out = []
+    for key, value in sorted(values.items()):
+        if keys is not None and key not in keys:
+            continue
+        synonyms = _broker_synonyms(broker, key)
+        if resource == "":
+            synonyms = [s for s in synonyms if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER]
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT
+        out.append(_entry(key, value, source, read_only=key not in DYNAMIC_KEYS, synonyms=synonyms if include_synonyms else ()))
+    return out
+
+
+def _is_this_broker(broker, name: str) -> bool:
+    return name in ("", str(broker.broker_id))
+
+
+def _ensure_allowed(broker, connection, operation: AclOperation, resource_type: int, name: str) -> None:
+    """A topic's configs need the operation on the topic, a broker's and its loggers' on
+    the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
+    if resource_type == TOPIC:
+        auth_helper.ensure(broker, connection, operation, ResourceType.TOPIC, name)
+    elif resource_type in (BROKER, BROKER_LOGGER):
+        auth_helper.ensure(broker, connection, operation, ResourceType.CLUSTER)
+
+
+def handle_describe_configs(broker, request, connection):
+    body = request.body
+    results = []
+    for r in body.resources:
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
+        result = DescribeConfigsResponse.DescribeConfigsResult(
+            error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name, configs=[]
+        )
+        try:
+            _ensure_allowed(broker, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        except KafkaError as e:
+            result.error_code, result.error_message = int(e.errno), str(e)
+        if result.error_code:
+            pass
+        elif r.resource_type == TOPIC:
+            topic = broker.metadata.get(r.resource_name)
+            if topic is None:
+                result.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                result.error_message = f"topic {r.resource_name!r} does not exist"
+            else:
+                result.configs = _topic_entries(broker, topic, keys, body.include_synonyms)
+        elif r.resource_type == BROKER and _is_this_broker(broker, r.resource_name):
+            result.configs = _broker_entries(broker, r.resource_name, keys, body.include_synonyms)
+        elif r.resource_type == BROKER_LOGGER and _is_this_broker(broker, r.resource_name):
+            result.configs = [
+                _entry(name, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
+                for name, level in broker_loggers.levels().items()
+                if keys is None or name in keys
+            ]
+        else:
+            result.error_code = int(ErrorCode.INVALID_REQUEST)
+            result.error_message = f"unknown resource type {r.resource_type} or broker {r.resource_name!r}"
+        results.append(result)
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _apply(broker, resource_type: int, name: str, new_configs, validate_only: bool) -> None:
+    if resource_type == TOPIC:
+        if broker.metadata.get(name) is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        broker.set_topic_configs(name, new_configs, validate_only=validate_only)
+    elif resource_type == BROKER:
+        broker.set_broker_configs(name, new_configs, validate_only=validate_only)
+    elif resource_type == BROKER_LOGGER:
+        raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
+    else:
+        raise InvalidRequestError(f"unknown resource type {resource_type}")
+
+
+def handle_alter_configs(broker, request, connection):
+    body = request.body
+    responses = []
+    for r in body.resources:
+        error, message = ErrorCode.NONE, None
+        try:
+            configs = {}
+            for c in r.configs:
+                if c.value is None:
+                    raise InvalidConfigError(f"null value for {c.name}")
+                configs[c.name] = c.value
+            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
+        except KafkaError as e:
+            error, message = e.errno, str(e)
+        responses.append(
+            AlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+            )
+        )
+    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+def _current(broker, resource_type: int, name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(the resource's own configs, its effective values) for IncrementalAlterConfigs."""
+    if resource_type == TOPIC:
+        topic = broker.metadata.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return dict(topic.configs), broker.effective_config(topic)
+    if resource_type == BROKER:
+        if not _is_this_broker(broker, name):
+            raise InvalidRequestError(f"broker {name!r} is not this broker ({broker.broker_id}) or the default ('')")
+        return broker.dynamic_configs.get(name), {k: v for k, v in broker.config.describe().items() if v is not None}
+    return {}, {}
+
+
+def _alter_loggers(broker, resource, validate_only: bool) -> None:
+    """SET or DELETE log levels; every change is checked before any is made."""
+    if not _is_this_broker(broker, resource.resource_name) or resource.resource_name == "":
+        raise InvalidRequestError(f"broker {resource.resource_name!r} is not this broker ({broker.broker_id})")
+    for final in (False, True):
+        for c in resource.configs:
+            if c.config_operation not in (OP_SET, OP_DELETE):
+                raise InvalidRequestError(f"log levels take SET and DELETE, not operation {c.config_operation}")
+            broker_loggers.set_level(c.name, c.value if c.config_operation == OP_SET else None, validate_only=not final or validate_only)
+
+
+def handle_incremental_alter_configs(broker, request, connection):
+    body = request.body
+    responses = []
+    for r in body.resources:
+        error, message = ErrorCode.NONE, None
+        try:
+            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            if r.resource_type == BROKER_LOGGER:
+                _alter_loggers(broker, r, body.validate_only)
+                responses.append(
+                    IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                        error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
+                    )
+                )
+                continue
+            configs, effective = _current(broker, r.resource_type, r.resource_name)
+            for c in r.configs:
+                if c.config_operation == OP_SET:
+                    if c.value is None:
+                        raise InvalidConfigError(f"null value for {c.name}")
+                    configs[c.name] = c.value
+                elif c.config_operation == OP_DELETE:
+                    configs.pop(c.name, None)
+                elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
+                    if _type_of(c.name, None) != TYPE_LIST:
+                        raise InvalidConfigError(f"{c.name} is not a list config")
+                    current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
+                    items = [v for v in (c.value or "").split(",") if v]
+                    if c.config_operation == OP_APPEND:
+                        current += [v for v in items if v not in current]
+                    else:
+                        current = [v for v in current if v not in items]
+                    configs[c.name] = ",".join(current)
+                else:
+                    raise InvalidRequestError(f"unknown config operation {c.config_operation}")
+            _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
+        except KafkaError as e:
+            error, message = e.errno, str(e)
+        responses.append(
+            IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+            )
+        )
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+HANDLERS = {
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+}

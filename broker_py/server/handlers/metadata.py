@@ -1,0 +1,122 @@
+"""Metadata: brokers, the controller and topic/partition leadership.
+
+Requested topics that do not exist are created when ``auto.create.topics.enable``
+is on and the request allows it (v4+ ``allow_auto_topic_creation``; always before v4).
+A null topic list (v1+), or an empty one at v0, means every topic.
+
+With an authorizer, the list of every topic holds those the connection may DESCRIBE; a
+requested topic it may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED, and so does a
+missing one it could have auto-created without CREATE on the cluster or the topic.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.messages.metadata import MetadataResponse
+from broker_py.controller.topic_metadata import TopicInfo
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+def topic_response(broker, topic: TopicInfo, connection, with_operations: bool) -> MetadataResponse.MetadataResponseTopic:
+    me = broker.broker_id
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        topic_authorized_operations=auth_helper.authorized_operations(
+            broker, connection, ResourceType.TOPIC, topic.name, with_operations
+        ),
+        partitions=[
+            MetadataResponse.MetadataResponsePartition(
+                error_code=0,
+                partition_index=p,
+                leader_id=me,
+                leader_epoch=broker.partitions[(topic.name, p)].leader_epoch if (topic.name, p) in broker.partitions else 0,
+                replica_nodes=[me],
+                isr_nodes=[me],
+                offline_replicas=[],
+            )
+            for p in range(topic.partitions)
+        ],
+    )
+
+
+def brokers(broker, connection=None) -> list[MetadataResponse.MetadataResponseBroker]:
+    listener = broker.advertised_listener(connection)
+    return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
+
+
+def handle_metadata(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
+    with_operations = version >= 8 and body.include_topic_authorized_operations
+    topics_out = []
+
+    def describable(name: str) -> bool:
+        return auth_helper.authorize(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+
+    def creatable(name: str) -> bool:
+        return auth_helper.authorize_cluster(broker, connection, AclOperation.CREATE) or auth_helper.authorize(
+            broker, connection, AclOperation.CREATE, ResourceType.TOPIC, name
+        )
+
+    def refused(name: str | None, topic_id=NULL_UUID) -> MetadataResponse.MetadataResponseTopic:
+        return MetadataResponse.MetadataResponseTopic(
+            error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name, topic_id=topic_id
+        )
+
+    if body.topics is None or (version == 0 and not body.topics):
+        topics_out = [topic_response(broker, t, connection, with_operations) for t in broker.topics() if describable(t.name)]
+    else:
+        for req in body.topics:
+            topic = None
+            if req.name is None and req.topic_id not in (None, NULL_UUID):
+                topic = broker.metadata.by_id(req.topic_id)
+                if topic is None:
+                    topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
+                    continue
+                if not describable(topic.name):
+                    topics_out.append(refused(None, req.topic_id))
+                    continue
+            else:
+                name = req.name or ""
+                if not describable(name):
+                    topics_out.append(refused(name))
+                    continue
+                topic = broker.metadata.get(name)
+                if topic is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    if allow_create and not creatable(name):
+                        topics_out.append(refused(name))
+                        continue
+                    if allow_create:
+                        try:
+                            topic = broker.auto_create_topic(name)
+                        except KafkaError as e:
+                            error = e.errno
+                    if topic is None:
+                        topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(error), name=name, topic_id=NULL_UUID))
+                        continue
+            topics_out.append(topic_response(broker, topic, connection, with_operations))
+    return MetadataResponse(
+        brokers=brokers(broker, connection),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.broker_id,
+        topics=topics_out,
+        cluster_authorized_operations=auth_helper.authorized_operations(
+            broker, connection, ResourceType.CLUSTER, CLUSTER_NAME,
+            8 <= version <= 10 and body.include_cluster_authorized_operations,
+        ),  # fmt: skip
+    )
+
+
+HANDLERS = {ApiKey.METADATA: handle_metadata}

@@ -1,0 +1,393 @@
+"""Producer ids and transactions: InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit and WriteTxnMarkers; and their admin side,
+DescribeProducers, DescribeTransactions and ListTransactions.
+
+InitProducerId without a transactional id allocates an id for an idempotent
+producer (v3+ may pass its id and epoch to bump the epoch, KIP-360); with one, it
+goes to the transaction coordinator. Requests older than KIP-588 (InitProducerId
+v0-3, AddPartitionsToTxn / AddOffsetsToTxn / EndTxn v0-1) get INVALID_PRODUCER_EPOCH
+where newer ones get PRODUCER_FENCED, as Kafka answers them.
+
+AddPartitionsToTxn v4+ is the broker-to-broker form: a batch of transactions, each
+either added or, with ``verify_only``, checked. WriteTxnMarkers is what a
+coordinator sends a partition leader; this broker's own coordinator appends its
+markers directly, and serves the API for tools that abort a hanging transaction by
+hand (``kafka-transactions.sh abort``: its marker is checked against the producer's
+epoch and coordinator epoch as the coordinator's are).
+
+With an authorizer: a transactional id needs WRITE (DESCRIBE for DescribeTransactions
+and ListTransactions), an idempotent InitProducerId IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic, AddPartitionsToTxn WRITE on each topic (the partitions of the
+others then get OPERATION_NOT_ATTEMPTED), AddOffsetsToTxn and TxnOffsetCommit READ on
+the group, TxnOffsetCommit and DescribeProducers READ on each topic, and
+WriteTxnMarkers and AddPartitionsToTxn v4+ CLUSTER_ACTION on the cluster, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+from broker_py.coordinator.group.group_metadata_manager import now_ms
+from broker_py.server.handlers.groups import requested_offsets, topic_denied
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.messages.transaction_admin import (
+    DescribeProducersResponse,
+    DescribeTransactionsResponse,
+    ListTransactionsResponse,
+)
+from logstore.protocol.messages.transactions import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    EndTxnResponse,
+    InitProducerIdResponse,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
+)
+from broker_py.coordinator.transaction.transaction_metadata import MAX_EPOCH, TransactionState
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
+    if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_producer_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _may(broker, connection, operation: AclOperation, transactional_id: str) -> bool:
+    return auth_helper.authorize(broker, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
+def _coordinator(broker):
+    coordinator = broker.transaction_coordinator
+    return coordinator if coordinator is not None and coordinator.active else None
+
+
+# ---- InitProducerId ----
+
+
+def handle_init_producer_id(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    expected_id = body.producer_id if version >= 3 else -1
+    expected_epoch = body.producer_epoch if version >= 3 else -1
+    refused = None
+    if body.transactional_id is not None:
+        if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+            refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize_cluster(broker, connection, AclOperation.IDEMPOTENT_WRITE) and not (
+        auth_helper.authorize_by_resource_type(broker, connection, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if refused is not None:
+        return InitProducerIdResponse(error_code=int(refused), producer_id=-1, producer_epoch=-1)
+    if body.transactional_id is None:
+        if expected_id >= 0 and expected_epoch + 1 < MAX_EPOCH:
+            # KIP-360: an idempotent producer bumping its epoch keeps its id.
+            return InitProducerIdResponse(producer_id=expected_id, producer_epoch=expected_epoch + 1)
+        try:
+            return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+        except KafkaError as e:
+            return InitProducerIdResponse(error_code=int(e.errno), producer_id=-1, producer_epoch=-1)
+    coordinator = _coordinator(broker)
+    if coordinator is None:
+        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)
+    error, producer_id, epoch = coordinator.init_producer_id(
+        body.transactional_id, body.transaction_timeout_ms, expected_id, expected_epoch
+    )
+    return InitProducerIdResponse(error_code=int(_fenced_for(version, 4, error)), producer_id=producer_id, producer_epoch=epoch)
+
+
+# ---- AddPartitionsToTxn / AddOffsetsToTxn ----
+
+
+def _topic_results(results: dict[tuple[str, int], ErrorCode]) -> list:
+    by_topic: dict[str, list] = {}
+    for (topic, index), error in results.items():
+        by_topic.setdefault(topic, []).append(
+            AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=int(error))
+        )
+    return [
+        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=name, results_by_partition=parts)
+        for name, parts in by_topic.items()
+    ]
+
+
+def _add(coordinator, transactional_id, producer_id, producer_epoch, topics, verify_only: bool = False) -> dict:
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    if coordinator is None:
+        return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if verify_only:
+        return {tp: coordinator.verify_partition(producer_id, producer_epoch, *tp) for tp in partitions}
+    return coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+
+
+def handle_add_partitions_to_txn(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    coordinator = _coordinator(broker)
+    if version >= 4:
+        if not auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION):
+            return AddPartitionsToTxnResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results_by_transaction=[])
+        return AddPartitionsToTxnResponse(
+            error_code=0,
+            results_by_transaction=[
+                AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+                    transactional_id=t.transactional_id,
+                    topic_results=_topic_results(
+                        _add(coordinator, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
+                    ),
+                )
+                for t in body.transactions
+            ],
+        )
+    topics = body.v3_and_below_topics
+    partitions = [(t.name, p) for t in topics for p in t.partitions]
+    denied = topic_denied(broker, connection, topics, AclOperation.WRITE)
+    if not _may(broker, connection, AclOperation.WRITE, body.v3_and_below_transactional_id):
+        results = dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif denied:
+        results = {
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in partitions
+        }
+    else:
+        results = _add(
+            coordinator,
+            body.v3_and_below_transactional_id,
+            body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch,
+            topics,
+        )
+    results = {tp: _fenced_for(version, 2, e) for tp, e in results.items()}
+    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(results))
+
+
+def handle_add_offsets_to_txn(broker, request, connection):
+    body = request.body
+    coordinator = _coordinator(broker)
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif coordinator is None:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif not body.group_id:
+        error = ErrorCode.INVALID_GROUP_ID
+    else:
+        error = coordinator.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
+    return AddOffsetsToTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
+
+
+# ---- EndTxn ----
+
+
+def handle_end_txn(broker, request, connection):
+    body = request.body
+    coordinator = _coordinator(broker)
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif coordinator is None:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
+    return EndTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
+
+
+# ---- TxnOffsetCommit ----
+
+
+def handle_txn_offset_commit(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    refused = None
+    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if refused is not None:
+        errors, offsets = {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions}, {}
+    else:
+        errors, offsets = requested_offsets(broker, body.topics, version >= 2, topic_denied(broker, connection, body.topics))
+    if offsets:
+        errors.update(
+            broker.group_coordinator.commit_txn_offsets(
+                body.group_id,
+                body.producer_id,
+                body.producer_epoch,
+                body.member_id if version >= 3 else "",
+                body.group_instance_id if version >= 3 else None,
+                body.generation_id if version >= 3 else -1,
+                offsets,
+            )
+        )
+    by_topic: dict[str, list] = {}
+    for (topic, index), error in errors.items():
+        by_topic.setdefault(topic, []).append(
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=index, error_code=int(error))
+        )
+    return TxnOffsetCommitResponse(
+        topics=[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()]
+    )
+
+
+# ---- WriteTxnMarkers ----
+
+
+def handle_write_txn_markers(broker, request, connection):
+    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION)
+    results = []
+    for marker in request.body.markers:
+        topics = []
+        for t in marker.topics:
+            parts = []
+            for index in t.partition_indexes:
+                partition = broker.partitions.get((t.name, index))
+                error = ErrorCode.NONE
+                if not allowed:
+                    error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                elif partition is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    try:
+                        partition.append_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result, marker.coordinator_epoch)
+                    except KafkaError as e:
+                        error = e.errno
+                    else:
+                        if t.name == OFFSETS_TOPIC and broker.group_coordinator is not None:
+                            broker.group_coordinator.complete_txn_offsets(marker.producer_id, index, marker.transaction_result)
+                parts.append(
+                    WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=index, error_code=int(error))
+                )
+            topics.append(WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
+        results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
+    return WriteTxnMarkersResponse(markers=results)
+
+
+# ---- DescribeProducers / DescribeTransactions / ListTransactions ----
+
+
+def handle_describe_producers(broker, request, connection):
+    denied = auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.body.topics))
+    topics = []
+    for t in request.body.topics:
+        parts = []
+        for index in t.partition_indexes:
+            partition = broker.partitions.get((t.name, index))
+            if t.name in denied:
+                parts.append(
+                    DescribeProducersResponse.PartitionResponse(
+                        partition_index=index, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message=None
+                    )
+                )
+                continue
+            if partition is None:
+                parts.append(
+                    DescribeProducersResponse.PartitionResponse(
+                        partition_index=index,
+                        error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                        error_message=f"{t.name}-{index} is not on this broker",
+                    )
+                )
+                continue
+            producers = [
+                DescribeProducersResponse.ProducerState(
+                    producer_id=pid,
+                    producer_epoch=entry.epoch,
+                    last_sequence=entry.last_seq,
+                    last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
+                    coordinator_epoch=entry.coordinator_epoch,
+                    current_txn_start_offset=entry.current_txn_first_offset,
+                )
+                for pid, entry in sorted(partition.producer_state.producers.items())
+            ]
+            parts.append(DescribeProducersResponse.PartitionResponse(partition_index=index, error_code=0, active_producers=producers))
+        topics.append(DescribeProducersResponse.TopicResponse(name=t.name, partitions=parts))
+    return DescribeProducersResponse(topics=topics)
+
+
+def handle_describe_transactions(broker, request, connection):
+    coordinator = _coordinator(broker)
+    states = []
+    for transactional_id in request.body.transactional_ids:
+        if not _may(broker, connection, AclOperation.DESCRIBE, transactional_id):
+            states.append(
+                DescribeTransactionsResponse.TransactionState(
+                    error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=transactional_id,
+                    transaction_state="", producer_id=-1, producer_epoch=-1,
+                )  # fmt: skip
+            )
+            continue
+        txn = coordinator.transactions.get(transactional_id) if coordinator is not None else None
+        if txn is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coordinator is None else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+            states.append(
+                DescribeTransactionsResponse.TransactionState(
+                    error_code=int(error), transactional_id=transactional_id, transaction_state="", producer_id=-1, producer_epoch=-1
+                )
+            )
+            continue
+        by_topic: dict[str, list[int]] = {}
+        hidden = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp in txn.partitions))
+        for topic, index in sorted(txn.partitions):
+            if topic not in hidden:
+                by_topic.setdefault(topic, []).append(index)
+        states.append(
+            DescribeTransactionsResponse.TransactionState(
+                error_code=0,
+                transactional_id=transactional_id,
+                transaction_state=txn.state.display_name,
+                transaction_timeout_ms=txn.txn_timeout_ms,
+                transaction_start_time_ms=txn.txn_start_timestamp,
+                producer_id=txn.producer_id,
+                producer_epoch=txn.producer_epoch,
+                topics=[DescribeTransactionsResponse.TopicData(topic=n, partitions=ps) for n, ps in by_topic.items()],
+            )
+        )
+    return DescribeTransactionsResponse(transaction_states=states)
+
+
+def handle_list_transactions(broker, request, connection):
+    body = request.body
+    coordinator = _coordinator(broker)
+    if coordinator is None:
+        return ListTransactionsResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    by_name = {s.display_name: s for s in TransactionState}
+    unknown = [name for name in body.state_filters if name not in by_name]
+    states = {by_name[name] for name in body.state_filters if name in by_name}
+    producer_ids = set(body.producer_id_filters)
+    duration = body.duration_filter if request.api_version >= 1 else -1
+    now = now_ms()
+    listed = []
+    for txn in sorted(coordinator.transactions.values(), key=lambda t: t.transactional_id):
+        if txn.state == TransactionState.DEAD:
+            continue
+        if body.state_filters and txn.state not in states:
+            continue
+        if producer_ids and txn.producer_id not in producer_ids:
+            continue
+        if duration >= 0 and now - txn.txn_start_timestamp <= duration:
+            continue
+        if not _may(broker, connection, AclOperation.DESCRIBE, txn.transactional_id):
+            continue
+        listed.append(
+            ListTransactionsResponse.TransactionState(
+                transactional_id=txn.transactional_id, producer_id=txn.producer_id, transaction_state=txn.state.display_name
+            )
+        )
+    return ListTransactionsResponse(error_code=0, unknown_state_filters=unknown, transaction_states=listed)
+
+
+HANDLERS = {
+    ApiKey.DESCRIBE_PRODUCERS: handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: handle_list_transactions,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
+}
