@@ -1,6 +1,6 @@
 //! The storage core's error type: one enum, structured variants.
 //!
-//! Every variant maps to exactly one Python exception class in `python.rs`.
+//! Every variant maps to exactly one Python exception class in `bindings/errors.rs`.
 
 use std::path::PathBuf;
 

@@ -12,7 +12,8 @@
 //! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
 //!
-//! The core has no Python in it; `python` (feature "python") is the PyO3 binding layer.
+//! The core has no Python in it; `bindings` (feature "python") is the PyO3 binding layer,
+//! one module per concept with the `#[pymodule]` in `bindings/mod.rs`.
 
 pub mod arrow_decoder;
 pub mod checkpoint;
@@ -50,7 +51,7 @@ pub mod varint;
 pub mod wire_writer;
 
 #[cfg(feature = "python")]
-mod python;
+mod bindings;
 
 pub use crate::error::{Error, Result};
 pub use crate::log::Log;

@@ -1,0 +1,81 @@
+//! PyO3 bindings: the native module `logstore._native` (feature "python"), the only
+//! code in the crate that uses pyo3.
+//!
+//! Thin wrappers only: argument conversion, GIL release around every file and CRC
+//! operation, and the one mapping from core errors to Python exceptions. One module
+//! per core concept, each holding its `Py*` newtypes (with `From` conversions from the
+//! core types) and `#[pyfunction]`s:
+//! - `errors`: every exception class, and `From<crate::error::Error> for PyErr`;
+//! - `log`: `Log`, `AppendInfo`, `SegmentInfo`; `log_config`: `**config` into `LogConfig`;
+//! - `file_slice`: `FileSlice`, `sendfile`;
+//! - `cleaner`: `Throttler`, `clean_dry_run` (and what `Log.clean` uses);
+//! - `record_batch`: `Record`, `RecordBatch`, the batch encoders and decoder, `crc32c`;
+//! - `wire`: the Produce request parser and the Produce/Fetch response encoders;
+//! - `arrow`: `PartitionReader` and the other read-only scans into pyarrow;
+//! - `buffer`: bytes-like arguments borrowed without a copy.
+//!
+//! This root only registers them. `python/logstore/_native.pyi` is the contract for
+//! every name registered here.
+
+mod arrow;
+mod buffer;
+mod cleaner;
+mod errors;
+mod file_slice;
+mod log;
+mod log_config;
+mod record_batch;
+mod wire;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::compression::ALL;
+
+use self::errors::{
+    CorruptIndexError, CorruptRecordError, InvalidConfigError, InvalidOffsetError, InvalidRecordError, InvalidTimestampError, LogClosedError,
+    LogIOError, LogStoreError, OffsetOutOfRangeError, RecordTooLargeError,
+};
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("LogStoreError", py.get_type::<LogStoreError>())?;
+    m.add("CorruptRecordError", py.get_type::<CorruptRecordError>())?;
+    // Instances carry their own list; the class default is empty.
+    py.get_type::<InvalidRecordError>().setattr("record_errors", PyTuple::empty(py))?;
+    m.add("InvalidRecordError", py.get_type::<InvalidRecordError>())?;
+    m.add("InvalidTimestampError", py.get_type::<InvalidTimestampError>())?;
+    m.add("OffsetOutOfRangeError", py.get_type::<OffsetOutOfRangeError>())?;
+    m.add("RecordTooLargeError", py.get_type::<RecordTooLargeError>())?;
+    m.add("InvalidConfigError", py.get_type::<InvalidConfigError>())?;
+    m.add("InvalidOffsetError", py.get_type::<InvalidOffsetError>())?;
+    m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
+    m.add("LogClosedError", py.get_type::<LogClosedError>())?;
+    m.add("LogIOError", py.get_type::<LogIOError>())?;
+    m.add("COMPRESSION_TYPES", PyTuple::new(py, ALL.iter().map(|c| c.name()))?)?;
+    m.add_class::<log::PyLog>()?;
+    m.add_class::<cleaner::PyThrottler>()?;
+    m.add_class::<file_slice::PyFileSlice>()?;
+    m.add_class::<log::PyAppendInfo>()?;
+    m.add_class::<log::PySegmentInfo>()?;
+    m.add_class::<record_batch::PyRecord>()?;
+    m.add_class::<record_batch::PyRecordBatch>()?;
+    m.add_class::<arrow::PyPartitionReader>()?;
+    m.add_function(wrap_pyfunction!(arrow::partition_offsets, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::offset_for_timestamp, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::decode_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batch::encode_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batch::encode_control_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batch::decode_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(file_slice::sendfile, m)?)?;
+    m.add_function(wrap_pyfunction!(record_batch::crc32c_py, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::parse_produce_request, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::has_producer_id, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::encode_produce_response, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::encode_fetch_response, m)?)?;
+    m.add_function(wrap_pyfunction!(log_config::validate_log_config, m)?)?;
+    m.add_function(wrap_pyfunction!(cleaner::clean_dry_run, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! Opening and closing a partition's log: what a log directory holds when `open` finds
+//! it, and what `close` leaves for the next `open`.
+//!
+//! Files: every file of the partition directory (see `log.rs`). `open` finishes an
+//! interrupted cleaner swap, deletes leftovers (`.deleted`, `.cleaned`, `.tmp`, indexes
+//! without a `.log`), reads `recovery-point-offset-checkpoint` and
+//! `log-start-offset-checkpoint` (an unparsable one is set aside with a note in
+//! `checkpoint_faults`, as Kafka does), removes `.kafka_cleanshutdown`, opens the
+//! segments, loads `leader-epoch-checkpoint` and rewrites both offset checkpoints.
+//! `close` flushes, writes both offset checkpoints, then the marker, and unlinks the
+//! `.deleted` files still pending.
+//!
+//! Invariants:
+//! - `.kafka_cleanshutdown` exists only while the log is closed cleanly: `open` removes
+//!   it before it opens any segment; `close` writes it after the flush and checkpoints.
+//! - After a crash (no marker), every segment from the one holding the recovery point
+//!   onward is re-validated; after a clean shutdown only a segment whose files disagree
+//!   or lack an index is. Recovery may cut a torn tail; the segments after a cut one
+//!   are deleted (they lie past a gap) and the last survivor becomes the active one.
+//! - On return, `log_start_offset` lies in [first segment's base, log end], the leader
+//!   epoch cache is truncated to it at both ends, and after a recovery everything is
+//!   fsynced and the recovery point sits at the log end.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::{now_ms, remove_if_exists, Log, LogInner, OpenOptions, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
+use crate::checkpoint;
+use crate::error::{Error, IoContext, Result};
+use crate::leader_epoch_cache::LeaderEpochCache;
+use crate::log_config::LogConfig;
+use crate::segment::LogSegment;
+use crate::segment_deletion::PendingDeletions;
+
+/// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
+fn topic_partition(dir: &Path) -> (String, i32) {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match name.rsplit_once('-') {
+        Some((t, p)) if !t.is_empty() => match p.parse() {
+            Ok(p) => (t.to_string(), p),
+            Err(_) => (name, 0),
+        },
+        _ => (name, 0),
+    }
+}
+
+fn parse_base_offset(name: &str, suffix: &str) -> Option<i64> {
+    let stem = name.strip_suffix(suffix)?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok())?
+}
+
+impl Log {
+    pub fn open(dir: &Path, config: LogConfig, opts: OpenOptions) -> Result<Log> {
+        let now = opts.now_ms.unwrap_or_else(now_ms);
+        fs::create_dir_all(dir).ctx("create log directory", dir)?;
+        let (topic, partition) = topic_partition(dir);
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean = marker.exists();
+
+        // An interrupted cleaner swap is finished first (see `log_cleaner.rs`); then
+        // segment files by base offset; leftovers of interrupted deletes and cleanings go.
+        crate::log_cleaner::complete_swaps(dir)?;
+        let mut logs = Vec::new();
+        let mut indexes = Vec::new();
+        for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
+            let path = entry.ctx("list log directory", dir)?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
+                remove_if_exists(&path)?;
+            } else if let Some(base) = parse_base_offset(&name, ".log") {
+                logs.push(base);
+            } else if let Some(base) = parse_base_offset(&name, ".index").or_else(|| parse_base_offset(&name, ".timeindex")) {
+                indexes.push((base, path));
+            }
+        }
+        logs.sort_unstable();
+        for (base, path) in indexes {
+            if logs.binary_search(&base).is_err() {
+                remove_if_exists(&path)?;
+            }
+        }
+        // As Kafka does, an offset checkpoint that cannot be parsed is set aside with a
+        // note: the recovery point falls back to 0 (every segment is recovered) and the
+        // log start offset to the first segment's base offset. Read errors still fail.
+        let mut checkpoint_faults = Vec::new();
+        let mut read_offset = |file: &str, fallback: &str| -> Result<Option<i64>> {
+            let entries = match checkpoint::read(&dir.join(file)) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                    checkpoint_faults.push(format!("{file}: {source}; {fallback}"));
+                    return Ok(None);
+                }
+                other => other?,
+            };
+            let Some(entries) = entries else { return Ok(None) };
+            match entries.first().and_then(|f| f.get(2)?.parse::<i64>().ok()) {
+                Some(offset) if entries.len() == 1 && offset >= 0 => Ok(Some(offset)),
+                _ => {
+                    checkpoint_faults.push(format!("{file}: not one entry with an offset; {fallback}"));
+                    Ok(None)
+                }
+            }
+        };
+        let checkpoint_start = match opts.log_start_offset {
+            Some(o) => Some(o),
+            None => read_offset(LOG_START_OFFSET_FILE, "the log starts at its first segment")?,
+        };
+        let recovery_point = match opts.recovery_point {
+            Some(o) => o,
+            None => read_offset(RECOVERY_POINT_FILE, "every segment is recovered")?.unwrap_or(0),
+        };
+        remove_if_exists(&marker)?;
+
+        let mut segments = BTreeMap::new();
+        let mut recovered = false;
+        let last = logs.last().copied();
+        let mut cut_from: Option<i64> = None;
+        for (i, &base) in logs.iter().enumerate() {
+            if cut_from.is_some() {
+                // Everything after a segment that recovery cut short is past a gap.
+                LogSegment::open(dir, base, &config, false, now)?.delete()?;
+                continue;
+            }
+            let active = Some(base) == last;
+            let missing_index = !dir.join(crate::segment::file_name(base, ".index")).exists()
+                || !dir.join(crate::segment::file_name(base, ".timeindex")).exists();
+            let mut seg = LogSegment::open(dir, base, &config, active, now)?;
+            let next_base = logs.get(i + 1).copied().unwrap_or(i64::MAX);
+            // After a crash: every segment from the recovery point on. After a clean
+            // shutdown: a segment whose files disagree (torn tail, bad index) or lack
+            // an index. Only a rebuilt index with nothing cut is not crash recovery.
+            let after_crash = !clean && next_base > recovery_point;
+            let damaged = !after_crash && !missing_index && seg.load().is_err();
+            if after_crash || damaged || missing_index {
+                let cut = seg.recover(&config)?;
+                recovered |= after_crash || damaged || cut > 0;
+                if cut > 0 && !active {
+                    cut_from = Some(base);
+                }
+            }
+            if !active {
+                seg.on_become_inactive()?;
+            }
+            segments.insert(base, seg);
+        }
+        if cut_from.is_some() {
+            // The last surviving segment becomes the active one.
+            if let Some(seg) = segments.values_mut().next_back() {
+                seg.on_become_active(&config)?;
+            }
+        }
+        if segments.is_empty() {
+            let base = checkpoint_start.unwrap_or(0).max(0);
+            segments.insert(base, LogSegment::open(dir, base, &config, true, now)?);
+        }
+        let first_base = *segments.keys().next().unwrap();
+        let next_offset = segments.values().next_back().unwrap().next_offset();
+        let log_start_offset = checkpoint_start.unwrap_or(first_base).clamp(first_base, next_offset);
+        let mut epochs = LeaderEpochCache::load(dir);
+        epochs.truncate_from_end(next_offset)?;
+        epochs.truncate_from_start(log_start_offset)?;
+        let inner = LogInner {
+            config,
+            segments,
+            next_offset,
+            log_start_offset,
+            recovery_point: if recovered { next_offset } else { recovery_point.min(next_offset) },
+            epochs,
+            closed: false,
+            unflushed_messages: 0,
+            last_flush_ms: now,
+        };
+        let log = Log {
+            dir: dir.to_path_buf(),
+            topic,
+            partition,
+            recovered,
+            checkpoint_faults,
+            inner: Arc::new(RwLock::new(inner)),
+            cleaning: parking_lot::Mutex::new(()),
+            segment_shrink: parking_lot::RwLock::new(()),
+            deletions: PendingDeletions::new(),
+        };
+        if recovered {
+            // The recovered tail is now fsynced and the recovery point sits at its end.
+            let inner = log.inner.read();
+            for seg in inner.segments.values() {
+                seg.flush()?;
+            }
+        }
+        {
+            let inner = log.inner.read();
+            log.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)?;
+            log.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+        }
+        Ok(log)
+    }
+
+    /// Flushes, records the max timestamp and trims the indexes of the active segment,
+    /// writes both offset checkpoints and then the clean-shutdown marker.
+    pub fn close(&self) -> Result<()> {
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
+        if inner.closed {
+            return Ok(());
+        }
+        self.flush_locked(inner, now_ms())?;
+        inner.active_mut().on_become_inactive()?;
+        inner.active().flush()?;
+        self.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+        let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
+        File::create(&marker).and_then(|f| f.sync_all()).ctx("write clean-shutdown marker", &marker)?;
+        checkpoint::sync_dir(&self.dir)?;
+        inner.closed = true;
+        inner.segments.clear();
+        // Nothing is scheduled once `closed` is set (scheduling happens under this lock).
+        self.deletions.delete_all()
+    }
+}

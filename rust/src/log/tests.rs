@@ -1,0 +1,265 @@
+//! Tests of `Log` across its files: appends (validated whole, cut back when corrupt),
+//! reads against a linear walk, recovery and checkpoint fallbacks on open, retention.
+
+use super::*;
+use crate::record::NewRecord;
+use crate::record_batch::{self, encode, BatchHeader, BatchOptions, HEADER_SIZE};
+use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
+
+fn batch(n: usize, ts: i64) -> Vec<u8> {
+    let recs: Vec<NewRecord> = (0..n)
+        .map(|i| NewRecord { offset: i as i64, timestamp: ts, key: Some(vec![i as u8]), value: Some(vec![7; 100]), headers: vec![] })
+        .collect();
+    encode(&recs, &BatchOptions::default())
+}
+
+fn leader() -> AppendOptions {
+    AppendOptions { assign_offsets: true, ..Default::default() }
+}
+
+#[test]
+fn large_append_checked_beside_its_write_publishes_nothing_when_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(&dir.path().join("t-0"), LogConfig::default(), OpenOptions::default()).unwrap();
+    log.append(&batch(3, 1000), &leader()).unwrap();
+    let size = log.size();
+    let mut big = batch(4000, 1000);
+    assert!(big.len() >= CONCURRENT_CHECK_MIN_BYTES);
+    let last = big.len() - 1;
+    big[last] ^= 0x5A;
+    assert!(matches!(log.append(&big, &leader()), Err(Error::CorruptRecord { .. })));
+    assert_eq!((log.log_end_offset(), log.size()), (3, size));
+    assert_eq!(fs::metadata(dir.path().join("t-0").join(crate::segment::file_name(0, ".log"))).unwrap().len(), size);
+    big[last] ^= 0x5A;
+    assert_eq!(log.append(&big, &leader()).unwrap().base_offset, 3);
+    assert_eq!(log.log_end_offset(), 4003);
+}
+
+#[test]
+fn a_compacted_log_refuses_records_without_keys_small_or_large_appends_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::from_pairs([("cleanup.policy", "compact")]).unwrap();
+    let log = Log::open(&dir.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
+    log.append(&batch(3, 1000), &leader()).unwrap();
+    let size = log.size();
+    for n in [5, 4000] {
+        let recs: Vec<NewRecord> = (0..n)
+            .map(|i| NewRecord { offset: i, timestamp: 1000, key: (i % 2 == 0).then(|| vec![1]), value: Some(vec![7; 100]), headers: vec![] })
+            .collect();
+        let compression = if n == 5 { crate::compression::Compression::Lz4 } else { crate::compression::Compression::None };
+        let keyless = encode(&recs, &BatchOptions { compression, ..Default::default() });
+        assert_eq!(keyless.len() >= CONCURRENT_CHECK_MIN_BYTES, n > 5);
+        let Err(Error::InvalidRecord { errors, .. }) = log.append(&keyless, &leader()) else { panic!("accepted") };
+        assert_eq!(errors.len(), n as usize / 2);
+        assert_eq!(errors[0].batch_index, 1);
+        assert!(errors[0].message.contains("t-0"), "{}", errors[0].message);
+        assert_eq!((log.log_end_offset(), log.size()), (3, size));
+    }
+    // A follower's copy (offsets kept) is not the producer's to be judged.
+    let keyless = encode(&[NewRecord { offset: 3, timestamp: 1, ..Default::default() }], &BatchOptions { base_offset: 3, ..Default::default() });
+    assert_eq!(log.append(&keyless, &AppendOptions::default()).unwrap().base_offset, 3);
+}
+
+#[test]
+fn append_read_roll_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "2000"), ("index.interval.bytes", "100")]).unwrap();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    let t0 = now_ms();
+    for i in 0..30 {
+        let info = log.append(&batch(3, t0 + i), &leader()).unwrap();
+        assert_eq!((info.base_offset, info.last_offset), (i * 3, i * 3 + 2));
+    }
+    assert!(log.num_segments() > 3);
+    assert_eq!(log.log_end_offset(), 90);
+    for o in 0..90 {
+        let data = log.read(o, 1, None, true).unwrap();
+        let h = BatchHeader::parse(&data);
+        assert!(h.base_offset <= o && o <= h.last_offset(), "offset {o}");
+    }
+    assert_eq!(log.offset_for_timestamp(t0 + 10).unwrap(), Some((30, t0 + 10)));
+    log.close().unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert!(!log.recovered());
+    assert_eq!(log.log_end_offset(), 90);
+    assert_eq!(log.offset_for_timestamp(t0 + 10).unwrap(), Some((30, t0 + 10)));
+    assert_eq!(log.read(45, 1, None, true).unwrap().len(), batch(3, 0).len());
+}
+
+#[test]
+fn unparsable_offset_checkpoints_fall_back_as_kafka_does() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    for _ in 0..5 {
+        log.append(&batch(2, now_ms()), &leader()).unwrap();
+    }
+    log.delete_records(4).unwrap();
+    drop(log); // no close: an unclean shutdown
+    fs::write(dir.join(RECOVERY_POINT_FILE), b"\xff garbage").unwrap();
+    fs::write(dir.join(LOG_START_OFFSET_FILE), "0\n1\nt 0 notanumber\n").unwrap();
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    let faults = log.checkpoint_faults();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults[0].starts_with("log-start-offset-checkpoint: not one entry"), "{faults:?}");
+    assert!(faults[0].ends_with("; the log starts at its first segment"), "{faults:?}");
+    assert!(faults[1].starts_with("recovery-point-offset-checkpoint: "), "{faults:?}");
+    assert!(faults[1].ends_with("; every segment is recovered"), "{faults:?}");
+    assert!(log.recovered());
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 10));
+    log.close().unwrap();
+    // Both were rewritten: the next open has nothing to set aside.
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(log.checkpoint_faults().is_empty() && !log.recovered());
+}
+
+#[test]
+fn torn_tail_is_cut_after_crash() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    for _ in 0..5 {
+        log.append(&batch(2, now_ms()), &leader()).unwrap();
+    }
+    assert_eq!(log.num_segments(), 1);
+    let path = log.segments().unwrap()[0].log_path.clone();
+    drop(log); // no close: an unclean shutdown
+    let len = fs::metadata(&path).unwrap().len();
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len - 10).unwrap();
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(log.recovered());
+    assert_eq!(log.log_end_offset(), 8);
+    assert_eq!(log.append(&batch(1, now_ms()), &leader()).unwrap().base_offset, 8);
+}
+
+#[test]
+fn corrupt_batch_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let log = Log::open(&d.path().join("t-0"), LogConfig::default(), OpenOptions::default()).unwrap();
+    let mut two = batch(2, 1);
+    let mut bad = batch(2, 1);
+    bad[HEADER_SIZE + 3] ^= 0xff;
+    two.extend(bad);
+    assert!(matches!(log.append(&two, &leader()), Err(Error::CorruptRecord { .. })));
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size(), 0);
+}
+
+#[test]
+fn large_corrupt_append_is_cut_back() {
+    let d = tempfile::tempdir().unwrap();
+    let log = Log::open(&d.path().join("t-0"), LogConfig::default(), OpenOptions::default()).unwrap();
+    log.append(&batch(3, now_ms()), &leader()).unwrap();
+    let before = (log.log_end_offset(), log.size(), fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len());
+    let mut data = Vec::new();
+    while data.len() < 512 * 1024 {
+        data.extend(batch(50, now_ms()));
+    }
+    let n = data.len();
+    data[n - 5] ^= 0x55;
+    assert!(matches!(log.append(&data, &leader()), Err(Error::CorruptRecord { .. })));
+    let after = (log.log_end_offset(), log.size(), fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len());
+    assert_eq!(before, after);
+    data[n - 5] ^= 0x55;
+    let info = log.append(&data, &leader()).unwrap();
+    assert_eq!(info.base_offset, 3);
+    assert_eq!(log.log_end_offset(), info.last_offset + 1);
+}
+
+#[test]
+fn read_ranges_agree_with_a_linear_walk() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::from_pairs([("index.interval.bytes", "300")]).unwrap();
+    let log = Log::open(&d.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
+    let mut sizes = Vec::new();
+    for i in 0..60 {
+        let b = batch(1 + i % 4, now_ms());
+        sizes.push((log.append(&b, &leader()).unwrap().last_offset, b.len()));
+    }
+    let leo = log.log_end_offset();
+    for offset in (0..leo).step_by(3) {
+        for max_bytes in [1usize, 200, 700, 1500, 5000, 100_000] {
+            for max_offset in [leo, leo - 5, offset + 7] {
+                let got = log.read_slice(offset, max_bytes, Some(max_offset), true).unwrap();
+                // Linear reference: the batch holding `offset`, then whole batches
+                // while they fit in max_bytes and end below max_offset.
+                let first = sizes.iter().position(|(last, _)| *last >= offset).unwrap();
+                let (first_last, _) = sizes[first];
+                if first_last >= max_offset {
+                    assert!(got.is_none());
+                    continue;
+                }
+                let (mut len, mut last) = (sizes[first].1, first_last);
+                for (l, sz) in &sizes[first + 1..] {
+                    if *l >= max_offset || len + sz > max_bytes {
+                        break;
+                    }
+                    len += sz;
+                    last = *l;
+                }
+                let got = got.unwrap();
+                assert_eq!((got.length as usize, got.last_offset), (len, last), "offset {offset} max_bytes {max_bytes} max_offset {max_offset}");
+            }
+        }
+    }
+}
+
+#[test]
+fn large_corrupt_batches_leave_the_log_unchanged() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap();
+    let log = Log::open(&d.path().join("t-0"), cfg, OpenOptions::default()).unwrap();
+    log.append(&batch(2, now_ms()), &leader()).unwrap();
+    let big = batch(6000, now_ms()); // ~700 KB, one batch
+    let file_len = |log: &Log| fs::metadata(&log.segments().unwrap()[0].log_path).unwrap().len();
+    let before = (log.log_end_offset(), log.size(), file_len(&log));
+    // A flipped byte near the end: the CRC fails.
+    let mut bad = big.clone();
+    let n = bad.len();
+    bad[n - 3] ^= 1;
+    assert!(matches!(log.append(&bad, &leader()), Err(Error::CorruptRecord { .. })));
+    assert_eq!(before, (log.log_end_offset(), log.size(), file_len(&log)));
+    // A record count that lies (CRC recomputed): the framing walk fails.
+    let mut lying = big.clone();
+    lying[57..61].copy_from_slice(&5999i32.to_be_bytes());
+    lying[23..27].copy_from_slice(&5998i32.to_be_bytes());
+    let crc = record_batch::compute_crc(&lying);
+    lying[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert!(matches!(log.append(&lying, &leader()), Err(Error::CorruptRecord { .. })));
+    assert_eq!(before, (log.log_end_offset(), log.size(), file_len(&log)));
+    // The good batch lands whole, and reads back byte for byte (but its base offset).
+    let info = log.append(&big, &leader()).unwrap();
+    assert_eq!((info.base_offset, info.last_offset), (2, 6001));
+    let back = log.read(2, 10 << 20, None, true).unwrap();
+    assert_eq!(&back[8..], &big[8..]);
+    drop(log);
+    // Reopened after a crash (no marker), the batch passes recovery's full validation.
+    let log = Log::open(&d.path().join("t-0"), LogConfig::from_pairs([("max.message.bytes", "4000000")]).unwrap(), OpenOptions::default()).unwrap();
+    assert_eq!(log.log_end_offset(), 6002);
+}
+
+#[test]
+fn retention_unlinks_segment_files_after_file_delete_delay_ms() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let deleted = || fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".deleted")).count();
+    for (delay, left) in [("60000", 3), ("0", 0)] {
+        let cfg = LogConfig::from_pairs([("segment.bytes", "2000"), ("file.delete.delay.ms", delay)]).unwrap();
+        let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+        let t0 = now_ms();
+        for i in 0..20 {
+            log.append(&batch(3, t0 + i), &leader()).unwrap();
+        }
+        let end = log.log_end_offset();
+        let first = log.segments().unwrap()[1].base_offset;
+        log.delete_records(first).unwrap();
+        assert_eq!(log.enforce_retention(None, None).unwrap(), 0, "already gone by delete_records");
+        assert_eq!(deleted(), left, "delay {delay}");
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (first, end));
+        log.close().unwrap();
+        assert_eq!(deleted(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
