@@ -31,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(config: BrokerConfig) -> None:
-    from broker_py.server.kafka_server import Broker
+    from broker_py.server.kafka_server import KafkaServer
 
-    broker = Broker(config)
+    broker = KafkaServer(config)
     await broker.start()
     # Latency: objects alive after startup (codec schemas, loaded state) move out of the
     # cyclic collector's generations, and young collections run less often, so a full

@@ -1,161 +1,220 @@
-"""One partition this broker leads: its log, its high watermark and its waiters.
+"""One partition as this broker holds it (Kafka's ``cluster/Partition``): its log, and
+the replication state the leader owns: leader epoch, assigned replicas, in-sync
+replicas (ISR) and the high watermark.
 
-A single broker is the only replica of its partitions, so the high watermark is the
-log end offset; replication will move it to the smallest log end offset of the ISR.
-Fetches that long-poll wait on :meth:`Partition.wait_for_append`, which wakes on the
-next append to this partition.
+Invariants (on the leader):
+- high watermark ≤ the least log end offset (LEO) over the ISR, the leader included;
+- the high watermark never moves back;
+- the leader epoch only grows;
+- while the ISR is smaller than ``min(min.insync.replicas, replication factor)`` the
+  high watermark does not move (an acks=all produce then waits, and fails after its
+  timeout), and an acks=all produce is refused before it appends.
 
-Transactions: the last stable offset (LSO) is the first offset of the earliest
-ongoing transaction, or the high watermark when none is ongoing. COMMIT/ABORT markers
-come from the transaction coordinator through :meth:`Partition.append_marker`; an
-ABORT adds the transaction to the partition's :class:`TransactionIndex`, which
-read_committed fetches consult.
+A follower's LEO is known only from its fetches (:meth:`update_follower_fetch_state`);
+a broker alone is its partitions' only replica, so there the high watermark follows
+every append at once. Waiting requests (delayed produce and fetch) are completed
+through the replica manager's purgatories, which :meth:`Partition.append_records_to_leader`
+and :meth:`Partition.append_marker` notify through ``on_append``.
+
+Transactions: the last stable offset (LSO) is the first offset of the earliest open
+transaction, or the high watermark when none is open.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
+from collections.abc import Callable
 
-import logstore
-
+from broker_py.log.producer_state import CompletedTxn
+from broker_py.log.transaction_index import AbortedTxn
+from broker_py.log.unified_log import UnifiedLog
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import CorruptMessageError, KafkaStorageError
-from broker_py.log.producer_state import CompletedTxn, ProducerStateManager
-from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
-
-log = logging.getLogger(__name__)
-
-COMMIT = 1
-ABORT = 0
-# A failing disk fails every retry of every producer: one log line per partition per
-# this many seconds says so without flooding the log.
-STORAGE_ERROR_LOG_INTERVAL_S = 10.0
+from logstore.protocol.errors import NotEnoughReplicasError, NotLeaderOrFollowerError, OffsetOutOfRangeError
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log: logstore.Log, leader_epoch: int = 0) -> None:
+    def __init__(self, topic: str, index: int, log: UnifiedLog, local_broker_id: int, on_append: Callable[[Partition], None] | None = None) -> None:
         self.topic = topic
         self.index = index
         self.log = log
+        self.local_broker_id = local_broker_id
+        self.leader_epoch = -1
+        self.leader_epoch_start_offset = -1
+        self.leader_id = -1
+        self.assigned_replicas: list[int] = []
+        self.isr: set[int] = set()
+        # broker id -> LEO last shown by its fetch (followers only)
+        self._follower_end_offsets: dict[int, int] = {}
+        self._high_watermark = 0
+        self._on_append = on_append
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.index}"
+
+    # ---- leadership ----
+
+    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+        """Becomes the partition's leader in ``leader_epoch`` (not below the current one)
+        with the given ISR and assignment; the high watermark may then advance."""
+        if leader_epoch < self.leader_epoch:
+            raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
+        if leader_epoch > self.leader_epoch:
+            self.leader_epoch_start_offset = self.log.log_end_offset
         self.leader_epoch = leader_epoch
-        self.producer_state = ProducerStateManager(log)
-        self.txn_index = TransactionIndex(log.path, log.log_start_offset, log.log_end_offset)
-        self._index_replayed_aborts()
-        # Set by the next append; made only when a long poll asks for it.
-        self._appended: asyncio.Event | None = None
-        self._storage_error_logged_at = -STORAGE_ERROR_LOG_INTERVAL_S
-        self._storage_errors_since_logged = 0
+        self.leader_id = self.local_broker_id
+        self.assigned_replicas = list(replicas)
+        self.isr = set(isr)
+        self._follower_end_offsets = {r: -1 for r in replicas if r != self.local_broker_id}
+        self._high_watermark = min(max(self._high_watermark, 0), self.log.log_end_offset)
+        self.maybe_increment_leader_hw()
 
-    def replace_log(self, log: logstore.Log) -> None:
-        """The same partition's log, reopened (after a move to another log dir)."""
-        self.log = log
-        self.producer_state.moved_to(log)
-        self.txn_index.moved_to(log.path)
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
 
-    def _segment_of(self, offset: int) -> int:
-        base = 0
-        for segment in self.log.segments():
-            if segment.base_offset > offset:
-                break
-            base = segment.base_offset
-        return base
+    def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode:
+        """The error for a request made under ``current_leader_epoch`` (-1: not checked):
+        an older epoch is fenced, a newer one is not known here yet; then leadership."""
+        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.NONE if self.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def _index_replayed_aborts(self) -> None:
-        """Adds the ABORT markers the producer state replayed that the index lacks
-        (their entries were lost with a crash)."""
-        for txn in self.producer_state.replayed_aborts:
-            if not self.txn_index.contains(txn.producer_id, txn.last_offset):
-                self.txn_index.append(
-                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, txn.last_offset + 1),
-                    self._segment_of(txn.last_offset),
-                )
-        self.producer_state.replayed_aborts.clear()
-
-    def storage_error(self, e: logstore.LogStoreError) -> KafkaStorageError:
-        """The error for an append the log could not take (a full or failing disk),
-        logged at most once per STORAGE_ERROR_LOG_INTERVAL_S for this partition."""
-        self._storage_errors_since_logged += 1
-        now = time.monotonic()
-        if now - self._storage_error_logged_at >= STORAGE_ERROR_LOG_INTERVAL_S:
-            log.error(
-                "appending to %s-%d failed %d time(s) in the last %.0f s (KAFKA_STORAGE_ERROR): %s",
-                self.topic, self.index, self._storage_errors_since_logged, STORAGE_ERROR_LOG_INTERVAL_S, e,
-            )  # fmt: skip
-            self._storage_error_logged_at = now
-            self._storage_errors_since_logged = 0
-        return KafkaStorageError(f"{self.topic}-{self.index}: {e}")
-
-    def after_truncation(self) -> None:
-        """The log was truncated or its start moved: rebuild the producer state."""
-        self.txn_index.truncate_to(self.log.log_end_offset)
-        self.producer_state.truncated()
-        self._index_replayed_aborts()
-        self.txn_index.delete_before(self.log.log_start_offset)
+    # ---- ISR and high watermark ----
 
     @property
     def high_watermark(self) -> int:
-        return self.log.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        hw = self.high_watermark
-        first_unstable = self.producer_state.first_unstable_offset()
-        return hw if first_unstable is None else min(first_unstable, hw)
-
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn | None:
-        """Appends a COMMIT or ABORT control batch ending the producer's transaction
-        (None: it had no data here).
-
-        Raises InvalidProducerEpochError / TransactionCoordinatorFencedError when the
-        marker is fenced, KafkaStorageError when the log cannot take it."""
-        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        batch = logstore.encode_control_batch(
-            COMMIT if commit else ABORT,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch,
-        )
-        try:
-            offset, _ = self.log.append(batch, leader_epoch=self.leader_epoch)
-        except logstore.CorruptRecordError as e:
-            raise CorruptMessageError(str(e)) from None
-        except logstore.LogStoreError as e:
-            raise self.storage_error(e) from None
-        txn = self.producer_state.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset)
-        if txn is not None and txn.aborted:
-            self.txn_index.append(
-                AbortedTxn(producer_id, txn.first_offset, offset, self.last_stable_offset),
-                self._segment_of(offset),
-            )
-        self.notify_append()
-        return txn
-
-    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        return self.txn_index.collect(fetch_offset, upper_bound_offset)
+        return self._high_watermark
 
     @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
 
-    def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode:
-        """The error for a request made under ``current_leader_epoch`` (-1: not checked):
-        an older epoch is fenced, a newer one is not known here yet."""
-        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
-            return ErrorCode.NONE
-        if current_leader_epoch < self.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
 
-    def notify_append(self) -> None:
-        event = self._appended
-        if event is not None:
-            self._appended = None
-            event.set()
+    @property
+    def size_bytes(self) -> int:
+        return self.log.size_bytes
 
-    def append_event(self) -> asyncio.Event:
-        """An event set by the next append (take it before checking for data)."""
-        if self._appended is None:
-            self._appended = asyncio.Event()
-        return self._appended
+    @property
+    def last_stable_offset(self) -> int:
+        hw = self._high_watermark
+        first_unstable = self.log.first_unstable_offset()
+        return hw if first_unstable is None else min(first_unstable, hw)
+
+    def _min_isr_reached(self, min_insync_replicas: int) -> bool:
+        return len(self.isr) >= min(min_insync_replicas, max(1, len(self.assigned_replicas)))
+
+    def maybe_increment_leader_hw(self, min_insync_replicas: int = 1) -> bool:
+        """Moves the high watermark up to the least LEO over the ISR; True if it moved."""
+        if not self.is_leader or not self._min_isr_reached(min_insync_replicas):
+            return False
+        new_hw = self.log.log_end_offset
+        for replica in self.isr:
+            if replica != self.local_broker_id:
+                new_hw = min(new_hw, self._follower_end_offsets.get(replica, -1))
+        if new_hw > self._high_watermark:
+            self._high_watermark = new_hw
+            return True
+        return False
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
+        """Records a follower's LEO from its fetch; True if the high watermark moved."""
+        if replica_id in self._follower_end_offsets:
+            self._follower_end_offsets[replica_id] = fetch_offset
+        return self.maybe_increment_leader_hw()
+
+    def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int) -> tuple[bool, ErrorCode]:
+        """For an acks=all produce waiting for ``required_offset`` (its last offset + 1):
+        (done, error). Done with NONE once the high watermark passed it, with
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum, with
+        NOT_LEADER_OR_FOLLOWER once this broker no longer leads."""
+        if not self.is_leader:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self._high_watermark >= required_offset:
+            if self._min_isr_reached(min_insync_replicas):
+                return True, ErrorCode.NONE
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return False, ErrorCode.NONE
+
+    # ---- appends ----
+
+    def append_records_to_leader(
+        self, records, required_acks: int, min_insync_replicas: int, idempotent: bool | None = None, verify_transaction=None
+    ) -> tuple[int, int, int]:
+        """Appends producer batches as leader: (base offset, last offset, log append
+        time or -1). acks=all with the ISR below ``min.insync.replicas`` raises
+        NotEnoughReplicasError before anything is written."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
+        if required_acks == -1 and not self._min_isr_reached(min_insync_replicas):
+            raise NotEnoughReplicasError(
+                f"the ISR of {self.name} has {len(self.isr)} replicas, below min.insync.replicas {min_insync_replicas}"
+            )
+        result = self.log.append_as_leader(records, self.leader_epoch, idempotent, verify_transaction)
+        self._appended(min_insync_replicas)
+        return result
+
+    def append_records(self, data: bytes, min_insync_replicas: int = 1) -> tuple[int, int]:
+        """Appends batches the broker wrote itself (coordinator records) as leader:
+        (first offset, last offset)."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
+        result = self.log.append_records(data, self.leader_epoch)
+        self._appended(min_insync_replicas)
+        return result
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn | None:
+        """Appends a COMMIT or ABORT control batch ending the producer's transaction
+        (None: it had no data here)."""
+        _, txn = self.log.append_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
+        self._appended(1)
+        return txn
+
+    def _appended(self, min_insync_replicas: int) -> None:
+        self.maybe_increment_leader_hw(min_insync_replicas)
+        if self._on_append is not None:
+            self._on_append(self)
+
+    # ---- reads ----
+
+    def read_records(self, fetch_offset: int, max_bytes: int, read_committed: bool, min_one_batch: bool):
+        """A ``logstore.FileSlice`` of whole batches from ``fetch_offset`` up to the high
+        watermark (read_committed: the last stable offset); None when nothing is there."""
+        bound = self.last_stable_offset if read_committed else self._high_watermark
+        return self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return self.log.aborted_transactions(fetch_offset, upper_bound_offset)
+
+    def fetch_offset_for_timestamp(self, timestamp: int, read_committed: bool) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record at or after ``timestamp`` below the
+        high watermark (read_committed: the LSO); None when no record qualifies."""
+        bound = self.last_stable_offset if read_committed else self._high_watermark
+        found = self.log.offset_for_timestamp(timestamp)
+        return (found[1], found[0]) if found and found[0] < bound else None
+
+    def active_producers(self) -> list:
+        """(producer id, its state entry) of each producer the log remembers, by id."""
+        return sorted(self.log.producer_state.producers.items())
+
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp in the log (-1 when empty)."""
+        return self.log.largest_timestamp()
+
+    def last_offset_for_leader_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch: the largest epoch ≤
+        ``leader_epoch`` and where it ends; (-1, -1) when unknown."""
+        epoch, end = self.log.end_offset_for_epoch(leader_epoch)
+        if epoch == -1 and self.log.latest_epoch is None:
+            # Nothing was ever appended in an epoch: the whole log is this one.
+            return (self.leader_epoch, self._high_watermark) if leader_epoch == self.leader_epoch else (-1, -1)
+        return epoch, end
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Moves the log start offset to ``offset`` (at most the high watermark); the
+        new log start offset."""
+        if offset < 0 or offset > self._high_watermark:
+            raise OffsetOutOfRangeError(f"{self.name}: {offset} is outside 0..{self._high_watermark}")
+        return self.log.delete_records(offset)

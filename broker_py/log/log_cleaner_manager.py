@@ -20,13 +20,13 @@ from typing import Any
 
 import logstore
 
-from broker_py.cluster.partition import Partition
+from broker_py.log.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
 
 class LogCleaner:
-    def __init__(self, config: Any, partitions: Callable[[], list[Partition]]) -> None:
+    def __init__(self, config: Any, partitions: Callable[[], list[UnifiedLog]]) -> None:
         self._config = config
         self._partitions = partitions
         self._executor: ThreadPoolExecutor | None = None
@@ -68,9 +68,9 @@ class LogCleaner:
 
         await asyncio.gather(*(worker() for _ in range(min(self.threads, len(queue)))))
 
-    async def _clean(self, partition: Partition) -> None:
+    async def _clean(self, partition: UnifiedLog) -> None:
         clean = functools.partial(
-            partition.log.clean, dedupe_buffer_size=self.dedupe_buffer_size, throttler=self.throttler
+            partition.local_log.clean, dedupe_buffer_size=self.dedupe_buffer_size, throttler=self.throttler
         )
         try:
             stats = await asyncio.get_running_loop().run_in_executor(self._executor, clean)

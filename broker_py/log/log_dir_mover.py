@@ -40,6 +40,8 @@ import re
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -193,12 +195,15 @@ class Move:
 
 
 class LogDirMover:
-    """Runs the moves of the broker's partitions between log dirs, one task each; the
-    broker's ``reopen_partition(topic, index, log_dir)`` opens a partition's log again
-    from ``log_dir`` and makes it the partition's."""
+    """Runs the moves of the broker's partitions between log dirs, one task each.
+    ``get_log(topic, index)`` is the partition's log (None once it is gone) and
+    ``reopen(topic, index, log_dir)`` opens a partition's log again from ``log_dir``
+    and makes it the partition's."""
 
-    def __init__(self, broker) -> None:
-        self.broker = broker
+    def __init__(self, log_manager, get_log: Callable[[str, int], Any], reopen: Callable[[str, int, str], None]) -> None:
+        self.log_manager = log_manager
+        self._get_log = get_log
+        self._reopen = reopen
         self.moves: dict[tuple[str, int], Move] = {}
 
     def moving(self, topic: str, index: int) -> bool:
@@ -212,13 +217,13 @@ class LogDirMover:
         previous = self.moves.get(key)
         if previous is not None:
             previous.stopped.set()
-        current = self.broker.log_manager.dir_of(topic, index)
+        current = self.log_manager.dir_of(topic, index)
         if previous is not None and current == dest_dir:
             return
-        partition = self.broker.partitions[key]
+        partition = self._get_log(topic, index)
         if previous is None:
-            partition.log.roll()
-        move = Move(f"{topic}-{index}", current, dest_dir, partition.log.log_end_offset)
+            partition.local_log.roll()
+        move = Move(f"{topic}-{index}", current, dest_dir, partition.local_log.log_end_offset)
         self.moves[key] = move
         move.task = asyncio.get_running_loop().create_task(self._run(key, move, previous), name=f"move-{topic}-{index}")
 
@@ -228,26 +233,26 @@ class LogDirMover:
             if previous is not None and previous.task is not None:
                 await asyncio.wait([previous.task])
                 partition = self._partition(key, move, check_dir=False)
-                current = self.broker.log_manager.dir_of(topic, index)
+                current = self.log_manager.dir_of(topic, index)
                 if partition is None or current is None or current == move.dest_dir:
                     return
-                partition.log.roll()
-                move.begin(current, partition.log.log_end_offset)
+                partition.local_log.roll()
+                move.begin(current, partition.local_log.log_end_offset)
             await asyncio.to_thread(copy_files, move.src, move.future_path, move.stopped)
             for _ in range(MAX_CATCH_UP_ROUNDS):
                 partition = self._partition(key, move)
                 if partition is None:
                     return
-                if partition.log.segments()[-1].size <= CATCH_UP_BYTES:
+                if partition.local_log.segments()[-1].size <= CATCH_UP_BYTES:
                     break
-                partition.log.roll()
+                partition.local_log.roll()
                 move.catch_up_rounds += 1
                 await asyncio.to_thread(copy_changed, move.src, move.future_path, move.stopped)
             partition = self._partition(key, move)
             if partition is None:
                 return
             # From here to the reopen nothing awaits: no request sees the log closed.
-            partition.log.close()
+            partition.local_log.close()
             try:
                 sync_files(move.src, move.future_path)
                 os.rename(move.src, move.delete_path)
@@ -257,9 +262,9 @@ class LogDirMover:
             except BaseException:
                 if not os.path.exists(move.src) and not os.path.exists(move.target):
                     os.rename(move.delete_path, move.src)
-                self.broker.reopen_partition(topic, index, move.src_dir if os.path.exists(move.src) else move.dest_dir)
+                self._reopen(topic, index, move.src_dir if os.path.exists(move.src) else move.dest_dir)
                 raise
-            self.broker.reopen_partition(topic, index, move.dest_dir)
+            self._reopen(topic, index, move.dest_dir)
             log.info("moved %s-%d from %s to %s", topic, index, move.src_dir, move.dest_dir)
             await asyncio.to_thread(shutil.rmtree, move.delete_path, True)
         except Exception:
@@ -271,12 +276,12 @@ class LogDirMover:
                 shutil.rmtree(move.future_path, ignore_errors=True)
 
     def _partition(self, key: tuple[str, int], move: Move, check_dir: bool = True):
-        """The partition being moved, or None if the move was stopped or its topic was
+        """The log being moved, or None if the move was stopped or its topic was
         deleted meanwhile."""
-        partition = self.broker.partitions.get(key)
+        partition = self._get_log(*key)
         if partition is None or move.stopped.is_set():
             return None
-        if check_dir and self.broker.log_manager.dir_of(*key) != move.src_dir:
+        if check_dir and self.log_manager.dir_of(*key) != move.src_dir:
             return None
         return partition
 

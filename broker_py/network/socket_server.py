@@ -38,6 +38,7 @@ import os
 import socket
 import ssl
 from collections.abc import Callable
+from typing import Any
 
 import logstore
 
@@ -71,7 +72,7 @@ class ConnectionClosed(Exception):
 
 
 class ClientConnection(asyncio.Protocol):
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: SocketServer) -> None:
         self.server = server
         # A SASL listener's connection authenticates first (broker_py/security/sasl/sasl_authenticator.py),
         # with requests no larger than Kafka's sasl.server.max.receive.size until then.
@@ -255,6 +256,15 @@ class ClientConnection(asyncio.Protocol):
             return handler(event, self)
         except Exception:
             log.exception("%s v%d from %s failed", event.api_key.api_name, event.api_version, self.peer)
+            return self._error_response(event)
+
+    def _error_response(self, event: Request | ProduceFrame):
+        """The answer to a request whose handler raised (UNKNOWN_SERVER_ERROR; None:
+        nothing is sent); the connection stays open unless even that fails."""
+        try:
+            return self.server.on_error(event)
+        except Exception:
+            log.exception("answering the failed %s from %s failed too", event.api_key.api_name, self.peer)
             raise ConnectionClosed("handler failed") from None
 
     def _start(self, coro) -> None:
@@ -278,7 +288,7 @@ class ClientConnection(asyncio.Protocol):
             response = await pending
         except Exception:
             log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
-            raise ConnectionClosed("handler failed") from None
+            response = self._error_response(event)
         if times is not None:
             times.remote_done = times.send_started = now()
         if response is not None:
@@ -428,7 +438,7 @@ class ClientConnection(asyncio.Protocol):
             self.transport.abort()
 
 
-class KafkaServer:
+class SocketServer:
     """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
 
     def __init__(
@@ -442,8 +452,11 @@ class KafkaServer:
         new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         principal_mapper: SslPrincipalMapper | None = None,
+        on_error: Callable[[Request | ProduceFrame], Any] | None = None,
     ) -> None:
         self.name = name
+        # The answer to a request whose handler raised (None: send nothing).
+        self.on_error = on_error or (lambda event: None)
         self.new_authenticator = new_authenticator
         self.ssl_context = ssl_context
         self.principal_mapper = principal_mapper or SslPrincipalMapper("DEFAULT")

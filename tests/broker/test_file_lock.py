@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from broker_py.server.kafka_server import Broker
+from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.log.file_lock import LOCK_FILE, FileLock, LogDirInUseError, lock_log_dirs
 
@@ -72,14 +72,14 @@ def test_a_refused_dir_releases_the_dirs_locked_before_it(tmp_path):
 
 def test_a_second_broker_on_the_same_dirs_stops_before_touching_them(tmp_path):
     dirs = f"{tmp_path / 'a'},{tmp_path / 'b'}"
-    broker = Broker(BrokerConfig({"log.dirs": dirs}))
-    broker.create_topic("t", 2)
+    broker = KafkaServer(BrokerConfig({"log.dirs": dirs}))
+    broker.apis.admin_manager.create_topic("t", 2)
     before = {p: os.stat(p).st_mtime_ns for p in _files(tmp_path)}
     with pytest.raises(LogDirInUseError):
-        Broker(BrokerConfig({"log.dirs": dirs, "broker.id": "7"}))
+        KafkaServer(BrokerConfig({"log.dirs": dirs, "broker.id": "7"}))
     assert {p: os.stat(p).st_mtime_ns for p in _files(tmp_path)} == before
     broker.log_manager.shutdown()
-    again = Broker(BrokerConfig({"log.dirs": dirs}))  # the lock went with the shutdown
+    again = KafkaServer(BrokerConfig({"log.dirs": dirs}))  # the lock went with the shutdown
     assert again.cluster_id == broker.cluster_id
     again.log_manager.shutdown()
 
@@ -88,10 +88,10 @@ def test_a_broker_that_fails_to_load_releases_its_dirs(tmp_path):
     from broker_py.config.kafka_config import ConfigError
 
     d = str(tmp_path)
-    Broker(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
+    KafkaServer(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
     with pytest.raises(ConfigError):
-        Broker(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
-    Broker(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
+        KafkaServer(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
+    KafkaServer(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
 
 
 def _files(root) -> list[str]:

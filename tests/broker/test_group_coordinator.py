@@ -3,19 +3,26 @@
 Every request body is encoded and decoded at its version before it reaches the
 handler, and every response is encoded and decoded back, so only fields that exist
 at that version count. The broker underneath is real (real ``logstore.Log``s under
-``tmp_path``) but never binds a socket. Timeouts are a few hundred milliseconds.
+``tmp_path``) but never binds a socket.
+
+The coordinator runs on a :class:`~broker_py.utils.time.MockTime`: its timers
+(initial delay, rebalance timeout, pending sync, session and pending-member expiry,
+offset expiration) fire only when a test moves the clock with ``Cluster.advance``,
+and nothing waits in real time for a timer. ``Cluster.settle`` only yields to the
+loop so that requests under way reach the point where they wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import types
 
 import logstore
 import pytest
 
-from broker_py.server.kafka_server import Broker
+from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from logstore.protocol.error_codes import ErrorCode
 from broker_py.coordinator.group.group_coordinator import GroupCoordinator
@@ -30,6 +37,7 @@ from broker_py.coordinator.group.group_metadata_records import (
 )
 from broker_py.server.handlers import call
 from broker_py.server.handlers.groups import HANDLERS
+from broker_py.utils.time import MockTime
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.frame import Request
 from logstore.protocol.headers import RequestHeader
@@ -53,9 +61,12 @@ from logstore.protocol.messages.offset_commit import (
 E = ErrorCode
 PARTITIONS = 5  # of __consumer_offsets, to keep the tests light
 CONNECTION = types.SimpleNamespace(peer="10.1.2.3:54321")
+# Loop turns that let every request under way run until it waits: a reply travels
+# through a few futures and tasks (handler, gather) before the caller has it.
+SETTLE_TURNS = 20
 
 
-def make_broker(data_dir, **overrides) -> Broker:
+def make_broker(data_dir, **overrides) -> KafkaServer:
     props = {
         "log.dirs": str(data_dir),
         "listeners": "PLAINTEXT://127.0.0.1:19092",
@@ -64,26 +75,58 @@ def make_broker(data_dir, **overrides) -> Broker:
         "offsets.topic.num.partitions": str(PARTITIONS),
         **{k.replace("_", "."): str(v) for k, v in overrides.items()},
     }
-    broker = Broker(BrokerConfig(props))
-    # What Broker.start() does before it starts the coordinator (minus the sockets).
-    for topic in list(broker.metadata.topics.values()):
-        for p in range(topic.partitions):
-            broker._open_partition(topic, p)
+    broker = KafkaServer(BrokerConfig(props))
+    # What KafkaServer.start() does before it starts the coordinators (minus the sockets).
+    broker.startup_logs()
     return broker
+
+
+def mock_time() -> MockTime:
+    """A clock that starts at the real wall-clock time (the handlers stamp commits with
+    the real clock) and moves only when a test advances it."""
+    return MockTime(wall_ms=int(time.time() * 1000))
 
 
 class Cluster:
     """One broker with its coordinator; ``call`` sends a request through a handler."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: KafkaServer) -> None:
         self.broker = broker
-        self.coordinator = broker.group_coordinator
+        self.apis = broker.apis
+        self.coordinator = broker.apis.group_coordinator
+        self.time: MockTime = self.coordinator.time
+
+    # ---- time ----
+
+    async def settle(self) -> None:
+        """Yields to the loop until every request under way waits (for a reply or a
+        timer); the clock does not move."""
+        for _ in range(SETTLE_TURNS):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float = 0.0) -> None:
+        """Lets the requests under way reach their wait, moves the clock ``seconds`` on,
+        running the timers due by then (0: only those already due, as the loop runs
+        them), and lets their effects reach the requests."""
+        await self.settle()
+        self.time.advance(seconds)
+        await self.settle()
+
+    async def completed(self, awaitable, after: float = 0.0):
+        """Awaits ``awaitable`` once the clock has moved ``after`` seconds on while it
+        waited (for a rebalance's initial delay, say; 0 for one of 0 ms)."""
+        task = asyncio.ensure_future(awaitable)
+        await self.advance(after)
+        return await task
+
+    def initial_delay_s(self) -> float:
+        return self.apis.config["group.initial.rebalance.delay.ms"] / 1000
 
     async def call(self, api_key: ApiKey, version: int, body, client_id: str = "consumer-1"):
         wire = body.encode(version)
         decoded = type(body).decode(wire, version)
         header = RequestHeader(api_key=int(api_key), api_version=version, correlation_id=1, client_id=client_id)
-        response = await call(HANDLERS[api_key], self.broker, Request(header=header, body=decoded, size=len(wire)), CONNECTION)
+        response = await call(HANDLERS[api_key], self.apis, Request(header=header, body=decoded, size=len(wire)), CONNECTION)
         return type(response).decode(response.encode(version), version)
 
     # ---- group calls ----
@@ -210,7 +253,7 @@ class Cluster:
 
     def offsets_log_records(self, group="g"):
         """(key, value) of every record in the group's __consumer_offsets partition."""
-        log = self.broker.partition(OFFSETS_TOPIC, partition_for(group, PARTITIONS)).log
+        log = self.apis.replica_manager.get_partition(OFFSETS_TOPIC, partition_for(group, PARTITIONS)).log.local_log
         data = log.read(log.log_start_offset, 1 << 20) if log.log_end_offset > log.log_start_offset else b""
         return [(r.key, r.value) for b in logstore.decode_batches(data) for r in b.records]
 
@@ -218,8 +261,8 @@ class Cluster:
 @contextlib.asynccontextmanager
 async def cluster(data_dir, **overrides):
     broker = make_broker(data_dir, **overrides)
-    coordinator = GroupCoordinator(broker)
-    broker.group_coordinator = coordinator
+    coordinator = GroupCoordinator(broker.apis, time=mock_time())
+    broker.apis.group_coordinator = coordinator
     await coordinator.start()
     try:
         yield Cluster(broker)
@@ -233,8 +276,15 @@ def run(coro):
 
 
 async def stable_group(c: Cluster, n: int, group="g", **join_kwargs):
-    """n members joined and synced; returns (generation, leader id, [member ids])."""
-    joins = await asyncio.gather(*(c.join_new(group, client_id=f"consumer-{i}", **join_kwargs) for i in range(n)))
+    """n members joined and synced; returns (generation, leader id, [member ids]).
+
+    The clock moves by twice the initial rebalance delay (members that joined during
+    the first delay make the group wait once more) and 10 ms: timers are due at float
+    deadlines, and the margin keeps every advance off them."""
+    joins = await c.completed(
+        asyncio.gather(*(c.join_new(group, client_id=f"consumer-{i}", **join_kwargs) for i in range(n))),
+        after=2 * c.initial_delay_s() + 0.01,
+    )
     assert {j.error_code for j in joins} == {0}
     generation = joins[0].generation_id
     leader = joins[0].leader
@@ -248,7 +298,7 @@ async def stable_group(c: Cluster, n: int, group="g", **join_kwargs):
 
 
 def make_topic(c: Cluster, name="orders", partitions=3):
-    c.broker.ensure_topic(name, partitions, {})
+    c.apis.admin_manager.ensure_topic(name, partitions, {})
 
 
 # ---- membership ----
@@ -259,9 +309,15 @@ def test_three_members_one_leader_and_everyone_gets_its_assignment(tmp_path):
         # The initial delay lets all three join the first generation together.
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=150) as c:
             metadata = {f"consumer-{i}": f"subscription-{i}".encode() for i in range(3)}
-            joins = await asyncio.gather(
-                *(c.join_new(client_id=cid, protocols=[("range", md)]) for cid, md in metadata.items())
-            )
+            joining = asyncio.gather(*(c.join_new(client_id=cid, protocols=[("range", md)]) for cid, md in metadata.items()))
+            await c.advance(0.1)
+            assert not joining.done()
+            # 150 ms: members joined during the delay, so the group waits 150 ms more.
+            await c.advance(0.1)
+            assert not joining.done()
+            await c.advance(0.11)
+            assert joining.done()
+            joins = await joining
             assert [j.error_code for j in joins] == [0, 0, 0]
             assert {j.generation_id for j in joins} == {1}
             assert {j.protocol_name for j in joins} == {"range"}
@@ -281,7 +337,7 @@ def test_three_members_one_leader_and_everyone_gets_its_assignment(tmp_path):
             # Followers sync first and wait for the leader's assignments.
             followers = [m for m in member_ids if m != leader]
             waiting = [asyncio.ensure_future(c.sync(m, 1)) for m in followers]
-            await asyncio.sleep(0.05)
+            await c.advance(0.05)
             assert not any(w.done() for w in waiting)
             assert (await c.describe()).group_state == "CompletingRebalance"
             assignments = {m: f"partitions-for-{m}".encode() for m in member_ids}
@@ -323,7 +379,7 @@ def test_members_joining_a_stable_group_rebalance_it(tmp_path):
             generation, leader, _ = await stable_group(c, 1)
             assert generation == 1
             joining = [asyncio.ensure_future(c.join_new(client_id=f"new-{i}")) for i in range(2)]
-            await asyncio.sleep(0.05)
+            await c.advance(0.05)
             assert await c.heartbeat(leader, 1) == E.REBALANCE_IN_PROGRESS
             rejoin = await c.join(member_id=leader)
             others = await asyncio.gather(*joining)
@@ -341,7 +397,8 @@ def test_member_id_required_flow(tmp_path):
             assert first.error_code == E.MEMBER_ID_REQUIRED
             assert first.member_id.startswith("rdkafka-") and len(first.member_id) > len("rdkafka-") + 30
             assert first.generation_id == -1
-            second = await c.join(member_id=first.member_id, version=4, client_id="rdkafka")
+            # No initial delay: the rebalance completes when the clock runs its due timers.
+            second = await c.completed(c.join(member_id=first.member_id, version=4, client_id="rdkafka"))
             assert (second.error_code, second.member_id, second.generation_id, second.leader) == (
                 0,
                 first.member_id,
@@ -349,7 +406,7 @@ def test_member_id_required_flow(tmp_path):
                 first.member_id,
             )
             # Before v4 a new member gets its id at once.
-            direct = await c.join("g2", version=3, client_id="old-client")
+            direct = await c.completed(c.join("g2", version=3, client_id="old-client"))
             assert direct.error_code == 0 and direct.member_id.startswith("old-client-")
             # A member id that was never handed out is unknown.
             bogus = await c.join(member_id="nobody", version=4)
@@ -366,7 +423,9 @@ def test_pending_member_that_never_rejoins_expires(tmp_path):
             pending = await c.join(session=150)
             assert pending.error_code == E.MEMBER_ID_REQUIRED
             assert pending.member_id in c.coordinator.groups["g"].pending_members
-            await asyncio.sleep(0.3)
+            await c.advance(0.14)
+            assert pending.member_id in c.coordinator.groups["g"].pending_members
+            await c.advance(0.16)  # past its 150 ms session timeout
             assert pending.member_id not in c.coordinator.groups["g"].pending_members
             assert (await c.join(member_id=pending.member_id)).error_code == E.UNKNOWN_MEMBER_ID
 
@@ -413,9 +472,13 @@ def test_session_expiry_removes_the_member(tmp_path):
             # The leader keeps heartbeating; the follower goes silent.
             errors = []
             for _ in range(8):
-                await asyncio.sleep(0.05)
+                await c.advance(0.05)
                 errors.append(await c.heartbeat(leader, generation))
             assert errors[0] == E.NONE and errors[-1] == E.REBALANCE_IN_PROGRESS
+            # The follower's 200 ms session runs out at the 4th step (50 ms each): the
+            # heartbeats before it see the group Stable, those after it the rebalance.
+            assert errors[:3] == [E.NONE] * 3 and errors[4:] == [E.REBALANCE_IN_PROGRESS] * 4
+            assert follower not in c.coordinator.groups["g"].members
             rejoin = await c.join(member_id=leader, session=200)
             assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (generation + 1, [leader])
             assert await c.heartbeat(follower, generation) == E.UNKNOWN_MEMBER_ID
@@ -428,9 +491,13 @@ def test_members_that_do_not_rejoin_are_dropped_after_the_rebalance_timeout(tmp_
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
             generation, leader, _members = await stable_group(c, 3, rebalance=300)
             # The leader rejoining starts a rebalance; nobody else comes back.
-            started = asyncio.get_running_loop().time()
-            rejoin = await c.join(member_id=leader, rebalance=300)
-            assert 0.25 <= asyncio.get_running_loop().time() - started < 2
+            started = c.time.monotonic()
+            rejoining = asyncio.ensure_future(c.join(member_id=leader, rebalance=300))
+            await c.advance(0.29)
+            assert not rejoining.done()
+            await c.advance(0.02)  # past the 300 ms rebalance timeout
+            rejoin = await rejoining
+            assert 0.25 <= c.time.monotonic() - started < 2
             assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (generation + 1, [leader])
             assert len(c.coordinator.groups["g"].members) == 1
 
@@ -440,12 +507,16 @@ def test_members_that_do_not_rejoin_are_dropped_after_the_rebalance_timeout(tmp_
 def test_follower_that_never_syncs_is_removed(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
-            joins = await asyncio.gather(c.join_new(rebalance=250), c.join_new(rebalance=250, client_id="c2"))
+            joins = await c.completed(
+                asyncio.gather(c.join_new(rebalance=250), c.join_new(rebalance=250, client_id="c2")), after=0.11
+            )
             leader = joins[0].leader
             follower = next(j.member_id for j in joins if j.member_id != leader)
             await c.sync(leader, 1, {leader: b"a", follower: b"b"})
             assert (await c.describe()).group_state == "Stable"
-            await asyncio.sleep(0.4)  # the follower never sent SyncGroup
+            await c.advance(0.2)
+            assert follower in c.coordinator.groups["g"].members
+            await c.advance(0.2)  # the follower never sent SyncGroup within the 250 ms
             assert follower not in c.coordinator.groups["g"].members
             assert await c.heartbeat(leader, 1) == E.REBALANCE_IN_PROGRESS
 
@@ -463,7 +534,7 @@ def test_rejoin_without_changes_keeps_the_generation(tmp_path):
             assert (await c.sync(follower, generation)).assignment == f"assignment-of-{follower}".encode()
             # Changed metadata does rebalance.
             changed = asyncio.ensure_future(c.join(member_id=follower, protocols=[("range", b"new-subscription")]))
-            await asyncio.sleep(0.05)
+            await c.advance(0.05)
             assert (await c.describe()).group_state == "PreparingRebalance"
             lead = await c.join(member_id=leader)
             assert (await changed).generation_id == lead.generation_id == generation + 1
@@ -475,10 +546,13 @@ def test_rejoin_without_changes_keeps_the_generation(tmp_path):
 def test_protocol_selection_by_vote(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=100) as c:
-            joins = await asyncio.gather(
-                c.join_new(protocols=[("roundrobin", b"1"), ("range", b"1")]),
-                c.join_new(protocols=[("range", b"2"), ("roundrobin", b"2"), ("sticky", b"2")], client_id="c2"),
-                c.join_new(protocols=[("range", b"3"), ("roundrobin", b"3")], client_id="c3"),
+            joins = await c.completed(
+                asyncio.gather(
+                    c.join_new(protocols=[("roundrobin", b"1"), ("range", b"1")]),
+                    c.join_new(protocols=[("range", b"2"), ("roundrobin", b"2"), ("sticky", b"2")], client_id="c2"),
+                    c.join_new(protocols=[("range", b"3"), ("roundrobin", b"3")], client_id="c3"),
+                ),
+                after=0.21,
             )
             assert {j.protocol_name for j in joins} == {"range"}
             # A member that shares no protocol with the group cannot join it.
@@ -519,7 +593,7 @@ def test_error_codes(tmp_path):
 
             # PreparingRebalance: heartbeats and syncs say so; commits still work.
             rejoin = asyncio.ensure_future(c.join(member_id=leader))
-            await asyncio.sleep(0.02)
+            await c.advance(0.02)
             assert await c.heartbeat(follower, generation) == E.REBALANCE_IN_PROGRESS
             assert (await c.sync(follower, generation)).error_code == E.REBALANCE_IN_PROGRESS
             assert (await c.commit({tp: (6, "")}, generation=generation, member_id=follower))[tp] == E.NONE
@@ -531,7 +605,7 @@ def test_error_codes(tmp_path):
             assert await c.heartbeat(follower, generation + 1) == E.NONE
             # A follower waiting in SyncGroup is told to rejoin when a rebalance starts.
             waiting = asyncio.ensure_future(c.sync(follower, generation + 1))
-            await asyncio.sleep(0.02)
+            await c.advance(0.02)
             changed = asyncio.ensure_future(c.join(member_id=leader, protocols=[("range", b"changed")]))
             assert (await waiting).error_code == E.REBALANCE_IN_PROGRESS
             await c.join(member_id=follower)
@@ -553,7 +627,7 @@ def test_group_max_size(tmp_path):
 def test_static_member_rejoin_keeps_its_assignment(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
-            a, b = await asyncio.gather(c.join(instance="i-a"), c.join(instance="i-b", client_id="c2"))
+            a, b = await c.completed(asyncio.gather(c.join(instance="i-a"), c.join(instance="i-b", client_id="c2")), after=0.11)
             assert {a.error_code, b.error_code} == {0}  # static members need no MEMBER_ID_REQUIRED
             leader = a.leader
             assignments = {a.member_id: b"A", b.member_id: b"B"}
@@ -582,11 +656,11 @@ def test_static_member_rejoin_keeps_its_assignment(tmp_path):
 def test_stop_answers_waiting_joins(tmp_path):
     async def main():
         broker = make_broker(tmp_path, group_initial_rebalance_delay_ms=10_000)
-        broker.group_coordinator = coordinator = GroupCoordinator(broker)
+        broker.apis.group_coordinator = coordinator = GroupCoordinator(broker.apis, time=mock_time())
         await coordinator.start()
         c = Cluster(broker)
         joining = asyncio.ensure_future(c.join_new())
-        await asyncio.sleep(0.05)
+        await c.advance(0.05)
         assert not joining.done()
         await coordinator.stop()
         assert (await joining).error_code == E.NOT_COORDINATOR
@@ -691,10 +765,10 @@ def test_commits_are_kafka_records_in_the_groups_partition(tmp_path):
             v = decode_offset_commit_value(value)
             assert (v.offset, v.leader_epoch, v.metadata) == (77, 3, "meta")
             # The other partitions hold nothing for this group.
-            topic = c.broker.metadata.get(OFFSETS_TOPIC)
+            topic = c.apis.metadata_cache.get(OFFSETS_TOPIC)
             assert topic.configs == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
             for p in range(PARTITIONS):
-                plog = c.broker.partition(OFFSETS_TOPIC, p).log
+                plog = c.apis.replica_manager.get_partition(OFFSETS_TOPIC, p).log
                 expected = 1 if p == partition_for("billing", PARTITIONS) else 0
                 assert plog.log_end_offset == expected
 
@@ -720,7 +794,7 @@ def test_restart_reloads_offsets_and_continues_the_generation(tmp_path):
             assert (described.group_state, described.protocol_type, described.members) == ("Empty", "consumer", [])
             # The old members must rejoin; the generation goes on from the stored one.
             assert await c.heartbeat(leader, generation) == E.UNKNOWN_MEMBER_ID
-            rejoin = await c.join_new()
+            rejoin = await c.completed(c.join_new(), after=0.06)
             assert rejoin.generation_id == generation + 1
             listed = await c.call(ApiKey.LIST_GROUPS, 0, ListGroupsRequest())
             assert sorted(g.group_id for g in listed.groups) == ["g", "simple"]
@@ -737,6 +811,23 @@ def test_offsets_expire_from_empty_groups(tmp_path):
             assert manager.expire_offsets() == 0  # within offsets.retention.minutes
             far_future = manager.groups["old"].offsets[("orders", 0)].commit_timestamp + 7 * 24 * 3600 * 1000 + 1
             assert manager.expire_offsets(far_future) == 1
+            assert "old" not in c.coordinator.groups
+            assert c.offsets_log_records("old")[-1][1] is None  # tombstone
+
+    run(main())
+
+
+def test_offsets_expire_on_the_check_interval(tmp_path):
+    async def main():
+        async with cluster(tmp_path, offsets_retention_minutes=15) as c:
+            make_topic(c)
+            await c.commit({("orders", 0): (5, "")}, group="old")
+            # offsets.retention.check.interval.ms is 10 minutes: the first check is at
+            # 10 minutes, before the 15 minutes of retention are up.
+            await c.advance(599)
+            await c.advance(2)
+            assert "old" in c.coordinator.groups
+            await c.advance(610)  # the second check, at 20 minutes
             assert "old" not in c.coordinator.groups
             assert c.offsets_log_records("old")[-1][1] is None  # tombstone
 
@@ -798,11 +889,11 @@ def test_describe_list_and_delete_groups(tmp_path):
 def test_find_coordinator(tmp_path):
     async def main():
         async with cluster(tmp_path) as c:
-            assert c.broker.metadata.get(OFFSETS_TOPIC) is None  # created on first use
+            assert c.apis.metadata_cache.get(OFFSETS_TOPIC) is None  # created on first use
             for version in (0, 1, 3):
                 r = await c.call(ApiKey.FIND_COORDINATOR, version, FindCoordinatorRequest(key="g"))
                 assert (r.error_code, r.node_id, r.host, r.port) == (0, 0, "127.0.0.1", 19092)
-            topic = c.broker.metadata.get(OFFSETS_TOPIC)
+            topic = c.apis.metadata_cache.get(OFFSETS_TOPIC)
             assert topic.partitions == PARTITIONS and topic.configs["cleanup.policy"] == "compact"
             r = await c.call(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]))
             assert [(x.key, x.error_code, x.node_id, x.port) for x in r.coordinators] == [("a", 0, 0, 19092), ("b", 0, 0, 19092)]

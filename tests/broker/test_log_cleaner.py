@@ -36,7 +36,7 @@ def _partitions(tmp_path, n, calls):
         for r in range(40):
             log.append(logstore.encode_batch([(b"k%d" % k, bytes(200), [], T0) for k in range(20)]))
         log.roll()
-        out.append(SimpleNamespace(topic="t", index=i, log=RecordingLog(log, calls), raw=log))
+        out.append(SimpleNamespace(topic="t", index=i, local_log=RecordingLog(log, calls), raw=log))
     return out
 
 

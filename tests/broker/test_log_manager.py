@@ -6,7 +6,7 @@ import os
 import shutil
 
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.server.kafka_server import Broker
+from broker_py.server.kafka_server import KafkaServer
 
 
 def _count(d):
@@ -15,20 +15,20 @@ def _count(d):
 
 def test_new_partitions_go_to_the_dir_with_fewest(tmp_path):
     dirs = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "c")]
-    broker = Broker(BrokerConfig({"log.dirs": ",".join(dirs)}))
-    broker.create_topic("t", 6)
+    broker = KafkaServer(BrokerConfig({"log.dirs": ",".join(dirs)}))
+    broker.apis.admin_manager.create_topic("t", 6)
     assert [_count(d) for d in dirs] == [2, 2, 2]
-    broker.create_topic("u", 1)
-    broker.create_topic("v", 2)
+    broker.apis.admin_manager.create_topic("u", 1)
+    broker.apis.admin_manager.create_topic("v", 2)
     assert sorted(_count(d) for d in dirs) == [3, 3, 3]
     placement = {key: broker.log_manager._dir_of[key] for key in broker.log_manager.logs}
     broker.log_manager.shutdown()
 
     # A restarted broker opens each partition in the directory that holds it.
-    again = Broker(BrokerConfig({"log.dirs": ",".join(dirs)}))
-    for topic in again.metadata.topics.values():
+    again = KafkaServer(BrokerConfig({"log.dirs": ",".join(dirs)}))
+    for topic in again.apis.metadata_cache.topics.values():
         for p in range(topic.partitions):
-            again.log_manager.open_log(topic, p, again.effective_config(topic))
+            again.log_manager.open_log(topic, p, again.apis.admin_manager.effective_config(topic))
     assert {key: again.log_manager._dir_of[key] for key in again.log_manager.logs} == placement
     assert [_count(d) for d in dirs] == [3, 3, 3]
     again.log_manager.shutdown()
@@ -36,7 +36,7 @@ def test_new_partitions_go_to_the_dir_with_fewest(tmp_path):
 
 def test_meta_properties_guard_the_broker_id(tmp_path):
     d = str(tmp_path / "data")
-    Broker(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
+    KafkaServer(BrokerConfig({"log.dirs": d, "broker.id": "1"})).log_manager.shutdown()
     with open(os.path.join(d, "meta.properties")) as f:
         text = f.read()
     assert "broker.id=1" in text and "cluster.id=" in text
@@ -45,7 +45,7 @@ def test_meta_properties_guard_the_broker_id(tmp_path):
     from broker_py.config.kafka_config import ConfigError
 
     with pytest.raises(ConfigError) as e:
-        Broker(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
+        KafkaServer(BrokerConfig({"log.dirs": d, "broker.id": "2"}))
     assert e.value.key == "broker.id"
 
 
@@ -131,16 +131,16 @@ def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path
     from broker_py.log.log_dir_mover import copy_files
 
     a, b = _dirs(tmp_path)
-    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.create_topic("t", 1)
+    broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.apis.admin_manager.create_topic("t", 1)
     src = broker.log_manager.dir_of("t", 0)
     other = b if src == a else a
     broker.log_manager.shutdown()
     copy_files(os.path.join(src, "t-0"), os.path.join(other, f"t-0.{MOVE_ID}-future"))
     os.rename(os.path.join(src, "t-0"), os.path.join(src, f"t-0.{MOVE_ID}-delete"))
-    again = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    topic = again.metadata.get("t")
-    again.log_manager.open_log(topic, 0, again.effective_config(topic))
+    again = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    topic = again.apis.metadata_cache.get("t")
+    again.log_manager.open_log(topic, 0, again.apis.admin_manager.effective_config(topic))
     assert again.log_manager.dir_of("t", 0) == other
     assert [n for n in os.listdir(src) if n.startswith("t-0")] == []
     again.log_manager.shutdown()
@@ -211,11 +211,11 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
 
     a, b = _dirs(tmp_path)
     monkeypatch.setattr(log_dir_mover, "CATCH_UP_BYTES", 64 << 10)
-    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.create_topic("t", 1)
+    broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.apis.admin_manager.create_topic("t", 1)
     src_dir = broker.log_manager.dir_of("t", 0)
     dest_dir = b if src_dir == a else a
-    plog = broker.partitions[("t", 0)].log
+    plog = broker.apis.replica_manager.partitions[("t", 0)].log.local_log
     batch = logstore.encode_batch([(None, os.urandom(1000)) for _ in range(10)])
     for _ in range(20):
         plog.append(batch)
@@ -237,8 +237,8 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     monkeypatch.setattr(log_dir_mover, "sync_files", sync_measuring_tail)
 
     async def move():
-        broker.log_dir_mover.start("t", 0, dest_dir)
-        m = broker.log_dir_mover.moves[("t", 0)]
+        broker.apis.log_dir_mover.start("t", 0, dest_dir)
+        m = broker.apis.log_dir_mover.moves[("t", 0)]
         await m.task
         return m
 
@@ -246,7 +246,7 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     assert m.catch_up_rounds == 1
     assert tails == [0]  # nothing was written after the catch-up round's roll
     assert broker.log_manager.dir_of("t", 0) == dest_dir
-    moved = broker.partitions[("t", 0)].log
+    moved = broker.apis.replica_manager.partitions[("t", 0)].log.local_log
     assert moved.log_end_offset == 500
     values, offset = [], 0
     while offset < 500:
@@ -271,12 +271,12 @@ def _moving_broker(tmp_path, monkeypatch, dirs=("a", "b", "c")):
     for d in dirs:
         (tmp_path / d).mkdir()
         paths.append(str(tmp_path / d))
-    broker = Broker(BrokerConfig({"log.dirs": ",".join(paths)}))
-    broker.create_topic("t", 1)
+    broker = KafkaServer(BrokerConfig({"log.dirs": ",".join(paths)}))
+    broker.apis.admin_manager.create_topic("t", 1)
     home = broker.log_manager.dir_of("t", 0)
     batch = logstore.encode_batch([(None, b"v%d" % i) for i in range(10)])
     for _ in range(10):
-        broker.partitions[("t", 0)].log.append(batch)
+        broker.apis.replica_manager.partitions[("t", 0)].log.local_log.append(batch)
     release = threading.Event()
     real_copy = log_dir_mover.copy_files
 
@@ -298,7 +298,7 @@ def test_a_second_move_redirects_the_first(tmp_path, monkeypatch):
     broker, home, (b, c), release = _moving_broker(tmp_path, monkeypatch)
 
     async def scenario():
-        mover = broker.log_dir_mover
+        mover = broker.apis.log_dir_mover
         mover.start("t", 0, b)
         first = mover.moves[("t", 0)]
         await asyncio.sleep(0.05)
@@ -313,8 +313,8 @@ def test_a_second_move_redirects_the_first(tmp_path, monkeypatch):
     first = asyncio.run(scenario())
     assert broker.log_manager.dir_of("t", 0) == c
     assert not os.path.exists(first.future_path) and _futures([home, b, c]) == []
-    assert broker.partitions[("t", 0)].log.log_end_offset == 100
-    assert broker.log_dir_mover.moves == {}
+    assert broker.apis.replica_manager.partitions[("t", 0)].log.local_log.log_end_offset == 100
+    assert broker.apis.log_dir_mover.moves == {}
     broker.log_manager.shutdown()
 
 
@@ -324,7 +324,7 @@ def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypa
     broker, home, (b,), release = _moving_broker(tmp_path, monkeypatch, dirs=("a", "b"))
 
     async def scenario():
-        mover = broker.log_dir_mover
+        mover = broker.apis.log_dir_mover
         mover.start("t", 0, b)
         first = mover.moves[("t", 0)]
         await asyncio.sleep(0.05)
@@ -336,8 +336,8 @@ def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypa
     asyncio.run(scenario())
     assert broker.log_manager.dir_of("t", 0) == home
     assert _futures([home, b]) == []
-    assert broker.partitions[("t", 0)].log.log_end_offset == 100
-    assert broker.log_dir_mover.moves == {}
+    assert broker.apis.replica_manager.partitions[("t", 0)].log.local_log.log_end_offset == 100
+    assert broker.apis.log_dir_mover.moves == {}
     broker.log_manager.shutdown()
 
 
@@ -350,9 +350,9 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     from broker_py.controller.topic_metadata import partition_metadata_text
 
     a, b = _dirs(tmp_path)
-    broker = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.create_topic("t", 2)
-    broker.create_topic("u", 1)
+    broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    broker.apis.admin_manager.create_topic("t", 2)
+    broker.apis.admin_manager.create_topic("u", 1)
     t0 = os.path.join(broker.log_manager.dir_of("t", 0), "t-0")
     u0 = os.path.join(broker.log_manager.dir_of("u", 0), "u-0")
     broker.log_manager.shutdown()
@@ -361,11 +361,11 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     with open(os.path.join(u0, "partition.metadata"), "w") as f:
         f.write(partition_metadata_text(uuid.uuid4()))
 
-    again = Broker(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    moved = again.log_manager.set_aside_stray_logs(again.metadata.topics)
+    again = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
+    moved = again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics)
     assert sorted(os.path.basename(p).split(".")[0] for p in moved) == ["ghost-0", "t-7", "u-0"]
     assert all(p.endswith("-stray") and os.path.isdir(p) for p in moved)
     assert not any(os.path.exists(os.path.join(d, n)) for d in (a, b) for n in ("ghost-0", "t-7", "u-0"))
     assert os.path.isdir(t0)
-    assert again.log_manager.set_aside_stray_logs(again.metadata.topics) == []  # nothing left to set aside
+    assert again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics) == []  # nothing left to set aside
     again.log_manager.shutdown()

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from broker_py.server.kafka_server import Broker
+from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.server.metadata_file import MetadataFileError
 from broker_py.controller.topic_metadata import METADATA_DIR
@@ -35,13 +35,13 @@ GOOD_UUID = "0" * 31 + "1"
 )
 def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(tmp_path, name, content, reason):
     d = tmp_path / "data"
-    Broker(BrokerConfig({"log.dirs": str(d)})).log_manager.shutdown()
+    KafkaServer(BrokerConfig({"log.dirs": str(d)})).log_manager.shutdown()
     path = d / METADATA_DIR / name
     path.parent.mkdir(exist_ok=True)
     raw = content if isinstance(content, bytes) else content.encode()
     path.write_bytes(raw)
     with pytest.raises(MetadataFileError) as e:
-        Broker(BrokerConfig({"log.dirs": str(d), **AUTHORIZER}))
+        KafkaServer(BrokerConfig({"log.dirs": str(d), **AUTHORIZER}))
     assert str(e.value).startswith(f"{path}: ") and reason in str(e.value), str(e.value)
     assert path.read_bytes() == raw
     assert not os.path.exists(str(path) + ".tmp")

@@ -262,16 +262,16 @@ def test_oauthbearer_required_scope_clock_skew_and_malformed_messages():
 
 
 def test_oauthbearer_listener_needs_its_login_module(tmp_path):
-    from broker_py.server.kafka_server import Broker
+    from broker_py.security.sasl.authenticator_factory import authenticators
 
     base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"}
     with pytest.raises(ConfigError) as e:
-        Broker(BrokerConfig({**base, "log.dirs": str(tmp_path / "a")}))._authenticators("SASL_PLAINTEXT")
+        authenticators(BrokerConfig({**base, "log.dirs": str(tmp_path / "a")}), "SASL_PLAINTEXT", None)
     assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
     module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
     with pytest.raises(ConfigError) as e:
-        Broker(BrokerConfig({
+        authenticators(BrokerConfig({
             **base, "log.dirs": str(tmp_path / "b"), "sasl.jaas.config": module,
             "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
-        }))._authenticators("SASL_PLAINTEXT")  # fmt: skip
+        }), "SASL_PLAINTEXT", None)  # fmt: skip
     assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"

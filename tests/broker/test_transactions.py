@@ -12,11 +12,12 @@ import struct
 import logstore
 import pytest
 
-from broker_py.server.kafka_server import Broker
+from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
 from broker_py.cluster.partition import Partition
+from broker_py.log.unified_log import UnifiedLog
 from broker_py.log.producer_state import ProducerStateManager
 from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
@@ -159,22 +160,27 @@ def plog(tmp_path):
         log.close()
 
 
+def leader(plog) -> Partition:
+    """A partition this broker (id 0) leads alone, over ``plog``."""
+    part = Partition("t", 0, UnifiedLog("t", 0, plog), local_broker_id=0)
+    part.make_leader(0, [0], [0])
+    return part
+
+
 def append(partition: Partition, data: bytes) -> int:
-    (b,) = logstore.decode_batches(data, records=False)
-    assert partition.producer_state.check(b) is None
-    first, last = partition.log.append(data)
-    partition.producer_state.record(b, first, last)
+    """Appends as the leader would, the batch's transaction verified."""
+    first, _, _ = partition.append_records_to_leader(data, 1, 1, verify_transaction=lambda pid, epoch: ErrorCode.NONE)
     return first
 
 
 def test_ongoing_transactions_set_the_last_stable_offset(plog):
-    part = Partition("t", 0, plog)
+    part = leader(plog)
     append(part, txn_batch(1, 0, 0))  # 0-1
     append(part, txn_batch(2, 0, 0))  # 2-3
     append(part, txn_batch(1, 0, 2))  # 4-5
     assert (part.last_stable_offset, part.high_watermark) == (0, 6)
     with pytest.raises(InvalidTxnStateError):
-        part.producer_state.check(logstore.decode_batches(txn_batch(1, 0, 4, transactional=False), records=False)[0])
+        part.log.producer_state.check(logstore.decode_batches(txn_batch(1, 0, 4, transactional=False), records=False)[0])
     txn = part.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 6
     assert (txn.first_offset, txn.last_offset, txn.aborted) == (0, 6, True)
     assert part.last_stable_offset == 2
@@ -184,7 +190,7 @@ def test_ongoing_transactions_set_the_last_stable_offset(plog):
     assert part.aborted_transactions(7, 8) == []
     # Markers from an older producer epoch or coordinator epoch are fenced.
     with pytest.raises(InvalidProducerEpochError):
-        part.producer_state.check_marker(1, -1, 0)
+        part.log.producer_state.check_marker(1, -1, 0)
     part.append_marker(2, 1, commit=False, coordinator_epoch=3)
     with pytest.raises(TransactionCoordinatorFencedError):
         part.append_marker(2, 1, commit=False, coordinator_epoch=2)
@@ -193,17 +199,17 @@ def test_ongoing_transactions_set_the_last_stable_offset(plog):
 def test_ongoing_transactions_survive_a_snapshot_and_a_replay(tmp_path):
     path = str(tmp_path / "t-0")
     log = logstore.Log.open(path)
-    part = Partition("t", 0, log)
+    part = leader(log)
     append(part, txn_batch(1, 0, 0))  # 0-1, aborted below
     part.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 2
     append(part, txn_batch(1, 0, 2))  # 3-4, left open
-    part.producer_state.write_snapshot()
+    part.log.producer_state.write_snapshot()
     append(part, txn_batch(2, 5, 0))  # 5-6, open, after the snapshot
     log.close()
 
     log = logstore.Log.open(path)
-    part = Partition("t", 0, log)
-    assert part.producer_state.ongoing_transactions() == {1: 3, 2: 5}
+    part = leader(log)
+    assert part.log.producer_state.ongoing_transactions() == {1: 3, 2: 5}
     assert part.last_stable_offset == 3
     assert part.aborted_transactions(0, 10) == [AbortedTxn(1, 0, 2, 3)]
     log.close()
@@ -213,8 +219,8 @@ def test_ongoing_transactions_survive_a_snapshot_and_a_replay(tmp_path):
         if name.endswith((".snapshot", ".txnindex")):
             os.unlink(os.path.join(path, name))
     log = logstore.Log.open(path)
-    part = Partition("t", 0, log)
-    assert part.producer_state.ongoing_transactions() == {1: 3, 2: 5}
+    part = leader(log)
+    assert part.log.producer_state.ongoing_transactions() == {1: 3, 2: 5}
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in part.aborted_transactions(0, 10)] == [(1, 0, 2)]
     log.close()
 
@@ -231,7 +237,7 @@ def test_producers_with_an_open_transaction_do_not_expire(plog):
 # ---- the coordinator ----
 
 
-def make_broker(data_dir, **overrides) -> Broker:
+def make_broker(data_dir, **overrides) -> KafkaServer:
     props = {
         "log.dirs": str(data_dir),
         "listeners": "PLAINTEXT://127.0.0.1:19092",
@@ -239,110 +245,108 @@ def make_broker(data_dir, **overrides) -> Broker:
         "offsets.topic.num.partitions": "3",
         **{k.replace("_", "."): str(v) for k, v in overrides.items()},
     }
-    broker = Broker(BrokerConfig(props))
-    for topic in list(broker.metadata.topics.values()):
-        for p in range(topic.partitions):
-            broker._open_partition(topic, p)
+    broker = KafkaServer(BrokerConfig(props))
+    broker.startup_logs()
     return broker
 
 
 def with_coordinator(data_dir, fn, **overrides):
     async def run():
         broker = make_broker(data_dir, **overrides)
-        coordinator = TransactionCoordinator(broker)
-        broker.transaction_coordinator = coordinator
+        coordinator = TransactionCoordinator(broker.apis)
+        broker.apis.transaction_coordinator = coordinator
         await coordinator.start()
         try:
-            return fn(broker, coordinator)
+            return await fn(broker, coordinator)
         finally:
             await coordinator.stop()
-            for p in broker.partitions.values():
-                p.producer_state.write_snapshot()
+            for p in broker.apis.replica_manager.partitions.values():
+                p.log.producer_state.write_snapshot()
             broker.log_manager.shutdown()
 
     return asyncio.run(run())
 
 
 def test_coordinator_runs_a_transaction_and_reloads_its_state(tmp_path):
-    def first(broker, c):
-        broker.create_topic("data", 2)
-        assert c.init_producer_id("app", 0) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
-        assert c.init_producer_id("app", 10**9) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
-        error, pid, epoch = c.init_producer_id("app", 60000)
+    async def first(broker, c):
+        broker.apis.admin_manager.create_topic("data", 2)
+        assert await c.init_producer_id("app", 0) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
+        assert await c.init_producer_id("app", 10**9) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
+        error, pid, epoch = await c.init_producer_id("app", 60000)
         assert (error, epoch) == (E.NONE, 0)
-        assert c.end_txn("app", pid, epoch, True) == E.INVALID_TXN_STATE  # nothing begun
-        assert c.add_partitions("app", pid + 1, epoch, [("data", 0)]) == {("data", 0): E.INVALID_PRODUCER_ID_MAPPING}
-        assert c.add_partitions("app", pid, epoch + 1, [("data", 0)]) == {("data", 0): E.PRODUCER_FENCED}
-        assert c.add_partitions("app", pid, epoch, [("data", 0), ("nope", 0)]) == {
+        assert await c.end_txn("app", pid, epoch, True) == E.INVALID_TXN_STATE  # nothing begun
+        assert await c.add_partitions("app", pid + 1, epoch, [("data", 0)]) == {("data", 0): E.INVALID_PRODUCER_ID_MAPPING}
+        assert await c.add_partitions("app", pid, epoch + 1, [("data", 0)]) == {("data", 0): E.PRODUCER_FENCED}
+        assert await c.add_partitions("app", pid, epoch, [("data", 0), ("nope", 0)]) == {
             ("data", 0): E.OPERATION_NOT_ATTEMPTED,
             ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
         }
         assert c.verify_partition(pid, epoch, "data", 0) == E.INVALID_TXN_STATE
-        assert c.add_partitions("app", pid, epoch, [("data", 0), ("data", 1)]) == {("data", 0): E.NONE, ("data", 1): E.NONE}
+        assert await c.add_partitions("app", pid, epoch, [("data", 0), ("data", 1)]) == {("data", 0): E.NONE, ("data", 1): E.NONE}
         assert c.verify_partition(pid, epoch, "data", 1) == E.NONE
         assert c.verify_partition(pid, epoch - 1, "data", 1) == E.INVALID_PRODUCER_EPOCH
-        assert c.end_txn("app", pid, epoch, True) == E.NONE
-        assert c.end_txn("app", pid, epoch, True) == E.NONE  # a retry
-        assert c.end_txn("app", pid, epoch, False) == E.INVALID_TXN_STATE
+        assert await c.end_txn("app", pid, epoch, True) == E.NONE
+        assert await c.end_txn("app", pid, epoch, True) == E.NONE  # a retry
+        assert await c.end_txn("app", pid, epoch, False) == E.INVALID_TXN_STATE
         for p in (0, 1):
-            batches = logstore.decode_batches(broker.partition("data", p).log.read(0, 1 << 20))
+            batches = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", p).log.local_log.read(0, 1 << 20))
             assert [(b.is_control, b.control_type, b.producer_id) for b in batches] == [(True, 1, pid)]
         return pid
 
     pid = with_coordinator(tmp_path, first)
 
-    def second(broker, c):
+    async def second(broker, c):
         txn = c.transactions["app"]
         assert (txn.producer_id, txn.producer_epoch, txn.state, txn.partitions) == (pid, 0, S.COMPLETE_COMMIT, set())
-        assert c.init_producer_id("app", 60000) == (E.NONE, pid, 1)
+        assert await c.init_producer_id("app", 60000) == (E.NONE, pid, 1)
         # KIP-360: the previous instance's id and epoch are fenced, a retry is answered again.
-        assert c.init_producer_id("app", 60000, pid, 0) == (E.NONE, pid, 1)
-        assert c.init_producer_id("app", 60000, pid, 7)[0] == E.PRODUCER_FENCED
+        assert await c.init_producer_id("app", 60000, pid, 0) == (E.NONE, pid, 1)
+        assert (await c.init_producer_id("app", 60000, pid, 7))[0] == E.PRODUCER_FENCED
 
     with_coordinator(tmp_path, second)
 
 
 def test_coordinator_aborts_at_the_timeout_and_expires_ids(tmp_path):
-    def run(broker, c):
-        broker.create_topic("data", 1)
-        _, pid, epoch = c.init_producer_id("slow", 1000)
-        c.add_partitions("slow", pid, epoch, [("data", 0)])
+    async def run(broker, c):
+        broker.apis.admin_manager.create_topic("data", 1)
+        _, pid, epoch = await c.init_producer_id("slow", 1000)
+        await c.add_partitions("slow", pid, epoch, [("data", 0)])
         start = c.transactions["slow"].txn_start_timestamp
-        assert c.abort_timed_out(now=start + 500) == 0
-        assert c.abort_timed_out(now=start + 1001) == 1
+        assert await c.abort_timed_out(now=start + 500) == 0
+        assert await c.abort_timed_out(now=start + 1001) == 1
         txn = c.transactions["slow"]
         assert (txn.state, txn.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
-        assert c.end_txn("slow", pid, epoch, True) == E.PRODUCER_FENCED
-        (marker,) = logstore.decode_batches(broker.partition("data", 0).log.read(0, 1 << 20))
+        assert await c.end_txn("slow", pid, epoch, True) == E.PRODUCER_FENCED
+        (marker,) = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20))
         assert (marker.control_type, marker.producer_epoch) == (0, epoch + 1)
-        assert c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 1000) == 0
-        assert c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 10**10) == 1
+        assert await c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 1000) == 0
+        assert await c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 10**10) == 1
         assert "slow" not in c.transactions
 
     with_coordinator(tmp_path, run)
 
-    def reloaded(broker, c):
+    async def reloaded(broker, c):
         assert "slow" not in c.transactions
 
     with_coordinator(tmp_path, reloaded)
 
 
 def test_coordinator_finishes_a_prepared_transaction_on_load(tmp_path):
-    def prepare(broker, c):
-        broker.create_topic("data", 1)
-        _, pid, epoch = c.init_producer_id("crashy", 60000)
-        c.add_partitions("crashy", pid, epoch, [("data", 0)])
+    async def prepare(broker, c):
+        broker.apis.admin_manager.create_topic("data", 1)
+        _, pid, epoch = await c.init_producer_id("crashy", 60000)
+        await c.add_partitions("crashy", pid, epoch, [("data", 0)])
         prepared = c.transactions["crashy"].copy()
         prepared.state = S.PREPARE_COMMIT
-        c.state.store(prepared)  # as if the broker died before writing the markers
+        await c.state.store(prepared)  # as if the broker died before writing the markers
         return pid
 
     pid = with_coordinator(tmp_path, prepare)
 
-    def check(broker, c):
+    async def check(broker, c):
         assert c.transactions["crashy"].state == S.COMPLETE_COMMIT
-        (marker,) = logstore.decode_batches(broker.partition("data", 0).log.read(0, 1 << 20))
+        (marker,) = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20))
         assert (marker.control_type, marker.producer_id) == (1, pid)
-        assert broker.metadata.get(TRANSACTION_STATE_TOPIC).partitions == 3
+        assert broker.apis.metadata_cache.get(TRANSACTION_STATE_TOPIC).partitions == 3
 
     with_coordinator(tmp_path, check)

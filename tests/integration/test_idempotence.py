@@ -25,8 +25,8 @@ import logstore
 import pytest
 
 from logstore.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
-from broker_py.server.handlers.produce import append_records
 from broker_py.cluster.partition import Partition
+from broker_py.log.unified_log import UnifiedLog
 from broker_py.log.producer_state import ProducerStateManager
 
 from .conftest import REPO_ROOT
@@ -206,12 +206,13 @@ def test_duplicate_batch_gets_original_offsets(plog):
 
 
 def test_duplicate_through_the_produce_handler(plog):
-    """append_records (the Produce handler's core) answers a retry with the original base offset."""
-    part = Partition("idem", 0, plog)
-    assert append_records(None, part, batch(PID, 0, 0))[0] == 0
-    assert append_records(None, part, batch(PID, 0, 4))[0] == 4
-    assert append_records(None, part, batch(PID, 0, 4))[0] == 4
-    assert append_records(None, part, batch(PID, 0, 0))[0] == 0
+    """The leader's append (the Produce handler's path) answers a retry with the original base offset."""
+    part = Partition("idem", 0, UnifiedLog("idem", 0, plog), local_broker_id=0)
+    part.make_leader(0, [0], [0])
+    assert part.append_records_to_leader(batch(PID, 0, 0), 1, 1)[0] == 0
+    assert part.append_records_to_leader(batch(PID, 0, 4), 1, 1)[0] == 4
+    assert part.append_records_to_leader(batch(PID, 0, 4), 1, 1)[0] == 4
+    assert part.append_records_to_leader(batch(PID, 0, 0), 1, 1)[0] == 0
     assert plog.log_end_offset == 8
     values = [r.value for b in logstore.decode_batches(plog.read(0, 1 << 20)) for r in b.records]
     assert values == [f"v-{i}".encode() for i in range(8)]

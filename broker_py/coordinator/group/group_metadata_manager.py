@@ -17,6 +17,9 @@
   batch of its producer and kept pending in the group; the COMMIT marker makes it the
   group's offsets, the ABORT marker drops it. On load, offsets whose transaction has
   no marker yet are pending again.
+- Record timestamps, offset expiry and load times read the injected
+  :class:`~broker_py.utils.time.Time` (:func:`now_ms` is the real clock, for callers
+  outside the coordinator).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_offset_commit_value,
     partition_for,
 )
+from broker_py.replication.replica_manager import COORDINATOR
+from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,7 @@ Record = tuple[bytes, bytes | None, list, int]
 
 
 def now_ms() -> int:
+    """Wall-clock milliseconds (the real clock; the manager reads its ``time``)."""
     return int(time.time() * 1000)
 
 
@@ -78,9 +84,12 @@ def _offset_append_error(error: ErrorCode) -> ErrorCode:
 
 
 class GroupMetadataManager:
-    def __init__(self, broker) -> None:
-        self.broker = broker
-        self.config = broker.config
+    def __init__(self, apis, *, time: Time = SYSTEM_TIME) -> None:
+        self.config = apis.config
+        self._replica_manager = apis.replica_manager
+        self._metadata_cache = apis.metadata_cache
+        self._admin_manager = apis.admin_manager
+        self.time = time
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
@@ -103,46 +112,45 @@ class GroupMetadataManager:
     # ---- the offsets topic ----
 
     def ensure_offsets_topic(self):
-        return self.broker.ensure_topic(
+        return self._admin_manager.ensure_topic(
             OFFSETS_TOPIC,
             self.config["offsets.topic.num.partitions"],
             {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
         )
 
     def num_partitions(self) -> int:
-        topic = self.broker.metadata.get(OFFSETS_TOPIC)
+        topic = self._metadata_cache.get(OFFSETS_TOPIC)
         return topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions())
 
-    def _append(self, group_id: str, records: list[Record], producer: tuple[int, int] | None = None) -> ErrorCode:
-        """Appends one batch to the group's partition; the raw storage error, if any.
-        ``producer`` (id, epoch) makes it a transactional batch of that producer."""
+    def _append(
+        self, group_id: str, records: list[Record], callback: Callable[[ErrorCode], None], producer: tuple[int, int] | None = None
+    ) -> None:
+        """Appends one batch to the group's partition through the replica manager with
+        acks=-1 (``offsets.commit.timeout.ms``), then calls ``callback`` with the append's
+        error (NONE once committed). ``producer`` (id, epoch) makes it a transactional
+        batch of that producer."""
         try:
             topic = self.ensure_offsets_topic()
-            partition = self.broker.partition(OFFSETS_TOPIC, partition_for(group_id, topic.partitions))
-            if producer is None:
-                data = logstore.encode_batch(records)
-            else:
-                data = logstore.encode_batch(records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
-            first, last = partition.log.append(data, leader_epoch=partition.leader_epoch)
-            if producer is not None:
-                for batch in logstore.decode_batches(data, records=False):
-                    partition.producer_state.record(batch, first, last)
         except KafkaError as e:
             log.warning("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
-            return e.errno
-        except logstore.RecordTooLargeError as e:
-            log.warning("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
-            return ErrorCode.MESSAGE_TOO_LARGE
-        except logstore.CorruptRecordError as e:
-            log.error("append to %s for group %s failed: %s", OFFSETS_TOPIC, group_id, e)
-            return ErrorCode.CORRUPT_MESSAGE
-        except logstore.LogStoreError as e:
-            return partition.storage_error(e).errno  # logged there, at most every few seconds
-        partition.notify_append()
-        return ErrorCode.NONE
+            callback(e.errno)
+            return
+        if producer is None:
+            data = logstore.encode_batch(records)
+        else:
+            data = logstore.encode_batch(records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
+
+        def appended(results) -> None:
+            _, code, _, _, _, message, _ = results[0][1][0]
+            if code != ErrorCode.NONE:
+                log.warning("append to %s for group %s failed (%s): %s", OFFSETS_TOPIC, group_id, ErrorCode(code).name, message)
+            callback(ErrorCode(code))
+
+        entries = [(OFFSETS_TOPIC, [(partition_for(group_id, topic.partitions), data, producer is not None)])]
+        self._replica_manager.append_records(self.config["offsets.commit.timeout.ms"], -1, entries, appended, COORDINATOR)
 
     # ---- writes ----
 
@@ -174,35 +182,48 @@ class GroupMetadataManager:
         )
         return encode_group_metadata_value(value)
 
-    def store_group(self, group: Group, assignment: dict[str, bytes]) -> ErrorCode:
-        """Writes the group's metadata with ``assignment``; the client-facing error."""
-        record = (encode_group_metadata_key(group.group_id), self.group_metadata_value(group, assignment), [], now_ms())
-        error = self._append(group.group_id, [record])
-        return _group_append_error(error) if error else ErrorCode.NONE
+    def store_group(self, group: Group, assignment: dict[str, bytes], callback: Callable[[ErrorCode], None]) -> None:
+        """Writes the group's metadata with ``assignment``, then calls ``callback`` with
+        the client-facing error."""
+        record = (
+            encode_group_metadata_key(group.group_id), self.group_metadata_value(group, assignment), [], self.time.milliseconds()
+        )
+        self._append(group.group_id, [record], lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE))
 
-    def store_offsets(self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
-        """Writes offset commits; those whose metadata is too long are refused alone."""
-        errors, accepted = self._write_offsets(group, offsets)
-        if accepted and not group.is_(GroupState.DEAD):
-            group.offsets.update(accepted)
-        return errors
+    def store_offsets(
+        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], callback: Callable[[dict], None]
+    ) -> None:
+        """Writes offset commits, then calls ``callback`` with each one's error; those
+        whose metadata is too long are refused alone. The group takes the offsets once
+        they are written."""
+
+        def written(errors, accepted) -> None:
+            if accepted and not group.is_(GroupState.DEAD):
+                group.offsets.update(accepted)
+            callback(errors)
+
+        self._write_offsets(group, offsets, written)
 
     def store_txn_offsets(
-        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata]
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """Writes offset commits in the producer's transaction; they stay pending
-        until its marker."""
-        errors, accepted = self._write_offsets(group, offsets, (producer_id, producer_epoch))
-        if accepted:
-            group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
-            self._txn_groups.setdefault(producer_id, set()).add(group.group_id)
-        return errors
+        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata],
+        callback: Callable[[dict], None],
+    ) -> None:  # fmt: skip
+        """Writes offset commits in the producer's transaction, then calls ``callback``
+        with each one's error; they stay pending until its marker."""
+
+        def written(errors, accepted) -> None:
+            if accepted:
+                group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+                self._txn_groups.setdefault(producer_id, set()).add(group.group_id)
+            callback(errors)
+
+        self._write_offsets(group, offsets, written, (producer_id, producer_epoch))
 
     def _write_offsets(
-        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], producer: tuple[int, int] | None = None
-    ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
+        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], callback, producer: tuple[int, int] | None = None
+    ) -> None:
         """Appends the offsets whose metadata fits ``offset.metadata.max.bytes`` as one
-        batch: (the error of every offset, the offsets written)."""
+        batch, then calls ``callback(the error of every offset, the offsets written)``."""
         max_metadata = self.config["offset.metadata.max.bytes"]
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -212,8 +233,9 @@ class GroupMetadataManager:
             else:
                 accepted[tp] = o
         if not accepted:
-            return errors, {}
-        timestamp = now_ms()
+            callback(errors, {})
+            return
+        timestamp = self.time.milliseconds()
         records = [
             (
                 encode_offset_commit_key(group.group_id, topic, partition),
@@ -223,12 +245,15 @@ class GroupMetadataManager:
             )
             for (topic, partition), o in accepted.items()
         ]
-        error = self._append(group.group_id, records, producer)
-        if error:
-            error = _offset_append_error(error)
-        for tp in accepted:
-            errors[tp] = error
-        return errors, {} if error else accepted
+
+        def appended(error: ErrorCode) -> None:
+            if error:
+                error = _offset_append_error(error)
+            for tp in accepted:
+                errors[tp] = error
+            callback(errors, {} if error else accepted)
+
+        self._append(group.group_id, records, appended, producer)
 
     def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
         """Applies (COMMIT) or drops (ABORT) the producer's pending offsets of the groups
@@ -254,7 +279,7 @@ class GroupMetadataManager:
         tombstones; an Empty group left without offsets becomes Dead and is removed
         (with a group tombstone unless it only ever stored offsets)."""
         removed_total = 0
-        timestamp = now_ms()
+        timestamp = self.time.milliseconds()
         for group in groups:
             removed = selector(group)
             for tp in removed:
@@ -269,14 +294,17 @@ class GroupMetadataManager:
                 if group.generation_id > 0:
                     records.append((encode_group_metadata_key(group.group_id), None, [], timestamp))
             if records:
-                error = self._append(group.group_id, records)
-                if error:
-                    log.warning("tombstones for group %s were not written: %s", group.group_id, error.name)
+
+                def written(error: ErrorCode, group_id: str = group.group_id) -> None:
+                    if error:
+                        log.warning("tombstones for group %s were not written: %s", group_id, error.name)
+
+                self._append(group.group_id, records, written)
             removed_total += len(removed)
         return removed_total
 
     def expire_offsets(self, now: int | None = None) -> int:
-        now = now_ms() if now is None else now
+        now = self.time.milliseconds() if now is None else now
         retention_ms = self.config["offsets.retention.minutes"] * 60_000
         removed = self.cleanup_group_metadata(self.current_groups(), lambda g: g.expired_offsets(now, retention_ms))
         if removed:
@@ -287,25 +315,24 @@ class GroupMetadataManager:
 
     async def load(self) -> None:
         """Reads every ``__consumer_offsets`` partition from log start to log end."""
-        topic = self.broker.metadata.get(OFFSETS_TOPIC)
+        topic = self._metadata_cache.get(OFFSETS_TOPIC)
         if topic is None:
             return
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
         for p in range(topic.partitions):
-            try:
-                partition = self.broker.partition(OFFSETS_TOPIC, p)
-            except KafkaError:
+            partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
+            if partition is None:
                 log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
                 continue
-            records, open_txns = await asyncio.to_thread(_read_partition, partition.log)
+            records, open_txns = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
             for key, value in records:
                 _apply_record(key, value, offsets, metadata)
             for producer_id, txn_records in open_txns.items():
                 for key, value in txn_records:
                     _apply_record(key, value, pending.setdefault(producer_id, {}), {})
-        loaded_at = now_ms()
+        loaded_at = self.time.milliseconds()
         for group_id, value in metadata.items():
             group = Group(group_id, loaded_at)
             group.generation_id = value.generation
@@ -328,32 +355,6 @@ class GroupMetadataManager:
                 group.pending_txn_offsets.setdefault(producer_id, {})[(topic_name, partition_index)] = o
                 self._txn_groups.setdefault(producer_id, set()).add(group_id)
         log.info("loaded %d groups and %d offsets from %s", len(self.groups), len(offsets), OFFSETS_TOPIC)
-
-
-def _read_partition(plog: logstore.Log) -> tuple[list[tuple[bytes, bytes | None]], dict[int, list[tuple[bytes, bytes | None]]]]:
-    """(key, value) of every committed record of one partition, in offset order (a
-    transaction's records at its COMMIT marker), and those of each producer's
-    transaction that has no marker yet."""
-    out: list[tuple[bytes, bytes | None]] = []
-    pending_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
-    offset, end = plog.log_start_offset, plog.log_end_offset
-    while offset < end:
-        data = plog.read(offset, LOAD_BUFFER_BYTES, max_offset=end)
-        batches = logstore.decode_batches(data)
-        if not batches:
-            break
-        for batch in batches:
-            if batch.is_control:
-                txn = pending_txn.pop(batch.producer_id, [])
-                if batch.control_type == 1:
-                    out.extend(txn)
-                continue
-            target = pending_txn.setdefault(batch.producer_id, []) if batch.is_transactional else out
-            for record in batch.records:
-                if record.offset >= offset and record.key is not None:
-                    target.append((record.key, record.value))
-        offset = max(offset, batches[-1].last_offset + 1)
-    return out, pending_txn
 
 
 def _apply_record(

@@ -35,7 +35,8 @@ from broker_py.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
 )
-from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC, TransactionStateManager, now_ms
+from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC, TransactionStateManager
+from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +51,11 @@ PREPARE_EPOCH_FENCE = TransactionState.PREPARE_EPOCH_FENCE
 
 
 class TransactionCoordinator:
-    def __init__(self, broker) -> None:
-        self.broker = broker
-        self.config = broker.config
-        self.state = TransactionStateManager(broker)
+    def __init__(self, apis, time: Time = SYSTEM_TIME) -> None:
+        self.apis = apis
+        self.config = apis.config
+        self.time = time
+        self.state = TransactionStateManager(apis, time)
         # producer id -> transactional id, for checking transactional produce requests
         self._by_producer_id: dict[int, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -67,7 +69,7 @@ class TransactionCoordinator:
             self._by_producer_id[txn.producer_id] = txn.transactional_id
             if txn.state.is_prepare:
                 try:
-                    self._finish(txn, commit=txn.state == PREPARE_COMMIT)
+                    await self._finish(txn, commit=txn.state == PREPARE_COMMIT)
                 except KafkaError as e:
                     log.error("transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e)
         self._tasks.append(asyncio.create_task(self._abort_timed_out_loop(), name="txn-timeouts"))
@@ -88,13 +90,13 @@ class TransactionCoordinator:
     def transactions(self) -> dict[str, TransactionMetadata]:
         return self.state.transactions
 
-    def _store(self, txn: TransactionMetadata) -> None:
-        self.state.store(txn)
+    async def _store(self, txn: TransactionMetadata) -> None:
+        await self.state.store(txn)
         self._by_producer_id[txn.producer_id] = txn.transactional_id
 
     # ---- InitProducerId ----
 
-    def init_producer_id(
+    async def init_producer_id(
         self, transactional_id: str, txn_timeout_ms: int, expected_producer_id: int = NO_PRODUCER_ID, expected_epoch: int = -1
     ) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer starting up."""
@@ -102,14 +104,16 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, -1
         if not 0 < txn_timeout_ms <= self.config["transaction.max.timeout.ms"]:
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, -1
+        if transactional_id in self.state.pending:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1
         try:
             txn = self.state.transactions.get(transactional_id)
             if txn is None:
-                now = now_ms()
+                now = self.time.milliseconds()
                 txn = TransactionMetadata(
-                    transactional_id, self.broker.producer_ids.next_id(), 0, txn_timeout_ms, EMPTY, set(), -1, now
+                    transactional_id, self.apis.producer_ids.next_id(), 0, txn_timeout_ms, EMPTY, set(), -1, now
                 )
-                self._store(txn)
+                await self._store(txn)
                 return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
             if expected_producer_id != NO_PRODUCER_ID:
                 if (expected_producer_id, expected_epoch) == (txn.last_producer_id, txn.last_producer_epoch) and txn.state == EMPTY:
@@ -120,20 +124,20 @@ class TransactionCoordinator:
             if txn.state.is_prepare:
                 return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1
             if txn.state == ONGOING:
-                self._fence_and_abort(txn)
+                await self._fence_and_abort(txn)
                 txn = self.state.transactions[transactional_id]
             new = txn.copy()
             new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
             if txn.producer_epoch >= MAX_EPOCH - 1:
-                new.producer_id, new.producer_epoch = self.broker.producer_ids.next_id(), 0
+                new.producer_id, new.producer_epoch = self.apis.producer_ids.next_id(), 0
             else:
                 new.producer_epoch = txn.producer_epoch + 1
             new.txn_timeout_ms = txn_timeout_ms
             new.state = EMPTY
             new.partitions = set()
             new.txn_start_timestamp = -1
-            new.txn_last_update_timestamp = now_ms()
-            self._store(new)
+            new.txn_last_update_timestamp = self.time.milliseconds()
+            await self._store(new)
             return ErrorCode.NONE, new.producer_id, new.producer_epoch
         except KafkaError as e:
             return e.errno, NO_PRODUCER_ID, -1
@@ -148,24 +152,24 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
         if txn.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED, None
-        if txn.state.is_prepare:
+        if txn.state.is_prepare or transactional_id in self.state.pending:
             return ErrorCode.CONCURRENT_TRANSACTIONS, None
         return ErrorCode.NONE, txn
 
-    def add_partitions(
+    async def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
     ) -> dict[tuple[str, int], ErrorCode]:
         """The error of each partition: all NONE once they are in the transaction."""
         error, txn = self._owned(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return dict.fromkeys(partitions, error)
-        unknown = {tp for tp in partitions if tp not in self.broker.partitions}
+        unknown = {tp for tp in partitions if not self._exists(*tp)}
         if unknown:
             return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
         if txn.state == ONGOING and txn.partitions.issuperset(partitions):
             return dict.fromkeys(partitions, ErrorCode.NONE)
         new = txn.copy()
-        now = now_ms()
+        now = self.time.milliseconds()
         if txn.state != ONGOING:
             new.partitions = set()
             new.txn_start_timestamp = now
@@ -173,19 +177,23 @@ class TransactionCoordinator:
         new.partitions.update(partitions)
         new.txn_last_update_timestamp = now
         try:
-            self._store(new)
+            await self._store(new)
         except KafkaError as e:
             return dict.fromkeys(partitions, e.errno)
         return dict.fromkeys(partitions, ErrorCode.NONE)
 
-    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> ErrorCode:
-        coordinator = self.broker.group_coordinator
+    def _exists(self, topic: str, index: int) -> bool:
+        info = self.apis.metadata_cache.get(topic)
+        return info is not None and 0 <= index < info.partitions
+
+    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> ErrorCode:
+        coordinator = self.apis.group_coordinator
         try:
             coordinator.ensure_offsets_topic()
         except KafkaError as e:
             return e.errno
         tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
-        return self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+        return (await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp]))[tp]
 
     def verify_partition(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
         """Whether a transactional batch of this producer may go to this partition: its
@@ -205,13 +213,13 @@ class TransactionCoordinator:
 
     # ---- ending transactions ----
 
-    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         error, txn = self._owned(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return error
         try:
             if txn.state == ONGOING:
-                self._prepare_and_finish(txn, commit)
+                await self._prepare_and_finish(txn, commit)
                 return ErrorCode.NONE
         except KafkaError as e:
             return e.errno
@@ -219,18 +227,18 @@ class TransactionCoordinator:
             return ErrorCode.NONE  # a retry of the EndTxn that ended it
         return ErrorCode.INVALID_TXN_STATE
 
-    def _prepare_and_finish(self, txn: TransactionMetadata, commit: bool) -> None:
+    async def _prepare_and_finish(self, txn: TransactionMetadata, commit: bool) -> None:
         prepared = txn.copy()
         prepared.state = PREPARE_COMMIT if commit else PREPARE_ABORT
-        prepared.txn_last_update_timestamp = now_ms()
-        self._store(prepared)
-        self._finish(prepared, commit)
+        prepared.txn_last_update_timestamp = self.time.milliseconds()
+        await self._store(prepared)
+        await self._finish(prepared, commit)
 
-    def _finish(self, txn: TransactionMetadata, commit: bool) -> None:
+    async def _finish(self, txn: TransactionMetadata, commit: bool) -> None:
         """Writes the markers of a prepared transaction, then its Complete* state."""
         coordinator_epoch = self.state.coordinator_epoch(txn.transactional_id)
         for topic, index in sorted(txn.partitions):
-            partition = self.broker.partitions.get((topic, index))
+            partition = self.apis.replica_manager.get_partition(topic, index)
             if partition is None:
                 log.info("no marker for %s-%d of %r: the partition is gone", topic, index, txn.transactional_id)
                 continue
@@ -239,50 +247,50 @@ class TransactionCoordinator:
             except KafkaError as e:
                 log.error("%s marker for %s-%d of %r not written: %s", "COMMIT" if commit else "ABORT", topic, index, txn.transactional_id, e)
                 continue
-            if topic == OFFSETS_TOPIC and self.broker.group_coordinator is not None:
-                self.broker.group_coordinator.complete_txn_offsets(txn.producer_id, index, commit)
+            if topic == OFFSETS_TOPIC and self.apis.group_coordinator is not None:
+                self.apis.group_coordinator.complete_txn_offsets(txn.producer_id, index, commit)
         done = txn.copy()
         done.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         done.partitions = set()
-        done.txn_last_update_timestamp = now_ms()
-        self._store(done)
+        done.txn_last_update_timestamp = self.time.milliseconds()
+        await self._store(done)
 
-    def _fence_and_abort(self, txn: TransactionMetadata) -> None:
+    async def _fence_and_abort(self, txn: TransactionMetadata) -> None:
         """Aborts an Ongoing transaction under a bumped epoch, fencing its producer."""
         fenced = txn.copy()
         if txn.producer_epoch < MAX_EPOCH - 1:
             fenced.producer_epoch = txn.producer_epoch + 1
         fenced.state = PREPARE_EPOCH_FENCE
-        fenced.txn_last_update_timestamp = now_ms()
-        self._store(fenced)
-        self._prepare_and_finish(fenced, commit=False)
+        fenced.txn_last_update_timestamp = self.time.milliseconds()
+        await self._store(fenced)
+        await self._prepare_and_finish(fenced, commit=False)
 
     # ---- background work ----
 
-    def abort_timed_out(self, now: int | None = None) -> int:
+    async def abort_timed_out(self, now: int | None = None) -> int:
         """Aborts every transaction Ongoing past its timeout; how many."""
-        now = now_ms() if now is None else now
+        now = self.time.milliseconds() if now is None else now
         aborted = 0
         for txn in list(self.state.transactions.values()):
             if txn.state == ONGOING and txn.txn_start_timestamp + txn.txn_timeout_ms < now:
                 log.info("aborting the transaction of %r: it passed its %d ms timeout", txn.transactional_id, txn.txn_timeout_ms)
                 try:
-                    self._fence_and_abort(txn)
+                    await self._fence_and_abort(txn)
                     aborted += 1
                 except KafkaError as e:
                     log.error("timed-out transaction of %r not aborted: %s", txn.transactional_id, e)
         return aborted
 
-    def expire_transactional_ids(self, now: int | None = None) -> int:
+    async def expire_transactional_ids(self, now: int | None = None) -> int:
         """Removes the ids with no transaction in progress idle for
         ``transactional.id.expiration.ms``; how many."""
-        now = now_ms() if now is None else now
+        now = self.time.milliseconds() if now is None else now
         expiration_ms = self.config["transactional.id.expiration.ms"]
         removed = 0
         for txn in list(self.state.transactions.values()):
             if (txn.state == EMPTY or txn.state.is_complete) and txn.txn_last_update_timestamp + expiration_ms <= now:
                 try:
-                    self.state.remove(txn.transactional_id)
+                    await self.state.remove(txn.transactional_id)
                 except KafkaError as e:
                     log.error("transactional id %r not expired: %s", txn.transactional_id, e)
                     continue
@@ -293,12 +301,12 @@ class TransactionCoordinator:
 
     async def _abort_timed_out_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000)
-            self.abort_timed_out()
+            await self.time.sleep(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000)
+            await self.abort_timed_out()
 
     async def _expiration_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000)
-            removed = self.expire_transactional_ids()
+            await self.time.sleep(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000)
+            removed = await self.expire_transactional_ids()
             if removed:
                 log.info("removed %d expired transactional ids from %s", removed, TRANSACTION_STATE_TOPIC)

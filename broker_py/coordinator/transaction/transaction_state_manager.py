@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 import logstore
 
-from logstore.protocol.errors import CoordinatorNotAvailableError, KafkaError, NotCoordinatorError
 from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.coordinator.transaction.transaction_log import (
     InvalidTransactionRecordError,
@@ -29,25 +27,46 @@ from broker_py.coordinator.transaction.transaction_log import (
     partition_for,
 )
 from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata
+from broker_py.replication.replica_manager import COORDINATOR
+from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError, error_class
 
 log = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # Kafka's transaction.state.log.load.buffer.size
+APPEND_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms, which its coordinator appends wait
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+# Errors of an append to __transaction_state -> the error the client gets, as Kafka maps them.
+_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
 
 
 class TransactionStateManager:
-    def __init__(self, broker) -> None:
-        self.broker = broker
-        self.config = broker.config
+    def __init__(self, apis, time: Time = SYSTEM_TIME) -> None:
+        self.config = apis.config
+        self._replica_manager = apis.replica_manager
+        self._metadata_cache = apis.metadata_cache
+        self._admin_manager = apis.admin_manager
+        self.time = time
         self.transactions: dict[str, TransactionMetadata] = {}
+        # transactional ids with a state write in flight (their requests get CONCURRENT_TRANSACTIONS)
+        self.pending: set[str] = set()
+
+    def now_ms(self) -> int:
+        return self.time.milliseconds()
 
     def ensure_topic(self) -> TopicInfo:
-        return self.broker.ensure_topic(
+        return self._admin_manager.ensure_topic(
             TRANSACTION_STATE_TOPIC,
             self.config["transaction.state.log.num.partitions"],
             {
@@ -56,47 +75,57 @@ class TransactionStateManager:
             },
         )
 
-    def _partition(self, transactional_id: str):
-        topic = self.ensure_topic()
-        return self.broker.partition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, topic.partitions))
+    def _partition_index(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.ensure_topic().partitions)
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         """The epoch markers for this id carry: its state partition's leader epoch."""
-        return self._partition(transactional_id).leader_epoch
+        partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, self._partition_index(transactional_id))
+        return partition.leader_epoch if partition is not None else -1
 
-    def _append(self, transactional_id: str, value: bytes | None) -> None:
+    async def _append(self, transactional_id: str, value: bytes | None) -> None:
+        """Appends one record for the id with acks=-1 through the replica manager; raises
+        the mapped KafkaError when the append fails, changing nothing."""
         try:
-            partition = self._partition(transactional_id)
-            data = logstore.encode_batch([(encode_key(transactional_id), value, [], now_ms())])
-            partition.log.append(data, leader_epoch=partition.leader_epoch)
+            index = self._partition_index(transactional_id)
         except KafkaError as e:
-            raise CoordinatorNotAvailableError(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {e}") from None
-        except logstore.LogStoreError as e:
-            log.error("append to %s for %r failed: %s", TRANSACTION_STATE_TOPIC, transactional_id, e)
-            raise NotCoordinatorError(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {e}") from None
-        partition.notify_append()
+            raise error_class(ErrorCode.COORDINATOR_NOT_AVAILABLE)(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {e}") from None
+        data = logstore.encode_batch([(encode_key(transactional_id), value, [], self.now_ms())])
+        self.pending.add(transactional_id)
+        try:
+            results = self._replica_manager.append(APPEND_TIMEOUT_MS, -1, [(TRANSACTION_STATE_TOPIC, [(index, data, False)])], COORDINATOR)
+            if not isinstance(results, list):
+                results = await results
+        finally:
+            self.pending.discard(transactional_id)
+        _, code, _, _, _, message, _ = results[0][1][0]
+        if code != ErrorCode.NONE:
+            mapped = _APPEND_ERRORS.get(ErrorCode(code), ErrorCode(code))
+            log.error("append to %s for %r failed (%s): %s", TRANSACTION_STATE_TOPIC, transactional_id, ErrorCode(code).name, message)
+            raise error_class(mapped)(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {message}")
 
-    def store(self, txn: TransactionMetadata) -> None:
+    async def store(self, txn: TransactionMetadata) -> None:
         """Writes ``txn`` and makes it the id's state (raises, changing nothing, when
         the write fails)."""
-        self._append(txn.transactional_id, encode_value(txn))
+        await self._append(txn.transactional_id, encode_value(txn))
         self.transactions[txn.transactional_id] = txn
 
-    def remove(self, transactional_id: str) -> None:
-        self._append(transactional_id, None)
+    async def remove(self, transactional_id: str) -> None:
+        await self._append(transactional_id, None)
         self.transactions.pop(transactional_id, None)
 
     async def load(self) -> None:
         """Reads every ``__transaction_state`` partition from log start to log end."""
-        topic = self.broker.metadata.get(TRANSACTION_STATE_TOPIC)
+        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return
         for p in range(topic.partitions):
-            partition = self.broker.partitions.get((TRANSACTION_STATE_TOPIC, p))
+            partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
             if partition is None:
                 log.warning("%s-%d is not open; its transactional ids are not loaded", TRANSACTION_STATE_TOPIC, p)
                 continue
-            for key, value in await asyncio.to_thread(_read_partition, partition.log):
+            records, _ = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
+            for key, value in records:
                 try:
                     transactional_id = decode_key(key)
                     if value is None:
@@ -106,18 +135,3 @@ class TransactionStateManager:
                 except InvalidTransactionRecordError as e:
                     log.error("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC, e)
         log.info("loaded %d transactional ids from %s", len(self.transactions), TRANSACTION_STATE_TOPIC)
-
-
-def _read_partition(plog: logstore.Log) -> list[tuple[bytes, bytes | None]]:
-    out: list[tuple[bytes, bytes | None]] = []
-    offset, end = plog.log_start_offset, plog.log_end_offset
-    while offset < end:
-        batches = logstore.decode_batches(plog.read(offset, LOAD_BUFFER_BYTES, max_offset=end))
-        if not batches:
-            break
-        for batch in batches:
-            if batch.is_control:
-                continue
-            out.extend((r.key, r.value) for r in batch.records if r.offset >= offset and r.key is not None)
-        offset = max(offset, batches[-1].last_offset + 1)
-    return out

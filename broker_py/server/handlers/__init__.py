@@ -1,7 +1,8 @@
 """Request handlers, one module per API family.
 
-A handler is ``handle(broker, request, connection)``: it takes the decoded
-:class:`~logstore.protocol.frame.Request` and returns the response message (or that
+A handler is ``handle(apis, request, connection)``: it takes what the broker offers
+handlers (:class:`~broker_py.server.kafka_apis.KafkaApis`), the decoded
+:class:`~logstore.protocol.frame.Request` and the connection it came on, and returns the response message (or that
 response already encoded as a whole frame, ``bytes``),
 ``None`` (send nothing, as for Produce with acks=0), or, when it must wait (a Fetch
 long poll, JoinGroup, SyncGroup), a coroutine that returns one. The network layer
@@ -9,7 +10,9 @@ runs the first kind inline and the second as a task, answering in request order
 either way. Handlers touch no sockets, so tests drive them with decoded requests
 (:func:`call` awaits whichever kind it gets). Each module exports ``HANDLERS``,
 a mapping from :class:`ApiKey` to its handler; :func:`registry` merges them, and
-ApiVersions advertises exactly the api keys found there.
+ApiVersions advertises exactly the api keys found there. A handler that raises gets
+the request answered with UNKNOWN_SERVER_ERROR (:mod:`broker_py.server.error_response`)
+and the connection kept.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from logstore.protocol.frame import UnsupportedRequest
 from logstore.protocol.messages.api_versions import ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from broker_py.server.kafka_server import Broker
+    from broker_py.server.kafka_apis import KafkaApis
 
 
 def _modules():
@@ -52,13 +55,13 @@ def _modules():
     )  # fmt: skip
 
 
-def registry(broker: Broker) -> dict:
+def registry(apis: KafkaApis) -> dict:
     out = {}
     for module in _modules():
         for key, fn in module.HANDLERS.items():
             if key in out:
                 raise RuntimeError(f"two handlers for {key.api_name}")
-            out[key] = _bind(broker, fn)
+            out[key] = _bind(apis, fn)
     return out
 
 
@@ -69,19 +72,19 @@ def served_api_keys() -> list[ApiKey]:
     return sorted(keys)
 
 
-def _bind(broker, fn):
-    return functools.partial(fn, broker)
+def _bind(apis, fn):
+    return functools.partial(fn, apis)
 
 
-async def call(fn, broker, request, connection):
+async def call(fn, apis, request, connection):
     """Runs a handler of either kind to its response (for tests and internal callers)."""
-    result = fn(broker, request, connection)
+    result = fn(apis, request, connection)
     if inspect.isawaitable(result):
         result = await result
     return result
 
 
-def on_unsupported(broker: Broker, event: UnsupportedRequest):
+def on_unsupported(apis: KafkaApis, event: UnsupportedRequest):
     """ApiVersions at a version we do not speak gets the v0 body with error 35 and our
     ranges, so the client retries lower; any other unsupported request closes the
     connection (None)."""

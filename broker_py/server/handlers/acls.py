@@ -27,10 +27,10 @@ def _filter(f) -> AclBindingFilter:
     )  # fmt: skip
 
 
-def _refused(broker, connection, operation: AclOperation) -> tuple[ErrorCode, str] | None:
-    if broker.authorizer is None:
+def _refused(apis, connection, operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    if apis.authorizer is None:
         return ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER
-    if not auth_helper.authorize_cluster(broker, connection, operation):
+    if not auth_helper.authorize_cluster(apis, connection, operation):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{operation.name} on the cluster is not authorized"
     return None
 
@@ -40,12 +40,12 @@ def _visible(binding: AclBinding, version: int) -> bool:
     return version >= 3 or binding.pattern.resource_type != ResourceType.USER
 
 
-def handle_describe_acls(broker, request, connection):
-    refused = _refused(broker, connection, AclOperation.DESCRIBE)
+def handle_describe_acls(apis, request, connection):
+    refused = _refused(apis, connection, AclOperation.DESCRIBE)
     if refused is not None:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=int(refused[0]), error_message=refused[1], resources=[])
     try:
-        found = broker.authorizer.describe(_filter(request.body))
+        found = apis.authorizer.describe(_filter(request.body))
     except InvalidRequestError as e:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=int(e.errno), error_message=str(e), resources=[])
     resources = []
@@ -71,8 +71,8 @@ def handle_describe_acls(broker, request, connection):
     return DescribeAclsResponse(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
 
 
-def handle_create_acls(broker, request, connection):
-    refused = _refused(broker, connection, AclOperation.ALTER)
+def handle_create_acls(apis, request, connection):
+    refused = _refused(apis, connection, AclOperation.ALTER)
     results = []
     valid = []
     for c in request.body.creations:
@@ -92,12 +92,12 @@ def handle_create_acls(broker, request, connection):
         except InvalidRequestError as e:
             results.append(CreateAclsResponse.AclCreationResult(error_code=int(e.errno), error_message=str(e)))
     if valid:
-        broker.authorizer.create(valid)
+        apis.authorizer.create(valid)
     return CreateAclsResponse(throttle_time_ms=0, results=results)
 
 
-def handle_delete_acls(broker, request, connection):
-    refused = _refused(broker, connection, AclOperation.ALTER)
+def handle_delete_acls(apis, request, connection):
+    refused = _refused(apis, connection, AclOperation.ALTER)
     results: list = [None] * len(request.body.filters)
     filters, positions = [], []
     for i, f in enumerate(request.body.filters):
@@ -110,7 +110,7 @@ def handle_delete_acls(broker, request, connection):
         except InvalidRequestError as e:
             results[i] = DeleteAclsResponse.DeleteAclsFilterResult(error_code=int(e.errno), error_message=str(e), matching_acls=[])
     if filters:
-        for i, matched in zip(positions, broker.authorizer.delete(filters), strict=True):
+        for i, matched in zip(positions, apis.authorizer.delete(filters), strict=True):
             results[i] = DeleteAclsResponse.DeleteAclsFilterResult(
                 error_code=0,
                 error_message=None,

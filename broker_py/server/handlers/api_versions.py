@@ -32,7 +32,7 @@ def api_versions_body(error: ErrorCode = ErrorCode.NONE) -> ApiVersionsResponse:
     )
 
 
-def handle_api_versions(broker, request, connection):
+def handle_api_versions(apis, request, connection):
     body = request.body
     if request.api_version >= 3:
         connection.client_software = f"{body.client_software_name}/{body.client_software_version}"

@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the apis.
 
 Topic configs are described with every effective key, each with its source: a topic
 override (TOPIC_CONFIG), a dynamic broker config of this broker
@@ -101,16 +101,16 @@ def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), 
     )
 
 
-def _broker_synonyms(broker, broker_key: str) -> list:
+def _broker_synonyms(apis, broker_key: str) -> list:
     """The layers of a broker key, the effective one first, as DescribeConfigs synonyms."""
     return [
         DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=value, source=_SOURCES[layer])
-        for layer, value in broker.config.layers(broker_key)
+        for layer, value in apis.config.layers(broker_key)
     ]
 
 
-def _topic_entries(broker, topic, keys, include_synonyms):
-    effective = broker.effective_config(topic)
+def _topic_entries(apis, topic, keys, include_synonyms):
+    effective = apis.admin_manager.effective_config(topic)
     out = []
     for key in sorted(effective):
         if keys is not None and key not in keys:
@@ -120,24 +120,24 @@ def _topic_entries(broker, topic, keys, include_synonyms):
         if key in topic.configs:
             synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=key, value=topic.configs[key], source=SOURCE_TOPIC))
         for broker_key in BrokerConfig.synonyms_of(key):
-            synonyms += _broker_synonyms(broker, broker_key)
+            synonyms += _broker_synonyms(apis, broker_key)
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
         out.append(_entry(key, value, source, synonyms=synonyms if include_synonyms else ()))
     return out
 
 
-def _broker_entries(broker, resource: str, keys, include_synonyms):
+def _broker_entries(apis, resource: str, keys, include_synonyms):
     """This broker's every key (resource ``<id>``), or the cluster-wide dynamic
     defaults alone (resource ``""``), as Kafka describes them."""
     if resource == "":
-        values = broker.config.dynamic_default
+        values = apis.config.dynamic_default
     else:
-        values = broker.config.describe()
+        values = apis.config.describe()
     out = []
     for key, value in sorted(values.items()):
         if keys is not None and key not in keys:
             continue
-        synonyms = _broker_synonyms(broker, key)
+        synonyms = _broker_synonyms(apis, key)
         if resource == "":
             synonyms = [s for s in synonyms if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER]
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
@@ -145,20 +145,20 @@ def _broker_entries(broker, resource: str, keys, include_synonyms):
     return out
 
 
-def _is_this_broker(broker, name: str) -> bool:
-    return name in ("", str(broker.broker_id))
+def _is_this_broker(apis, name: str) -> bool:
+    return name in ("", str(apis.broker_id))
 
 
-def _ensure_allowed(broker, connection, operation: AclOperation, resource_type: int, name: str) -> None:
+def _ensure_allowed(apis, connection, operation: AclOperation, resource_type: int, name: str) -> None:
     """A topic's configs need the operation on the topic, a broker's and its loggers' on
     the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
     if resource_type == TOPIC:
-        auth_helper.ensure(broker, connection, operation, ResourceType.TOPIC, name)
+        auth_helper.ensure(apis, connection, operation, ResourceType.TOPIC, name)
     elif resource_type in (BROKER, BROKER_LOGGER):
-        auth_helper.ensure(broker, connection, operation, ResourceType.CLUSTER)
+        auth_helper.ensure(apis, connection, operation, ResourceType.CLUSTER)
 
 
-def handle_describe_configs(broker, request, connection):
+def handle_describe_configs(apis, request, connection):
     body = request.body
     results = []
     for r in body.resources:
@@ -167,21 +167,21 @@ def handle_describe_configs(broker, request, connection):
             error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name, configs=[]
         )
         try:
-            _ensure_allowed(broker, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+            _ensure_allowed(apis, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
         except KafkaError as e:
             result.error_code, result.error_message = int(e.errno), str(e)
         if result.error_code:
             pass
         elif r.resource_type == TOPIC:
-            topic = broker.metadata.get(r.resource_name)
+            topic = apis.metadata_cache.get(r.resource_name)
             if topic is None:
                 result.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 result.error_message = f"topic {r.resource_name!r} does not exist"
             else:
-                result.configs = _topic_entries(broker, topic, keys, body.include_synonyms)
-        elif r.resource_type == BROKER and _is_this_broker(broker, r.resource_name):
-            result.configs = _broker_entries(broker, r.resource_name, keys, body.include_synonyms)
-        elif r.resource_type == BROKER_LOGGER and _is_this_broker(broker, r.resource_name):
+                result.configs = _topic_entries(apis, topic, keys, body.include_synonyms)
+        elif r.resource_type == BROKER and _is_this_broker(apis, r.resource_name):
+            result.configs = _broker_entries(apis, r.resource_name, keys, body.include_synonyms)
+        elif r.resource_type == BROKER_LOGGER and _is_this_broker(apis, r.resource_name):
             result.configs = [
                 _entry(name, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
                 for name, level in broker_loggers.levels().items()
@@ -194,20 +194,20 @@ def handle_describe_configs(broker, request, connection):
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def _apply(broker, resource_type: int, name: str, new_configs, validate_only: bool) -> None:
+def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool) -> None:
     if resource_type == TOPIC:
-        if broker.metadata.get(name) is None:
+        if apis.metadata_cache.get(name) is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        broker.set_topic_configs(name, new_configs, validate_only=validate_only)
+        apis.admin_manager.set_topic_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER:
-        broker.set_broker_configs(name, new_configs, validate_only=validate_only)
+        apis.admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER_LOGGER:
         raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
         raise InvalidRequestError(f"unknown resource type {resource_type}")
 
 
-def handle_alter_configs(broker, request, connection):
+def handle_alter_configs(apis, request, connection):
     body = request.body
     responses = []
     for r in body.resources:
@@ -218,8 +218,8 @@ def handle_alter_configs(broker, request, connection):
                 if c.value is None:
                     raise InvalidConfigError(f"null value for {c.name}")
                 configs[c.name] = c.value
-            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
-            _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
+            _ensure_allowed(apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(
@@ -230,24 +230,24 @@ def handle_alter_configs(broker, request, connection):
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
-def _current(broker, resource_type: int, name: str) -> tuple[dict[str, str], dict[str, str]]:
+def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[str, str]]:
     """(the resource's own configs, its effective values) for IncrementalAlterConfigs."""
     if resource_type == TOPIC:
-        topic = broker.metadata.get(name)
+        topic = apis.metadata_cache.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        return dict(topic.configs), broker.effective_config(topic)
+        return dict(topic.configs), apis.admin_manager.effective_config(topic)
     if resource_type == BROKER:
-        if not _is_this_broker(broker, name):
-            raise InvalidRequestError(f"broker {name!r} is not this broker ({broker.broker_id}) or the default ('')")
-        return broker.dynamic_configs.get(name), {k: v for k, v in broker.config.describe().items() if v is not None}
+        if not _is_this_broker(apis, name):
+            raise InvalidRequestError(f"broker {name!r} is not this broker ({apis.broker_id}) or the default ('')")
+        return apis.dynamic_configs.get(name), {k: v for k, v in apis.config.describe().items() if v is not None}
     return {}, {}
 
 
-def _alter_loggers(broker, resource, validate_only: bool) -> None:
+def _alter_loggers(apis, resource, validate_only: bool) -> None:
     """SET or DELETE log levels; every change is checked before any is made."""
-    if not _is_this_broker(broker, resource.resource_name) or resource.resource_name == "":
-        raise InvalidRequestError(f"broker {resource.resource_name!r} is not this broker ({broker.broker_id})")
+    if not _is_this_broker(apis, resource.resource_name) or resource.resource_name == "":
+        raise InvalidRequestError(f"broker {resource.resource_name!r} is not this broker ({apis.broker_id})")
     for final in (False, True):
         for c in resource.configs:
             if c.config_operation not in (OP_SET, OP_DELETE):
@@ -255,22 +255,22 @@ def _alter_loggers(broker, resource, validate_only: bool) -> None:
             broker_loggers.set_level(c.name, c.value if c.config_operation == OP_SET else None, validate_only=not final or validate_only)
 
 
-def handle_incremental_alter_configs(broker, request, connection):
+def handle_incremental_alter_configs(apis, request, connection):
     body = request.body
     responses = []
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
-            _ensure_allowed(broker, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            _ensure_allowed(apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
             if r.resource_type == BROKER_LOGGER:
-                _alter_loggers(broker, r, body.validate_only)
+                _alter_loggers(apis, r, body.validate_only)
                 responses.append(
                     IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
                         error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
                     )
                 )
                 continue
-            configs, effective = _current(broker, r.resource_type, r.resource_name)
+            configs, effective = _current(apis, r.resource_type, r.resource_name)
             for c in r.configs:
                 if c.config_operation == OP_SET:
                     if c.value is None:
@@ -290,7 +290,7 @@ def handle_incremental_alter_configs(broker, request, connection):
                     configs[c.name] = ",".join(current)
                 else:
                     raise InvalidRequestError(f"unknown config operation {c.config_operation}")
-            _apply(broker, r.resource_type, r.resource_name, configs, body.validate_only)
+            _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(

@@ -15,7 +15,7 @@ returns, from the partition's transaction index; the consumer drops their batche
 
 With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION_FAILED.
 
-Fetch sessions (v7+, KIP-227) are kept in ``broker.fetch_sessions``: an incremental
+Fetch sessions (v7+, KIP-227) are kept in ``apis.fetch_sessions``: an incremental
 request reads every partition of its session and its response carries only the
 partitions with news (:mod:`broker_py.server.fetch_context`).
 """
@@ -23,13 +23,13 @@ partitions with news (:mod:`broker_py.server.fetch_context`).
 from __future__ import annotations
 
 import asyncio
-import time
 
 import logstore
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 from broker_py.server.fetch_context import FetchContext, PartitionRead, new_context
 from broker_py.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
 from logstore.protocol.api_keys import ApiKey
@@ -40,16 +40,14 @@ READ_COMMITTED = 1
 TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-OFFSET_OUT_OF_RANGE = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-KAFKA_STORAGE_ERROR = int(ErrorCode.KAFKA_STORAGE_ERROR)
 
 
-def _fetch_data(broker, body, version: int) -> list[CachedPartition]:
+def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
     """The request's partitions with their parameters, in request order."""
     out = []
     for ft in body.topics:
         if version >= 13:
-            topic = broker.metadata.by_id(ft.topic_id)
+            topic = apis.metadata_cache.by_id(ft.topic_id)
             name, topic_id = (topic.name if topic else None), ft.topic_id
         else:
             name, topic_id = ft.topic, NULL_UUID
@@ -70,16 +68,16 @@ def _forgotten(body, version: int) -> list[tuple]:
     return [(ft.topic, p) for ft in body.forgotten_topics_data for p in ft.partitions]
 
 
-def _topic_name(broker, fp: CachedPartition, version: int) -> str | None:
+def _topic_name(apis, fp: CachedPartition, version: int) -> str | None:
     """The partition's topic name: for v13+ looked up by id on every read (None when no
     topic has it, e.g. deleted since the session took it), else as the request named it."""
     if version >= 13:
-        topic = broker.metadata.by_id(fp.topic_id)
+        topic = apis.metadata_cache.by_id(fp.topic_id)
         return topic.name if topic else None
     return fp.topic
 
 
-def _read(broker, body, version: int, partitions: list[CachedPartition], denied: set[str]):
+def _read(apis, body, version: int, partitions: list[CachedPartition], denied: set[str]):
     """One pass over ``partitions``: (a PartitionRead each, bytes found, partitions read)."""
     remaining = body.max_bytes if version >= 3 else 2**31 - 1
     read_committed = body.isolation_level == READ_COMMITTED
@@ -89,7 +87,7 @@ def _read(broker, body, version: int, partitions: list[CachedPartition], denied:
     touched = []
     out = []
     for fp in partitions:
-        name = _topic_name(broker, fp, version) if version >= 13 else fp.topic
+        name = _topic_name(apis, fp, version) if version >= 13 else fp.topic
         if name is not None and name in denied:
             out.append(PartitionRead(fp, TOPIC_AUTHORIZATION_FAILED, -1, -1))
             continue
@@ -97,35 +95,27 @@ def _read(broker, body, version: int, partitions: list[CachedPartition], denied:
             out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID, -1, -1))
             continue
         fp.topic = name
-        partition = broker.partitions.get((name, fp.partition))
+        partition = apis.replica_manager.get_partition(name, fp.partition)
         if partition is None:
             out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
             continue
         touched.append(partition)
-        log = partition.log
-        high_watermark = log.log_end_offset
+        high_watermark = partition.high_watermark
+        log_start_offset = partition.log_start_offset
         error = partition.leader_epoch_error(fp.current_leader_epoch)
         if error != ErrorCode.NONE:
-            out.append(PartitionRead(fp, int(error), high_watermark, log.log_start_offset, partition=partition))
+            out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
             continue
         if fp.fetch_offset == high_watermark:  # caught up: nothing to read
-            out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, b"", no_data, partition))
+            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
             continue
         try:
-            slice_ = log.read_slice(
-                fp.fetch_offset,
-                max(0, min(fp.max_bytes, remaining)),
-                max_offset=partition.last_stable_offset if read_committed else high_watermark,
-                min_one_batch=first_with_data,
-            )
-        except logstore.OffsetOutOfRangeError:
-            out.append(PartitionRead(fp, OFFSET_OUT_OF_RANGE, high_watermark, log.log_start_offset, partition=partition))
-            continue
-        except logstore.LogStoreError:
-            out.append(PartitionRead(fp, KAFKA_STORAGE_ERROR, high_watermark, log.log_start_offset, partition=partition))
+            slice_ = partition.read_records(fp.fetch_offset, max(0, min(fp.max_bytes, remaining)), read_committed, first_with_data)
+        except KafkaError as e:
+            out.append(PartitionRead(fp, int(e.errno), high_watermark, log_start_offset, partition=partition))
             continue
         if slice_ is None:
-            out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, b"", no_data, partition))
+            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
             continue
         first_with_data = False
         remaining -= slice_.length
@@ -136,7 +126,7 @@ def _read(broker, body, version: int, partitions: list[CachedPartition], denied:
                 (t.producer_id, t.first_offset) for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
             ]
         records = DeferredRecords(slice_.length, slice_)
-        out.append(PartitionRead(fp, 0, high_watermark, log.log_start_offset, records, aborted, partition))
+        out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, records, aborted, partition))
     return out, total, touched
 
 
@@ -169,52 +159,44 @@ def _response(context: FetchContext, reads: list[PartitionRead], request) -> lis
     return splice_records(head, records_at, records)
 
 
-def handle_fetch(broker, request, connection):
+def handle_fetch(apis, request, connection):
     """The response at once when it has ``min_bytes`` (or must not wait); otherwise a
     coroutine that long-polls for appends until ``max_wait_ms``."""
     body = request.body
     version = request.api_version
     context = new_context(
-        broker.fetch_sessions, version,
+        apis.fetch_sessions, version,
         body.session_id if version >= 7 else INVALID_SESSION_ID,
         body.session_epoch if version >= 7 else FINAL_EPOCH,
-        _fetch_data(broker, body, version), _forgotten(body, version),
+        _fetch_data(apis, body, version), _forgotten(body, version),
     )
     partitions = context.partitions
-    deadline = time.monotonic() + max(0, body.max_wait_ms) / 1000
-    denied = _denied_topics(broker, connection, partitions, version)
-    reads, total, touched = _read(broker, body, version, partitions, denied)
-    if total >= body.min_bytes or body.max_wait_ms <= 0 or not touched:
-        return _response(context, reads, request)
-    # Appends happen on this thread, and nothing yields between the read and here, so
-    # the events taken now are set by any append the read did not see.
-    events = [p.append_event() for p in touched]
-    return _long_poll(broker, request, context, deadline, events, denied)
+    denied = _denied_topics(apis, connection, partitions, version)
+
+    def read():
+        reads, total, touched = _read(apis, body, version, partitions, denied)
+        return (context, reads), total, touched
+
+    def respond(result):
+        return _response(result[0], result[1], request)
+
+    first = read()
+    result = apis.replica_manager.fetch_messages(body.max_wait_ms, body.min_bytes, first, read)
+    if isinstance(result, asyncio.Future):
+        return _when_done(result, respond)
+    return respond(result)
 
 
-def _denied_topics(broker, connection, partitions: list[CachedPartition], version: int) -> set[str]:
+async def _when_done(pending, respond):
+    return respond(await pending)
+
+
+def _denied_topics(apis, connection, partitions: list[CachedPartition], version: int) -> set[str]:
     """The requested topics the connection may not READ (TOPIC_AUTHORIZATION_FAILED)."""
-    if broker.authorizer is None:
+    if apis.authorizer is None:
         return set()
-    names = {name for fp in partitions if (name := _topic_name(broker, fp, version)) is not None}
-    return auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
-
-
-async def _long_poll(broker, request, context: FetchContext, deadline: float, events: list, denied: set[str]) -> list:
-    body, version = request.body, request.api_version
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining > 0:
-            waiters = [asyncio.ensure_future(e.wait()) for e in events]
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
-        reads, total, touched = _read(broker, body, version, context.partitions, denied)
-        if total >= body.min_bytes or deadline - time.monotonic() <= 0 or not touched:
-            return _response(context, reads, request)
-        events = [p.append_event() for p in touched]
+    names = {name for fp in partitions if (name := _topic_name(apis, fp, version)) is not None}
+    return auth_helper.denied(apis, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
 
 
 HANDLERS = {ApiKey.FETCH: handle_fetch}

@@ -16,6 +16,8 @@ on the cluster and otherwise the groups the connection may DESCRIBE.
 
 from __future__ import annotations
 
+import asyncio
+
 import logstore
 
 from broker_py.security.authorizer import auth_helper
@@ -47,8 +49,8 @@ COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1
 
 
-def _group_allowed(broker, connection, operation: AclOperation, group_id: str) -> bool:
-    return auth_helper.authorize(broker, connection, operation, ResourceType.GROUP, group_id)
+def _group_allowed(apis, connection, operation: AclOperation, group_id: str) -> bool:
+    return auth_helper.authorize(apis, connection, operation, ResourceType.GROUP, group_id)
 
 
 def _client_id(request) -> str:
@@ -65,16 +67,16 @@ def _client_host(connection) -> str:
 # ---- FindCoordinator ----
 
 
-def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple[ErrorCode, int, str, int]:
+def _find_coordinator(apis, key: str, key_type: int, connection=None) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) of the coordinator of ``key``."""
-    if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(broker, connection, AclOperation.DESCRIBE, key):
+    if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(apis, connection, AclOperation.DESCRIBE, key):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == COORDINATOR_KEY_TRANSACTION and not auth_helper.authorize(
-        broker, connection, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+        apis, connection, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
     ):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == COORDINATOR_KEY_GROUP:
-        coordinator = broker.group_coordinator
+        coordinator = apis.group_coordinator
         if coordinator is None or not coordinator.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         try:
@@ -82,7 +84,7 @@ def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple
         except (KafkaError, logstore.LogStoreError, OSError):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     elif key_type == COORDINATOR_KEY_TRANSACTION:
-        coordinator = broker.transaction_coordinator
+        coordinator = apis.transaction_coordinator
         if coordinator is None or not coordinator.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         try:
@@ -91,29 +93,29 @@ def _find_coordinator(broker, key: str, key_type: int, connection=None) -> tuple
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     else:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
-    listener = broker.advertised_listener(connection)
-    return ErrorCode.NONE, broker.broker_id, listener.host, listener.port
+    listener = apis.advertised_listener(connection)
+    return ErrorCode.NONE, apis.broker_id, listener.host, listener.port
 
 
 def _error_message(error: ErrorCode) -> str | None:
     return None if error == ErrorCode.NONE else error.description
 
 
-def handle_find_coordinator(broker, request, connection):
+def handle_find_coordinator(apis, request, connection):
     body = request.body
     version = request.api_version
     key_type = body.key_type if version >= 1 else COORDINATOR_KEY_GROUP
     if version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            error, node_id, host, port = _find_coordinator(broker, key, key_type, connection)
+            error, node_id, host, port = _find_coordinator(apis, key, key_type, connection)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node_id, host=host, port=port, error_code=int(error), error_message=_error_message(error)
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
-    error, node_id, host, port = _find_coordinator(broker, body.key, key_type, connection)
+    error, node_id, host, port = _find_coordinator(apis, body.key, key_type, connection)
     return FindCoordinatorResponse(
         error_code=int(error), error_message=_error_message(error), node_id=node_id, host=host, port=port
     )
@@ -141,18 +143,18 @@ def _join_response(version: int, result: JoinGroupResult) -> JoinGroupResponse:
     )
 
 
-async def handle_join_group(broker, request, connection):
+async def handle_join_group(apis, request, connection):
     body = request.body
     version = request.api_version
     group_instance_id = body.group_instance_id if version >= 5 else None
-    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return JoinGroupResponse(
             error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), generation_id=-1, protocol_type=None,
             protocol_name="" if version < 7 else None, leader="", member_id=body.member_id, members=[],
         )  # fmt: skip
     # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
-    result = await broker.group_coordinator.join_group(
+    result = await apis.group_coordinator.join_group(
         group_id=body.group_id,
         member_id=body.member_id,
         group_instance_id=group_instance_id,
@@ -169,12 +171,12 @@ async def handle_join_group(broker, request, connection):
     return _join_response(version, result)
 
 
-async def handle_sync_group(broker, request, connection):
+async def handle_sync_group(apis, request, connection):
     body = request.body
     version = request.api_version
-    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return SyncGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), assignment=b"")
-    result = await broker.group_coordinator.sync_group(
+    result = await apis.group_coordinator.sync_group(
         group_id=body.group_id,
         generation_id=body.generation_id,
         member_id=body.member_id,
@@ -191,11 +193,11 @@ async def handle_sync_group(broker, request, connection):
     )
 
 
-def handle_heartbeat(broker, request, connection):
+def handle_heartbeat(apis, request, connection):
     body = request.body
-    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return HeartbeatResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-    error = broker.group_coordinator.heartbeat(
+    error = apis.group_coordinator.heartbeat(
         body.group_id,
         body.member_id,
         body.group_instance_id if request.api_version >= 3 else None,
@@ -204,16 +206,16 @@ def handle_heartbeat(broker, request, connection):
     return HeartbeatResponse(error_code=int(error))
 
 
-def handle_leave_group(broker, request, connection):
+def handle_leave_group(apis, request, connection):
     body = request.body
     version = request.api_version
-    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return LeaveGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), members=[])
     if version >= 3:
         members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in body.members]
     else:
         members = [(body.member_id, None, None)]
-    error, member_errors = broker.group_coordinator.leave_group(body.group_id, members)
+    error, member_errors = apis.group_coordinator.leave_group(body.group_id, members)
     if version < 3:
         # One member: its error is the response's error.
         if error == ErrorCode.NONE:
@@ -231,13 +233,13 @@ def handle_leave_group(broker, request, connection):
 # ---- OffsetCommit / OffsetFetch ----
 
 
-def topic_denied(broker, connection, topics, operation: AclOperation = AclOperation.READ) -> set[str]:
+def topic_denied(apis, connection, topics, operation: AclOperation = AclOperation.READ) -> set[str]:
     """The names of the request's topics the connection may not perform ``operation`` on."""
-    return auth_helper.denied(broker, connection, operation, ResourceType.TOPIC, (t.name for t in topics))
+    return auth_helper.denied(apis, connection, operation, ResourceType.TOPIC, (t.name for t in topics))
 
 
 def requested_offsets(
-    broker, topics, with_leader_epoch: bool, denied: set[str]
+    apis, topics, with_leader_epoch: bool, denied: set[str]
 ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
     """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now:
     (TOPIC_AUTHORIZATION_FAILED for each partition of a ``denied`` topic and
@@ -246,7 +248,7 @@ def requested_offsets(
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     for topic in topics:
-        info = broker.metadata.get(topic.name)
+        info = apis.metadata_cache.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             if topic.name in denied:
@@ -263,26 +265,37 @@ def requested_offsets(
     return errors, offsets
 
 
-def handle_offset_commit(broker, request, connection):
+def handle_offset_commit(apis, request, connection):
     body = request.body
     version = request.api_version
-    if not _group_allowed(broker, connection, AclOperation.READ, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED for t in body.topics for p in t.partitions}
         offsets = {}
     else:
         errors, offsets = requested_offsets(
-            broker, body.topics, version >= 6, topic_denied(broker, connection, body.topics)
+            apis, body.topics, version >= 6, topic_denied(apis, connection, body.topics)
         )
-    if offsets:
-        errors.update(
-            broker.group_coordinator.commit_offsets(
-                body.group_id,
-                body.member_id,
-                body.group_instance_id if version >= 7 else None,
-                body.generation_id_or_member_epoch,
-                offsets,
-            )
-        )
+    if not offsets:
+        return _offset_commit_response(body, errors)
+    committed = apis.group_coordinator.commit_offsets(
+        body.group_id,
+        body.member_id,
+        body.group_instance_id if version >= 7 else None,
+        body.generation_id_or_member_epoch,
+        offsets,
+    )
+    if isinstance(committed, asyncio.Future):
+        return _when_committed(committed, body, errors, _offset_commit_response)
+    errors.update(committed)
+    return _offset_commit_response(body, errors)
+
+
+async def _when_committed(pending, body, errors, respond):
+    errors.update(await pending)
+    return respond(body, errors)
+
+
+def _offset_commit_response(body, errors) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         topics=[
             OffsetCommitResponse.OffsetCommitResponseTopic(
@@ -299,25 +312,25 @@ def handle_offset_commit(broker, request, connection):
     )
 
 
-def _fetch_group_offsets(broker, connection, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
+def _fetch_group_offsets(apis, connection, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
     """(error, [(topic, [(partition, OffsetAndMetadata | None, error)])]) in request
     order; ``topics`` None means every committed offset of the group. With
     ``require_stable`` (v7+), a partition with a transactional commit not yet ended
     gets UNSTABLE_OFFSET_COMMIT and no offset."""
-    if not _group_allowed(broker, connection, AclOperation.DESCRIBE, group_id):
+    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, offsets = broker.group_coordinator.fetch_offsets(group_id, partitions)
-    if broker.authorizer is not None and error == ErrorCode.NONE:
+    error, offsets = apis.group_coordinator.fetch_offsets(group_id, partitions)
+    if apis.authorizer is not None and error == ErrorCode.NONE:
         names = {tp[0] for tp in offsets} | {t.name for t in topics or ()}
-        denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         if topics is None:
             offsets = {tp: o for tp, o in offsets.items() if tp[0] not in denied}
         else:
             hidden = {tp for tp in offsets if tp[0] in denied}
             for tp in hidden:
                 offsets[tp] = _DENIED
-    unstable = broker.group_coordinator.unstable_offsets(group_id) if require_stable else set()
+    unstable = apis.group_coordinator.unstable_offsets(group_id) if require_stable else set()
     by_topic: dict[str, list] = {}
     if topics is not None and error == ErrorCode.NONE:
         for t in topics:
@@ -348,13 +361,13 @@ def _partition_fields(partition: int, o: OffsetAndMetadata | None, error: ErrorC
     }
 
 
-def handle_offset_fetch(broker, request, connection):
+def handle_offset_fetch(apis, request, connection):
     body = request.body
     version = request.api_version
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group_offsets(broker, connection, g.group_id, g.topics, body.require_stable)
+            error, topics = _fetch_group_offsets(apis, connection, g.group_id, g.topics, body.require_stable)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id,
@@ -372,7 +385,7 @@ def handle_offset_fetch(broker, request, connection):
     topics_requested = body.topics
     if version < 2 and topics_requested is None:
         topics_requested = []
-    error, topics = _fetch_group_offsets(broker, connection, body.group_id, topics_requested, version >= 7 and body.require_stable)
+    error, topics = _fetch_group_offsets(apis, connection, body.group_id, topics_requested, version >= 7 and body.require_stable)
     if error != ErrorCode.NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
         topics = [(t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes]) for t in topics_requested]
@@ -395,12 +408,12 @@ def handle_offset_fetch(broker, request, connection):
 # ---- DescribeGroups / ListGroups / DeleteGroups ----
 
 
-def handle_describe_groups(broker, request, connection):
+def handle_describe_groups(apis, request, connection):
     body = request.body
     include_operations = request.api_version >= 3 and body.include_authorized_operations
     out = []
     for group_id in body.groups:
-        if not _group_allowed(broker, connection, AclOperation.DESCRIBE, group_id):
+        if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
             out.append(
                 DescribeGroupsResponse.DescribedGroup(
                     error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id, group_state="",
@@ -408,7 +421,7 @@ def handle_describe_groups(broker, request, connection):
                 )  # fmt: skip
             )
             continue
-        error, summary = broker.group_coordinator.describe_group(group_id)
+        error, summary = apis.group_coordinator.describe_group(group_id)
         out.append(
             DescribeGroupsResponse.DescribedGroup(
                 error_code=int(error),
@@ -428,21 +441,21 @@ def handle_describe_groups(broker, request, connection):
                     for m in summary.members
                 ],
                 authorized_operations=auth_helper.authorized_operations(
-                    broker, connection, ResourceType.GROUP, group_id, include_operations
+                    apis, connection, ResourceType.GROUP, group_id, include_operations
                 ),
             )
         )
     return DescribeGroupsResponse(groups=out)
 
 
-def handle_list_groups(broker, request, connection):
+def handle_list_groups(apis, request, connection):
     body = request.body
     version = request.api_version
     states = (body.states_filter or []) if version >= 4 else []
     types = (body.types_filter or []) if version >= 5 else []
-    error, groups = broker.group_coordinator.list_groups(states, types)
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
-        groups = [g for g in groups if _group_allowed(broker, connection, AclOperation.DESCRIBE, g.group_id)]
+    error, groups = apis.group_coordinator.list_groups(states, types)
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
+        groups = [g for g in groups if _group_allowed(apis, connection, AclOperation.DESCRIBE, g.group_id)]
     return ListGroupsResponse(
         error_code=int(error),
         groups=[
@@ -454,10 +467,10 @@ def handle_list_groups(broker, request, connection):
     )
 
 
-def handle_delete_groups(broker, request, connection):
+def handle_delete_groups(apis, request, connection):
     names = list(request.body.groups_names)
-    refused = {n for n in names if not _group_allowed(broker, connection, AclOperation.DELETE, n)}
-    errors = broker.group_coordinator.delete_groups([n for n in names if n not in refused])
+    refused = {n for n in names if not _group_allowed(apis, connection, AclOperation.DELETE, n)}
+    errors = apis.group_coordinator.delete_groups([n for n in names if n not in refused])
     errors.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
     seen = set()
     results = []
@@ -469,15 +482,15 @@ def handle_delete_groups(broker, request, connection):
     return DeleteGroupsResponse(results=results)
 
 
-def handle_offset_delete(broker, request, connection):
+def handle_offset_delete(apis, request, connection):
     body = request.body
-    if not _group_allowed(broker, connection, AclOperation.DELETE, body.group_id):
+    if not _group_allowed(apis, connection, AclOperation.DELETE, body.group_id):
         return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-    denied = topic_denied(broker, connection, body.topics)
+    denied = topic_denied(apis, connection, body.topics)
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
     for t in body.topics:
-        topic = broker.metadata.get(t.name)
+        topic = apis.metadata_cache.get(t.name)
         for p in t.partitions:
             exists = topic is not None and 0 <= p.partition_index < topic.partitions
             if t.name in denied:
@@ -486,7 +499,7 @@ def handle_offset_delete(broker, request, connection):
                 known.append((t.name, p.partition_index))
             else:
                 unknown.add((t.name, p.partition_index))
-    error, errors = broker.group_coordinator.delete_offsets(body.group_id, known)
+    error, errors = apis.group_coordinator.delete_offsets(body.group_id, known)
     if error != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=int(error))
     return OffsetDeleteResponse(

@@ -4,11 +4,10 @@ With an authorizer, a topic the connection may not DESCRIBE gets TOPIC_AUTHORIZA
 
 from __future__ import annotations
 
-import logstore
-
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.list_offsets import ListOffsetsResponse
 
@@ -24,29 +23,27 @@ def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
 
     Reads stop at the last stable offset (read_committed) or the high watermark: a
     record found by timestamp at or past that bound does not qualify, as in Kafka."""
-    plog = partition.log
+    read_committed = isolation_level == READ_COMMITTED
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, partition.log_start_offset
-    bound = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
     if timestamp == LATEST:
-        return -1, bound
+        return -1, partition.last_stable_offset if read_committed else partition.high_watermark
     if timestamp == MAX_TIMESTAMP:
-        largest = max((s.largest_timestamp for s in plog.segments() if s.size > 0), default=-1)
-        found = plog.offset_for_timestamp(largest) if largest >= 0 else None
-    else:
-        found = plog.offset_for_timestamp(timestamp)
-    return (found[1], found[0]) if found and found[0] < bound else (-1, -1)
+        timestamp = partition.largest_timestamp()
+        if timestamp < 0:
+            return -1, -1
+    return partition.fetch_offset_for_timestamp(timestamp, read_committed) or (-1, -1)
 
 
-def handle_list_offsets(broker, request, connection):
+def handle_list_offsets(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
+    denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, ts, offset, epoch = ErrorCode.NONE, -1, -1, -1
-            partition = broker.partitions.get((t.name, p.partition_index))
+            partition = apis.replica_manager.get_partition(t.name, p.partition_index)
             if t.name in denied:
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif partition is None:
@@ -57,8 +54,8 @@ def handle_list_offsets(broker, request, connection):
                 try:
                     ts, offset = lookup(partition, p.timestamp, body.isolation_level)
                     epoch = partition.leader_epoch if offset >= 0 else -1
-                except logstore.LogStoreError:
-                    error = ErrorCode.KAFKA_STORAGE_ERROR
+                except KafkaError as e:
+                    error = e.errno
             parts.append(
                 ListOffsetsResponse.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index, error_code=int(error), timestamp=ts, offset=offset, leader_epoch=epoch

@@ -30,37 +30,39 @@ from logstore.protocol.messages.log_dirs import AlterReplicaLogDirsResponse, Des
 log = logging.getLogger(__name__)
 
 
-def _requested(broker, topics) -> set[tuple[str, int]]:
+def _requested(apis, topics) -> set[tuple[str, int]]:
     """The (topic, partition) pairs asked for that this broker holds; all if ``topics`` is null."""
-    held = set(broker.partitions)
+    held = set(apis.replica_manager.keys())
     if topics is None:
         return held
     return {(t.topic, p) for t in topics for p in t.partitions} & held
 
 
-def handle_describe_log_dirs(broker, request, connection):
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+def handle_describe_log_dirs(apis, request, connection):
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
-    wanted = _requested(broker, request.body.topics)
-    manager = broker.log_manager
+    wanted = _requested(apis, request.body.topics)
+    manager = apis.log_manager
     results = []
     for log_dir in manager.log_dirs:
         by_topic: dict[str, list] = {}
         for topic, index in sorted(wanted):
-            partition = broker.partitions[(topic, index)]
+            partition = apis.replica_manager.get_partition(topic, index)
+            if partition is None:
+                continue
             if manager.dir_of(topic, index) == log_dir:
                 by_topic.setdefault(topic, []).append(
                     DescribeLogDirsResponse.DescribeLogDirsPartition(
-                        partition_index=index, partition_size=partition.log.size_bytes, offset_lag=0, is_future_key=False
+                        partition_index=index, partition_size=partition.size_bytes, offset_lag=0, is_future_key=False
                     )
                 )
-            move = broker.log_dir_mover.moves.get((topic, index))
+            move = apis.log_dir_mover.moves.get((topic, index))
             if move is not None and move.dest_dir == log_dir and not move.stopped.is_set():
                 by_topic.setdefault(topic, []).append(
                     DescribeLogDirsResponse.DescribeLogDirsPartition(
                         partition_index=index,
                         partition_size=move.copied_bytes(),
-                        offset_lag=partition.log.log_end_offset - move.copied_to,
+                        offset_lag=partition.log_end_offset - move.copied_to,
                         is_future_key=True,
                     )
                 )
@@ -82,31 +84,31 @@ def handle_describe_log_dirs(broker, request, connection):
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
-def _alter_one(broker, path: str, topic: str, index: int) -> ErrorCode:
-    manager = broker.log_manager
+def _alter_one(apis, path: str, topic: str, index: int) -> ErrorCode:
+    manager = apis.log_manager
     dest = os.path.abspath(path)
     if dest not in manager.log_dirs:
         return ErrorCode.LOG_DIR_NOT_FOUND
     current = manager.dir_of(topic, index)
-    if current is None or (topic, index) not in broker.partitions:
+    if current is None or (topic, index) not in apis.replica_manager:
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    move = broker.log_dir_mover.moves.get((topic, index))
+    move = apis.log_dir_mover.moves.get((topic, index))
     if move is not None and not move.stopped.is_set():
         if move.dest_dir == dest:
             return ErrorCode.NONE
         log.info("%s-%d was moving to %s; now to %s", topic, index, move.dest_dir, dest)
     if current != dest or move is not None:
-        broker.log_dir_mover.start(topic, index, dest)
+        apis.log_dir_mover.start(topic, index, dest)
     return ErrorCode.NONE
 
 
-def handle_alter_replica_log_dirs(broker, request, connection):
+def handle_alter_replica_log_dirs(apis, request, connection):
     by_topic: dict[str, list] = {}
-    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER)
+    allowed = auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER)
     for d in request.body.dirs:
         for t in d.topics:
             for index in t.partitions:
-                error = _alter_one(broker, d.path, t.name, index) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                error = _alter_one(apis, d.path, t.name, index) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 by_topic.setdefault(t.name, []).append(
                     AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(partition_index=index, error_code=int(error))
                 )

@@ -24,49 +24,55 @@ from broker_py.controller.topic_metadata import TopicInfo
 NULL_UUID = uuid.UUID(int=0)
 
 
-def topic_response(broker, topic: TopicInfo, connection, with_operations: bool) -> MetadataResponse.MetadataResponseTopic:
-    me = broker.broker_id
+def _partition_response(apis, topic: str, index: int) -> MetadataResponse.MetadataResponsePartition:
+    state = apis.metadata_cache.partition_state(topic, index)
+    if state is None:
+        return MetadataResponse.MetadataResponsePartition(
+            error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), partition_index=index, leader_id=-1, leader_epoch=-1,
+            replica_nodes=[], isr_nodes=[], offline_replicas=[],
+        )  # fmt: skip
+    return MetadataResponse.MetadataResponsePartition(
+        error_code=0,
+        partition_index=index,
+        leader_id=state.leader,
+        leader_epoch=state.leader_epoch,
+        replica_nodes=state.replicas,
+        isr_nodes=state.isr,
+        offline_replicas=[],
+    )
+
+
+def topic_response(apis, topic: TopicInfo, connection, with_operations: bool) -> MetadataResponse.MetadataResponseTopic:
     return MetadataResponse.MetadataResponseTopic(
         error_code=0,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
         topic_authorized_operations=auth_helper.authorized_operations(
-            broker, connection, ResourceType.TOPIC, topic.name, with_operations
+            apis, connection, ResourceType.TOPIC, topic.name, with_operations
         ),
-        partitions=[
-            MetadataResponse.MetadataResponsePartition(
-                error_code=0,
-                partition_index=p,
-                leader_id=me,
-                leader_epoch=broker.partitions[(topic.name, p)].leader_epoch if (topic.name, p) in broker.partitions else 0,
-                replica_nodes=[me],
-                isr_nodes=[me],
-                offline_replicas=[],
-            )
-            for p in range(topic.partitions)
-        ],
+        partitions=[_partition_response(apis, topic.name, p) for p in range(topic.partitions)],
     )
 
 
-def brokers(broker, connection=None) -> list[MetadataResponse.MetadataResponseBroker]:
-    listener = broker.advertised_listener(connection)
-    return [MetadataResponse.MetadataResponseBroker(node_id=broker.broker_id, host=listener.host, port=listener.port, rack=None)]
+def brokers(apis, connection=None) -> list[MetadataResponse.MetadataResponseBroker]:
+    listener = apis.advertised_listener(connection)
+    return [MetadataResponse.MetadataResponseBroker(node_id=apis.broker_id, host=listener.host, port=listener.port, rack=None)]
 
 
-def handle_metadata(broker, request, connection):
+def handle_metadata(apis, request, connection):
     body = request.body
     version = request.api_version
-    allow_create = broker.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
+    allow_create = apis.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
     with_operations = version >= 8 and body.include_topic_authorized_operations
     topics_out = []
 
     def describable(name: str) -> bool:
-        return auth_helper.authorize(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        return auth_helper.authorize(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
 
     def creatable(name: str) -> bool:
-        return auth_helper.authorize_cluster(broker, connection, AclOperation.CREATE) or auth_helper.authorize(
-            broker, connection, AclOperation.CREATE, ResourceType.TOPIC, name
+        return auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE) or auth_helper.authorize(
+            apis, connection, AclOperation.CREATE, ResourceType.TOPIC, name
         )
 
     def refused(name: str | None, topic_id=NULL_UUID) -> MetadataResponse.MetadataResponseTopic:
@@ -75,12 +81,12 @@ def handle_metadata(broker, request, connection):
         )
 
     if body.topics is None or (version == 0 and not body.topics):
-        topics_out = [topic_response(broker, t, connection, with_operations) for t in broker.topics() if describable(t.name)]
+        topics_out = [topic_response(apis, t, connection, with_operations) for t in apis.metadata_cache.select() if describable(t.name)]
     else:
         for req in body.topics:
             topic = None
             if req.name is None and req.topic_id not in (None, NULL_UUID):
-                topic = broker.metadata.by_id(req.topic_id)
+                topic = apis.metadata_cache.by_id(req.topic_id)
                 if topic is None:
                     topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
                     continue
@@ -92,7 +98,7 @@ def handle_metadata(broker, request, connection):
                 if not describable(name):
                     topics_out.append(refused(name))
                     continue
-                topic = broker.metadata.get(name)
+                topic = apis.metadata_cache.get(name)
                 if topic is None:
                     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     if allow_create and not creatable(name):
@@ -100,20 +106,20 @@ def handle_metadata(broker, request, connection):
                         continue
                     if allow_create:
                         try:
-                            topic = broker.auto_create_topic(name)
+                            topic = apis.admin_manager.auto_create_topic(name)
                         except KafkaError as e:
                             error = e.errno
                     if topic is None:
                         topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(error), name=name, topic_id=NULL_UUID))
                         continue
-            topics_out.append(topic_response(broker, topic, connection, with_operations))
+            topics_out.append(topic_response(apis, topic, connection, with_operations))
     return MetadataResponse(
-        brokers=brokers(broker, connection),
-        cluster_id=broker.cluster_id,
-        controller_id=broker.broker_id,
+        brokers=brokers(apis, connection),
+        cluster_id=apis.cluster_id,
+        controller_id=apis.broker_id,
         topics=topics_out,
         cluster_authorized_operations=auth_helper.authorized_operations(
-            broker, connection, ResourceType.CLUSTER, CLUSTER_NAME,
+            apis, connection, ResourceType.CLUSTER, CLUSTER_NAME,
             8 <= version <= 10 and body.include_cluster_authorized_operations,
         ),  # fmt: skip
     )

@@ -5,11 +5,10 @@ topic (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
-import logstore
-
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.delete_records import DeleteRecordsResponse
 from logstore.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
@@ -17,15 +16,15 @@ from logstore.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEp
 HIGH_WATERMARK = -1
 
 
-def handle_delete_records(broker, request, connection):
+def handle_delete_records(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(broker, connection, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
+    denied = auth_helper.denied(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, low = ErrorCode.NONE, -1
-            partition = broker.partitions.get((t.name, p.partition_index))
+            partition = apis.replica_manager.get_partition(t.name, p.partition_index)
             if t.name in denied:
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif partition is None:
@@ -33,28 +32,23 @@ def handle_delete_records(broker, request, connection):
             else:
                 offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
                 try:
-                    if offset < 0 or offset > partition.high_watermark:
-                        raise logstore.OffsetOutOfRangeError(str(offset))
-                    low = partition.log.delete_records(offset)
-                    partition.after_truncation()
-                except logstore.OffsetOutOfRangeError:
-                    error = ErrorCode.OFFSET_OUT_OF_RANGE
-                except logstore.LogStoreError:
-                    error = ErrorCode.KAFKA_STORAGE_ERROR
+                    low = partition.delete_records_on_leader(offset)
+                except KafkaError as e:
+                    error = e.errno
             parts.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low, error_code=int(error)))
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-def handle_offset_for_leader_epoch(broker, request, connection):
+def handle_offset_for_leader_epoch(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in body.topics))
+    denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in body.topics))
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
             error, epoch, end = ErrorCode.NONE, -1, -1
-            partition = broker.partitions.get((t.topic, p.partition))
+            partition = apis.replica_manager.get_partition(t.topic, p.partition)
             if t.topic in denied:
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif partition is None:
@@ -62,10 +56,7 @@ def handle_offset_for_leader_epoch(broker, request, connection):
             elif (error := partition.leader_epoch_error(p.current_leader_epoch)) != ErrorCode.NONE:
                 pass
             else:
-                epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
-                if epoch == -1 and partition.log.latest_epoch is None:
-                    # Nothing was ever appended in an epoch: the whole log is this one.
-                    epoch, end = (partition.leader_epoch, partition.high_watermark) if p.leader_epoch == partition.leader_epoch else (-1, -1)
+                epoch, end = partition.last_offset_for_leader_epoch(p.leader_epoch)
             parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(error_code=int(error), partition=p.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -29,14 +29,14 @@ from logstore.protocol.messages.partition_reassignments import (
 PREFERRED, UNCLEAN = 0, 1
 
 
-def handle_elect_leaders(broker, request, connection):
+def handle_elect_leaders(apis, request, connection):
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED
     valid = election_type in (PREFERRED, UNCLEAN)
-    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER)
+    allowed = auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER)
     if body.topic_partitions is None:
         # Every partition: only those that needed an election are listed.
-        wanted: list[tuple[str, int]] = [] if valid else sorted(broker.partitions)
+        wanted: list[tuple[str, int]] = [] if valid else sorted(apis.replica_manager.keys())
     else:
         wanted = list(dict.fromkeys((t.topic, p) for t in body.topic_partitions for p in t.partitions))
     by_topic: dict[str, list] = {}
@@ -45,7 +45,7 @@ def handle_elect_leaders(broker, request, connection):
             error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not authorized"
         elif not valid:
             error, message = ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
-        elif (topic, index) in broker.partitions:
+        elif (topic, index) in apis.replica_manager:
             error, message = ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
         else:
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist"
@@ -61,8 +61,8 @@ def handle_elect_leaders(broker, request, connection):
     )
 
 
-def _reassign(broker, topic: str, index: int, replicas: list[int] | None) -> tuple[ErrorCode, str | None]:
-    if (topic, index) not in broker.partitions:
+def _reassign(apis, topic: str, index: int, replicas: list[int] | None) -> tuple[ErrorCode, str | None]:
+    if (topic, index) not in apis.replica_manager:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist"
     if replicas is None:
         return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {topic}-{index} is in progress"
@@ -70,14 +70,14 @@ def _reassign(broker, topic: str, index: int, replicas: list[int] | None) -> tup
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "the replica list cannot be empty"
     if len(set(replicas)) != len(replicas):
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the replica list {replicas} contains duplicates"
-    unknown = [r for r in replicas if r != broker.broker_id]
+    unknown = [r for r in replicas if r != apis.broker_id]
     if unknown:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"the replica list names broker {unknown[0]}, but no such broker is registered"
     return ErrorCode.NONE, None
 
 
-def handle_alter_partition_reassignments(broker, request, connection):
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER):
+def handle_alter_partition_reassignments(apis, request, connection):
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
         return AlterPartitionReassignmentsResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             error_message="ALTER on the cluster is not authorized", responses=[],
@@ -86,7 +86,7 @@ def handle_alter_partition_reassignments(broker, request, connection):
     for t in request.body.topics:
         parts = []
         for p in t.partitions:
-            error, message = _reassign(broker, t.name, p.partition_index, p.replicas)
+            error, message = _reassign(apis, t.name, p.partition_index, p.replicas)
             parts.append(
                 AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
                     partition_index=p.partition_index, error_code=int(error), error_message=message
@@ -96,8 +96,8 @@ def handle_alter_partition_reassignments(broker, request, connection):
     return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
 
 
-def handle_list_partition_reassignments(broker, request, connection):
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+def handle_list_partition_reassignments(apis, request, connection):
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
         return ListPartitionReassignmentsResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             error_message="DESCRIBE on the cluster is not authorized", topics=[],

@@ -31,7 +31,7 @@ from broker_py.security.sasl.scram_credentials import MAX_ITERATIONS, MECHANISM_
 _IDS = {name: i for i, name in MECHANISM_IDS.items()}
 
 
-def handle_sasl_handshake(broker, request, connection):
+def handle_sasl_handshake(apis, request, connection):
     auth = getattr(connection, "sasl", None)
     if auth is None:
         return SaslHandshakeResponse(error_code=int(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=[])
@@ -43,7 +43,7 @@ def handle_sasl_handshake(broker, request, connection):
     return SaslHandshakeResponse(error_code=0, mechanisms=list(auth.mechanisms))
 
 
-def handle_sasl_authenticate(broker, request, connection):
+def handle_sasl_authenticate(apis, request, connection):
     auth = getattr(connection, "sasl", None)
     if auth is None:
         return SaslAuthenticateResponse(
@@ -59,13 +59,13 @@ def handle_sasl_authenticate(broker, request, connection):
     )
 
 
-def handle_describe_user_scram_credentials(broker, request, connection):
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.DESCRIBE):
+def handle_describe_user_scram_credentials(apis, request, connection):
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
         return DescribeUserScramCredentialsResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             error_message="DESCRIBE on the cluster is not authorized", results=[],
         )  # fmt: skip
-    known = broker.scram_credentials.describe()
+    known = apis.scram_credentials.describe()
     asked = request.body.users
     results = []
 
@@ -91,8 +91,8 @@ def handle_describe_user_scram_credentials(broker, request, connection):
     return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, results=results)
 
 
-def handle_alter_user_scram_credentials(broker, request, connection):
-    store = broker.scram_credentials
+def handle_alter_user_scram_credentials(apis, request, connection):
+    store = apis.scram_credentials
     body = request.body
     errors: dict[str, tuple[ErrorCode, str]] = {}
     users: list[str] = []
@@ -104,7 +104,7 @@ def handle_alter_user_scram_credentials(broker, request, connection):
     def refuse(user: str, error: ErrorCode, message: str) -> None:
         errors.setdefault(user, (error, message))
 
-    if not auth_helper.authorize_cluster(broker, connection, AclOperation.ALTER):
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
         for user in users:
             refuse(user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not authorized")
     for (user, mechanism), count in seen.items():

@@ -25,7 +25,7 @@ CONFIG_SOURCE_TOPIC = 1
 CONFIG_SOURCE_DEFAULT = 5
 
 
-def handle_create_topics(broker, request, connection):
+def handle_create_topics(apis, request, connection):
     body = request.body
     results = []
     seen: dict[str, int] = {}
@@ -36,27 +36,27 @@ def handle_create_topics(broker, request, connection):
         try:
             if seen[t.name] > 1:
                 raise InvalidRequestError(f"topic {t.name} appears more than once in the request")
-            if not auth_helper.authorize_cluster(broker, connection, AclOperation.CREATE):
-                auth_helper.ensure(broker, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)
+            if not auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE):
+                auth_helper.ensure(apis, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)
             num_partitions, replication_factor = t.num_partitions, t.replication_factor
             if t.assignments:
                 if num_partitions != -1 or replication_factor != -1:
                     raise InvalidRequestError("assignments are given together with a partition count or replication factor")
                 if sorted(a.partition_index for a in t.assignments) != list(range(len(t.assignments))):
                     raise InvalidReplicaAssignmentError("assigned partitions must be 0..N-1")
-                if any(a.broker_ids != [broker.broker_id] for a in t.assignments):
-                    raise InvalidReplicaAssignmentError(f"only broker {broker.broker_id} exists")
+                if any(a.broker_ids != [apis.broker_id] for a in t.assignments):
+                    raise InvalidReplicaAssignmentError(f"only broker {apis.broker_id} exists")
                 num_partitions, replication_factor = len(t.assignments), 1
             configs = {c.name: c.value for c in t.configs}
-            topic = broker.create_topic(t.name, num_partitions, replication_factor, configs, validate_only=body.validate_only)
+            topic = apis.admin_manager.create_topic(t.name, num_partitions, replication_factor, configs, validate_only=body.validate_only)
             result.topic_id = topic.topic_id
             result.num_partitions = topic.partitions
             result.replication_factor = 1
-            if not auth_helper.authorize(broker, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):
+            if not auth_helper.authorize(apis, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name):
                 result.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 results.append(result)
                 continue
-            effective = broker.effective_config(topic)
+            effective = apis.admin_manager.effective_config(topic)
             result.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(
                     name=k,
@@ -73,7 +73,7 @@ def handle_create_topics(broker, request, connection):
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def handle_delete_topics(broker, request, connection):
+def handle_delete_topics(apis, request, connection):
     body = request.body
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -84,16 +84,16 @@ def handle_delete_topics(broker, request, connection):
         result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None)
         try:
             if name is None:
-                topic = broker.metadata.by_id(topic_id)
+                topic = apis.metadata_cache.by_id(topic_id)
                 if topic is None:
                     result.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
                     results.append(result)
                     continue
                 name = result.name = topic.name
-            auth_helper.ensure(broker, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
+            auth_helper.ensure(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
             if name.startswith("__"):
                 raise InvalidRequestError(f"internal topic {name} cannot be deleted")
-            topic = broker.delete_topic(name)
+            topic = apis.admin_manager.delete_topic(name)
             result.topic_id = topic.topic_id
         except KafkaError as e:
             result.error_code, result.error_message = int(e.errno), str(e)
@@ -101,16 +101,16 @@ def handle_delete_topics(broker, request, connection):
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-def handle_create_partitions(broker, request, connection):
+def handle_create_partitions(apis, request, connection):
     body = request.body
     results = []
     for t in body.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         try:
-            auth_helper.ensure(broker, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
-            if t.assignments and any(a.broker_ids != [broker.broker_id] for a in t.assignments):
-                raise InvalidReplicaAssignmentError(f"only broker {broker.broker_id} exists")
-            broker.create_partitions(t.name, t.count, validate_only=body.validate_only)
+            auth_helper.ensure(apis, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+            if t.assignments and any(a.broker_ids != [apis.broker_id] for a in t.assignments):
+                raise InvalidReplicaAssignmentError(f"only broker {apis.broker_id} exists")
+            apis.admin_manager.create_partitions(t.name, t.count, validate_only=body.validate_only)
         except KafkaError as e:
             result.error_code, result.error_message = int(e.errno), str(e)
         results.append(result)

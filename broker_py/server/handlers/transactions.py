@@ -25,6 +25,8 @@ WriteTxnMarkers and AddPartitionsToTxn v4+ CLUSTER_ACTION on the cluster, as in 
 
 from __future__ import annotations
 
+import asyncio
+
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
@@ -56,29 +58,29 @@ def _fenced_for(version: int, first_version_with_producer_fenced: int, error: Er
     return error
 
 
-def _may(broker, connection, operation: AclOperation, transactional_id: str) -> bool:
-    return auth_helper.authorize(broker, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
+def _may(apis, connection, operation: AclOperation, transactional_id: str) -> bool:
+    return auth_helper.authorize(apis, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
 
-def _coordinator(broker):
-    coordinator = broker.transaction_coordinator
+def _coordinator(apis):
+    coordinator = apis.transaction_coordinator
     return coordinator if coordinator is not None and coordinator.active else None
 
 
 # ---- InitProducerId ----
 
 
-def handle_init_producer_id(broker, request, connection):
+def handle_init_producer_id(apis, request, connection):
     body = request.body
     version = request.api_version
     expected_id = body.producer_id if version >= 3 else -1
     expected_epoch = body.producer_epoch if version >= 3 else -1
     refused = None
     if body.transactional_id is not None:
-        if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+        if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
             refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize_cluster(broker, connection, AclOperation.IDEMPOTENT_WRITE) and not (
-        auth_helper.authorize_by_resource_type(broker, connection, AclOperation.WRITE, ResourceType.TOPIC)
+    elif not auth_helper.authorize_cluster(apis, connection, AclOperation.IDEMPOTENT_WRITE) and not (
+        auth_helper.authorize_by_resource_type(apis, connection, AclOperation.WRITE, ResourceType.TOPIC)
     ):
         refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     if refused is not None:
@@ -88,13 +90,17 @@ def handle_init_producer_id(broker, request, connection):
             # KIP-360: an idempotent producer bumping its epoch keeps its id.
             return InitProducerIdResponse(producer_id=expected_id, producer_epoch=expected_epoch + 1)
         try:
-            return InitProducerIdResponse(producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+            return InitProducerIdResponse(producer_id=apis.producer_ids.next_id(), producer_epoch=0)
         except KafkaError as e:
             return InitProducerIdResponse(error_code=int(e.errno), producer_id=-1, producer_epoch=-1)
-    coordinator = _coordinator(broker)
+    coordinator = _coordinator(apis)
     if coordinator is None:
         return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)
-    error, producer_id, epoch = coordinator.init_producer_id(
+    return _init_transactional_producer(coordinator, body, version, expected_id, expected_epoch)
+
+
+async def _init_transactional_producer(coordinator, body, version: int, expected_id: int, expected_epoch: int):
+    error, producer_id, epoch = await coordinator.init_producer_id(
         body.transactional_id, body.transaction_timeout_ms, expected_id, expected_epoch
     )
     return InitProducerIdResponse(error_code=int(_fenced_for(version, 4, error)), producer_id=producer_id, producer_epoch=epoch)
@@ -115,21 +121,21 @@ def _topic_results(results: dict[tuple[str, int], ErrorCode]) -> list:
     ]
 
 
-def _add(coordinator, transactional_id, producer_id, producer_epoch, topics, verify_only: bool = False) -> dict:
+async def _add(coordinator, transactional_id, producer_id, producer_epoch, topics, verify_only: bool = False) -> dict:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
     if coordinator is None:
         return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if verify_only:
         return {tp: coordinator.verify_partition(producer_id, producer_epoch, *tp) for tp in partitions}
-    return coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    return await coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
 
-def handle_add_partitions_to_txn(broker, request, connection):
+async def handle_add_partitions_to_txn(apis, request, connection):
     body = request.body
     version = request.api_version
-    coordinator = _coordinator(broker)
+    coordinator = _coordinator(apis)
     if version >= 4:
-        if not auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION):
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION):
             return AddPartitionsToTxnResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results_by_transaction=[])
         return AddPartitionsToTxnResponse(
             error_code=0,
@@ -137,7 +143,7 @@ def handle_add_partitions_to_txn(broker, request, connection):
                 AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
                     transactional_id=t.transactional_id,
                     topic_results=_topic_results(
-                        _add(coordinator, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
+                        await _add(coordinator, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
                     ),
                 )
                 for t in body.transactions
@@ -145,8 +151,8 @@ def handle_add_partitions_to_txn(broker, request, connection):
         )
     topics = body.v3_and_below_topics
     partitions = [(t.name, p) for t in topics for p in t.partitions]
-    denied = topic_denied(broker, connection, topics, AclOperation.WRITE)
-    if not _may(broker, connection, AclOperation.WRITE, body.v3_and_below_transactional_id):
+    denied = topic_denied(apis, connection, topics, AclOperation.WRITE)
+    if not _may(apis, connection, AclOperation.WRITE, body.v3_and_below_transactional_id):
         results = dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif denied:
         results = {
@@ -154,7 +160,7 @@ def handle_add_partitions_to_txn(broker, request, connection):
             for tp in partitions
         }
     else:
-        results = _add(
+        results = await _add(
             coordinator,
             body.v3_and_below_transactional_id,
             body.v3_and_below_producer_id,
@@ -165,64 +171,75 @@ def handle_add_partitions_to_txn(broker, request, connection):
     return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(results))
 
 
-def handle_add_offsets_to_txn(broker, request, connection):
+async def handle_add_offsets_to_txn(apis, request, connection):
     body = request.body
-    coordinator = _coordinator(broker)
-    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+    coordinator = _coordinator(apis)
+    if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+    elif not auth_helper.authorize(apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not body.group_id:
         error = ErrorCode.INVALID_GROUP_ID
     else:
-        error = coordinator.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
+        error = await coordinator.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
     return AddOffsetsToTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
 
 
 # ---- EndTxn ----
 
 
-def handle_end_txn(broker, request, connection):
+async def handle_end_txn(apis, request, connection):
     body = request.body
-    coordinator = _coordinator(broker)
-    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+    coordinator = _coordinator(apis)
+    if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
-        error = coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
+        error = await coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
     return EndTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
 
 
 # ---- TxnOffsetCommit ----
 
 
-def handle_txn_offset_commit(broker, request, connection):
+def handle_txn_offset_commit(apis, request, connection):
     body = request.body
     version = request.api_version
     refused = None
-    if not _may(broker, connection, AclOperation.WRITE, body.transactional_id):
+    if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
         refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize(broker, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+    elif not auth_helper.authorize(apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
         refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if refused is not None:
         errors, offsets = {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions}, {}
     else:
-        errors, offsets = requested_offsets(broker, body.topics, version >= 2, topic_denied(broker, connection, body.topics))
-    if offsets:
-        errors.update(
-            broker.group_coordinator.commit_txn_offsets(
-                body.group_id,
-                body.producer_id,
-                body.producer_epoch,
-                body.member_id if version >= 3 else "",
-                body.group_instance_id if version >= 3 else None,
-                body.generation_id if version >= 3 else -1,
-                offsets,
-            )
-        )
+        errors, offsets = requested_offsets(apis, body.topics, version >= 2, topic_denied(apis, connection, body.topics))
+    if not offsets:
+        return _txn_offset_commit_response(errors)
+    committed = apis.group_coordinator.commit_txn_offsets(
+        body.group_id,
+        body.producer_id,
+        body.producer_epoch,
+        body.member_id if version >= 3 else "",
+        body.group_instance_id if version >= 3 else None,
+        body.generation_id if version >= 3 else -1,
+        offsets,
+    )
+    if isinstance(committed, asyncio.Future):
+        return _when_txn_committed(committed, errors)
+    errors.update(committed)
+    return _txn_offset_commit_response(errors)
+
+
+async def _when_txn_committed(pending, errors):
+    errors.update(await pending)
+    return _txn_offset_commit_response(errors)
+
+
+def _txn_offset_commit_response(errors) -> TxnOffsetCommitResponse:
     by_topic: dict[str, list] = {}
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append(
@@ -236,15 +253,15 @@ def handle_txn_offset_commit(broker, request, connection):
 # ---- WriteTxnMarkers ----
 
 
-def handle_write_txn_markers(broker, request, connection):
-    allowed = auth_helper.authorize_cluster(broker, connection, AclOperation.CLUSTER_ACTION)
+def handle_write_txn_markers(apis, request, connection):
+    allowed = auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION)
     results = []
     for marker in request.body.markers:
         topics = []
         for t in marker.topics:
             parts = []
             for index in t.partition_indexes:
-                partition = broker.partitions.get((t.name, index))
+                partition = apis.replica_manager.get_partition(t.name, index)
                 error = ErrorCode.NONE
                 if not allowed:
                     error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -256,8 +273,8 @@ def handle_write_txn_markers(broker, request, connection):
                     except KafkaError as e:
                         error = e.errno
                     else:
-                        if t.name == OFFSETS_TOPIC and broker.group_coordinator is not None:
-                            broker.group_coordinator.complete_txn_offsets(marker.producer_id, index, marker.transaction_result)
+                        if t.name == OFFSETS_TOPIC and apis.group_coordinator is not None:
+                            apis.group_coordinator.complete_txn_offsets(marker.producer_id, index, marker.transaction_result)
                 parts.append(
                     WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=index, error_code=int(error))
                 )
@@ -269,13 +286,13 @@ def handle_write_txn_markers(broker, request, connection):
 # ---- DescribeProducers / DescribeTransactions / ListTransactions ----
 
 
-def handle_describe_producers(broker, request, connection):
-    denied = auth_helper.denied(broker, connection, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.body.topics))
+def handle_describe_producers(apis, request, connection):
+    denied = auth_helper.denied(apis, connection, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.body.topics))
     topics = []
     for t in request.body.topics:
         parts = []
         for index in t.partition_indexes:
-            partition = broker.partitions.get((t.name, index))
+            partition = apis.replica_manager.get_partition(t.name, index)
             if t.name in denied:
                 parts.append(
                     DescribeProducersResponse.PartitionResponse(
@@ -301,18 +318,18 @@ def handle_describe_producers(broker, request, connection):
                     coordinator_epoch=entry.coordinator_epoch,
                     current_txn_start_offset=entry.current_txn_first_offset,
                 )
-                for pid, entry in sorted(partition.producer_state.producers.items())
+                for pid, entry in partition.active_producers()
             ]
             parts.append(DescribeProducersResponse.PartitionResponse(partition_index=index, error_code=0, active_producers=producers))
         topics.append(DescribeProducersResponse.TopicResponse(name=t.name, partitions=parts))
     return DescribeProducersResponse(topics=topics)
 
 
-def handle_describe_transactions(broker, request, connection):
-    coordinator = _coordinator(broker)
+def handle_describe_transactions(apis, request, connection):
+    coordinator = _coordinator(apis)
     states = []
     for transactional_id in request.body.transactional_ids:
-        if not _may(broker, connection, AclOperation.DESCRIBE, transactional_id):
+        if not _may(apis, connection, AclOperation.DESCRIBE, transactional_id):
             states.append(
                 DescribeTransactionsResponse.TransactionState(
                     error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=transactional_id,
@@ -330,7 +347,7 @@ def handle_describe_transactions(broker, request, connection):
             )
             continue
         by_topic: dict[str, list[int]] = {}
-        hidden = auth_helper.denied(broker, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp in txn.partitions))
+        hidden = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp in txn.partitions))
         for topic, index in sorted(txn.partitions):
             if topic not in hidden:
                 by_topic.setdefault(topic, []).append(index)
@@ -349,9 +366,9 @@ def handle_describe_transactions(broker, request, connection):
     return DescribeTransactionsResponse(transaction_states=states)
 
 
-def handle_list_transactions(broker, request, connection):
+def handle_list_transactions(apis, request, connection):
     body = request.body
-    coordinator = _coordinator(broker)
+    coordinator = _coordinator(apis)
     if coordinator is None:
         return ListTransactionsResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     by_name = {s.display_name: s for s in TransactionState}
@@ -370,7 +387,7 @@ def handle_list_transactions(broker, request, connection):
             continue
         if duration >= 0 and now - txn.txn_start_timestamp <= duration:
             continue
-        if not _may(broker, connection, AclOperation.DESCRIBE, txn.transactional_id):
+        if not _may(apis, connection, AclOperation.DESCRIBE, txn.transactional_id):
             continue
         listed.append(
             ListTransactionsResponse.TransactionState(

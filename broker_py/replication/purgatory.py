@@ -1,0 +1,119 @@
+"""Requests that wait for a condition (Kafka's ``DelayedOperation`` and
+``DelayedOperationPurgatory``).
+
+A :class:`DelayedOperation` completes exactly once: when :meth:`try_complete` finds
+its condition met (then :meth:`on_complete` runs), or when its timeout passes first
+(then :meth:`on_expiration` and :meth:`on_complete` run). The purgatory watches each
+operation under keys (a partition, here) and, when something changes under a key,
+:meth:`DelayedOperationPurgatory.check_and_complete` asks that key's operations to try
+again. Timeouts run on the injected :class:`~broker_py.utils.time.Time`.
+
+Invariants: an operation is completed once (``completed`` turns True before
+``on_complete`` runs); a completed operation leaves every watch list it was in the
+next time that key is checked; the purgatory holds no reference to an operation whose
+timeout fired or that completed and whose keys were checked since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+
+
+class DelayedOperation:
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self.completed = False
+        self._timer: Timer | None = None
+
+    def try_complete(self) -> bool:
+        """Checks the condition and, if met, calls :meth:`force_complete`; returns
+        whether the operation is complete."""
+        raise NotImplementedError
+
+    def on_complete(self) -> None:
+        raise NotImplementedError
+
+    def on_expiration(self) -> None:
+        """Runs before :meth:`on_complete` when the timeout passed first."""
+
+    def force_complete(self) -> bool:
+        """Completes the operation now; False if it was already complete."""
+        if self.completed:
+            return False
+        self.completed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.on_complete()
+        return True
+
+    def _expire(self) -> None:
+        self._timer = None
+        if not self.completed:
+            self.on_expiration()
+            self.force_complete()
+
+
+class DelayedOperationPurgatory:
+    def __init__(self, name: str, time: Time = SYSTEM_TIME) -> None:
+        self.name = name
+        self._time = time
+        self._watchers: dict[Hashable, list[DelayedOperation]] = {}
+
+    def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+        """Completes ``operation`` if it can be now; otherwise watches it under
+        ``keys`` and starts its timeout. True if it completed now."""
+        if operation.try_complete():
+            return True
+        self.watch(operation, keys)
+        return False
+
+    def watch(self, operation: DelayedOperation, keys: Iterable[Hashable]) -> None:
+        """Watches ``operation`` under ``keys`` and starts its timeout, without trying
+        it first (the caller just found its condition unmet, and nothing could change
+        it since: appends run on the same event loop)."""
+        keys = list(keys)
+        for key in keys:
+            self._watchers.setdefault(key, []).append(operation)
+        operation._timer = self._time.call_later(max(0, operation.delay_ms) / 1000, self._expired, operation, keys)
+
+    def _expired(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
+        operation._expire()
+        for key in keys:
+            self._purge(key)
+
+    def _purge(self, key: Hashable) -> None:
+        ops = self._watchers.get(key)
+        if ops is not None:
+            ops[:] = [op for op in ops if not op.completed]
+            if not ops:
+                del self._watchers[key]
+
+    def check_and_complete(self, key: Hashable) -> int:
+        """Asks the operations watching ``key`` to try again; returns how many completed."""
+        ops = self._watchers.get(key)
+        if not ops:
+            return 0
+        done = 0
+        for op in list(ops):
+            if not op.completed and op.try_complete():
+                done += 1
+        self._purge(key)
+        return done
+
+    def complete_all(self, key: Hashable) -> int:
+        """Completes every operation watching ``key`` now (leadership lost, partition
+        gone): each tries first, so it answers what it finds (NOT_LEADER_OR_FOLLOWER,
+        a last read), and is forced complete if it still would wait."""
+        ops = self._watchers.pop(key, [])
+        return sum(1 for op in ops if not op.completed and (op.try_complete() or op.force_complete()))
+
+    def watched(self) -> int:
+        """Operations still waiting (not completed), counted once each."""
+        return len({id(op) for ops in self._watchers.values() for op in ops if not op.completed})
+
+    def shutdown(self) -> None:
+        for key in list(self._watchers):
+            self.complete_all(key)

@@ -1,0 +1,184 @@
+"""The partitions this broker holds and the one path to them (Kafka's ``ReplicaManager``).
+
+Handlers and coordinators reach a partition only through here:
+
+- :meth:`ReplicaManager.get_partition_or_error`: the partition, or the Kafka error a
+  request for it gets (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER);
+- :meth:`ReplicaManager.append_records`: appends to each partition's leader log and
+  answers once the acks condition holds; acks=all waits in the produce purgatory
+  (:class:`DelayedProduce`) until each partition's high watermark passes its records;
+  coordinators (``origin=COORDINATOR``) append their own batches the same way, with
+  acks=-1;
+- :meth:`ReplicaManager.fetch_messages`: answers a fetch at once when it has
+  ``min_bytes`` or may not wait, else parks it in the fetch purgatory
+  (:class:`DelayedFetch`) until appends bring enough or ``max_wait_ms`` passes.
+
+Every append notifies both purgatories under the partition's key: produces waiting for
+its high watermark are checked at once; fetches waiting on it are read again once the
+event loop is next free, so one read serves every append made meanwhile and the
+producer's answer never waits for a consumer's read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from broker_py.cluster.partition import Partition
+from broker_py.log.unified_log import UnifiedLog
+from broker_py.replication.delayed_fetch import DelayedFetch, FetchRead
+from broker_py.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
+from broker_py.replication.purgatory import DelayedOperationPurgatory
+from broker_py.utils.completion import Completion
+from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.errors import InvalidRequiredAcksError, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+
+log = logging.getLogger(__name__)
+
+CLIENT = "client"
+COORDINATOR = "coordinator"
+
+# One partition's records in an append: (partition index, records, whether a batch
+# carries a producer id or None when unknown).
+PartitionRecords = tuple[int, Any, "bool | None"]
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, min_insync_replicas: Callable[[str], int], time: Time = SYSTEM_TIME) -> None:
+        self.broker_id = broker_id
+        self._min_insync_replicas = min_insync_replicas
+        self.time = time
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", time)
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", time)
+        self._fetch_keys_to_check: set[tuple[str, int]] = set()
+        # Checks transactional batches against the transaction coordinator (set once it runs).
+        self.verify_transaction: Callable[[int, int, str, int], Any] | None = None
+
+    # ---- partitions ----
+
+    def get_partition(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def get_partition_or_error(self, topic: str, index: int) -> Partition:
+        """The partition this broker leads; UnknownTopicOrPartitionError when it holds no
+        such partition, NotLeaderOrFollowerError when it does not lead it."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not on this broker")
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")
+        return partition
+
+    def online_partitions(self) -> list[Partition]:
+        return list(self.partitions.values())
+
+    def keys(self) -> Iterable[tuple[str, int]]:
+        return self.partitions.keys()
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return key in self.partitions
+
+    def make_leader(self, topic: str, index: int, log: UnifiedLog, leader_epoch: int, isr: list[int], replicas: list[int]) -> Partition:
+        """Leads ``topic-index`` over ``log`` in ``leader_epoch`` (a partition held already
+        keeps its state and moves to the new epoch)."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            partition = Partition(topic, index, log, self.broker_id, self._on_append)
+            self.partitions[(topic, index)] = partition
+        partition.make_leader(leader_epoch, isr, replicas)
+        return partition
+
+    def stop_replica(self, topic: str, index: int) -> Partition | None:
+        """Stops holding ``topic-index`` (deleted): waiting produces answer
+        NOT_LEADER_OR_FOLLOWER and waiting fetches answer what a last read finds."""
+        partition = self.partitions.pop((topic, index), None)
+        if partition is not None:
+            partition.leader_id = -1
+            self.produce_purgatory.complete_all((topic, index))
+            self.fetch_purgatory.complete_all((topic, index))
+        return partition
+
+    def _on_append(self, partition: Partition) -> None:
+        key = (partition.topic, partition.index)
+        self.produce_purgatory.check_and_complete(key)
+        if not self._fetch_keys_to_check:
+            self.time.call_later(0, self._check_fetches)
+        self._fetch_keys_to_check.add(key)
+
+    def _check_fetches(self) -> None:
+        keys, self._fetch_keys_to_check = self._fetch_keys_to_check, set()
+        for key in keys:
+            self.fetch_purgatory.check_and_complete(key)
+
+    # ---- appends ----
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
+        response_callback: Callable[[list[tuple[str, list[tuple]]]], None],
+        origin: str = CLIENT,
+    ) -> None:
+        """Appends each topic's partition records and calls ``response_callback`` with
+        ``[(topic, [(index, error_code, base_offset, log_append_time_ms,
+        log_start_offset, error_message, record_errors), ...]), ...]`` once the acks
+        condition holds: at once for acks 0 and 1, or when acks=all is answered for
+        every partition (maybe at once as well)."""
+        status: list[tuple[str, list[ProducePartitionStatus]]] = []
+        for topic, partitions in entries:
+            min_isr = self._min_insync_replicas(topic) if required_acks == -1 else 1
+            status.append((topic, [self._append_to_leader(topic, index, records, idempotent, required_acks, min_isr, origin)
+                                   for index, records, idempotent in partitions]))  # fmt: skip
+        if required_acks != -1 or not any(s.acks_pending for _, ps in status for s in ps):
+            response_callback([(topic, [s.result for s in ps]) for topic, ps in status])
+            return
+        operation = DelayedProduce(timeout_ms, status, response_callback)
+        keys = [(topic, s.result[0]) for topic, ps in status for s in ps if s.acks_pending]
+        self.produce_purgatory.try_complete_else_watch(operation, keys)
+
+    def append(self, timeout_ms: int, required_acks: int, entries, origin: str = CLIENT):
+        """:meth:`append_records` for a caller that returns what it gets: the results
+        when they are ready now, else a future of them."""
+        done = Completion()
+        self.append_records(timeout_ms, required_acks, entries, done, origin)
+        return done.result()
+
+    def _append_to_leader(self, topic: str, index: int, records, idempotent, required_acks: int, min_isr: int, origin: str) -> ProducePartitionStatus:
+        partition = None
+        try:
+            if required_acks not in (0, 1, -1):
+                raise InvalidRequiredAcksError(f"acks={required_acks}")
+            partition = self.get_partition_or_error(topic, index)
+            if origin == COORDINATOR:
+                base_offset, last_offset = partition.append_records(records, min_isr)
+                append_time = -1
+            else:
+                verify = self.verify_transaction
+                base_offset, last_offset, append_time = partition.append_records_to_leader(
+                    records, required_acks, min_isr, idempotent,
+                    None if verify is None else lambda pid, epoch: verify(pid, epoch, topic, index),
+                )  # fmt: skip
+            result = (index, 0, base_offset, append_time, partition.log_start_offset, None, ())
+            return ProducePartitionStatus(partition, last_offset + 1, min_isr, result)
+        except KafkaError as e:
+            return ProducePartitionStatus(None, -1, min_isr, (index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
+
+    # ---- fetches ----
+
+    def fetch_messages(self, max_wait_ms: int, min_bytes: int, first: FetchRead, read: Callable[[], FetchRead]):
+        """The fetch's response: ``first`` (the read just made) when it holds
+        ``min_bytes``, may not wait or read nothing; otherwise an awaitable completed by
+        :class:`DelayedFetch` from ``read()``, run again as the partitions read grow."""
+        response, total, touched = first
+        if total >= min_bytes or max_wait_ms <= 0 or not touched:
+            return response
+        done = Completion()
+        self.fetch_purgatory.watch(DelayedFetch(max_wait_ms, min_bytes, read, done), [(p.topic, p.index) for p in touched])
+        return done.result()
+
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()

@@ -1,0 +1,91 @@
+"""The broker's periodic log work (what Kafka's LogManager and ReplicaManager schedule):
+retention, the expiry of idle producer ids, and the log cleaner.
+
+- Retention runs every ``log.retention.check.interval.ms`` off the event loop, on
+  partitions whose ``cleanup.policy`` includes ``delete``, never past the high
+  watermark; transaction index entries below the new log start go after it.
+- Idle producer ids (``producer.id.expiration.ms``) are forgotten every
+  ``producer.id.expiration.check.interval.ms``.
+- The cleaner compacts partitions whose policy includes ``compact``.
+- Partitions moving to another log dir are left to the move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker_py.log.log_cleaner_manager import LogCleaner
+from broker_py.log.unified_log import UnifiedLog
+from broker_py.utils.time import Time
+from logstore.protocol.errors import KafkaError, NotLeaderOrFollowerError
+
+log = logging.getLogger(__name__)
+
+
+class LogTasks:
+    def __init__(self, config, apis, time: Time) -> None:
+        self.config = config
+        self._apis = apis
+        self._time = time
+        self.cleaner: LogCleaner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
+        self._tasks.append(asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration"))
+        if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
+            self.cleaner = LogCleaner(self.config, lambda: [p.log for p in self.partitions_with_policy("compact")])
+            self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
+
+    def partitions_with_policy(self, policy: str) -> list:
+        """Partitions the cleaner or retention may work on: not those moving to another dir."""
+        mover = self._apis.log_dir_mover
+        admin = self._apis.admin_manager
+        return [
+            p for p in self._apis.replica_manager.online_partitions()
+            if not mover.moving(p.topic, p.index) and policy in admin.cleanup_policy(p.topic)
+        ]  # fmt: skip
+
+    def enforce_retention(self) -> int:
+        """Time and size retention, for topics whose cleanup.policy includes delete."""
+        deleted = 0
+        for p in self.partitions_with_policy("delete"):
+            plog: UnifiedLog = p.log
+            try:
+                deleted += plog.enforce_retention(max_offset=p.high_watermark)
+            except NotLeaderOrFollowerError:
+                continue  # deleted, or reopened by a move, meanwhile
+        return deleted
+
+    async def _retention_loop(self) -> None:
+        interval = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await self._time.sleep(interval)
+            try:
+                deleted = await asyncio.to_thread(self.enforce_retention)
+                if deleted:
+                    log.info("retention deleted %d segments", deleted)
+                for p in self._apis.replica_manager.online_partitions():
+                    p.log.delete_aborted_before_log_start()
+            except KafkaError:
+                log.exception("retention check")
+
+    async def _producer_expiration_loop(self) -> None:
+        """Every ``producer.id.expiration.check.interval.ms``, forgets the idempotent
+        producers of every partition idle for ``producer.id.expiration.ms``."""
+        while True:
+            await self._time.sleep(self.config["producer.id.expiration.check.interval.ms"] / 1000)
+            now = self._time.milliseconds()
+            expiration_ms = self.config["producer.id.expiration.ms"]
+            partitions = self._apis.replica_manager.online_partitions()
+            removed = sum(p.log.producer_state.remove_expired(now, expiration_ms) for p in partitions)
+            if removed:
+                log.info("expired %d idle producer ids", removed)

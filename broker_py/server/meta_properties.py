@@ -1,0 +1,52 @@
+"""Kafka's ``meta.properties`` in each log dir: ``version=0``, ``broker.id`` and
+``cluster.id``. Every log dir of a broker names the same broker id and cluster id; a
+log dir written by another broker id, or dirs of two clusters, stop startup with a
+ConfigError naming the key. Missing files are written (fsynced, then renamed into
+place) with the cluster id found, or a new one.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+
+from broker_py.config.kafka_config import ConfigError
+
+
+def read_properties(path: str) -> dict[str, str]:
+    props = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                props[k.strip()] = v.strip()
+    return props
+
+
+def check_log_dirs(log_dirs: list[str], broker_id: int) -> str:
+    """Returns the cluster id, creating ``meta.properties`` where missing."""
+    cluster_id = None
+    for d in log_dirs:
+        path = os.path.join(d, "meta.properties")
+        if os.path.exists(path):
+            props = read_properties(path)
+            if props.get("broker.id") not in (None, str(broker_id)):
+                raise ConfigError("broker.id", broker_id, f"log dir {d} belongs to broker.id {props['broker.id']}")
+            if cluster_id is not None and props.get("cluster.id") not in (None, cluster_id):
+                raise ConfigError("log.dirs", d, "log dirs belong to different clusters")
+            cluster_id = props.get("cluster.id", cluster_id)
+    if cluster_id is None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    for d in log_dirs:
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "meta.properties")
+        if not os.path.exists(path):
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(f"#\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    return cluster_id

@@ -1,0 +1,264 @@
+"""The replica manager, the purgatories and a partition's high watermark, driven with
+an injected clock and real logs: no sockets, no sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+
+import logstore
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from broker_py.cluster.partition import Partition
+from broker_py.log.unified_log import UnifiedLog
+from broker_py.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
+from broker_py.replication.replica_manager import COORDINATOR, ReplicaManager
+from broker_py.utils.time import MockTime
+from logstore.protocol.error_codes import ErrorCode
+
+ME = 1
+
+
+def batch(n: int = 1) -> bytes:
+    return logstore.encode_batch([(b"k", b"v%d" % i, [], 1_700_000_000_000) for i in range(n)])
+
+
+@pytest.fixture
+def logs(tmp_path):
+    opened = []
+
+    def open_log(name: str) -> UnifiedLog:
+        plog = logstore.Log.open(str(tmp_path / name))
+        opened.append(plog)
+        topic, index = name.rsplit("-", 1)
+        return UnifiedLog(topic, int(index), plog)
+
+    yield open_log
+    for plog in opened:
+        if not plog.closed:
+            plog.close()
+
+
+class Countdown(DelayedOperation):
+    """Completes once ``left`` reaches 0."""
+
+    def __init__(self, delay_ms: int, left: int) -> None:
+        super().__init__(delay_ms)
+        self.left = left
+        self.outcome = None
+
+    def try_complete(self) -> bool:
+        return self.force_complete() if self.left <= 0 else False
+
+    def on_expiration(self) -> None:
+        self.outcome = "expired"
+
+    def on_complete(self) -> None:
+        self.outcome = self.outcome or "done"
+
+
+def test_purgatory_completes_on_check_or_expires_once():
+    time = MockTime()
+    purgatory = DelayedOperationPurgatory("test", time)
+    now = Countdown(1000, 0)
+    assert purgatory.try_complete_else_watch(now, ["a"]) and now.outcome == "done"
+    later = Countdown(1000, 1)
+    assert not purgatory.try_complete_else_watch(later, ["a", "b"])
+    assert purgatory.watched() == 1
+    later.left = 0
+    assert purgatory.check_and_complete("b") == 1 and later.outcome == "done"
+    assert purgatory.watched() == 0
+    time.advance(2.0)  # its timer was cancelled: nothing runs again
+    assert later.outcome == "done"
+    slow = Countdown(500, 1)
+    purgatory.try_complete_else_watch(slow, ["a"])
+    time.advance(0.499)
+    assert slow.outcome is None
+    time.advance(0.001)
+    assert slow.outcome == "expired" and slow.completed
+    assert purgatory.check_and_complete("a") == 0 and purgatory.watched() == 0
+
+
+def test_complete_all_answers_every_watcher_of_a_key():
+    purgatory = DelayedOperationPurgatory("test", MockTime())
+    ops = [Countdown(1000, 1) for _ in range(3)]
+    for op in ops:
+        purgatory.try_complete_else_watch(op, ["gone"])
+    assert purgatory.complete_all("gone") == 3
+    assert [op.outcome for op in ops] == ["done"] * 3
+
+
+def leader(logs, name="t-0", isr=(ME,), replicas=(ME,)) -> tuple[ReplicaManager, Partition, MockTime]:
+    time = MockTime()
+    manager = ReplicaManager(ME, lambda topic: 2, time)
+    topic, index = name.rsplit("-", 1)
+    partition = manager.make_leader(topic, int(index), logs(name), 0, list(isr), list(replicas))
+    return manager, partition, time
+
+
+def test_alone_the_high_watermark_follows_every_append(logs):
+    manager, partition, _ = leader(logs)
+    answers = []
+    manager.append_records(1000, -1, [("t", [(0, batch(3), None)])], answers.append)
+    assert answers == [[("t", [(0, 0, 0, -1, 0, None, ())])]]
+    assert partition.high_watermark == partition.log_end_offset == 3
+
+
+def test_acks_all_waits_for_the_follower_and_answers_when_the_hw_passes(logs):
+    manager, partition, time = leader(logs, isr=(ME, 2), replicas=(ME, 2))
+    answers = []
+    manager.append_records(1000, -1, [("t", [(0, batch(2), None)])], answers.append)
+    assert answers == [] and partition.high_watermark == 0
+    assert manager.produce_purgatory.watched() == 1
+    partition.update_follower_fetch_state(2, 1)  # the follower has offset 0 only
+    manager.produce_purgatory.check_and_complete(("t", 0))
+    assert answers == [] and partition.high_watermark == 1
+    partition.update_follower_fetch_state(2, 2)
+    manager.produce_purgatory.check_and_complete(("t", 0))
+    assert answers == [[("t", [(0, 0, 0, -1, 0, None, ())])]]
+    assert partition.high_watermark == 2
+    # acks=1 does not wait for the follower.
+    answers.clear()
+    manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], answers.append)
+    assert answers == [[("t", [(0, 0, 2, -1, 0, None, ())])]] and partition.high_watermark == 2
+
+
+def test_acks_all_times_out_and_below_min_isr_writes_nothing(logs):
+    manager, partition, time = leader(logs, isr=(ME, 2), replicas=(ME, 2, 3))
+    answers = []
+    manager.append_records(1000, -1, [("t", [(0, batch(), None)])], answers.append)
+    time.advance(0.999)
+    assert answers == []
+    time.advance(0.001)
+    ((_, [(index, error, base, *_)]),) = answers[0]
+    assert (index, error, base) == (0, ErrorCode.REQUEST_TIMED_OUT, 0)
+    # The ISR shrinks to the leader: acks=all is refused before the append (min ISR 2).
+    partition.make_leader(1, [ME], [ME, 2, 3])
+    end = partition.log_end_offset
+    answers.clear()
+    manager.append_records(1000, -1, [("t", [(0, batch(), None)])], answers.append)
+    assert answers[0][0][1][0][1] == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert partition.log_end_offset == end
+
+
+def test_losing_the_partition_answers_waiting_produces(logs):
+    manager, partition, _ = leader(logs, isr=(ME, 2), replicas=(ME, 2))
+    answers = []
+    manager.append_records(1000, -1, [("t", [(0, batch(), None)])], answers.append)
+    manager.stop_replica("t", 0)
+    assert answers[0][0][1][0][1] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    answers.clear()
+    manager.append_records(1000, 1, [("t", [(0, batch(), None)])], answers.append)
+    assert answers[0][0][1][0][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_coordinator_appends_go_the_same_way(logs):
+    manager, partition, _ = leader(logs, name="__consumer_offsets-0")
+    answers = []
+    manager.append_records(5000, -1, [("__consumer_offsets", [(0, batch(2), False)])], answers.append, COORDINATOR)
+    assert answers[0][0][1][0][:3] == (0, 0, 0) and partition.high_watermark == 2
+
+
+def test_delayed_fetch_reads_again_after_appends_and_at_expiry(logs):
+    async def run():
+        manager, partition, time = leader(logs)
+        reads = []
+
+        def read():
+            found = partition.log_end_offset - 0
+            reads.append(found)
+            return found, found, [partition]
+
+        pending = manager.fetch_messages(500, 3, read(), read)
+        assert isinstance(pending, asyncio.Future)
+        manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
+        manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
+        time.advance(0)  # the deferred check: one read for both appends
+        assert reads == [0, 2] and not pending.done()
+        manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
+        time.advance(0)
+        assert pending.done() and pending.result() == 3
+        short = manager.fetch_messages(500, 100, read(), read)
+        time.advance(0.5)
+        assert short.done() and short.result() == 3
+        assert manager.fetch_purgatory.watched() == 0
+
+    asyncio.run(run())
+
+
+class HighWatermarkModel(RuleBasedStateMachine):
+    """A leader with two followers: appends, follower fetches and ISR changes in any
+    order keep the high watermark at most the least LEO of the ISR, never moving back,
+    and an acks=all answer NONE only once the high watermark passed its records."""
+
+    @initialize()
+    def setup(self):
+        import tempfile
+
+        self.dir = tempfile.TemporaryDirectory()
+        self.plog = logstore.Log.open(self.dir.name + "/t-0")
+        self.time = MockTime()
+        self.manager = ReplicaManager(ME, lambda topic: 2, self.time)
+        self.epoch = 0
+        self.partition = self.manager.make_leader("t", 0, UnifiedLog("t", 0, self.plog), 0, [ME, 2, 3], [ME, 2, 3])
+        self.follower_leo = {2: 0, 3: 0}
+        self.last_hw = 0
+        self.acked: list[tuple[int, int]] = []  # (required offset, error)
+
+    def teardown(self):
+        if hasattr(self, "plog"):
+            self.plog.close()
+            self.dir.cleanup()
+
+    @rule(n=st.integers(1, 3), acks=st.sampled_from([1, -1]))
+    def produce(self, n, acks):
+        def answer(results, n=n):
+            _, error, base, *_ = results[0][1][0]
+            if error == ErrorCode.NONE and acks == -1:
+                self.acked.append((base + n, self.partition.high_watermark))
+        self.manager.append_records(10_000, acks, [("t", [(0, batch(n), None)])], answer)
+
+    @rule(replica=st.sampled_from([2, 3]), data=st.data())
+    def follower_fetch(self, replica, data):
+        leo = data.draw(st.integers(self.follower_leo[replica], self.partition.log_end_offset))
+        self.follower_leo[replica] = leo
+        self.partition.update_follower_fetch_state(replica, leo)
+        self.manager.produce_purgatory.check_and_complete(("t", 0))
+
+    @rule(isr=st.sampled_from([[ME], [ME, 2], [ME, 3], [ME, 2, 3]]))
+    def change_isr(self, isr):
+        # A follower joins the ISR only once it reached the high watermark (the
+        # expansion rule); any member may leave.
+        hw = self.partition.high_watermark
+        isr = [r for r in isr if r == ME or r in self.partition.isr or self.follower_leo[r] >= hw]
+        self.epoch += 1
+        self.partition.make_leader(self.epoch, isr, [ME, 2, 3])
+        for r in isr:
+            if r != ME:
+                self.partition.update_follower_fetch_state(r, self.follower_leo[r])
+        self.manager.produce_purgatory.check_and_complete(("t", 0))
+
+    @rule(seconds=st.sampled_from([0.0, 1.0, 20.0]))
+    def tick(self, seconds):
+        self.time.advance(seconds)
+
+    @invariant()
+    def high_watermark_bounds(self):
+        if not hasattr(self, "partition"):
+            return
+        p = self.partition
+        hw = p.high_watermark
+        assert hw >= self.last_hw
+        assert hw <= p.log_end_offset
+        for r in p.isr:
+            if r != ME:
+                assert hw <= self.follower_leo[r]
+        self.last_hw = hw
+        for required, hw_at_ack in self.acked:
+            assert hw_at_ack >= required
+
+
+HighWatermarkModel.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+test_high_watermark_model = HighWatermarkModel.TestCase
