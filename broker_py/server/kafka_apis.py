@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from broker_py.utils.time import SYSTEM_TIME, Time
+
 if TYPE_CHECKING:
     from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
     from broker_py.config.kafka_config import BrokerConfig, Listener
@@ -45,6 +47,7 @@ class KafkaApis:
     log_manager: LogManager
     log_dir_mover: LogDirMover
     listeners: ListenerManager
+    time: Time = SYSTEM_TIME
     group_coordinator: GroupCoordinator | Any = None
     transaction_coordinator: TransactionCoordinator | Any = None
 

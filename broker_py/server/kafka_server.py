@@ -87,6 +87,7 @@ class KafkaServer:
             log_manager=self.log_manager,
             log_dir_mover=LogDirMover(self.log_manager, get_log, admin_manager.reopen_partition),
             listeners=listeners,
+            time=self.time,
         )
         self.log_tasks = LogTasks(config, self.apis, self.time)
 

@@ -26,7 +26,7 @@ from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from logstore.protocol.error_codes import ErrorCode
 from broker_py.coordinator.group.group_coordinator import GroupCoordinator
-from broker_py.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     OffsetCommitKey,

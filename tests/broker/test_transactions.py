@@ -23,7 +23,7 @@ from broker_py.coordinator.transaction.transaction_coordinator import Transactio
 from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
 from broker_py.coordinator.transaction.transaction_log import InvalidTransactionRecordError, decode_key, decode_value, encode_key, encode_value
 from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState
-from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
 
 E = ErrorCode
 S = TransactionState

@@ -69,7 +69,8 @@ from broker_py.coordinator.group.group_metadata import (
     MemberMetadata,
     SyncGroupResult,
 )
-from broker_py.coordinator.group.group_metadata_manager import OFFSETS_TOPIC, GroupMetadataManager
+from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.heartbeat import HeartbeatMixin
 from broker_py.coordinator.group.join_group import JoinGroupMixin
 from broker_py.coordinator.group.leave_group import LeaveGroupMixin

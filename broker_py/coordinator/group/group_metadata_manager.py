@@ -18,15 +18,13 @@
   group's offsets, the ABORT marker drops it. On load, offsets whose transaction has
   no marker yet are pending again.
 - Record timestamps, offset expiry and load times read the injected
-  :class:`~broker_py.utils.time.Time` (:func:`now_ms` is the real clock, for callers
-  outside the coordinator).
+  :class:`~broker_py.utils.time.Time`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable
 
 import logstore
@@ -49,20 +47,15 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_offset_commit_value,
     partition_for,
 )
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.replication.replica_manager import COORDINATOR
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # Kafka's offsets.load.buffer.size
 
 Record = tuple[bytes, bytes | None, list, int]
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds (the real clock; the manager reads its ``time``)."""
-    return int(time.time() * 1000)
 
 
 def _group_append_error(error: ErrorCode) -> ErrorCode:

@@ -37,7 +37,7 @@ from broker_py.coordinator.group.group_metadata import (
     Group,
     OffsetAndMetadata,
 )
-from broker_py.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.utils.completion import Completion
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode

@@ -39,7 +39,7 @@ from broker_py.coordinator.group.group_metadata import (
     DelayedJoin,
     Group,
 )
-from broker_py.coordinator.group.group_metadata_manager import OFFSETS_TOPIC
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:

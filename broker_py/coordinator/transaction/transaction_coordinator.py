@@ -35,12 +35,12 @@ from broker_py.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
 )
-from broker_py.coordinator.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC, TransactionStateManager
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 EMPTY = TransactionState.EMPTY
 ONGOING = TransactionState.ONGOING
 PREPARE_COMMIT = TransactionState.PREPARE_COMMIT

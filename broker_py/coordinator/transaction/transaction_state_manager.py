@@ -18,6 +18,7 @@ import logging
 import logstore
 
 from broker_py.controller.topic_metadata import TopicInfo
+from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_log import (
     InvalidTransactionRecordError,
     decode_key,
@@ -34,7 +35,6 @@ from logstore.protocol.errors import KafkaError, error_class
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # Kafka's transaction.state.log.load.buffer.size
 APPEND_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms, which its coordinator appends wait
 

@@ -25,7 +25,6 @@ from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
-from broker_py.coordinator.group.group_metadata_manager import now_ms
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.find_coordinator import FindCoordinatorResponse
 from logstore.protocol.messages.group import (
@@ -244,7 +243,7 @@ def requested_offsets(
     """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now:
     (TOPIC_AUTHORIZATION_FAILED for each partition of a ``denied`` topic and
     UNKNOWN_TOPIC_OR_PARTITION for each that does not exist, the rest)."""
-    commit_timestamp = now_ms()
+    commit_timestamp = apis.time.milliseconds()
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     for topic in topics:

@@ -31,7 +31,7 @@ from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
-from broker_py.coordinator.group.group_metadata_manager import now_ms
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.server.handlers.groups import requested_offsets, topic_denied
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.transaction_admin import (
@@ -49,7 +49,6 @@ from logstore.protocol.messages.transactions import (
 )
 from broker_py.coordinator.transaction.transaction_metadata import MAX_EPOCH, TransactionState
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
@@ -376,7 +375,7 @@ def handle_list_transactions(apis, request, connection):
     states = {by_name[name] for name in body.state_filters if name in by_name}
     producer_ids = set(body.producer_id_filters)
     duration = body.duration_filter if request.api_version >= 1 else -1
-    now = now_ms()
+    now = apis.time.milliseconds()
     listed = []
     for txn in sorted(coordinator.transactions.values(), key=lambda t: t.transactional_id):
         if txn.state == TransactionState.DEAD:
