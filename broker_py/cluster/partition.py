@@ -32,9 +32,18 @@ from logstore.protocol.errors import NotEnoughReplicasError, NotLeaderOrFollower
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log: UnifiedLog, local_broker_id: int, on_append: Callable[[Partition], None] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        index: int,
+        log: UnifiedLog,
+        local_broker_id: int,
+        on_append: Callable[[Partition], None] | None = None,
+        min_insync_replicas: Callable[[], int] = lambda: 1,
+    ) -> None:
         self.topic = topic
         self.index = index
+        self.key = (topic, index)
         self.log = log
         self.local_broker_id = local_broker_id
         self.leader_epoch = -1
@@ -42,10 +51,16 @@ class Partition:
         self.leader_id = -1
         self.assigned_replicas: list[int] = []
         self.isr: set[int] = set()
+        # Derived from isr and assigned_replicas whenever either changes:
+        # isr_full: every assigned replica is in sync; alone: the ISR is this broker only.
+        self.isr_full = False
+        self._alone = False
         # broker id -> LEO last shown by its fetch (followers only)
         self._follower_end_offsets: dict[int, int] = {}
-        self._high_watermark = 0
+        # Read by everyone, changed only here (maybe_increment_leader_hw, make_leader).
+        self.high_watermark = 0
         self._on_append = on_append
+        self._min_insync_replicas = min_insync_replicas
 
     @property
     def name(self) -> str:
@@ -64,8 +79,10 @@ class Partition:
         self.leader_id = self.local_broker_id
         self.assigned_replicas = list(replicas)
         self.isr = set(isr)
+        self.isr_full = len(self.isr) >= len(self.assigned_replicas)
+        self._alone = self.isr == {self.local_broker_id}
         self._follower_end_offsets = {r: -1 for r in replicas if r != self.local_broker_id}
-        self._high_watermark = min(max(self._high_watermark, 0), self.log.log_end_offset)
+        self.high_watermark = min(max(self.high_watermark, 0), self.log.log_end_offset)
         self.maybe_increment_leader_hw()
 
     @property
@@ -82,16 +99,12 @@ class Partition:
     # ---- ISR and high watermark ----
 
     @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    @property
     def log_start_offset(self) -> int:
-        return self.log.log_start_offset
+        return self.log.local_log.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self.log.log_end_offset
+        return self.log.local_log.log_end_offset
 
     @property
     def size_bytes(self) -> int:
@@ -99,23 +112,31 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        hw = self._high_watermark
-        first_unstable = self.log.first_unstable_offset()
+        hw = self.high_watermark
+        first_unstable = self.log.producer_state.first_unstable_offset()
         return hw if first_unstable is None else min(first_unstable, hw)
 
-    def _min_isr_reached(self, min_insync_replicas: int) -> bool:
-        return len(self.isr) >= min(min_insync_replicas, max(1, len(self.assigned_replicas)))
+    def _min_isr_reached(self, min_insync_replicas: int | None = None) -> bool:
+        """Whether the ISR holds ``min(min.insync.replicas, replication factor)``
+        replicas (the topic's ``min.insync.replicas`` unless given)."""
+        if self.isr_full:
+            return True
+        in_sync, assigned = len(self.isr), len(self.assigned_replicas)
+        if min_insync_replicas is None:
+            min_insync_replicas = self._min_insync_replicas()
+        return in_sync >= min(min_insync_replicas, assigned)
 
-    def maybe_increment_leader_hw(self, min_insync_replicas: int = 1) -> bool:
+    def maybe_increment_leader_hw(self) -> bool:
         """Moves the high watermark up to the least LEO over the ISR; True if it moved."""
-        if not self.is_leader or not self._min_isr_reached(min_insync_replicas):
+        if self.leader_id != self.local_broker_id or not (self.isr_full or self._min_isr_reached()):
             return False
-        new_hw = self.log.log_end_offset
-        for replica in self.isr:
-            if replica != self.local_broker_id:
-                new_hw = min(new_hw, self._follower_end_offsets.get(replica, -1))
-        if new_hw > self._high_watermark:
-            self._high_watermark = new_hw
+        new_hw = self.log.local_log.log_end_offset
+        if not self._alone:
+            for replica in self.isr:
+                if replica != self.local_broker_id:
+                    new_hw = min(new_hw, self._follower_end_offsets.get(replica, -1))
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
             return True
         return False
 
@@ -125,14 +146,14 @@ class Partition:
             self._follower_end_offsets[replica_id] = fetch_offset
         return self.maybe_increment_leader_hw()
 
-    def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int) -> tuple[bool, ErrorCode]:
+    def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int | None = None) -> tuple[bool, ErrorCode]:
         """For an acks=all produce waiting for ``required_offset`` (its last offset + 1):
         (done, error). Done with NONE once the high watermark passed it, with
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum, with
         NOT_LEADER_OR_FOLLOWER once this broker no longer leads."""
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if self._high_watermark >= required_offset:
+        if self.high_watermark >= required_offset:
             if self._min_isr_reached(min_insync_replicas):
                 return True, ErrorCode.NONE
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -141,39 +162,50 @@ class Partition:
     # ---- appends ----
 
     def append_records_to_leader(
-        self, records, required_acks: int, min_insync_replicas: int, idempotent: bool | None = None, verify_transaction=None
-    ) -> tuple[int, int, int]:
+        self, records, required_acks: int, min_insync_replicas: int | None = None, idempotent: bool | None = None,
+        verify_transaction=None,
+    ) -> tuple[int, int, int, int]:  # fmt: skip
         """Appends producer batches as leader: (base offset, last offset, log append
-        time or -1). acks=all with the ISR below ``min.insync.replicas`` raises
-        NotEnoughReplicasError before anything is written."""
-        if not self.is_leader:
+        time or -1, log start offset). acks=all with the ISR below
+        ``min.insync.replicas`` raises NotEnoughReplicasError before anything is written."""
+        if self.leader_id != self.local_broker_id:
             raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
-        if required_acks == -1 and not self._min_isr_reached(min_insync_replicas):
+        if required_acks == -1 and not self.isr_full and not self._min_isr_reached(min_insync_replicas):
+            if min_insync_replicas is None:
+                min_insync_replicas = self._min_insync_replicas()
             raise NotEnoughReplicasError(
                 f"the ISR of {self.name} has {len(self.isr)} replicas, below min.insync.replicas {min_insync_replicas}"
             )
         result = self.log.append_as_leader(records, self.leader_epoch, idempotent, verify_transaction)
-        self._appended(min_insync_replicas)
+        if self._alone and self.isr_full:
+            # The only replica: the high watermark is the log end (a retried duplicate
+            # answers older offsets, so never move it back).
+            if result[1] >= self.high_watermark:
+                self.high_watermark = result[1] + 1
+        else:
+            self.maybe_increment_leader_hw()
+        if self._on_append is not None:
+            self._on_append(self)
         return result
 
-    def append_records(self, data: bytes, min_insync_replicas: int = 1) -> tuple[int, int]:
+    def append_records(self, data: bytes) -> tuple[int, int]:
         """Appends batches the broker wrote itself (coordinator records) as leader:
         (first offset, last offset)."""
-        if not self.is_leader:
+        if self.leader_id != self.local_broker_id:
             raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
         result = self.log.append_records(data, self.leader_epoch)
-        self._appended(min_insync_replicas)
+        self._appended()
         return result
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn | None:
         """Appends a COMMIT or ABORT control batch ending the producer's transaction
         (None: it had no data here)."""
         _, txn = self.log.append_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
-        self._appended(1)
+        self._appended()
         return txn
 
-    def _appended(self, min_insync_replicas: int) -> None:
-        self.maybe_increment_leader_hw(min_insync_replicas)
+    def _appended(self) -> None:
+        self.maybe_increment_leader_hw()
         if self._on_append is not None:
             self._on_append(self)
 
@@ -182,7 +214,7 @@ class Partition:
     def read_records(self, fetch_offset: int, max_bytes: int, read_committed: bool, min_one_batch: bool):
         """A ``logstore.FileSlice`` of whole batches from ``fetch_offset`` up to the high
         watermark (read_committed: the last stable offset); None when nothing is there."""
-        bound = self.last_stable_offset if read_committed else self._high_watermark
+        bound = self.last_stable_offset if read_committed else self.high_watermark
         return self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
@@ -191,7 +223,7 @@ class Partition:
     def fetch_offset_for_timestamp(self, timestamp: int, read_committed: bool) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at or after ``timestamp`` below the
         high watermark (read_committed: the LSO); None when no record qualifies."""
-        bound = self.last_stable_offset if read_committed else self._high_watermark
+        bound = self.last_stable_offset if read_committed else self.high_watermark
         found = self.log.offset_for_timestamp(timestamp)
         return (found[1], found[0]) if found and found[0] < bound else None
 
@@ -209,12 +241,12 @@ class Partition:
         epoch, end = self.log.end_offset_for_epoch(leader_epoch)
         if epoch == -1 and self.log.latest_epoch is None:
             # Nothing was ever appended in an epoch: the whole log is this one.
-            return (self.leader_epoch, self._high_watermark) if leader_epoch == self.leader_epoch else (-1, -1)
+            return (self.leader_epoch, self.high_watermark) if leader_epoch == self.leader_epoch else (-1, -1)
         return epoch, end
 
     def delete_records_on_leader(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (at most the high watermark); the
         new log start offset."""
-        if offset < 0 or offset > self._high_watermark:
-            raise OffsetOutOfRangeError(f"{self.name}: {offset} is outside 0..{self._high_watermark}")
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(f"{self.name}: {offset} is outside 0..{self.high_watermark}")
         return self.log.delete_records(offset)

@@ -104,8 +104,9 @@ class UnifiedLog:
 
     # ---- appends ----
 
-    def append_as_leader(self, records, leader_epoch: int, idempotent: bool | None = None, verify_transaction=None) -> tuple[int, int, int]:
-        """Appends producer batches: (base offset, last offset, log append time or -1).
+    def append_as_leader(self, records, leader_epoch: int, idempotent: bool | None = None, verify_transaction=None) -> tuple[int, int, int, int]:
+        """Appends producer batches: (base offset, last offset, log append time or -1,
+        log start offset).
 
         ``idempotent``: whether a batch carries a producer id, when the caller knows.
         ``verify_transaction(producer_id, producer_epoch) -> ErrorCode`` checks that a
@@ -134,7 +135,7 @@ class UnifiedLog:
                         )
                 duplicate = state.check(b)
                 if duplicate is not None:
-                    return duplicate.first_offset, duplicate.last_offset, -1
+                    return duplicate.first_offset, duplicate.last_offset, -1, self.local_log.log_start_offset
         try:
             info = self.local_log.append_info(records, leader_epoch=leader_epoch)
         except logstore.LogStoreError as e:
@@ -145,7 +146,7 @@ class UnifiedLog:
                 last = offset + b.last_offset_delta
                 state.record(b, offset, last)
                 offset = last + 1
-        return info.base_offset, self.local_log.log_end_offset - 1, info.log_append_time
+        return info.base_offset, info.last_offset, info.log_append_time, info.log_start_offset
 
     def append_records(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
         """Appends batches the broker wrote itself (coordinator records, markers):

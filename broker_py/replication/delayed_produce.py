@@ -11,7 +11,8 @@ done, or when ``timeout_ms`` passes. A partition then answers:
 - NOT_LEADER_OR_FOLLOWER if this broker stopped leading it;
 - REQUEST_TIMED_OUT if the timeout came first.
 
-Partitions whose append already failed keep their error and are not waited for.
+Partitions whose append failed, or that were done at once, keep their answer and are
+not waited for.
 """
 
 from __future__ import annotations
@@ -24,55 +25,53 @@ from logstore.protocol.error_codes import ErrorCode
 
 
 class ProducePartitionStatus:
-    """One partition of a produce: where its records end and its answer so far, in the
-    shape ``logstore.encode_produce_response`` takes: ``(index, error_code,
-    base_offset, log_append_time_ms, log_start_offset, error_message, record_errors)``."""
+    """One waiting partition of a produce: where its records end, and where its answer
+    sits in the response (``results[slot]``, a tuple in the shape
+    ``logstore.encode_produce_response`` takes: ``(index, error_code, base_offset,
+    log_append_time_ms, log_start_offset, error_message, record_errors)``)."""
 
-    __slots__ = ("acks_pending", "min_insync_replicas", "partition", "required_offset", "result")
+    __slots__ = ("acks_pending", "min_insync_replicas", "partition", "required_offset", "results", "slot")
 
-    def __init__(self, partition: Partition | None, required_offset: int, min_insync_replicas: int, result: tuple) -> None:
+    def __init__(self, results: list[tuple], slot: int, partition: Partition, required_offset: int, min_insync_replicas: int | None) -> None:
+        self.results = results
+        self.slot = slot
         self.partition = partition
         self.required_offset = required_offset
         self.min_insync_replicas = min_insync_replicas
-        self.result = result
-        self.acks_pending = partition is not None and result[1] == 0
+        self.acks_pending = True
 
-    def fail(self, error: ErrorCode) -> None:
-        index, _, base_offset, append_time, log_start, _, record_errors = self.result
-        self.result = (index, int(error), base_offset, append_time, log_start, error.description, record_errors)
+    def answer(self, error: ErrorCode) -> None:
         self.acks_pending = False
+        if error != ErrorCode.NONE:
+            index, _, base_offset, append_time, log_start, _, record_errors = self.results[self.slot]
+            self.results[self.slot] = (index, int(error), base_offset, append_time, log_start, error.description, record_errors)
 
 
 class DelayedProduce(DelayedOperation):
     def __init__(
-        self, timeout_ms: int, status: list[tuple[str, list[ProducePartitionStatus]]],
+        self, timeout_ms: int, results: list[tuple[str, list[tuple]]], waiting: list[ProducePartitionStatus],
         response_callback: Callable[[list[tuple[str, list[tuple]]]], None],
     ) -> None:  # fmt: skip
         super().__init__(timeout_ms)
-        self.status = status
+        self.results = results
+        self.waiting = waiting
         self._response_callback = response_callback
 
     def try_complete(self) -> bool:
         pending = False
-        for _, partitions in self.status:
-            for s in partitions:
-                if not s.acks_pending:
-                    continue
-                assert s.partition is not None
+        for s in self.waiting:
+            if s.acks_pending:
                 done, error = s.partition.check_enough_replicas_reached_offset(s.required_offset, s.min_insync_replicas)
-                if not done:
-                    pending = True
-                elif error != ErrorCode.NONE:
-                    s.fail(error)
+                if done:
+                    s.answer(error)
                 else:
-                    s.acks_pending = False
+                    pending = True
         return False if pending else self.force_complete()
 
     def on_expiration(self) -> None:
-        for _, partitions in self.status:
-            for s in partitions:
-                if s.acks_pending:
-                    s.fail(ErrorCode.REQUEST_TIMED_OUT)
+        for s in self.waiting:
+            if s.acks_pending:
+                s.answer(ErrorCode.REQUEST_TIMED_OUT)
 
     def on_complete(self) -> None:
-        self._response_callback([(topic, [s.result for s in partitions]) for topic, partitions in self.status])
+        self._response_callback(self.results)

@@ -60,7 +60,8 @@ class DelayedOperationPurgatory:
     def __init__(self, name: str, time: Time = SYSTEM_TIME) -> None:
         self.name = name
         self._time = time
-        self._watchers: dict[Hashable, list[DelayedOperation]] = {}
+        # key -> the operations watching it (read by the appends that notify it)
+        self.watchers: dict[Hashable, list[DelayedOperation]] = {}
 
     def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Completes ``operation`` if it can be now; otherwise watches it under
@@ -76,7 +77,7 @@ class DelayedOperationPurgatory:
         it since: appends run on the same event loop)."""
         keys = list(keys)
         for key in keys:
-            self._watchers.setdefault(key, []).append(operation)
+            self.watchers.setdefault(key, []).append(operation)
         operation._timer = self._time.call_later(max(0, operation.delay_ms) / 1000, self._expired, operation, keys)
 
     def _expired(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
@@ -85,15 +86,15 @@ class DelayedOperationPurgatory:
             self._purge(key)
 
     def _purge(self, key: Hashable) -> None:
-        ops = self._watchers.get(key)
+        ops = self.watchers.get(key)
         if ops is not None:
             ops[:] = [op for op in ops if not op.completed]
             if not ops:
-                del self._watchers[key]
+                del self.watchers[key]
 
     def check_and_complete(self, key: Hashable) -> int:
         """Asks the operations watching ``key`` to try again; returns how many completed."""
-        ops = self._watchers.get(key)
+        ops = self.watchers.get(key)
         if not ops:
             return 0
         done = 0
@@ -107,13 +108,17 @@ class DelayedOperationPurgatory:
         """Completes every operation watching ``key`` now (leadership lost, partition
         gone): each tries first, so it answers what it finds (NOT_LEADER_OR_FOLLOWER,
         a last read), and is forced complete if it still would wait."""
-        ops = self._watchers.pop(key, [])
+        ops = self.watchers.pop(key, [])
         return sum(1 for op in ops if not op.completed and (op.try_complete() or op.force_complete()))
+
+    def watching(self, key: Hashable) -> bool:
+        """Whether any operation watches ``key`` (cheap: checked on every append)."""
+        return key in self.watchers
 
     def watched(self) -> int:
         """Operations still waiting (not completed), counted once each."""
-        return len({id(op) for ops in self._watchers.values() for op in ops if not op.completed})
+        return len({id(op) for ops in self.watchers.values() for op in ops if not op.completed})
 
     def shutdown(self) -> None:
-        for key in list(self._watchers):
+        for key in list(self.watchers):
             self.complete_all(key)

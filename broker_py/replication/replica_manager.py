@@ -32,6 +32,7 @@ from broker_py.replication.delayed_produce import DelayedProduce, ProducePartiti
 from broker_py.replication.purgatory import DelayedOperationPurgatory
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import InvalidRequiredAcksError, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class ReplicaManager:
         keeps its state and moves to the new epoch)."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            partition = Partition(topic, index, log, self.broker_id, self._on_append)
+            partition = Partition(topic, index, log, self.broker_id, self._on_append, lambda: self._min_insync_replicas(topic))
             self.partitions[(topic, index)] = partition
         partition.make_leader(leader_epoch, isr, replicas)
         return partition
@@ -101,11 +102,13 @@ class ReplicaManager:
         return partition
 
     def _on_append(self, partition: Partition) -> None:
-        key = (partition.topic, partition.index)
-        self.produce_purgatory.check_and_complete(key)
-        if not self._fetch_keys_to_check:
-            self.time.call_later(0, self._check_fetches)
-        self._fetch_keys_to_check.add(key)
+        key = partition.key
+        if key in self.produce_purgatory.watchers:
+            self.produce_purgatory.check_and_complete(key)
+        if key in self.fetch_purgatory.watchers:
+            if not self._fetch_keys_to_check:
+                self.time.call_later(0, self._check_fetches)
+            self._fetch_keys_to_check.add(key)
 
     def _check_fetches(self) -> None:
         keys, self._fetch_keys_to_check = self._fetch_keys_to_check, set()
@@ -127,44 +130,65 @@ class ReplicaManager:
         log_start_offset, error_message, record_errors), ...]), ...]`` once the acks
         condition holds: at once for acks 0 and 1, or when acks=all is answered for
         every partition (maybe at once as well)."""
-        status: list[tuple[str, list[ProducePartitionStatus]]] = []
-        for topic, partitions in entries:
-            min_isr = self._min_insync_replicas(topic) if required_acks == -1 else 1
-            status.append((topic, [self._append_to_leader(topic, index, records, idempotent, required_acks, min_isr, origin)
-                                   for index, records, idempotent in partitions]))  # fmt: skip
-        if required_acks != -1 or not any(s.acks_pending for _, ps in status for s in ps):
-            response_callback([(topic, [s.result for s in ps]) for topic, ps in status])
-            return
-        operation = DelayedProduce(timeout_ms, status, response_callback)
-        keys = [(topic, s.result[0]) for topic, ps in status for s in ps if s.acks_pending]
-        self.produce_purgatory.try_complete_else_watch(operation, keys)
+        results, waiting = self._append_to_leaders(required_acks, entries, origin)
+        if not waiting:
+            response_callback(results)
+        else:
+            self._delay(timeout_ms, results, waiting, response_callback)
 
     def append(self, timeout_ms: int, required_acks: int, entries, origin: str = CLIENT):
         """:meth:`append_records` for a caller that returns what it gets: the results
-        when they are ready now, else a future of them."""
+        (a list) when they are ready now, else a future of them."""
+        results, waiting = self._append_to_leaders(required_acks, entries, origin)
+        if not waiting:
+            return results
         done = Completion()
-        self.append_records(timeout_ms, required_acks, entries, done, origin)
+        self._delay(timeout_ms, results, waiting, done)
         return done.result()
 
-    def _append_to_leader(self, topic: str, index: int, records, idempotent, required_acks: int, min_isr: int, origin: str) -> ProducePartitionStatus:
-        partition = None
-        try:
+    def _delay(self, timeout_ms: int, results, waiting: list[ProducePartitionStatus], response_callback) -> None:
+        operation = DelayedProduce(timeout_ms, results, waiting, response_callback)
+        self.produce_purgatory.watch(operation, {s.partition.key for s in waiting})
+
+    def _append_to_leaders(self, required_acks: int, entries, origin: str) -> tuple[list, list[ProducePartitionStatus]]:
+        """Appends every partition's records: (the results, the acks=all partitions
+        whose high watermark has yet to pass their records)."""
+        results: list[tuple[str, list[tuple]]] = []
+        waiting: list[ProducePartitionStatus] = []
+        held = self.partitions
+        for topic, partitions in entries:
+            out: list[tuple] = []
+            results.append((topic, out))
             if required_acks not in (0, 1, -1):
-                raise InvalidRequiredAcksError(f"acks={required_acks}")
-            partition = self.get_partition_or_error(topic, index)
-            if origin == COORDINATOR:
-                base_offset, last_offset = partition.append_records(records, min_isr)
-                append_time = -1
-            else:
-                verify = self.verify_transaction
-                base_offset, last_offset, append_time = partition.append_records_to_leader(
-                    records, required_acks, min_isr, idempotent,
-                    None if verify is None else lambda pid, epoch: verify(pid, epoch, topic, index),
-                )  # fmt: skip
-            result = (index, 0, base_offset, append_time, partition.log_start_offset, None, ())
-            return ProducePartitionStatus(partition, last_offset + 1, min_isr, result)
-        except KafkaError as e:
-            return ProducePartitionStatus(None, -1, min_isr, (index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
+                error = InvalidRequiredAcksError(f"acks={required_acks}")
+                out.extend((index, int(error.errno), -1, -1, -1, str(error), ()) for index, _, _ in partitions)
+                continue
+            for index, records, idempotent in partitions:
+                try:
+                    partition = held.get((topic, index))
+                    if partition is None:
+                        partition = self.get_partition_or_error(topic, index)  # raises
+                    if origin == COORDINATOR:
+                        base_offset, last_offset = partition.append_records(records)
+                        append_time, log_start = -1, partition.log_start_offset
+                    else:
+                        verify = self.verify_transaction
+                        base_offset, last_offset, append_time, log_start = partition.append_records_to_leader(
+                            records, required_acks, None, idempotent,
+                            None if verify is None or idempotent is False else lambda pid, epoch: verify(pid, epoch, topic, index),
+                        )  # fmt: skip
+                except KafkaError as e:
+                    out.append((index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
+                    continue
+                result = (index, 0, base_offset, append_time, log_start, None, ())
+                if required_acks == -1 and (partition.high_watermark <= last_offset or not partition.isr_full):
+                    done, error = partition.check_enough_replicas_reached_offset(last_offset + 1)
+                    if not done:
+                        waiting.append(ProducePartitionStatus(out, len(out), partition, last_offset + 1, None))
+                    elif error != ErrorCode.NONE:
+                        result = (index, int(error), base_offset, append_time, log_start, error.description, ())
+                out.append(result)
+        return results, waiting
 
     # ---- fetches ----
 
@@ -176,7 +200,7 @@ class ReplicaManager:
         if total >= min_bytes or max_wait_ms <= 0 or not touched:
             return response
         done = Completion()
-        self.fetch_purgatory.watch(DelayedFetch(max_wait_ms, min_bytes, read, done), [(p.topic, p.index) for p in touched])
+        self.fetch_purgatory.watch(DelayedFetch(max_wait_ms, min_bytes, read, done), [p.key for p in touched])
         return done.result()
 
     def shutdown(self) -> None:

@@ -169,7 +169,7 @@ def leader(plog) -> Partition:
 
 def append(partition: Partition, data: bytes) -> int:
     """Appends as the leader would, the batch's transaction verified."""
-    first, _, _ = partition.append_records_to_leader(data, 1, 1, verify_transaction=lambda pid, epoch: ErrorCode.NONE)
+    first, *_ = partition.append_records_to_leader(data, 1, 1, verify_transaction=lambda pid, epoch: ErrorCode.NONE)
     return first
 
 

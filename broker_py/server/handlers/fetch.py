@@ -86,6 +86,7 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
     total = 0
     touched = []
     out = []
+    held = apis.replica_manager.partitions
     for fp in partitions:
         name = _topic_name(apis, fp, version) if version >= 13 else fp.topic
         if name is not None and name in denied:
@@ -95,17 +96,18 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
             out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID, -1, -1))
             continue
         fp.topic = name
-        partition = apis.replica_manager.get_partition(name, fp.partition)
+        partition = held.get((name, fp.partition))
         if partition is None:
             out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
             continue
         touched.append(partition)
         high_watermark = partition.high_watermark
         log_start_offset = partition.log_start_offset
-        error = partition.leader_epoch_error(fp.current_leader_epoch)
-        if error != ErrorCode.NONE:
-            out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
-            continue
+        if fp.current_leader_epoch >= 0 or partition.leader_id != partition.local_broker_id:
+            error = partition.leader_epoch_error(fp.current_leader_epoch)
+            if error != ErrorCode.NONE:
+                out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
+                continue
         if fp.fetch_offset == high_watermark:  # caught up: nothing to read
             out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
             continue

@@ -110,6 +110,8 @@ def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | No
     results = apis.replica_manager.append(request.timeout_ms, acks, entries)
     if acks == 0:
         return None
+    if not refused and type(results) is list:
+        return logstore.encode_produce_response(request.correlation_id, request.api_version, results)
 
     def respond(results) -> bytes:
         if refused:
