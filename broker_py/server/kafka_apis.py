@@ -1,7 +1,7 @@
 """What request handlers see of the broker (the fields of Kafka's ``KafkaApis``).
 
 A handler is ``handle(apis, request, connection)``: ``apis`` is this object,
-``connection`` the request context (principal, listener, client id, peer). Handlers
+``connection`` the request context (:class:`~broker_py.server.request_context.RequestContext`). Handlers
 reach partitions only through :attr:`KafkaApis.replica_manager` and cluster metadata
 only through :attr:`KafkaApis.metadata_cache`; they never see the broker's wiring or a
 partition's log.
