@@ -119,8 +119,8 @@ class UnifiedLog:
         if idempotent:
             try:
                 batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
-            except logstore.CorruptRecordError as e:
-                raise CorruptMessageError(str(e)) from None
+            except logstore.LogStoreError as e:
+                raise self.error(e) from None
             for b in batches:
                 if b.is_control:
                     raise InvalidRecordError("clients may not write control batches")

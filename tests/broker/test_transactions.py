@@ -350,3 +350,52 @@ def test_coordinator_finishes_a_prepared_transaction_on_load(tmp_path):
         assert broker.apis.metadata_cache.get(TRANSACTION_STATE_TOPIC).partitions == 3
 
     with_coordinator(tmp_path, check)
+
+
+def test_state_writes_wait_for_acks_all_and_map_their_errors(tmp_path):
+    """The coordinator writes __transaction_state through the replica manager with
+    acks=-1: while a write waits for the ISR the id answers CONCURRENT_TRANSACTIONS,
+    a write that times out is COORDINATOR_NOT_AVAILABLE and changes nothing, and a
+    partition this broker no longer leads is NOT_COORDINATOR."""
+    from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
+    from broker_py.coordinator.transaction.transaction_log import partition_for
+    from broker_py.utils.time import MockTime
+
+    async def run():
+        time = MockTime()
+        broker = KafkaServer(BrokerConfig({
+            "log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:19092", "transaction.state.log.num.partitions": "1",
+        }), time=time)  # fmt: skip
+        coordinator = TransactionCoordinator(broker.apis, time)
+        broker.apis.transaction_coordinator = coordinator
+        await coordinator.start()
+        try:
+            coordinator.state.ensure_topic()
+            rm = broker.apis.replica_manager
+            state_log = rm.get_partition(TRANSACTION_STATE_TOPIC, partition_for("slow", 1)).log
+            # A follower (broker 2) in the ISR that never fetches: acks=-1 cannot complete.
+            rm.make_leader(TRANSACTION_STATE_TOPIC, 0, state_log, 1, [0, 2], [0, 2])
+            first = asyncio.ensure_future(coordinator.init_producer_id("slow", 60000))
+            await asyncio.sleep(0)
+            assert not first.done()
+            assert await coordinator.init_producer_id("slow", 60000) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
+            time.advance(30.0)  # request.timeout.ms
+            assert await first == (E.COORDINATOR_NOT_AVAILABLE, -1, -1)
+            assert "slow" not in coordinator.transactions
+            # The follower catches up: the next write is acknowledged.
+            again = asyncio.ensure_future(coordinator.init_producer_id("slow", 60000))
+            await asyncio.sleep(0)
+            partition = rm.get_partition(TRANSACTION_STATE_TOPIC, 0)
+            partition.update_follower_fetch_state(2, partition.log_end_offset)
+            rm.produce_purgatory.check_and_complete(partition.key)
+            error, pid, epoch = await again
+            assert error == E.NONE and coordinator.transactions["slow"].producer_id == pid
+            # Leadership gone: the write fails with NOT_COORDINATOR and nothing changes.
+            partition.leader_id = 2
+            assert (await coordinator.init_producer_id("slow", 60000))[0] == E.NOT_COORDINATOR
+            assert coordinator.transactions["slow"].producer_epoch == epoch
+        finally:
+            await coordinator.stop()
+            broker.log_manager.shutdown()
+
+    asyncio.run(run())
