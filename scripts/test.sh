@@ -2,20 +2,20 @@
 # Installs everything the tests need on a fresh Debian machine, then runs every test:
 # the Rust core's unit tests (no Python), then the pytest suites against the installed
 # wheel, driving a real broker process with real clients (kcat, confluent-kafka,
-# kafka-python, aiokafka).
+# kafka-python, aiokafka) and a real ZooKeeper.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v kcat >/dev/null 2>&1; then
+# kcat for the client tests; a JVM for the Spark suite (tests/spark runs a local
+# SparkSession); Debian's ZooKeeper server for the cluster tests (tests/cluster).
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq kcat >/dev/null
-fi
-# The Spark suite (tests/spark) runs a local SparkSession: pyspark needs a JVM.
-if ! command -v java >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 python3 -m pip install --quiet --upgrade pip

@@ -1,0 +1,113 @@
+"""A real ZooKeeper server for cluster tests: Debian's ``zookeeper`` package (3.8),
+run as ``ZooKeeperServerMain`` on a free loopback port with its own data dir.
+
+``scripts/test.sh`` installs the package. The server can be stopped (SIGTERM), killed
+(SIGKILL), paused (SIGSTOP) and resumed (SIGCONT), and started again on the same port
+and data dir, so sessions and znodes survive a restart as they would in production.
+Session timeouts are bounded by ``minSessionTimeout`` / ``maxSessionTimeout``: 0.4 s
+to 60 s here, so tests may use short sessions and brokers Kafka's 18 s default.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+JAVA = "/usr/bin/java"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ZooKeeperServer:
+    def __init__(self, workdir: Path, tick_ms: int = 200) -> None:
+        if not os.path.exists("/usr/share/java/zookeeper.jar") or not os.path.exists(JAVA):
+            raise RuntimeError("ZooKeeper is not installed: run scripts/test.sh (apt-get install zookeeper)")
+        self.workdir = Path(workdir)
+        self.data_dir = self.workdir / "data"
+        self.port = free_port()
+        self.tick_ms = tick_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.workdir / "zoo.cfg"
+        path.write_text(
+            f"tickTime={self.tick_ms}\n"
+            f"dataDir={self.data_dir}\n"
+            f"clientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n"
+            "4lw.commands.whitelist=ruok,srvr\n"
+            "minSessionTimeout=400\n"
+            "maxSessionTimeout=60000\n"
+            "maxClientCnxns=0\n"
+        )
+        return path
+
+    def start(self, timeout: float = 30.0) -> None:
+        config = self._config()
+        log = open(self.workdir / "zookeeper.log", "ab")
+        self.proc = subprocess.Popen(
+            [JAVA, "-Xmx256m", "-cp", CLASSPATH, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not self.ok():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"ZooKeeper did not start:\n{self.log_text()[-3000:]}")
+            time.sleep(0.1)
+
+    def ok(self) -> bool:
+        """Whether the server answers ``ruok`` with ``imok``."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.sendall(b"ruok")
+                return s.recv(16) == b"imok"
+        except OSError:
+            return False
+
+    def log_text(self) -> str:
+        try:
+            return (self.workdir / "zookeeper.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def pause(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
