@@ -47,6 +47,7 @@ class Partition:
         self.log = log
         self.local_broker_id = local_broker_id
         self.leader_epoch = -1
+        self.partition_epoch = -1  # the state node's zkVersion the controller last sent
         self.leader_epoch_start_offset = -1
         self.leader_id = -1
         self.assigned_replicas: list[int] = []
@@ -84,6 +85,23 @@ class Partition:
         self._follower_end_offsets = {r: -1 for r in replicas if r != self.local_broker_id}
         self.high_watermark = min(max(self.high_watermark, 0), self.log.log_end_offset)
         self.maybe_increment_leader_hw()
+
+    def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]) -> bool:
+        """Follows ``leader_id`` (-1: none) in ``leader_epoch`` (not below the current
+        one); True if the leader or the epoch changed. A follower keeps no follower
+        state and does not move its high watermark itself."""
+        if leader_epoch < self.leader_epoch:
+            raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
+        changed = leader_epoch != self.leader_epoch or leader_id != self.leader_id
+        self.leader_epoch = leader_epoch
+        self.leader_id = leader_id
+        self.assigned_replicas = list(replicas)
+        self.isr = set(isr)
+        self.isr_full = len(self.isr) >= len(self.assigned_replicas)
+        self._alone = False
+        self._follower_end_offsets = {}
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        return changed
 
     @property
     def is_leader(self) -> bool:

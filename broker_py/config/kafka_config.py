@@ -204,6 +204,13 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "ssl.principal.mapping.rules": (_str, "DEFAULT"),
     "ssl.enabled.protocols": (_str, "TLSv1.2,TLSv1.3"),
     "inter.broker.listener.name": (_str, None),
+    "security.inter.broker.protocol": (_choice(*SECURITY_PROTOCOLS), "PLAINTEXT"),
+    "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
+    "ssl.endpoint.identification.algorithm": (_str, "https"),
+    "reconnect.backoff.ms": (_int(0), "50"),
+    "reconnect.backoff.max.ms": (_int(0), "1000"),
+    "request.timeout.ms": (_int(0), "30000"),
+    "controller.socket.timeout.ms": (_int(0), "30000"),
     "log.dirs": (_list, None),
     "log.dir": (_list, "./logstore-data"),
     "num.partitions": (_int(1), "1"),
@@ -283,6 +290,17 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),
     "controlled.shutdown.enable": (_bool, "true"),
+    "controlled.shutdown.max.retries": (_int(0), "3"),
+    "controlled.shutdown.retry.backoff.ms": (_int(0), "5000"),
+    "broker.rack": (_str, None),
+    "auto.leader.rebalance.enable": (_bool, "true"),
+    "leader.imbalance.check.interval.seconds": (_int(1), "300"),
+    "leader.imbalance.per.broker.percentage": (_int(0), "10"),
+    "replica.fetch.backoff.ms": (_int(0), "1000"),
+    "replica.fetch.response.max.bytes": (_int(0), "10485760"),
+    "replica.fetch.min.bytes": (_int(1), "1"),
+    "num.replica.fetchers": (_int(1), "1"),
+    "replica.high.watermark.checkpoint.interval.ms": (_int(1), "5000"),
     "sasl.kerberos.min.time.before.relogin": (_int(0), "60000"),
     "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
     "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
@@ -492,6 +510,33 @@ class BrokerConfig:
 
     def security_protocol(self, listener_name: str) -> str:
         return protocol_map(self["listener.security.protocol.map"])[listener_name]
+
+    def inter_broker_listener(self) -> tuple[str, str]:
+        """(listener name, security protocol) brokers use to reach each other, as Kafka
+        reads them: ``inter.broker.listener.name`` if set, else the advertised listener
+        named as ``security.inter.broker.protocol`` (default PLAINTEXT) if it has that
+        protocol, else the first advertised listener that has it. ConfigError if both
+        keys are set or no advertised listener matches."""
+        name = self["inter.broker.listener.name"]
+        if name is not None and self.is_set("security.inter.broker.protocol"):
+            raise ConfigError(
+                "inter.broker.listener.name", name,
+                "only one of inter.broker.listener.name and security.inter.broker.protocol should be set",
+            )
+        advertised = [listener.name for listener in self["advertised.listeners"]]
+        protocols = protocol_map(self["listener.security.protocol.map"])
+        if name is not None:
+            name = name.strip().upper()
+            if name not in advertised:
+                raise ConfigError("inter.broker.listener.name", name, f"must be a listener name in advertised.listeners ({', '.join(advertised)})")
+            return name, protocols[name]
+        protocol = self["security.inter.broker.protocol"]
+        if protocols.get(protocol) == protocol and protocol in advertised:
+            return protocol, protocol
+        for candidate in advertised:
+            if protocols.get(candidate) == protocol:
+                return candidate, protocol
+        raise ConfigError("security.inter.broker.protocol", protocol, f"no advertised listener ({', '.join(advertised)}) uses it")
 
     def _set(self, key: str) -> str | None:
         """The raw value of ``key`` from the first layer that sets it (not the default)."""

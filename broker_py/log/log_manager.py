@@ -183,6 +183,8 @@ class LogManager:
         log_dir = self._dir_of.pop(key, None)
         if plog is not None:
             plog.close()
+        if log_dir is None:  # a log never opened since startup (a deletion the broker missed)
+            log_dir = next((d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))), None)
         if log_dir is not None:
             shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
 

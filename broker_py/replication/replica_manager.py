@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
@@ -33,6 +33,10 @@ from broker_py.replication.purgatory import DelayedOperationPurgatory
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
+if TYPE_CHECKING:
+    from broker_py.controller.controller_request_batch import LeaderAndIsrRequestData, StopReplicaRequestData
+    from broker_py.zk.zk_data import TopicPartition
+
 from logstore.protocol.errors import InvalidRequiredAcksError, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,8 @@ class ReplicaManager:
         self._min_insync_replicas = min_insync_replicas
         self.time = time
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # The highest controller epoch seen in a LeaderAndIsr or StopReplica.
+        self.controller_epoch = -1
         self.produce_purgatory = DelayedOperationPurgatory("Produce", time)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", time)
         self._fetch_keys_to_check: set[tuple[str, int]] = set()
@@ -90,6 +96,81 @@ class ReplicaManager:
             self.partitions[(topic, index)] = partition
         partition.make_leader(leader_epoch, isr, replicas)
         return partition
+
+    def become_leader_or_follower(self, request: LeaderAndIsrRequestData, get_log: Callable[[str, int], UnifiedLog]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Applies a controller's LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``): a
+        request from an older controller epoch is refused whole (STALE_CONTROLLER_EPOCH);
+        per partition, a state whose leader epoch is below the one held (or equal, with no
+        newer partition epoch) is ignored with STALE_CONTROLLER_EPOCH; a partition that does
+        not list this broker gets UNKNOWN_TOPIC_OR_PARTITION. Otherwise the partition's log is
+        opened (``get_log``, which may raise KafkaStorageError → KAFKA_STORAGE_ERROR) and this
+        broker leads or follows it. Produces and fetches waiting on a partition this broker
+        stopped leading are completed (NOT_LEADER_OR_FOLLOWER)."""
+        if request.controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        self.controller_epoch = request.controller_epoch
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for state in request.partitions:
+            tp = state.partition
+            topic, index = tp
+            if self.broker_id not in state.replicas:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            partition = self.partitions.get((topic, index))
+            if partition is not None and (
+                state.leader_epoch < partition.leader_epoch
+                or (state.leader_epoch == partition.leader_epoch and state.partition_epoch <= partition.partition_epoch)
+            ):
+                errors[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
+                continue
+            try:
+                if partition is None:
+                    partition = Partition(topic, index, get_log(topic, index), self.broker_id, self._on_append, lambda t=topic: self._min_insync_replicas(t))
+                    self.partitions[(topic, index)] = partition
+                was_leader = partition.is_leader
+                partition.partition_epoch = state.partition_epoch
+                if state.leader == self.broker_id:
+                    partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas))
+                else:
+                    partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
+                    if was_leader:
+                        self.produce_purgatory.complete_all((topic, index))
+                        self.fetch_purgatory.complete_all((topic, index))
+            except KafkaError as e:
+                errors[tp] = e.errno
+                continue
+            errors[tp] = ErrorCode.NONE
+        return ErrorCode.NONE, errors
+
+    def stop_replicas(self, request: StopReplicaRequestData, delete_log: Callable[[str, int], None]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Applies a controller's StopReplica: refused whole from an older controller epoch;
+        per partition, a leader epoch below the one held (other than -1 and -2, the
+        deletion sentinel) gets FENCED_LEADER_EPOCH; otherwise the partition stops being
+        served and, with ``delete``, its log is deleted (KafkaStorageError →
+        KAFKA_STORAGE_ERROR). A partition not held here is already stopped: NONE."""
+        if request.controller_epoch < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        self.controller_epoch = request.controller_epoch
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for state in request.partitions:
+            topic, index = state.partition
+            partition = self.partitions.get((topic, index))
+            if partition is not None and state.leader_epoch >= 0 and state.leader_epoch < partition.leader_epoch:
+                errors[state.partition] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            try:
+                if state.delete:
+                    self.stop_replica(topic, index)
+                    delete_log(topic, index)
+                elif partition is not None:
+                    partition.leader_id = -1
+                    self.produce_purgatory.complete_all((topic, index))
+                    self.fetch_purgatory.complete_all((topic, index))
+            except KafkaError as e:
+                errors[state.partition] = e.errno
+                continue
+            errors[state.partition] = ErrorCode.NONE
+        return ErrorCode.NONE, errors
 
     def stop_replica(self, topic: str, index: int) -> Partition | None:
         """Stops holding ``topic-index`` (deleted): waiting produces answer

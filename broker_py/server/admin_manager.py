@@ -212,7 +212,7 @@ class AdminManager:
 
     # ---- configs ----
 
-    def _apply_log_configs(self, topic: TopicInfo) -> None:
+    def apply_log_configs(self, topic: TopicInfo) -> None:
         effective = log_config(self.effective_config(topic))
         for p in range(topic.partitions):
             partition = self._replica_manager.get_partition(topic.name, p)
@@ -227,7 +227,7 @@ class AdminManager:
         if validate_only:
             return
         self._store.set_configs(name, configs)
-        self._apply_log_configs(topic)
+        self.apply_log_configs(topic)
 
     def set_broker_configs(self, resource: str, configs: dict[str, str], validate_only: bool = False) -> None:
         """Replaces the dynamic configs of BROKER resource ``resource`` (``""``: the
@@ -263,6 +263,6 @@ class AdminManager:
         self._topic_defaults = None
         self._effective.clear()
         for topic in self._store.topics.values():
-            self._apply_log_configs(topic)
+            self.apply_log_configs(topic)
         log.info("dynamic configs of broker resource %r are now %s", resource, configs)
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from broker_py.server.admin_manager import AdminManager
     from broker_py.server.fetch_session import FetchSessionCache
     from broker_py.server.metadata_cache import MetadataCache
+    from broker_py.server.zk_support import ZkSupport
 
 
 @dataclasses.dataclass
@@ -50,6 +51,8 @@ class KafkaApis:
     time: Time = SYSTEM_TIME
     group_coordinator: GroupCoordinator | Any = None
     transaction_coordinator: TransactionCoordinator | Any = None
+    # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
+    zk_support: ZkSupport | Any = None
 
     def advertised_listener(self, connection=None) -> Listener:
         return self.listeners.advertised_listener(connection)

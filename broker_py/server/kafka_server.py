@@ -6,6 +6,12 @@ and led, the group and transaction coordinators load their topics, then listener
 open. Stop runs it backwards and leaves every log closed cleanly. A broker alone is
 its own controller: topic metadata lives in its first log dir
 (:mod:`broker_py.controller.topic_metadata`).
+
+With ``zookeeper.connect`` the broker is one of a cluster (:mod:`broker_py.server.zk_support`):
+it connects to ZooKeeper before reading its log dirs (the cluster id lives there), opens
+a partition's log when the controller's LeaderAndIsr names it, registers once its
+listeners are up, and on stop first asks the controller to move its leaderships away
+(``controlled.shutdown.enable``).
 """
 
 from __future__ import annotations
@@ -52,7 +58,14 @@ class KafkaServer:
     def _load(self, config: BrokerConfig) -> None:
         """Reads the broker's state from its (locked) log dirs and wires its parts."""
         first_dir = config.log_dirs[0]
-        cluster_id = check_log_dirs(config.log_dirs, self.broker_id)
+        self.zk_support = None
+        if config["zookeeper.connect"]:
+            from broker_py.server.zk_support import ZkSupport
+
+            self.zk_support = ZkSupport(config, self.time)
+            cluster_id = check_log_dirs(config.log_dirs, self.broker_id, self.zk_support.connect)
+        else:
+            cluster_id = check_log_dirs(config.log_dirs, self.broker_id)
         dynamic_configs = DynamicBrokerConfigStore(first_dir, config)
         dynamic_configs.load()
         scram_credentials = ScramCredentialStore(first_dir)
@@ -60,13 +73,20 @@ class KafkaServer:
         authorizer = None
         if config["authorizer.class.name"]:
             authorizer = StandardAuthorizer(first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"])
-        store = TopicMetadataStore(first_dir)
+        # In a cluster the metadata cache is where topics are looked up; the local store
+        # serves the single broker.
+        store = self.zk_support.metadata_cache if self.zk_support is not None else TopicMetadataStore(first_dir)
         replica_manager = ReplicaManager(self.broker_id, lambda topic: self.apis.admin_manager.min_insync_replicas(topic), self.time)
         listeners = ListenerManager(
             config, scram_credentials, lambda: handlers.registry(self.apis),
             lambda event: handlers.on_unsupported(self.apis, event), error_response,
         )  # fmt: skip
-        admin_manager = AdminManager(config, store, self.log_manager, replica_manager, dynamic_configs, listeners)
+        if self.zk_support is not None:
+            from broker_py.server.zk_admin_manager import ZkAdminManager
+
+            admin_manager = ZkAdminManager(config, store, self.log_manager, replica_manager, dynamic_configs, listeners, zk_support=self.zk_support)
+        else:
+            admin_manager = AdminManager(config, store, self.log_manager, replica_manager, dynamic_configs, listeners)
 
         def get_log(topic: str, index: int):
             partition = replica_manager.get_partition(topic, index)
@@ -77,7 +97,7 @@ class KafkaServer:
             broker_id=self.broker_id,
             cluster_id=cluster_id,
             replica_manager=replica_manager,
-            metadata_cache=MetadataCache(self.broker_id, store, replica_manager),
+            metadata_cache=self.zk_support.metadata_cache if self.zk_support is not None else MetadataCache(self.broker_id, store, replica_manager),
             admin_manager=admin_manager,
             authorizer=authorizer,
             fetch_sessions=FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic),
@@ -88,7 +108,10 @@ class KafkaServer:
             log_dir_mover=LogDirMover(self.log_manager, get_log, admin_manager.reopen_partition),
             listeners=listeners,
             time=self.time,
+            zk_support=self.zk_support,
         )
+        if self.zk_support is not None:
+            self.zk_support.on_topic_config.append(lambda topic: self._topic_config_changed(topic))
         self.log_tasks = LogTasks(config, self.apis, self.time)
 
     @property
@@ -103,9 +126,16 @@ class KafkaServer:
     def bound_port(self) -> int:
         return self.apis.listeners.bound_port
 
+    def _topic_config_changed(self, topic: str) -> None:
+        info = self.apis.metadata_cache.get(topic)
+        if info is not None:
+            self.apis.admin_manager.apply_log_configs(info)
+
     def startup_logs(self) -> None:
-        """Opens and leads every partition's log (stray logs set aside first)."""
-        self.apis.admin_manager.open_all_partitions()
+        """Opens and leads every partition's log (stray logs set aside first); in a
+        cluster, logs open as the controller assigns their partitions."""
+        if self.zk_support is None:
+            self.apis.admin_manager.open_all_partitions()
 
     async def start_coordinators(self) -> None:
         from broker_py.coordinator.group.group_coordinator import GroupCoordinator
@@ -123,13 +153,21 @@ class KafkaServer:
         self.startup_logs()
         await self.start_coordinators()
         await self.apis.listeners.start()
+        if self.zk_support is not None:
+            listeners = self.apis.listeners
+            advertised = [listeners.advertised_listener(_OnListener(s)) for s in listeners.servers]
+            await self.zk_support.start(self.zk_support.registration(advertised, self.config.security_protocol))
         self.log_tasks.start()
 
     async def stop(self) -> None:
         apis = self.apis
+        if self.zk_support is not None and self.config["controlled.shutdown.enable"]:
+            await self.zk_support.controlled_shutdown()
         await apis.log_dir_mover.stop()
         await self.log_tasks.stop()
         await apis.listeners.stop()
+        if self.zk_support is not None:
+            await self.zk_support.stop()
         apis.replica_manager.shutdown()
         if apis.transaction_coordinator is not None:
             await apis.transaction_coordinator.stop()
@@ -142,3 +180,9 @@ class KafkaServer:
                 log.exception("producer snapshot of %s", partition.name)
         self.log_manager.shutdown()
 
+
+class _OnListener:
+    """Stands for a connection accepted by ``server`` (what ``advertised_listener`` reads)."""
+
+    def __init__(self, server) -> None:
+        self.server = server

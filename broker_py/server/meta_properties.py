@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import os
 import uuid
+from collections.abc import Callable
 
 from broker_py.config.kafka_config import ConfigError
 
@@ -25,8 +26,11 @@ def read_properties(path: str) -> dict[str, str]:
     return props
 
 
-def check_log_dirs(log_dirs: list[str], broker_id: int) -> str:
-    """Returns the cluster id, creating ``meta.properties`` where missing."""
+def check_log_dirs(log_dirs: list[str], broker_id: int, cluster_id_of: Callable[[str], str] | None = None) -> str:
+    """Returns the cluster id, creating ``meta.properties`` where missing. In a cluster,
+    ``cluster_id_of(proposed)`` gives the cluster's id (ZooKeeper's ``/cluster/id``, which
+    takes ``proposed``, the log dirs' id or a new one, if it has none); log dirs of
+    another cluster stop startup (Kafka's InconsistentClusterIdException)."""
     cluster_id = None
     for d in log_dirs:
         path = os.path.join(d, "meta.properties")
@@ -37,8 +41,16 @@ def check_log_dirs(log_dirs: list[str], broker_id: int) -> str:
             if cluster_id is not None and props.get("cluster.id") not in (None, cluster_id):
                 raise ConfigError("log.dirs", d, "log dirs belong to different clusters")
             cluster_id = props.get("cluster.id", cluster_id)
+    local = cluster_id
     if cluster_id is None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if cluster_id_of is not None:
+        cluster_id = cluster_id_of(cluster_id)
+        if local is not None and local != cluster_id:
+            raise ConfigError(
+                "log.dirs", ",".join(log_dirs),
+                f"the log dirs belong to cluster {local}, but ZooKeeper holds cluster {cluster_id}",
+            )  # fmt: skip
     for d in log_dirs:
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "meta.properties")

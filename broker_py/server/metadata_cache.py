@@ -23,6 +23,17 @@ class PartitionState:
     leader_epoch: int
     replicas: list[int]
     isr: list[int]
+    offline_replicas: list[int] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A live broker as Metadata and DescribeCluster show it, for one listener."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
 
 
 class MetadataCache:
@@ -37,6 +48,10 @@ class MetadataCache:
 
     def alive_broker_ids(self) -> list[int]:
         return [self.broker_id]
+
+    def alive_nodes(self, listener) -> list[Node]:
+        """Every live broker at ``listener`` (the advertised listener the request came on)."""
+        return [Node(self.broker_id, listener.host, listener.port, None)]
 
     @property
     def topics(self) -> dict[str, TopicInfo]:

@@ -15,21 +15,31 @@ Invariants:
   e+1, version v))``; the winner keeps (epoch, zkVersion of /controller_epoch), and
   every later controller write is ``multi(check(/controller_epoch, zkVersion), ...)``,
   so a controller that lost its place fails with :class:`ControllerMovedError`.
+- Paths given to the low-level methods are chroot-relative absolute paths; data is bytes
+  in :mod:`broker_py.zk.zk_data`'s formats. Calls on many nodes pipeline their requests
+  (at most :data:`PIPELINE` in flight) and answer in the order asked.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
-from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.client import KazooClient, KazooState, TransactionRequest
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from broker_py.controller.controller_store import ControllerEpoch, ControllerMovedError
 from broker_py.zk import zk_data
 from logstore.protocol.errors import KafkaException
+
+__all__ = [
+    "BATCH", "BrokerIdInUseError", "ControllerEpoch", "ControllerMovedError", "CreateOp", "DeleteOp", "KafkaZkClient",
+    "PERSISTENT_PATHS", "PIPELINE", "SetDataOp", "ZkOp", "ZooKeeperClientTimeoutError", "ZooKeeperError", "first_error",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +74,45 @@ class BrokerIdInUseError(ZooKeeperError):
     """Another live broker holds ``/brokers/ids/N``."""
 
 
-class ControllerMovedError(ZooKeeperError):
-    """A controller write found ``/controller_epoch`` changed: another controller exists."""
+PIPELINE = 1000  # requests in flight at once in the batched calls
+BATCH = 100  # items per multi in controller_ops
 
 
-@dataclass(frozen=True)
-class ControllerEpoch:
-    epoch: int
-    zk_version: int
+class CreateOp(NamedTuple):
+    path: str
+    data: bytes = b""
+
+    def add_to(self, transaction: TransactionRequest) -> None:
+        transaction.create(self.path, self.data)
+
+
+class SetDataOp(NamedTuple):
+    path: str
+    data: bytes
+    version: int = -1
+
+    def add_to(self, transaction: TransactionRequest) -> None:
+        transaction.set_data(self.path, self.data, version=self.version)
+
+
+class DeleteOp(NamedTuple):
+    path: str
+    version: int = -1
+
+    def add_to(self, transaction: TransactionRequest) -> None:
+        transaction.delete(self.path, version=self.version)
+
+
+ZkOp = CreateOp | SetDataOp | DeleteOp  # one operation of a multi (persistent nodes only)
+
+
+def first_error(results: Sequence[object]) -> Exception | None:
+    """The error that failed a multi: its first result that is an exception other than the
+    RolledBackError / RuntimeInconsistency ZooKeeper gives the operations around it."""
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(result, (RolledBackError, RuntimeInconsistency)):
+            return result
+    return None
 
 
 class KafkaZkClient:
@@ -90,6 +131,7 @@ class KafkaZkClient:
         self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
         self._zk.add_listener(self._state_changed)
         self._sessions: set[int] = set()  # every session id this client has had
+        self._state_listeners: list[Callable[[str], None]] = []
 
     # ---- lifecycle ----
 
@@ -127,6 +169,20 @@ class KafkaZkClient:
             self._sessions.add(self._zk.client_id[0])
         if self._on_state is not None:
             self._on_state(state)
+        for listener in list(self._state_listeners):
+            try:
+                listener(state)
+            except Exception:
+                log.exception("ZooKeeper state listener %r failed", listener)
+
+    def add_state_listener(self, listener: Callable[[str], None]) -> None:
+        """Also calls ``listener(state)`` (a KazooState name) on each session-state change,
+        on kazoo's connection thread: it must not block nor call ZooKeeper."""
+        self._state_listeners.append(listener)
+
+    def remove_state_listener(self, listener: Callable[[str], None]) -> None:
+        if listener in self._state_listeners:
+            self._state_listeners.remove(listener)
 
     @property
     def session_id(self) -> int:
@@ -241,14 +297,24 @@ class KafkaZkClient:
             return ControllerEpoch(new_epoch, results[1].version)
         # NODEEXISTS or BADVERSION: won only if both nodes say so (a retried multi).
         after = self.get_controller_epoch()
-        if self.get_controller_id() == controller_id and after is not None and after.epoch == new_epoch:
+        holder = self._controller_id_or_none()
+        if holder == controller_id and after is not None and after.epoch == new_epoch:
             try:
                 _, stat = self._zk.get(zk_data.ControllerZNode.PATH)
             except NoNodeError:
                 stat = None
             if stat is not None and stat.ephemeralOwner == self.session_id:
                 return after
-        raise ControllerMovedError(f"broker {self.get_controller_id()} is the controller (epoch {after.epoch if after else '?'})")
+        raise ControllerMovedError(f"broker {holder} is the controller (epoch {after.epoch if after else '?'})")
+
+    def _controller_id_or_none(self) -> int | None:
+        """The controller's id; None also when ``/controller`` does not decode (as Kafka
+        reads it)."""
+        try:
+            return self.get_controller_id()
+        except zk_data.ZkDataError as e:
+            log.warning("/controller does not decode: %s", e)
+            return None
 
     def controller_transaction(self, epoch_zk_version: int, build: Callable[[object], None]) -> list:
         """Runs ``build(transaction)``'s operations in one multi behind
@@ -259,12 +325,55 @@ class KafkaZkClient:
         transaction.check(zk_data.ControllerEpochZNode.PATH, epoch_zk_version)
         build(transaction)
         results = transaction.commit()
-        if isinstance(results[0], BadVersionError) or isinstance(results[0], NoNodeError):
-            raise ControllerMovedError(f"/controller_epoch is no longer at version {epoch_zk_version}: another controller exists")
-        for result in results[1:]:
-            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
-                raise result
+        if isinstance(results[0], (BadVersionError, NoNodeError)):
+            raise _controller_moved(epoch_zk_version)
+        if (error := first_error(results[1:])) is not None:
+            raise error
         return results[1:]
+
+    def controller_ops(
+        self, epoch_zk_version: int, items: Sequence[Sequence[ZkOp]], batch: int = BATCH
+    ) -> list[list[object]]:
+        """Runs each item's operations atomically behind ``check(/controller_epoch,
+        epoch_zk_version)`` (Kafka fences every controller request so) and returns each
+        item's results as if it ran alone in its own multi: a failed item's results are
+        exceptions (see :func:`first_error`), and it changed nothing.
+
+        Items go ``batch`` at a time into one multi; the items of a multi that fails run
+        again one per multi. Multis are pipelined. ControllerMovedError once a check fails
+        (items answered before it stand)."""
+        results: list[list[object]] = [[] for _ in items]
+        chunks = [range(at, min(at + batch, len(items))) for at in range(0, len(items), max(1, batch))]
+        retry: list[int] = []
+        multis = [[op for i in chunk for op in items[i]] for chunk in chunks]
+        for chunk, answer in zip(chunks, self._fenced_multis(epoch_zk_version, multis)):
+            if len(chunk) == 1:
+                results[chunk[0]] = answer
+            elif first_error(answer) is not None:
+                retry.extend(chunk)
+            else:
+                at = 0
+                for i in chunk:
+                    results[i], at = answer[at : at + len(items[i])], at + len(items[i])
+        for i, answer in zip(retry, self._fenced_multis(epoch_zk_version, [items[i] for i in retry])):
+            results[i] = answer
+        return results
+
+    def _fenced_multis(self, epoch_zk_version: int, multis: list[list[ZkOp]]) -> list[list[object]]:
+        out: list[list[object]] = []
+        for start in range(0, len(multis), PIPELINE):
+            pending = []
+            for ops in multis[start : start + PIPELINE]:
+                transaction = self._zk.transaction()
+                transaction.check(zk_data.ControllerEpochZNode.PATH, epoch_zk_version)
+                for op in ops:
+                    op.add_to(transaction)
+                pending.append(transaction.commit_async())
+            answered = [p.get() for p in pending]
+            if any(isinstance(r[0], (BadVersionError, NoNodeError)) for r in answered):
+                raise _controller_moved(epoch_zk_version)
+            out.extend(r[1:] for r in answered)
+        return out
 
     def resign_controller(self) -> None:
         """Deletes ``/controller`` if this session holds it."""
@@ -274,3 +383,99 @@ class KafkaZkClient:
                 self._zk.delete(zk_data.ControllerZNode.PATH, version=stat.version)
         except (NoNodeError, BadVersionError):
             pass
+
+    # ---- low-level reads and writes ----
+
+    def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        """The node's data and stat, or None if there is no node."""
+        try:
+            return self._zk.get(path)
+        except NoNodeError:
+            return None
+
+    def get_data_many(self, paths: Iterable[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """:meth:`get_data` of each path, pipelined."""
+        return self._pipelined(self._zk.get_async, paths)
+
+    def get_stat_many(self, paths: Iterable[str]) -> list[ZnodeStat | None]:
+        """Each node's stat (None: no node), pipelined."""
+        return self._pipelined(self._zk.exists_async, paths)
+
+    def get_children(self, path: str) -> list[str]:
+        """The node's children ([] if there is no node)."""
+        try:
+            return self._zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    def get_subtree(self, path: str) -> list[list[str]]:
+        """The paths under ``path`` (itself excluded) by depth, deepest first, pipelined
+        per level: deleting level by level in this order empties the tree."""
+        levels: list[list[str]] = []
+        level = [path]
+        while level:
+            children = self._pipelined(self._zk.get_children_async, level)
+            level = [f"{parent}/{c}" for parent, names in zip(level, children) for c in names or ()]
+            if level:
+                levels.append(level)
+        return levels[::-1]
+
+    def _pipelined(self, call: Callable, paths: Iterable[str]) -> list:
+        out: list = []
+        paths = list(paths)
+        for start in range(0, len(paths), PIPELINE):
+            pending = [call(p) for p in paths[start : start + PIPELINE]]
+            for p in pending:
+                try:
+                    out.append(p.get())
+                except NoNodeError:
+                    out.append(None)
+        return out
+
+    def create(self, path: str, data: bytes, *, makepath: bool = False, sequence: bool = False) -> str:
+        """Creates a persistent node; returns its path (with the sequence number when
+        ``sequence``). kazoo's NodeExistsError / NoNodeError as they come."""
+        return self._zk.create(path, data, makepath=makepath, sequence=sequence)
+
+    def set_data(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        """kazoo's NoNodeError / BadVersionError as they come."""
+        return self._zk.set(path, data, version)
+
+    def set_or_create(self, path: str, data: bytes) -> None:
+        """Kafka's ``setOrCreate``: setData, and create (with parents) if there is no node."""
+        while True:
+            try:
+                self._zk.set(path, data)
+                return
+            except NoNodeError:
+                pass
+            try:
+                self._zk.create(path, data, makepath=True)
+                return
+            except NodeExistsError:
+                pass  # created meanwhile: set it
+
+    def delete(self, path: str, version: int = -1) -> bool:
+        """Deletes the node; False if there was none."""
+        try:
+            self._zk.delete(path, version)
+            return True
+        except NoNodeError:
+            return False
+
+    # ---- watches (kazoo's recipes: they are re-armed after a reconnect or a new session) ----
+
+    def children_watch(self, path: str, func: Callable[[list[str]], bool | None]) -> ChildrenWatch:
+        """Calls ``func(children)`` now and on each change of ``path``'s children, on a
+        kazoo thread; ``func`` returning False ends the watch. ``path`` must exist."""
+        return ChildrenWatch(self._zk, path, func)
+
+    def data_watch(self, path: str, func: Callable[[bytes | None, ZnodeStat | None, object], bool | None]) -> DataWatch:
+        """Calls ``func(data, stat, event)`` now and whenever ``path`` is created, changed
+        or deleted (data and stat None while there is no node), on a kazoo thread;
+        ``func`` returning False ends the watch."""
+        return DataWatch(self._zk, path, func)
+
+
+def _controller_moved(epoch_zk_version: int) -> ControllerMovedError:
+    return ControllerMovedError(f"/controller_epoch is no longer at version {epoch_zk_version}: another controller exists")

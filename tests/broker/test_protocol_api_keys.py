@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker_py.server.handlers import served_api_keys
 from logstore.protocol import ApiKey
 
 K = ApiKey
@@ -99,8 +100,12 @@ KAFKA_PYTHON_3_0_MARKERS = [
 
 
 def test_kafka_python_identifies_kafka_3_9() -> None:
+    # ApiVersions lists the served api keys only, not every one the codec knows
+    # (LeaderAndIsr 7, the 3.4 marker, is known but not served).
+    served = {int(k): k for k in served_api_keys()}
+
     def advertised(key: int, version: int) -> bool:
-        member = ApiKey.lookup(key)
+        member = served.get(key)
         return member is not None and member.supports(version)
 
     guess = next(
@@ -115,6 +120,10 @@ KAFKA_3_9_MAX = {
     K.FETCH: 17,
     K.LIST_OFFSETS: 9,
     K.METADATA: 12,
+    K.LEADER_AND_ISR: 7,
+    K.STOP_REPLICA: 4,
+    K.UPDATE_METADATA: 8,
+    K.CONTROLLED_SHUTDOWN: 3,
     K.OFFSET_COMMIT: 9,
     K.OFFSET_FETCH: 9,
     K.FIND_COORDINATOR: 6,
@@ -153,6 +162,7 @@ KAFKA_3_9_MAX = {
     K.OFFSET_DELETE: 0,
     K.DESCRIBE_USER_SCRAM_CREDENTIALS: 0,
     K.ALTER_USER_SCRAM_CREDENTIALS: 0,
+    K.ALTER_PARTITION: 3,
     K.DESCRIBE_CLUSTER: 1,
     K.DESCRIBE_PRODUCERS: 0,
     K.DESCRIBE_TRANSACTIONS: 0,
@@ -177,5 +187,6 @@ def test_header_versions() -> None:
 
 def test_lookup() -> None:
     assert ApiKey.lookup(1) is K.FETCH
-    assert ApiKey.lookup(4) is None  # LeaderAndIsr: not served
+    assert ApiKey.lookup(4) is K.LEADER_AND_ISR  # known to the codec, not served
+    assert ApiKey.lookup(38) is None  # CreateDelegationToken: unknown
     assert K.FETCH.api_name == "Fetch"

@@ -36,6 +36,7 @@ def _modules():
         api_versions,
         cluster,
         configs,
+        controller,
         fetch,
         groups,
         list_offsets,
@@ -50,7 +51,7 @@ def _modules():
     )
 
     return (
-        acls, api_versions, cluster, configs, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
+        acls, api_versions, cluster, configs, controller, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
         sasl, topics, transactions,
     )  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""DescribeCluster: this apis, which is also the controller."""
+"""DescribeCluster: the live brokers and the controller, from the metadata cache."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from logstore.protocol.messages.describe_cluster import DescribeClusterResponse
 
 
 def handle_describe_cluster(apis, request, connection):
-    listener = apis.advertised_listener(connection)
+    nodes = apis.metadata_cache.alive_nodes(apis.advertised_listener(connection))
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
         cluster_id=apis.cluster_id,
-        controller_id=apis.broker_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=apis.broker_id, host=listener.host, port=listener.port, rack=None)],
+        controller_id=apis.metadata_cache.controller_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=n.id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
         cluster_authorized_operations=auth_helper.authorized_operations(
             apis, connection, ResourceType.CLUSTER, CLUSTER_NAME, request.body.include_cluster_authorized_operations
         ),

@@ -194,11 +194,13 @@ def handle_describe_configs(apis, request, connection):
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool) -> None:
+def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool):
+    """Applies the change; in a cluster a topic's change is a ZooKeeper write returned
+    to be awaited."""
     if resource_type == TOPIC:
         if apis.metadata_cache.get(name) is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        apis.admin_manager.set_topic_configs(name, new_configs, validate_only=validate_only)
+        return apis.admin_manager.set_topic_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER:
         apis.admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER_LOGGER:
@@ -210,6 +212,7 @@ def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool
 def handle_alter_configs(apis, request, connection):
     body = request.body
     responses = []
+    pending: list = []
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
@@ -219,7 +222,7 @@ def handle_alter_configs(apis, request, connection):
                     raise InvalidConfigError(f"null value for {c.name}")
                 configs[c.name] = c.value
             _ensure_allowed(apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
-            _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)
+            pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(
@@ -227,7 +230,25 @@ def handle_alter_configs(apis, request, connection):
                 error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
             )
         )
-    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+    return _answer(AlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending)
+
+
+def _answer(response, responses, pending):
+    """The response, once the ZooKeeper writes among ``pending`` (index, awaitable or
+    None) are done; a write that fails fails its resource."""
+    writes = [(i, w) for i, w in pending if w is not None]
+    if not writes:
+        return response
+
+    async def wait():
+        for i, write in writes:
+            try:
+                await write
+            except KafkaError as e:
+                responses[i].error_code, responses[i].error_message = int(e.errno), str(e)
+        return response
+
+    return wait()
 
 
 def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -258,6 +279,7 @@ def _alter_loggers(apis, resource, validate_only: bool) -> None:
 def handle_incremental_alter_configs(apis, request, connection):
     body = request.body
     responses = []
+    pending: list = []
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
@@ -290,7 +312,7 @@ def handle_incremental_alter_configs(apis, request, connection):
                     configs[c.name] = ",".join(current)
                 else:
                     raise InvalidRequestError(f"unknown config operation {c.config_operation}")
-            _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)
+            pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(
@@ -298,7 +320,7 @@ def handle_incremental_alter_configs(apis, request, connection):
                 error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
             )
         )
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+    return _answer(IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending)
 
 
 HANDLERS = {

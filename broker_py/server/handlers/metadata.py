@@ -27,9 +27,12 @@ NULL_UUID = uuid.UUID(int=0)
 def _partition_response(apis, topic: str, index: int) -> MetadataResponse.MetadataResponsePartition:
     state = apis.metadata_cache.partition_state(topic, index)
     if state is None:
+        raw = getattr(apis.metadata_cache, "raw_partition_state", lambda t, i: None)(topic, index)
         return MetadataResponse.MetadataResponsePartition(
-            error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), partition_index=index, leader_id=-1, leader_epoch=-1,
-            replica_nodes=[], isr_nodes=[], offline_replicas=[],
+            error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), partition_index=index, leader_id=-1,
+            leader_epoch=-1 if raw is None else raw.leader_epoch,
+            replica_nodes=[] if raw is None else list(raw.replicas), isr_nodes=[] if raw is None else list(raw.isr),
+            offline_replicas=[] if raw is None else list(raw.offline_replicas),
         )  # fmt: skip
     return MetadataResponse.MetadataResponsePartition(
         error_code=0,
@@ -38,7 +41,7 @@ def _partition_response(apis, topic: str, index: int) -> MetadataResponse.Metada
         leader_epoch=state.leader_epoch,
         replica_nodes=state.replicas,
         isr_nodes=state.isr,
-        offline_replicas=[],
+        offline_replicas=state.offline_replicas,
     )
 
 
@@ -56,8 +59,11 @@ def topic_response(apis, topic: TopicInfo, connection, with_operations: bool) ->
 
 
 def brokers(apis, connection=None) -> list[MetadataResponse.MetadataResponseBroker]:
-    listener = apis.advertised_listener(connection)
-    return [MetadataResponse.MetadataResponseBroker(node_id=apis.broker_id, host=listener.host, port=listener.port, rack=None)]
+    """Every live broker, at the listener the request came on."""
+    return [
+        MetadataResponse.MetadataResponseBroker(node_id=n.id, host=n.host, port=n.port, rack=n.rack)
+        for n in apis.metadata_cache.alive_nodes(apis.advertised_listener(connection))
+    ]
 
 
 def handle_metadata(apis, request, connection):
@@ -116,7 +122,7 @@ def handle_metadata(apis, request, connection):
     return MetadataResponse(
         brokers=brokers(apis, connection),
         cluster_id=apis.cluster_id,
-        controller_id=apis.broker_id,
+        controller_id=apis.metadata_cache.controller_id,
         topics=topics_out,
         cluster_authorized_operations=auth_helper.authorized_operations(
             apis, connection, ResourceType.CLUSTER, CLUSTER_NAME,

@@ -1,7 +1,8 @@
 """ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments: where a
-partition's replicas live and which one leads.
+partition's replicas live and which one leads. In a cluster they are the controller's
+(:mod:`broker_py.server.zk_admin_manager`); below is the single broker.
 
-This broker is the only replica, the leader and the preferred leader of each of its
+A single broker is the only replica, the leader and the preferred leader of each of its
 partitions, so, as Kafka answers for a partition already led by its preferred replica:
 - an election is never needed (ELECTION_NOT_NEEDED; with every partition asked for,
   the answer lists none);
@@ -30,6 +31,8 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 def handle_elect_leaders(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.elect_leaders(apis, request, connection)
     body = request.body
     election_type = body.election_type if request.api_version >= 1 else PREFERRED
     valid = election_type in (PREFERRED, UNCLEAN)
@@ -77,6 +80,8 @@ def _reassign(apis, topic: str, index: int, replicas: list[int] | None) -> tuple
 
 
 def handle_alter_partition_reassignments(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.alter_partition_reassignments(apis, request, connection)
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
         return AlterPartitionReassignmentsResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
@@ -97,6 +102,8 @@ def handle_alter_partition_reassignments(apis, request, connection):
 
 
 def handle_list_partition_reassignments(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.list_partition_reassignments(apis, request, connection)
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
         return ListPartitionReassignmentsResponse(
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),

@@ -2,7 +2,8 @@
 
 With an authorizer, creating a topic needs CREATE on the cluster or on the topic (and
 the configs come back only with DESCRIBE_CONFIGS on it), deleting DELETE and adding
-partitions ALTER on the topic; TOPIC_AUTHORIZATION_FAILED otherwise.
+partitions ALTER on the topic; TOPIC_AUTHORIZATION_FAILED otherwise. In a cluster the
+three act through the controller (:mod:`broker_py.server.zk_admin_manager`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ CONFIG_SOURCE_DEFAULT = 5
 
 
 def handle_create_topics(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.create_topics(apis, request, connection)
     body = request.body
     results = []
     seen: dict[str, int] = {}
@@ -74,6 +77,8 @@ def handle_create_topics(apis, request, connection):
 
 
 def handle_delete_topics(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.delete_topics(apis, request, connection)
     body = request.body
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -102,6 +107,8 @@ def handle_delete_topics(apis, request, connection):
 
 
 def handle_create_partitions(apis, request, connection):
+    if apis.zk_support is not None:
+        return apis.admin_manager.create_partitions(apis, request, connection)
     body = request.body
     results = []
     for t in body.topics:

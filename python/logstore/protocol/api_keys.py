@@ -1,10 +1,17 @@
-"""The APIs the broker serves and the version ranges it advertises.
+"""The APIs the codec speaks and the version ranges it accepts.
 
 Each :class:`ApiKey` member carries the Kafka api key id, Kafka's name for
-the API, the lowest and highest version we accept and advertise in
-ApiVersions, and the first flexible version (compact encodings, tagged
-fields, request header v2 / response header v1), or ``None`` when no
-advertised version is flexible.
+the API, the lowest and highest version the codec accepts (decodes and
+encodes; a request outside it is an ``UnsupportedRequest``), and the first
+flexible version (compact encodings, tagged fields, request header v2 /
+response header v1), or ``None`` when no accepted version is flexible.
+
+A member is not by itself advertised: the broker's ApiVersions lists only
+the api keys that have a handler
+(``broker_py.server.handlers.served_api_keys``), with these ranges.  The
+controller-to-broker and broker-to-controller APIs (LeaderAndIsr,
+StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition) are here
+so that brokers can talk to each other with the same codec.
 
 How the ranges were chosen
 --------------------------
@@ -74,6 +81,17 @@ Hence:
   flexible version.
 * DescribeLogDirs 1 and AlterReplicaLogDirs 1: Kafka 4.0's minima; no client
   above sends 0. DescribeLogDirs stops at 4: kafka-python takes 5 for Kafka 4.3.
+
+**Inter-broker APIs: Kafka 3.9's whole range**: LeaderAndIsr 0-7,
+StopReplica 0-4, UpdateMetadata 0-8, AlterPartition 0-3.  Kafka's ZooKeeper
+controller picks the version from ``inter.broker.protocol.version`` (3.4+
+sends LeaderAndIsr 7, UpdateMetadata 8, StopReplica 4), so every version
+stays receivable.  ControlledShutdown is 1-3, not 0-3: its v0 request
+travels with request header v0, which has no client id (Kafka's
+``requestHeaderVersion`` returns 0 for ControlledShutdown v0 only), and
+``headers`` reads and writes header v1 and v2 only.  Only brokers with an
+inter-broker protocol older than 0.9.0 send v0 (2.4+ send v3); the v0 body
+equals v1's, so the schema declares it all the same.
 """
 
 from __future__ import annotations
@@ -104,6 +122,10 @@ class ApiKey(IntEnum):
     FETCH = 1, "Fetch", 4, 17, 12
     LIST_OFFSETS = 2, "ListOffsets", 1, 9, 6
     METADATA = 3, "Metadata", 0, 12, 9
+    LEADER_AND_ISR = 4, "LeaderAndIsr", 0, 7, 4
+    STOP_REPLICA = 5, "StopReplica", 0, 4, 2
+    UPDATE_METADATA = 6, "UpdateMetadata", 0, 8, 6
+    CONTROLLED_SHUTDOWN = 7, "ControlledShutdown", 1, 3, 3
     OFFSET_COMMIT = 8, "OffsetCommit", 2, 9, 8
     OFFSET_FETCH = 9, "OffsetFetch", 1, 9, 6
     FIND_COORDINATOR = 10, "FindCoordinator", 0, 6, 3
@@ -142,6 +164,7 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, None
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0
+    ALTER_PARTITION = 56, "AlterPartition", 0, 3, 0
     DESCRIBE_CLUSTER = 60, "DescribeCluster", 0, 1, 0
     DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0
     DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
@@ -170,7 +193,8 @@ class ApiKey(IntEnum):
 
     @classmethod
     def lookup(cls, key: int) -> ApiKey | None:
-        """The member for an api key id, or ``None`` if we do not serve it."""
+        """The member for an api key id, or ``None`` if the codec does not know it
+        (whether the broker serves it is ``served_api_keys``' business)."""
         return _BY_ID.get(key)
 
 

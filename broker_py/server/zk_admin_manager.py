@@ -1,0 +1,417 @@
+"""Topic administration in a cluster (Kafka's ``ZkAdminManager`` with KIP-590 forwarding):
+CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and the partition-reassignment
+APIs act on the whole cluster through the controller, and topic configs through
+ZooKeeper.
+
+Flow: the broker a client reaches checks the client's rights; a broker that is not the
+controller then forwards the request, reduced to what the client may do, to the
+controller over the inter-broker channel, and answers with the controller's answer. On
+the controller:
+- CreateTopics validates (name, counts, replication factor against the live brokers,
+  explicit assignments, configs), places replicas with Kafka's ``assignReplicasToBrokers``
+  (rack-aware when racks are set), writes ``/config/topics/T`` and ``/brokers/topics/T``,
+  and answers once every live broker acknowledged metadata with the topic (or
+  REQUEST_TIMED_OUT after ``timeout_ms``);
+- DeleteTopics queues ``/admin/delete_topics/T`` and answers once the topic is gone from
+  the metadata cache;
+- CreatePartitions writes the grown assignment (continuing Kafka's placement from
+  partition 0's first replica) and answers once the metadata has the new partitions;
+- ElectLeaders and reassignments are controller events.
+Topic configs are written by whichever broker is asked (``/config/topics/T`` and a change
+notification); every broker applies them when notified.
+
+The single-broker methods of :class:`AdminManager` that this replaces raise
+NotControllerError if reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+from broker_py.controller import controller_events as ev
+from broker_py.controller.controller_store import TopicExistsInStoreError
+from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas, validate_assignment
+from broker_py.controller.topic_metadata import TopicInfo, validate_topic_name
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.admin_manager import AdminManager
+from broker_py.zk.zk_data import TopicAssignment, TopicPartition, random_uuid
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import (
+    CoordinatorNotAvailableError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidRequestError,
+    KafkaError,
+    LeaderNotAvailableError,
+    NotControllerError,
+    RequestTimedOutError,
+    TopicAlreadyExistsError,
+    TopicDeletionDisabledError,
+    UnknownTopicOrPartitionError,
+)
+from logstore.protocol.messages.elect_leaders import ElectLeadersResponse
+from logstore.protocol.messages.partition_reassignments import (
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+)
+from logstore.protocol.messages.topic_admin import CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsResponse
+
+log = logging.getLogger(__name__)
+
+NULL_UUID = random_uuid().__class__(int=0)
+CONFIG_SOURCE_TOPIC, CONFIG_SOURCE_DEFAULT = 1, 5
+POLL_S = 0.05
+
+
+class ZkAdminManager(AdminManager):
+    def __init__(self, *args, zk_support, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.zk = zk_support
+        self._tasks: set[asyncio.Task] = set()
+        self._creating: set[str] = set()
+
+    # ---- what the single broker did itself ----
+
+    def create_topic(self, *args, **kwargs):
+        raise NotControllerError("in a cluster, topics are created through the controller")
+
+    def delete_topic(self, name):
+        raise NotControllerError("in a cluster, topics are deleted through the controller")
+
+    def create_partitions(self, *args, **kwargs):
+        raise NotControllerError("in a cluster, partitions are added through the controller")
+
+    def open_all_partitions(self) -> None:
+        """Logs open as the controller's LeaderAndIsr names their partitions."""
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        """Starts creating the topic through the controller and raises
+        LeaderNotAvailableError, Metadata's answer while it is on its way."""
+        validate_topic_name(name)
+        self._create_in_background(name, -1, -1, {})
+        raise LeaderNotAvailableError(f"topic {name} is being created")
+
+    def ensure_topic(self, name: str, partitions: int, configs: dict[str, str], replication_factor: int = -1) -> TopicInfo:
+        """An internal topic: the metadata's, else created in the background
+        (CoordinatorNotAvailableError meanwhile)."""
+        topic = self.zk.metadata_cache.get(name)
+        if topic is not None:
+            return topic
+        if replication_factor == -1:
+            replication_factor = self.config["offsets.topic.replication.factor"] if name == "__consumer_offsets" else self.config["transaction.state.log.replication.factor"]
+        live = len(self.zk.metadata_cache.alive_broker_ids())
+        self._create_in_background(name, partitions, min(replication_factor, max(live, 1)) if live < replication_factor else replication_factor, configs)
+        raise CoordinatorNotAvailableError(f"topic {name} is being created")
+
+    def _create_in_background(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+        if name in self._creating:
+            return
+        self._creating.add(name)
+        request = CreateTopicsRequest(
+            topics=[CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
+                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])],
+            timeout_ms=self.config["request.timeout.ms"], validate_only=False,
+        )  # fmt: skip
+
+        async def create() -> None:
+            try:
+                response = await self.zk.to_controller.send(ApiKey.CREATE_TOPICS, request, self.config["request.timeout.ms"])
+                code = response.topics[0].error_code if response.topics else 0
+                if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    log.warning("creating topic %s failed: error %d %s", name, code, response.topics[0].error_message)
+            except Exception as e:
+                log.warning("creating topic %s failed: %s", name, e)
+            finally:
+                self._creating.discard(name)
+
+        task = asyncio.get_running_loop().create_task(create())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False):
+        """Validates now; returns the write to ZooKeeper to await (None for validate-only)."""
+        self.validate_topic_configs(configs)
+        if validate_only:
+            return None
+        return asyncio.to_thread(self.zk.store.set_topic_configs, name, dict(configs))
+
+    # ---- forwarding ----
+
+    async def forward(self, api_key: ApiKey, body, timeout_ms: int):
+        return await self.zk.to_controller.send(api_key, body, timeout_ms)
+
+    def _brokers(self) -> list[BrokerMetadata]:
+        cache = self.zk.metadata_cache
+        return [BrokerMetadata(b, cache.alive_broker(b).info.rack) for b in cache.alive_broker_ids()]
+
+    async def _wait_for(self, ready, timeout_ms: int) -> bool:
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        while not ready():
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+        return True
+
+    # ---- CreateTopics ----
+
+    async def create_topics(self, apis, request, connection):
+        body = request.body
+        results: dict[str, CreateTopicsResponse.CreatableTopicResult] = {}
+        counts: dict[str, int] = {}
+        for t in body.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        allowed = []
+        for t in body.topics:
+            result = CreateTopicsResponse.CreatableTopicResult(name=t.name, topic_id=NULL_UUID, error_code=0, error_message=None)
+            results.setdefault(t.name, result)
+            if counts[t.name] > 1:
+                result.error_code, result.error_message = int(ErrorCode.INVALID_REQUEST), f"topic {t.name} appears more than once in the request"
+            elif not (auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE)
+                      or auth_helper.authorize(apis, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)):
+                result.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                result.error_message = f"CREATE on topic {t.name!r} is not authorized"
+            else:
+                allowed.append(t)
+        if allowed and not self.zk.is_controller:
+            forwarded = dataclasses.replace(body, topics=allowed) if dataclasses.is_dataclass(body) else body
+            if not dataclasses.is_dataclass(body):
+                body.topics = allowed
+            try:
+                response = await self.forward(ApiKey.CREATE_TOPICS, forwarded, body.timeout_ms + 5000)
+                for r in response.topics:
+                    results[r.name] = r
+            except KafkaError as e:
+                for t in allowed:
+                    results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
+        elif allowed:
+            await self._create_on_controller(apis, connection, body, allowed, results)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[results[n] for n in dict.fromkeys(t.name for t in body.topics)])
+
+    def _plan(self, t) -> tuple[TopicAssignment, dict[str, str]]:
+        validate_topic_name(t.name)
+        if self.zk.metadata_cache.contains(t.name):
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        live = self.zk.metadata_cache.alive_broker_ids()
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+            assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            if sorted(assignment) != list(range(len(assignment))):
+                raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
+            validate_assignment(assignment, live)
+        else:
+            partitions = self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            rf = self.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+            assignment = assign_replicas(self._brokers(), partitions, rf)
+        configs = self.validate_topic_configs({c.name: c.value for c in t.configs})
+        return TopicAssignment(random_uuid(), assignment), configs
+
+    async def _create_on_controller(self, apis, connection, body, topics, results) -> None:
+        planned: dict[str, tuple[TopicAssignment, dict[str, str]]] = {}
+        for t in topics:
+            try:
+                planned[t.name] = self._plan(t)
+            except KafkaError as e:
+                results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
+        created = []
+        for name, (assignment, configs) in planned.items():
+            if not body.validate_only:
+                try:
+                    await asyncio.to_thread(self.zk.store.create_topic, name, assignment, configs)
+                except TopicExistsInStoreError as e:
+                    results[name].error_code, results[name].error_message = int(ErrorCode.TOPIC_ALREADY_EXISTS), str(e)
+                    continue
+                created.append(name)
+        if created:
+            log.info("creating topics %s", created)
+            try:
+                (ready,) = await self.zk.ask_controller(lambda reply: ev.CreateTopics(set(created), reply), max(body.timeout_ms, 1))
+            except asyncio.TimeoutError:
+                ready = set()
+            for name in created:
+                if name not in ready:
+                    results[name].error_code = int(ErrorCode.REQUEST_TIMED_OUT)
+                    results[name].error_message = "the topic was created, but not every broker has its metadata yet"
+        for name, (assignment, configs) in planned.items():
+            r = results[name]
+            if r.error_code:
+                continue
+            r.topic_id = NULL_UUID if body.validate_only else assignment.topic_id
+            r.num_partitions = len(assignment.partitions)
+            r.replication_factor = len(assignment.partitions[0])
+            if not auth_helper.authorize(apis, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                r.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            effective = self.effective_config(TopicInfo(name, assignment.topic_id, len(assignment.partitions), configs))
+            r.configs = [
+                CreateTopicsResponse.CreatableTopicConfigs(
+                    name=k, value=v, read_only=False, is_sensitive=False,
+                    config_source=CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
+                )
+                for k, v in sorted(effective.items())
+            ]  # fmt: skip
+
+    # ---- DeleteTopics ----
+
+    async def delete_topics(self, apis, request, connection):
+        body = request.body
+        version = request.api_version
+        wanted = [(t.name, t.topic_id) for t in body.topics] if version >= 6 else [(n, None) for n in body.topic_names]
+        results = []
+        to_delete = []
+        cache = self.zk.metadata_cache
+        for name, topic_id in wanted:
+            result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None)
+            results.append(result)
+            try:
+                if name is None:
+                    topic = cache.by_id(topic_id)
+                    if topic is None:
+                        result.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+                        continue
+                    name = result.name = topic.name
+                auth_helper.ensure(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
+                if name.startswith("__"):
+                    raise InvalidRequestError(f"internal topic {name} cannot be deleted")
+                topic = cache.get(name)
+                if topic is None:
+                    raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+                if not self.config["delete.topic.enable"]:
+                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
+                result.topic_id = topic.topic_id
+                to_delete.append(name)
+            except KafkaError as e:
+                result.error_code, result.error_message = int(e.errno), str(e)
+        for name in to_delete:
+            await asyncio.to_thread(self.zk.store.mark_topic_for_deletion, name)
+        if to_delete and not await self._wait_for(lambda: not any(cache.contains(n) for n in to_delete), body.timeout_ms):
+            for r in results:
+                if r.name in to_delete and cache.contains(r.name):
+                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the deletion is under way"
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+    # ---- CreatePartitions ----
+
+    async def create_partitions(self, apis, request, connection):
+        body = request.body
+        results = []
+        cache = self.zk.metadata_cache
+        goals: dict[str, int] = {}
+        for t in body.topics:
+            result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
+            results.append(result)
+            try:
+                auth_helper.ensure(apis, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+                topic = cache.get(t.name)
+                if topic is None:
+                    raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
+                assignment = (await asyncio.to_thread(self.zk.store.topic_assignments, [t.name])).get(t.name)
+                if assignment is None:
+                    raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
+                current = len(assignment.partitions)
+                if t.count < current:
+                    raise InvalidPartitionsError(f"Topic currently has {current} partitions, which is higher than the requested {t.count}.")
+                if t.count == current:
+                    raise InvalidPartitionsError(f"Topic already has {current} partitions.")
+                rf = len(assignment.partitions[0])
+                if t.assignments:
+                    added = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+                    if len(added) != t.count - current:
+                        raise InvalidReplicaAssignmentError(f"Increasing the number of partitions by {t.count - current} but {len(added)} assignments provided.")
+                    validate_assignment(added, cache.alive_broker_ids(), first_partition=current)
+                else:
+                    order = sorted(b.id for b in self._brokers())
+                    first = assignment.partitions[0][0]
+                    start = order.index(first) if first in order else -1
+                    added = assign_replicas(self._brokers(), t.count - current, rf, fixed_start_index=start, start_partition_id=current)
+                if not body.validate_only:
+                    grown = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
+                    await asyncio.to_thread(self.zk.store.set_topic_assignment, t.name, grown)
+                    goals[t.name] = t.count
+            except KafkaError as e:
+                result.error_code, result.error_message = int(e.errno), str(e)
+        if goals and not await self._wait_for(
+            lambda: all((i := cache.get(n)) is not None and i.partitions >= c for n, c in goals.items()), body.timeout_ms
+        ):
+            for r in results:
+                if r.name in goals and not r.error_code:
+                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the new partitions are not yet everywhere"
+        return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+    # ---- ElectLeaders and reassignments (controller events) ----
+
+    async def elect_leaders(self, apis, request, connection):
+        body = request.body
+        unclean = request.api_version >= 1 and body.election_type == 1
+        if request.api_version >= 1 and body.election_type not in (0, 1):
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_REQUEST), replica_election_results=[])
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), replica_election_results=[])
+        if not self.zk.is_controller:
+            return await self.forward(ApiKey.ELECT_LEADERS, body, body.timeout_ms + 5000)
+        wanted = None if body.topic_partitions is None else {TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions}
+        try:
+            (results,) = await self.zk.ask_controller(lambda reply: ev.ReplicaLeaderElection(wanted, unclean, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            results = {tp: (ErrorCode.REQUEST_TIMED_OUT, None) for tp in wanted or ()}
+        by_topic: dict[str, list] = {}
+        for tp, (code, message) in sorted(results.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                ElectLeadersResponse.PartitionResult(partition_id=tp.partition, error_code=int(code), error_message=message)
+            )
+        return ElectLeadersResponse(
+            throttle_time_ms=0, error_code=0,
+            replica_election_results=[ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs) for t, rs in by_topic.items()],
+        )  # fmt: skip
+
+    async def alter_partition_reassignments(self, apis, request, connection):
+        body = request.body
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
+            return AlterPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="ALTER on the cluster is not authorized", responses=[],
+            )  # fmt: skip
+        if not self.zk.is_controller:
+            return await self.forward(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
+        wanted = {TopicPartition(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas)) for t in body.topics for p in t.partitions}
+        try:
+            code, results = await self.zk.ask_controller(lambda reply: ev.ApiPartitionReassignment(wanted, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            code, results = ErrorCode.REQUEST_TIMED_OUT, {}
+        responses = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                error, message = results.get(TopicPartition(t.name, p.partition_index), (code, None))
+                parts.append(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                    partition_index=p.partition_index, error_code=int(error), error_message=message))
+            responses.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=t.name, partitions=parts))
+        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+
+    async def list_partition_reassignments(self, apis, request, connection):
+        body = request.body
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
+            return ListPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="DESCRIBE on the cluster is not authorized", topics=[],
+            )  # fmt: skip
+        if not self.zk.is_controller:
+            return await self.forward(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
+        wanted = None if body.topics is None else {TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes}
+        try:
+            code, found = await self.zk.ask_controller(lambda reply: ev.ListPartitionReassignments(wanted, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            code, found = ErrorCode.REQUEST_TIMED_OUT, {}
+        by_topic: dict[str, list] = {}
+        for tp, (replicas, adding, removing) in sorted(found.items()):
+            by_topic.setdefault(tp.topic, []).append(ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=tp.partition, replicas=replicas, adding_replicas=adding, removing_replicas=removing))
+        return ListPartitionReassignmentsResponse(
+            throttle_time_ms=0, error_code=int(code), error_message=None,
+            topics=[ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )  # fmt: skip

@@ -1,0 +1,247 @@
+"""A broker's part in a cluster coordinated through ZooKeeper (Kafka's ``ZkSupport`` with
+the ZooKeeper half of ``KafkaServer.startup``): the ZooKeeper client, the broker's
+registration, the controller it may become, its channels to the other brokers and to the
+controller, and the metadata cache the controller feeds.
+
+Threads: kazoo's callbacks only hand work on (controller events to the controller's queue,
+the rest to the event loop with ``call_soon_threadsafe``); the controller runs on its
+own thread; everything else runs on the event loop, blocking ZooKeeper calls through
+``asyncio.to_thread``.
+
+Session states: SUSPENDED (the connection is lost, the session may live) and LOST (the
+session expired) make the controller resign at once; it never acts while suspended.
+Back to CONNECTED in the same session it runs the election again; after an expiry the
+broker registers again first (a new broker epoch), then runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooState
+
+from broker_py.controller import controller_events as ev
+from broker_py.controller.controller_channel_manager import ControllerChannelManager
+from broker_py.controller.controller_event_manager import ControllerEventManager
+from broker_py.controller.controller_request_batch import ControllerRequest
+from broker_py.controller.controller_requests import response_errors, to_wire
+from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
+from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
+from broker_py.network.network_client import InterBrokerChannelBuilder
+from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
+from broker_py.server.zk_metadata_cache import ZkMetadataCache
+from broker_py.utils.time import SYSTEM_TIME, Time
+from broker_py.zk.kafka_zk_client import KafkaZkClient
+from broker_py.zk.zk_controller_store import ZkControllerStore
+from broker_py.zk.zk_data import BrokerInfo, EndPoint
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.controller import ControlledShutdownRequest
+
+log = logging.getLogger(__name__)
+
+
+class NetworkControllerChannel:
+    """The controller's :class:`ControllerChannel` over the network: calls come from the
+    controller's thread and are carried to the event loop's channel manager."""
+
+    def __init__(self, support: ZkSupport) -> None:
+        self.support = support
+
+    def _call(self, fn: Callable, *args: Any) -> None:
+        self.support.loop.call_soon_threadsafe(fn, *args)
+
+    def add_broker(self, registration: BrokerRegistration) -> None:
+        endpoint = registration_endpoint(registration, self.support.channel_builder.listener_name)
+        if endpoint is None:
+            log.error("broker %d has no %s endpoint: the controller cannot reach it", registration.id, self.support.channel_builder.listener_name)
+            return
+        self._call(self.support.channel_manager.add_broker, registration.id, (endpoint.host or "127.0.0.1", endpoint.port))
+
+    def remove_broker(self, broker_id: int) -> None:
+        self._call(self.support.channel_manager.remove_broker, broker_id)
+
+    def send(self, broker_id: int, request: ControllerRequest, on_response: Callable[[object], None] | None = None) -> None:
+        api_key, message = to_wire(request)
+        callback = None
+        if on_response is not None:
+            callback = lambda response: on_response(response_errors(api_key, response, request))  # noqa: E731
+        self._call(self.support.channel_manager.send, broker_id, api_key, message, callback)
+
+
+def registration_endpoint(registration: BrokerRegistration, listener_name: str) -> EndPoint | None:
+    return next((e for e in registration.info.endpoints if e.listener_name == listener_name), None)
+
+
+class ZkSupport:
+    def __init__(self, config, time: Time = SYSTEM_TIME) -> None:
+        self.config = config
+        self.broker_id: int = config.broker_id
+        self.time = time
+        self.loop = asyncio.get_running_loop()
+        self.zk = KafkaZkClient(
+            config["zookeeper.connect"], config["zookeeper.session.timeout.ms"], config["zookeeper.connection.timeout.ms"]
+        )
+        self.store = ZkControllerStore(self.zk, self.broker_id, time=time)
+        self.channel_builder = InterBrokerChannelBuilder(config)
+        self.metadata_cache = ZkMetadataCache(self.broker_id)
+        self.broker_epoch = -1
+        self.controller = KafkaController(
+            self.broker_id, self.store, NetworkControllerChannel(self), ControllerConfig.from_broker_config(config), time,
+            unclean_default=lambda: bool(config["unclean.leader.election.enable"]),
+        )  # fmt: skip
+        self.event_manager = ControllerEventManager(self.controller, time)
+        self.channel_manager = ControllerChannelManager(
+            self.broker_id, self.channel_builder.client, request_timeout_ms=config["controller.socket.timeout.ms"]
+        )
+        self.to_controller = BrokerToControllerChannelManager(
+            self.broker_id, self._controller_endpoint, self.channel_builder.client, request_timeout_ms=config["request.timeout.ms"]
+        )
+        self._zk_state = KazooState.CONNECTED
+        self._tasks: set[asyncio.Task] = set()
+        self.on_topic_config: list[Callable[[str], None]] = []  # called after a topic's configs changed
+        self._registration: BrokerInfo | None = None
+
+    # ---- startup (blocking parts run at construction, the rest in start) ----
+
+    def connect(self, proposed_cluster_id: str) -> str:
+        """Connects to ZooKeeper (blocking); returns the cluster id ``/cluster/id`` holds,
+        writing ``proposed_cluster_id`` if none does."""
+        self.zk.start()
+        self.zk.add_state_listener(self._on_zk_state)
+        return self.zk.create_or_get_cluster_id(proposed_cluster_id)
+
+    def registration(self, advertised, protocol_of: Callable[[str], str]) -> BrokerInfo:
+        endpoints = [EndPoint(listener.name, listener.host, listener.port, protocol_of(listener.name)) for listener in advertised]
+        return BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"], timestamp_ms=self.time.milliseconds())
+
+    async def start(self, registration: BrokerInfo) -> None:
+        """Registers the broker and starts the controller machinery (after the listeners
+        are up, as the registration names their addresses)."""
+        self._registration = registration
+        await self.channel_manager.start()
+        self.store.watch(self._on_store_change)
+        self.broker_epoch = await asyncio.to_thread(self.store.register_broker, registration)
+        log.info("registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch)
+        self.event_manager.start()
+        self.event_manager.put(ev.Startup())
+
+    # ---- callbacks from kazoo's threads ----
+
+    def _on_zk_state(self, state: str) -> None:
+        previous, self._zk_state = self._zk_state, state
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.event_manager.put(ev.Expire())
+        elif state == KazooState.CONNECTED and previous == KazooState.SUSPENDED:
+            self.event_manager.put(ev.Startup())
+
+    def _on_store_change(self, change: StoreChange) -> None:
+        if change.kind is StoreChangeKind.SESSION_EXPIRED:
+            self.loop.call_soon_threadsafe(self._spawn, self._register_again())
+            return
+        event = ev.from_store_change(change)
+        if event is not None:
+            self.event_manager.put(event)
+        if change.kind is StoreChangeKind.TOPIC_CONFIG and change.name is not None:
+            self.loop.call_soon_threadsafe(self._spawn, self.reload_topic_config(change.name))
+
+    def _spawn(self, coro) -> None:
+        task = self.loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _register_again(self) -> None:
+        """After a session expiry: register with the new session (a new broker epoch),
+        then run the election."""
+        assert self._registration is not None
+        for attempt in range(60):
+            try:
+                self.broker_epoch = await asyncio.to_thread(self.store.register_broker, self._registration)
+                break
+            except Exception as e:  # ZooKeeper not reachable yet, or our old node lingering
+                log.warning("registering broker %d again failed (attempt %d): %s", self.broker_id, attempt + 1, e)
+                await asyncio.sleep(1)
+        log.info("registered broker %d again after a session expiry (broker epoch %d)", self.broker_id, self.broker_epoch)
+        self.event_manager.put(ev.Startup())
+
+    # ---- topic configs (every broker reads them from ZooKeeper) ----
+
+    async def load_topic_configs(self, topics) -> None:
+        missing = [t for t in topics if t not in self.metadata_cache.topic_configs]
+        for topic in missing:
+            configs = await asyncio.to_thread(self.store.topic_configs, topic)
+            self.metadata_cache.set_topic_configs(topic, configs)
+
+    async def reload_topic_config(self, topic: str) -> None:
+        try:
+            configs = await asyncio.to_thread(self.store.topic_configs, topic)
+        except Exception as e:
+            log.warning("reading the configs of %s failed: %s", topic, e)
+            return
+        self.metadata_cache.set_topic_configs(topic, configs)
+        for callback in self.on_topic_config:
+            callback(topic)
+
+    # ---- the controller, seen from this broker ----
+
+    def _controller_endpoint(self):
+        controller_id = self.metadata_cache.controller_id
+        if controller_id < 0:
+            controller_id = self.controller.active_controller_id if self.controller.active_controller_id is not None else -1
+        if controller_id < 0:
+            return None
+        endpoint = self.metadata_cache.endpoint(controller_id, self.channel_builder.listener_name)
+        if endpoint is None and controller_id == self.broker_id and self._registration is not None:
+            endpoint = next((e for e in self._registration.endpoints if e.listener_name == self.channel_builder.listener_name), None)
+        return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller.active
+
+    async def ask_controller(self, make_event: Callable[[Callable[..., None]], object], timeout_ms: int):
+        """Puts the event ``make_event(reply)`` in the controller's queue and waits for its
+        reply (the reply's arguments, a tuple), at most ``timeout_ms``."""
+        future = self.loop.create_future()
+
+        def reply(*args) -> None:
+            self.loop.call_soon_threadsafe(lambda: future.done() or future.set_result(args))
+
+        self.event_manager.put(make_event(reply))
+        return await asyncio.wait_for(future, timeout_ms / 1000)
+
+    async def controlled_shutdown(self) -> bool:
+        """Asks the controller to move this broker's leaderships away (Kafka's
+        ``controlledShutdown``): ``controlled.shutdown.max.retries`` attempts,
+        ``controlled.shutdown.retry.backoff.ms`` apart. True once none remain."""
+        retries = self.config["controlled.shutdown.max.retries"]
+        backoff = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        for attempt in range(retries + 1):
+            try:
+                response = await self.to_controller.send(
+                    ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch),
+                    self.config["request.timeout.ms"],
+                )  # fmt: skip
+                if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
+                    log.info("controlled shutdown of broker %d done", self.broker_id)
+                    return True
+                log.info("controlled shutdown: error %d, %d partitions still led", response.error_code, len(response.remaining_partitions))
+            except Exception as e:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+            if attempt < retries:
+                await asyncio.sleep(backoff)
+        return False
+
+    # ---- shutdown ----
+
+    async def stop(self) -> None:
+        self.event_manager.close()
+        await self.to_controller.close()
+        await self.channel_manager.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.to_thread(self.store.unwatch)
+        await asyncio.to_thread(self.zk.close)
