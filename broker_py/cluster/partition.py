@@ -76,6 +76,12 @@ class Partition:
             raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
         if leader_epoch > self.leader_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
+            latest = self.log.latest_epoch
+            # Kafka's maybeAssignEpochStartOffset: the new epoch starts at the LEO, so
+            # OffsetForLeaderEpoch answers for it before anything is appended in it. A
+            # broker alone always leads in epoch 0, which its first batch records.
+            if leader_epoch > 0 and (latest is None or leader_epoch > latest):
+                self.log.assign_epoch_start_offset(leader_epoch, self.leader_epoch_start_offset)
         self.leader_epoch = leader_epoch
         self.leader_id = self.local_broker_id
         self.assigned_replicas = list(replicas)
@@ -265,6 +271,8 @@ class Partition:
     def delete_records_on_leader(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (at most the high watermark); the
         new log start offset."""
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
         if offset < 0 or offset > self.high_watermark:
             raise OffsetOutOfRangeError(f"{self.name}: {offset} is outside 0..{self.high_watermark}")
         return self.log.delete_records(offset)

@@ -242,6 +242,13 @@ class UnifiedLog:
     def largest_timestamp(self) -> int:
         return max((s.largest_timestamp for s in self.local_log.segments() if s.size > 0), default=-1)
 
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """Records in the leader-epoch cache that ``epoch`` starts at ``start_offset``."""
+        try:
+            self.local_log.assign_epoch_start_offset(epoch, start_offset)
+        except logstore.LogStoreError as e:
+            raise self.error(e, "writing the leader-epoch checkpoint of") from None
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.local_log.end_offset_for_epoch(epoch)
 

@@ -262,3 +262,59 @@ class HighWatermarkModel(RuleBasedStateMachine):
 
 HighWatermarkModel.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
 test_high_watermark_model = HighWatermarkModel.TestCase
+
+
+def _lai(controller_epoch, *states):
+    from broker_py.controller.controller_request_batch import LeaderAndIsrPartitionState, LeaderAndIsrRequestData
+    from broker_py.zk.zk_data import TopicPartition
+
+    return LeaderAndIsrRequestData(1, controller_epoch, -1, tuple(
+        LeaderAndIsrPartitionState(TopicPartition(t, p), controller_epoch, leader, epoch, tuple(isr), pe, tuple(replicas), (), (), True)
+        for t, p, leader, epoch, isr, replicas, pe in states), {}, ())  # fmt: skip
+
+
+def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
+    from broker_py.zk.zk_data import TopicPartition
+
+    manager = ReplicaManager(ME, lambda topic: 1, MockTime())
+    opened = []
+
+    def get_log(topic, index):
+        opened.append((topic, index))
+        return logs(f"{topic}-{index}")
+
+    tp = TopicPartition("t", 0)
+    error, errors = manager.become_leader_or_follower(_lai(2, ("t", 0, ME, 3, [ME, 2], [ME, 2], 0), ("u", 0, 2, 0, [2], [2], 0)), get_log)
+    assert error == ErrorCode.NONE and errors == {tp: ErrorCode.NONE, TopicPartition("u", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    partition = manager.get_partition("t", 0)
+    assert partition.is_leader and partition.leader_epoch == 3 and opened == [("t", 0)]
+    # the new epoch starts at the log end in the leader-epoch cache
+    assert partition.log.end_offset_for_epoch(3) == (3, 0)
+    # an older controller epoch is refused whole; an older leader epoch per partition
+    assert manager.become_leader_or_follower(_lai(1, ("t", 0, 2, 9, [2], [ME, 2], 1)), get_log) == (ErrorCode.STALE_CONTROLLER_EPOCH, {})
+    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 2, [2], [ME, 2], 1)), get_log)[1] == {tp: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert partition.is_leader
+    # a waiting acks=all produce is answered NOT_LEADER_OR_FOLLOWER when leadership moves
+    answers = []
+    manager.append_records(10_000, -1, [("t", [(0, batch(1), None)])], answers.append)
+    assert answers == []
+    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 4, [2, ME], [ME, 2], 1)), get_log)[1] == {tp: ErrorCode.NONE}
+    assert not partition.is_leader and partition.leader_id == 2 and partition.leader_epoch == 4
+    ((_, [(index, code, *_)]),) = answers[0]
+    assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_stop_replica_deletes_and_fences_old_epochs(logs):
+    from broker_py.controller.controller_request_batch import StopReplicaPartitionState, StopReplicaRequestData
+    from broker_py.zk.zk_data import TopicPartition
+
+    manager = ReplicaManager(ME, lambda topic: 1, MockTime())
+    manager.become_leader_or_follower(_lai(2, ("t", 0, ME, 3, [ME], [ME], 0), ("t", 1, ME, 3, [ME], [ME], 0)), lambda t, i: logs(f"{t}-{i}"))
+    deleted = []
+    request = StopReplicaRequestData(1, 2, -1, (
+        StopReplicaPartitionState(TopicPartition("t", 0), 1, False), StopReplicaPartitionState(TopicPartition("t", 1), -2, True)))  # fmt: skip
+    error, errors = manager.stop_replicas(request, lambda t, i: deleted.append((t, i)))
+    assert error == ErrorCode.NONE
+    assert errors == {TopicPartition("t", 0): ErrorCode.FENCED_LEADER_EPOCH, TopicPartition("t", 1): ErrorCode.NONE}
+    assert deleted == [("t", 1)] and manager.get_partition("t", 1) is None and manager.get_partition("t", 0).is_leader
+    assert manager.stop_replicas(StopReplicaRequestData(1, 1, -1, ()), lambda t, i: None) == (ErrorCode.STALE_CONTROLLER_EPOCH, {})

@@ -1,0 +1,286 @@
+"""Three real brokers and a real ZooKeeper (through the harness's proxies): membership,
+the controller, topic administration through any broker, and leadership moving when
+brokers die, stop or pause."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from kazoo.client import KazooClient
+
+from tests.cluster.harness.cluster import Cluster, wait_until
+
+SESSION_MS = 4000
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides={
+        "controlled.shutdown.retry.backoff.ms": "200", "auto.leader.rebalance.enable": "false"})  # fmt: skip
+    with c:
+        a = admin(c)
+        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        yield c
+
+
+def admin(c: Cluster, i: int | None = None) -> AdminClient:
+    return AdminClient({"bootstrap.servers": c.bootstrap(i) if i else c.bootstrap_servers})
+
+
+def leaders(a: AdminClient, topic: str) -> dict[int, int]:
+    md = a.list_topics(topic, timeout=5).topics[topic]
+    return {p.id: p.leader for p in md.partitions.values()}
+
+
+def partitions(a: AdminClient, topic: str):
+    return a.list_topics(topic, timeout=5).topics[topic].partitions
+
+
+def controller_id(a: AdminClient) -> int:
+    return a.list_topics(timeout=5).controller_id
+
+
+def zk_json(c: Cluster, path: str):
+    zk = KazooClient(hosts=c.zk_connect)
+    zk.start(timeout=10)
+    try:
+        data, _ = zk.get(path)
+        return json.loads(data)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def zk_exists(c: Cluster, path: str) -> bool:
+    zk = KazooClient(hosts=c.zk_connect)
+    zk.start(timeout=10)
+    try:
+        return zk.exists(path) is not None
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_three_brokers_a_controller_and_topics_created_through_each(cluster):
+    c = cluster
+    a = admin(c)
+    wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers in metadata")
+    controller = controller_id(a)
+    assert controller in (1, 2, 3)
+    assert zk_json(c, "/controller")["brokerid"] == controller
+    for i in (1, 2, 3):
+        through = admin(c, i)
+        through.create_topics([NewTopic(f"via{i}", 3, 3)])[f"via{i}"].result(20)
+    for i in (1, 2, 3):
+        # every broker answers the same metadata, with leaders spread over the brokers
+        for j in (1, 2, 3):
+            parts = partitions(admin(c, j), f"via{i}")
+            assert sorted(p.leader for p in parts.values()) == [1, 2, 3]
+            assert all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] for p in parts.values())
+    state = zk_json(c, "/brokers/topics/via2/partitions/0/state")
+    assert state["leader_epoch"] == 0 and sorted(state["isr"]) == [1, 2, 3]
+    assert sorted(zk_json(c, "/brokers/topics/via2")["partitions"]) == ["0", "1", "2"]
+
+
+def test_kcat_and_clients_see_the_cluster(cluster):
+    c = cluster
+    c.create_topic("seen", 3, 3)
+    out = subprocess.run(["kcat", "-b", c.bootstrap(2), "-L", "-J"], capture_output=True, text=True, timeout=30, check=True).stdout
+    md = json.loads(out)
+    assert sorted(b["id"] for b in md["brokers"]) == [1, 2, 3]
+    topic = next(t for t in md["topics"] if t["topic"] == "seen")
+    assert sorted(p["leader"] for p in topic["partitions"]) == [1, 2, 3]
+    from kafka import KafkaAdminClient
+
+    kp = KafkaAdminClient(bootstrap_servers=c.bootstrap(3), request_timeout_ms=10000)
+    try:
+        described = kp.describe_cluster()
+        brokers = described["brokers"]
+        assert sorted(b["broker_id"] for b in brokers) == [1, 2, 3], brokers
+        assert described["controller_id"] in (1, 2, 3)
+    finally:
+        kp.close()
+
+
+def test_partitions_added_and_topic_deleted_through_a_broker_that_is_not_the_controller(cluster):
+    c = cluster
+    a = admin(c)
+    c.create_topic("grow", 2, 2)
+    other = next(i for i in (1, 2, 3) if i != controller_id(a))
+    through = admin(c, other)
+    through.create_partitions([NewPartitions("grow", 5)])["grow"].result(20)
+    assert len(partitions(a, "grow")) == 5
+    through.delete_topics(["grow"])["grow"].result(20)
+    wait_until(lambda: "grow" not in a.list_topics(timeout=5).topics, 20, message="topic gone")
+    wait_until(lambda: not any(b.partition_dir("grow", p).exists() for b in c.brokers for p in range(5)), 10, message="logs deleted")
+
+
+def test_a_killed_leader_loses_its_leaderships_and_rejoins(cluster):
+    c = cluster
+    c.create_topic("t", 3, 3)
+    a = admin(c)
+    victim = leaders(a, "t")[0]
+    survivor = next(i for i in (1, 2, 3) if i != victim)
+    watcher = admin(c, survivor)
+    killed_at = time.monotonic()
+    c.broker(victim).kill()
+    wait_until(lambda: victim not in leaders(watcher, "t").values(), SESSION_MS / 1000 + 2 + 3, 0.1, "leaderships moved")
+    moved_after = time.monotonic() - killed_at
+    assert moved_after < SESSION_MS / 1000 + 2 + 1  # the session timeout + 2 s (+1 s of polling slack)
+    for p in partitions(watcher, "t").values():
+        assert victim not in p.isrs and p.leader in p.isrs
+    c.broker(victim).start()
+    wait_until(lambda: victim in admin(c, survivor).list_topics(timeout=5).brokers, 20, message="broker back")
+
+
+def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster):
+    c = cluster
+    c.create_topic("cs", 1, 3)
+    a = admin(c)
+    leader = leaders(a, "cs")[0]
+    errors = []
+    delivered = []
+    producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "1", "linger.ms": 0, "retries": 1_000_000,
+                         "retry.backoff.ms": 50, "message.timeout.ms": 30000})  # fmt: skip
+
+    def report(err, msg):
+        (errors if err else delivered).append(err or msg.offset())
+
+    for n in range(50):
+        producer.produce("cs", str(n).encode(), on_delivery=report)
+        producer.poll(0.01)
+    assert c.broker(leader).terminate() == 0
+    for n in range(50, 100):
+        producer.produce("cs", str(n).encode(), on_delivery=report)
+        producer.poll(0.01)
+    assert producer.flush(30) == 0
+    assert errors == [] and len(delivered) == 100
+    assert "controlled shutdown of broker" in c.broker(leader).log_text()
+    assert leaders(admin(c, next(i for i in (1, 2, 3) if i != leader)), "cs")[0] != leader
+
+
+def test_a_killed_controller_is_replaced_within_the_session_timeout(cluster):
+    c = cluster
+    a = admin(c)
+    c.create_topic("k", 3, 3)
+    old = controller_id(a)
+    before = zk_json(c, "/controller_epoch")
+    c.broker(old).kill()
+    started = time.monotonic()
+    survivor = next(i for i in (1, 2, 3) if i != old)
+    wait_until(lambda: controller_id(admin(c, survivor)) not in (old, -1), SESSION_MS / 1000 + 5, 0.1, "a new controller")
+    assert time.monotonic() - started < SESSION_MS / 1000 + 2
+    assert zk_json(c, "/controller_epoch") == before + 1
+    wait_until(lambda: old not in leaders(admin(c, survivor), "k").values(), 10, message="leaderships moved")
+
+
+def test_a_paused_controller_is_fenced_when_it_wakes(cluster):
+    c = cluster
+    a = admin(c)
+    c.create_topic("p", 3, 3)
+    old = controller_id(a)
+    survivor = next(i for i in (1, 2, 3) if i != old)
+    c.broker(old).pause()
+    try:
+        wait_until(lambda: controller_id(admin(c, survivor)) not in (old, -1), SESSION_MS / 1000 + 10, 0.2, "a new controller")
+    finally:
+        c.broker(old).resume()
+    new = controller_id(admin(c, survivor))
+    wait_until(lambda: "resigns as controller" in c.broker(old).log_text(), 15, message="the old controller resigns")
+    assert zk_json(c, "/controller")["brokerid"] == new
+    # it registers again with a new session and serves as an ordinary broker
+    wait_until(lambda: old in admin(c, survivor).list_topics(timeout=5).brokers, 20, message="the old controller is back")
+    assert controller_id(admin(c, old)) == new
+
+
+def test_deletion_completes_after_a_controller_failover(cluster):
+    c = cluster
+    a = admin(c)
+    c.create_topic("gone", 2, 3)
+    controller = controller_id(a)
+    replica = next(i for i in (1, 2, 3) if i != controller)
+    c.broker(replica).kill()  # a dead replica pauses the deletion
+    survivor = next(i for i in (1, 2, 3) if i not in (controller, replica))
+    wait_until(lambda: replica not in admin(c, survivor).list_topics(timeout=5).brokers, SESSION_MS / 1000 + 5, 0.1, "replica gone")
+    through = admin(c, survivor)
+    through.delete_topics(["gone"], operation_timeout=1)
+    wait_until(lambda: zk_exists(c, "/admin/delete_topics/gone"), 10, message="deletion queued")
+    time.sleep(0.5)
+    assert zk_exists(c, "/brokers/topics/gone")  # paused by the dead replica
+    c.broker(controller).kill()  # the controller dies in the middle
+    c.broker(replica).start()
+    wait_until(lambda: "gone" not in admin(c, survivor).list_topics(timeout=5).topics, SESSION_MS / 1000 + 20, 0.2, "deletion done")
+    wait_until(lambda: not any(c.broker(i).partition_dir("gone", p).exists() for i in (replica, survivor) for p in range(2)), 10, message="logs deleted")
+
+
+def test_only_the_leader_serves_and_leader_epochs_are_checked(cluster):
+    import asyncio
+
+    from broker_py.network.network_client import NetworkClient
+    from logstore.protocol.api_keys import ApiKey
+    from logstore.protocol.messages.delete_records import DeleteRecordsRequest
+    from logstore.protocol.messages.fetch import FetchRequest
+    from logstore.protocol.messages.list_offsets import ListOffsetsRequest
+    from logstore.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+
+    c = cluster
+    c.create_topic("lo", 1, 3)
+    parts = partitions(admin(c), "lo")
+    leader = parts[0].leader
+    follower = next(r for r in parts[0].replicas if r != leader)
+    epoch = zk_json(c, "/brokers/topics/lo/partitions/0/state")["leader_epoch"]
+
+    def requests(current_epoch: int):
+        return [
+            (ApiKey.LIST_OFFSETS, ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                name="lo", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, current_leader_epoch=current_epoch, timestamp=-1)])]),
+             lambda r: r.topics[0].partitions[0].error_code),
+            (ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                topic="lo", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, current_leader_epoch=current_epoch, leader_epoch=0)])]),
+             lambda r: r.topics[0].partitions[0].error_code),
+            (ApiKey.FETCH, FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=0, session_id=0, topics=[FetchRequest.FetchTopic(
+                topic="lo", topic_id=parts_topic_id(c), partitions=[FetchRequest.FetchPartition(partition=0, current_leader_epoch=current_epoch, fetch_offset=0, partition_max_bytes=1024)])],
+                forgotten_topics_data=[], rack_id=""),
+             lambda r: r.responses[0].partitions[0].error_code),
+        ]  # fmt: skip
+
+    async def ask(broker: int, current_epoch: int) -> list[int]:
+        host, port = c.bootstrap(broker).split(":")
+        client = NetworkClient(host, int(port), "leader-only-test")
+        try:
+            return [pick(await client.send(key, request, 10000)) for key, request, pick in requests(current_epoch)]
+        finally:
+            await client.close()
+
+    async def delete_records(broker: int) -> int:
+        host, port = c.bootstrap(broker).split(":")
+        client = NetworkClient(host, int(port), "leader-only-test")
+        try:
+            r = await client.send(ApiKey.DELETE_RECORDS, DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+                name="lo", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=0)])], timeout_ms=5000), 10000)  # fmt: skip
+            return r.topics[0].partitions[0].error_code
+        finally:
+            await client.close()
+
+    NOT_LEADER, FENCED, UNKNOWN_EPOCH = 6, 74, 75
+    assert asyncio.run(ask(follower, -1)) == [NOT_LEADER] * 3
+    assert asyncio.run(delete_records(follower)) == NOT_LEADER
+    assert asyncio.run(ask(leader, -1)) == [0, 0, 0]
+    assert asyncio.run(ask(leader, epoch)) == [0, 0, 0]
+    assert asyncio.run(ask(leader, epoch + 1)) == [UNKNOWN_EPOCH] * 3
+    c.broker(follower).kill()  # the controller takes it out of the ISR: a new leader epoch
+    wait_until(lambda: zk_json(c, "/brokers/topics/lo/partitions/0/state")["leader_epoch"] > epoch, SESSION_MS / 1000 + 5, 0.1, "a new epoch")
+    wait_until(lambda: asyncio.run(ask(leader, epoch)) == [FENCED] * 3, 10, 0.2, "the old epoch fenced")
+
+
+def parts_topic_id(c: Cluster):
+    import base64
+    import uuid
+
+    raw = zk_json(c, "/brokers/topics/lo")["topic_id"]
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
