@@ -102,9 +102,15 @@ class ZkAdminManager(AdminManager):
         if topic is not None:
             return topic
         if replication_factor == -1:
-            replication_factor = self.config["offsets.topic.replication.factor"] if name == "__consumer_offsets" else self.config["transaction.state.log.replication.factor"]
+            key = "offsets.topic.replication.factor" if name == "__consumer_offsets" else "transaction.state.log.replication.factor"
+            replication_factor = self.config[key]
         live = len(self.zk.metadata_cache.alive_broker_ids())
-        self._create_in_background(name, partitions, min(replication_factor, max(live, 1)) if live < replication_factor else replication_factor, configs)
+        if live < replication_factor:
+            # As Kafka: not created with fewer replicas than configured (it would stay so).
+            raise CoordinatorNotAvailableError(
+                f"{name} needs {replication_factor} live brokers (its replication factor) and {live} are up"
+            )
+        self._create_in_background(name, partitions, replication_factor, configs)
         raise CoordinatorNotAvailableError(f"topic {name} is being created")
 
     def _create_in_background(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:

@@ -284,3 +284,44 @@ def parts_topic_id(c: Cluster):
 
     raw = zk_json(c, "/brokers/topics/lo")["topic_id"]
     return uuid.UUID(bytes=base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+
+
+def test_brokers_talk_over_a_sasl_inter_broker_listener_with_acls(tmp_path):
+    """With an authorizer on, the controller's requests and the brokers' requests to it
+    authenticate on the SASL_PLAINTEXT inter-broker listener as User:admin, a super user
+    (clients use the PLAINTEXT listener); that listener lets no one in without SASL."""
+    import asyncio
+
+    from broker_py.network.network_client import NetworkClient
+    from logstore.protocol.api_keys import ApiKey
+    from logstore.protocol.messages.controller import ControlledShutdownRequest
+
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="admin" password="admin-secret" user_admin="admin-secret";')  # fmt: skip
+    overrides = {
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin;User:ANONYMOUS",
+        "auto.leader.rebalance.enable": "false",
+    }
+    with Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=overrides) as c:
+        a = admin(c)
+        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        c.create_topic("secure", 3, 3)
+        assert sorted(leaders(a, "secure").values()) == [1, 2, 3]
+        assert not any("Authentication failed" in b.log_text() for b in c.brokers)
+        # a client on the INTERNAL listener without credentials is not let in
+        host, port = c.internal_proxies[1].address.split(":")
+
+        async def unauthenticated():
+            client = NetworkClient(host, int(port), "intruder")
+            try:
+                return await client.send(ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=1, broker_epoch=-1), 5000)
+            finally:
+                await client.close()
+
+        with pytest.raises(Exception):
+            asyncio.run(unauthenticated())
