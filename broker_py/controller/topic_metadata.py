@@ -1,7 +1,8 @@
-"""Topic metadata a single broker keeps as its own controller: names, ids, partition
-counts and topic config overrides.
-
-Stored as ``<first log dir>/__logstore_metadata/topics.json``::
+"""Topics as a client and the log layer see them (:class:`TopicInfo`), Kafka's topic name
+rules, and ``partition.metadata``; and the topic file of data dirs written before the
+controller store (:mod:`broker_py.server.local_support` takes its topics over once):
+names, ids, partition counts and topic config overrides, as
+``<first log dir>/__logstore_metadata/topics.json``::
 
     {"version": 1, "topics": {"<name>": {"topic_id": "<uuid hex>",
                                          "partitions": <int>,

@@ -1,69 +1,111 @@
-"""Topic and config administration (Kafka's ``ZkAdminManager``, over the single-node
-metadata store): create, delete and grow topics, change topic and broker configs.
+"""Topic and config administration (Kafka's ``ZkAdminManager``, with KIP-590 forwarding),
+the same in a cluster and on a broker alone: topics are created, grown, deleted, elected
+and reassigned through the controller, which the broker alone is itself
+(:mod:`broker_py.server.local_support`) and a cluster's broker reaches over the network
+(:mod:`broker_py.server.zk_support`). ``support`` is either; its store calls block in a
+cluster (they run off the event loop) and take full effect at once on a broker alone.
 
-Invariants:
-- Metadata files are written before memory changes, so a change the disk refuses
-  (KafkaStorageError naming the file) leaves the broker as it was.
-- A topic, or new partitions, whose logs cannot all be created are removed again: a
-  failed creation leaves nothing half made.
-- A partition is served only once its log is open and this broker leads it (epoch 0,
-  ISR and replicas this broker alone).
-- A topic's effective config is its overrides over the broker's defaults, cached per
-  overrides dict and dropped whenever broker configs change.
+Flow of an admin request: the broker a client reaches checks the client's rights; a
+broker that is not the controller forwards the request, reduced to what the client may
+do, to the controller, and answers with the controller's answer. On the controller:
+- CreateTopics validates (name, counts, replication factor against the live brokers,
+  explicit assignments, configs), places replicas with Kafka's ``assignReplicasToBrokers``
+  (rack-aware when racks are set), writes the topic's config then its assignment, and
+  answers once every live broker acknowledged metadata with it (REQUEST_TIMED_OUT after
+  ``timeout_ms``); on a broker alone, a topic whose logs cannot all be created is deleted
+  again and answers KAFKA_STORAGE_ERROR, so a failed creation leaves nothing half made;
+- DeleteTopics queues the deletion and answers once the topic is gone from the metadata;
+- CreatePartitions writes the grown assignment (continuing Kafka's placement from
+  partition 0's first replica) and answers once the metadata has the new partitions;
+- ElectLeaders and the reassignment APIs are controller events.
+Topic configs are written to the store by whichever broker is asked; every broker applies
+them when notified. Internal topics are created on first use, with their configured
+replication factor (a broker alone: 1).
+
+Config invariants: a topic's effective config is its overrides over the broker's defaults,
+cached per overrides dict and dropped whenever broker configs change; a store write the
+disk refuses (KafkaStorageError naming the file) changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import socket
-import uuid
 
 import logstore
 
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
-from broker_py.controller.topic_metadata import TopicInfo, TopicMetadataStore, validate_topic_name
+from broker_py.controller import controller_events as ev
+from broker_py.controller.controller_store import TopicExistsInStoreError
+from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas, validate_assignment
+from broker_py.controller.topic_metadata import TopicInfo, validate_topic_name
 from broker_py.log.log_manager import LogManager, log_config
 from broker_py.log.storage_errors import kafka_error
-from broker_py.log.unified_log import UnifiedLog
 from broker_py.network.socket_server import SocketServer
 from broker_py.replication.replica_manager import ReplicaManager
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.zk.zk_data import TopicAssignment, TopicPartition, random_uuid
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
+    CoordinatorNotAvailableError,
     InvalidConfigError,
     InvalidPartitionsError,
-    InvalidReplicationFactorError,
+    InvalidReplicaAssignmentError,
     InvalidRequestError,
+    KafkaError,
     KafkaStorageError,
+    LeaderNotAvailableError,
+    NotControllerError,
     TopicAlreadyExistsError,
+    TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
 )
+from logstore.protocol.messages.elect_leaders import ElectLeadersResponse
+from logstore.protocol.messages.partition_reassignments import (
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+)
+from logstore.protocol.messages.topic_admin import CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsResponse
 
 log = logging.getLogger(__name__)
 
-INITIAL_LEADER_EPOCH = 0
+NULL_UUID = random_uuid().__class__(int=0)
+CONFIG_SOURCE_TOPIC, CONFIG_SOURCE_DEFAULT = 1, 5
+POLL_S = 0.05
 
 
 class AdminManager:
     def __init__(
         self,
         config: BrokerConfig,
-        store: TopicMetadataStore,
         log_manager: LogManager,
         replica_manager: ReplicaManager,
         dynamic_configs: DynamicBrokerConfigStore,
         listeners,
+        support,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
-        self._store = store
         self._log_manager = log_manager
         self._replica_manager = replica_manager
         self._dynamic_configs = dynamic_configs
         self._listeners = listeners  # broker_py.network.listener_manager.ListenerManager
+        self.support = support  # LocalSupport or ZkSupport
         self.on_topic_deleted = []  # callables(topic name), e.g. the group coordinator's
         self._topic_defaults: dict[str, str] | None = None
         # topic -> (the TopicInfo.configs dict it was built from, effective config)
         self._effective: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._creating: set[str] = set()
+
+    @property
+    def _metadata(self):
+        return self.support.metadata_cache
 
     # ---- effective configs ----
 
@@ -78,11 +120,11 @@ class AdminManager:
         return cached[1]
 
     def min_insync_replicas(self, topic: str) -> int:
-        info = self._store.get(topic)
+        info = self._metadata.get(topic)
         return int(self.effective_config(info).get("min.insync.replicas", "1")) if info is not None else 1
 
     def cleanup_policy(self, topic: str) -> str:
-        info = self._store.get(topic)
+        info = self._metadata.get(topic)
         return self.effective_config(info).get("cleanup.policy", "delete") if info is not None else ""
 
     def validate_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
@@ -94,123 +136,14 @@ class AdminManager:
 
     # ---- partitions ----
 
-    def open_partition(self, topic: TopicInfo, index: int) -> None:
-        """Opens (recovering) or creates the partition's log and leads it."""
-        local_log = self._log_manager.open_log(topic, index, self.effective_config(topic))
-        self._replica_manager.make_leader(
-            topic.name, index, UnifiedLog(topic.name, index, local_log), INITIAL_LEADER_EPOCH, [self.broker_id], [self.broker_id]
-        )
-
-    def open_all_partitions(self) -> None:
-        """Startup: stray logs set aside, then every partition of every topic opened."""
-        self._log_manager.set_aside_stray_logs(self._store.topics)
-        for topic in list(self._store.topics.values()):
-            for p in range(topic.partitions):
-                self.open_partition(topic, p)
-
     def reopen_partition(self, topic: str, index: int, log_dir: str) -> None:
         """Opens a partition's closed log again from ``log_dir`` (a move's last step)."""
-        info = self._store.get(topic)
+        info = self._metadata.get(topic)
         assert info is not None
         local_log = self._log_manager.reopen_log(topic, index, log_dir, self.effective_config(info))
         partition = self._replica_manager.get_partition(topic, index)
         assert partition is not None
         partition.log.replace_log(local_log)
-
-    def _open_new_partitions(self, topic: TopicInfo, first: int) -> None:
-        """Creates the logs of partitions ``first`` .. ``topic.partitions - 1``, whose
-        count is already persisted. If one cannot be created (KafkaStorageError), those
-        created are removed and the persisted count goes back to ``first`` (with
-        ``first`` 0, the topic goes), so a failed creation leaves nothing half made."""
-        try:
-            for p in range(first, topic.partitions):
-                self.open_partition(topic, p)
-        except KafkaStorageError:
-            for p in range(first, topic.partitions):
-                if self._replica_manager.stop_replica(topic.name, p) is not None:
-                    self._log_manager.delete_log(topic.name, p)
-            try:
-                if first == 0:
-                    self._store.delete(topic.name)
-                else:
-                    self._store.set_partitions(topic.name, first)
-            except KafkaStorageError as e:
-                log.error("%s keeps %d partitions in the topic metadata, to be created at the next start: %s",
-                          topic.name, topic.partitions, e)  # fmt: skip
-            raise
-
-    # ---- topics ----
-
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int = -1,
-        replication_factor: int = -1,
-        configs: dict[str, str] | None = None,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        validate_topic_name(name)
-        if self._store.get(name) is not None:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-        if num_partitions == -1:
-            num_partitions = self.config["num.partitions"]
-        if num_partitions <= 0:
-            raise InvalidPartitionsError(f"number of partitions must be larger than 0, not {num_partitions}")
-        if replication_factor == -1:
-            replication_factor = self.config["default.replication.factor"]
-        if replication_factor <= 0:
-            raise InvalidReplicationFactorError("replication factor must be larger than 0")
-        if replication_factor > 1:
-            raise InvalidReplicationFactorError(
-                f"replication factor {replication_factor} is larger than the 1 available broker"
-            )
-        configs = self.validate_topic_configs(dict(configs or {}))
-        if validate_only:
-            return TopicInfo(name, uuid.UUID(int=0), num_partitions, configs)
-        topic = self._store.create(name, num_partitions, configs)
-        self._open_new_partitions(topic, 0)
-        log.info("created topic %s with %d partitions", name, num_partitions)
-        return topic
-
-    def auto_create_topic(self, name: str) -> TopicInfo:
-        return self.create_topic(name)
-
-    def ensure_topic(self, name: str, partitions: int, configs: dict[str, str]) -> TopicInfo:
-        """The topic, created with the given layout if missing (internal topics)."""
-        topic = self._store.get(name)
-        if topic is None:
-            topic = self._store.create(name, partitions, configs)
-            self._open_new_partitions(topic, 0)
-        return topic
-
-    def delete_topic(self, name: str) -> TopicInfo:
-        topic = self._store.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        self._store.delete(name)  # first: a delete the disk refuses leaves the topic whole
-        for p in range(topic.partitions):
-            self._replica_manager.stop_replica(name, p)  # answers what waits on it
-            self._log_manager.delete_log(name, p)
-        for callback in self.on_topic_deleted:
-            callback(name)
-        log.info("deleted topic %s", name)
-        return topic
-
-    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
-        topic = self._store.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if count < topic.partitions:
-            raise InvalidPartitionsError(f"topic {name} has {topic.partitions} partitions; the count can only grow")
-        if count == topic.partitions:
-            raise InvalidPartitionsError(f"topic {name} already has {count} partitions")
-        if validate_only:
-            return
-        old = topic.partitions
-        self._store.set_partitions(name, count)
-        self._open_new_partitions(topic, old)
-
-    # ---- configs ----
 
     def apply_log_configs(self, topic: TopicInfo) -> None:
         effective = log_config(self.effective_config(topic))
@@ -218,16 +151,6 @@ class AdminManager:
             partition = self._replica_manager.get_partition(topic.name, p)
             if partition is not None:
                 partition.log.local_log.set_config(**effective)
-
-    def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
-        topic = self._store.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        self.validate_topic_configs(configs)
-        if validate_only:
-            return
-        self._store.set_configs(name, configs)
-        self.apply_log_configs(topic)
 
     def set_broker_configs(self, resource: str, configs: dict[str, str], validate_only: bool = False) -> None:
         """Replaces the dynamic configs of BROKER resource ``resource`` (``""``: the
@@ -262,7 +185,420 @@ class AdminManager:
         self._listeners.apply_changes(removed, bound)
         self._topic_defaults = None
         self._effective.clear()
-        for topic in self._store.topics.values():
+        for topic in self._metadata.topics.values():
             self.apply_log_configs(topic)
         log.info("dynamic configs of broker resource %r are now %s", resource, configs)
 
+    # ---- topics ----
+
+    def create_topic(
+        self, name: str, num_partitions: int = -1, replication_factor: int = -1, configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> TopicInfo:  # fmt: skip
+        """Creates a topic at once (a broker alone; in a cluster topics are created by the
+        controller through CreateTopics): its TopicInfo, or the KafkaError refusing it."""
+        if not self.support.local:
+            raise NotControllerError("in a cluster, topics are created through the controller")
+        topic = CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=num_partitions, replication_factor=replication_factor, assignments=[],
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+        )  # fmt: skip
+        assignment, topic_configs = self._plan(topic)
+        if validate_only:
+            return TopicInfo(name, NULL_UUID, len(assignment.partitions), topic_configs)
+        self._create_here(name, assignment, topic_configs)
+        return self._created_here(name, len(assignment.partitions))
+
+    def _create_here(self, name: str, assignment: TopicAssignment, configs: dict[str, str]) -> None:
+        """On a broker alone: writes the topic, which its controller creates at once. A
+        write the disk refuses part way (the topic in, its partitions not) takes the topic
+        out again, which shrinks the file, so a refused creation leaves nothing."""
+        store = self.support.store
+        try:
+            store.create_topic(name, assignment, configs)
+        except TopicExistsInStoreError as e:
+            raise TopicAlreadyExistsError(str(e)) from None
+        except KafkaStorageError:
+            if name in store.all_topics():
+                try:
+                    store.controller_delete_topic(self.support.controller.context.epoch_zk_version, name)
+                except KafkaError as e:
+                    log.error("topic %s is left without its partitions: %s", name, e)
+            raise
+
+    def _create_logs(self, topic: TopicInfo, partitions: list[int]) -> None:
+        """On a broker alone, before new partitions are written to the store: creates their
+        logs, or none of them (KafkaStorageError), so a failed growth leaves nothing."""
+        created = []
+        try:
+            for p in partitions:
+                self._log_manager.open_log(topic, p, self.effective_config(topic))
+                created.append(p)
+        except KafkaError:
+            for p in created:
+                self._log_manager.delete_log(topic.name, p)
+            raise
+
+    def _created_here(self, name: str, partitions: int) -> TopicInfo:
+        """On a broker alone, after the store write: the topic, with every partition's log
+        open; one that could not be created takes the topic away again."""
+        failure = next((f for p in range(partitions) if (f := self.support.log_failures.get((name, p))) is not None), None)
+        info = self._metadata.get(name)
+        if failure is None and info is not None and info.partitions == partitions:
+            return info
+        self.support.store.mark_topic_for_deletion(name)
+        raise failure or KafkaStorageError(f"the logs of {name} could not be created")
+
+    def auto_create_topic(self, name: str) -> TopicInfo:
+        """Metadata's auto-creation: created at once on a broker alone; in a cluster the
+        controller is asked and LeaderNotAvailableError (Metadata's answer meanwhile) raised."""
+        if self.support.local:
+            return self.create_topic(name)
+        validate_topic_name(name)
+        self._create_in_background(name, -1, -1, {})
+        raise LeaderNotAvailableError(f"topic {name} is being created")
+
+    def ensure_topic(self, name: str, partitions: int, configs: dict[str, str], replication_factor: int = -1) -> TopicInfo:
+        """An internal topic: the metadata's, else created (a broker alone: at once, with
+        one replica; a cluster: in the background, CoordinatorNotAvailableError meanwhile)."""
+        topic = self._metadata.get(name)
+        if topic is not None:
+            return topic
+        if self.support.local:
+            try:
+                return self.create_topic(name, partitions, 1, configs)
+            except TopicAlreadyExistsError:
+                return self._metadata.get(name)
+        if replication_factor == -1:
+            key = "offsets.topic.replication.factor" if name == "__consumer_offsets" else "transaction.state.log.replication.factor"
+            replication_factor = self.config[key]
+        live = len(self._metadata.alive_broker_ids())
+        if live < replication_factor:
+            # As Kafka: not created with fewer replicas than configured (it would stay so).
+            raise CoordinatorNotAvailableError(
+                f"{name} needs {replication_factor} live brokers (its replication factor) and {live} are up"
+            )
+        self._create_in_background(name, partitions, replication_factor, configs)
+        raise CoordinatorNotAvailableError(f"topic {name} is being created")
+
+    def _create_in_background(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+        if name in self._creating:
+            return
+        self._creating.add(name)
+        request = CreateTopicsRequest(
+            topics=[CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
+                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])],
+            timeout_ms=self.config["request.timeout.ms"], validate_only=False,
+        )  # fmt: skip
+
+        async def create() -> None:
+            try:
+                response = await self.support.to_controller.send(ApiKey.CREATE_TOPICS, request, self.config["request.timeout.ms"])
+                code = response.topics[0].error_code if response.topics else 0
+                if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    log.warning("creating topic %s failed: error %d %s", name, code, response.topics[0].error_message)
+            except Exception as e:
+                log.warning("creating topic %s failed: %s", name, e)
+            finally:
+                self._creating.discard(name)
+
+        task = asyncio.get_running_loop().create_task(create())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False):
+        """Validates now and writes the topic's configs to the store: at once on a broker
+        alone (None returned), else returned as the write to await."""
+        self.validate_topic_configs(configs)
+        if validate_only:
+            return None
+        if self.support.local:
+            self.support.store.set_topic_configs(name, dict(configs))
+            return None
+        return asyncio.to_thread(self.support.store.set_topic_configs, name, dict(configs))
+
+    # ---- forwarding ----
+
+    async def forward(self, api_key: ApiKey, body, timeout_ms: int):
+        return await self.support.to_controller.send(api_key, body, timeout_ms)
+
+    def _brokers(self) -> list[BrokerMetadata]:
+        cache = self.support.metadata_cache
+        return [BrokerMetadata(b, cache.alive_broker(b).info.rack) for b in cache.alive_broker_ids()]
+
+    async def _wait_for(self, ready, timeout_ms: int) -> bool:
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        while not ready():
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+        return True
+
+    # ---- CreateTopics ----
+
+    async def create_topics(self, apis, request, connection):
+        body = request.body
+        results: dict[str, CreateTopicsResponse.CreatableTopicResult] = {}
+        counts: dict[str, int] = {}
+        for t in body.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        allowed = []
+        for t in body.topics:
+            result = CreateTopicsResponse.CreatableTopicResult(name=t.name, topic_id=NULL_UUID, error_code=0, error_message=None)
+            results.setdefault(t.name, result)
+            if counts[t.name] > 1:
+                result.error_code, result.error_message = int(ErrorCode.INVALID_REQUEST), f"topic {t.name} appears more than once in the request"
+            elif not (auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE)
+                      or auth_helper.authorize(apis, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)):
+                result.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                result.error_message = f"CREATE on topic {t.name!r} is not authorized"
+            else:
+                allowed.append(t)
+        if allowed and not self.support.is_controller:
+            forwarded = dataclasses.replace(body, topics=allowed) if dataclasses.is_dataclass(body) else body
+            if not dataclasses.is_dataclass(body):
+                body.topics = allowed
+            try:
+                response = await self.forward(ApiKey.CREATE_TOPICS, forwarded, body.timeout_ms + 5000)
+                for r in response.topics:
+                    results[r.name] = r
+            except KafkaError as e:
+                for t in allowed:
+                    results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
+        elif allowed:
+            await self._create_on_controller(apis, connection, body, allowed, results)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[results[n] for n in dict.fromkeys(t.name for t in body.topics)])
+
+    def _plan(self, t) -> tuple[TopicAssignment, dict[str, str]]:
+        validate_topic_name(t.name)
+        if self.support.metadata_cache.contains(t.name):
+            raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
+        live = self.support.metadata_cache.alive_broker_ids()
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+            assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            if sorted(assignment) != list(range(len(assignment))):
+                raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
+            validate_assignment(assignment, live)
+        else:
+            partitions = self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            rf = self.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+            assignment = assign_replicas(self._brokers(), partitions, rf)
+        configs = self.validate_topic_configs({c.name: c.value for c in t.configs})
+        return TopicAssignment(random_uuid(), assignment), configs
+
+    async def _create_on_controller(self, apis, connection, body, topics, results) -> None:
+        planned: dict[str, tuple[TopicAssignment, dict[str, str]]] = {}
+        for t in topics:
+            try:
+                planned[t.name] = self._plan(t)
+            except KafkaError as e:
+                results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
+        created = []
+        for name, (assignment, configs) in planned.items():
+            if not body.validate_only:
+                try:
+                    if self.support.local:
+                        self._create_here(name, assignment, configs)
+                        self._created_here(name, len(assignment.partitions))
+                    else:
+                        await self.support.store_call(self.support.store.create_topic, name, assignment, configs)
+                except TopicExistsInStoreError as e:
+                    results[name].error_code, results[name].error_message = int(ErrorCode.TOPIC_ALREADY_EXISTS), str(e)
+                    continue
+                except KafkaError as e:
+                    results[name].error_code, results[name].error_message = int(e.errno), str(e)
+                    continue
+                created.append(name)
+        if created:
+            log.info("creating topics %s", created)
+            try:
+                (ready,) = await self.support.ask_controller(lambda reply: ev.CreateTopics(set(created), reply), max(body.timeout_ms, 1))
+            except asyncio.TimeoutError:
+                ready = set()
+            for name in created:
+                if name not in ready:
+                    results[name].error_code = int(ErrorCode.REQUEST_TIMED_OUT)
+                    results[name].error_message = "the topic was created, but not every broker has its metadata yet"
+        for name, (assignment, configs) in planned.items():
+            r = results[name]
+            if r.error_code:
+                continue
+            r.topic_id = NULL_UUID if body.validate_only else assignment.topic_id
+            r.num_partitions = len(assignment.partitions)
+            r.replication_factor = len(assignment.partitions[0])
+            if not auth_helper.authorize(apis, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+                r.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            effective = self.effective_config(TopicInfo(name, assignment.topic_id, len(assignment.partitions), configs))
+            r.configs = [
+                CreateTopicsResponse.CreatableTopicConfigs(
+                    name=k, value=v, read_only=False, is_sensitive=False,
+                    config_source=CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
+                )
+                for k, v in sorted(effective.items())
+            ]  # fmt: skip
+
+    # ---- DeleteTopics ----
+
+    async def delete_topics(self, apis, request, connection):
+        body = request.body
+        version = request.api_version
+        wanted = [(t.name, t.topic_id) for t in body.topics] if version >= 6 else [(n, None) for n in body.topic_names]
+        results = []
+        to_delete = []
+        cache = self.support.metadata_cache
+        for name, topic_id in wanted:
+            result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None)
+            results.append(result)
+            try:
+                if name is None:
+                    topic = cache.by_id(topic_id)
+                    if topic is None:
+                        result.error_code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+                        continue
+                    name = result.name = topic.name
+                auth_helper.ensure(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
+                if name.startswith("__"):
+                    raise InvalidRequestError(f"internal topic {name} cannot be deleted")
+                topic = cache.get(name)
+                if topic is None:
+                    raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+                if not self.config["delete.topic.enable"]:
+                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
+                result.topic_id = topic.topic_id
+                to_delete.append(name)
+            except KafkaError as e:
+                result.error_code, result.error_message = int(e.errno), str(e)
+        for name in to_delete:
+            await self.support.store_call(self.support.store.mark_topic_for_deletion, name)
+        if to_delete and not await self._wait_for(lambda: not any(cache.contains(n) for n in to_delete), body.timeout_ms):
+            for r in results:
+                if r.name in to_delete and cache.contains(r.name):
+                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the deletion is under way"
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+    # ---- CreatePartitions ----
+
+    async def create_partitions(self, apis, request, connection):
+        body = request.body
+        results = []
+        cache = self.support.metadata_cache
+        goals: dict[str, int] = {}
+        for t in body.topics:
+            result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
+            results.append(result)
+            try:
+                auth_helper.ensure(apis, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
+                topic = cache.get(t.name)
+                if topic is None:
+                    raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
+                assignment = (await self.support.store_call(self.support.store.topic_assignments, [t.name])).get(t.name)
+                if assignment is None:
+                    raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
+                current = len(assignment.partitions)
+                if t.count < current:
+                    raise InvalidPartitionsError(f"Topic currently has {current} partitions, which is higher than the requested {t.count}.")
+                if t.count == current:
+                    raise InvalidPartitionsError(f"Topic already has {current} partitions.")
+                rf = len(assignment.partitions[0])
+                if t.assignments:
+                    added = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
+                    if len(added) != t.count - current:
+                        raise InvalidReplicaAssignmentError(f"Increasing the number of partitions by {t.count - current} but {len(added)} assignments provided.")
+                    validate_assignment(added, cache.alive_broker_ids(), first_partition=current)
+                else:
+                    order = sorted(b.id for b in self._brokers())
+                    first = assignment.partitions[0][0]
+                    start = order.index(first) if first in order else -1
+                    added = assign_replicas(self._brokers(), t.count - current, rf, fixed_start_index=start, start_partition_id=current)
+                if not body.validate_only:
+                    if self.support.local:
+                        self._create_logs(topic, sorted(added))
+                    grown = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
+                    await self.support.store_call(self.support.store.set_topic_assignment, t.name, grown)
+                    goals[t.name] = t.count
+            except KafkaError as e:
+                result.error_code, result.error_message = int(e.errno), str(e)
+        if goals and not await self._wait_for(
+            lambda: all((i := cache.get(n)) is not None and i.partitions >= c for n, c in goals.items()), body.timeout_ms
+        ):
+            for r in results:
+                if r.name in goals and not r.error_code:
+                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the new partitions are not yet everywhere"
+        return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+    # ---- ElectLeaders and reassignments (controller events) ----
+
+    async def elect_leaders(self, apis, request, connection):
+        body = request.body
+        unclean = request.api_version >= 1 and body.election_type == 1
+        if request.api_version >= 1 and body.election_type not in (0, 1):
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_REQUEST), replica_election_results=[])
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
+            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), replica_election_results=[])
+        if not self.support.is_controller:
+            return await self.forward(ApiKey.ELECT_LEADERS, body, body.timeout_ms + 5000)
+        wanted = None if body.topic_partitions is None else {TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions}
+        try:
+            (results,) = await self.support.ask_controller(lambda reply: ev.ReplicaLeaderElection(wanted, unclean, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            results = {tp: (ErrorCode.REQUEST_TIMED_OUT, None) for tp in wanted or ()}
+        by_topic: dict[str, list] = {}
+        for tp, (code, message) in sorted(results.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                ElectLeadersResponse.PartitionResult(partition_id=tp.partition, error_code=int(code), error_message=message)
+            )
+        return ElectLeadersResponse(
+            throttle_time_ms=0, error_code=0,
+            replica_election_results=[ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs) for t, rs in by_topic.items()],
+        )  # fmt: skip
+
+    async def alter_partition_reassignments(self, apis, request, connection):
+        body = request.body
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
+            return AlterPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="ALTER on the cluster is not authorized", responses=[],
+            )  # fmt: skip
+        if not self.support.is_controller:
+            return await self.forward(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
+        wanted = {TopicPartition(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas)) for t in body.topics for p in t.partitions}
+        try:
+            code, results = await self.support.ask_controller(lambda reply: ev.ApiPartitionReassignment(wanted, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            code, results = ErrorCode.REQUEST_TIMED_OUT, {}
+        responses = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                error, message = results.get(TopicPartition(t.name, p.partition_index), (code, None))
+                parts.append(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                    partition_index=p.partition_index, error_code=int(error), error_message=message))
+            responses.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=t.name, partitions=parts))
+        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+
+    async def list_partition_reassignments(self, apis, request, connection):
+        body = request.body
+        if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
+            return ListPartitionReassignmentsResponse(
+                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="DESCRIBE on the cluster is not authorized", topics=[],
+            )  # fmt: skip
+        if not self.support.is_controller:
+            return await self.forward(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
+        wanted = None if body.topics is None else {TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes}
+        try:
+            code, found = await self.support.ask_controller(lambda reply: ev.ListPartitionReassignments(wanted, reply), body.timeout_ms)
+        except asyncio.TimeoutError:
+            code, found = ErrorCode.REQUEST_TIMED_OUT, {}
+        by_topic: dict[str, list] = {}
+        for tp, (replicas, adding, removing) in sorted(found.items()):
+            by_topic.setdefault(tp.topic, []).append(ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=tp.partition, replicas=replicas, adding_replicas=adding, removing_replicas=removing))
+        return ListPartitionReassignmentsResponse(
+            throttle_time_ms=0, error_code=int(code), error_message=None,
+            topics=[ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )  # fmt: skip

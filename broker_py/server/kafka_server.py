@@ -4,8 +4,8 @@ Start order: the log dirs are locked (a dir another broker holds stops startup) 
 checked (``meta.properties``), the stores are read, every partition's log is opened
 and led, the group and transaction coordinators load their topics, then listeners
 open. Stop runs it backwards and leaves every log closed cleanly. A broker alone is
-its own controller: topic metadata lives in its first log dir
-(:mod:`broker_py.controller.topic_metadata`).
+its own controller (:mod:`broker_py.server.local_support`), over the store kept in its
+first log dir; its partitions open as that controller leads them, during construction.
 
 With ``zookeeper.connect`` the broker is one of a cluster (:mod:`broker_py.server.zk_support`):
 it connects to ZooKeeper before reading its log dirs (the cluster id lives there), opens
@@ -20,7 +20,6 @@ import logging
 
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.controller.topic_metadata import TopicMetadataStore
 from broker_py.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker_py.log.log_dir_mover import LogDirMover
 from broker_py.log.log_manager import LogManager
@@ -35,7 +34,7 @@ from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs
-from broker_py.server.metadata_cache import MetadataCache
+from broker_py.server.local_support import LocalSupport
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
@@ -62,10 +61,12 @@ class KafkaServer:
         if config["zookeeper.connect"]:
             from broker_py.server.zk_support import ZkSupport
 
-            self.zk_support = ZkSupport(config, self.time)
-            cluster_id = check_log_dirs(config.log_dirs, self.broker_id, self.zk_support.connect)
+            self.zk_support = support = ZkSupport(config, self.time)
+            cluster_id = check_log_dirs(config.log_dirs, self.broker_id, support.connect)
         else:
             cluster_id = check_log_dirs(config.log_dirs, self.broker_id)
+            support = LocalSupport(config, first_dir, self.time)
+        self.support = support
         dynamic_configs = DynamicBrokerConfigStore(first_dir, config)
         dynamic_configs.load()
         scram_credentials = ScramCredentialStore(first_dir)
@@ -73,20 +74,12 @@ class KafkaServer:
         authorizer = None
         if config["authorizer.class.name"]:
             authorizer = StandardAuthorizer(first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"])
-        # In a cluster the metadata cache is where topics are looked up; the local store
-        # serves the single broker.
-        store = self.zk_support.metadata_cache if self.zk_support is not None else TopicMetadataStore(first_dir)
         replica_manager = ReplicaManager(self.broker_id, lambda topic: self.apis.admin_manager.min_insync_replicas(topic), self.time)
         listeners = ListenerManager(
             config, scram_credentials, lambda: handlers.registry(self.apis),
             lambda event: handlers.on_unsupported(self.apis, event), error_response,
         )  # fmt: skip
-        if self.zk_support is not None:
-            from broker_py.server.zk_admin_manager import ZkAdminManager
-
-            admin_manager = ZkAdminManager(config, store, self.log_manager, replica_manager, dynamic_configs, listeners, zk_support=self.zk_support)
-        else:
-            admin_manager = AdminManager(config, store, self.log_manager, replica_manager, dynamic_configs, listeners)
+        admin_manager = AdminManager(config, self.log_manager, replica_manager, dynamic_configs, listeners, support)
 
         def get_log(topic: str, index: int):
             partition = replica_manager.get_partition(topic, index)
@@ -97,7 +90,7 @@ class KafkaServer:
             broker_id=self.broker_id,
             cluster_id=cluster_id,
             replica_manager=replica_manager,
-            metadata_cache=self.zk_support.metadata_cache if self.zk_support is not None else MetadataCache(self.broker_id, store, replica_manager),
+            metadata_cache=support.metadata_cache,
             admin_manager=admin_manager,
             authorizer=authorizer,
             fetch_sessions=FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic),
@@ -110,9 +103,14 @@ class KafkaServer:
             time=self.time,
             zk_support=self.zk_support,
         )
-        if self.zk_support is not None:
-            self.zk_support.on_topic_config.append(lambda topic: self._topic_config_changed(topic))
+        support.on_topic_config.append(self._topic_config_changed)
         self.log_tasks = LogTasks(config, self.apis, self.time)
+        if self.zk_support is None:
+            # A broker alone is its own controller: its partitions' logs open now (stray
+            # logs, those the store does not account for, set aside first).
+            support.apis = self.apis
+            self.log_manager.set_aside_stray_logs(support.topics())
+            support.start()
 
     @property
     def cluster_id(self) -> str:
@@ -132,10 +130,8 @@ class KafkaServer:
             self.apis.admin_manager.apply_log_configs(info)
 
     def startup_logs(self) -> None:
-        """Opens and leads every partition's log (stray logs set aside first); in a
-        cluster, logs open as the controller assigns their partitions."""
-        if self.zk_support is None:
-            self.apis.admin_manager.open_all_partitions()
+        """Every partition's log is open once the broker is constructed (a broker alone) or
+        opens as the controller assigns its partition (a cluster): nothing left to do."""
 
     async def start_coordinators(self) -> None:
         from broker_py.coordinator.group.group_coordinator import GroupCoordinator
@@ -168,6 +164,8 @@ class KafkaServer:
         await apis.listeners.stop()
         if self.zk_support is not None:
             await self.zk_support.stop()
+        else:
+            self.support.stop()
         apis.replica_manager.shutdown()
         if apis.transaction_coordinator is not None:
             await apis.transaction_coordinator.stop()

@@ -32,7 +32,7 @@ from broker_py.controller.controller_store import BrokerRegistration, StoreChang
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
 from broker_py.network.network_client import InterBrokerChannelBuilder
 from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
-from broker_py.server.zk_metadata_cache import ZkMetadataCache
+from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_controller_store import ZkControllerStore
@@ -87,7 +87,7 @@ class ZkSupport:
         )
         self.store = ZkControllerStore(self.zk, self.broker_id, time=time)
         self.channel_builder = InterBrokerChannelBuilder(config)
-        self.metadata_cache = ZkMetadataCache(self.broker_id)
+        self.metadata_cache = MetadataCache(self.broker_id)
         self.broker_epoch = -1
         self.controller = KafkaController(
             self.broker_id, self.store, NetworkControllerChannel(self), ControllerConfig.from_broker_config(config), time,
@@ -198,9 +198,15 @@ class ZkSupport:
             endpoint = next((e for e in self._registration.endpoints if e.listener_name == self.channel_builder.listener_name), None)
         return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
 
+    local = False
+
     @property
     def is_controller(self) -> bool:
         return self.controller.active
+
+    async def store_call(self, fn, *args):
+        """A blocking store call, off the event loop."""
+        return await asyncio.to_thread(fn, *args)
 
     async def ask_controller(self, make_event: Callable[[Callable[..., None]], object], timeout_ms: int):
         """Puts the event ``make_event(reply)`` in the controller's queue and waits for its

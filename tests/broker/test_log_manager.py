@@ -361,11 +361,13 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     with open(os.path.join(u0, "partition.metadata"), "w") as f:
         f.write(partition_metadata_text(uuid.uuid4()))
 
-    again = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    moved = again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics)
+    again = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))  # sets them aside as it starts
+    moved = [os.path.join(d, n) for d in (a, b) for n in os.listdir(d) if n.endswith("-stray")]
     assert sorted(os.path.basename(p).split(".")[0] for p in moved) == ["ghost-0", "t-7", "u-0"]
     assert all(p.endswith("-stray") and os.path.isdir(p) for p in moved)
-    assert not any(os.path.exists(os.path.join(d, n)) for d in (a, b) for n in ("ghost-0", "t-7", "u-0"))
+    assert not any(os.path.exists(os.path.join(d, n)) for d in (a, b) for n in ("ghost-0", "t-7"))
+    # u-0 starts again, empty, for the topic id the metadata names
+    assert again.apis.replica_manager.get_partition("u", 0).log_end_offset == 0
     assert os.path.isdir(t0)
     assert again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics) == []  # nothing left to set aside
     again.log_manager.shutdown()

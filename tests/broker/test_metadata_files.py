@@ -26,6 +26,8 @@ GOOD_UUID = "0" * 31 + "1"
         ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": "3"}}}' % GOOD_UUID, "not a positive integer"),
         ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": 0}}}' % GOOD_UUID, "not a positive integer"),
         ("topics.json", b"\xff\xfe{}", "cannot be read"),
+        ("cluster-metadata.json", '{"version": 1, "topics": ', "is not valid JSON"),
+        ("cluster-metadata.json", "[1, 2]", "holds a JSON list, not an object"),
         ("acls.json", '{"acls": [["TOPIC", "t", "LITERAL"]]}', "malformed entry"),
         ("acls.json", '{"acls": [["NOPE", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"]]}', "lacks the key or names an unknown value 'NOPE'"),
         ("scram-credentials.json", '{"users": {"a": {"SCRAM-SHA-256": {"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}', "malformed entry"),
@@ -38,6 +40,8 @@ def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(tmp_path, 
     KafkaServer(BrokerConfig({"log.dirs": str(d)})).log_manager.shutdown()
     path = d / METADATA_DIR / name
     path.parent.mkdir(exist_ok=True)
+    if name == "topics.json":  # read only to take its topics over, when no store file exists yet
+        (d / METADATA_DIR / "cluster-metadata.json").unlink()
     raw = content if isinstance(content, bytes) else content.encode()
     path.write_bytes(raw)
     with pytest.raises(MetadataFileError) as e:
@@ -45,3 +49,37 @@ def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(tmp_path, 
     assert str(e.value).startswith(f"{path}: ") and reason in str(e.value), str(e.value)
     assert path.read_bytes() == raw
     assert not os.path.exists(str(path) + ".tmp")
+
+
+def test_topics_of_an_older_data_dir_are_taken_over(tmp_path):
+    """A data dir from before the controller store has ``topics.json`` only: its topics,
+    their ids, configs and records stay, each partition led by this broker in epoch 0."""
+    import json
+    import uuid
+
+    import logstore
+
+    from broker_py.controller.topic_metadata import partition_metadata_text
+
+    d = tmp_path / "data"
+    meta = d / METADATA_DIR
+    meta.mkdir(parents=True)
+    topic_id = uuid.UUID(int=5)
+    (meta / "topics.json").write_text(json.dumps({"version": 1, "topics": {
+        "old": {"topic_id": topic_id.hex, "partitions": 2, "configs": {"retention.ms": "1000"}}}}))  # fmt: skip
+    part = d / "old-1"
+    part.mkdir()
+    (part / "partition.metadata").write_text(partition_metadata_text(topic_id))
+    plog = logstore.Log.open(str(part))
+    plog.append(logstore.encode_batch([(None, b"kept")]))
+    plog.close()
+    broker = KafkaServer(BrokerConfig({"log.dirs": str(d)}))
+    try:
+        info = broker.apis.metadata_cache.get("old")
+        assert info is not None and info.topic_id == topic_id and info.partitions == 2
+        assert info.configs == {"retention.ms": "1000"}
+        partition = broker.apis.replica_manager.get_partition("old", 1)
+        assert partition.is_leader and partition.leader_epoch == 0 and partition.log_end_offset == 1
+        assert (meta / "cluster-metadata.json").exists()
+    finally:
+        broker.log_manager.shutdown()

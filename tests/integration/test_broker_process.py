@@ -93,7 +93,7 @@ def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
     p.produce("meta", value=b"v")
     assert p.flush(30) == 0
     assert broker.stop() == 0
-    path = os.path.join(broker.data_dir, "__logstore_metadata", "topics.json")
+    path = os.path.join(broker.data_dir, "__logstore_metadata", "cluster-metadata.json")
     with open(path, "rb") as f:
         good = f.read()
     with open(path, "wb") as f:
@@ -131,9 +131,9 @@ def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broke
 
 
 def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
-    """A deletion persists the metadata first; a crash before the logs are removed leaves
-    them behind. The next start sets them aside as stray, so a new topic of the same name
-    does not get the old records."""
+    """Logs the metadata no longer accounts for (its topic gone from the store, the logs
+    left behind) are set aside as stray at the next start, so a new topic of the same
+    name does not get the old records."""
     import json
 
     from confluent_kafka import Producer
@@ -144,10 +144,11 @@ def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
         p.produce("again", value=b"old-%d" % i)
     assert p.flush(30) == 0
     broker.kill()
-    path = os.path.join(broker.data_dir, "__logstore_metadata", "topics.json")
+    path = os.path.join(broker.data_dir, "__logstore_metadata", "cluster-metadata.json")
     with open(path) as f:
         doc = json.load(f)
-    del doc["topics"]["again"]  # the deletion's first step, then the crash
+    for key in ("topics", "partition_states", "configs"):  # the deletion's last step, then the crash
+        doc[key].pop("again", None)
     with open(path, "w") as f:
         json.dump(doc, f)
     broker.start()

@@ -150,7 +150,7 @@ def test_topic_metadata_the_disk_refuses_changes_nothing(broker_factory, monkeyp
             admin.create_topics([NewTopic(name, 1, 1)])
         except KafkaStorageError as e:
             refused = name
-            assert "topics.json" in str(e)
+            assert "cluster-metadata.json" in str(e)
             break
         created.append(name)
     assert refused is not None and len(created) > 100

@@ -31,6 +31,7 @@ from broker_py.security.authorizer.acl_binding import AclOperation
 from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 from logstore.protocol.messages.controller import AlterPartitionResponse, ControlledShutdownResponse
 
 log = logging.getLogger(__name__)
@@ -47,21 +48,50 @@ def _refusal(apis, connection, broker_epoch: int) -> ErrorCode | None:
     return None
 
 
+def apply_leader_and_isr(apis, data, failures: dict | None = None) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    """Leads or follows the partitions of a LeaderAndIsr (their topics' configs already in
+    the metadata cache), opening their logs as they are first named; a log that cannot be
+    opened gets its error code, and its exception in ``failures`` when given."""
+    cache = apis.metadata_cache
+
+    def get_log(topic: str, index: int) -> UnifiedLog:
+        info = TopicInfo(topic, data.topic_ids.get(topic) or _known_id(apis, topic), index + 1, cache.topic_configs.setdefault(topic, {}))
+        try:
+            local_log = apis.log_manager.open_log(info, index, apis.admin_manager.effective_config(info))
+        except KafkaError as e:
+            if failures is not None:
+                failures[(topic, index)] = e
+            raise
+        return UnifiedLog(topic, index, local_log)
+
+    return apis.replica_manager.become_leader_or_follower(data, get_log)
+
+
+def apply_update_metadata(apis, data) -> ErrorCode:
+    cache = apis.metadata_cache
+    if data.controller_epoch < cache.controller_epoch:
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+    cache.update_metadata(data)
+    return ErrorCode.NONE
+
+
+def apply_stop_replica(apis, data) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    error, errors = apis.replica_manager.stop_replicas(data, apis.log_manager.delete_log)
+    deleted = {s.partition.topic for s in data.partitions if s.delete and errors.get(s.partition) == ErrorCode.NONE}
+    for topic in deleted:
+        if not any(t == topic for t, _ in apis.replica_manager.keys()):
+            for callback in apis.admin_manager.on_topic_deleted:
+                callback(topic)
+    return error, errors
+
+
 async def handle_leader_and_isr(apis, request, connection):
     data = leader_and_isr_from_wire(request.body, request.api_version)
     refused = _refusal(apis, connection, data.broker_epoch)
     if refused is not None:
         return leader_and_isr_response(refused, {}, {})
-    zk = apis.zk_support
-    topics = {s.partition.topic for s in data.partitions}
-    await zk.load_topic_configs(topics)
-
-    def get_log(topic: str, index: int) -> UnifiedLog:
-        info = TopicInfo(topic, data.topic_ids.get(topic) or _known_id(apis, topic), index + 1, zk.metadata_cache.topic_configs.setdefault(topic, {}))
-        local_log = apis.log_manager.open_log(info, index, apis.admin_manager.effective_config(info))
-        return UnifiedLog(topic, index, local_log)
-
-    error, errors = apis.replica_manager.become_leader_or_follower(data, get_log)
+    await apis.zk_support.load_topic_configs({s.partition.topic for s in data.partitions})
+    error, errors = apply_leader_and_isr(apis, data)
     if errors:
         moved = sum(1 for e in errors.values() if e == ErrorCode.NONE)
         log.info("LeaderAndIsr from controller %d (epoch %d): %d partitions applied", data.controller_id, data.controller_epoch, moved)
@@ -78,12 +108,8 @@ async def handle_update_metadata(apis, request, connection):
     refused = _refusal(apis, connection, data.broker_epoch)
     if refused is not None:
         return update_metadata_response(refused)
-    cache = apis.zk_support.metadata_cache
-    if data.controller_epoch < cache.controller_epoch:
-        return update_metadata_response(ErrorCode.STALE_CONTROLLER_EPOCH)
     await apis.zk_support.load_topic_configs({s.partition.topic for s in data.partitions})
-    cache.update_metadata(data)
-    return update_metadata_response(ErrorCode.NONE)
+    return update_metadata_response(apply_update_metadata(apis, data))
 
 
 def handle_stop_replica(apis, request, connection):
@@ -91,12 +117,7 @@ def handle_stop_replica(apis, request, connection):
     refused = _refusal(apis, connection, data.broker_epoch)
     if refused is not None:
         return stop_replica_response(refused, {})
-    error, errors = apis.replica_manager.stop_replicas(data, apis.log_manager.delete_log)
-    deleted = {s.partition.topic for s in data.partitions if s.delete and errors.get(s.partition) == ErrorCode.NONE}
-    for topic in deleted:
-        if not any(t == topic for t, _ in apis.replica_manager.keys()):
-            for callback in apis.admin_manager.on_topic_deleted:
-                callback(topic)
+    error, errors = apply_stop_replica(apis, data)
     return stop_replica_response(error, {tp: int(e) for tp, e in errors.items()})
 
 
