@@ -15,7 +15,7 @@ import dataclasses
 import enum
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from broker_py.controller.controller_store import BrokerRegistration
 from broker_py.zk.zk_data import LeaderIsrAndControllerEpoch, TopicPartition
@@ -70,7 +70,9 @@ class ControllerContext:
         self.assignments: dict[TopicPartition, ReplicaAssignment] = {}
         self.leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.states: dict[TopicPartition, PartitionState] = {}
+        # a topic's config overrides, read from the store when an election first needs them
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.config_loader: Callable[[str], dict[str, str]] = lambda topic: {}
         self.topics_to_delete: set[str] = set()
         # topic -> brokers whose StopReplica(delete) is not yet confirmed
         self.deletion_pending: dict[str, set[TopicPartition | tuple[TopicPartition, int]]] = {}
@@ -141,5 +143,8 @@ class ControllerContext:
             self.states.pop(tp, None)
 
     def unclean_election_enabled(self, topic: str, default: bool) -> bool:
-        value = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        configs = self.topic_configs.get(topic)
+        if configs is None:
+            configs = self.topic_configs[topic] = self.config_loader(topic)
+        value = configs.get("unclean.leader.election.enable")
         return default if value is None else value.strip().lower() == "true"

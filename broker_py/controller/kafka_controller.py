@@ -186,6 +186,7 @@ class KafkaController:
         self._reset()
         ctx = self.context
         ctx.epoch, ctx.epoch_zk_version = epoch, epoch_zk_version
+        ctx.config_loader = self.store.topic_configs
         self.active = True
         ctx.live_brokers = self.store.live_brokers()
         for registration in ctx.live_brokers.values():
@@ -195,8 +196,9 @@ class KafkaController:
         ctx.leadership.update(self.store.partition_states(all_partitions))
         queued = self.store.topics_to_delete()
         ctx.topics_to_delete = queued & ctx.all_topics()
-        # UpdateMetadata to every broker before any LeaderAndIsr.
-        self.batch.add_update_metadata(ctx.live_brokers, all_partitions)
+        # UpdateMetadata (the live brokers and this controller) to every broker before any
+        # LeaderAndIsr; partition states follow with the LeaderAndIsr (Kafka 2.4+).
+        self.batch.add_update_metadata(ctx.live_brokers, [])
         self.batch.send(self.channel)
         for tp in all_partitions:
             if tp in ctx.leadership and not ctx.is_queued_for_deletion(tp.topic):
@@ -229,7 +231,6 @@ class KafkaController:
                 for index, replicas in assignment.partitions.items()
             }  # fmt: skip
             ctx.add_topic(topic, topic_id, partitions)
-            ctx.topic_configs[topic] = self.store.topic_configs(topic)
             self.store.watch_topic(topic)
             added.extend(TopicPartition(topic, index) for index in partitions)
         return sorted(added)

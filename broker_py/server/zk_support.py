@@ -17,6 +17,7 @@ broker registers again first (a new broker epoch), then runs it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from kazoo.client import KazooState
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_channel_manager import ControllerChannelManager
 from broker_py.controller.controller_event_manager import ControllerEventManager
-from broker_py.controller.controller_request_batch import ControllerRequest
+from broker_py.controller.controller_request_batch import ControllerRequest, UpdateMetadataRequestData
 from broker_py.controller.controller_requests import response_errors, to_wire
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
@@ -50,6 +51,9 @@ class NetworkControllerChannel:
 
     def __init__(self, support: ZkSupport) -> None:
         self.support = support
+        # The last UpdateMetadata built: the batch sends the same partition states and
+        # brokers to every broker, each with its own broker epoch.
+        self._metadata: tuple[object, object, int, object] | None = None
 
     def _call(self, fn: Callable, *args: Any) -> None:
         self.support.loop.call_soon_threadsafe(fn, *args)
@@ -64,8 +68,18 @@ class NetworkControllerChannel:
     def remove_broker(self, broker_id: int) -> None:
         self._call(self.support.channel_manager.remove_broker, broker_id)
 
+    def _to_wire(self, request: ControllerRequest):
+        if isinstance(request, UpdateMetadataRequestData):
+            cached = self._metadata
+            if cached is not None and cached[0] is request.partitions and cached[1] is request.live_brokers and cached[2] == request.controller_epoch:
+                return ApiKey.UPDATE_METADATA, dataclasses.replace(cached[3], broker_epoch=request.broker_epoch)
+            api_key, message = to_wire(request)
+            self._metadata = (request.partitions, request.live_brokers, request.controller_epoch, message)
+            return api_key, message
+        return to_wire(request)
+
     def send(self, broker_id: int, request: ControllerRequest, on_response: Callable[[object], None] | None = None) -> None:
-        api_key, message = to_wire(request)
+        api_key, message = self._to_wire(request)
         callback = None
         if on_response is not None:
             callback = lambda response: on_response(response_errors(api_key, response, request))  # noqa: E731
