@@ -10,7 +10,10 @@ Invariants (on the leader):
   high watermark does not move (an acks=all produce then waits, and fails after its
   timeout), and an acks=all produce is refused before it appends.
 
-A follower's LEO is known only from its fetches (:meth:`update_follower_fetch_state`);
+A follower's LEO is known only from its fetches (:meth:`update_follower_fetch_state`,
+:mod:`broker_py.cluster.replica`); the leader proposes ISR changes to the controller
+(AlterPartition, one at a time), and the high watermark counts a proposed addition at
+once, a removal only once committed;
 a broker alone is its partitions' only replica, so there the high watermark follows
 every append at once. Waiting requests (delayed produce and fetch) are completed
 through the replica manager's purgatories, which :meth:`Partition.append_records_to_leader`
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker_py.cluster.replica import PendingIsrChange, Replica
 from broker_py.log.producer_state import CompletedTxn
 from broker_py.log.transaction_index import AbortedTxn
 from broker_py.log.unified_log import UnifiedLog
@@ -56,8 +60,15 @@ class Partition:
         # isr_full: every assigned replica is in sync; alone: the ISR is this broker only.
         self.isr_full = False
         self._alone = False
-        # broker id -> LEO last shown by its fetch (followers only)
-        self._follower_end_offsets: dict[int, int] = {}
+        # the followers as the leader sees them (their LEO from their fetches)
+        self.remote_replicas: dict[int, Replica] = {}
+        # The ISR change sent to the controller and not yet answered (one at a time), and
+        # the replicas the high watermark waits for: the ISR plus a pending addition.
+        self.pending_isr_change: PendingIsrChange | None = None
+        self.maximal_isr: set[int] = set()
+        # Sends a proposed ISR to the controller (AlterPartition); None: no controller to
+        # ask (a broker alone), so the ISR is only what the controller says.
+        self.alter_isr: Callable[[Partition, PendingIsrChange], None] | None = None
         # Read by everyone, changed only here (maybe_increment_leader_hw, make_leader).
         self.high_watermark = 0
         self._on_append = on_append
@@ -69,12 +80,14 @@ class Partition:
 
     # ---- leadership ----
 
-    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
+    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int], now_ms: int = 0) -> None:
         """Becomes the partition's leader in ``leader_epoch`` (not below the current one)
-        with the given ISR and assignment; the high watermark may then advance."""
+        with the given ISR and assignment; the high watermark may then advance. Any ISR
+        change still pending is dropped: the controller's state is the truth."""
         if leader_epoch < self.leader_epoch:
             raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
-        if leader_epoch > self.leader_epoch:
+        new_epoch = leader_epoch > self.leader_epoch
+        if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
             latest = self.log.latest_epoch
             # Kafka's maybeAssignEpochStartOffset: the new epoch starts at the LEO, so
@@ -88,8 +101,18 @@ class Partition:
         self.isr = set(isr)
         self.isr_full = len(self.isr) >= len(self.assigned_replicas)
         self._alone = self.isr == {self.local_broker_id}
-        self._follower_end_offsets = {r: -1 for r in replicas if r != self.local_broker_id}
-        self.high_watermark = min(max(self.high_watermark, 0), self.log.log_end_offset)
+        leo = self.log.log_end_offset
+        followers = {}
+        for r in replicas:
+            if r != self.local_broker_id:
+                known = self.remote_replicas.get(r)
+                followers[r] = known or Replica(r)
+                if new_epoch or known is None:  # what a follower showed counts within one epoch
+                    followers[r].reset(r in self.isr, now_ms, leo)
+        self.remote_replicas = followers
+        self.pending_isr_change = None
+        self.maximal_isr = set(self.isr)
+        self.high_watermark = min(max(self.high_watermark, 0), leo)
         self.maybe_increment_leader_hw()
 
     def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]) -> bool:
@@ -105,7 +128,9 @@ class Partition:
         self.isr = set(isr)
         self.isr_full = len(self.isr) >= len(self.assigned_replicas)
         self._alone = False
-        self._follower_end_offsets = {}
+        self.remote_replicas = {}
+        self.pending_isr_change = None
+        self.maximal_isr = set(self.isr)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         return changed
 
@@ -156,19 +181,80 @@ class Partition:
             return False
         new_hw = self.log.local_log.log_end_offset
         if not self._alone:
-            for replica in self.isr:
+            for replica in self.maximal_isr:
                 if replica != self.local_broker_id:
-                    new_hw = min(new_hw, self._follower_end_offsets.get(replica, -1))
+                    follower = self.remote_replicas.get(replica)
+                    new_hw = min(new_hw, -1 if follower is None else follower.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
             return True
         return False
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
-        """Records a follower's LEO from its fetch; True if the high watermark moved."""
-        if replica_id in self._follower_end_offsets:
-            self._follower_end_offsets[replica_id] = fetch_offset
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1, now_ms: int = 0) -> bool:
+        """Records a follower's LEO from its fetch (Kafka's ``updateFollowerFetchState``),
+        proposes adding it to the ISR when it qualifies, and moves the high watermark;
+        True if the high watermark moved."""
+        follower = self.remote_replicas.get(replica_id)
+        if follower is None:
+            return False
+        follower.update_fetch_state(fetch_offset, log_start_offset, self.log.local_log.log_end_offset, now_ms)
+        self.maybe_expand_isr(follower)
         return self.maybe_increment_leader_hw()
+
+    # ---- ISR changes (proposed by the leader, committed by the controller) ----
+
+    def maybe_expand_isr(self, follower: Replica) -> None:
+        """Proposes adding ``follower`` once its LEO reached both the high watermark and
+        the start of this leader epoch (so it holds every committed record and this
+        epoch's history), with no other ISR change pending."""
+        if not self.is_leader or self.alter_isr is None or self.pending_isr_change is not None:
+            return
+        if follower.broker_id in self.isr or follower.broker_id not in self.assigned_replicas:
+            return
+        if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.leader_epoch_start_offset:
+            return
+        change = PendingIsrChange(frozenset(self.isr | {follower.broker_id}), expanding=True)
+        self.pending_isr_change = change
+        self.maximal_isr = set(change.proposed_isr)
+        self.alter_isr(self, change)
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> set[int]:
+        leo = self.log.local_log.log_end_offset
+        return {
+            r for r in self.isr
+            if r != self.local_broker_id
+            and (f := self.remote_replicas.get(r)) is not None and not f.is_caught_up(leo, now_ms, max_lag_ms)
+        }  # fmt: skip
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> bool:
+        """Proposes removing the followers not caught up for ``max_lag_ms``; True if one
+        was proposed. The high watermark counts the smaller ISR only once committed."""
+        if not self.is_leader or self.alter_isr is None or self.pending_isr_change is not None:
+            return False
+        lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not lagging:
+            return False
+        change = PendingIsrChange(frozenset(self.isr - lagging), expanding=False)
+        self.pending_isr_change = change
+        self.alter_isr(self, change)
+        return True
+
+    def on_isr_change_result(self, change: PendingIsrChange, error: ErrorCode, leader_epoch: int = -1,
+                             isr: list[int] | None = None, partition_epoch: int = -1) -> None:
+        """The controller's answer to ``change``: the committed ISR and partition epoch, or
+        an error. Fenced or stale answers drop the change (the controller's next
+        LeaderAndIsr is the truth); others drop it too, to be proposed again."""
+        if self.pending_isr_change is not change:
+            return  # a new leadership came in between
+        self.pending_isr_change = None
+        if error == ErrorCode.NONE and isr is not None and leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch:
+            self.isr = set(isr)
+            self.partition_epoch = partition_epoch
+            self.isr_full = len(self.isr) >= len(self.assigned_replicas)
+            self._alone = self.isr == {self.local_broker_id}
+        self.maximal_isr = set(self.isr)
+        if self.maybe_increment_leader_hw() and self._on_append is not None:
+            self._on_append(self)
 
     def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int | None = None) -> tuple[bool, ErrorCode]:
         """For an acks=all produce waiting for ``required_offset`` (its last offset + 1):
