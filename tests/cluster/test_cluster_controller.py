@@ -106,6 +106,25 @@ def test_kcat_and_clients_see_the_cluster(cluster):
     finally:
         kp.close()
 
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def aiokafka_view():
+        client = AIOKafkaAdminClient(bootstrap_servers=c.bootstrap(1))
+        await client.start()
+        try:
+            cluster = await client.describe_cluster()
+            topics = await client.describe_topics(["seen"])
+            return cluster, topics
+        finally:
+            await client.close()
+
+    cluster, topics = asyncio.run(aiokafka_view())
+    assert sorted(b["node_id"] for b in cluster["brokers"]) == [1, 2, 3], cluster
+    assert cluster["controller_id"] in (1, 2, 3)
+    assert sorted(p["leader"] for p in topics[0]["partitions"]) == [1, 2, 3], topics
+
 
 def test_partitions_added_and_topic_deleted_through_a_broker_that_is_not_the_controller(cluster):
     c = cluster
