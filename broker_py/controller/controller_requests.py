@@ -52,15 +52,17 @@ def _by_topic(items, key):
 # ---- to the wire ----
 
 
-def to_wire(request: ControllerRequest) -> tuple[ApiKey, Message]:
+def to_wire(request: ControllerRequest, listener_name: str | None = None) -> tuple[ApiKey, Message]:
+    """The request as Kafka's message; LeaderAndIsr's live leaders are given at
+    ``listener_name`` (the inter-broker listener), as Kafka does."""
     if isinstance(request, LeaderAndIsrRequestData):
-        return ApiKey.LEADER_AND_ISR, _leader_and_isr(request)
+        return ApiKey.LEADER_AND_ISR, _leader_and_isr(request, listener_name)
     if isinstance(request, UpdateMetadataRequestData):
         return ApiKey.UPDATE_METADATA, _update_metadata(request)
     return ApiKey.STOP_REPLICA, _stop_replica(request)
 
 
-def _leader_and_isr(r: LeaderAndIsrRequestData) -> Message:
+def _leader_and_isr(r: LeaderAndIsrRequestData, listener_name: str | None = None) -> Message:
     def state(s: LeaderAndIsrPartitionState, with_topic: bool):
         return LeaderAndIsrRequest.LeaderAndIsrPartitionState(
             topic_name=s.partition.topic if with_topic else "", partition_index=s.partition.partition,
@@ -79,12 +81,14 @@ def _leader_and_isr(r: LeaderAndIsrRequestData) -> Message:
         controller_id=r.controller_id, is_kraft_controller=False, controller_epoch=r.controller_epoch,
         broker_epoch=r.broker_epoch, type=TYPE_FULL if r.full else 0,
         ungrouped_partition_states=[state(s, True) for s in r.partitions], topic_states=topics,
-        live_leaders=[_live_leader(b) for b in r.live_leaders],
+        live_leaders=[_live_leader(b, listener_name) for b in r.live_leaders],
     )  # fmt: skip
 
 
-def _live_leader(b: BrokerRegistration):
-    endpoint = b.info.endpoints[0] if b.info.endpoints else EndPoint("", "", -1, "PLAINTEXT")
+def _live_leader(b: BrokerRegistration, listener_name: str | None):
+    endpoint = next((e for e in b.info.endpoints if e.listener_name == listener_name), None)
+    if endpoint is None:
+        endpoint = b.info.endpoints[0] if b.info.endpoints else EndPoint("", "", -1, "PLAINTEXT")
     return LeaderAndIsrRequest.LeaderAndIsrLiveLeader(broker_id=b.id, host_name=endpoint.host or "", port=endpoint.port)
 
 

@@ -76,7 +76,7 @@ class NetworkControllerChannel:
             api_key, message = to_wire(request)
             self._metadata = (request.partitions, request.live_brokers, request.controller_epoch, message)
             return api_key, message
-        return to_wire(request)
+        return to_wire(request, self.support.channel_builder.listener_name)
 
     def send(self, broker_id: int, request: ControllerRequest, on_response: Callable[[object], None] | None = None) -> None:
         api_key, message = self._to_wire(request)

@@ -102,3 +102,11 @@ def test_responses_map_back_to_partition_errors():
     sr = stop_replica_response(0, {TP("t", 0): 56})
     assert isinstance(sr, StopReplicaResponse)
     assert response_errors(ApiKey.STOP_REPLICA, sr, stop) == {TP("t", 0): 56}
+
+
+def test_live_leaders_are_given_at_the_inter_broker_listener():
+    data = LeaderAndIsrRequestData(1, 3, 5, (), {}, BROKERS[:1])
+    _, message = to_wire(data, "INTERNAL")
+    assert [(b.broker_id, b.port) for b in message.live_leaders] == [(1, 9101)]
+    _, message = to_wire(data)
+    assert [(b.broker_id, b.port) for b in message.live_leaders] == [(1, 9001)]
