@@ -60,6 +60,9 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce", time)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", time)
         self._fetch_keys_to_check: set[tuple[str, int]] = set()
+        # Sends a leader partition's proposed ISR to the controller (a cluster's
+        # AlterPartitionManager.submit); None on a broker alone.
+        self.alter_isr: Callable[[Partition, Any], None] | None = None
         # Checks transactional batches against the transaction coordinator (set once it runs).
         self.verify_transaction: Callable[[int, int, str, int], Any] | None = None
 
@@ -126,11 +129,12 @@ class ReplicaManager:
             try:
                 if partition is None:
                     partition = Partition(topic, index, get_log(topic, index), self.broker_id, self._on_append, lambda t=topic: self._min_insync_replicas(t))
+                    partition.alter_isr = self.alter_isr
                     self.partitions[(topic, index)] = partition
                 was_leader = partition.is_leader
                 partition.partition_epoch = state.partition_epoch
                 if state.leader == self.broker_id:
-                    partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas))
+                    partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas), self.time.milliseconds())
                 else:
                     partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
                     if was_leader:
@@ -171,6 +175,12 @@ class ReplicaManager:
                 continue
             errors[state.partition] = ErrorCode.NONE
         return ErrorCode.NONE, errors
+
+    def maybe_shrink_isr(self, max_lag_ms: int) -> int:
+        """Proposes dropping, from the ISR of every partition this broker leads, the
+        followers not caught up for ``max_lag_ms``; returns how many partitions proposed."""
+        now = self.time.milliseconds()
+        return sum(1 for p in list(self.partitions.values()) if p.is_leader and p.maybe_shrink_isr(now, max_lag_ms))
 
     def stop_replica(self, topic: str, index: int) -> Partition | None:
         """Stops holding ``topic-index`` (deleted): waiting produces answer

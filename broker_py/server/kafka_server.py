@@ -104,6 +104,8 @@ class KafkaServer:
             zk_support=self.zk_support,
         )
         support.on_topic_config.append(self._topic_config_changed)
+        if self.zk_support is not None:
+            self.zk_support.attach(self.apis)
         self.log_tasks = LogTasks(config, self.apis, self.time)
         if self.zk_support is None:
             # A broker alone is its own controller: its partitions' logs open now (stray

@@ -32,6 +32,7 @@ from broker_py.controller.controller_requests import response_errors, to_wire
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
 from broker_py.network.network_client import InterBrokerChannelBuilder
+from broker_py.replication.alter_partition_manager import AlterPartitionManager
 from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -118,6 +119,8 @@ class ZkSupport:
         self._tasks: set[asyncio.Task] = set()
         self.on_topic_config: list[Callable[[str], None]] = []  # called after a topic's configs changed
         self._registration: BrokerInfo | None = None
+        self.apis = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
 
     # ---- startup (blocking parts run at construction, the rest in start) ----
 
@@ -142,6 +145,27 @@ class ZkSupport:
         log.info("registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch)
         self.event_manager.start()
         self.event_manager.put(ev.Startup())
+        self._spawn(self._isr_shrink_loop())
+
+    def attach(self, apis) -> None:
+        """Wires the leader partitions' ISR proposals to the controller."""
+        self.apis = apis
+        self.alter_partition_manager = AlterPartitionManager(
+            self.broker_id, lambda: self.broker_epoch, lambda topic: (i.topic_id if (i := self.metadata_cache.get(topic)) else None),
+            self.to_controller.send, self.config["request.timeout.ms"],
+        )  # fmt: skip
+        apis.replica_manager.alter_isr = self.alter_partition_manager.submit
+
+    async def _isr_shrink_loop(self) -> None:
+        """Every ``replica.lag.time.max.ms`` / 2: leaders propose dropping lagging followers."""
+        max_lag_ms = self.config["replica.lag.time.max.ms"]
+        while True:
+            await asyncio.sleep(max(max_lag_ms / 2, 1) / 1000)
+            if self.apis is not None:
+                try:
+                    self.apis.replica_manager.maybe_shrink_isr(max_lag_ms)
+                except Exception:
+                    log.exception("ISR shrink check")
 
     # ---- callbacks from kazoo's threads ----
 
