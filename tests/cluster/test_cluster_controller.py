@@ -370,3 +370,27 @@ def test_a_leader_whose_followers_do_not_fetch_shrinks_its_isr_through_the_contr
         out = subprocess.run(["kcat", "-C", "-b", c.bootstrap_servers, "-t", "shrink", "-o", "beginning", "-e", "-q"],
                              capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
         assert out.split() == ["v%d" % i for i in range(5)]
+
+
+def test_every_broker_names_the_same_group_coordinator_the_leader_of_its_offsets_partition(cluster):
+    import asyncio
+
+    from broker_py.coordinator.group.group_metadata_records import partition_for
+    from broker_py.network.network_client import NetworkClient
+    from logstore.protocol.api_keys import ApiKey
+    from logstore.protocol.messages.find_coordinator import FindCoordinatorRequest
+
+    c = cluster
+
+    async def find(broker: int) -> tuple[int, int]:
+        host, port = c.bootstrap(broker).split(":")
+        client = NetworkClient(host, int(port), "coordinator-test")
+        try:
+            r = await client.send(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key="g", key_type=0, coordinator_keys=["g"]), 10000)
+            return r.coordinators[0].error_code, r.coordinators[0].node_id
+        finally:
+            await client.close()
+
+    wait_until(lambda: asyncio.run(find(1))[0] == 0, 30, 0.3, "the offsets topic created")
+    leader = leaders(admin(c), "__consumer_offsets")[partition_for("g", 50)]
+    assert [asyncio.run(find(b)) for b in (1, 2, 3)] == [(0, leader)] * 3

@@ -25,6 +25,8 @@ from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
+from broker_py.coordinator.group.group_metadata_records import partition_for
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.find_coordinator import FindCoordinatorResponse
 from logstore.protocol.messages.group import (
@@ -93,7 +95,23 @@ def _find_coordinator(apis, key: str, key_type: int, connection=None) -> tuple[E
     else:
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     listener = apis.advertised_listener(connection)
+    if apis.zk_support is not None:
+        return _partition_leader(apis, OFFSETS_TOPIC if key_type == COORDINATOR_KEY_GROUP else TRANSACTION_STATE_TOPIC, key, listener)
     return ErrorCode.NONE, apis.broker_id, listener.host, listener.port
+
+
+def _partition_leader(apis, topic: str, key: str, listener) -> tuple[ErrorCode, int, str, int]:
+    """In a cluster, the coordinator of ``key`` is the leader of its partition of the
+    internal topic (Java's String.hashCode, as Kafka): COORDINATOR_NOT_AVAILABLE while
+    the partition has no leader."""
+    info = apis.metadata_cache.get(topic)
+    if info is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    state = apis.metadata_cache.partition_state(topic, partition_for(key, info.partitions))
+    node = None if state is None else next((n for n in apis.metadata_cache.alive_nodes(listener) if n.id == state.leader), None)
+    if node is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return ErrorCode.NONE, node.id, node.host, node.port
 
 
 def _error_message(error: ErrorCode) -> str | None:
