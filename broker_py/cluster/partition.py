@@ -31,6 +31,7 @@ from broker_py.cluster.replica import PendingIsrChange, Replica
 from broker_py.log.producer_state import CompletedTxn
 from broker_py.log.transaction_index import AbortedTxn
 from broker_py.log.unified_log import UnifiedLog
+from broker_py.replication.truncation import EpochEndOffset, diverging_epoch
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import NotEnoughReplicasError, NotLeaderOrFollowerError, OffsetOutOfRangeError
 
@@ -180,7 +181,7 @@ class Partition:
         if self.leader_id != self.local_broker_id or not (self.isr_full or self._min_isr_reached()):
             return False
         new_hw = self.log.local_log.log_end_offset
-        if not self._alone:
+        if not self._alone or self.pending_isr_change is not None:  # a pending addition counts
             for replica in self.maximal_isr:
                 if replica != self.local_broker_id:
                     follower = self.remote_replicas.get(replica)
@@ -318,6 +319,50 @@ class Partition:
         self.maybe_increment_leader_hw()
         if self._on_append is not None:
             self._on_append(self)
+
+    # ---- follower ----
+
+    def append_records_to_follower(self, records) -> tuple[int, int]:
+        """Appends the leader's batches with their offsets: (first, last offset)."""
+        if self.is_leader:
+            raise NotLeaderOrFollowerError(f"this broker leads {self.name}: it does not replicate it")
+        return self.log.append_as_follower(records)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int, leader_log_start_offset: int) -> bool:
+        """A follower takes the leader's high watermark, bounded by its own log end, and
+        moves its log start up to the leader's (not past that high watermark); True if
+        the high watermark changed."""
+        hw = max(0, min(leader_high_watermark, self.log.log_end_offset))
+        changed = hw != self.high_watermark
+        self.high_watermark = hw
+        if leader_log_start_offset > self.log.log_start_offset:
+            self.log.delete_records(min(leader_log_start_offset, hw))
+        return changed
+
+    def truncate_to(self, offset: int) -> None:
+        """Cuts the follower's log at ``offset`` (never below what the leader holds)."""
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+
+    # ---- the leader serving followers ----
+
+    def read_for_follower(self, fetch_offset: int, last_fetched_epoch: int, max_bytes: int, min_one_batch: bool):
+        """(DivergingEpoch or None, a FileSlice of whole batches from ``fetch_offset`` up
+        to the log end, or None). A follower whose last epoch disagrees with this log
+        gets the epoch and end offset to truncate to, and no records."""
+        if last_fetched_epoch >= 0:
+            end = EpochEndOffset(*self.log.end_offset_for_epoch(last_fetched_epoch))
+            diverging = diverging_epoch(end, last_fetched_epoch, fetch_offset)
+            if diverging is not None:
+                return diverging, None
+        leo = self.log.log_end_offset
+        if fetch_offset == leo:
+            return None, None
+        return None, self.log.read(fetch_offset, max_bytes, leo, min_one_batch)
 
     # ---- reads ----
 

@@ -86,9 +86,9 @@ class StoreChange:
 
 class ControllerStore(Protocol):
     # ---- membership and election ----
-    def register_broker(self, info: BrokerInfo) -> int:
+    def register_broker(self, info: BrokerInfo, wait_ms: int = 0) -> int:
         """Registers this broker; returns its broker epoch. BrokerIdInUseError if another
-        live broker has the id."""
+        live broker has the id (after waiting up to ``wait_ms`` for it to go away)."""
 
     def live_brokers(self) -> dict[int, BrokerRegistration]: ...
 

@@ -528,9 +528,18 @@ class KafkaController:
             return
         results: dict[TopicPartition, ev.AlterPartitionResult] = {}
         updates = {}
+        # Leaders whose partition epoch is not the controller's (a write they never heard
+        # of, e.g. by a controller that died before telling them): they get the current
+        # state again, so their next proposal can succeed.
+        stale_leaders: list[TopicPartition] = []
         for item in event.items:
             tp = item.partition
             current = ctx.leadership.get(tp)
+            if current is not None and item.partition_epoch > current.partition_epoch:
+                # The leader heard of a write this controller's view misses: read it.
+                fresh = self.store.partition_states([tp]).get(tp)
+                if fresh is not None:
+                    ctx.leadership[tp] = current = fresh
             if current is None or tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
                 results[tp] = ev.AlterPartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif current.leader != event.broker_id:
@@ -543,6 +552,7 @@ class KafkaController:
                 results[tp] = _alter_result(current)  # already applied (a retry)
             elif item.partition_epoch != current.partition_epoch:
                 results[tp] = ev.AlterPartitionResult(ErrorCode.INVALID_UPDATE_VERSION)
+                stale_leaders.append(tp)
             elif any(r not in ctx.assignments[tp].replicas or not ctx.is_live(r) or r in ctx.shutting_down for r in item.new_isr) or current.leader not in item.new_isr:
                 results[tp] = ev.AlterPartitionResult(ErrorCode.INELIGIBLE_REPLICA)
             else:
@@ -555,14 +565,17 @@ class KafkaController:
                     if fresh is not None:
                         ctx.leadership[tp] = fresh
                     results[tp] = ev.AlterPartitionResult(ErrorCode.INVALID_UPDATE_VERSION)
+                    stale_leaders.append(tp)
                     continue
                 ctx.leadership[tp] = dataclasses.replace(updates[tp], partition_epoch=outcome)
                 results[tp] = _alter_result(ctx.leadership[tp])
             self.batch.add_update_metadata(ctx.live_brokers, [tp for tp in updates if tp in ctx.leadership])
-            self.batch.send(self.channel)
             for tp in updates:
                 if tp in ctx.assignments and ctx.assignments[tp].is_being_reassigned:
                     self.reassignment.resume(tp)
+        for tp in stale_leaders:
+            self.batch.add_leader_and_isr([event.broker_id], tp)
+        self.batch.send(self.channel)
         event.reply(ErrorCode.NONE, results)
 
     # ---- reassignment ----

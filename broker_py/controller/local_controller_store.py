@@ -294,7 +294,7 @@ class LocalControllerStore:
 
     # ---- membership and election ----
 
-    def register_broker(self, info: BrokerInfo) -> int:
+    def register_broker(self, info: BrokerInfo, wait_ms: int = 0) -> int:
         return self._register(info, self._session)
 
     def _register(self, info: BrokerInfo, session: int) -> int:

@@ -244,7 +244,8 @@ class PartitionStateMachine:
 
     def remove_replica_from_isr(self, replica: int, partitions: Iterable[TopicPartition]) -> ElectionResult:
         """Takes ``replica`` out of each partition's ISR (not below one member), with a new
-        leader epoch; a removed leader leaves the partition leaderless."""
+        leader epoch that the partition's other replicas are sent (LeaderAndIsr); a removed
+        leader leaves the partition leaderless."""
         ctx = self.context
         result = ElectionResult({}, {})
         pending = [tp for tp in partitions if tp in ctx.leadership]
@@ -265,4 +266,7 @@ class PartitionStateMachine:
                     result.elected[tp] = ctx.leadership[tp]
                     if ctx.leadership[tp].leader == NO_LEADER:
                         ctx.states[tp] = PartitionState.OFFLINE
+                    # The other replicas learn the new leader epoch (Kafka's OfflineReplica
+                    # transition): a follower left in the old epoch is fenced by its leader.
+                    self.batch.add_leader_and_isr([r for r in ctx.replicas(tp) if r != replica], tp)
         return result

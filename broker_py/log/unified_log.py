@@ -189,6 +189,55 @@ class UnifiedLog:
             )
         return offset, txn
 
+    def append_as_follower(self, records) -> tuple[int, int]:
+        """Appends the leader's batches as they are, offsets and leader epochs kept (the
+        leader-epoch cache follows them): (first offset, last offset). The producer state,
+        the transaction index and so the last stable offset follow them as on the
+        leader, so a follower that becomes leader fences and dedupes the same producers."""
+        try:
+            info = self.local_log.append_as_follower(records)
+        except logstore.LogStoreError as e:
+            raise self.error(e, "replicating to") from None
+        if logstore.has_producer_id(records):
+            state = self.producer_state
+            for batch in logstore.decode_batches(records, records=False, verify_crc=False):
+                if batch.producer_id < 0:
+                    continue
+                if not batch.is_control:
+                    state.record(batch, batch.base_offset, batch.last_offset)
+                    continue
+                offset = batch.base_offset
+                txn = state.record_marker(batch.producer_id, batch.producer_epoch, -1, batch.control_type == COMMIT, offset)
+                if txn is not None and txn.aborted:
+                    first_unstable = state.first_unstable_offset()
+                    self.txn_index.append(
+                        AbortedTxn(batch.producer_id, txn.first_offset, offset, offset + 1 if first_unstable is None else first_unstable),
+                        self._segment_of(offset),
+                    )
+        return info.base_offset, info.last_offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Removes every batch at or past ``offset`` (a follower cutting a diverging
+        suffix); the producer state and transaction index are rebuilt for the new end."""
+        if offset >= self.local_log.log_end_offset:
+            return
+        try:
+            self.local_log.truncate_to(offset)
+        except logstore.LogStoreError as e:
+            raise self.error(e, "truncating") from None
+        self._after_truncation()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empties the log and starts it at ``offset`` (a follower far behind the
+        leader's log start)."""
+        try:
+            self.local_log.truncate_fully_and_start_at(offset)
+        except logstore.LogStoreError as e:
+            raise self.error(e, "truncating") from None
+        self.txn_index.truncate_to(offset)
+        self.txn_index.delete_before(offset)
+        self.producer_state.truncated()
+
     # ---- reads ----
 
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int, min_one_batch: bool):

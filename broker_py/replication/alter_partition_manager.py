@@ -87,7 +87,8 @@ class AlterPartitionManager:
             r = results.get((partition.topic, partition.index))
             error = ErrorCode(response.error_code) if response.error_code else (ErrorCode(r.error_code) if r is not None else ErrorCode.UNKNOWN_SERVER_ERROR)
             if error != ErrorCode.NONE:
-                log.info("AlterPartition of %s refused: %s", partition.name, error.name)
+                log.info("AlterPartition of %s (leader epoch %d, partition epoch %d) refused: %s",
+                         partition.name, partition.leader_epoch, partition.partition_epoch, error.name)
                 partition.on_isr_change_result(change, error)
             else:
                 log.info("ISR of %s is now %s (partition epoch %d)", partition.name, list(r.isr), r.partition_epoch)

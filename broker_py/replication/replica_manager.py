@@ -22,13 +22,16 @@ producer's answer never waits for a consumer's read.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker_py.cluster.partition import Partition
+from broker_py.log import offset_checkpoint
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.delayed_fetch import DelayedFetch, FetchRead
 from broker_py.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
+from broker_py.replication.leader_end_point import PartitionFetchState
 from broker_py.replication.purgatory import DelayedOperationPurgatory
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -65,6 +68,11 @@ class ReplicaManager:
         self.alter_isr: Callable[[Partition, Any], None] | None = None
         # Checks transactional batches against the transaction coordinator (set once it runs).
         self.verify_transaction: Callable[[int, int, str, int], Any] | None = None
+        # Fetches the partitions this broker follows (a cluster's ReplicaFetcherManager);
+        # None on a broker alone.
+        self.replica_fetcher_manager: Any = None
+        # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
+        self._hw_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
 
     # ---- partitions ----
 
@@ -113,6 +121,8 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH, {}
         self.controller_epoch = request.controller_epoch
         errors: dict[TopicPartition, ErrorCode] = {}
+        new_leaders: list[tuple[str, int]] = []
+        new_followers: dict[tuple[str, int], Partition] = {}
         for state in request.partitions:
             tp = state.partition
             topic, index = tp
@@ -130,21 +140,46 @@ class ReplicaManager:
                 if partition is None:
                     partition = Partition(topic, index, get_log(topic, index), self.broker_id, self._on_append, lambda t=topic: self._min_insync_replicas(t))
                     partition.alter_isr = self.alter_isr
+                    partition.high_watermark = min(self._checkpointed_high_watermark(partition), partition.log_end_offset)
                     self.partitions[(topic, index)] = partition
                 was_leader = partition.is_leader
                 partition.partition_epoch = state.partition_epoch
                 if state.leader == self.broker_id:
                     partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas), self.time.milliseconds())
+                    new_leaders.append((topic, index))
                 else:
-                    partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
+                    changed = partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
                     if was_leader:
                         self.produce_purgatory.complete_all((topic, index))
                         self.fetch_purgatory.complete_all((topic, index))
+                    fetcher = self.replica_fetcher_manager
+                    if changed or (fetcher is not None and fetcher.fetching((topic, index)) is None):
+                        new_followers[(topic, index)] = partition
             except KafkaError as e:
                 errors[tp] = e.errno
                 continue
             errors[tp] = ErrorCode.NONE
+        self._update_fetchers(new_leaders, new_followers, {r.id: r for r in request.live_leaders})
         return ErrorCode.NONE, errors
+
+    def _update_fetchers(self, new_leaders: list[tuple[str, int]], new_followers: dict[tuple[str, int], Partition], live_leaders: dict) -> None:
+        """Leaders stop fetching; followers of a new leader or epoch fetch from it,
+        starting at their log end with their last epoch (the leader answers
+        DivergingEpoch if the log must be cut first)."""
+        fetcher = self.replica_fetcher_manager
+        if fetcher is None:
+            return
+        fetcher.remove_fetcher_for_partitions([*new_leaders, *new_followers], shutdown_idle=False)
+        fetches = {}
+        for tp, partition in new_followers.items():
+            if partition.leader_id >= 0:
+                latest = partition.log.latest_epoch
+                fetches[tp] = (partition.leader_id, PartitionFetchState(
+                    partition.log_end_offset, partition.leader_epoch, -1 if latest is None else latest,
+                ))  # fmt: skip
+        if fetches:
+            fetcher.add_fetcher_for_partitions(fetches, live_leaders)
+        fetcher.shutdown_idle_fetchers()
 
     def stop_replicas(self, request: StopReplicaRequestData, delete_log: Callable[[str, int], None]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Applies a controller's StopReplica: refused whole from an older controller epoch;
@@ -162,6 +197,8 @@ class ReplicaManager:
             if partition is not None and state.leader_epoch >= 0 and state.leader_epoch < partition.leader_epoch:
                 errors[state.partition] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
+            if self.replica_fetcher_manager is not None:
+                self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
             try:
                 if state.delete:
                     self.stop_replica(topic, index)
@@ -176,11 +213,50 @@ class ReplicaManager:
             errors[state.partition] = ErrorCode.NONE
         return ErrorCode.NONE, errors
 
+    # ---- high watermark checkpoints ----
+
+    def _checkpointed_high_watermark(self, partition: Partition) -> int:
+        log_dir = os.path.dirname(partition.log.local_log.path)
+        entries = self._hw_checkpoints.get(log_dir)
+        if entries is None:
+            entries = self._hw_checkpoints[log_dir] = offset_checkpoint.read(os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT))
+        return max(0, entries.get(partition.key, 0))
+
+    def high_watermarks_by_dir(self) -> dict[str, dict[tuple[str, int], int]]:
+        """Every partition's high watermark, by log dir (taken on the event loop)."""
+        by_dir: dict[str, dict[tuple[str, int], int]] = {}
+        for partition in self.partitions.values():
+            by_dir.setdefault(os.path.dirname(partition.log.local_log.path), {})[partition.key] = partition.high_watermark
+        return by_dir
+
+    def checkpoint_high_watermarks(self, by_dir: dict[str, dict[tuple[str, int], int]] | None = None) -> None:
+        """Writes the high watermarks (default: as they are now) to each log dir's
+        replication-offset-checkpoint (Kafka's ``checkpointHighWatermarks``)."""
+        if by_dir is None:
+            by_dir = self.high_watermarks_by_dir()
+        for log_dir, entries in by_dir.items():
+            try:
+                offset_checkpoint.write(os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT), entries)
+            except OSError as e:
+                log.error("writing the high watermark checkpoint of %s: %s", log_dir, e)
+
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
         """Proposes dropping, from the ISR of every partition this broker leads, the
         followers not caught up for ``max_lag_ms``; returns how many partitions proposed."""
         now = self.time.milliseconds()
         return sum(1 for p in list(self.partitions.values()) if p.is_leader and p.maybe_shrink_isr(now, max_lag_ms))
+
+    def update_follower_fetch_state(self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int) -> None:
+        """A follower fetched ``partition`` (led here) at ``fetch_offset``: its LEO is known,
+        it may join the ISR, and produces and fetches waiting on the high watermark are
+        checked if it moved."""
+        if partition.update_follower_fetch_state(replica_id, fetch_offset, log_start_offset, self.time.milliseconds()):
+            self._on_append(partition)
+
+    def update_follower_high_watermark(self, partition: Partition, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """This broker follows ``partition`` and the leader answered these offsets."""
+        if partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset):
+            self._on_append(partition)
 
     def stop_replica(self, topic: str, index: int) -> Partition | None:
         """Stops holding ``topic-index`` (deleted): waiting produces answer

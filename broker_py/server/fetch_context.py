@@ -46,6 +46,7 @@ class PartitionRead(NamedTuple):
     records: object = b""
     aborted: list | None = None
     partition: object = None
+    diverging: tuple[int, int] | None = None  # (epoch, end offset) a diverging follower truncates to
 
 
 class SessionErrorContext:

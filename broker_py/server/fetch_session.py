@@ -57,7 +57,7 @@ class CachedPartition:
 
     __slots__ = (
         "topic", "topic_id", "partition", "fetch_offset", "fetcher_log_start_offset", "max_bytes",
-        "current_leader_epoch", "high_watermark", "log_start_offset",
+        "current_leader_epoch", "high_watermark", "log_start_offset", "last_fetched_epoch",
     )
 
     def __init__(
@@ -69,6 +69,7 @@ class CachedPartition:
         max_bytes: int,
         current_leader_epoch: int = -1,
         fetcher_log_start_offset: int = -1,
+        last_fetched_epoch: int = -1,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
@@ -77,6 +78,7 @@ class CachedPartition:
         self.max_bytes = max_bytes
         self.current_leader_epoch = current_leader_epoch
         self.fetcher_log_start_offset = fetcher_log_start_offset
+        self.last_fetched_epoch = last_fetched_epoch
         self.high_watermark = -1
         self.log_start_offset = -1
 
@@ -90,6 +92,7 @@ class CachedPartition:
         self.max_bytes = other.max_bytes
         self.current_leader_epoch = other.current_leader_epoch
         self.fetcher_log_start_offset = other.fetcher_log_start_offset
+        self.last_fetched_epoch = other.last_fetched_epoch
 
     def must_respond(self, error_code: int, high_watermark: int, log_start_offset: int, records_size: int) -> bool:
         """Whether an incremental response must carry this partition; remembers what

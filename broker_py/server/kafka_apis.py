@@ -42,7 +42,7 @@ class KafkaApis:
     admin_manager: AdminManager
     authorizer: StandardAuthorizer | None
     fetch_sessions: FetchSessionCache
-    producer_ids: ProducerIdManager
+    producer_ids: ProducerIdManager | ZkProducerIdManager
     scram_credentials: ScramCredentialStore
     dynamic_configs: DynamicBrokerConfigStore
     log_manager: LogManager

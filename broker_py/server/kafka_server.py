@@ -94,7 +94,7 @@ class KafkaServer:
             admin_manager=admin_manager,
             authorizer=authorizer,
             fetch_sessions=FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic),
-            producer_ids=ProducerIdManager(first_dir),
+            producer_ids=ProducerIdManager(first_dir) if self.zk_support is None else self.zk_support.producer_id_manager(),
             scram_credentials=scram_credentials,
             dynamic_configs=dynamic_configs,
             log_manager=self.log_manager,
@@ -149,6 +149,8 @@ class KafkaServer:
 
     async def start(self) -> None:
         self.startup_logs()
+        if self.zk_support is not None:
+            await self.apis.producer_ids.start()
         await self.start_coordinators()
         await self.apis.listeners.start()
         if self.zk_support is not None:

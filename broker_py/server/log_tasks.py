@@ -1,5 +1,6 @@
 """The broker's periodic log work (what Kafka's LogManager and ReplicaManager schedule):
-retention, the expiry of idle producer ids, and the log cleaner.
+retention, the expiry of idle producer ids, the log cleaner, and the high watermark
+checkpoint.
 
 - Retention runs every ``log.retention.check.interval.ms`` off the event loop, on
   partitions whose ``cleanup.policy`` includes ``delete``, never past the high
@@ -8,6 +9,8 @@ retention, the expiry of idle producer ids, and the log cleaner.
   ``producer.id.expiration.check.interval.ms``.
 - The cleaner compacts partitions whose policy includes ``compact``.
 - Partitions moving to another log dir are left to the move.
+- Every ``replica.high.watermark.checkpoint.interval.ms`` and at shutdown, each log
+  dir's ``replication-offset-checkpoint`` records its partitions' high watermarks.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class LogTasks:
     def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         self._tasks.append(asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration"))
+        self._tasks.append(asyncio.create_task(self._high_watermark_checkpoint_loop(), name="high-watermark-checkpoint"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
             self.cleaner = LogCleaner(self.config, lambda: [p.log for p in self.partitions_with_policy("compact")])
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -44,6 +48,14 @@ class LogTasks:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.cleaner is not None:
             self.cleaner.shutdown()
+        self._apis.replica_manager.checkpoint_high_watermarks()
+
+    async def _high_watermark_checkpoint_loop(self) -> None:
+        interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
+        while True:
+            await self._time.sleep(interval)
+            replica_manager = self._apis.replica_manager
+            await asyncio.to_thread(replica_manager.checkpoint_high_watermarks, replica_manager.high_watermarks_by_dir())
 
     def partitions_with_policy(self, policy: str) -> list:
         """Partitions the cleaner or retention may work on: not those moving to another dir."""

@@ -31,8 +31,11 @@ from broker_py.controller.controller_request_batch import ControllerRequest, Upd
 from broker_py.controller.controller_requests import response_errors, to_wire
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
+from broker_py.coordinator.transaction.producer_id_manager import ZkProducerIdManager
 from broker_py.network.network_client import InterBrokerChannelBuilder
 from broker_py.replication.alter_partition_manager import AlterPartitionManager
+from broker_py.replication.leader_end_point import FetchConfig
+from broker_py.replication.replica_fetcher_manager import ReplicaFetcherManager
 from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -121,6 +124,7 @@ class ZkSupport:
         self._registration: BrokerInfo | None = None
         self.apis = None
         self.alter_partition_manager: AlterPartitionManager | None = None
+        self.replica_fetcher_manager: ReplicaFetcherManager | None = None
 
     # ---- startup (blocking parts run at construction, the rest in start) ----
 
@@ -141,7 +145,10 @@ class ZkSupport:
         self._registration = registration
         await self.channel_manager.start()
         self.store.watch(self._on_store_change)
-        self.broker_epoch = await asyncio.to_thread(self.store.register_broker, registration)
+        # A crashed run of this broker may still hold the registration until its session
+        # expires: wait that long (and a little) before calling the id taken.
+        wait_ms = self.config["zookeeper.session.timeout.ms"] + 2000
+        self.broker_epoch = await asyncio.to_thread(self.store.register_broker, registration, wait_ms)
         log.info("registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch)
         self.event_manager.start()
         self.event_manager.put(ev.Startup())
@@ -155,6 +162,35 @@ class ZkSupport:
             self.to_controller.send, self.config["request.timeout.ms"],
         )  # fmt: skip
         apis.replica_manager.alter_isr = self.alter_partition_manager.submit
+        config = self.config
+        self.replica_fetcher_manager = ReplicaFetcherManager(
+            self.broker_id, apis.replica_manager, config["num.replica.fetchers"],
+            lambda host, port, client_id: self.channel_builder.client(host, port, client_id),
+            self._fetch_endpoint,
+            FetchConfig(
+                config["replica.fetch.wait.max.ms"], config["replica.fetch.min.bytes"],
+                config["replica.fetch.response.max.bytes"], config["replica.fetch.max.bytes"], config["request.timeout.ms"],
+            ),
+            config["replica.fetch.backoff.ms"],
+        )  # fmt: skip
+        apis.replica_manager.replica_fetcher_manager = self.replica_fetcher_manager
+
+    def producer_id_manager(self) -> ZkProducerIdManager:
+        def claim() -> tuple[int, int]:
+            block = self.zk.claim_producer_id_block(self.broker_id)
+            log.info("claimed producer ids %d..%d", block.first_producer_id, block.last_producer_id)
+            return block.first_producer_id, block.size
+
+        return ZkProducerIdManager(claim)
+
+    def _fetch_endpoint(self, broker_id: int, registration: BrokerRegistration | None):
+        """(host, port) of a leader's inter-broker listener: from the LeaderAndIsr that
+        named it, else from the metadata cache."""
+        listener = self.channel_builder.listener_name
+        endpoint = registration_endpoint(registration, listener) if registration is not None else None
+        if endpoint is None:
+            endpoint = self.metadata_cache.endpoint(broker_id, listener)
+        return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
 
     async def _isr_shrink_loop(self) -> None:
         """Every ``replica.lag.time.max.ms`` / 2: leaders propose dropping lagging followers."""
@@ -282,6 +318,8 @@ class ZkSupport:
     # ---- shutdown ----
 
     async def stop(self) -> None:
+        if self.replica_fetcher_manager is not None:
+            await self.replica_fetcher_manager.shutdown()
         self.event_manager.close()
         await self.to_controller.close()
         await self.channel_manager.stop()

@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
@@ -206,13 +207,47 @@ class KafkaZkClient:
             data, _ = self._zk.get(zk_data.ClusterIdZNode.PATH)
             return zk_data.ClusterIdZNode.decode(data)
 
+    # ---- producer ids ----
+
+    def claim_producer_id_block(self, broker_id: int) -> zk_data.ProducerIdsBlock:
+        """Claims the next block of ``BLOCK_SIZE`` producer ids for ``broker_id``: reads
+        ``/latest_producer_id_block`` and writes the block after it, conditional on the
+        version read (another broker's claim in between → read again). The first block
+        starts at 0."""
+        path = zk_data.ProducerIdBlockZNode.PATH
+        size = zk_data.ProducerIdBlockZNode.BLOCK_SIZE
+        while True:
+            try:
+                data, stat = self._zk.get(path)
+            except NoNodeError:
+                try:
+                    self._zk.create(path, b"", makepath=True)
+                except NodeExistsError:
+                    pass
+                continue
+            first = zk_data.ProducerIdBlockZNode.decode(data).last_producer_id + 1 if data else 0
+            block = zk_data.ProducerIdsBlock(broker_id, first, size)
+            try:
+                self._zk.set(path, zk_data.ProducerIdBlockZNode.encode(block), version=stat.version)
+            except BadVersionError:
+                continue
+            return block
+
     # ---- brokers ----
 
-    def register_broker(self, broker_id: int, data: bytes) -> int:
+    def register_broker(self, broker_id: int, data: bytes, wait_ms: int = 0) -> int:
         """Creates ``/brokers/ids/<broker_id>`` for this session; returns the broker
-        epoch (the node's czxid). BrokerIdInUseError if another live broker has it."""
+        epoch (the node's czxid). A registration held by another session is waited on
+        for up to ``wait_ms`` (a broker restarted after a crash finds its old session's
+        node until that session expires, as KAFKA-7165 retries); BrokerIdInUseError if
+        it is still there then (another live broker has the id)."""
         path = zk_data.BrokerIdZNode.path(broker_id)
-        for _ in range(3):
+        deadline = time.monotonic() + wait_ms / 1000
+        attempts = 0
+        while True:
+            attempts += 1
+            if attempts > 3 and time.monotonic() > deadline:
+                raise ZooKeeperError(f"could not register {path}")
             try:
                 return self._create_ephemeral(path, data)
             except NodeExistsError:
@@ -230,11 +265,15 @@ class KafkaZkClient:
                     except (NoNodeError, BadVersionError):
                         pass
                     continue
+                if time.monotonic() < deadline:
+                    if attempts == 1:
+                        log.info("%s is held by session 0x%x; waiting up to %d ms for it to expire", path, owner, wait_ms)
+                    time.sleep(0.2)
+                    continue
                 raise BrokerIdInUseError(
                     f"broker.id {broker_id} is registered at {path} by another live broker (session 0x{owner:x}); "
                     "two brokers cannot share a broker.id"
                 ) from None
-        raise ZooKeeperError(f"could not register {path}")
 
     def _create_ephemeral(self, path: str, data: bytes) -> int:
         transaction = self._zk.transaction()

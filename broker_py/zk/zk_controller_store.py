@@ -131,10 +131,10 @@ class ZkControllerStore:
     # ---- membership and election ----
 
     @_zk_errors
-    def register_broker(self, info: BrokerInfo) -> int:
+    def register_broker(self, info: BrokerInfo, wait_ms: int = 0) -> int:
         if info.timestamp_ms is None:
             info = dataclasses.replace(info, timestamp_ms=self._time.milliseconds())
-        return self.zk.register_broker(info.id, BrokerIdZNode.encode(info))
+        return self.zk.register_broker(info.id, BrokerIdZNode.encode(info), wait_ms)
 
     @_zk_errors
     def live_brokers(self) -> dict[int, BrokerRegistration]:

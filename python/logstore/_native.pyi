@@ -178,26 +178,56 @@ def has_producer_id(records: bytes) -> bool:
 def encode_produce_response(
     correlation_id: int,
     api_version: int,
-    topics: list[tuple[str, list[tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]]]]]],
+    topics: list[
+        tuple[
+            str,
+            list[
+                tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]]]
+                | tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]], tuple[int, int] | None]
+            ],
+        ]
+    ],
     throttle_time_ms: int = 0,
+    node_endpoints: list[tuple[int, str, int, str | None]] | None = None,
 ) -> bytes:
     """A whole Produce response frame, size prefix included, from
     ``[(topic, [(partition, error_code, base_offset, log_append_time_ms, log_start_offset,
-    error_message, [(batch_index, message), ...]), ...]), ...]``."""
+    error_message, [(batch_index, message), ...][, current_leader]), ...]), ...]``: each
+    partition a 7-tuple, or an 8-tuple ending in ``(leader_id, leader_epoch)`` or None.
+    ``node_endpoints``: ``[(node_id, host, port, rack or None), ...]`` or None. The
+    current leader and the node endpoints are tagged fields, written v10+ only and only
+    when other than (-1, -1) and non-empty."""
 
 def encode_fetch_response(
     correlation_id: int,
     api_version: int,
     error_code: int,
     session_id: int,
-    topics: list[tuple[str, int, list[tuple[int, int, int, int, int, list[tuple[int, int]] | None, int]]]],
+    topics: list[
+        tuple[
+            str,
+            int,
+            list[
+                tuple[
+                    int, int, int, int, int, list[tuple[int, int]] | None, int, int,
+                    tuple[int, int] | None, tuple[int, int] | None,
+                ]
+            ],
+        ]
+    ],
     throttle_time_ms: int = 0,
+    node_endpoints: list[tuple[int, str, int, str | None]] | None = None,
 ) -> tuple[bytes, list[int]]:
     """A Fetch response frame (v4-v17) without its records' bytes, from ``[(topic,
     topic_id as int, [(partition, error_code, high_watermark, last_stable_offset,
-    log_start_offset, aborted [(producer_id, first_offset)] or None, records_len), ...]),
-    ...]``: (head, the offsets in head where each non-empty records field's bytes go).
-    The frame's size prefix counts the records."""
+    log_start_offset, aborted [(producer_id, first_offset)] or None, records_len,
+    preferred_read_replica, diverging_epoch (epoch, end_offset) or None, current_leader
+    (leader_id, leader_epoch) or None), ...]), ...]`` and ``node_endpoints``
+    ``[(node_id, host, port, rack or None), ...]`` or None: (head, the offsets in head
+    where each non-empty records field's bytes go). The frame's size prefix counts the
+    records. preferred_read_replica is written v11+; diverging_epoch and current_leader
+    (v12+) and node_endpoints (v16+) are tagged fields, written only when other than all
+    -1 and non-empty."""
 
 def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
     """sendfile(2) with the GIL released. Returns bytes sent (may be < count).

@@ -5,12 +5,19 @@
 //! int16, base_offset int64, log_append_time_ms int64 (v2+), log_start_offset int64
 //! (v5+), record_errors [batch_index int32, batch_index_error_message nullable string]
 //! (v8+), error_message nullable string (v8+)]], throttle_time_ms int32 (v1+).
-//! Flexible versions use compact lengths and end each struct with a tagged-field count;
-//! this encoder writes no tagged fields (a single broker never sends current_leader or
-//! node_endpoints, which only accompany NOT_LEADER_OR_FOLLOWER).
+//! Flexible versions use compact lengths and end each struct with a tagged-field
+//! section (KIP-482, written as in `fetch_response`). Tagged fields written, v10+, with
+//! NOT_LEADER_OR_FOLLOWER:
+//! - partition tag 0 `current_leader`: LeaderIdAndEpoch {leader_id int32, leader_epoch
+//!   int32, tags}, unless (-1, -1);
+//! - body tag 0 `node_endpoints`: compact [node_id int32, host compact string, port
+//!   int32, rack compact nullable string, tags], unless empty.
 
+use crate::fetch_response::{leader_id_and_epoch, node_endpoints_field, tagged_fields, NodeEndpoint};
 use crate::produce_request::FIRST_FLEXIBLE_VERSION;
 use crate::wire_writer::WireWriter;
+
+pub const FIRST_LEADER_HINT_VERSION: i16 = 10;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionProduceResponse<'a> {
@@ -22,6 +29,8 @@ pub struct PartitionProduceResponse<'a> {
     /// (batch_index, batch_index_error_message)
     pub record_errors: Vec<(i32, Option<&'a str>)>,
     pub error_message: Option<&'a str>,
+    /// (leader_id, leader_epoch) of the partition's current leader (v10+).
+    pub current_leader: Option<(i32, i32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +41,14 @@ pub struct TopicProduceResponse<'a> {
 
 /// The whole response frame, size prefix included. Strings longer than an int16 length
 /// can hold are cut at a character boundary below 32,767 bytes.
-pub fn encode(correlation_id: i32, version: i16, topics: &[TopicProduceResponse<'_>], throttle_time_ms: i32) -> Vec<u8> {
+pub fn encode(
+    correlation_id: i32,
+    version: i16,
+    topics: &[TopicProduceResponse<'_>],
+    throttle_time_ms: i32,
+    node_endpoints: &[NodeEndpoint<'_>],
+) -> Vec<u8> {
+    let hints = version >= FIRST_LEADER_HINT_VERSION;
     let mut w = WireWriter::new(64, version >= FIRST_FLEXIBLE_VERSION);
     w.start_frame(correlation_id);
     w.count(Some(topics.len()));
@@ -58,14 +74,16 @@ pub fn encode(correlation_id: i32, version: i16, topics: &[TopicProduceResponse<
                 }
                 w.nullable_string(p.error_message.map(clip));
             }
-            w.no_tagged_fields();
+            let leader = p.current_leader.filter(|_| hints).and_then(|(id, epoch)| leader_id_and_epoch(0, id, epoch));
+            tagged_fields(&mut w, [leader]);
         }
         w.no_tagged_fields();
     }
     if version >= 1 {
         w.out.extend_from_slice(&throttle_time_ms.to_be_bytes());
     }
-    w.no_tagged_fields();
+    let endpoints = if hints { node_endpoints_field(0, node_endpoints) } else { None };
+    tagged_fields(&mut w, [endpoints]);
     w.finish_frame(0);
     w.out
 }
@@ -86,8 +104,8 @@ fn clip(s: &str) -> &str {
 mod tests {
     use super::*;
 
-    fn one(version: i16, message: Option<&str>) -> Vec<u8> {
-        let p = PartitionProduceResponse {
+    fn partition(message: Option<&str>, current_leader: Option<(i32, i32)>) -> PartitionProduceResponse<'_> {
+        PartitionProduceResponse {
             index: 3,
             error_code: 0,
             base_offset: 10,
@@ -95,8 +113,17 @@ mod tests {
             log_start_offset: 0,
             record_errors: vec![],
             error_message: message,
-        };
-        encode(9, version, &[TopicProduceResponse { name: "t", partitions: vec![p] }], 0)
+            current_leader,
+        }
+    }
+
+    fn one(version: i16, message: Option<&str>) -> Vec<u8> {
+        encode(9, version, &[TopicProduceResponse { name: "t", partitions: vec![partition(message, None)] }], 0, &[])
+    }
+
+    fn hinted(version: i16, endpoints: &[NodeEndpoint<'_>]) -> Vec<u8> {
+        let topics = [TopicProduceResponse { name: "t", partitions: vec![partition(None, Some((5, 6)))] }];
+        encode(9, version, &topics, 0, endpoints)
     }
 
     #[test]
@@ -111,6 +138,34 @@ mod tests {
         assert_eq!(one(9, None).len(), 4 + 4 + 1 + 1 + 2 + 1 + 14 + 16 + 2 + 1 + 1 + 4 + 1);
         let f = one(9, Some("bad"));
         assert_eq!(i32::from_be_bytes(f[..4].try_into().unwrap()) as usize, f.len() - 4);
+    }
+
+    #[test]
+    fn current_leader_and_node_endpoints_are_tagged_from_v10() {
+        let plain = one(10, None);
+        let f = hinted(10, &[(5, "h", 9092, Some("r"))]);
+        assert_eq!(i32::from_be_bytes(f[..4].try_into().unwrap()) as usize, f.len() - 4);
+        // everything up to the partition's record_errors and error_message is unchanged
+        let at = plain.len() - 1 - 4 - 1 - 1;
+        assert_eq!(&f[4..at], &plain[4..at]);
+        #[rustfmt::skip]
+        let tail = [
+            1, 0, 9, 0, 0, 0, 5, 0, 0, 0, 6, 0, // the partition's current_leader {5, 6}
+            0, // the topic's tags
+            0, 0, 0, 0, // throttle_time_ms
+            1, 0, 14, // one body tagged field, tag 0, 14 bytes
+            2, 0, 0, 0, 5, 2, b'h', 0, 0, 0x23, 0x84, 2, b'r', 0, // [{5, "h", 9092, "r"}]
+        ];
+        assert_eq!(&f[at..], &tail);
+    }
+
+    #[test]
+    fn older_versions_and_defaults_carry_nothing_extra() {
+        for version in 0..10 {
+            assert_eq!(hinted(version, &[(5, "h", 9092, None)]), one(version, None), "v{version}");
+        }
+        let topics = [TopicProduceResponse { name: "t", partitions: vec![partition(None, Some((-1, -1)))] }];
+        assert_eq!(encode(9, 10, &topics, 0, &[]), one(10, None));
     }
 
     #[test]

@@ -1,15 +1,19 @@
-"""The native Produce codec agrees with the generic schema codec, both ways, every version."""
+"""The native Produce codec agrees with the generic schema codec, both ways, every version,
+the response's tagged fields (current_leader, node_endpoints) included."""
 
 from __future__ import annotations
 
 import struct
 
 import logstore
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.frame import Reader, Request, decode_request, encode_request, encode_response_chunks, read_request_header, request_class
+from logstore.protocol.frame import (
+    Reader, Request, decode_request, decode_response, encode_request, encode_response_chunks, read_request_header, request_class,
+)
 from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages.produce import ProduceRequest, ProduceResponse
 from logstore.protocol.produce_frame import ProduceFrame, parse_produce_frame
@@ -108,7 +112,7 @@ def test_has_producer_id_is_reported_per_partition():
     assert not logstore.has_producer_id(plain) and logstore.has_producer_id(idempotent)
 
 
-PARTITION = st.tuples(
+PARTITION_FIELDS = (
     st.integers(0, 2**31 - 1),
     st.integers(-1, 120),
     st.integers(-1, 2**62),
@@ -117,16 +121,28 @@ PARTITION = st.tuples(
     st.one_of(st.none(), st.text(max_size=30)),
     st.lists(st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=30))), max_size=3),
 )
+PARTITION = st.tuples(*PARTITION_FIELDS)
+INT32 = st.integers(-1, 2**31 - 1)
+# The 7-tuple, or the 8-tuple ending in current_leader (leader_id, leader_epoch) or None.
+PARTITIONS = st.one_of(PARTITION, st.tuples(*PARTITION_FIELDS, st.one_of(st.none(), st.tuples(INT32, INT32))))
+ENDPOINTS = st.one_of(st.none(), st.lists(st.tuples(INT32, NAMES, INT32, st.one_of(st.none(), NAMES)), max_size=3))
+
+
+def _leader(leader) -> dict:
+    if not leader or leader[0] is None:
+        return {}
+    return {"current_leader": ProduceResponse.LeaderIdAndEpoch(leader_id=leader[0][0], leader_epoch=leader[0][1])}
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     version=VERSIONS,
     correlation_id=st.integers(-(2**31), 2**31 - 1),
-    topics=st.lists(st.tuples(NAMES, st.lists(PARTITION, max_size=4)), max_size=4),
+    topics=st.lists(st.tuples(NAMES, st.lists(PARTITIONS, max_size=4)), max_size=4),
     throttle=st.integers(0, 2**31 - 1),
+    endpoints=ENDPOINTS,
 )
-def test_native_encode_equals_generic_encode(version, correlation_id, topics, throttle):
+def test_native_encode_equals_generic_encode(version, correlation_id, topics, throttle, endpoints):
     response = ProduceResponse(
         responses=[
             ProduceResponse.TopicProduceResponse(
@@ -143,13 +159,35 @@ def test_native_encode_equals_generic_encode(version, correlation_id, topics, th
                             ProduceResponse.BatchIndexAndErrorMessage(batch_index=bi, batch_index_error_message=bm)
                             for bi, bm in errors
                         ],
+                        **_leader(leader),
                     )
-                    for i, e, b, t, s, m, errors in ps
+                    for i, e, b, t, s, m, errors, *leader in ps
                 ],
             )
             for n, ps in topics
         ],
         throttle_time_ms=throttle,
+        node_endpoints=[ProduceResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints or []],
     )
     generic = b"".join(encode_response_chunks(correlation_id, ApiKey.PRODUCE, version, response))
-    assert logstore.encode_produce_response(correlation_id, version, topics, throttle) == generic
+    assert logstore.encode_produce_response(correlation_id, version, topics, throttle, endpoints) == generic
+    if not endpoints:
+        assert logstore.encode_produce_response(correlation_id, version, topics, throttle) == generic
+
+
+def test_current_leader_and_node_endpoints_decode_from_v10():
+    endpoints = [(1, "broker-1", 9092, "rack-a")]
+    topics = [("t", [(0, 6, -1, -1, -1, "not leader", [], (1, 4)), (1, 0, 5, -1, 0, None, []), (2, 6, -1, -1, -1, None, [], None)])]
+    for version in range(ApiKey.PRODUCE.min_version, ApiKey.PRODUCE.max_version + 1):
+        frame = logstore.encode_produce_response(8, version, topics, 0, node_endpoints=endpoints)
+        assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+        correlation_id, body = decode_response(frame[4:], ApiKey.PRODUCE, version)
+        assert correlation_id == 8
+        leaders = [(p.current_leader.leader_id, p.current_leader.leader_epoch) for p in body.responses[0].partition_responses]
+        assert leaders == ([(1, 4), (-1, -1), (-1, -1)] if version >= 10 else [(-1, -1)] * 3)
+        assert [(e.node_id, e.host, e.port, e.rack) for e in body.node_endpoints] == (endpoints if version >= 10 else [])
+
+
+def test_a_partition_of_another_length_is_refused():
+    with pytest.raises(TypeError):
+        logstore.encode_produce_response(1, 10, [("t", [(0, 0, 0, -1, 0, None, [], None, None)])])

@@ -347,7 +347,7 @@ def test_brokers_talk_over_a_sasl_inter_broker_listener_with_acls(tmp_path):
 
 
 def test_a_leader_whose_followers_do_not_fetch_shrinks_its_isr_through_the_controller(tmp_path):
-    """Followers that show no progress for replica.lag.time.max.ms leave the ISR: the
+    """Followers that show no progress for replica.lag.time.max.ms (paused) leave the ISR: the
     leader proposes it (AlterPartition), the controller writes it conditionally, and the
     high watermark then follows the leader alone (min.insync.replicas 1)."""
     overrides = {"replica.lag.time.max.ms": "1500", "auto.leader.rebalance.enable": "false"}
@@ -357,14 +357,26 @@ def test_a_leader_whose_followers_do_not_fetch_shrinks_its_isr_through_the_contr
         c.create_topic("shrink", 1, 3)
         leader = leaders(a, "shrink")[0]
         before = zk_json(c, "/brokers/topics/shrink/partitions/0/state")
-        p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "1"})
+        # Followers other than the controller (which must answer the AlterPartition) stop
+        # fetching: paused briefly, their ZooKeeper sessions stay.
+        ctl = controller_id(a)
+        followers = [b for b in (1, 2, 3) if b not in (leader, ctl)]
+        expected = sorted({leader, ctl})
+        for b in followers:
+            c.broker(b).pause()
+        p = Producer({"bootstrap.servers": c.bootstrap(leader), "acks": "1"})
         for i in range(5):
             p.produce("shrink", b"v%d" % i)
         assert p.flush(30) == 0
-        wait_until(lambda: zk_json(c, "/brokers/topics/shrink/partitions/0/state")["isr"] == [leader], 15, 0.2, "the ISR shrunk")
-        after = zk_json(c, "/brokers/topics/shrink/partitions/0/state")
-        assert after["leader"] == leader and after["leader_epoch"] == before["leader_epoch"]  # the leader's change keeps the epoch
-        wait_until(lambda: partitions(a, "shrink")[0].isrs == [leader], 10, 0.2, "metadata shows the ISR")
+        try:
+            wait_until(lambda: sorted(zk_json(c, "/brokers/topics/shrink/partitions/0/state")["isr"]) == expected, 15, 0.2, "the ISR shrunk")
+            after = zk_json(c, "/brokers/topics/shrink/partitions/0/state")
+            assert after["leader"] == leader and after["leader_epoch"] == before["leader_epoch"]  # the leader's change keeps the epoch
+            live = admin(c, leader)
+            wait_until(lambda: sorted(partitions(live, "shrink")[0].isrs) == expected, 10, 0.2, "metadata shows the ISR")
+        finally:
+            for b in followers:
+                c.broker(b).resume()
         # the records are committed now (read without a group: group coordinators are per
         # broker until the coordinators follow the cluster)
         out = subprocess.run(["kcat", "-C", "-b", c.bootstrap_servers, "-t", "shrink", "-o", "beginning", "-e", "-q"],

@@ -40,6 +40,8 @@ READ_COMMITTED = 1
 TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+FENCED_LEADER_EPOCH = int(ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
@@ -56,6 +58,7 @@ def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
                 name, topic_id, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
                 fp.current_leader_epoch if version >= 9 else -1,
                 fp.log_start_offset if version >= 5 else -1,
+                fp.last_fetched_epoch if version >= 12 else -1,
             ))
     return out
 
@@ -75,6 +78,58 @@ def _topic_name(apis, fp: CachedPartition, version: int) -> str | None:
         topic = apis.metadata_cache.by_id(fp.topic_id)
         return topic.name if topic else None
     return fp.topic
+
+
+def replica_id(body, version: int) -> int:
+    """The follower's broker id (v15+: in ``replica_state``); -1 for a consumer."""
+    if version >= 15:
+        state = body.replica_state
+        return -1 if state is None else state.replica_id
+    return body.replica_id
+
+
+def _read_for_follower(apis, body, partitions: list[CachedPartition], follower: int, denied: set[str]):
+    """One pass of a follower's fetch: records up to each log end, a DivergingEpoch
+    where its log disagrees, and its fetch offset recorded as its log end offset."""
+    remaining = body.max_bytes
+    first_with_data = True
+    total = 0
+    touched = []
+    out = []
+    held = apis.replica_manager.partitions
+    for fp in partitions:
+        if fp.topic is None or fp.topic in denied:
+            out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID if fp.topic is None else TOPIC_AUTHORIZATION_FAILED, -1, -1))
+            continue
+        partition = held.get((fp.topic, fp.partition))
+        if partition is None:
+            out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
+            continue
+        touched.append(partition)
+        error = partition.leader_epoch_error(fp.current_leader_epoch)
+        if error != ErrorCode.NONE:
+            out.append(PartitionRead(fp, int(error), partition.high_watermark, partition.log_start_offset, partition=partition))
+            continue
+        try:
+            diverging, slice_ = partition.read_for_follower(
+                fp.fetch_offset, fp.last_fetched_epoch, max(0, min(fp.max_bytes, remaining)), first_with_data
+            )
+        except KafkaError as e:
+            out.append(PartitionRead(fp, int(e.errno), partition.high_watermark, partition.log_start_offset, partition=partition))
+            continue
+        if diverging is None:
+            apis.replica_manager.update_follower_fetch_state(partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset)
+        records: object = b""
+        if slice_ is not None:
+            first_with_data = False
+            remaining -= slice_.length
+            total += slice_.length
+            records = DeferredRecords(slice_.length, slice_)
+        out.append(PartitionRead(
+            fp, 0, partition.high_watermark, partition.log_start_offset, records, None, partition,
+            None if diverging is None else (diverging.epoch, diverging.end_offset),
+        ))  # fmt: skip
+    return out, total, touched
 
 
 def _read(apis, body, version: int, partitions: list[CachedPartition], denied: set[str]):
@@ -153,12 +208,21 @@ def _response(context: FetchContext, reads: list[PartitionRead], request) -> lis
         parts.append((
             fp.partition, read.error_code, read.high_watermark,
             partition.last_stable_offset if partition is not None else -1,
-            read.log_start_offset, read.aborted, len(read.records),
+            read.log_start_offset, read.aborted, len(read.records), -1, read.diverging,
+            _current_leader(partition, read.error_code),
         ))
         if read.records:
             records.append(read.records)
     head, records_at = logstore.encode_fetch_response(request.correlation_id, version, error_code, session_id, topics)
     return splice_records(head, records_at, records)
+
+
+def _current_leader(partition, error_code: int) -> tuple[int, int] | None:
+    """KIP-951: the leader a client should go to, with NOT_LEADER_OR_FOLLOWER and
+    FENCED_LEADER_EPOCH, when this broker knows it."""
+    if partition is None or error_code not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) or partition.leader_id < 0:
+        return None
+    return partition.leader_id, partition.leader_epoch
 
 
 def handle_fetch(apis, request, connection):
@@ -173,10 +237,18 @@ def handle_fetch(apis, request, connection):
         _fetch_data(apis, body, version), _forgotten(body, version),
     )
     partitions = context.partitions
-    denied = _denied_topics(apis, connection, partitions, version)
+    denied = _denied_topics(apis, connection, partitions, version, replica_id(body, version) >= 0)
+
+    follower = replica_id(body, version)
+    if follower >= 0:
+        for fp in partitions:
+            fp.topic = _topic_name(apis, fp, version)
 
     def read():
-        reads, total, touched = _read(apis, body, version, partitions, denied)
+        if follower >= 0:
+            reads, total, touched = _read_for_follower(apis, body, partitions, follower, denied)
+        else:
+            reads, total, touched = _read(apis, body, version, partitions, denied)
         return (context, reads), total, touched
 
     def respond(result):
@@ -193,11 +265,14 @@ async def _when_done(pending, respond):
     return respond(await pending)
 
 
-def _denied_topics(apis, connection, partitions: list[CachedPartition], version: int) -> set[str]:
-    """The requested topics the connection may not READ (TOPIC_AUTHORIZATION_FAILED)."""
+def _denied_topics(apis, connection, partitions: list[CachedPartition], version: int, from_follower: bool = False) -> set[str]:
+    """The requested topics the connection may not READ, or, for a follower's fetch,
+    all of them unless it may CLUSTER_ACTION the cluster (TOPIC_AUTHORIZATION_FAILED)."""
     if apis.authorizer is None:
         return set()
     names = {name for fp in partitions if (name := _topic_name(apis, fp, version)) is not None}
+    if from_follower:
+        return set() if auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION) else names
     return auth_helper.denied(apis, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
 
 

@@ -1,5 +1,10 @@
 """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) and offsets for times.
 
+A follower (``replica_id`` ≥ 0) gets the leader's log end for "latest", not its high
+watermark. A client asking "latest" (or a time) from a new leader whose high watermark
+is still below the start of its epoch gets OFFSET_NOT_AVAILABLE (the committed end is
+not known yet), as from Kafka.
+
 With an authorizer, a topic the connection may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
@@ -7,7 +12,7 @@ from __future__ import annotations
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
+from logstore.protocol.errors import KafkaError, OffsetNotAvailableError
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.list_offsets import ListOffsetsResponse
 
@@ -18,7 +23,7 @@ EARLIEST_LOCAL = -4
 READ_COMMITTED = 1
 
 
-def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+def lookup(partition, timestamp: int, isolation_level: int, replica_id: int = -1) -> tuple[int, int]:
     """(timestamp, offset) that ListOffsets answers; (-1, -1) when no record qualifies.
 
     Reads stop at the last stable offset (read_committed) or the high watermark: a
@@ -26,6 +31,13 @@ def lookup(partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
     read_committed = isolation_level == READ_COMMITTED
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, partition.log_start_offset
+    if replica_id >= 0 and timestamp == LATEST:
+        return -1, partition.log_end_offset
+    if replica_id < 0 and partition.is_leader and partition.leader_epoch_start_offset > partition.high_watermark:
+        raise OffsetNotAvailableError(
+            f"{partition.name}: the high watermark {partition.high_watermark} is below the start of "
+            f"leader epoch {partition.leader_epoch} at {partition.leader_epoch_start_offset}"
+        )
     if timestamp == LATEST:
         return -1, partition.last_stable_offset if read_committed else partition.high_watermark
     if timestamp == MAX_TIMESTAMP:
@@ -52,7 +64,7 @@ def handle_list_offsets(apis, request, connection):
                 pass
             else:
                 try:
-                    ts, offset = lookup(partition, p.timestamp, body.isolation_level)
+                    ts, offset = lookup(partition, p.timestamp, body.isolation_level, body.replica_id)
                     epoch = partition.leader_epoch if offset >= 0 else -1
                 except KafkaError as e:
                     error = e.errno

@@ -6,7 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::fetch_response::{self, FetchPartitionResponse, FetchTopicResponse};
+use crate::fetch_response::{self, FetchPartitionResponse, FetchTopicResponse, NodeEndpoint};
 use crate::produce_request;
 use crate::produce_response::{self, PartitionProduceResponse, TopicProduceResponse};
 
@@ -47,47 +47,71 @@ pub(super) fn has_producer_id(records: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 type PartitionResult = (i32, i16, i64, i64, i64, Option<String>, Vec<(i32, Option<String>)>);
 
+/// A Produce response partition: the 7-tuple, or an 8-tuple ending in current_leader.
+#[derive(FromPyObject)]
+pub(super) enum ProducePartition {
+    Plain(PartitionResult),
+    WithLeader(i32, i16, i64, i64, i64, Option<String>, Vec<(i32, Option<String>)>, Option<(i32, i32)>),
+}
+
+impl ProducePartition {
+    fn response(&self) -> PartitionProduceResponse<'_> {
+        let (index, error_code, base_offset, log_append_time_ms, log_start_offset, message, record_errors, current_leader) = match self {
+            Self::Plain((a, b, c, d, e, f, g)) => (a, b, c, d, e, f, g, None),
+            Self::WithLeader(a, b, c, d, e, f, g, h) => (a, b, c, d, e, f, g, *h),
+        };
+        PartitionProduceResponse {
+            index: *index,
+            error_code: *error_code,
+            base_offset: *base_offset,
+            log_append_time_ms: *log_append_time_ms,
+            log_start_offset: *log_start_offset,
+            record_errors: record_errors.iter().map(|(i, m)| (*i, m.as_deref())).collect(),
+            error_message: message.as_deref(),
+            current_leader,
+        }
+    }
+}
+
 /// A whole Produce response frame (size prefix included) from `[(topic, [(partition,
 /// error_code, base_offset, log_append_time_ms, log_start_offset, error_message,
-/// [(batch_index, message), ...]), ...]), ...]`.
+/// [(batch_index, message), ...][, current_leader]), ...]), ...]`: each partition a
+/// 7-tuple, or an 8-tuple whose last item is `(leader_id, leader_epoch)` or None.
+/// `node_endpoints`: `[(node_id, host, port, rack or None), ...]` or None. The current
+/// leader and the node endpoints are written v10+ only (tagged fields), and only when
+/// other than (-1, -1) and non-empty.
 #[pyfunction]
-#[pyo3(signature = (correlation_id, api_version, topics, throttle_time_ms = 0))]
+#[pyo3(signature = (correlation_id, api_version, topics, throttle_time_ms = 0, node_endpoints = None))]
 pub(super) fn encode_produce_response<'py>(
     py: Python<'py>,
     correlation_id: i32,
     api_version: i16,
-    topics: Vec<(String, Vec<PartitionResult>)>,
+    topics: Vec<(String, Vec<ProducePartition>)>,
     throttle_time_ms: i32,
+    node_endpoints: Option<Vec<NodeEndpointArg>>,
 ) -> Bound<'py, PyBytes> {
     let topics: Vec<TopicProduceResponse<'_>> = topics
         .iter()
-        .map(|(name, parts)| TopicProduceResponse {
-            name,
-            partitions: parts
-                .iter()
-                .map(|(index, error_code, base_offset, log_append_time_ms, log_start_offset, message, record_errors)| PartitionProduceResponse {
-                    index: *index,
-                    error_code: *error_code,
-                    base_offset: *base_offset,
-                    log_append_time_ms: *log_append_time_ms,
-                    log_start_offset: *log_start_offset,
-                    record_errors: record_errors.iter().map(|(i, m)| (*i, m.as_deref())).collect(),
-                    error_message: message.as_deref(),
-                })
-                .collect(),
-        })
+        .map(|(name, parts)| TopicProduceResponse { name, partitions: parts.iter().map(ProducePartition::response).collect() })
         .collect();
-    PyBytes::new(py, &produce_response::encode(correlation_id, api_version, &topics, throttle_time_ms))
+    let endpoints = endpoint_refs(&node_endpoints);
+    PyBytes::new(py, &produce_response::encode(correlation_id, api_version, &topics, throttle_time_ms, &endpoints))
 }
 
-type FetchPartitionResult = (i32, i16, i64, i64, i64, Option<Vec<(i64, i64)>>, u32);
+type FetchPartitionResult = (i32, i16, i64, i64, i64, Option<Vec<(i64, i64)>>, u32, i32, Option<(i32, i64)>, Option<(i32, i32)>);
 
 /// A Fetch response frame without its records' bytes, from `[(topic, topic_id as int,
 /// [(partition, error_code, high_watermark, last_stable_offset, log_start_offset,
-/// aborted [(producer_id, first_offset)] or None, records_len), ...]), ...]`: returns
-/// (head, offsets in head where each non-empty records field's bytes go).
+/// aborted [(producer_id, first_offset)] or None, records_len, preferred_read_replica,
+/// diverging_epoch (epoch, end_offset) or None, current_leader (leader_id, leader_epoch)
+/// or None), ...]), ...]`, and `node_endpoints` `[(node_id, host, port, rack or None),
+/// ...]` or None: returns (head, offsets in head where each non-empty records field's
+/// bytes go). preferred_read_replica is written v11+; diverging_epoch and current_leader
+/// v12+ and node_endpoints v16+ as tagged fields, only when other than all -1 and
+/// non-empty.
 #[pyfunction]
-#[pyo3(signature = (correlation_id, api_version, error_code, session_id, topics, throttle_time_ms = 0))]
+#[pyo3(signature = (correlation_id, api_version, error_code, session_id, topics, throttle_time_ms = 0, node_endpoints = None))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn encode_fetch_response<'py>(
     py: Python<'py>,
     correlation_id: i32,
@@ -96,6 +120,7 @@ pub(super) fn encode_fetch_response<'py>(
     session_id: i32,
     topics: Vec<(String, u128, Vec<FetchPartitionResult>)>,
     throttle_time_ms: i32,
+    node_endpoints: Option<Vec<NodeEndpointArg>>,
 ) -> (Bound<'py, PyBytes>, Vec<usize>) {
     let topics: Vec<FetchTopicResponse<'_>> = topics
         .iter()
@@ -104,20 +129,31 @@ pub(super) fn encode_fetch_response<'py>(
             topic_id: topic_id.to_be_bytes(),
             partitions: parts
                 .iter()
-                .map(|(index, error_code, high_watermark, last_stable_offset, log_start_offset, aborted, records_len)| {
+                .map(|&(index, error_code, high_watermark, last_stable_offset, log_start_offset, ref aborted, records_len, preferred, diverging, leader)| {
                     FetchPartitionResponse {
-                        index: *index,
-                        error_code: *error_code,
-                        high_watermark: *high_watermark,
-                        last_stable_offset: *last_stable_offset,
-                        log_start_offset: *log_start_offset,
+                        index,
+                        error_code,
+                        high_watermark,
+                        last_stable_offset,
+                        log_start_offset,
                         aborted_transactions: aborted.clone(),
-                        records_len: *records_len,
+                        records_len,
+                        preferred_read_replica: preferred,
+                        diverging_epoch: diverging,
+                        current_leader: leader,
                     }
                 })
                 .collect(),
         })
         .collect();
-    let encoded = fetch_response::encode(correlation_id, api_version, throttle_time_ms, error_code, session_id, &topics);
+    let endpoints = endpoint_refs(&node_endpoints);
+    let encoded = fetch_response::encode(correlation_id, api_version, throttle_time_ms, error_code, session_id, &topics, &endpoints);
     (PyBytes::new(py, &encoded.head), encoded.records_at)
+}
+
+/// A broker's address: (node_id, host, port, rack or None).
+type NodeEndpointArg = (i32, String, i32, Option<String>);
+
+fn endpoint_refs(endpoints: &Option<Vec<NodeEndpointArg>>) -> Vec<NodeEndpoint<'_>> {
+    endpoints.iter().flatten().map(|(id, host, port, rack)| (*id, host.as_str(), *port, rack.as_deref())).collect()
 }

@@ -1,0 +1,100 @@
+"""A follower's view of one leader broker (Kafka's ``RemoteLeaderEndPoint``): the
+Fetch and ListOffsets requests a replica fetcher sends it, over one
+:class:`~broker_py.network.network_client.NetworkClient`.
+
+Fetch is sent at v12: topics by name, ``replica_id`` = this broker, each partition's
+``current_leader_epoch`` (the leader fences a stale follower with FENCED_LEADER_EPOCH),
+``last_fetched_epoch`` (the leader answers a diverging follower with DivergingEpoch),
+``log_start_offset``, and no fetch session (``session_epoch`` -1, full requests).
+ListOffsets carries ``replica_id`` = this broker, so the leader answers its log end for
+"latest", not its high watermark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from broker_py.network.network_client import NetworkClient
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.errors import KafkaError, error_class
+from logstore.protocol.messages.fetch import FetchRequest
+from logstore.protocol.messages.list_offsets import ListOffsetsRequest
+
+FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 4
+EARLIEST = -2
+LATEST = -1
+
+TopicPartition = tuple[str, int]
+
+
+@dataclasses.dataclass
+class PartitionFetchState:
+    """Where a follower fetches a partition from: its next offset, the leader epoch it
+    follows in, the epoch of its last batch (-1: unknown or not to be checked), and
+    until when (monotonic seconds) it backs off after an error."""
+
+    fetch_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+    delayed_until: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchConfig:
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int  # replica.fetch.response.max.bytes
+    partition_max_bytes: int  # replica.fetch.max.bytes
+    request_timeout_ms: int
+
+
+class RemoteLeaderEndPoint:
+    def __init__(self, broker_id: int, client: NetworkClient, config: FetchConfig) -> None:
+        self.broker_id = broker_id
+        self.client = client
+        self.config = config
+
+    def build_fetch(self, partitions: dict[TopicPartition, PartitionFetchState], log_start_offset) -> FetchRequest:
+        """The Fetch for ``partitions``; ``log_start_offset(tp)`` is the follower's own."""
+        by_topic: dict[str, list] = {}
+        for (topic, index), state in partitions.items():
+            by_topic.setdefault(topic, []).append(FetchRequest.FetchPartition(
+                partition=index, current_leader_epoch=state.current_leader_epoch, fetch_offset=state.fetch_offset,
+                last_fetched_epoch=state.last_fetched_epoch, log_start_offset=log_start_offset((topic, index)),
+                partition_max_bytes=self.config.partition_max_bytes,
+            ))  # fmt: skip
+        return FetchRequest(
+            cluster_id=None, replica_id=self.broker_id, max_wait_ms=self.config.max_wait_ms, min_bytes=self.config.min_bytes,
+            max_bytes=self.config.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            forgotten_topics_data=[], rack_id="",
+        )  # fmt: skip
+
+    async def fetch(self, request: FetchRequest) -> dict[TopicPartition, Any]:
+        """Each partition's data in the leader's answer; a request-level error raises."""
+        timeout = self.config.request_timeout_ms + self.config.max_wait_ms
+        response = await self.client.send(ApiKey.FETCH, request, timeout, version=FETCH_VERSION)
+        if response.error_code:
+            raise error_class(response.error_code)(f"fetch from broker {self.client.address}")
+        return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+
+    async def list_offset(self, tp: TopicPartition, current_leader_epoch: int, timestamp: int) -> int:
+        """The leader's log start (EARLIEST) or log end (LATEST) offset."""
+        topic, index = tp
+        request = ListOffsetsRequest(replica_id=self.broker_id, isolation_level=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=index, current_leader_epoch=current_leader_epoch, timestamp=timestamp,
+            )]),
+        ])  # fmt: skip
+        response = await self.client.send(ApiKey.LIST_OFFSETS, request, self.config.request_timeout_ms, version=LIST_OFFSETS_VERSION)
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise error_class(p.error_code)(f"ListOffsets of {topic}-{index} from broker {self.client.address}")
+                return p.offset
+        raise KafkaError(f"ListOffsets of {topic}-{index}: no answer for the partition")
+
+    async def close(self) -> None:
+        await self.client.close()

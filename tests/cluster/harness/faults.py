@@ -1,0 +1,127 @@
+"""Kafka's ``replication_test`` faults (tests/kafkatest/tests/core/replication_test.py)
+on one broker of a running cluster, chosen as the leader of a partition or the
+controller at the moment each fault starts:
+
+- ``clean_shutdown``: SIGTERM (controlled shutdown), left down;
+- ``hard_shutdown``: SIGKILL, left down;
+- ``clean_bounce``: SIGTERM and start again, ``bounces`` times;
+- ``hard_bounce``: SIGKILL and start again, ``bounces`` times.
+
+Each bounce waits for the broker to be back in every ISR of the topic before the next
+one, so a bounce never takes down the last in-sync copy of a partition (which would
+make acks=all records unavailable, not lost). :func:`settle` restarts every stopped
+broker and waits for full ISRs, then :func:`replica_check` compares the replicas'
+segment files below each partition's high watermark.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.cluster.harness.cluster import Cluster, wait_until
+from tests.cluster.harness.replicas import ReplicaComparison, compare_replicas
+
+FAULTS = ("clean_shutdown", "hard_shutdown", "clean_bounce", "hard_bounce")
+TARGETS = ("leader", "controller")
+
+
+def target_broker(cluster: Cluster, target: str, topic: str, partition: int = 0) -> int:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def find() -> int | None:
+        try:
+            md = admin.list_topics(topic, timeout=5)
+            if target == "controller":
+                return md.controller_id if md.controller_id >= 0 else None
+            leader = md.topics[topic].partitions[partition].leader
+        except Exception:  # noqa: BLE001 - a broker going down or up; ask again
+            return None
+        return leader if leader >= 0 else None
+
+    return wait_until(find, 30, 0.1, f"the {target} of {topic}")
+
+
+def isrs(cluster: Cluster, topic: str) -> dict[int, list[int]]:
+    """Each partition's ISR as the metadata says now (-1: no answer for it)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        md = admin.list_topics(topic, timeout=5).topics[topic]
+    except Exception:  # noqa: BLE001 - a broker going down or up; ask again
+        return collections.defaultdict(lambda: [-1])
+    out = collections.defaultdict(lambda: [-1])
+    out.update({p.id: sorted(p.isrs) for p in md.partitions.values()})
+    return out
+
+
+def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
+    ids = sorted(b.id for b in cluster.brokers)
+
+    def full() -> bool:
+        try:
+            return all(isr == ids for isr in isrs(cluster, topic).values())
+        except Exception:
+            return False
+
+    wait_until(full, timeout, 0.2, f"every ISR of {topic} back to {ids}")
+
+
+def run_fault(cluster: Cluster, fault: str, target: str, topic: str, bounces: int = 5,
+              stop: threading.Event | None = None, log: list[str] | None = None) -> None:  # fmt: skip
+    """Applies ``fault`` to the current ``target`` broker (leader of partition 0 of
+    ``topic``, or the controller); bounces wait for full ISRs in between."""
+    note = log.append if log is not None else (lambda _s: None)
+    rounds = bounces if fault.endswith("bounce") else 1
+    for i in range(rounds):
+        if stop is not None and stop.is_set() and i > 0:
+            return
+        broker_id = target_broker(cluster, target, topic)
+        broker = cluster.broker(broker_id)
+        note(f"{time.strftime('%H:%M:%S')} {fault} #{i + 1} of b{broker_id} ({target})")
+        if fault.startswith("clean"):
+            broker.terminate()
+        else:
+            broker.kill()
+        if fault.endswith("shutdown"):
+            return
+        broker.start()
+        wait_full_isr(cluster, topic)
+
+
+def settle(cluster: Cluster, topic: str) -> None:
+    """Every broker running, every ISR full."""
+    for b in cluster.brokers:
+        if not b.alive():
+            b.start()
+    wait_full_isr(cluster, topic)
+
+
+def high_watermarks(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "replica-check", "enable.auto.commit": False})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    finally:
+        consumer.close()
+
+
+def replica_check(cluster: Cluster, topic: str, partitions: int) -> dict[int, ReplicaComparison]:
+    """Each partition's replicas compared below its high watermark (after :func:`settle`;
+    followers are given until their log ends reach it)."""
+    hws = high_watermarks(cluster, topic, partitions)
+    out = {}
+    for p, hw in hws.items():
+        dirs = {f"b{b.id}": b.partition_dir(topic, p) for b in cluster.brokers}
+
+        def caught_up() -> ReplicaComparison | None:
+            result = compare_replicas(dirs, hw)
+            return result if result.identical and all(end >= hw for end in result.end_offsets.values()) else None
+
+        try:
+            out[p] = wait_until(caught_up, 30, 0.2, f"replicas of {topic}-{p} equal below {hw}")
+        except Exception:
+            out[p] = compare_replicas(dirs, hw)
+    return out
