@@ -139,12 +139,15 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
 
-    def leader_epoch_error(self, current_leader_epoch: int) -> ErrorCode:
+    def leader_epoch_error(self, current_leader_epoch: int, leader_only: bool = True) -> ErrorCode:
         """The error for a request made under ``current_leader_epoch`` (-1: not checked):
-        an older epoch is fenced, a newer one is not known here yet; then leadership."""
+        an older epoch is fenced, a newer one is not known here yet; then leadership
+        (``leader_only``), or for a read a follower may serve, that there is a leader."""
         if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
-        return ErrorCode.NONE if self.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.is_leader or (not leader_only and self.leader_id >= 0):
+            return ErrorCode.NONE
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     # ---- ISR and high watermark ----
 

@@ -293,6 +293,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "controlled.shutdown.max.retries": (_int(0), "3"),
     "controlled.shutdown.retry.backoff.ms": (_int(0), "5000"),
     "broker.rack": (_str, None),
+    "replica.selector.class": (_choice("org.apache.kafka.common.replica.LeaderSelector", "org.apache.kafka.common.replica.RackAwareReplicaSelector"), None),
     "auto.leader.rebalance.enable": (_bool, "true"),
     "leader.imbalance.check.interval.seconds": (_int(1), "300"),
     "leader.imbalance.per.broker.percentage": (_int(0), "10"),

@@ -218,14 +218,15 @@ class UnifiedLog:
 
     def truncate_to(self, offset: int) -> None:
         """Removes every batch at or past ``offset`` (a follower cutting a diverging
-        suffix); the producer state and transaction index are rebuilt for the new end."""
-        if offset >= self.local_log.log_end_offset:
-            return
+        suffix); the producer state and transaction index are rebuilt for the new end. At
+        or past the log end nothing is cut, but leader epochs starting there are dropped."""
+        cuts = offset < self.local_log.log_end_offset
         try:
             self.local_log.truncate_to(offset)
         except logstore.LogStoreError as e:
             raise self.error(e, "truncating") from None
-        self._after_truncation()
+        if cuts:
+            self._after_truncation()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empties the log and starts it at ``offset`` (a follower far behind the

@@ -71,6 +71,8 @@ class ReplicaManager:
         # Fetches the partitions this broker follows (a cluster's ReplicaFetcherManager);
         # None on a broker alone.
         self.replica_fetcher_manager: Any = None
+        # Whether the cluster's metadata has a partition (set in a cluster).
+        self.partition_exists: Callable[[str, int], bool] | None = None
         # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
         self._hw_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
 
@@ -80,10 +82,13 @@ class ReplicaManager:
         return self.partitions.get((topic, index))
 
     def get_partition_or_error(self, topic: str, index: int) -> Partition:
-        """The partition this broker leads; UnknownTopicOrPartitionError when it holds no
-        such partition, NotLeaderOrFollowerError when it does not lead it."""
+        """The partition this broker leads; NotLeaderOrFollowerError when it does not lead
+        it (or holds no replica of a partition the cluster has, as Kafka answers),
+        UnknownTopicOrPartitionError when no such partition exists."""
         partition = self.partitions.get((topic, index))
         if partition is None:
+            if self.partition_exists is not None and self.partition_exists(topic, index):
+                raise NotLeaderOrFollowerError(f"this broker holds no replica of {topic}-{index}")
             raise UnknownTopicOrPartitionError(f"{topic}-{index} is not on this broker")
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"this broker does not lead {topic}-{index}")

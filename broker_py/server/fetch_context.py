@@ -47,6 +47,7 @@ class PartitionRead(NamedTuple):
     aborted: list | None = None
     partition: object = None
     diverging: tuple[int, int] | None = None  # (epoch, end offset) a diverging follower truncates to
+    preferred_read_replica: int = -1  # KIP-392: the replica the consumer should read from instead
 
 
 class SessionErrorContext:

@@ -174,6 +174,7 @@ class ZkSupport:
             config["replica.fetch.backoff.ms"],
         )  # fmt: skip
         apis.replica_manager.replica_fetcher_manager = self.replica_fetcher_manager
+        apis.replica_manager.partition_exists = lambda topic, index: self.metadata_cache.partition_state(topic, index) is not None
 
     def producer_id_manager(self) -> ZkProducerIdManager:
         def claim() -> tuple[int, int]:

@@ -26,11 +26,13 @@ import asyncio
 
 import logstore
 
+from broker_py.replication import replica_selector
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 from broker_py.server.fetch_context import FetchContext, PartitionRead, new_context
+from broker_py.server.leader_hints import FETCH_ENDPOINTS_MIN_VERSION, FETCH_HINT_ERRORS, FETCH_MIN_VERSION, LeaderHints
 from broker_py.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.frame import splice_records
@@ -41,7 +43,6 @@ TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-FENCED_LEADER_EPOCH = int(ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
@@ -142,6 +143,8 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
     touched = []
     out = []
     held = apis.replica_manager.partitions
+    selector = apis.config["replica.selector.class"] if version >= 11 else None
+    redirected = False
     for fp in partitions:
         name = _topic_name(apis, fp, version) if version >= 13 else fp.topic
         if name is not None and name in denied:
@@ -153,15 +156,22 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
         fp.topic = name
         partition = held.get((name, fp.partition))
         if partition is None:
-            out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
+            out.append(PartitionRead(fp, _not_held_error(apis, name, fp.partition), -1, -1))
             continue
         touched.append(partition)
         high_watermark = partition.high_watermark
         log_start_offset = partition.log_start_offset
         if fp.current_leader_epoch >= 0 or partition.leader_id != partition.local_broker_id:
-            error = partition.leader_epoch_error(fp.current_leader_epoch)
+            # A consumer naming its rack (v11+) may read from a follower, up to its high watermark.
+            error = partition.leader_epoch_error(fp.current_leader_epoch, leader_only=version < 11)
             if error != ErrorCode.NONE:
                 out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
+                continue
+        if selector is not None and partition.is_leader:
+            preferred = _preferred_read_replica(apis, selector, body.rack_id, partition, fp.fetch_offset)
+            if preferred >= 0:
+                out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition, None, preferred))
+                redirected = True  # answered at once, as Kafka does
                 continue
         if fp.fetch_offset == high_watermark:  # caught up: nothing to read
             out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
@@ -184,10 +194,30 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
             ]
         records = DeferredRecords(slice_.length, slice_)
         out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, records, aborted, partition))
+    if redirected:
+        total = max(total, body.min_bytes)
     return out, total, touched
 
 
-def _response(context: FetchContext, reads: list[PartitionRead], request) -> list:
+def _not_held_error(apis, topic: str, index: int) -> int:
+    """NOT_LEADER_OR_FOLLOWER for a partition the cluster has elsewhere (Kafka's answer:
+    the client refreshes its metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
+    exists = apis.replica_manager.partition_exists
+    return NOT_LEADER_OR_FOLLOWER if exists is not None and exists(topic, index) else UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _preferred_read_replica(apis, selector: str, client_rack: str, partition, fetch_offset: int) -> int:
+    """KIP-392: the follower the consumer should read from, or -1 for this leader."""
+    cache = apis.metadata_cache
+    racks = {b: (r.info.rack if (r := cache.alive_broker(b)) is not None else None) for b in partition.assigned_replicas}
+    racks = {b: rack for b, rack in racks.items() if cache.alive_broker(b) is not None or b == partition.local_broker_id}
+    racks.setdefault(partition.local_broker_id, apis.config["broker.rack"])
+    leader, followers = replica_selector.candidates(partition, fetch_offset, racks, apis.replica_manager.time.milliseconds())
+    chosen = replica_selector.select(selector, client_rack or "", leader, followers)
+    return -1 if chosen == leader.broker_id else chosen
+
+
+def _response(context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
     partitions of one topic share a topic entry."""
@@ -208,21 +238,16 @@ def _response(context: FetchContext, reads: list[PartitionRead], request) -> lis
         parts.append((
             fp.partition, read.error_code, read.high_watermark,
             partition.last_stable_offset if partition is not None else -1,
-            read.log_start_offset, read.aborted, len(read.records), -1, read.diverging,
-            _current_leader(partition, read.error_code),
+            read.log_start_offset, read.aborted, len(read.records), read.preferred_read_replica, read.diverging,
+            hints.current_leader(fp.topic, fp.partition) if version >= FETCH_MIN_VERSION and read.error_code in FETCH_HINT_ERRORS and fp.topic else None,
         ))
         if read.records:
             records.append(read.records)
-    head, records_at = logstore.encode_fetch_response(request.correlation_id, version, error_code, session_id, topics)
+    endpoints = hints.node_endpoints() if version >= FETCH_ENDPOINTS_MIN_VERSION else None
+    head, records_at = logstore.encode_fetch_response(
+        request.correlation_id, version, error_code, session_id, topics, node_endpoints=endpoints
+    )
     return splice_records(head, records_at, records)
-
-
-def _current_leader(partition, error_code: int) -> tuple[int, int] | None:
-    """KIP-951: the leader a client should go to, with NOT_LEADER_OR_FOLLOWER and
-    FENCED_LEADER_EPOCH, when this broker knows it."""
-    if partition is None or error_code not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) or partition.leader_id < 0:
-        return None
-    return partition.leader_id, partition.leader_epoch
 
 
 def handle_fetch(apis, request, connection):
@@ -252,7 +277,7 @@ def handle_fetch(apis, request, connection):
         return (context, reads), total, touched
 
     def respond(result):
-        return _response(result[0], result[1], request)
+        return _response(result[0], result[1], request, LeaderHints(apis, connection))
 
     first = read()
     result = apis.replica_manager.fetch_messages(body.max_wait_ms, body.min_bytes, first, read)

@@ -10,6 +10,9 @@ partition's log (:mod:`broker_py.log.unified_log`). With an authorizer, a
 transactional id needs WRITE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
 partition) and each topic WRITE (TOPIC_AUTHORIZATION_FAILED).
 
+A partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER with, from v10, the
+current leader and its endpoint (KIP-951, :mod:`broker_py.server.leader_hints`).
+
 A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
 encoded response frame; any other arrives decoded and is answered with a message.
 """
@@ -20,6 +23,7 @@ import logstore
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.leader_hints import with_produce_hints
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.produce import ProduceResponse
@@ -61,6 +65,7 @@ def handle_produce(apis, request, connection):
         return None
 
     def respond(results) -> ProduceResponse:
+        results, endpoints = with_produce_hints(apis, connection, request.api_version, results)
         by_topic = dict(results)
         responses = []
         for topic_data in body.topic_data:
@@ -80,10 +85,14 @@ def handle_produce(apis, request, connection):
                         for i, m in record_errors
                     ],
                     error_message=message,
+                    current_leader=_leader_struct(hint[0] if hint else None),
                 )
-                for index, error, base_offset, append_time, log_start, message, record_errors in parts
+                for index, error, base_offset, append_time, log_start, message, record_errors, *hint in parts
             ]))  # fmt: skip
-        return ProduceResponse(responses=responses, throttle_time_ms=0)
+        nodes = None if endpoints is None else [
+            ProduceResponse.NodeEndpoint(node_id=i, host=h, port=port, rack=rack) for i, h, port, rack in endpoints
+        ]  # fmt: skip
+        return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=nodes)
 
     return respond(results) if isinstance(results, list) else _when_done(results, respond)
 
@@ -111,7 +120,7 @@ def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | No
     if acks == 0:
         return None
     if not refused and type(results) is list:
-        return logstore.encode_produce_response(request.correlation_id, request.api_version, results)
+        return _encode(apis, connection, request, results)
 
     def respond(results) -> bytes:
         if refused:
@@ -120,9 +129,18 @@ def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | No
                 (name, [_refused_partition(index, refused[name]) for index, *_ in partitions] if name in refused else by_topic[name])
                 for name, partitions in request.topics
             ]
-        return logstore.encode_produce_response(request.correlation_id, request.api_version, results)
+        return _encode(apis, connection, request, results)
 
     return respond(results) if isinstance(results, list) else _when_done(results, respond)
+
+
+def _leader_struct(leader: tuple[int, int] | None):
+    return None if leader is None else ProduceResponse.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+
+
+def _encode(apis, connection, request: ProduceFrame, results: list) -> bytes:
+    results, endpoints = with_produce_hints(apis, connection, request.api_version, results)
+    return logstore.encode_produce_response(request.correlation_id, request.api_version, results, node_endpoints=endpoints)
 
 
 HANDLERS = {ApiKey.PRODUCE: handle_produce}

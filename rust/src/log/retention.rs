@@ -23,14 +23,18 @@ use crate::segment_deletion::unlink_all;
 
 impl Log {
     /// Removes every batch whose last offset >= `offset` (a follower truncating to the
-    /// leader's epoch boundary). Below the log start it truncates everything.
+    /// leader's epoch boundary), and every leader-epoch entry starting at or past the new
+    /// log end. Below the log start it truncates everything.
     pub fn truncate_to(&self, offset: i64) -> Result<()> {
         let _shrink = self.segment_shrink.write();
         let mut guard = self.inner.write();
         let inner = &mut *guard;
         inner.check_open(&self.dir)?;
         if offset >= inner.next_offset {
-            return Ok(());
+            // Nothing to cut, but an epoch assigned at the log end (a leader that wrote
+            // nothing in it) goes, as Kafka's truncateFromEnd(logEndOffset) does.
+            let end = inner.next_offset;
+            return inner.epochs.truncate_from_end(end);
         }
         let first_base = *inner.segments.keys().next().unwrap();
         if offset < inner.log_start_offset || offset <= first_base {
