@@ -311,12 +311,14 @@ class Partition:
         self._appended()
         return result
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> CompletedTxn | None:
-        """Appends a COMMIT or ABORT control batch ending the producer's transaction
-        (None: it had no data here)."""
-        _, txn = self.log.append_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> tuple[int, CompletedTxn | None]:
+        """Appends, as leader, a COMMIT or ABORT control batch ending the producer's
+        transaction: (its offset, the transaction or None when it had no data here)."""
+        if self.leader_id != self.local_broker_id:
+            raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
+        offset, txn = self.log.append_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
         self._appended()
-        return txn
+        return offset, txn
 
     def _appended(self) -> None:
         self.maybe_increment_leader_hw()

@@ -50,6 +50,9 @@ COORDINATOR = "coordinator"
 # One partition's records in an append: (partition index, records, whether a batch
 # carries a producer id or None when unknown).
 PartitionRecords = tuple[int, Any, "bool | None"]
+# A transaction marker to append: (topic, partition, producer id, producer epoch,
+# commit, coordinator epoch).
+TxnMarker = tuple[str, int, int, int, bool, int]
 
 
 class ReplicaManager:
@@ -71,6 +74,9 @@ class ReplicaManager:
         # Fetches the partitions this broker follows (a cluster's ReplicaFetcherManager);
         # None on a broker alone.
         self.replica_fetcher_manager: Any = None
+        # Called with (partitions now led, partitions now followed) after each LeaderAndIsr
+        # and StopReplica (the coordinators take or drop their internal partitions).
+        self.on_leadership_change: list[Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]] = []
         # Whether the cluster's metadata has a partition (set in a cluster).
         self.partition_exists: Callable[[str, int], bool] | None = None
         # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
@@ -127,6 +133,7 @@ class ReplicaManager:
         self.controller_epoch = request.controller_epoch
         errors: dict[TopicPartition, ErrorCode] = {}
         new_leaders: list[tuple[str, int]] = []
+        followers: list[tuple[str, int]] = []
         new_followers: dict[tuple[str, int], Partition] = {}
         for state in request.partitions:
             tp = state.partition
@@ -154,6 +161,7 @@ class ReplicaManager:
                     new_leaders.append((topic, index))
                 else:
                     changed = partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
+                    followers.append((topic, index))
                     if was_leader:
                         self.produce_purgatory.complete_all((topic, index))
                         self.fetch_purgatory.complete_all((topic, index))
@@ -165,6 +173,8 @@ class ReplicaManager:
                 continue
             errors[tp] = ErrorCode.NONE
         self._update_fetchers(new_leaders, new_followers, {r.id: r for r in request.live_leaders})
+        for callback in self.on_leadership_change:
+            callback(new_leaders, followers)
         return ErrorCode.NONE, errors
 
     def _update_fetchers(self, new_leaders: list[tuple[str, int]], new_followers: dict[tuple[str, int], Partition], live_leaders: dict) -> None:
@@ -216,6 +226,9 @@ class ReplicaManager:
                 errors[state.partition] = e.errno
                 continue
             errors[state.partition] = ErrorCode.NONE
+        stopped = [tuple(s.partition) for s in request.partitions if errors.get(s.partition) == ErrorCode.NONE]
+        for callback in self.on_leadership_change:
+            callback([], stopped)
         return ErrorCode.NONE, errors
 
     # ---- high watermark checkpoints ----
@@ -361,6 +374,39 @@ class ReplicaManager:
                         result = (index, int(error), base_offset, append_time, log_start, error.description, ())
                 out.append(result)
         return results, waiting
+
+    def append_markers(self, timeout_ms: int, markers: Iterable[TxnMarker]):
+        """Appends COMMIT/ABORT markers as leader with acks=all (WriteTxnMarkers, and the
+        transaction coordinator's own): ``[(topic, [(index, error_code, offset, ...), ...]),
+        ...]`` as :meth:`append` answers, now or as a future once every marker is
+        replicated to the ISR (or failed)."""
+        results: list[tuple[str, list[tuple]]] = []
+        waiting: list[ProducePartitionStatus] = []
+        by_topic: dict[str, list[tuple]] = {}
+        for topic, index, producer_id, producer_epoch, commit, coordinator_epoch in markers:
+            out = by_topic.get(topic)
+            if out is None:
+                out = by_topic[topic] = []
+                results.append((topic, out))
+            try:
+                partition = self.get_partition_or_error(topic, index)
+                offset, _ = partition.append_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+            except KafkaError as e:
+                out.append((index, int(e.errno), -1, -1, -1, str(e), ()))
+                continue
+            result = (index, 0, offset, -1, partition.log_start_offset, None, ())
+            if partition.high_watermark <= offset or not partition.isr_full:
+                done, error = partition.check_enough_replicas_reached_offset(offset + 1)
+                if not done:
+                    waiting.append(ProducePartitionStatus(out, len(out), partition, offset + 1, None))
+                elif error != ErrorCode.NONE:
+                    result = (index, int(error), offset, -1, partition.log_start_offset, error.description, ())
+            out.append(result)
+        if not waiting:
+            return results
+        done = Completion()
+        self._delay(timeout_ms, results, waiting, done)
+        return done.result()
 
     # ---- fetches ----
 

@@ -184,6 +184,10 @@ class ZkSupport:
 
         return ZkProducerIdManager(claim)
 
+    def inter_broker_endpoint(self, broker_id: int):
+        """(host, port) of a live broker's inter-broker listener, from the metadata cache."""
+        return self._fetch_endpoint(broker_id, None)
+
     def _fetch_endpoint(self, broker_id: int, registration: BrokerRegistration | None):
         """(host, port) of a leader's inter-broker listener: from the LeaderAndIsr that
         named it, else from the metadata cache."""

@@ -181,7 +181,8 @@ def test_ongoing_transactions_set_the_last_stable_offset(plog):
     assert (part.last_stable_offset, part.high_watermark) == (0, 6)
     with pytest.raises(InvalidTxnStateError):
         part.log.producer_state.check(logstore.decode_batches(txn_batch(1, 0, 4, transactional=False), records=False)[0])
-    txn = part.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 6
+    offset, txn = part.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 6
+    assert offset == 6
     assert (txn.first_offset, txn.last_offset, txn.aborted) == (0, 6, True)
     assert part.last_stable_offset == 2
     assert part.aborted_transactions(0, 7) == [AbortedTxn(1, 0, 6, 2)]

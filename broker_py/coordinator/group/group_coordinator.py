@@ -136,15 +136,21 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
     # ---- lifecycle ----
 
     async def start(self) -> None:
-        """Loads every group and offset from ``__consumer_offsets`` (when it exists)
-        and starts the offset expiration task. The topic is created on first use."""
+        """Loads the groups of the ``__consumer_offsets`` partitions this broker leads
+        (others load as it is elected their leader) and starts the offset expiration
+        task. The topic is created on first use."""
         self._loop = asyncio.get_running_loop()
+        self.apis.replica_manager.on_leadership_change.append(self._leadership_changed)
         await self.manager.load()
         self.active = True
         self._expiration_task = asyncio.create_task(self._expiration_loop(), name="group-offset-expiration")
 
     async def stop(self) -> None:
         self.active = False
+        if self._leadership_changed in self.apis.replica_manager.on_leadership_change:
+            self.apis.replica_manager.on_leadership_change.remove(self._leadership_changed)
+        for task in list(self.manager._load_tasks.values()):
+            task.cancel()
         if self._expiration_task is not None:
             self._expiration_task.cancel()
             await asyncio.gather(self._expiration_task, return_exceptions=True)
@@ -158,6 +164,28 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
     @property
     def groups(self) -> dict[str, Group]:
         return self.manager.groups
+
+    def _leadership_changed(self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]) -> None:
+        """Kafka's ``onLeadershipChange`` for the offsets topic's partitions."""
+        for topic, index in leaders:
+            if topic == OFFSETS_TOPIC:
+                self.on_election(index)
+        for topic, index in followers:
+            if topic == OFFSETS_TOPIC:
+                self.on_resignation(index)
+
+    def on_election(self, offsets_partition: int) -> None:
+        """This broker became the leader of an offsets partition: its groups load."""
+        self.manager.on_election(offsets_partition)
+
+    def on_resignation(self, offsets_partition: int) -> None:
+        """This broker no longer leads an offsets partition: its groups go, their timers
+        stop and their waiting JoinGroup / SyncGroup requests get NOT_COORDINATOR."""
+        for group in self.manager.on_resignation(offsets_partition):
+            self._cancel_timers(group)
+            for member in group.members.values():
+                member.complete_join(JoinGroupResult(member.member_id, ErrorCode.NOT_COORDINATOR))
+                member.complete_sync(SyncGroupResult(ErrorCode.NOT_COORDINATOR))
 
     def ensure_offsets_topic(self) -> None:
         self.manager.ensure_offsets_topic()
@@ -196,7 +224,7 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
             return ErrorCode.INVALID_GROUP_ID
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return None
+        return self.manager.coordinator_error(group_id)
 
     @staticmethod
     def _validate_current_member(group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:

@@ -7,9 +7,13 @@
 - Offset commits and group metadata are appended there as one record batch per
   write, in Kafka's record formats (:mod:`broker_py.coordinator.group.group_metadata_records`), and
   the in-memory state changes only after the append succeeded.
-- :meth:`GroupMetadataManager.load` rebuilds every group from the log at startup:
-  the latest record per key wins and tombstones delete. Loaded groups are Empty
-  (their members must rejoin) and keep their generation and offsets.
+- The groups of a partition are this broker's while it leads that partition
+  (Kafka's ``onElection`` / ``onResignation``): on election they are rebuilt from the
+  partition's log (the latest record per key wins, tombstones delete; loaded groups
+  are Empty, their members must rejoin, and keep their generation and offsets), and
+  requests for them get COORDINATOR_LOAD_IN_PROGRESS meanwhile; on resignation they
+  are dropped, and requests get NOT_COORDINATOR. At start the partitions led then are
+  loaded. An empty partition is owned at once.
 - Offsets expire after ``offsets.retention.minutes`` (counted from when an Empty
   group became Empty, or from each commit for groups that only store offsets); an
   Empty group left without offsets is removed and gets a tombstone.
@@ -86,6 +90,12 @@ class GroupMetadataManager:
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
+        # Offsets partitions whose groups are this broker's, and those being loaded.
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+        self._load_tasks: dict[int, asyncio.Task[None]] = {}
+        # In a cluster a group whose offsets partition does not exist yet is nobody's.
+        self.cluster = apis.zk_support is not None
 
     # ---- groups ----
 
@@ -306,25 +316,93 @@ class GroupMetadataManager:
 
     # ---- loading ----
 
-    async def load(self) -> None:
-        """Reads every ``__consumer_offsets`` partition from log start to log end."""
+    def coordinator_error(self, group_id: str) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS while the group's partition loads,
+        NOT_COORDINATOR when another broker leads it; None when the group is this
+        broker's (or, on a broker alone, before the offsets topic exists)."""
         topic = self._metadata_cache.get(OFFSETS_TOPIC)
         if topic is None:
+            return ErrorCode.NOT_COORDINATOR if self.cluster else None
+        p = partition_for(group_id, topic.partitions)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None if p in self.owned else ErrorCode.NOT_COORDINATOR
+
+    def led_partitions(self) -> list[int]:
+        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        if topic is None:
+            return []
+        return [p for p in range(topic.partitions) if (part := self._replica_manager.get_partition(OFFSETS_TOPIC, p)) is not None and part.is_leader]
+
+    async def load(self) -> None:
+        """Loads every offsets partition this broker leads now."""
+        for p in self.led_partitions():
+            await self.load_partition(p)
+        log.info("loaded %d groups from %d partitions of %s", len(self.groups), len(self.owned), OFFSETS_TOPIC)
+
+    def on_election(self, p: int) -> None:
+        """This broker now leads offsets partition ``p``: its groups load (at once when
+        the partition is empty)."""
+        if p in self.owned or p in self.loading:
+            return
+        partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
+        if partition is None or not partition.is_leader:
+            return
+        if partition.log_end_offset == partition.log_start_offset:
+            self.owned.add(p)
+            return
+        self.loading.add(p)
+        self._load_tasks[p] = asyncio.get_running_loop().create_task(self._load_in_background(p), name=f"load-{OFFSETS_TOPIC}-{p}")
+
+    async def _load_in_background(self, p: int) -> None:
+        try:
+            await self.load_partition(p)
+        except Exception:
+            log.exception("loading %s-%d", OFFSETS_TOPIC, p)
+            self.loading.discard(p)
+        finally:
+            self._load_tasks.pop(p, None)
+
+    def on_resignation(self, p: int) -> list[Group]:
+        """This broker no longer leads offsets partition ``p``: its groups go; returns them."""
+        self.owned.discard(p)
+        self.loading.discard(p)
+        task = self._load_tasks.pop(p, None)
+        if task is not None:
+            task.cancel()
+        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        partitions = topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
+        gone = [g for g in self.groups.values() if partition_for(g.group_id, partitions) == p]
+        for group in gone:
+            del self.groups[group.group_id]
+        ids = {g.group_id for g in gone}
+        for producer_id in list(self._txn_groups):
+            self._txn_groups[producer_id] -= ids
+            if not self._txn_groups[producer_id]:
+                del self._txn_groups[producer_id]
+        if gone:
+            log.info("dropped %d groups of %s-%d: this broker no longer leads it", len(gone), OFFSETS_TOPIC, p)
+        return gone
+
+    async def load_partition(self, p: int) -> None:
+        """Rebuilds the groups of offsets partition ``p`` from its log, start to end."""
+        self.loading.add(p)
+        partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
+        if partition is None:
+            log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
+            self.loading.discard(p)
             return
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
-        for p in range(topic.partitions):
-            partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
-            if partition is None:
-                log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
-                continue
-            records, open_txns = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
-            for key, value in records:
-                _apply_record(key, value, offsets, metadata)
-            for producer_id, txn_records in open_txns.items():
-                for key, value in txn_records:
-                    _apply_record(key, value, pending.setdefault(producer_id, {}), {})
+        records, open_txns = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
+        if p not in self.loading:
+            return  # resigned meanwhile
+        for key, value in records:
+            _apply_record(key, value, offsets, metadata)
+        for producer_id, txn_records in open_txns.items():
+            for key, value in txn_records:
+                _apply_record(key, value, pending.setdefault(producer_id, {}), {})
         loaded_at = self.time.milliseconds()
         for group_id, value in metadata.items():
             group = Group(group_id, loaded_at)
@@ -347,7 +425,10 @@ class GroupMetadataManager:
                     group.current_state_timestamp = None
                 group.pending_txn_offsets.setdefault(producer_id, {})[(topic_name, partition_index)] = o
                 self._txn_groups.setdefault(producer_id, set()).add(group_id)
-        log.info("loaded %d groups and %d offsets from %s", len(self.groups), len(offsets), OFFSETS_TOPIC)
+        self.loading.discard(p)
+        self.owned.add(p)
+        if metadata or offsets:
+            log.info("loaded %d groups and %d offsets from %s-%d", len(metadata), len(offsets), OFFSETS_TOPIC, p)
 
 
 def _apply_record(

@@ -12,10 +12,17 @@ A transactional producer:
    ``__transaction_state``, appends a COMMIT/ABORT marker to every partition of the
    transaction, then writes CompleteCommit/CompleteAbort.
 
-Every partition is local, so the markers are appended during EndTxn and the
-response follows them: when EndTxn returns, read_committed consumers can read the
-transaction. A restart finds any Prepare* state in the log and writes its markers
-again (a second marker for an ended transaction changes nothing).
+The markers go to each partition's leader (this broker's own partitions through the
+replica manager, the others by WriteTxnMarkers: :mod:`.transaction_marker_channel_manager`),
+each appended with acks=all. EndTxn answers once they are all written, or after at most
+a third of ``request.timeout.ms`` while some leader is unreachable; the transaction then
+stays Prepare* (its producer gets CONCURRENT_TRANSACTIONS) until the markers are
+delivered in the background. A coordinator elected for a ``__transaction_state``
+partition finds any Prepare* state in its log and writes its markers again (a second
+marker for an ended transaction changes nothing).
+
+The transactional ids of a ``__transaction_state`` partition are this broker's while it
+leads that partition; requests for others get NOT_COORDINATOR.
 
 A transaction still Ongoing ``transaction.timeout.ms`` after it started is aborted
 with the producer's epoch bumped, so the producer is fenced. Transactional ids idle
@@ -36,6 +43,7 @@ from broker_py.coordinator.transaction.transaction_metadata import (
     TransactionState,
 )
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from broker_py.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from broker_py.utils.time import SYSTEM_TIME, Time
 
@@ -48,6 +56,7 @@ PREPARE_ABORT = TransactionState.PREPARE_ABORT
 COMPLETE_COMMIT = TransactionState.COMPLETE_COMMIT
 COMPLETE_ABORT = TransactionState.COMPLETE_ABORT
 PREPARE_EPOCH_FENCE = TransactionState.PREPARE_EPOCH_FENCE
+COMPLETE_ATTEMPTS = 50  # writes of Complete* after the markers, every retry backoff
 
 
 class TransactionCoordinator:
@@ -59,29 +68,86 @@ class TransactionCoordinator:
         # producer id -> transactional id, for checking transactional produce requests
         self._by_producer_id: dict[int, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._finishing: dict[str, asyncio.Task[None]] = {}  # transactional id -> its markers' delivery
+        self._loading: dict[int, asyncio.Task[None]] = {}
         self.active = False
+        support = apis.zk_support
+        self.markers = TransactionMarkerChannelManager(
+            apis,
+            None if support is None else (lambda broker_id: support.inter_broker_endpoint(broker_id)),
+            None if support is None else support.channel_builder.client,
+            self.config["request.timeout.ms"],
+        )  # fmt: skip
 
     # ---- lifecycle ----
 
     async def start(self) -> None:
-        await self.state.load()
-        for txn in list(self.state.transactions.values()):
-            self._by_producer_id[txn.producer_id] = txn.transactional_id
-            if txn.state.is_prepare:
-                try:
-                    await self._finish(txn, commit=txn.state == PREPARE_COMMIT)
-                except KafkaError as e:
-                    log.error("transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e)
+        self.apis.replica_manager.on_leadership_change.append(self._leadership_changed)
+        for p in self.state.led_partitions():
+            await self._load_partition(p)
+        finishing = list(self._finishing.values())
+        if finishing:  # prepared transactions found in the log: give their markers a moment
+            await asyncio.wait(finishing, timeout=self.config["request.timeout.ms"] / 3000)
         self._tasks.append(asyncio.create_task(self._abort_timed_out_loop(), name="txn-timeouts"))
         self._tasks.append(asyncio.create_task(self._expiration_loop(), name="txn-id-expiration"))
         self.active = True
 
     async def stop(self) -> None:
         self.active = False
-        for task in self._tasks:
+        if self._leadership_changed in self.apis.replica_manager.on_leadership_change:
+            self.apis.replica_manager.on_leadership_change.remove(self._leadership_changed)
+        tasks = [*self._tasks, *self._finishing.values(), *self._loading.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.markers.close()
+
+    # ---- leadership of __transaction_state partitions ----
+
+    async def _load_partition(self, p: int) -> None:
+        """Loads partition ``p``'s ids and completes their prepared transactions."""
+        for txn in await self.state.load_partition(p):
+            self._by_producer_id[txn.producer_id] = txn.transactional_id
+            if txn.state.is_prepare:
+                self._finish_in_background(txn, commit=txn.state == PREPARE_COMMIT)
+
+    def _leadership_changed(self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]) -> None:
+        """Kafka's ``onLeadershipChange`` for ``__transaction_state``'s partitions."""
+        for topic, index in leaders:
+            if topic == TRANSACTION_STATE_TOPIC:
+                self.on_election(index)
+        for topic, index in followers:
+            if topic == TRANSACTION_STATE_TOPIC:
+                self.on_resignation(index)
+
+    def on_election(self, p: int) -> None:
+        """This broker became the leader of ``__transaction_state`` partition ``p``."""
+        if p in self.state.owned or p in self._loading:
+            return
+        partition = self.apis.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
+        if partition is not None and partition.log_end_offset == partition.log_start_offset:
+            self.state.owned.add(p)  # nothing to load
+            return
+        self.state.loading.add(p)
+        task = asyncio.get_running_loop().create_task(self._load_partition(p), name=f"load-txn-state-{p}")
+        self._loading[p] = task
+        task.add_done_callback(lambda _t, p=p: self._loading.pop(p, None))
+
+    def on_resignation(self, p: int) -> None:
+        """This broker no longer leads ``__transaction_state`` partition ``p``: its ids go
+        (the new coordinator completes their transactions)."""
+        task = self._loading.pop(p, None)
+        if task is not None:
+            task.cancel()
+        gone = {t for t in self.state.transactions if self.state.partition_of(t) == p}
+        for tid in gone:
+            finishing = self._finishing.pop(tid, None)
+            if finishing is not None:
+                finishing.cancel()
+        self._by_producer_id = {pid: tid for pid, tid in self._by_producer_id.items() if tid not in gone}
+        if self.state.drop_partition(p):
+            log.info("dropped %d transactional ids of partition %d: this broker no longer leads it", len(gone), p)
 
     def ensure_topic(self) -> None:
         self.state.ensure_topic()
@@ -102,6 +168,8 @@ class TransactionCoordinator:
         """(error, producer id, epoch) for a transactional producer starting up."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, -1
+        if (error := self.state.coordinator_error(transactional_id)) is not None:
+            return error, NO_PRODUCER_ID, -1
         if not 0 < txn_timeout_ms <= self.config["transaction.max.timeout.ms"]:
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, -1
         if transactional_id in self.state.pending:
@@ -125,7 +193,9 @@ class TransactionCoordinator:
                 return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1
             if txn.state == ONGOING:
                 await self._fence_and_abort(txn)
-                txn = self.state.transactions[transactional_id]
+                txn = self.state.transactions.get(transactional_id)
+                if txn is None or txn.state.is_prepare:
+                    return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1  # its markers are still on their way
             new = txn.copy()
             new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
             if txn.producer_epoch >= MAX_EPOCH - 1:
@@ -147,6 +217,8 @@ class TransactionCoordinator:
     def _owned(self, transactional_id: str, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, TransactionMetadata | None]:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, None
+        if (error := self.state.coordinator_error(transactional_id)) is not None:
+            return error, None
         txn = self.state.transactions.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
@@ -203,6 +275,8 @@ class TransactionCoordinator:
         if not self.config["transaction.partition.verification.enable"]:
             return ErrorCode.NONE
         txn = self.state.transactions.get(self._by_producer_id.get(producer_id, ""))
+        if txn is None and self.state.cluster:
+            return ErrorCode.NONE  # another broker coordinates it: not verified here
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
@@ -232,28 +306,47 @@ class TransactionCoordinator:
         prepared.state = PREPARE_COMMIT if commit else PREPARE_ABORT
         prepared.txn_last_update_timestamp = self.time.milliseconds()
         await self._store(prepared)
-        await self._finish(prepared, commit)
+        task = self._finish_in_background(prepared, commit)
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self.config["request.timeout.ms"] / 3000)
+        except TimeoutError:
+            log.info("markers of %r still being delivered; EndTxn answers now", txn.transactional_id)
+
+    def _finish_in_background(self, txn: TransactionMetadata, commit: bool) -> asyncio.Task[None]:
+        tid = txn.transactional_id
+        running = self._finishing.get(tid)
+        if running is not None and not running.done():
+            return running
+        task = asyncio.get_running_loop().create_task(self._finish_logged(txn, commit), name=f"txn-markers-{tid}")
+        self._finishing[tid] = task
+        task.add_done_callback(lambda t: self._finishing.pop(tid, None) if self._finishing.get(tid) is t else None)
+        return task
+
+    async def _finish_logged(self, txn: TransactionMetadata, commit: bool) -> None:
+        try:
+            await self._finish(txn, commit)
+        except KafkaError as e:
+            log.error("transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e)
 
     async def _finish(self, txn: TransactionMetadata, commit: bool) -> None:
-        """Writes the markers of a prepared transaction, then its Complete* state."""
-        coordinator_epoch = self.state.coordinator_epoch(txn.transactional_id)
-        for topic, index in sorted(txn.partitions):
-            partition = self.apis.replica_manager.get_partition(topic, index)
-            if partition is None:
-                log.info("no marker for %s-%d of %r: the partition is gone", topic, index, txn.transactional_id)
-                continue
-            try:
-                partition.append_marker(txn.producer_id, txn.producer_epoch, commit, coordinator_epoch)
-            except KafkaError as e:
-                log.error("%s marker for %s-%d of %r not written: %s", "COMMIT" if commit else "ABORT", topic, index, txn.transactional_id, e)
-                continue
-            if topic == OFFSETS_TOPIC and self.apis.group_coordinator is not None:
-                self.apis.group_coordinator.complete_txn_offsets(txn.producer_id, index, commit)
+        """Delivers the markers of a prepared transaction, then writes its Complete* state."""
+        tid = txn.transactional_id
+        await self.markers.write_markers(
+            txn.producer_id, txn.producer_epoch, commit, self.state.coordinator_epoch(tid), set(txn.partitions),
+            lambda: self.state.coordinator_error(tid) is None,
+        )  # fmt: skip
         done = txn.copy()
         done.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         done.partitions = set()
         done.txn_last_update_timestamp = self.time.milliseconds()
-        await self._store(done)
+        for attempt in range(COMPLETE_ATTEMPTS):
+            try:
+                await self._store(done)
+                return
+            except KafkaError as e:
+                if attempt == COMPLETE_ATTEMPTS - 1 or self.state.coordinator_error(tid) is not None or e.errno == ErrorCode.NOT_COORDINATOR:
+                    raise
+                await asyncio.sleep(self.markers.retry_backoff_ms / 1000)  # a transient append error
 
     async def _fence_and_abort(self, txn: TransactionMetadata) -> None:
         """Aborts an Ongoing transaction under a bumped epoch, fencing its producer."""

@@ -6,8 +6,11 @@
   partition :func:`~broker_py.coordinator.transaction.transaction_log.partition_for` of its id.
 - Every state change is one record appended there (:mod:`broker_py.coordinator.transaction.transaction_log`)
   before the in-memory state changes; a failed append leaves the state as it was.
-- :meth:`TransactionStateManager.load` rebuilds every transactional id from the log
-  at startup: the latest record per key wins and a tombstone removes the id.
+- The ids of a partition are this broker's while it leads that partition (Kafka's
+  ``onElection`` / ``onResignation``): on election they are rebuilt from its log (the
+  latest record per key wins, a tombstone removes the id), requests for them getting
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile; on resignation they are dropped, and
+  requests get NOT_COORDINATOR. At start the partitions led then are loaded.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ class TransactionStateManager:
         self.transactions: dict[str, TransactionMetadata] = {}
         # transactional ids with a state write in flight (their requests get CONCURRENT_TRANSACTIONS)
         self.pending: set[str] = set()
+        # __transaction_state partitions whose ids are this broker's, and those loading.
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+        self.cluster = apis.zk_support is not None
 
     def now_ms(self) -> int:
         return self.time.milliseconds()
@@ -114,24 +121,71 @@ class TransactionStateManager:
         await self._append(transactional_id, None)
         self.transactions.pop(transactional_id, None)
 
-    async def load(self) -> None:
-        """Reads every ``__transaction_state`` partition from log start to log end."""
+    def coordinator_error(self, transactional_id: str) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS while the id's partition loads, NOT_COORDINATOR
+        when another broker leads it; None when the id is this broker's (or, on a broker
+        alone, before the topic exists)."""
         topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
-            return
-        for p in range(topic.partitions):
-            partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
-            if partition is None:
-                log.warning("%s-%d is not open; its transactional ids are not loaded", TRANSACTION_STATE_TOPIC, p)
-                continue
+            return ErrorCode.NOT_COORDINATOR if self.cluster else None
+        p = partition_for(transactional_id, topic.partitions)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None if p in self.owned else ErrorCode.NOT_COORDINATOR
+
+    def led_partitions(self) -> list[int]:
+        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            return []
+        rm = self._replica_manager
+        return [p for p in range(topic.partitions) if (part := rm.get_partition(TRANSACTION_STATE_TOPIC, p)) is not None and part.is_leader]
+
+    def partition_of(self, transactional_id: str) -> int:
+        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        partitions = topic.partitions if topic is not None else self.config["transaction.state.log.num.partitions"]
+        return partition_for(transactional_id, partitions)
+
+    async def load(self) -> None:
+        """Loads every partition this broker leads now."""
+        for p in self.led_partitions():
+            await self.load_partition(p)
+        log.info("loaded %d transactional ids from %d partitions of %s", len(self.transactions), len(self.owned), TRANSACTION_STATE_TOPIC)
+
+    def drop_partition(self, p: int) -> int:
+        """This broker no longer leads partition ``p``: its ids go; how many."""
+        self.owned.discard(p)
+        self.loading.discard(p)
+        gone = [t for t in self.transactions if self.partition_of(t) == p]
+        for t in gone:
+            del self.transactions[t]
+        return len(gone)
+
+    async def load_partition(self, p: int) -> list[TransactionMetadata]:
+        """Rebuilds the ids of partition ``p`` from its log; returns them (empty when the
+        partition is gone or was resigned meanwhile)."""
+        self.loading.add(p)
+        partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
+        if partition is None:
+            log.warning("%s-%d is not open; its transactional ids are not loaded", TRANSACTION_STATE_TOPIC, p)
+            self.loading.discard(p)
+            return []
+        loaded: dict[str, TransactionMetadata] = {}
+        if partition.log_end_offset > partition.log_start_offset:
             records, _ = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
+            if p not in self.loading:
+                return []
             for key, value in records:
                 try:
                     transactional_id = decode_key(key)
                     if value is None:
-                        self.transactions.pop(transactional_id, None)
+                        loaded.pop(transactional_id, None)
                     else:
-                        self.transactions[transactional_id] = decode_value(transactional_id, value)
+                        loaded[transactional_id] = decode_value(transactional_id, value)
                 except InvalidTransactionRecordError as e:
                     log.error("skipping unreadable %s record: %s", TRANSACTION_STATE_TOPIC, e)
-        log.info("loaded %d transactional ids from %s", len(self.transactions), TRANSACTION_STATE_TOPIC)
+        self.transactions.update(loaded)
+        self.loading.discard(p)
+        self.owned.add(p)
+        if loaded:
+            log.info("loaded %d transactional ids from %s-%d", len(loaded), TRANSACTION_STATE_TOPIC, p)
+        return list(loaded.values())

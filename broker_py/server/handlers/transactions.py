@@ -253,33 +253,51 @@ def _txn_offset_commit_response(errors) -> TxnOffsetCommitResponse:
 
 
 def handle_write_txn_markers(apis, request, connection):
+    """Appends each marker to its partition as leader, answering once every marker is
+    replicated to the ISR (acks=all, ``request.timeout.ms``); a marker on an offsets
+    partition then completes the group's transactional offsets."""
     allowed = auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION)
-    results = []
-    for marker in request.body.markers:
-        topics = []
-        for t in marker.topics:
-            parts = []
-            for index in t.partition_indexes:
-                partition = apis.replica_manager.get_partition(t.name, index)
-                error = ErrorCode.NONE
-                if not allowed:
-                    error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-                elif partition is None:
-                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    try:
-                        partition.append_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result, marker.coordinator_epoch)
-                    except KafkaError as e:
-                        error = e.errno
-                    else:
-                        if t.name == OFFSETS_TOPIC and apis.group_coordinator is not None:
-                            apis.group_coordinator.complete_txn_offsets(marker.producer_id, index, marker.transaction_result)
-                parts.append(
-                    WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=index, error_code=int(error))
+    if not allowed:
+        return _write_txn_markers_response(request.body, {})
+    markers = [
+        (t.name, index, m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch)
+        for m in request.body.markers for t in m.topics for index in t.partition_indexes
+    ]  # fmt: skip
+    results = apis.replica_manager.append_markers(apis.config["request.timeout.ms"], markers)
+
+    def respond(results) -> WriteTxnMarkersResponse:
+        errors = {}
+        codes = {(topic, p[0]): p[1] for topic, parts in results for p in parts}
+        for topic, index, producer_id, _, commit, _ in markers:
+            error = codes.get((topic, index), int(ErrorCode.UNKNOWN_SERVER_ERROR))
+            errors[(producer_id, topic, index)] = error
+            if error == 0 and topic == OFFSETS_TOPIC and apis.group_coordinator is not None:
+                apis.group_coordinator.complete_txn_offsets(producer_id, index, commit)
+        return _write_txn_markers_response(request.body, errors)
+
+    return respond(results) if isinstance(results, list) else _when_markers_done(results, respond)
+
+
+async def _when_markers_done(pending, respond):
+    return respond(await pending)
+
+
+def _write_txn_markers_response(body, errors: dict) -> WriteTxnMarkersResponse:
+    """The response for ``body`` with each (producer id, topic, partition)'s error (a
+    missing one: CLUSTER_AUTHORIZATION_FAILED)."""
+    denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return WriteTxnMarkersResponse(markers=[
+        WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+            WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
+                    partition_index=index, error_code=errors.get((m.producer_id, t.name, index), denied),
                 )
-            topics.append(WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
-        results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=topics))
-    return WriteTxnMarkersResponse(markers=results)
+                for index in t.partition_indexes
+            ])
+            for t in m.topics
+        ])
+        for m in body.markers
+    ])  # fmt: skip
 
 
 # ---- DescribeProducers / DescribeTransactions / ListTransactions ----

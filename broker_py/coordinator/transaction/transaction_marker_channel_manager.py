@@ -1,0 +1,162 @@
+"""Delivery of a transaction's COMMIT/ABORT markers to the leaders of its partitions
+(Kafka's ``TransactionMarkerChannelManager``).
+
+A partition this broker leads gets its marker through the replica manager; the others
+get WriteTxnMarkers, one request per leader broker, over an inter-broker connection
+kept per broker. Every marker is appended with acks=all, so once delivered it survives
+the loss of its leader.
+
+Until every marker is delivered the attempt repeats every ``retry_backoff_ms`` with the
+leaders metadata names then. A partition that no longer exists (its topic deleted)
+needs no marker; a coordinator that stopped owning the transactional id stops
+(NotCoordinatorError): the new coordinator completes the transaction from its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
+from broker_py.network.network_client import NetworkClient
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError, NotCoordinatorError
+from logstore.protocol.messages.transactions import WriteTxnMarkersRequest
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+# (host, port) of a broker's inter-broker endpoint, or None when unknown.
+EndpointOf = Callable[[int], "tuple[str, int] | None"]
+ClientFactory = Callable[[str, int, str], NetworkClient]
+
+
+class TransactionMarkerChannelManager:
+    def __init__(
+        self, apis, endpoint_of: EndpointOf | None = None, make_client: ClientFactory | None = None,
+        request_timeout_ms: int = 30_000, retry_backoff_ms: int = 100,
+    ) -> None:  # fmt: skip
+        self.apis = apis
+        self._endpoint_of = endpoint_of
+        self._make_client = make_client
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self._clients: dict[int, tuple[tuple[str, int], NetworkClient]] = {}
+
+    async def write_markers(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+        partitions: set[TopicPartition], still_owner: Callable[[], bool],
+    ) -> None:  # fmt: skip
+        """Delivers the markers; returns once each partition has its marker (or is gone)."""
+        remaining = set(partitions)
+        while True:
+            if not still_owner():
+                raise NotCoordinatorError(f"markers of producer {producer_id}: no longer its coordinator")
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in sorted(remaining):
+                leader = self._leader(*tp)
+                if leader is None:
+                    log.info("no %s marker for %s-%d: the partition is gone", "COMMIT" if commit else "ABORT", *tp)
+                    remaining.discard(tp)
+                else:
+                    by_leader.setdefault(leader, []).append(tp)
+            if not remaining:
+                return
+            outcomes = await asyncio.gather(*(
+                self._deliver(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+                for leader, tps in by_leader.items()
+            ))  # fmt: skip
+            for delivered in outcomes:
+                remaining -= delivered
+            if not remaining:
+                return
+            await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+    def _leader(self, topic: str, index: int) -> int | None:
+        """The partition's leader (-1 while it has none); None when it does not exist."""
+        state = self.apis.metadata_cache.partition_state(topic, index)
+        if state is not None:
+            return state.leader
+        partition = self.apis.replica_manager.get_partition(topic, index)
+        return self.apis.broker_id if partition is not None else None
+
+    async def _deliver(self, leader: int, tps: list[TopicPartition], producer_id: int, producer_epoch: int,
+                       commit: bool, coordinator_epoch: int) -> set[TopicPartition]:  # fmt: skip
+        """The partitions whose marker ``leader`` took."""
+        if leader < 0:
+            return set()
+        if leader == self.apis.broker_id:
+            errors = await self._append_locally(tps, producer_id, producer_epoch, commit, coordinator_epoch)
+        else:
+            errors = await self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+        delivered = set()
+        for tp in tps:
+            error = errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if error == ErrorCode.NONE:
+                delivered.add(tp)
+            elif error in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+                # A newer epoch of the producer or of the coordinator already ended it.
+                log.warning("%s marker for %s-%d refused (%s): dropped", "COMMIT" if commit else "ABORT", *tp, error.name)
+                delivered.add(tp)
+            else:
+                log.info("%s marker for %s-%d not written yet: %s", "COMMIT" if commit else "ABORT", *tp, error.name)
+        return delivered
+
+    async def _append_locally(self, tps, producer_id, producer_epoch, commit, coordinator_epoch) -> dict[TopicPartition, ErrorCode]:
+        markers = [(t, i, producer_id, producer_epoch, commit, coordinator_epoch) for t, i in tps]
+        results = self.apis.replica_manager.append_markers(self.request_timeout_ms, markers)
+        if not isinstance(results, list):
+            results = await results
+        errors = {(topic, p[0]): ErrorCode(p[1]) for topic, parts in results for p in parts}
+        group_coordinator = self.apis.group_coordinator
+        for (topic, index), error in errors.items():
+            if error == ErrorCode.NONE and topic == OFFSETS_TOPIC and group_coordinator is not None:
+                group_coordinator.complete_txn_offsets(producer_id, index, commit)
+        return errors
+
+    async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch) -> dict[TopicPartition, ErrorCode]:
+        client = self._client(leader)
+        if client is None:
+            return {}
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in tps:
+            by_topic.setdefault(topic, []).append(index)
+        request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
+            coordinator_epoch=coordinator_epoch,
+        )])  # fmt: skip
+        try:
+            response = await client.send(ApiKey.WRITE_TXN_MARKERS, request, self.request_timeout_ms + 5_000)
+        except (KafkaError, OSError, TimeoutError) as e:
+            log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)
+            return {}
+        out = {}
+        for marker in response.markers:
+            for t in marker.topics:
+                for p in t.partitions:
+                    code = p.error_code
+                    out[(t.name, p.partition_index)] = ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
+        return out
+
+    def _client(self, broker_id: int) -> NetworkClient | None:
+        if self._endpoint_of is None or self._make_client is None:
+            return None
+        endpoint = self._endpoint_of(broker_id)
+        if endpoint is None:
+            return None
+        held = self._clients.get(broker_id)
+        if held is not None and held[0] == endpoint:
+            return held[1]
+        if held is not None:
+            asyncio.get_running_loop().create_task(held[1].close())
+        client = self._make_client(endpoint[0], endpoint[1], f"broker-{self.apis.broker_id}-txn-markers")
+        self._clients[broker_id] = (endpoint, client)
+        return client
+
+    async def close(self) -> None:
+        clients = [c for _, c in self._clients.values()]
+        self._clients.clear()
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
