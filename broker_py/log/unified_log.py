@@ -35,6 +35,17 @@ COMMIT = 1
 ABORT = 0
 
 
+def _coordinator_epoch(data, batch) -> int:
+    """The coordinator epoch of a control batch of ``data`` (its record's value: version
+    int16, coordinator_epoch int32); -1 when it cannot be read."""
+    try:
+        (whole,) = logstore.decode_batches(memoryview(data)[batch.position : batch.position + batch.size], verify_crc=False)
+        value = whole.records[0].value
+        return int.from_bytes(value[2:6], "big", signed=True) if value is not None and len(value) >= 6 else -1
+    except (logstore.LogStoreError, IndexError, ValueError):
+        return -1
+
+
 class UnifiedLog:
     def __init__(self, topic: str, index: int, local_log: logstore.Log) -> None:
         self.topic = topic
@@ -207,7 +218,9 @@ class UnifiedLog:
                     state.record(batch, batch.base_offset, batch.last_offset)
                     continue
                 offset = batch.base_offset
-                txn = state.record_marker(batch.producer_id, batch.producer_epoch, -1, batch.control_type == COMMIT, offset)
+                txn = state.record_marker(
+                    batch.producer_id, batch.producer_epoch, _coordinator_epoch(records, batch), batch.control_type == COMMIT, offset
+                )
                 if txn is not None and txn.aborted:
                     first_unstable = state.first_unstable_offset()
                     self.txn_index.append(
