@@ -187,3 +187,165 @@ def test_a_transactional_producer_survives_its_coordinators_death(cluster):
     assert committed
     assert sorted(_read_committed(c, "t-move", 2)) == [b"after", b"before"]
     c.broker(coordinator).start()
+
+
+def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_deaths(cluster):
+    """Three members over 12 partitions commit as they go while the group's coordinator is
+    SIGKILLed, then the next one SIGTERMed: every message is consumed, and a message is
+    delivered again only if no commit covering it had succeeded before."""
+    import threading
+
+    c = cluster
+    topic, n = "g12", 3000
+    c.create_topic(topic, partitions=12, replication_factor=3, config={"min.insync.replicas": "2"})
+    stop = threading.Event()
+    lock = threading.Lock()
+    deliveries: list[tuple[int, int, float]] = []  # (partition, offset, time)
+    commits: list[tuple[int, int, float]] = []  # (partition, committed offset, time it succeeded)
+    errors: list[str] = []
+
+    def member(i: int) -> None:
+        consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "g12", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                             "client.id": f"m{i}"})  # fmt: skip
+        try:
+            consumer.subscribe([topic])
+            since_commit = 0
+            while not stop.is_set():
+                m = consumer.poll(0.2)
+                if m is None or m.error():
+                    continue
+                with lock:
+                    deliveries.append((m.partition(), m.offset(), time.monotonic()))
+                since_commit += 1
+                if since_commit >= 25:
+                    try:
+                        done = consumer.commit(asynchronous=False)
+                        with lock:
+                            commits.extend((tp.partition, tp.offset, time.monotonic()) for tp in done if tp.error is None and tp.offset >= 0)
+                        since_commit = 0
+                    except KafkaException:
+                        pass  # the coordinator moved: delivered again after the rebalance, as allowed
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"m{i}: {e!r}")
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    for i in range(n // 2):
+        p.produce(topic, b"%d" % i, partition=i % 12)
+    assert p.flush(60) == 0
+    first = _leader_of(c, "__consumer_offsets", partition_for("g12", 6))
+    c.broker(first).kill()
+    for i in range(n // 2, 3 * n // 4):
+        p.produce(topic, b"%d" % i, partition=i % 12)
+    assert p.flush(60) == 0
+    second = wait_until(lambda: (b := _leader_of(c, "__consumer_offsets", partition_for("g12", 6))) != first and b, 30, 0.2, "a new coordinator")
+    c.broker(first).start()
+    c.broker(second).terminate()
+    for i in range(3 * n // 4, n):
+        p.produce(topic, b"%d" % i, partition=i % 12)
+    assert p.flush(60) == 0
+    c.broker(second).start()
+
+    def all_consumed() -> bool:
+        with lock:
+            return len({(p_, o) for p_, o, _ in deliveries}) >= n
+
+    try:
+        wait_until(all_consumed, 90, 0.5, "every message consumed")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors
+    seen: dict[tuple[int, int], float] = {}
+    for part, offset, at in sorted(deliveries, key=lambda d: d[2]):
+        if (part, offset) in seen:
+            covered = [o for q, o, t in commits if q == part and t < at and o > offset]
+            assert not covered, f"{part}@{offset} delivered again after a commit of {covered[0]} had succeeded"
+        seen.setdefault((part, offset), at)
+    assert len(seen) == n
+
+
+def test_transactions_stay_whole_while_their_coordinator_dies_and_returns(cluster):
+    """A transactional producer commits and aborts in turn over partitions led by every
+    broker while its coordinator is killed and restarted: a read_committed consumer sees
+    every committed transaction whole and nothing of an aborted one."""
+    c = cluster
+    topic = "t-loop"
+    c.create_topic(topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    p = _txn_producer(c, "looper")
+    coordinator = _leader_of(c, "__transaction_state", partition_for("looper", 6))
+    committed, aborted, unknown = [], [], []
+    killed = restarted = False
+    for k in range(40):
+        if k == 10:
+            c.broker(coordinator).kill()
+            killed = True
+        if k == 25 and killed:
+            c.broker(coordinator).start()
+            restarted = True
+        values = [b"t%d-%d" % (k, i) for i in range(3)]
+        commit = k % 3 != 2
+        try:
+            p.begin_transaction()
+            for i, v in enumerate(values):
+                p.produce(topic, v, partition=i)
+            if commit:
+                p.commit_transaction(30)
+                committed.append(values)
+            else:
+                p.abort_transaction(30)
+                aborted.append(values)
+        except KafkaException as e:
+            error = e.args[0]
+            unknown.append(values)
+            if error.txn_requires_abort():
+                p.abort_transaction(30)
+            elif error.fatal():
+                raise
+            time.sleep(0.5)
+    assert killed and restarted and len(committed) >= 20
+    got = set(_read_committed(c, topic, 3))
+    for values in committed:
+        assert set(values) <= got, f"committed transaction {values[0]} not whole"
+    for values in aborted:
+        assert not set(values) & got, f"aborted transaction {values[0]} visible"
+    for values in unknown:
+        assert set(values) <= got or not set(values) & got, f"transaction {values[0]} partly visible"
+
+
+def test_producer_ids_handed_out_by_different_brokers_never_collide(cluster):
+    from logstore.protocol.messages.transactions import InitProducerIdRequest
+
+    c = cluster
+
+    async def ids(broker: int, count: int) -> list[int]:
+        host, port = c.bootstrap(broker).split(":")
+        client = NetworkClient(host, int(port), "pid-test")
+        try:
+            body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+            out = []
+            for _ in range(count):
+                r = await client.send(ApiKey.INIT_PRODUCER_ID, body, 10000, version=4)
+                assert r.error_code == 0
+                out.append(r.producer_id)
+            return out
+        finally:
+            await client.close()
+
+    async def all_brokers() -> list[list[int]]:
+        return await asyncio.gather(*(ids(b, 1200) for b in (1, 2, 3)))  # more than one block each
+
+    handed = asyncio.run(all_brokers())
+    flat = [pid for per_broker in handed for pid in per_broker]
+    assert len(flat) == len(set(flat)) == 3600
+    # a restarted broker claims a fresh block
+    c.broker(2).terminate()
+    c.broker(2).start()
+    again = asyncio.run(ids(2, 5))
+    assert not set(again) & set(flat)
