@@ -257,19 +257,23 @@ class Partition:
             self.isr_full = len(self.isr) >= len(self.assigned_replicas)
             self._alone = self.isr == {self.local_broker_id}
         self.maximal_isr = set(self.isr)
-        if self.maybe_increment_leader_hw() and self._on_append is not None:
-            self._on_append(self)
+        moved = self.maybe_increment_leader_hw()
+        if (moved or error == ErrorCode.NONE) and self._on_append is not None:
+            self._on_append(self)  # waiting produces see the new high watermark or ISR
 
     def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int | None = None) -> tuple[bool, ErrorCode]:
         """For an acks=all produce waiting for ``required_offset`` (its last offset + 1):
         (done, error). Done with NONE once the high watermark passed it, with
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum, with
-        NOT_LEADER_OR_FOLLOWER once this broker no longer leads."""
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum or shrank
+        below it before (the high watermark then stays where it is, so waiting longer
+        would only end in a timeout), with NOT_LEADER_OR_FOLLOWER once this broker no
+        longer leads."""
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        enough = self._min_isr_reached(min_insync_replicas)
         if self.high_watermark >= required_offset:
-            if self._min_isr_reached(min_insync_replicas):
-                return True, ErrorCode.NONE
+            return True, ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        if not enough:
             return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return False, ErrorCode.NONE
 

@@ -9,9 +9,11 @@ operation under keys (a partition, here) and, when something changes under a key
 again. Timeouts run on the injected :class:`~broker_py.utils.time.Time`.
 
 Invariants: an operation is completed once (``completed`` turns True before
-``on_complete`` runs); a completed operation leaves every watch list it was in the
-next time that key is checked; the purgatory holds no reference to an operation whose
-timeout fired or that completed and whose keys were checked since.
+``on_complete`` runs); an operation the purgatory completes (its condition met under
+one key, its timeout, or :meth:`complete_all`) leaves the watch lists of all its keys
+at once, so a fetch watching many partitions is not kept, with its response, under
+the partitions that never changed (each key's operations are kept in insertion order,
+keyed by identity, so that removal is O(1)).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class DelayedOperation:
         self.delay_ms = delay_ms
         self.completed = False
         self._timer: Timer | None = None
+        self._keys: list[Hashable] = []
 
     def try_complete(self) -> bool:
         """Checks the condition and, if met, calls :meth:`force_complete`; returns
@@ -60,8 +63,8 @@ class DelayedOperationPurgatory:
     def __init__(self, name: str, time: Time = SYSTEM_TIME) -> None:
         self.name = name
         self._time = time
-        # key -> the operations watching it (read by the appends that notify it)
-        self.watchers: dict[Hashable, list[DelayedOperation]] = {}
+        # key -> the operations watching it, by identity (read by the appends that notify it)
+        self.watchers: dict[Hashable, dict[int, DelayedOperation]] = {}
 
     def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Completes ``operation`` if it can be now; otherwise watches it under
@@ -75,22 +78,25 @@ class DelayedOperationPurgatory:
         """Watches ``operation`` under ``keys`` and starts its timeout, without trying
         it first (the caller just found its condition unmet, and nothing could change
         it since: appends run on the same event loop)."""
-        keys = list(keys)
+        keys = list(dict.fromkeys(keys))
+        operation._keys = keys
         for key in keys:
-            self.watchers.setdefault(key, []).append(operation)
-        operation._timer = self._time.call_later(max(0, operation.delay_ms) / 1000, self._expired, operation, keys)
+            self.watchers.setdefault(key, {})[id(operation)] = operation
+        operation._timer = self._time.call_later(max(0, operation.delay_ms) / 1000, self._expired, operation)
 
-    def _expired(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
+    def _expired(self, operation: DelayedOperation) -> None:
         operation._expire()
-        for key in keys:
-            self._purge(key)
+        self._unwatch(operation)
 
-    def _purge(self, key: Hashable) -> None:
-        ops = self.watchers.get(key)
-        if ops is not None:
-            ops[:] = [op for op in ops if not op.completed]
-            if not ops:
-                del self.watchers[key]
+    def _unwatch(self, operation: DelayedOperation) -> None:
+        """Removes a completed operation from the watch list of every key it had."""
+        for key in operation._keys:
+            ops = self.watchers.get(key)
+            if ops is not None:
+                ops.pop(id(operation), None)
+                if not ops:
+                    del self.watchers[key]
+        operation._keys = []
 
     def check_and_complete(self, key: Hashable) -> int:
         """Asks the operations watching ``key`` to try again; returns how many completed."""
@@ -98,18 +104,25 @@ class DelayedOperationPurgatory:
         if not ops:
             return 0
         done = 0
-        for op in list(ops):
-            if not op.completed and op.try_complete():
+        for op in list(ops.values()):
+            if op.completed:
+                self._unwatch(op)  # completed outside the purgatory
+            elif op.try_complete():
                 done += 1
-        self._purge(key)
+                self._unwatch(op)
         return done
 
     def complete_all(self, key: Hashable) -> int:
         """Completes every operation watching ``key`` now (leadership lost, partition
         gone): each tries first, so it answers what it finds (NOT_LEADER_OR_FOLLOWER,
         a last read), and is forced complete if it still would wait."""
-        ops = self.watchers.pop(key, [])
-        return sum(1 for op in ops if not op.completed and (op.try_complete() or op.force_complete()))
+        ops = list(self.watchers.get(key, {}).values())
+        done = 0
+        for op in ops:
+            if not op.completed and (op.try_complete() or op.force_complete()):
+                done += 1
+            self._unwatch(op)
+        return done
 
     def watching(self, key: Hashable) -> bool:
         """Whether any operation watches ``key`` (cheap: checked on every append)."""
@@ -117,7 +130,11 @@ class DelayedOperationPurgatory:
 
     def watched(self) -> int:
         """Operations still waiting (not completed), counted once each."""
-        return len({id(op) for ops in self.watchers.values() for op in ops if not op.completed})
+        return len({id(op) for ops in self.watchers.values() for op in ops.values() if not op.completed})
+
+    def watch_entries(self) -> int:
+        """Watch-list entries held (an operation counts once per key it watches)."""
+        return sum(len(ops) for ops in self.watchers.values())
 
     def shutdown(self) -> None:
         for key in list(self.watchers):

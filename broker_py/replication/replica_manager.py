@@ -77,6 +77,8 @@ class ReplicaManager:
         # Called with (partitions now led, partitions now followed) after each LeaderAndIsr
         # and StopReplica (the coordinators take or drop their internal partitions).
         self.on_leadership_change: list[Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]] = []
+        # Topic ids as the controller's LeaderAndIsr named them (the metadata cache may lag).
+        self.topic_ids: dict[str, Any] = {}
         # Whether the cluster's metadata has a partition (set in a cluster).
         self.partition_exists: Callable[[str, int], bool] | None = None
         # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
@@ -131,6 +133,7 @@ class ReplicaManager:
         if request.controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH, {}
         self.controller_epoch = request.controller_epoch
+        self.topic_ids.update(request.topic_ids)
         errors: dict[TopicPartition, ErrorCode] = {}
         new_leaders: list[tuple[str, int]] = []
         followers: list[tuple[str, int]] = []
@@ -159,6 +162,8 @@ class ReplicaManager:
                 if state.leader == self.broker_id:
                     partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas), self.time.milliseconds())
                     new_leaders.append((topic, index))
+                    if was_leader:
+                        self._on_append(partition)  # waiting produces see the controller's ISR
                 else:
                     changed = partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
                     followers.append((topic, index))

@@ -335,6 +335,8 @@ class TransactionCoordinator:
             txn.producer_id, txn.producer_epoch, commit, self.state.coordinator_epoch(tid), set(txn.partitions),
             lambda: self.state.coordinator_error(tid) is None,
         )  # fmt: skip
+        log.info("%s markers of %r (producer %d, epoch %d) written to %d partitions",
+                 "COMMIT" if commit else "ABORT", tid, txn.producer_id, txn.producer_epoch, len(txn.partitions))
         done = txn.copy()
         done.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         done.partitions = set()

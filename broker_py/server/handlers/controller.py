@@ -142,6 +142,14 @@ async def handle_controlled_shutdown(apis, request, connection):
     )  # fmt: skip
 
 
+def _controller_topic_name(zk, topic_id) -> str | None:
+    """The topic the controller knows by ``topic_id`` (its own broker's metadata may lag
+    right after it became controller). A read of the event thread's dict: one lookup,
+    safe under the GIL."""
+    ids = dict(zk.controller.context.topic_ids)
+    return next((name for name, tid in ids.items() if tid == topic_id), None)
+
+
 async def handle_alter_partition(apis, request, connection):
     body = request.body
     version = request.api_version
@@ -160,10 +168,10 @@ async def handle_alter_partition(apis, request, connection):
     for t in body.topics:
         if version >= 2:
             info = apis.metadata_cache.by_id(t.topic_id)
-            if info is None:
+            name = info.name if info is not None else _controller_topic_name(zk, t.topic_id)
+            if name is None:
                 unknown_ids.append(t)
                 continue
-            name = info.name
         else:
             name = t.topic_name
         names[name] = t.topic_id

@@ -47,27 +47,33 @@ def target_broker(cluster: Cluster, target: str, topic: str, partition: int = 0)
 
 
 def isrs(cluster: Cluster, topic: str) -> dict[int, list[int]]:
-    """Each partition's ISR as the metadata says now (-1: no answer for it)."""
+    """Each partition's ISR as the metadata says now; a partition the answer lacks (a
+    broker just started answers with no topics until its first UpdateMetadata) reads as
+    [-1]."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    out: dict[int, list[int]] = collections.defaultdict(lambda: [-1])
     try:
         md = admin.list_topics(topic, timeout=5).topics[topic]
     except Exception:  # noqa: BLE001 - a broker going down or up; ask again
-        return collections.defaultdict(lambda: [-1])
-    out = collections.defaultdict(lambda: [-1])
-    out.update({p.id: sorted(p.isrs) for p in md.partitions.values()})
+        return out
+    if md.error is None:
+        out.update({p.id: sorted(p.isrs) for p in md.partitions.values()})
     return out
 
 
 def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
+    """Every partition's ISR holds every broker, as every broker's metadata says."""
     ids = sorted(b.id for b in cluster.brokers)
 
-    def full() -> bool:
+    def full_on(broker) -> bool:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap(broker.id)})
         try:
-            return all(isr == ids for isr in isrs(cluster, topic).values())
-        except Exception:
+            md = admin.list_topics(topic, timeout=5).topics[topic]
+        except Exception:  # noqa: BLE001 - going down or up; ask again
             return False
+        return md.error is None and bool(md.partitions) and all(sorted(p.isrs) == ids for p in md.partitions.values())
 
-    wait_until(full, timeout, 0.2, f"every ISR of {topic} back to {ids}")
+    wait_until(lambda: all(full_on(b) for b in cluster.brokers if b.alive()), timeout, 0.2, f"every ISR of {topic} back to {ids}")
 
 
 def run_fault(cluster: Cluster, fault: str, target: str, topic: str, bounces: int = 5,

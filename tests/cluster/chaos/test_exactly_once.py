@@ -1,0 +1,87 @@
+"""Kafka's transactions_test as a chaos scenario (scripts/chaos.sh, not the quick suite):
+a consume-transform-produce loop copies a topic exactly once while brokers are
+hard-bounced.
+
+Known: in about one run in four the copier's consumer stops reaching its group
+coordinator after the second bounce (no JoinGroup reaches any broker for 30 s, and
+``consumer.committed`` times out); not diagnosed yet (see docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tests.cluster.chaos.scenario import chaos_only
+from tests.cluster.test_coordinators import _read_committed, _txn_producer, cluster  # noqa: F401 - the fixture
+
+pytestmark = chaos_only
+
+
+def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
+    """Kafka's transactions_test: a consume-transform-produce loop (read_committed input,
+    send_offsets_to_transaction) copies a topic while brokers are hard-bounced; the output
+    holds each input message exactly once."""
+    import threading
+
+    from tests.cluster.harness import faults
+
+    c = cluster
+    n = 2000
+    c.create_topic("eos-in", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    c.create_topic("eos-out", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    for i in range(n):
+        p.produce("eos-in", b"%d" % i, partition=i % 3)
+    assert p.flush(60) == 0
+
+    def bounce(stop: threading.Event) -> None:
+        for victim in (1, 2):
+            if stop.wait(0.5):
+                return
+            c.broker(victim).kill()
+            c.broker(victim).start()
+            faults.wait_full_isr(c, "eos-in", 60)
+
+    stop = threading.Event()
+    bouncer = threading.Thread(target=bounce, args=(stop,), daemon=True)
+    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "copier", "isolation.level": "read_committed",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 10000})  # fmt: skip
+    producer = _txn_producer(c, "copier-tx")
+    copied = 0
+    transactions: list[int] = []
+    bouncer.start()
+    try:
+        consumer.subscribe(["eos-in"])
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            msgs = [m for m in consumer.consume(20, 0.5) if not m.error()]  # many small transactions
+            if not msgs:
+                if copied >= n and not bouncer.is_alive():
+                    break
+                continue
+            try:
+                producer.begin_transaction()
+                for m in msgs:
+                    producer.produce("eos-out", m.value(), partition=m.partition())
+                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+                copied += len(msgs)
+                transactions.append(len(msgs))
+            except KafkaException as e:
+                if e.args[0].fatal():
+                    raise
+                if e.args[0].txn_requires_abort():
+                    producer.abort_transaction(30)
+                # rewind to what the group committed: the batch is copied again
+                committed = consumer.committed(consumer.assignment(), 30)
+                for tp in committed:
+                    consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+    finally:
+        stop.set()
+        bouncer.join(90)
+        consumer.close()
+    out = _read_committed(c, "eos-out", 3)
+    assert sorted(out) == sorted(b"%d" % i for i in range(n)), f"{len(out)} records, {len(set(out))} distinct"
+    assert len(transactions) >= n // 20
