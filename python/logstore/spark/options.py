@@ -20,12 +20,19 @@
 | ``minOffsetsPerTrigger`` | streaming: wait for at least this many new offsets before a micro-batch ... |
 | ``maxTriggerDelay`` | ... but no longer than this (default ``15m``; ``500ms``, ``30s``, ``5m``, ``1h``, ``1d`` or ms) |
 | ``maxRecordsPerBatch`` | rows per Arrow batch yielded to Spark (default 65536) |
+| ``kafka.request.timeout.ms`` | network: one request's timeout (default 30000) |
+| ``kafka.default.api.timeout.ms`` | network: how long a call keeps retrying while a leader moves or a broker is down (default 60000) |
+| ``kafka.retry.backoff.ms`` / ``kafka.retry.backoff.max.ms`` | network: backoff between retries, doubling from the first to the second (default 100 / 1000) |
+| ``kafka.max.partition.fetch.bytes`` | network: record bytes one Fetch asks for (default 4 MiB; a larger first batch is still read whole) |
 
 At most one of ``topics``/``subscribe``, ``subscribePattern`` and ``assign`` is given;
 with none, every topic but the internal ones (``__``...) is read.
 
 Precedence is Kafka's: startingTimestamp, then startingOffsetsByTimestamp, then
 startingOffsets (and the same for the ending options).
+
+The ``kafka.*`` settings are Kafka consumer configs of the same names (Spark's Kafka
+source passes them to its consumer); other ``kafka.*`` keys are ignored.
 """
 
 from __future__ import annotations
@@ -55,6 +62,20 @@ class OffsetSpec:
 
 
 @dataclass(frozen=True)
+class NetworkSettings:
+    """How the network reader talks to a cluster (the ``kafka.*`` options), in seconds
+    and bytes.  ``retry_timeout_s`` is each call's retry budget: it must outlast a
+    leader election (Kafka notices a dead broker after ``zookeeper.session.timeout.ms``,
+    18 s by default) for a read to ride over one."""
+
+    request_timeout_s: float = 30.0
+    retry_timeout_s: float = 60.0
+    retry_backoff_s: float = 0.1
+    retry_backoff_max_s: float = 1.0
+    fetch_max_bytes: int = 4 << 20
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     log_dirs: tuple[str, ...]
     bootstrap_servers: str | None
@@ -71,6 +92,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
     max_records_per_batch: int
+    network: NetworkSettings = NetworkSettings()
 
     def selects(self, topic: str, partition: int | None = None) -> bool:
         """Whether ``topic`` (or its ``partition``) is read: assigned, named, matching the
@@ -163,6 +185,29 @@ def _offset_spec(options: Mapping[str, str], prefix: str, default: str) -> Offse
     return OffsetSpec("offsets", per_partition=spec)
 
 
+def _network_settings(options: Mapping[str, str]) -> NetworkSettings:
+    default = NetworkSettings()
+
+    def ms(key: str, value: float, minimum: int) -> float:
+        n = _int(options, key, minimum)
+        return value if n is None else n / 1000
+
+    backoff_s = ms("kafka.retry.backoff.ms", default.retry_backoff_s, 0)
+    backoff_max_s = ms("kafka.retry.backoff.max.ms", max(default.retry_backoff_max_s, backoff_s), 0)
+    if backoff_max_s < backoff_s:
+        raise InvalidOptionError(
+            f"option kafka.retry.backoff.max.ms={options.get('kafka.retry.backoff.max.ms')!r}: "
+            "must be >= kafka.retry.backoff.ms"
+        )
+    return NetworkSettings(
+        request_timeout_s=ms("kafka.request.timeout.ms", default.request_timeout_s, 1),
+        retry_timeout_s=ms("kafka.default.api.timeout.ms", default.retry_timeout_s, 0),
+        retry_backoff_s=backoff_s,
+        retry_backoff_max_s=backoff_max_s,
+        fetch_max_bytes=_int(options, "kafka.max.partition.fetch.bytes", 1) or default.fetch_max_bytes,
+    )
+
+
 def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Reads and checks every option (``options`` is Spark's case-insensitive dict)."""
     bootstrap = options.get("kafka.bootstrap.servers")
@@ -202,4 +247,5 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         min_offsets_per_trigger=_int(options, "minOffsetsPerTrigger", 1),
         max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", "15m"),
         max_records_per_batch=_int(options, "maxRecordsPerBatch", 1) or 65536,
+        network=_network_settings(options),
     )

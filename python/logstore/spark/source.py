@@ -25,7 +25,7 @@ HEADERS_COLUMN = "headers array<struct<key:string,value:binary>>"
 def make_log(opts: SourceOptions, metrics_dir: str | None = None) -> Log:
     """The partition reader behind a query: files under log.dirs, or the network."""
     if opts.bootstrap_servers:
-        return NetworkLog(opts.bootstrap_servers)
+        return NetworkLog(opts.bootstrap_servers, opts.network)
     return FileLog(opts.log_dirs, metrics_dir)
 
 

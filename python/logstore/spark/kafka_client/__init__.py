@@ -33,13 +33,19 @@ Routing and retries
 -------------------
 
 Metadata goes to any reachable broker (the last one used, then the brokers
-of the last Metadata response, then the bootstrap list).  ListOffsets and
-Fetch go to the partition leader's connection; there is one connection per
-broker id.  A connection failure or a retriable error code (leader moved,
-leader epoch changed, topic id unknown, ...) refreshes the metadata and
-retries, :data:`MAX_ATTEMPTS` attempts in all with a short backoff.
-Non-retriable codes (OFFSET_OUT_OF_RANGE, ...) raise at once.  Each request
-is bounded by ``timeout_s`` (connect, send and receive together).
+of the last Metadata response, then the bootstrap list: any live bootstrap
+server will do).  ListOffsets and Fetch go to the partition leader's
+connection, naming the leader epoch from Metadata (KIP-320) so that a broker
+that is not the leader under that epoch refuses them; there is one
+connection per broker id.  A connection failure, no leader, or a retriable
+error code (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+LEADER_NOT_AVAILABLE, ...) is retried within the client's retry budget: at
+once on the leader a KIP-951 hint names, else after a backoff with the
+partition's metadata asked again.  A retried call asks for the same offset.
+Non-retriable codes (OFFSET_OUT_OF_RANGE, ...) raise at once, and a spent
+budget raises the last error's class with a message naming the partition.
+Each request is bounded by ``timeout_s`` (connect, send and receive
+together).
 
 A client is not thread-safe: use one per thread.  Construction does no I/O;
 the first call connects.
@@ -49,7 +55,8 @@ Modules
 
 ``client`` (:class:`KafkaClient`: partitions, ListOffsets, Fetch, leader
 routing and retries), ``metadata`` (bootstrap servers, Metadata and its
-caches of brokers, leaders and topic ids), ``connection`` (one broker
+caches of brokers, leaders, leader epochs and topic ids, leader hints),
+``retry`` (the retry budget and backoff), ``connection`` (one broker
 connection: ApiVersions, framing, correlation ids, timeouts), ``batches``
 (whole batches, aborted transactions) and ``errors`` (the exceptions and
 the mapping of Kafka error codes to them).  Every public name is importable
@@ -72,28 +79,37 @@ from logstore.spark.kafka_client.client import (
     LATEST,
     MAX_ATTEMPTS,
     READ_COMMITTED,
+    RETRY_BACKOFF_MAX_S,
     RETRY_BACKOFF_S,
+    Fetched,
     KafkaClient,
 )
 from logstore.spark.kafka_client.connection import CLIENT_VERSIONS
 from logstore.spark.kafka_client.errors import (
     BrokerUnavailable,
+    FencedLeaderEpoch,
     KafkaClientError,
     KafkaOffsetOutOfRange,
     KafkaProtocolError,
     KafkaResponseError,
     LeaderNotAvailable,
     NotLeaderOrFollower,
+    UnknownLeaderEpoch,
     UnknownTopicOrPartition,
     UnsupportedVersion,
 )
+from logstore.spark.kafka_client.retry import RetryPolicy, RetryState
 
 __all__ = [
     "CLIENT_VERSIONS",
     "EARLIEST",
     "LATEST",
     "MAX_ATTEMPTS",
+    "RETRY_BACKOFF_MAX_S",
+    "RETRY_BACKOFF_S",
     "BrokerUnavailable",
+    "FencedLeaderEpoch",
+    "Fetched",
     "KafkaClient",
     "KafkaClientError",
     "KafkaOffsetOutOfRange",
@@ -101,6 +117,9 @@ __all__ = [
     "KafkaResponseError",
     "LeaderNotAvailable",
     "NotLeaderOrFollower",
+    "RetryPolicy",
+    "RetryState",
+    "UnknownLeaderEpoch",
     "UnknownTopicOrPartition",
     "UnsupportedVersion",
     "drop_aborted",

@@ -11,11 +11,17 @@ class KafkaClientError(Exception):
 
     ``errno`` is the Kafka error code behind the failure, or ``None`` when
     there is none (I/O failures, protocol violations).  ``retriable`` says
-    whether the same call may succeed later.
+    whether the same call may succeed later.  ``topic`` and ``partition``
+    name the partition the failed call was about, or are ``None``;
+    ``attempts`` is how many times the call was tried before this error was
+    raised (1 when it was not retried).
     """
 
     errno: int | None = None
     retriable: bool = False
+    topic: str | None = None
+    partition: int | None = None
+    attempts: int = 1
 
 
 class BrokerUnavailable(KafkaClientError):
@@ -34,7 +40,15 @@ class KafkaResponseError(KafkaClientError):
     ``errno`` is that code; ``topic`` and ``partition`` name the partition it
     concerns, or are ``None``.  Codes with their own subclass (below) always
     raise that subclass.
+
+    ``current_leader`` is the KIP-951 hint of a Fetch answer that refused the
+    request (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH): the partition's
+    leader as (broker id, leader epoch) by the answering broker's metadata,
+    or ``None``.  ``node_endpoints`` maps the broker ids of such hints to
+    (host, port) on the client's listener (Fetch v16+); it may be empty.
     """
+
+    current_leader: tuple[int, int] | None = None
 
     def __init__(
         self,
@@ -54,6 +68,7 @@ class KafkaResponseError(KafkaClientError):
                 self.retriable = False
         self.topic = topic
         self.partition = partition
+        self.node_endpoints: dict[int, tuple[str, int]] = {}
 
 
 class KafkaOffsetOutOfRange(KafkaResponseError):
@@ -80,6 +95,25 @@ class NotLeaderOrFollower(KafkaResponseError):
     errno = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
+class FencedLeaderEpoch(KafkaResponseError):
+    """FENCED_LEADER_EPOCH (74): the request's current_leader_epoch is older than the broker's.
+
+    This client's metadata is stale: it refreshes it and asks the new leader.
+    """
+
+    errno = int(ErrorCode.FENCED_LEADER_EPOCH)
+
+
+class UnknownLeaderEpoch(KafkaResponseError):
+    """UNKNOWN_LEADER_EPOCH (75): the request's current_leader_epoch is newer than the broker's.
+
+    The broker has not yet heard of the election this client's metadata
+    reflects (or it is a deposed leader that will never hear of it).
+    """
+
+    errno = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
 class UnsupportedVersion(KafkaResponseError):
     """UNSUPPORTED_VERSION (35): the broker and this client share no version of an API."""
 
@@ -93,6 +127,8 @@ _ERROR_CLASSES: dict[int, type[KafkaResponseError]] = {
         UnknownTopicOrPartition,
         LeaderNotAvailable,
         NotLeaderOrFollower,
+        FencedLeaderEpoch,
+        UnknownLeaderEpoch,
         UnsupportedVersion,
     )
 }

@@ -1,5 +1,14 @@
 """Bootstrap and metadata discovery: the bootstrap list, the brokers, partition leaders
-and topic ids of the last Metadata response, and one connection per broker id."""
+with their leader epochs and topic ids of the last Metadata responses (and of KIP-951
+leader hints), and one connection per broker id.
+
+Invariant: while Metadata keeps listing a topic under the same topic id, the cached
+leader epoch of each of its partitions never goes back.  A Metadata response from a
+broker that has not yet heard of an election (it names an older epoch than the one
+cached) leaves that partition's leader and epoch as they are, as Kafka's client does
+since KIP-320; a leader hint is taken only when its epoch is newer.  Epochs are -1
+when the broker does not report them (Metadata below v7).
+"""
 
 from __future__ import annotations
 
@@ -48,7 +57,40 @@ class _ClusterMetadata:
     _connections: dict[int, _BrokerConnection]  # broker id -> connection
     _brokers: dict[int, tuple[str, int]]  # broker id -> (host, port)
     _leaders: dict[tuple[str, int], int]  # (topic, partition) -> leader broker id
+    _leader_epochs: dict[tuple[str, int], int]  # (topic, partition) -> leader epoch (-1: unknown)
     _topic_ids: dict[str, uuid.UUID]
+
+    def _leader_epoch(self, topic: str, partition: int) -> int:
+        """The cached leader epoch of the partition, -1 when unknown: the
+        ``current_leader_epoch`` of requests to its leader (KIP-320)."""
+        return self._leader_epochs.get((topic, partition), -1)
+
+    def _take_leader_hint(self, topic: str, partition: int, hint: tuple[int, int] | None,
+                          endpoints: dict[int, tuple[str, int]]) -> bool:  # fmt: skip
+        """Take a KIP-951 hint (leader id, leader epoch) for the partition.
+
+        Taken only when it names a leader whose address is known (from
+        ``endpoints`` or the cached brokers) under an epoch newer than the
+        cached one; returns whether it was taken, i.e. whether the next try
+        can go to the new leader without asking for metadata first.
+        """
+        if hint is None:
+            return False
+        leader_id, epoch = hint
+        key = (topic, partition)
+        if leader_id < 0 or epoch < 0 or epoch <= self._leader_epochs.get(key, -1):
+            return False
+        address = endpoints.get(leader_id) or self._brokers.get(leader_id)
+        if address is None:
+            return False
+        if self._brokers.get(leader_id) != address:
+            self._brokers[leader_id] = address
+            stale = self._connections.pop(leader_id, None)
+            if stale is not None and stale is not self._metadata_connection:
+                stale.close()
+        self._leaders[key] = leader_id
+        self._leader_epochs[key] = epoch
+        return True
 
     def _leader(self, topic: str, partition: int, *, refresh: bool) -> int | None:
         """The leader's broker id, from the cache unless ``refresh`` or not cached.
@@ -93,7 +135,11 @@ class _ClusterMetadata:
         return connection
 
     def _refresh_metadata(self, topics: list[str] | None) -> MetadataResponse:
-        """Send Metadata for ``topics`` (``None``: all) to any reachable broker; update the caches."""
+        """Send Metadata for ``topics`` (``None``: all) to any reachable broker; update the caches.
+
+        An answer that lists no broker is not taken (see below); when no broker
+        gives another, :class:`BrokerUnavailable` is raised.
+        """
         body = MetadataRequest(
             topics=None
             if topics is None
@@ -110,6 +156,12 @@ class _ClusterMetadata:
                 failures.append(str(exc))
                 continue
             assert isinstance(response, MetadataResponse)
+            if not response.brokers:
+                # A broker that has just started and not yet had the controller's
+                # UpdateMetadata knows no broker and no topic (every topic
+                # UNKNOWN_TOPIC_OR_PARTITION): ask another, as Kafka's client does.
+                failures.append(f"{connection.address} answered Metadata without brokers (just started?)")
+                continue
             self._metadata_connection = connection
             self._update_caches(response)
             return response
@@ -141,11 +193,14 @@ class _ClusterMetadata:
             yield connection
 
     def _update_caches(self, response: MetadataResponse) -> None:
-        """Take brokers, leaders and topic ids from ``response``.
+        """Take brokers, leaders, leader epochs and topic ids from ``response``.
 
         Connections to brokers that left the cluster or moved to another
         address are closed.  Leaders of the topics the response lists are
-        replaced; other topics keep theirs.
+        replaced, except where the cache holds a newer leader epoch than the
+        response (see the module docstring) and the topic id is unchanged (a
+        topic deleted and created again starts its epochs anew); other topics
+        keep theirs.
         """
         self._brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         for broker_id, connection in list(self._connections.items()):
@@ -154,14 +209,22 @@ class _ClusterMetadata:
                 if connection is not self._metadata_connection:
                     connection.close()
         listed = {t.name for t in response.topics if t.name is not None}
-        self._leaders = {k: v for k, v in self._leaders.items() if k[0] not in listed}
+        old_leaders, old_epochs = self._leaders, self._leader_epochs
+        self._leaders = {k: v for k, v in old_leaders.items() if k[0] not in listed}
+        self._leader_epochs = {k: v for k, v in old_epochs.items() if k[0] not in listed}
         for t in response.topics:
             if t.name is None:
                 continue
             if t.error_code != 0:
                 self._topic_ids.pop(t.name, None)
                 continue
+            previous_id = self._topic_ids.get(t.name, _NULL_UUID)
+            recreated = _NULL_UUID not in (previous_id, t.topic_id) and previous_id != t.topic_id
             self._topic_ids[t.name] = t.topic_id
             for p in t.partitions:
-                if p.error_code in (0, ErrorCode.REPLICA_NOT_AVAILABLE) and p.leader_id >= 0:
-                    self._leaders[(t.name, p.partition_index)] = p.leader_id
+                key = (t.name, p.partition_index)
+                epoch = p.leader_epoch if p.leader_epoch is not None else -1
+                if not recreated and key in old_leaders and epoch < old_epochs.get(key, -1):
+                    self._leaders[key], self._leader_epochs[key] = old_leaders[key], old_epochs[key]  # newer known
+                elif p.error_code in (0, ErrorCode.REPLICA_NOT_AVAILABLE) and p.leader_id >= 0:
+                    self._leaders[key], self._leader_epochs[key] = p.leader_id, epoch
