@@ -74,3 +74,24 @@ def test_a_follower_rebuilds_producer_state_transactions_and_markers(pair):
         follower.append_marker(9, 0, commit=True, coordinator_epoch=2)
     follower.append_marker(8, 0, commit=True, coordinator_epoch=3)
     assert follower.last_stable_offset == follower.high_watermark == follower.log_end_offset == 8
+
+
+def test_a_new_leader_answers_offset_not_available_until_its_high_watermark_reaches_its_epoch(pair):
+    from broker_py.server.handlers.list_offsets import EARLIEST, LATEST, lookup
+    from logstore.protocol.errors import OffsetNotAvailableError
+
+    leader, follower = pair
+    for seq in range(3):
+        leader.append_records_to_leader(_batch(7, 0, seq * 2), 1, 1)
+    # the follower copies everything but learns the high watermark only on its next fetch
+    data = leader.log.local_log.read(0, 1 << 20, max_offset=leader.log_end_offset)
+    follower.append_records_to_follower(data)
+    follower.update_follower_high_watermark(2, 0)
+    follower.make_leader(2, [2, 1], [1, 2])
+    assert follower.leader_epoch_start_offset == 6 and follower.high_watermark == 2
+    with pytest.raises(OffsetNotAvailableError):
+        lookup(follower, LATEST, 0)
+    assert lookup(follower, EARLIEST, 0) == (-1, 0)  # the log start is known
+    assert lookup(follower, LATEST, 0, replica_id=1) == (-1, 6)  # a follower asks the log end
+    follower.update_follower_fetch_state(1, 6)  # the other replica shows it holds 6
+    assert follower.high_watermark == 6 and lookup(follower, LATEST, 0) == (-1, 6)
