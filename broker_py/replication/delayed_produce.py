@@ -9,7 +9,8 @@ done, or when ``timeout_ms`` passes. A partition then answers:
 - NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR fell below ``min.insync.replicas``
   meanwhile (the records are committed all the same);
 - NOT_LEADER_OR_FOLLOWER if this broker stopped leading it;
-- REQUEST_TIMED_OUT if the timeout came first.
+- REQUEST_TIMED_OUT if the timeout came first, or the operation was forced to end
+  (broker shutdown) before its high watermark passed.
 
 Partitions whose append failed, or that were done at once, keep their answer and are
 not waited for.
@@ -68,10 +69,11 @@ class DelayedProduce(DelayedOperation):
                     pending = True
         return False if pending else self.force_complete()
 
-    def on_expiration(self) -> None:
+    def on_complete(self) -> None:
+        # A partition not yet satisfied when the operation ends (its timeout, or a forced
+        # completion at shutdown) answers REQUEST_TIMED_OUT, as Kafka's start out: a
+        # forced completion never reads as an acknowledgement.
         for s in self.waiting:
             if s.acks_pending:
                 s.answer(ErrorCode.REQUEST_TIMED_OUT)
-
-    def on_complete(self) -> None:
         self._response_callback(self.results)

@@ -168,7 +168,7 @@ class ReplicaManager:
                     changed = partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
                     followers.append((topic, index))
                     if was_leader:
-                        self.produce_purgatory.complete_all((topic, index))
+                        self.produce_purgatory.check_and_complete((topic, index))
                         self.fetch_purgatory.complete_all((topic, index))
                     fetcher = self.replica_fetcher_manager
                     if changed or (fetcher is not None and fetcher.fetching((topic, index)) is None):
@@ -225,7 +225,7 @@ class ReplicaManager:
                     delete_log(topic, index)
                 elif partition is not None:
                     partition.leader_id = -1
-                    self.produce_purgatory.complete_all((topic, index))
+                    self.produce_purgatory.check_and_complete((topic, index))
                     self.fetch_purgatory.complete_all((topic, index))
             except KafkaError as e:
                 errors[state.partition] = e.errno
@@ -287,7 +287,7 @@ class ReplicaManager:
         partition = self.partitions.pop((topic, index), None)
         if partition is not None:
             partition.leader_id = -1
-            self.produce_purgatory.complete_all((topic, index))
+            self.produce_purgatory.check_and_complete((topic, index))
             self.fetch_purgatory.complete_all((topic, index))
         return partition
 
