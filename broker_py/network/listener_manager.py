@@ -61,11 +61,18 @@ class ListenerManager:
             on_error=self._on_error,
         )
 
-    async def start(self) -> None:
+    async def start(self, processing: bool = True) -> None:
+        """Listens on every listener; with ``processing`` False requests wait for
+        :meth:`enable_request_processing` (a cluster broker registering first)."""
         for listener in self.config["listeners"]:
             server = self.server_for(listener)
+            server.processing = processing
             await server.start()
             self.servers.append(server)
+
+    def enable_request_processing(self) -> None:
+        for server in self.servers:
+            server.enable_request_processing()
 
     async def stop(self) -> None:
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -209,7 +209,7 @@ class ClientConnection(asyncio.Protocol):
 
     def _process(self) -> None:
         """Handles queued requests in order while no task is running and writes can go on."""
-        while self._queue and self._task is None and not self._write_paused and not self._closed:
+        while self._queue and self._task is None and not self._write_paused and not self._closed and self.server.processing:
             event, received = self._queue.popleft()
             times = RequestTimes(received, now()) if request_log_enabled() else None
             try:
@@ -467,6 +467,10 @@ class SocketServer:
         self.max_request_size = max_request_size
         self.connections: set[ClientConnection] = set()
         self._server: asyncio.base_events.Server | None = None
+        # False while a broker joining a cluster is not registered yet: connections are
+        # accepted and their requests queued, answered once it is (Kafka's
+        # enableRequestProcessing after the broker's registration).
+        self.processing = True
 
     async def start(self, sock: socket.socket | None = None) -> None:
         """Listens on ``host:port``, or on ``sock`` already bound and listening there."""
@@ -485,6 +489,11 @@ class SocketServer:
         sock = socket.create_server((self.host, self.port), family=_family(self.host), backlog=1024)
         self.port = sock.getsockname()[1]
         return sock
+
+    def enable_request_processing(self) -> None:
+        self.processing = True
+        for conn in list(self.connections):
+            conn._process()
 
     async def stop(self) -> None:
         if self._server is not None:

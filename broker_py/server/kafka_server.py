@@ -67,13 +67,22 @@ class KafkaServer:
             cluster_id = check_log_dirs(config.log_dirs, self.broker_id)
             support = LocalSupport(config, first_dir, self.time)
         self.support = support
-        dynamic_configs = DynamicBrokerConfigStore(first_dir, config)
+        # A broker alone keeps dynamic configs, SCRAM credentials and ACLs in its first log
+        # dir; a cluster's brokers share them in ZooKeeper.
+        if self.zk_support is None:
+            dynamic_configs = DynamicBrokerConfigStore(first_dir, config)
+            scram_credentials = ScramCredentialStore(first_dir)
+        else:
+            dynamic_configs = self.zk_support.dynamic_config_store(lambda r, c: self.apis.admin_manager.set_broker_configs(r, c))
+            scram_credentials = self.zk_support.scram_credential_store()
         dynamic_configs.load()
-        scram_credentials = ScramCredentialStore(first_dir)
         # None without authorizer.class.name: every request is allowed, as in Kafka.
         authorizer = None
         if config["authorizer.class.name"]:
-            authorizer = StandardAuthorizer(first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"])
+            if self.zk_support is None:
+                authorizer = StandardAuthorizer(first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"])
+            else:
+                authorizer = self.zk_support.acl_authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
         replica_manager = ReplicaManager(self.broker_id, lambda topic: self.apis.admin_manager.min_insync_replicas(topic), self.time)
         listeners = ListenerManager(
             config, scram_credentials, lambda: handlers.registry(self.apis),
@@ -152,11 +161,14 @@ class KafkaServer:
         if self.zk_support is not None:
             await self.apis.producer_ids.start()
         await self.start_coordinators()
-        await self.apis.listeners.start()
+        await self.apis.listeners.start(processing=self.zk_support is None)
         if self.zk_support is not None:
             listeners = self.apis.listeners
             advertised = [listeners.advertised_listener(_OnListener(s)) for s in listeners.servers]
-            await self.zk_support.start(self.zk_support.registration(advertised, self.config.security_protocol))
+            try:
+                await self.zk_support.start(self.zk_support.registration(advertised, self.config.security_protocol))
+            finally:
+                listeners.enable_request_processing()
         self.log_tasks.start()
 
     async def stop(self) -> None:

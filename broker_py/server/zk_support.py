@@ -8,6 +8,12 @@ the rest to the event loop with ``call_soon_threadsafe``); the controller runs o
 own thread; everything else runs on the event loop, blocking ZooKeeper calls through
 ``asyncio.to_thread``.
 
+The cluster-wide state other than the controller's lives in ZooKeeper too, in Kafka's
+layout, each store keeping a cache current through Kafka's change notifications:
+dynamic broker configs (``/config/brokers``), SCRAM credentials (``/config/users``) and
+ACLs (``/kafka-acl``); they are built here, read whole at construction, and their
+listener threads stop before the client closes.
+
 Session states: SUSPENDED (the connection is lost, the session may live) and LOST (the
 session expired) make the controller resign at once; it never acts while suspended.
 Back to CONNECTED in the same session it runs the election again; after an expiry the
@@ -24,6 +30,7 @@ from typing import Any
 
 from kazoo.client import KazooState
 
+from broker_py.config.dynamic_broker_config import ZkDynamicBrokerConfigStore
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_channel_manager import ControllerChannelManager
 from broker_py.controller.controller_event_manager import ControllerEventManager
@@ -36,10 +43,13 @@ from broker_py.network.network_client import InterBrokerChannelBuilder
 from broker_py.replication.alter_partition_manager import AlterPartitionManager
 from broker_py.replication.leader_end_point import FetchConfig
 from broker_py.replication.replica_fetcher_manager import ReplicaFetcherManager
+from broker_py.security.authorizer.acl_authorizer import AclAuthorizer
+from broker_py.security.sasl.zk_scram_credential_store import ZkScramCredentialStore
 from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.kafka_zk_client import KafkaZkClient
+from broker_py.zk.zk_change_notifications import ConfigChangeListener
 from broker_py.zk.zk_controller_store import ZkControllerStore
 from broker_py.zk.zk_data import BrokerInfo, EndPoint
 from logstore.protocol.api_keys import ApiKey
@@ -125,6 +135,10 @@ class ZkSupport:
         self.apis = None
         self.alter_partition_manager: AlterPartitionManager | None = None
         self.replica_fetcher_manager: ReplicaFetcherManager | None = None
+        # /config/changes for the user and broker config stores (the controller store
+        # listens for topics itself); closed, with the rest of _closing, before the client.
+        self._config_changes = ConfigChangeListener(self.zk, time=time)
+        self._closing: list[Callable[[], None]] = [self._config_changes.close]
 
     # ---- startup (blocking parts run at construction, the rest in start) ----
 
@@ -158,7 +172,8 @@ class ZkSupport:
         """Wires the leader partitions' ISR proposals to the controller."""
         self.apis = apis
         self.alter_partition_manager = AlterPartitionManager(
-            self.broker_id, lambda: self.broker_epoch, lambda topic: (i.topic_id if (i := self.metadata_cache.get(topic)) else None),
+            self.broker_id, lambda: self.broker_epoch,
+            lambda topic: (i.topic_id if (i := self.metadata_cache.get(topic)) else apis.replica_manager.topic_ids.get(topic)),
             self.to_controller.send, self.config["request.timeout.ms"],
         )  # fmt: skip
         apis.replica_manager.alter_isr = self.alter_partition_manager.submit
@@ -175,6 +190,28 @@ class ZkSupport:
         )  # fmt: skip
         apis.replica_manager.replica_fetcher_manager = self.replica_fetcher_manager
         apis.replica_manager.partition_exists = lambda topic, index: self.metadata_cache.partition_state(topic, index) is not None
+
+    # ---- cluster-wide state other than the controller's (blocking: at construction) ----
+
+    def dynamic_config_store(self, apply: Callable[[str, dict[str, str]], None]) -> ZkDynamicBrokerConfigStore:
+        """Dynamic broker configs in ``/config/brokers``; ``apply(resource, configs)`` runs
+        on the event loop when the default's or this broker's change."""
+        store = ZkDynamicBrokerConfigStore(self.zk, self.loop, self.config, apply)
+        store.start(self._config_changes)
+        return store
+
+    def scram_credential_store(self) -> ZkScramCredentialStore:
+        """SCRAM credentials in ``/config/users``."""
+        store = ZkScramCredentialStore(self.zk, self.loop)
+        store.start(self._config_changes)
+        return store
+
+    def acl_authorizer(self, super_users, allow_everyone_if_no_acl_found: bool) -> AclAuthorizer:
+        """The ACL authorizer over ``/kafka-acl`` and ``/kafka-acl-extended``."""
+        authorizer = AclAuthorizer(self.zk, self.loop, super_users, allow_everyone_if_no_acl_found)
+        self._closing.append(authorizer.close)
+        authorizer.start()
+        return authorizer
 
     def producer_id_manager(self) -> ZkProducerIdManager:
         def claim() -> tuple[int, int]:
@@ -331,4 +368,6 @@ class ZkSupport:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.to_thread(self.store.unwatch)
+        for close in self._closing:
+            close()
         await asyncio.to_thread(self.zk.close)

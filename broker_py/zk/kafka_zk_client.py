@@ -18,28 +18,41 @@ Invariants:
 - Paths given to the low-level methods are chroot-relative absolute paths; data is bytes
   in :mod:`broker_py.zk.zk_data`'s formats. Calls on many nodes pipeline their requests
   (at most :data:`PIPELINE` in flight) and answer in the order asked.
+- The entity methods (configs, ACLs: versioned reads, conditional writes, sequential
+  notification nodes) return the outcomes they name (False for a write another writer
+  got in first) and raise :class:`ZooKeeperError`, only that, when ZooKeeper fails;
+  :func:`zk_failure` is how an admin request answers it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from kazoo.client import KazooClient, KazooState, TransactionRequest
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from broker_py.controller.controller_store import ControllerEpoch, ControllerMovedError
 from broker_py.zk import zk_data
-from logstore.protocol.errors import KafkaException
+from logstore.protocol.errors import KafkaError, KafkaException, UnknownServerError
 
 __all__ = [
     "BATCH", "BrokerIdInUseError", "ControllerEpoch", "ControllerMovedError", "CreateOp", "DeleteOp", "KafkaZkClient",
     "PERSISTENT_PATHS", "PIPELINE", "SetDataOp", "ZkOp", "ZooKeeperClientTimeoutError", "ZooKeeperError", "first_error",
+    "zk_failure",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -65,6 +78,12 @@ PERSISTENT_PATHS = (
 
 class ZooKeeperError(KafkaException):
     """ZooKeeper could not be reached or refused an operation."""
+
+
+def zk_failure(e: ZooKeeperError) -> KafkaError:
+    """How an admin request that could not reach ZooKeeper is answered: as Kafka answers an
+    exception that is not an ApiException, UNKNOWN_SERVER_ERROR (with what failed)."""
+    return UnknownServerError(f"ZooKeeper is not available: {e}")
 
 
 class ZooKeeperClientTimeoutError(ZooKeeperError):
@@ -105,6 +124,20 @@ class DeleteOp(NamedTuple):
 
 
 ZkOp = CreateOp | SetDataOp | DeleteOp  # one operation of a multi (persistent nodes only)
+
+
+def _zk_failures(method: Callable) -> Callable:
+    """ZooKeeper's own failures (kazoo's exceptions the method does not handle) as
+    ZooKeeperError."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (KazooException, KazooTimeoutError) as e:
+            raise ZooKeeperError(f"ZooKeeper {method.__name__}: {e!r}") from e
+
+    return wrapper
 
 
 def first_error(results: Sequence[object]) -> Exception | None:
@@ -501,6 +534,87 @@ class KafkaZkClient:
             return True
         except NoNodeError:
             return False
+
+    # ---- entity nodes of admin requests (configs, ACLs): versioned reads, conditional writes ----
+    # Each raises ZooKeeperError, and only that, when ZooKeeper fails (connection lost,
+    # session expired, a path it refuses); the outcomes they name are return values.
+
+    @_zk_failures
+    def ensure_paths(self, paths: Iterable[str]) -> None:
+        """Creates each persistent path (and its parents) that does not exist."""
+        for path in paths:
+            self._zk.ensure_path(path)
+
+    @_zk_failures
+    def read_versioned(self, path: str) -> tuple[bytes, int] | None:
+        """(data, zkVersion) of the node, or None if there is none."""
+        try:
+            data, stat = self._zk.get(path)
+        except NoNodeError:
+            return None
+        return data, stat.version
+
+    @_zk_failures
+    def read_versioned_many(self, paths: Iterable[str]) -> list[tuple[bytes, int] | None]:
+        """:meth:`read_versioned` of each path, pipelined."""
+        return [None if got is None else (got[0], got[1].version) for got in self.get_data_many(paths)]
+
+    @_zk_failures
+    def list_children(self, path: str) -> list[str]:
+        """The node's children ([] if there is no node)."""
+        return self.get_children(path)
+
+    @_zk_failures
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        """Creates the persistent node (with its parents); False if it exists (Kafka's
+        ``createAclsForResourceIfNotExists``: the node's version is then 0)."""
+        try:
+            self._zk.create(path, data, makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    @_zk_failures
+    def conditional_set(self, path: str, data: bytes, version: int) -> bool:
+        """setData at ``version``; False when the node moved on or is gone (Kafka's
+        ``conditionalUpdatePath``)."""
+        try:
+            self._zk.set(path, data, version)
+            return True
+        except (BadVersionError, NoNodeError):
+            return False
+
+    @_zk_failures
+    def conditional_delete(self, path: str, version: int) -> bool:
+        """Deletes the node at ``version``; True also when there is no node, False when
+        it moved on (Kafka's ``conditionalDelete``)."""
+        try:
+            self._zk.delete(path, version)
+            return True
+        except NoNodeError:
+            return True
+        except BadVersionError:
+            return False
+
+    @_zk_failures
+    def set_or_create_entity(self, path: str, data: bytes) -> None:
+        """:meth:`set_or_create` (Kafka's ``setOrCreateEntityConfigs``)."""
+        self.set_or_create(path, data)
+
+    @_zk_failures
+    def create_sequential(self, path_prefix: str, data: bytes) -> str:
+        """Creates the persistent sequential node ``<path_prefix><10 digits>`` (parents
+        made); returns its path."""
+        return self._zk.create(path_prefix, data, makepath=True, sequence=True)
+
+    @_zk_failures
+    def ctimes(self, paths: Sequence[str]) -> list[int | None]:
+        """Each node's creation time (ms), None if there is no node, pipelined."""
+        return [None if stat is None else stat.ctime for stat in self.get_stat_many(paths)]
+
+    @_zk_failures
+    def delete_if_exists(self, path: str) -> None:
+        self.delete(path)
 
     # ---- watches (kazoo's recipes: they are re-armed after a reconnect or a new session) ----
 

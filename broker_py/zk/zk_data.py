@@ -17,6 +17,7 @@ Paths are absolute and chroot-free; the client applies the chroot of ``zookeeper
                               "leader_recovery_state":1,"leader_epoch":E,"isr":[..]}, the recovery
                               state only while RECOVERING; the node's zkVersion is the partition epoch
 /config/<type>/<name>         {"version":1,"config":{"k":"v"}}, string values, names sanitized
+                              (:func:`sanitize`); <name> of a cluster-wide default is "<default>"
 /config/changes/config_change_N  sequential {"version":2,"entity_path":"<type>/<name>"}
 /admin/delete_topics/<T>      empty
 /admin/reassign_partitions    {"version":1,"partitions":[{"topic":T,"partition":P,"replicas":[..]}]}
@@ -51,6 +52,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -278,6 +280,28 @@ def random_uuid() -> uuid.UUID:
     while (u := uuid.uuid4()).int <= 1 or uuid_to_base64(u).startswith("-"):
         pass
     return u
+
+
+def sanitize(name: str) -> str:
+    """Kafka's ``Sanitizer.sanitize``, how a config entity's name (a user principal) becomes a
+    znode name: ``URLEncoder.encode(name, UTF-8)`` with ``*`` as ``%2A`` and a space as
+    ``%20``: letters, digits, ``.``, ``-`` and ``_`` stay, every other UTF-8 byte is ``%XX``."""
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    """Kafka's ``Sanitizer.desanitize`` (``URLDecoder.decode``: ``+`` is a space)."""
+    return urllib.parse.unquote_plus(name, errors="strict")
+
+
+# ZooKeeper's PathUtils.validatePath refuses these characters in a node name.
+_INVALID_NODE_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+
+
+def is_valid_node_name(name: str) -> bool:
+    """Whether ``name`` can be one znode's name: not empty, no ``/``, not ``.`` nor ``..``,
+    none of the characters ZooKeeper refuses."""
+    return bool(name) and "/" not in name and name not in (".", "..") and not _INVALID_NODE_CHARS.search(name)
 
 
 def split_chroot(connect: str) -> tuple[str, str]:

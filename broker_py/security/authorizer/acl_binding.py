@@ -170,7 +170,20 @@ class AclBindingFilter:
         return f
 
     def matches(self, binding: AclBinding) -> bool:
-        p, e = binding.pattern, binding.entry
+        e = binding.entry
+        if not self.matches_pattern(binding.pattern):
+            return False
+        if self.principal is not None and self.principal != e.principal:
+            return False
+        if self.host is not None and self.host != e.host:
+            return False
+        if self.operation != AclOperation.ANY and self.operation != e.operation:
+            return False
+        return self.permission_type == AclPermissionType.ANY or self.permission_type == e.permission_type
+
+    def matches_pattern(self, p: ResourcePattern) -> bool:
+        """Whether the filter's resource part matches the pattern (Kafka's
+        ``ResourcePatternFilter.matches``)."""
         if self.resource_type != ResourceType.ANY and self.resource_type != p.resource_type:
             return False
         if self.pattern_type == PatternType.MATCH:
@@ -184,10 +197,4 @@ class AclBindingFilter:
                 return False
             if self.name is not None and self.name != p.name:
                 return False
-        if self.principal is not None and self.principal != e.principal:
-            return False
-        if self.host is not None and self.host != e.host:
-            return False
-        if self.operation != AclOperation.ANY and self.operation != e.operation:
-            return False
-        return self.permission_type == AclPermissionType.ANY or self.permission_type == e.permission_type
+        return True

@@ -16,7 +16,9 @@ Bindings are kept in ``<first log dir>/__logstore_metadata/acls.json``::
                              operation, permission_type], ...]}
 
 with each code's name (``"TOPIC"``, ``"LITERAL"``, ``"READ"``, ``"ALLOW"``); the file is
-replaced whole after every change that stored or removed a binding.
+replaced whole after every change that stored or removed a binding. (A cluster keeps them
+in ZooKeeper instead: :class:`~broker_py.security.authorizer.acl_authorizer.AclAuthorizer`,
+which decides as this class does.)
 
 Lookups are indexed: literal bindings by (type, name), ``*`` under the name ``*``, and
 prefixed ones by (type, prefix) with the set of prefix lengths in use, so a decision
@@ -32,11 +34,13 @@ from collections.abc import Iterable
 
 from broker_py.server import metadata_file
 from broker_py.security.authorizer.acl_binding import (
+    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
+    ResourcePattern,
     ResourceType,
 )
 from broker_py.server.metadata_file import METADATA_DIR
@@ -81,12 +85,17 @@ def _allow_covers(operation: AclOperation, acl: AclOperation) -> bool:
 class StandardAuthorizer:
     def __init__(self, log_dir: str, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False) -> None:
         self._path = os.path.join(log_dir, METADATA_DIR, "acls.json")
+        bindings = metadata_file.load(
+            self._path, lambda doc: dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
+        ) or {}
+        self._setup(super_users, allow_everyone_if_no_acl_found, bindings)
+
+    def _setup(self, super_users: Iterable[str], allow_everyone_if_no_acl_found: bool, bindings: dict[AclBinding, None]) -> None:
+        """The decision state over ``bindings`` (shared with the cluster's authorizer)."""
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         # Insertion-ordered, so DescribeAcls lists bindings in the order they were made.
-        self._bindings: dict[AclBinding, None] = metadata_file.load(
-            self._path, lambda doc: dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
-        ) or {}
+        self._bindings: dict[AclBinding, None] = bindings
         self._by_type: dict[ResourceType, list[AclBinding]] = {}
         self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
         self._prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
@@ -115,6 +124,26 @@ class StandardAuthorizer:
                 break
             found.extend(self._prefixed.get((resource_type, name[:n]), ()))
         return found
+
+    def _replace_pattern(self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]) -> bool:
+        """The bindings of ``pattern`` become ``entries``, where its first binding was (at
+        the end if it had none); True if that changed anything (then it is re-indexed)."""
+        new = [AclBinding(pattern, e) for e in entries]
+        old = [b for b in self._bindings if b.pattern == pattern]
+        if old == new:
+            return False
+        if not old:
+            self._bindings.update(dict.fromkeys(new))
+        else:
+            updated: dict[AclBinding, None] = {}
+            for b in self._bindings:
+                if b.pattern != pattern:
+                    updated[b] = None
+                elif b is old[0]:
+                    updated.update(dict.fromkeys(new))
+            self._bindings = updated
+        self._index()
+        return True
 
     def _save(self) -> None:
         self._index()

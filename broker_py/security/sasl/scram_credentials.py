@@ -3,15 +3,21 @@ SCRAM-SHA-512: per user and mechanism the salt, StoredKey = H(HMAC(SaltedPasswor
 "Client Key")), ServerKey = HMAC(SaltedPassword, "Server Key") and the iteration count.
 The password itself is never kept.
 
-Kept in ``<first log dir>/__logstore_metadata/scram-credentials.json``::
+On a broker alone (this module's :class:`ScramCredentialStore`), kept in
+``<first log dir>/__logstore_metadata/scram-credentials.json``::
 
     {"version": 1, "users": {"<user>": {"SCRAM-SHA-256": {"salt": b64, "stored_key": b64,
                                                          "server_key": b64, "iterations": n}}}}
+
+In a cluster, in ZooKeeper as Kafka keeps them
+(:mod:`broker_py.security.sasl.zk_scram_credential_store`), each credential a string of
+:func:`credential_to_string`.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import hashlib
 import hmac
@@ -52,6 +58,35 @@ def _b64(b: bytes) -> str:
     return base64.b64encode(b).decode()
 
 
+def credential_to_string(credential: ScramCredential) -> str:
+    """Kafka's ``ScramCredentialUtils.credentialToString``, the value of a mechanism's key
+    in ``/config/users/<user>``: ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``
+    (standard base64 with padding)."""
+    c = credential
+    return f"salt={_b64(c.salt)},stored_key={_b64(c.stored_key)},server_key={_b64(c.server_key)},iterations={c.iterations}"
+
+
+def credential_from_string(text: str) -> ScramCredential:
+    """Kafka's ``ScramCredentialUtils.credentialFromString``: exactly the four keys, each
+    ``key=value`` split at its first '='; ValueError naming what is wrong (never the value)."""
+    fields: dict[str, str] = {}
+    for token in text.split(","):
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            raise ValueError("SCRAM credential is not key=value,...")
+        fields[key] = value
+    if set(fields) != {"salt", "stored_key", "server_key", "iterations"}:
+        raise ValueError(f"SCRAM credential has keys {sorted(fields)}, expected salt, stored_key, server_key, iterations")
+    try:
+        iterations = int(fields["iterations"])
+        return ScramCredential(
+            base64.b64decode(fields["salt"], validate=True), base64.b64decode(fields["stored_key"], validate=True),
+            base64.b64decode(fields["server_key"], validate=True), iterations,
+        )  # fmt: skip
+    except (ValueError, binascii.Error):
+        raise ValueError("SCRAM credential has a value that is not base64 or an integer") from None
+
+
 class ScramCredentialStore:
     def __init__(self, log_dir: str) -> None:
         self._path = os.path.join(log_dir, METADATA_DIR, "scram-credentials.json")
@@ -76,8 +111,14 @@ class ScramCredentialStore:
         """user -> mechanism -> iterations."""
         return {u: {m: c.iterations for m, c in ms.items()} for u, ms in self._users.items()}
 
+    def describe_shared(self) -> None:
+        """None: :meth:`describe` is the whole truth on a broker alone (a cluster's store
+        returns the read of the shared state to await instead)."""
+        return None
+
     def apply(self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]) -> None:
-        """Upserts and deletes (user, mechanism) credentials, then stores them all."""
+        """Upserts and deletes (user, mechanism) credentials, then stores them all, at once
+        (None returned; a cluster's store returns the writes to await instead)."""
         for user, mechanism in deletions:
             mechanisms = self._users.get(user, {})
             mechanisms.pop(mechanism, None)

@@ -6,9 +6,16 @@ otherwise). A creation or filter Kafka would refuse (an UNKNOWN or ANY code wher
 binding needs a real one, a principal without a type, a CLUSTER resource not named
 ``kafka-cluster``) gets INVALID_REQUEST on its own line of the response; the others are
 still carried out.
+
+A broker alone stores bindings in its log dir at once; in a cluster they are written to
+ZooKeeper (:mod:`broker_py.security.authorizer.acl_authorizer`) and the response waits
+for those writes, each binding failing alone (INVALID_REQUEST for a resource name that
+cannot be a znode's, UNKNOWN_SERVER_ERROR when ZooKeeper cannot be reached).
 """
 
 from __future__ import annotations
+
+import inspect
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclBinding, AclBindingFilter, AclOperation, ResourceType
@@ -74,7 +81,7 @@ def handle_describe_acls(apis, request, connection):
 def handle_create_acls(apis, request, connection):
     refused = _refused(apis, connection, AclOperation.ALTER)
     results = []
-    valid = []
+    valid: list[tuple[int, AclBinding]] = []
     for c in request.body.creations:
         if refused is not None:
             results.append(CreateAclsResponse.AclCreationResult(error_code=int(refused[0]), error_message=refused[1]))
@@ -82,18 +89,27 @@ def handle_create_acls(apis, request, connection):
         try:
             if request.api_version < 3 and c.resource_type == ResourceType.USER:
                 raise InvalidRequestError("the USER resource type needs CreateAcls v3")
-            valid.append(
-                AclBinding.create(
-                    c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host, c.operation,
-                    c.permission_type,
-                )  # fmt: skip
-            )
+            binding = AclBinding.create(
+                c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host, c.operation, c.permission_type,
+            )  # fmt: skip
+            valid.append((len(results), binding))
             results.append(CreateAclsResponse.AclCreationResult(error_code=0, error_message=None))
         except InvalidRequestError as e:
             results.append(CreateAclsResponse.AclCreationResult(error_code=int(e.errno), error_message=str(e)))
-    if valid:
-        apis.authorizer.create(valid)
-    return CreateAclsResponse(throttle_time_ms=0, results=results)
+    response = CreateAclsResponse(throttle_time_ms=0, results=results)
+    # A broker alone stores them at once (None); a cluster's authorizer returns the
+    # ZooKeeper writes to await, with each binding's error.
+    writes = apis.authorizer.create([b for _, b in valid]) if valid else None
+    if writes is None:
+        return response
+
+    async def written():
+        for (i, _), error in zip(valid, await writes, strict=True):
+            if error is not None:
+                results[i] = CreateAclsResponse.AclCreationResult(error_code=int(error.errno), error_message=str(error))
+        return response
+
+    return written()
 
 
 def handle_delete_acls(apis, request, connection):
@@ -109,14 +125,16 @@ def handle_delete_acls(apis, request, connection):
             positions.append(i)
         except InvalidRequestError as e:
             results[i] = DeleteAclsResponse.DeleteAclsFilterResult(error_code=int(e.errno), error_message=str(e), matching_acls=[])
-    if filters:
-        for i, matched in zip(positions, apis.authorizer.delete(filters), strict=True):
+    response = DeleteAclsResponse(throttle_time_ms=0, filter_results=results)
+
+    def fill(deleted: list[list[AclBinding]], errors: dict) -> None:
+        for i, matched in zip(positions, deleted, strict=True):
             results[i] = DeleteAclsResponse.DeleteAclsFilterResult(
                 error_code=0,
                 error_message=None,
                 matching_acls=[
                     DeleteAclsResponse.DeleteAclsMatchingAcl(
-                        error_code=0, error_message=None,
+                        error_code=int(errors[b].errno) if b in errors else 0, error_message=str(errors[b]) if b in errors else None,
                         resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
                         pattern_type=int(b.pattern.pattern_type), principal=b.entry.principal, host=b.entry.host,
                         operation=int(b.entry.operation), permission_type=int(b.entry.permission_type),
@@ -125,7 +143,21 @@ def handle_delete_acls(apis, request, connection):
                     if _visible(b, request.api_version)
                 ],
             )
-    return DeleteAclsResponse(throttle_time_ms=0, filter_results=results)
+
+    if not filters:
+        return response
+    # A broker alone deletes at once (the matches); a cluster's authorizer returns the
+    # ZooKeeper writes to await, with the matches and the error of each left in place.
+    outcome = apis.authorizer.delete(filters)
+    if not inspect.isawaitable(outcome):
+        fill(outcome, {})
+        return response
+
+    async def deleted():
+        fill(*await outcome)
+        return response
+
+    return deleted()
 
 
 HANDLERS = {

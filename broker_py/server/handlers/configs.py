@@ -9,6 +9,11 @@ with the chain of synonyms when asked. A BROKER resource is this broker's id or
 (``broker_py.config.dynamic_broker_config``), and only keys Kafka lets change at runtime.
 With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS, on the
 topic or, for a broker or its loggers, on the cluster.
+
+In a cluster a BROKER resource's configs live in ZooKeeper: any broker alters the
+default's or any broker id's (``/config/brokers/<default>`` or ``<id>``, the response
+waiting for the write), every broker applies the default's and its own when notified,
+and each describes its own.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from broker_py.security.authorizer import auth_helper
 
 from broker_py.server import broker_loggers
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig
+from broker_py.config.dynamic_broker_config import validate_configs
+from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from logstore.protocol.api_keys import ApiKey
@@ -201,12 +207,51 @@ def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool
         if apis.metadata_cache.get(name) is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         return apis.admin_manager.set_topic_configs(name, new_configs, validate_only=validate_only)
+    elif resource_type == BROKER and apis.zk_support is not None:
+        return _write_broker_configs(apis, name, new_configs, validate_only)
     elif resource_type == BROKER:
         apis.admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER_LOGGER:
         raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
         raise InvalidRequestError(f"unknown resource type {resource_type}")
+
+
+def _broker_id_or_default(name: str) -> str:
+    """A BROKER resource name in a cluster: ``""`` (the default) or a broker id."""
+    if name != "" and not (name.isdigit() and int(name) < 1 << 31):
+        raise InvalidRequestError(f"broker id must be an integer, but it is: {name!r}")
+    return name if name == "" else str(int(name))
+
+
+def _write_broker_configs(apis, name: str, configs: dict[str, str], validate_only: bool):
+    """In a cluster: checks the BROKER resource's new configs here (all of them against this
+    broker's layers when it is the default or this broker, key by key for another broker),
+    then returns the ZooKeeper write to await (None with ``validate_only``). Every broker
+    the change concerns applies it when notified; this one at once."""
+    name = _broker_id_or_default(name)
+    if _is_this_broker(apis, name):
+        apis.admin_manager.set_broker_configs(name, configs, validate_only=True)
+    else:
+        try:
+            validate_configs(apis.config, name, configs)
+        except ConfigError as e:
+            raise InvalidConfigError(str(e)) from None
+    if validate_only:
+        return None
+    return apis.dynamic_configs.write(name, configs)
+
+
+async def _incremental_broker_configs(apis, resource, validate_only: bool) -> None:
+    """IncrementalAlterConfigs of a BROKER resource in a cluster: the operations apply to
+    what ZooKeeper holds for it (Kafka's ZooKeeper mode reads the entity's node), then
+    as :func:`_write_broker_configs`."""
+    name = _broker_id_or_default(resource.resource_name)
+    configs = await apis.dynamic_configs.read(name)
+    effective = {k: v for k, v in apis.config.describe().items() if v is not None}
+    write = _write_broker_configs(apis, name, _incremented(configs, effective, resource.configs), validate_only)
+    if write is not None:
+        await write
 
 
 def handle_alter_configs(apis, request, connection):
@@ -265,6 +310,31 @@ def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[
     return {}, {}
 
 
+def _incremented(configs: dict[str, str], effective: dict[str, str], operations) -> dict[str, str]:
+    """``configs`` (a resource's own) after IncrementalAlterConfigs' SET, DELETE, APPEND
+    and SUBTRACT; a list's current value is its own, else the effective one."""
+    for c in operations:
+        if c.config_operation == OP_SET:
+            if c.value is None:
+                raise InvalidConfigError(f"null value for {c.name}")
+            configs[c.name] = c.value
+        elif c.config_operation == OP_DELETE:
+            configs.pop(c.name, None)
+        elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
+            if _type_of(c.name, None) != TYPE_LIST:
+                raise InvalidConfigError(f"{c.name} is not a list config")
+            current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
+            items = [v for v in (c.value or "").split(",") if v]
+            if c.config_operation == OP_APPEND:
+                current += [v for v in items if v not in current]
+            else:
+                current = [v for v in current if v not in items]
+            configs[c.name] = ",".join(current)
+        else:
+            raise InvalidRequestError(f"unknown config operation {c.config_operation}")
+    return configs
+
+
 def _alter_loggers(apis, resource, validate_only: bool) -> None:
     """SET or DELETE log levels; every change is checked before any is made."""
     if not _is_this_broker(apis, resource.resource_name) or resource.resource_name == "":
@@ -292,27 +362,12 @@ def handle_incremental_alter_configs(apis, request, connection):
                     )
                 )
                 continue
-            configs, effective = _current(apis, r.resource_type, r.resource_name)
-            for c in r.configs:
-                if c.config_operation == OP_SET:
-                    if c.value is None:
-                        raise InvalidConfigError(f"null value for {c.name}")
-                    configs[c.name] = c.value
-                elif c.config_operation == OP_DELETE:
-                    configs.pop(c.name, None)
-                elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
-                    if _type_of(c.name, None) != TYPE_LIST:
-                        raise InvalidConfigError(f"{c.name} is not a list config")
-                    current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
-                    items = [v for v in (c.value or "").split(",") if v]
-                    if c.config_operation == OP_APPEND:
-                        current += [v for v in items if v not in current]
-                    else:
-                        current = [v for v in current if v not in items]
-                    configs[c.name] = ",".join(current)
-                else:
-                    raise InvalidRequestError(f"unknown config operation {c.config_operation}")
-            pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
+            if r.resource_type == BROKER and apis.zk_support is not None:
+                pending.append((len(responses), _incremental_broker_configs(apis, r, body.validate_only)))
+            else:
+                configs, effective = _current(apis, r.resource_type, r.resource_name)
+                configs = _incremented(configs, effective, r.configs)
+                pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(

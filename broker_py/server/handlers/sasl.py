@@ -15,6 +15,10 @@ apply only if all of that user's are valid. DescribeUserScramCredentials lists e
 user with credentials, or the users asked for (RESOURCE_NOT_FOUND for one without any,
 DUPLICATE_RESOURCE for one asked twice). With an authorizer, describing needs DESCRIBE
 and altering ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+
+In a cluster credentials live in ZooKeeper (:mod:`broker_py.security.sasl.zk_scram_credential_store`):
+altering waits for the writes (a user whose write fails gets UNKNOWN_SERVER_ERROR alone),
+describing reads ZooKeeper, as Kafka's ZooKeeper mode does.
 """
 
 from __future__ import annotations
@@ -65,7 +69,22 @@ def handle_describe_user_scram_credentials(apis, request, connection):
             throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             error_message="DESCRIBE on the cluster is not authorized", results=[],
         )  # fmt: skip
-    known = apis.scram_credentials.describe()
+    # A broker alone answers from its store; a cluster's reads ZooKeeper (to await).
+    shared = apis.scram_credentials.describe_shared()
+    if shared is None:
+        return _describe(apis.scram_credentials.describe(), request)
+
+    async def described():
+        try:
+            known = await shared
+        except KafkaError as e:
+            return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=int(e.errno), error_message=str(e), results=[])
+        return _describe(known, request)
+
+    return described()
+
+
+def _describe(known: dict[str, dict[str, int]], request):
     asked = request.body.users
     results = []
 
@@ -130,7 +149,7 @@ def handle_alter_user_scram_credentials(apis, request, connection):
             refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
         elif not u.salt or not u.salted_password:
             refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-    store.apply(
+    writes = store.apply(
         [
             (u.name, MECHANISM_IDS[u.mechanism], ScramCredential.from_salted_password(MECHANISM_IDS[u.mechanism], bytes(u.salt), bytes(u.salted_password), u.iterations))
             for u in body.upsertions
@@ -138,11 +157,25 @@ def handle_alter_user_scram_credentials(apis, request, connection):
         ],
         [(d.name, MECHANISM_IDS[d.mechanism]) for d in body.deletions if d.name not in errors],
     )
-    results = []
-    for user in dict.fromkeys(users):
-        error, message = errors.get(user, (ErrorCode.NONE, None))
-        results.append(AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(user=user, error_code=int(error), error_message=message))
-    return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)
+
+    def response():
+        results = []
+        for user in dict.fromkeys(users):
+            error, message = errors.get(user, (ErrorCode.NONE, None))
+            results.append(AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(user=user, error_code=int(error), error_message=message))
+        return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)
+
+    # A broker alone stored them at once (None); a cluster's store returns the ZooKeeper
+    # writes to await, which give the users whose change failed.
+    if writes is None:
+        return response()
+
+    async def written():
+        for user, e in (await writes).items():
+            refuse(user, e.errno, str(e))
+        return response()
+
+    return written()
 
 
 HANDLERS = {
