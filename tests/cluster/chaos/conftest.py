@@ -27,8 +27,9 @@ How a scenario uses the harness (tests/cluster/harness/):
 
 Every scenario is bounded: the nemesis schedule ends by ``chaos_seconds``, every client
 loop has a count and a time limit, and chaos.sh puts a hard timeout around pytest.
-Scenario files arrive with replication (issue 22, later parts); until then the
-directory holds only this conftest.
+Scenarios: test_replication_matrix.py (Kafka's replication_test), test_nemesis.py
+(isolated leader, paused follower, ZooKeeper restart, rolling restart, random faults)
+and test_exactly_once.py (Kafka's transactions_test); each skips without CHAOS_SEED.
 """
 
 from __future__ import annotations
