@@ -70,6 +70,8 @@ class Partition:
         # Sends a proposed ISR to the controller (AlterPartition); None: no controller to
         # ask (a broker alone), so the ISR is only what the controller says.
         self.alter_isr: Callable[[Partition, PendingIsrChange], None] | None = None
+        # Whether a broker may join an ISR (alive in the metadata); None: any may.
+        self.isr_eligible: Callable[[int], bool] | None = None
         # Read by everyone, changed only here (maybe_increment_leader_hw, make_leader).
         self.high_watermark = 0
         self._on_append = on_append
@@ -215,6 +217,8 @@ class Partition:
             return
         if follower.broker_id in self.isr or follower.broker_id not in self.assigned_replicas:
             return
+        if self.isr_eligible is not None and not self.isr_eligible(follower.broker_id):
+            return  # not a live broker as metadata says (Kafka's isReplicaIsrEligible)
         if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.leader_epoch_start_offset:
             return
         change = PendingIsrChange(frozenset(self.isr | {follower.broker_id}), expanding=True)

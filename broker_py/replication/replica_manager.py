@@ -77,6 +77,8 @@ class ReplicaManager:
         # Called with (partitions now led, partitions now followed) after each LeaderAndIsr
         # and StopReplica (the coordinators take or drop their internal partitions).
         self.on_leadership_change: list[Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]] = []
+        # Whether a broker may join an ISR (set in a cluster: alive in the metadata cache).
+        self.isr_eligible: Callable[[int], bool] | None = None
         # Topic ids as the controller's LeaderAndIsr named them (the metadata cache may lag).
         self.topic_ids: dict[str, Any] = {}
         # Whether the cluster's metadata has a partition (set in a cluster).
@@ -155,6 +157,7 @@ class ReplicaManager:
                 if partition is None:
                     partition = Partition(topic, index, get_log(topic, index), self.broker_id, self._on_append, lambda t=topic: self._min_insync_replicas(t))
                     partition.alter_isr = self.alter_isr
+                    partition.isr_eligible = self.isr_eligible
                     partition.high_watermark = min(self._checkpointed_high_watermark(partition), partition.log_end_offset)
                     self.partitions[(topic, index)] = partition
                 was_leader = partition.is_leader

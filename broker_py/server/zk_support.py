@@ -190,6 +190,7 @@ class ZkSupport:
         )  # fmt: skip
         apis.replica_manager.replica_fetcher_manager = self.replica_fetcher_manager
         apis.replica_manager.partition_exists = lambda topic, index: self.metadata_cache.partition_state(topic, index) is not None
+        apis.replica_manager.isr_eligible = lambda broker_id: self.metadata_cache.alive_broker(broker_id) is not None
 
     # ---- cluster-wide state other than the controller's (blocking: at construction) ----
 

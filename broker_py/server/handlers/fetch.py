@@ -164,6 +164,10 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
         if fp.current_leader_epoch >= 0 or partition.leader_id != partition.local_broker_id:
             # A consumer naming its rack (v11+) may read from a follower, up to its high watermark.
             error = partition.leader_epoch_error(fp.current_leader_epoch, leader_only=version < 11)
+            if error == ErrorCode.NONE and not partition.is_leader and fp.fetch_offset > partition.log_end_offset:
+                # A follower behind the consumer (or a former leader just truncated) sends
+                # it back to the leader rather than out of range, which would reset it.
+                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if error != ErrorCode.NONE:
                 out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
                 continue
