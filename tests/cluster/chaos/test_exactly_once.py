@@ -2,9 +2,11 @@
 a consume-transform-produce loop copies a topic exactly once while brokers are
 hard-bounced.
 
-Known: in about one run in four the copier's consumer stops reaching its group
-coordinator after the second bounce (no JoinGroup reaches any broker for 30 s, and
-``consumer.committed`` times out); not diagnosed yet (see docs/reliability.md).
+Known: in some runs (about one in four, before the fixes of 2a5adaa and 3069be9) the
+copier's consumer stops reaching its group coordinator after a bounce (no JoinGroup
+reaches any broker for 30 s, ``consumer.committed`` or ``abort_transaction`` times
+out); not diagnosed yet. A run after those fixes passed its exactly-once check but took
+2.5 minutes.
 """
 
 from __future__ import annotations
@@ -84,4 +86,4 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
         consumer.close()
     out = _read_committed(c, "eos-out", 3)
     assert sorted(out) == sorted(b"%d" % i for i in range(n)), f"{len(out)} records, {len(set(out))} distinct"
-    assert len(transactions) >= n // 20
+    assert len(transactions) >= 10  # many small transactions, some across the bounces
