@@ -68,15 +68,7 @@ class DynamicBrokerConfigStore:
         Otherwise the configs are stored."""
         default = configs if resource == DEFAULT else self._default
         mine = configs if resource == self._broker else self._brokers.get(self._broker, {})
-        old_default, old_mine = self._config.dynamic_default, self._config.dynamic_broker
-        self._config.set_dynamic(default, mine)
-        try:
-            check()
-        except BaseException:
-            self._config.set_dynamic(old_default, old_mine)
-            raise
-        if validate_only:
-            self._config.set_dynamic(old_default, old_mine)
+        if not _try_layers(self._config, default, mine, check, validate_only):
             return
         if resource == DEFAULT:
             self._default = dict(configs)
@@ -157,15 +149,7 @@ class ZkDynamicBrokerConfigStore:
         storing them: ZooKeeper already holds them (:meth:`write`)."""
         default = configs if resource == DEFAULT else self._default
         mine = configs if resource == self._broker else self._mine
-        old_default, old_mine = self._config.dynamic_default, self._config.dynamic_broker
-        self._config.set_dynamic(default, mine)
-        try:
-            check()
-        except BaseException:
-            self._config.set_dynamic(old_default, old_mine)
-            raise
-        if validate_only:
-            self._config.set_dynamic(old_default, old_mine)
+        if not _try_layers(self._config, default, mine, check, validate_only):
             return
         if resource == DEFAULT:
             self._default = dict(configs)
@@ -240,3 +224,20 @@ def _entity_name(resource: str) -> str:
     if not resource.isdigit():
         raise ValueError(f"broker resource {resource!r} is not a broker id")
     return str(int(resource))
+
+
+def _try_layers(config, default: dict, mine: dict, check, validate_only: bool) -> bool:
+    """Layers ``default`` and ``mine`` over the static configs and runs ``check``; the
+    old layers come back if it raises (and it raises on) or for ``validate_only``. True
+    when the new layers stay."""
+    old_default, old_mine = config.dynamic_default, config.dynamic_broker
+    config.set_dynamic(default, mine)
+    try:
+        check()
+    except BaseException:
+        config.set_dynamic(old_default, old_mine)
+        raise
+    if validate_only:
+        config.set_dynamic(old_default, old_mine)
+        return False
+    return True
