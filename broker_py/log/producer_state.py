@@ -113,6 +113,10 @@ class ProducerStateManager:
         self._ongoing: dict[int, int] = {}
         # ABORT markers met while replaying the log on load (the txn index may lack them)
         self.replayed_aborts: list[CompletedTxn] = []
+        # producer id -> guard of the transaction verification started for its next
+        # transaction here (KIP-890); gone once the transaction starts or a marker ends
+        # whatever the producer had, so a verification outlived by a marker fails
+        self._verifying: dict[int, object] = {}
         self._load()
 
     def moved_to(self, plog: logstore.Log) -> None:
@@ -176,6 +180,25 @@ class ProducerStateManager:
         if batch.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
             self._ongoing[batch.producer_id] = first_offset
+            self._verifying.pop(batch.producer_id, None)
+
+    # ---- transaction verification (KIP-890) ----
+
+    def in_transaction(self, producer_id: int) -> bool:
+        return producer_id in self._ongoing
+
+    def verification_guard(self, producer_id: int) -> object:
+        """The guard of the verification of the producer's next transaction here: a
+        new one, or the one already in flight (pipelined requests share it)."""
+        guard = self._verifying.get(producer_id)
+        if guard is None:
+            guard = self._verifying[producer_id] = object()
+        return guard
+
+    def verified(self, producer_id: int, guard: object) -> bool:
+        """Whether a transactional batch verified under ``guard`` may be appended: its
+        transaction already started here, or no marker came since the verification."""
+        return producer_id in self._ongoing or self._verifying.get(producer_id) is guard
 
     # ---- transactions ----
 
@@ -200,6 +223,7 @@ class ProducerStateManager:
         """Ends the producer's ongoing transaction with the marker written at ``offset``;
         the transaction, or None when the producer had none open here (the marker
         then changes nothing a consumer sees)."""
+        self._verifying.pop(producer_id, None)
         entry = self.producers.setdefault(producer_id, ProducerEntry())
         if producer_epoch != entry.epoch:
             entry.epoch = producer_epoch
@@ -232,6 +256,7 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+            self._verifying.pop(pid, None)
         return len(expired)
 
     def last_epoch(self, producer_id: int) -> int:
@@ -343,6 +368,7 @@ class ProducerStateManager:
         """Rebuilds the state after the log was truncated or its start moved."""
         self.producers.clear()
         self._ongoing.clear()
+        self._verifying.clear()
         self.replayed_aborts.clear()
         for _, path in self._snapshots():
             os.unlink(path)

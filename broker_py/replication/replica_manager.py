@@ -21,10 +21,13 @@ producer's answer never waits for a consumer's read.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+
+import logstore
 
 from broker_py.cluster.partition import Partition
 from broker_py.log import offset_checkpoint
@@ -36,6 +39,7 @@ from broker_py.replication.purgatory import DelayedOperationPurgatory
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
+
 if TYPE_CHECKING:
     from broker_py.controller.controller_request_batch import LeaderAndIsrRequestData, StopReplicaRequestData
     from broker_py.zk.zk_data import TopicPartition
@@ -71,6 +75,9 @@ class ReplicaManager:
         self.alter_isr: Callable[[Partition, Any], None] | None = None
         # Checks transactional batches against the transaction coordinator (set once it runs).
         self.verify_transaction: Callable[[int, int, str, int], Any] | None = None
+        # Verifies the first batch of a producer's transaction in each partition with its
+        # coordinator, wherever it runs (a cluster's AddPartitionsToTxnManager, KIP-890).
+        self.txn_verifier: Any = None
         # Fetches the partitions this broker follows (a cluster's ReplicaFetcherManager);
         # None on a broker alone.
         self.replica_fetcher_manager: Any = None
@@ -329,23 +336,69 @@ class ReplicaManager:
         else:
             self._delay(timeout_ms, results, waiting, response_callback)
 
-    def append(self, timeout_ms: int, required_acks: int, entries, origin: str = CLIENT):
+    def append(self, timeout_ms: int, required_acks: int, entries, origin: str = CLIENT, transactional_id: str | None = None):
         """:meth:`append_records` for a caller that returns what it gets: the results
-        (a list) when they are ready now, else a future of them."""
-        results, waiting = self._append_to_leaders(required_acks, entries, origin)
+        (a list) when they are ready now, else a future of them. In a cluster the first
+        batch of a producer's transaction in a partition is verified with its
+        coordinator before it is appended (KIP-890): the answer is then a future."""
+        if transactional_id and self.txn_verifier is not None and origin == CLIENT:
+            guards = self._start_verifications(entries)
+            if guards:
+                return asyncio.ensure_future(self._verify_then_append(timeout_ms, required_acks, entries, transactional_id, guards))
+        return self._append_now(timeout_ms, required_acks, entries, origin)
+
+    def _append_now(self, timeout_ms: int, required_acks: int, entries, origin: str, verified=None, refused=None):
+        results, waiting = self._append_to_leaders(required_acks, entries, origin, verified, refused)
         if not waiting:
             return results
         done = Completion()
         self._delay(timeout_ms, results, waiting, done)
         return done.result()
 
+    def _start_verifications(self, entries) -> dict[tuple[str, int], tuple[int, int, object]]:
+        """(producer id, epoch, verification guard) of each led partition whose records
+        open a transaction there."""
+        guards = {}
+        for topic, partitions in entries:
+            for index, records, idempotent in partitions:
+                partition = self.partitions.get((topic, index))
+                if idempotent is False or partition is None or not partition.is_leader:
+                    continue  # the append answers for these
+                try:
+                    batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+                except logstore.LogStoreError:
+                    continue
+                if not batches or not batches[0].is_transactional:
+                    continue
+                pid = batches[0].producer_id
+                state = partition.log.producer_state
+                if not state.in_transaction(pid):
+                    guards[(topic, index)] = (pid, batches[0].producer_epoch, state.verification_guard(pid))
+        return guards
+
+    async def _verify_then_append(self, timeout_ms: int, required_acks: int, entries, transactional_id: str, guards):
+        from broker_py.server.add_partitions_to_txn_manager import produce_error
+
+        by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
+        for key, (pid, epoch, _) in guards.items():
+            by_producer.setdefault((pid, epoch), []).append(key)
+        answers: dict[tuple[str, int], ErrorCode] = {}
+        for (pid, epoch), keys in by_producer.items():
+            answers.update(await self.txn_verifier.verify(transactional_id, pid, epoch, keys))
+        refused = {key: produce_error(error) for key, error in answers.items() if error != ErrorCode.NONE}
+        verified = {key: guard for key, (_, _, guard) in guards.items() if key not in refused}
+        results = self._append_now(timeout_ms, required_acks, entries, CLIENT, verified, refused)
+        return results if isinstance(results, list) else await results
+
     def _delay(self, timeout_ms: int, results, waiting: list[ProducePartitionStatus], response_callback) -> None:
         operation = DelayedProduce(timeout_ms, results, waiting, response_callback)
         self.produce_purgatory.watch(operation, {s.partition.key for s in waiting})
 
-    def _append_to_leaders(self, required_acks: int, entries, origin: str) -> tuple[list, list[ProducePartitionStatus]]:
+    def _append_to_leaders(self, required_acks: int, entries, origin: str, verified=None, refused=None) -> tuple[list, list[ProducePartitionStatus]]:
         """Appends every partition's records: (the results, the acks=all partitions
-        whose high watermark has yet to pass their records)."""
+        whose high watermark has yet to pass their records). ``refused``: partitions
+        answered (error, message) without an append; ``verified``: partitions whose
+        transaction was verified under a guard (appended only if it still holds)."""
         results: list[tuple[str, list[tuple]]] = []
         waiting: list[ProducePartitionStatus] = []
         held = self.partitions
@@ -357,6 +410,10 @@ class ReplicaManager:
                 out.extend((index, int(error.errno), -1, -1, -1, str(error), ()) for index, _, _ in partitions)
                 continue
             for index, records, idempotent in partitions:
+                if refused and (topic, index) in refused:
+                    error, message = refused[(topic, index)]
+                    out.append((index, int(error), -1, -1, -1, message, ()))
+                    continue
                 try:
                     partition = held.get((topic, index))
                     if partition is None:
@@ -365,10 +422,8 @@ class ReplicaManager:
                         base_offset, last_offset = partition.append_records(records)
                         append_time, log_start = -1, partition.log_start_offset
                     else:
-                        verify = self.verify_transaction
                         base_offset, last_offset, append_time, log_start = partition.append_records_to_leader(
-                            records, required_acks, None, idempotent,
-                            None if verify is None or idempotent is False else lambda pid, epoch: verify(pid, epoch, topic, index),
+                            records, required_acks, None, idempotent, self._verification(partition, idempotent, verified),
                         )  # fmt: skip
                 except KafkaError as e:
                     out.append((index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
@@ -382,6 +437,25 @@ class ReplicaManager:
                         result = (index, int(error), base_offset, append_time, log_start, error.description, ())
                 out.append(result)
         return results, waiting
+
+    def _verification(self, partition: Partition, idempotent, verified) -> Callable[[int, int], ErrorCode] | None:
+        """How the partition's log checks a transactional batch: against the verification
+        guard when the transaction was verified for this append (KIP-890); else, in a
+        cluster, a producer's transaction must have started here already; else the
+        local coordinator's ``verify_transaction``."""
+        if idempotent is False:
+            return None
+        state = partition.log.producer_state
+        guard = None if verified is None else verified.get(partition.key)
+        if guard is not None:
+            return lambda pid, epoch: ErrorCode.NONE if state.verified(pid, guard) else ErrorCode.INVALID_TXN_STATE
+        verify = self.verify_transaction
+        if self.txn_verifier is not None:
+            return lambda pid, epoch: ErrorCode.NONE if state.in_transaction(pid) else ErrorCode.INVALID_TXN_STATE
+        if verify is None:
+            return None
+        topic, index = partition.key
+        return lambda pid, epoch: verify(pid, epoch, topic, index)
 
     def append_markers(self, timeout_ms: int, markers: Iterable[TxnMarker]):
         """Appends COMMIT/ABORT markers as leader with acks=all (WriteTxnMarkers, and the

@@ -155,6 +155,13 @@ class KafkaServer:
         apis.transaction_coordinator = TransactionCoordinator(apis)
         await apis.transaction_coordinator.start()
         apis.replica_manager.verify_transaction = apis.transaction_coordinator.verify_partition
+        support = self.zk_support
+        if support is not None and self.config["transaction.partition.verification.enable"]:
+            from broker_py.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
+
+            apis.replica_manager.txn_verifier = AddPartitionsToTxnManager(
+                apis, support.inter_broker_endpoint, support.channel_builder.client, self.config["request.timeout.ms"]
+            )
 
     async def start(self) -> None:
         self.startup_logs()
@@ -183,6 +190,8 @@ class KafkaServer:
         else:
             self.support.stop()
         apis.replica_manager.shutdown()
+        if apis.replica_manager.txn_verifier is not None:
+            await apis.replica_manager.txn_verifier.close()
         if apis.transaction_coordinator is not None:
             await apis.transaction_coordinator.stop()
         if apis.group_coordinator is not None:

@@ -15,10 +15,15 @@ Invariants:
   partitions known (indices 0..n-1) and whose ``configs`` is the topic's override dict.
 - A broker alone (``local_listeners``) shows itself at the listener each request came on
   (its bound port, when ``listeners`` says port 0).
+- ``knows_cluster`` once an UpdateMetadata listed this broker alive: until then (a
+  cluster broker just started) the cache knows no broker, and a Metadata answer with no
+  brokers makes some clients (librdkafka) drop every broker they knew, their
+  coordinators included; :meth:`wait_for_cluster` holds such answers back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import Iterable
@@ -59,6 +64,7 @@ class MetadataCache:
         self._topic_ids: dict[str, uuid.UUID] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._topics: dict[str, TopicInfo] | None = None
+        self._knows_cluster = asyncio.Event()
 
     # ---- updates ----
 
@@ -67,6 +73,8 @@ class MetadataCache:
         self._controller_id = request.controller_id
         self.controller_epoch = max(self.controller_epoch, request.controller_epoch)
         self._brokers = {r.id: r for r in request.live_brokers}
+        if self.broker_id in self._brokers:
+            self._knows_cluster.set()
         touched: set[str] = set()
         for state in request.partitions:
             topic, index = state.partition
@@ -84,6 +92,20 @@ class MetadataCache:
             self._topic_ids.pop(topic, None)
         self._topics = None
         return gone
+
+    @property
+    def knows_cluster(self) -> bool:
+        return self._knows_cluster.is_set()
+
+    async def wait_for_cluster(self, timeout_s: float) -> bool:
+        """Waits until an UpdateMetadata listed this broker alive, at most ``timeout_s``."""
+        if self._knows_cluster.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._knows_cluster.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def set_topic_configs(self, topic: str, configs: dict[str, str]) -> None:
         self.topic_configs[topic] = dict(configs)

@@ -112,20 +112,31 @@ def test_a_group_keeps_its_offsets_when_its_coordinator_dies(cluster):
     c.broker(coordinator).start()
 
 
-def _txn_producer(c: Cluster, tid: str) -> Producer:
+def _txn_producer(c: Cluster, tid: str, **config) -> Producer:
     p = Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": tid, "acks": "all",
-                  "transaction.timeout.ms": 20000, "message.timeout.ms": 20000})  # fmt: skip
+                  "transaction.timeout.ms": 20000, "message.timeout.ms": 20000, **config})  # fmt: skip
     p.init_transactions(30)
     return p
+
+
+def _end_offset(consumer: Consumer, topic: str, index: int) -> int:
+    """The partition's end offset, asked again while its leader answers a retriable
+    error (OFFSET_NOT_AVAILABLE from a new leader whose high watermark is not caught up)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)[1]
+        except KafkaException as e:
+            if not e.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _read_committed(c: Cluster, topic: str, partitions: int) -> list:
     consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": f"rc-{time.monotonic_ns()}",
                          "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
     try:
-        ends = {}
-        for i in range(partitions):
-            ends[i] = consumer.get_watermark_offsets(TopicPartition(topic, i), timeout=10)[1]
+        ends = {i: _end_offset(consumer, topic, i) for i in range(partitions)}
         consumer.assign([TopicPartition(topic, i, 0) for i in range(partitions)])
         got = []
         deadline = time.monotonic() + 30

@@ -73,10 +73,15 @@ def _group_append_error(error: ErrorCode) -> ErrorCode:
     return error
 
 
-def _offset_append_error(error: ErrorCode) -> ErrorCode:
-    """Kafka's ``maybeConvertOffsetCommitError``."""
+def offset_commit_error(error: ErrorCode) -> ErrorCode:
+    """Kafka's ``maybeConvertOffsetCommitError``: a failed offset append or transaction
+    verification as an offset commit answers it."""
     if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
         return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    if error == ErrorCode.NETWORK_EXCEPTION:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # retried without a coordinator lookup
+    if error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return _group_append_error(error)
 
 
@@ -251,7 +256,7 @@ class GroupMetadataManager:
 
         def appended(error: ErrorCode) -> None:
             if error:
-                error = _offset_append_error(error)
+                error = offset_commit_error(error)
             for tp in accepted:
                 errors[tp] = error
             callback(errors, {} if error else accepted)

@@ -37,6 +37,7 @@ from broker_py.coordinator.group.group_metadata import (
     Group,
     OffsetAndMetadata,
 )
+from broker_py.coordinator.group.group_metadata_manager import offset_commit_error
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.utils.completion import Completion
 from logstore.protocol.api_keys import ApiKey
@@ -121,9 +122,44 @@ class OffsetsMixin:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        transactional_id: str | None = None,
     ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:
         """TxnOffsetCommit: the offsets are written to ``__consumer_offsets`` in the
-        producer's transaction and take effect when its COMMIT marker is written."""
+        producer's transaction and take effect when its COMMIT marker is written. In a
+        cluster the first commit of a transaction is verified with its coordinator
+        first (KIP-890), as a transactional produce is."""
+        replica_manager = self.apis.replica_manager
+        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
+        partition = replica_manager.partitions.get(tp)
+        if replica_manager.txn_verifier is not None and partition is not None and transactional_id:
+            state = partition.log.producer_state
+            if not state.in_transaction(producer_id):
+                guard = state.verification_guard(producer_id)
+                return asyncio.ensure_future(self._verify_then_commit_txn_offsets(
+                    transactional_id, guard, state, group_id, producer_id, producer_epoch, member_id, group_instance_id,
+                    generation_id, offsets,
+                ))  # fmt: skip
+            return self._commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets)
+        return self._commit_txn_offsets(
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, verify=True
+        )
+
+    async def _verify_then_commit_txn_offsets(
+        self, transactional_id, guard, state, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets
+    ) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
+        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
+        answer = await self.apis.replica_manager.txn_verifier.verify(transactional_id, producer_id, producer_epoch, [tp])
+        error = answer[tp]
+        if error == ErrorCode.NONE and not state.verified(producer_id, guard):
+            error = ErrorCode.INVALID_TXN_STATE  # a marker ended the transaction meanwhile
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(offsets, offset_commit_error(error))
+        done = self._commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets)
+        return done if isinstance(done, dict) else await done
+
+    def _commit_txn_offsets(
+        self, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, verify: bool = False
+    ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:  # fmt: skip
         error = self.validate_group_status(group_id, ApiKey.TXN_OFFSET_COMMIT)
         if error is not None:
             return dict.fromkeys(offsets, error)
@@ -138,11 +174,12 @@ class OffsetsMixin:
                 return dict.fromkeys(offsets, error)
         if generation_id >= 0 and generation_id != group.generation_id:
             return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
-        transactions = self.apis.transaction_coordinator
-        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
-        error = ErrorCode.INVALID_TXN_STATE if transactions is None else transactions.verify_partition(producer_id, producer_epoch, *tp)
-        if error != ErrorCode.NONE:
-            return dict.fromkeys(offsets, error)
+        if verify:
+            transactions = self.apis.transaction_coordinator
+            tp = (OFFSETS_TOPIC, self.partition_for(group_id))
+            error = ErrorCode.INVALID_TXN_STATE if transactions is None else transactions.verify_partition(producer_id, producer_epoch, *tp)
+            if error != ErrorCode.NONE:
+                return dict.fromkeys(offsets, error)
         done = Completion()
         self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets, done)
         return done.result()

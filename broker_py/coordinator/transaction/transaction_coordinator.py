@@ -267,6 +267,24 @@ class TransactionCoordinator:
         tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
         return (await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp]))[tp]
 
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4 with ``verify_only`` (KIP-890), what a partition leader
+        asks before the first transactional batch of a producer: NONE for each
+        partition in the producer's ongoing transaction, INVALID_TXN_STATE for the
+        others; for all, the coordinator's refusal (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+        CONCURRENT_TRANSACTIONS while it ends one)."""
+        error, txn = self._owned(transactional_id, producer_id, producer_epoch)
+        if txn is None:
+            return dict.fromkeys(partitions, error)
+        return {tp: ErrorCode.NONE if txn.state == ONGOING and tp in txn.partitions else ErrorCode.INVALID_TXN_STATE for tp in partitions}
+
+    def coordinates(self, transactional_id: str) -> bool:
+        """Whether this broker coordinates the id now (its partition led and loaded here)."""
+        return bool(transactional_id) and self.state.coordinator_error(transactional_id) is None
+
     def verify_partition(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
         """Whether a transactional batch of this producer may go to this partition: its
         transaction is Ongoing and includes the partition (Kafka's produce-side

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
-from broker_py.network.network_client import NetworkClient
+from broker_py.server.inter_broker_clients import ClientFactory, EndpointOf, InterBrokerClients
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, NotCoordinatorError
@@ -28,9 +28,6 @@ from logstore.protocol.messages.transactions import WriteTxnMarkersRequest
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-# (host, port) of a broker's inter-broker endpoint, or None when unknown.
-EndpointOf = Callable[[int], "tuple[str, int] | None"]
-ClientFactory = Callable[[str, int, str], NetworkClient]
 
 
 class TransactionMarkerChannelManager:
@@ -39,11 +36,9 @@ class TransactionMarkerChannelManager:
         request_timeout_ms: int = 30_000, retry_backoff_ms: int = 100,
     ) -> None:  # fmt: skip
         self.apis = apis
-        self._endpoint_of = endpoint_of
-        self._make_client = make_client
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
-        self._clients: dict[int, tuple[tuple[str, int], NetworkClient]] = {}
+        self._clients = InterBrokerClients(f"broker-{apis.broker_id}-txn-markers", endpoint_of, make_client)
 
     async def write_markers(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
@@ -117,7 +112,7 @@ class TransactionMarkerChannelManager:
         return errors
 
     async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch) -> dict[TopicPartition, ErrorCode]:
-        client = self._client(leader)
+        client = self._clients.get(leader)
         if client is None:
             return {}
         by_topic: dict[str, list[int]] = {}
@@ -141,22 +136,5 @@ class TransactionMarkerChannelManager:
                     out[(t.name, p.partition_index)] = ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
         return out
 
-    def _client(self, broker_id: int) -> NetworkClient | None:
-        if self._endpoint_of is None or self._make_client is None:
-            return None
-        endpoint = self._endpoint_of(broker_id)
-        if endpoint is None:
-            return None
-        held = self._clients.get(broker_id)
-        if held is not None and held[0] == endpoint:
-            return held[1]
-        if held is not None:
-            asyncio.get_running_loop().create_task(held[1].close())
-        client = self._make_client(endpoint[0], endpoint[1], f"broker-{self.apis.broker_id}-txn-markers")
-        self._clients[broker_id] = (endpoint, client)
-        return client
-
     async def close(self) -> None:
-        clients = [c for _, c in self._clients.values()]
-        self._clients.clear()
-        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+        await self._clients.close()

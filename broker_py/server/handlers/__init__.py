@@ -56,14 +56,37 @@ def _modules():
     )  # fmt: skip
 
 
+# Answers drawn from the brokers the metadata cache knows: a cluster broker just started
+# holds them back until the controller's first UpdateMetadata (MetadataCache.knows_cluster).
+_CLUSTER_VIEWS = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
+
+
 def registry(apis: KafkaApis) -> dict:
     out = {}
     for module in _modules():
         for key, fn in module.HANDLERS.items():
             if key in out:
                 raise RuntimeError(f"two handlers for {key.api_name}")
-            out[key] = _bind(apis, fn)
+            out[key] = _after_cluster_known(apis, fn) if key in _CLUSTER_VIEWS and apis.zk_support is not None else _bind(apis, fn)
     return out
+
+
+def _after_cluster_known(apis, fn):
+    """``fn`` answering once the metadata cache knows the cluster, or after a third of
+    ``request.timeout.ms`` with what it knows then."""
+    cache = apis.metadata_cache
+    timeout_s = apis.config["request.timeout.ms"] / 3000
+
+    def handle(request, connection):
+        if cache.knows_cluster:
+            return fn(apis, request, connection)
+        return _answer_later(request, connection)
+
+    async def _answer_later(request, connection):
+        await cache.wait_for_cluster(timeout_s)
+        return await call(fn, apis, request, connection)
+
+    return handle
 
 
 def served_api_keys() -> list[ApiKey]:

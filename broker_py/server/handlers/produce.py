@@ -60,7 +60,7 @@ def handle_produce(apis, request, connection):
             entries.append((topic_data.name, [(pd.index, pd.records, None) for pd in topic_data.partition_data]))
         else:
             refused[topic_data.name] = error
-    results = apis.replica_manager.append(max(0, body.timeout_ms), acks, entries)
+    results = apis.replica_manager.append(max(0, body.timeout_ms), acks, entries, transactional_id=body.transactional_id)
     if acks == 0:
         return None
 
@@ -116,7 +116,7 @@ def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | No
             entries.append((name, [(index, records(start, end), idempotent) for index, start, end, idempotent in partitions]))
         else:
             refused[name] = error
-    results = apis.replica_manager.append(request.timeout_ms, acks, entries)
+    results = apis.replica_manager.append(request.timeout_ms, acks, entries, transactional_id=request.transactional_id)
     if acks == 0:
         return None
     if not refused and type(results) is list:

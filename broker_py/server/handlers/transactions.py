@@ -125,7 +125,7 @@ async def _add(coordinator, transactional_id, producer_id, producer_epoch, topic
     if coordinator is None:
         return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if verify_only:
-        return {tp: coordinator.verify_partition(producer_id, producer_epoch, *tp) for tp in partitions}
+        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
     return await coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
 
@@ -226,6 +226,7 @@ def handle_txn_offset_commit(apis, request, connection):
         body.group_instance_id if version >= 3 else None,
         body.generation_id if version >= 3 else -1,
         offsets,
+        body.transactional_id,
     )
     if isinstance(committed, asyncio.Future):
         return _when_txn_committed(committed, errors)

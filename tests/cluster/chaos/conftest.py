@@ -27,9 +27,10 @@ How a scenario uses the harness (tests/cluster/harness/):
 
 Every scenario is bounded: the nemesis schedule ends by ``chaos_seconds``, every client
 loop has a count and a time limit, and chaos.sh puts a hard timeout around pytest.
-Scenarios: test_replication_matrix.py (Kafka's replication_test), test_nemesis.py
-(isolated leader, paused follower, ZooKeeper restart, rolling restart, random faults)
-and test_exactly_once.py (Kafka's transactions_test); each skips without CHAOS_SEED.
+Scenarios: test_replication_matrix.py (Kafka's replication_test) and test_nemesis.py
+(isolated leader, paused follower, ZooKeeper restart, rolling restart, random faults);
+each skips without CHAOS_SEED. Kafka's transactions_test runs in the quick suite
+(tests/cluster/test_exactly_once_copy.py).
 """
 
 from __future__ import annotations

@@ -87,17 +87,17 @@ def workload(c: Cluster, topic: str, seconds: float, partitions: int = PARTITION
                     producer_config=_client_debug(c))  # fmt: skip
 
 
-def _client_debug(c: Cluster) -> dict[str, dict]:
+def _client_debug(c: Cluster, name: str = "producer") -> dict[str, dict]:
     """With ``CHAOS_CLIENT_DEBUG`` (librdkafka debug contexts, e.g. ``eos,msg,protocol``)
-    the confluent-kafka producer logs them to ``confluent-producer.log`` in the
-    cluster's dir, next to the brokers' logs."""
+    the confluent-kafka client logs them to ``confluent-<name>.log`` in the cluster's
+    dir, next to the brokers' logs."""
     contexts = os.environ.get("CHAOS_CLIENT_DEBUG")
     if not contexts:
         return {}
-    logger = logging.getLogger(f"chaos.confluent.{c.workdir.name}")
+    logger = logging.getLogger(f"chaos.confluent.{c.workdir.name}.{name}")
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    handler = logging.FileHandler(c.workdir / "confluent-producer.log")
+    handler = logging.FileHandler(c.workdir / f"confluent-{name}.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     logger.addHandler(handler)
     return {"confluent": {"debug": contexts, "logger": logger}}
