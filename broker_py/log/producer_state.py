@@ -18,9 +18,14 @@ consumers read no further. While a transaction is ongoing the producer writes on
 transactional batches, and a marker from an older producer epoch or coordinator
 epoch is fenced.
 
-The state survives restarts in Kafka's snapshot file ``<offset, 20 digits>.snapshot``
-in the partition directory, written on clean shutdown; on start the newest snapshot
-is loaded and the batches after its offset are replayed from the log.
+The state survives restarts and truncations in Kafka's snapshot files
+``<offset, 20 digits>.snapshot`` in the partition directory: the state as of that
+offset (every batch below it), written when a segment rolls and on clean shutdown.
+On start, and when the log's tail is cut, the newest snapshot at or below the log end
+is loaded and only the batches after its offset are replayed; snapshots past the log
+end describe batches that are gone and are deleted. When the log start moves up,
+producers whose last batch is below it are forgotten (unless a transaction of theirs
+is open) and nothing is replayed.
 
 Snapshot format (version 1, big-endian)::
 
@@ -273,8 +278,10 @@ class ProducerStateManager:
                 out.append((int(m[1]), os.path.join(self._dir, name)))
         return sorted(out)
 
-    def write_snapshot(self) -> str:
-        """Writes the state as of the log end offset; older snapshots are removed."""
+    def write_snapshot(self, sync: bool = True) -> str:
+        """Writes the state as of the log end offset (fsynced with ``sync``: on shutdown;
+        a roll's snapshot that a crash tears fails its CRC and an older one serves).
+        Snapshots below the newest one at or below the log start are removed."""
         offset = self._log.log_end_offset
         body = bytearray(_COUNT.pack(len(self.producers)))
         for pid, entry in sorted(self.producers.items()):
@@ -294,13 +301,18 @@ class ProducerStateManager:
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
-        for other_offset, other in self._snapshots():
-            if other_offset != offset:
-                os.unlink(other)
+        self._delete_snapshots_below(self._log.log_start_offset)
         return path
+
+    def _delete_snapshots_below(self, log_start: int) -> None:
+        """Keeps the newest snapshot at or below ``log_start`` and every later one."""
+        older = [path for offset, path in self._snapshots() if offset <= log_start]
+        for path in older[:-1]:
+            os.unlink(path)
 
     def _read_snapshot(self, path: str) -> dict[int, ProducerEntry]:
         with open(path, "rb") as f:
@@ -329,8 +341,12 @@ class ProducerStateManager:
         return producers
 
     def _load(self) -> None:
+        """The state as of the log end: the newest readable snapshot at or below it, then
+        the batches after the snapshot replayed."""
         start = self._log.log_start_offset
         end = self._log.log_end_offset
+        self.producers = {}
+        self._ongoing = {}
         for offset, path in reversed(self._snapshots()):
             if offset > end:
                 os.unlink(path)  # the log was truncated below this snapshot
@@ -365,11 +381,28 @@ class ProducerStateManager:
                 offset = batch.last_offset + 1
 
     def truncated(self) -> None:
-        """Rebuilds the state after the log was truncated or its start moved."""
+        """Rebuilds the state after the log's tail was cut: from the newest snapshot at
+        or below the new log end (those past it are deleted), replaying what follows."""
+        self._verifying.clear()
+        self.replayed_aborts.clear()
+        self._load()
+
+    def reset(self) -> None:
+        """The log was emptied (and starts anew): no producer, no snapshot."""
         self.producers.clear()
         self._ongoing.clear()
         self._verifying.clear()
         self.replayed_aborts.clear()
         for _, path in self._snapshots():
             os.unlink(path)
-        self._replay(self._log.log_start_offset, self._log.log_end_offset)
+
+    def log_start_moved(self, log_start: int) -> None:
+        """Forgets the producers whose last batch is below the new log start, except
+        those with a transaction still open (Kafka's onLogStartOffsetIncremented)."""
+        gone = [
+            pid for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0 and (e.batches[-1].last_offset if e.batches else -1) < log_start
+        ]  # fmt: skip
+        for pid in gone:
+            del self.producers[pid]
+        self._delete_snapshots_below(log_start)

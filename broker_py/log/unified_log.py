@@ -53,6 +53,9 @@ class UnifiedLog:
         self.local_log = local_log
         self.producer_state = ProducerStateManager(local_log)
         self.txn_index = TransactionIndex(local_log.path, local_log.log_start_offset, local_log.log_end_offset)
+        # Segments the log had after the last append: one more means it rolled, and the
+        # producer state is snapshotted (a later truncation replays from there).
+        self._segments = local_log.num_segments
         self._storage_errors = StorageErrorLog(f"{topic}-{index}")
         self._index_replayed_aborts()
 
@@ -65,6 +68,7 @@ class UnifiedLog:
         self.local_log = local_log
         self.producer_state.moved_to(local_log)
         self.txn_index.moved_to(local_log.path)
+        self._segments = local_log.num_segments
 
     def error(self, e: logstore.LogStoreError, action: str = "appending to") -> KafkaError:
         """The Kafka error for a storage-engine error of this log (storage errors logged)."""
@@ -107,11 +111,24 @@ class UnifiedLog:
         self.producer_state.replayed_aborts.clear()
 
     def _after_truncation(self) -> None:
-        """The log was truncated or its start moved: rebuild the producer state."""
+        """The log's tail was cut: rebuild the producer state (from its newest snapshot
+        at or below the new end) and cut the transaction index."""
         self.txn_index.truncate_to(self.local_log.log_end_offset)
         self.producer_state.truncated()
         self._index_replayed_aborts()
-        self.txn_index.delete_before(self.local_log.log_start_offset)
+        self._segments = self.local_log.num_segments
+
+    def _after_append(self) -> None:
+        segments = self.local_log.num_segments
+        if segments > self._segments:
+            self.producer_state.write_snapshot(sync=False)
+        self._segments = segments
+
+    def _after_log_start_moved(self) -> None:
+        start = self.local_log.log_start_offset
+        self.producer_state.log_start_moved(start)
+        self.txn_index.delete_before(start)
+        self._segments = self.local_log.num_segments
 
     # ---- appends ----
 
@@ -157,12 +174,18 @@ class UnifiedLog:
                 last = offset + b.last_offset_delta
                 state.record(b, offset, last)
                 offset = last + 1
+        self._after_append()
         return info.base_offset, info.last_offset, info.log_append_time, info.log_start_offset
 
     def append_records(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
         """Appends batches the broker wrote itself (coordinator records, markers):
         (first, last offset). Batches with a producer id (a transactional offset
         commit) enter the producer state as they are, without sequence checks."""
+        first, last = self._append_records(data, leader_epoch)
+        self._after_append()
+        return first, last
+
+    def _append_records(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
         try:
             first, last = self.local_log.append(data, leader_epoch=leader_epoch)
             if logstore.has_producer_id(data):
@@ -190,8 +213,9 @@ class UnifiedLog:
             producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch,
         )
-        offset, _ = self.append_records(batch, leader_epoch)
+        offset, _ = self._append_records(batch, leader_epoch)
         txn = self.producer_state.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset)
+        self._after_append()
         if txn is not None and txn.aborted:
             first_unstable = self.producer_state.first_unstable_offset()
             self.txn_index.append(
@@ -227,6 +251,7 @@ class UnifiedLog:
                         AbortedTxn(batch.producer_id, txn.first_offset, offset, offset + 1 if first_unstable is None else first_unstable),
                         self._segment_of(offset),
                     )
+        self._after_append()
         return info.base_offset, info.last_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -250,7 +275,8 @@ class UnifiedLog:
             raise self.error(e, "truncating") from None
         self.txn_index.truncate_to(offset)
         self.txn_index.delete_before(offset)
-        self.producer_state.truncated()
+        self.producer_state.reset()
+        self._segments = self.local_log.num_segments
 
     # ---- reads ----
 
@@ -327,7 +353,7 @@ class UnifiedLog:
             low = self.local_log.delete_records(offset)
         except logstore.LogStoreError as e:
             raise self.error(e, "deleting records of") from None
-        self._after_truncation()
+        self._after_log_start_moved()
         return low
 
     def enforce_retention(self, max_offset: int) -> int:
@@ -338,5 +364,6 @@ class UnifiedLog:
             raise self.error(e, "retention of") from None
 
     def delete_aborted_before_log_start(self) -> None:
-        """Drops transaction index entries below the log start (after retention)."""
-        self.txn_index.delete_before(self.local_log.log_start_offset)
+        """After retention, on the event loop (retention itself runs in a worker
+        thread): drops transaction index entries and producers below the log start."""
+        self._after_log_start_moved()
