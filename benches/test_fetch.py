@@ -13,8 +13,11 @@ Each round then sends the whole log over a loopback TCP connection
 A round ends when the receiver has every byte. A baseline round runs right
 before each log round (outside the timed part), and the ratio is the median of
 the per-round ratios. Also measured: ``Log.read`` (whole batches copied into
-``bytes``) against ``os.pread`` of the same chunks, and ``read_slice`` alone
-(the per-fetch lookup cost).
+``bytes``) against ``os.pread`` of the same chunks, ``read_slice`` alone
+(the per-fetch lookup cost), and the down-converted fetch of Fetch v0-v3
+(``down_convert_slice`` to message format v1, then ``sendall`` of the converted
+bytes: no sendfile) against the same ``os.sendfile`` zero-copy baseline; its MB/s
+count the log's bytes.
 
 Goal: log sendfile reaches at least 90% of plain os.sendfile.
 """
@@ -314,3 +317,70 @@ def test_read_slice_only(benchmark, report, fetch_log) -> None:
         return
     values = _add(report, "lookups only (no bytes)", "log read_slice", size, seconds, len(offsets))
     benchmark.extra_info.update({"us_per_fetch": round(values["us"], 1), "fetches": len(offsets)})
+
+
+def send_down_converted(log: logstore.Log, sock: socket.socket, magic: int) -> tuple[int, int]:
+    """The Fetch v0-v3 loop: read_slice, convert to ``magic``, send the bytes; (fetches, bytes sent)."""
+    offset = log.log_start_offset
+    end = log.log_end_offset
+    fetches = sent = 0
+    while offset < end:
+        piece = log.read_slice(offset, FETCH_BYTES)
+        if piece is None:
+            break
+        data, offset, _ = logstore.down_convert_slice(piece, magic, offset, FETCH_BYTES)
+        sock.sendall(data)
+        sent += len(data)
+        fetches += 1
+    return fetches, sent
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_down_converted(benchmark, report, fetch_log, loopback, magic: int) -> None:
+    """Fetch v0-v3: the log converted down to ``magic`` and sent from memory; a plain
+    os.sendfile round of the same file (the zero-copy path's baseline) before each round."""
+    log, path, size = fetch_log
+    sender, receiver = loopback
+    out_fd = sender.fileno()
+    benchmark.group = "fetch"
+    baseline = PairedBaseline(WARMUP_ROUNDS)
+    converted = send_down_converted(log, _Null(), magic)[1]  # the bytes one round sends
+    fetches = [0, 0]
+
+    def plain_round(in_fd: int) -> None:
+        receiver.expect(size)
+        fetches[1] = send_file(in_fd, out_fd, size)
+        receiver.wait(size)
+
+    def log_round() -> None:
+        receiver.expect(converted)
+        fetches[0], sent = send_down_converted(log, sender, magic)
+        assert sent == converted
+        receiver.wait(converted)
+
+    with open(path, "rb") as f:
+        benchmark.pedantic(
+            log_round,
+            setup=baseline.setup(plain_round, f.fileno()),
+            rounds=ROUNDS,
+            warmup_rounds=WARMUP_ROUNDS,
+        )
+    _record_pair(
+        benchmark,
+        report,
+        f"down-converted to magic {magic} (Fetch v{0 if magic == 0 else 2}-{1 if magic == 0 else 3}), vs zero-copy",
+        f"down-convert v{magic}",
+        "os.sendfile",
+        baseline,
+        size,
+        fetches[0],
+        fetches[1],
+    )
+    benchmark.extra_info["converted_bytes"] = converted
+
+
+class _Null:
+    """A socket stand-in that drops what it is sent (to size one round's output)."""
+
+    def sendall(self, data: bytes) -> None:
+        pass

@@ -7,11 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # kcat for the client tests; a JVM for the Spark suite (tests/spark runs a local
-# SparkSession); Debian's ZooKeeper server for the cluster tests (tests/cluster).
+# SparkSession); Debian's ZooKeeper server for the cluster tests (tests/cluster) and
+# `logstore dev-cluster`; a Prometheus server scraping the broker's metrics
+# (tests/integration/test_metrics_prometheus.py).
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

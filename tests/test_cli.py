@@ -449,3 +449,12 @@ def test_main_in_process(partition: Partition, capsys: pytest.CaptureFixture[str
     assert len(batch_lines(capsys.readouterr().out)) == len(partition.codecs)
     assert main(["dump-log", str(partition.path / "missing.log")]) == 2
     assert "missing.log" in capsys.readouterr().err
+
+
+def test_dump_log_progress_bar(partition: Partition) -> None:
+    result = run("dump-log", partition.log, "--progress")
+    assert result.returncode == 0, result.stderr
+    assert "100.0%" in result.stderr
+    assert len(batch_lines(result.stdout)) == len(partition.codecs)
+    quiet = run("dump-log", partition.log)
+    assert "%" not in quiet.stderr  # not a terminal: no bar unless asked

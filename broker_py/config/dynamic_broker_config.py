@@ -52,6 +52,7 @@ class DynamicBrokerConfigStore:
         self._default, self._brokers = metadata_file.load(
             self._path, lambda doc: (dict(doc.get("default", {})), {k: dict(v) for k, v in doc.get("brokers", {}).items()})
         ) or ({}, {})
+        metadata_file.restrict(self._path)
 
     def load(self) -> None:
         """Layers the stored configs over the static ones (ConfigError names a bad key)."""
@@ -76,7 +77,8 @@ class DynamicBrokerConfigStore:
             self._brokers[resource] = dict(configs)
         else:
             self._brokers.pop(resource, None)
-        metadata_file.write(self._path, {"version": 1, "default": self._default, "brokers": self._brokers})
+        # Dynamic configs may hold passwords (listener keystores): never readable by others.
+        metadata_file.write(self._path, {"version": 1, "default": self._default, "brokers": self._brokers}, mode=metadata_file.SECRET_MODE)
 
 
 def validate_configs(config: BrokerConfig, resource: str, configs: dict[str, str]) -> None:

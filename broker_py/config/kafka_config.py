@@ -34,6 +34,34 @@ class ConfigError(KafkaException):
         self.reason = reason
 
 
+class ConfigErrors(ConfigError):
+    """Several invalid values, all reported at once (one line each); ``key``, ``value``
+    and ``reason`` are the first's, ``errors`` holds every one."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.key, first.value, first.reason)
+        lines = "\n".join(f"  {e}" for e in errors)
+        KafkaException.__init__(self, f"{len(errors)} invalid configuration values:\n{lines}")
+        self.errors = errors
+
+
+class PropertiesFileError(ConfigError):
+    """The properties file named on the command line cannot be read."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__("server.properties", path, reason)
+        KafkaException.__init__(self, f"properties file {path}: {reason}")
+
+
+def raise_all(errors: list[ConfigError]) -> None:
+    """Raises the one error, or :class:`ConfigErrors` for several; nothing for none."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
+
+
 def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
     def parse(key: str, raw: str) -> int:
         try:
@@ -60,6 +88,23 @@ def _float(lo: float, hi: float) -> Callable[[str, str], float]:
         return value
 
     return parse
+
+
+def _ip_overrides(key: str, raw: str) -> dict[str, int]:
+    """``host:count,host:count`` (Kafka's max.connections.per.ip.overrides): a host name or
+    address (IPv6 ones whole, the count after the last ':') mapped to its limit."""
+    out: dict[str, int] = {}
+    for item in filter(None, (i.strip() for i in raw.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ConfigError(key, raw, f"{item!r} is not host:count")
+        try:
+            out[host.strip().strip("[]")] = int(count)
+        except ValueError:
+            raise ConfigError(key, raw, f"the count of {item!r} is not an integer") from None
+        if out[host.strip().strip("[]")] < 0:
+            raise ConfigError(key, raw, f"the count of {item!r} is negative")
+    return out
 
 
 def _bool(key: str, raw: str) -> bool:
@@ -255,6 +300,15 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "socket.send.buffer.bytes": (_int(-1), "102400"),
     "socket.receive.buffer.bytes": (_int(-1), "102400"),
     "connections.max.idle.ms": (_int(0), "600000"),
+    "max.connections": (_int(0), "2147483647"),
+    "max.connections.per.ip": (_int(0), "2147483647"),
+    "max.connections.per.ip.overrides": (_ip_overrides, ""),
+    "connection.failed.authentication.delay.ms": (_int(0), "100"),
+    "queued.max.request.bytes": (_int(-1), "-1"),
+    # KIP-578's partition limits; -1: as many as the broker's file descriptors allow
+    # (broker_py/network/fd_budget.py).
+    "max.broker.partitions": (_int(-1), "-1"),
+    "max.partitions": (_int(-1), "-1"),
     "connections.max.reauth.ms": (_int(0), "0"),
     "num.network.threads": (_int(1), "3"),
     "num.io.threads": (_int(1), "8"),
@@ -286,6 +340,9 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "transaction.partition.verification.enable": (_bool, "true"),
     "producer.id.expiration.ms": (_int(1), "86400000"),
     "producer.id.expiration.check.interval.ms": (_int(1), "600000"),
+    # The Prometheus endpoint (broker_py/server/metrics): off unless metrics.port is set.
+    "metrics.port": (_int(0, 65535), None),
+    "metrics.host": (_str, "0.0.0.0"),
     "zookeeper.connect": (_str, None),
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),
@@ -325,6 +382,7 @@ DYNAMIC_KEYS = frozenset({
     "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
     "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
     "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
 })
 
 # Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
@@ -415,9 +473,14 @@ class BrokerConfig:
     @staticmethod
     def _parse(props: Mapping[str, str]) -> dict[str, Any]:
         values: dict[str, Any] = {}
+        errors: list[ConfigError] = []
         for key, (parse, default) in _KEYS.items():
             raw = props.get(key, default)
-            values[key] = None if raw is None else parse(key, raw)
+            try:
+                values[key] = None if raw is None else parse(key, raw)
+            except ConfigError as e:
+                errors.append(e)
+        raise_all(errors)
         _check(values)
         return values
 
@@ -458,14 +521,27 @@ class BrokerConfig:
             try:
                 with open(path, encoding="utf-8") as f:
                     props = parse_properties(f.read())
+            except FileNotFoundError:
+                raise PropertiesFileError(str(path), "no such file") from None
+            except IsADirectoryError:
+                raise PropertiesFileError(str(path), "is a directory, not a properties file") from None
+            except UnicodeDecodeError as e:
+                raise PropertiesFileError(str(path), f"not UTF-8 text ({e.reason} at byte {e.start})") from None
             except OSError as e:
-                raise ConfigError("server.properties", str(path), e.strerror or str(e)) from None
+                raise PropertiesFileError(str(path), f"cannot be read: {e.strerror or e}") from None
+        errors: list[ConfigError] = []
         for item in overrides:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                raise ConfigError("--override", item, "must be key=value")
+                errors.append(ConfigError("--override", item, "must be key=value"))
+                continue
             props[key.strip()] = value.strip()
-        return cls(props)
+        try:
+            config = cls(props)
+        except ConfigError as e:
+            errors += e.errors if isinstance(e, ConfigErrors) else [e]
+        raise_all(errors)
+        return config
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

@@ -114,16 +114,30 @@ class _Data:
             configs=dict(self.configs), deletions=dict(self.deletions),
         )  # fmt: skip
 
-    def to_doc(self) -> dict[str, Any]:
+    def to_doc(self, encoded: dict[int, tuple[Any, Any]] | None = None) -> dict[str, Any]:
+        """The file's JSON object. ``encoded`` caches each assignment's and partition
+        state's JSON object by the identity of the value (values are replaced, never
+        changed), so a write re-encodes only what changed; it is left holding only the
+        values of this document."""
         epoch = self.controller_epoch
-        return {
+        cache = encoded if encoded is not None else {}
+        fresh: dict[int, tuple[Any, Any]] = {}
+
+        def obj(value: Any, encode: Callable[[Any], bytes]) -> Any:
+            hit = cache.get(id(value))
+            if hit is None or hit[0] is not value:
+                hit = (value, _znode_object(encode(value)))
+            fresh[id(value)] = hit
+            return hit[1]
+
+        doc = {
             "version": _FORMAT_VERSION,
             "zxid": self.zxid,
             "controller_epoch": None if epoch is None else {"epoch": epoch.epoch, "zk_version": epoch.zk_version},
-            "topics": {t: _znode_object(zk_data.TopicZNode.encode(a)) for t, a in self.topics.items()},
+            "topics": {t: obj(a, zk_data.TopicZNode.encode) for t, a in self.topics.items()},
             "partition_states": {
                 t: {str(p): {"zk_version": s.partition_epoch,
-                             "state": _znode_object(zk_data.TopicPartitionStateZNode.encode(s))}
+                             "state": obj(s, zk_data.TopicPartitionStateZNode.encode)}
                     for p, s in states.items()}
                 for t, states in self.states.items()
             },  # fmt: skip
@@ -134,6 +148,10 @@ class _Data:
             "preferred_replica_election": None if self.preferred is None
             else _znode_object(zk_data.PreferredReplicaElectionZNode.encode(self.preferred)),
         }  # fmt: skip
+        if encoded is not None:
+            encoded.clear()
+            encoded.update(fresh)
+        return doc
 
     @staticmethod
     def from_doc(doc: dict[str, Any]) -> _Data:
@@ -181,6 +199,7 @@ class _Backend:
     def __init__(self, path: str | None, time: Time) -> None:
         self.lock = threading.RLock()
         self.path = path
+        self.encoded: dict[int, tuple[Any, Any]] = {}  # see _Data.to_doc
         self.time = time
         self.data = (metadata_file.load(path, _Data.from_doc) if path else None) or _Data()
         self.brokers: dict[int, tuple[BrokerRegistration, int]] = {}  # id -> (registration, owner session)
@@ -267,7 +286,7 @@ class LocalControllerStore:
             try:
                 yield changes
                 if b.path and persist:
-                    metadata_file.write(b.path, b.data.to_doc())
+                    metadata_file.write(b.path, b.data.to_doc(b.encoded), compact=True)
             except BaseException:
                 if before is not None:
                     b.data = before

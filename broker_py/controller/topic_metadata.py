@@ -20,23 +20,54 @@ import os
 import re
 import uuid
 
+from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.server import metadata_file
 from logstore.protocol.errors import InvalidTopicError
 from broker_py.server.metadata_file import METADATA_DIR
 MAX_TOPIC_NAME = 249
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+# Kafka's Topic.LEGAL_CHARS, matched against the whole name (``$`` would let a name end
+# in a newline).
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's topic name rules; raises InvalidTopicError naming the rule broken."""
+    """Kafka's ``Topic.validate``: not empty, not ``.`` or ``..``, at most 249 characters,
+    all of them ASCII alphanumerics, ``.``, ``_`` or ``-``. Raises InvalidTopicError with
+    Kafka's message for the rule broken."""
     if not name:
-        raise InvalidTopicError("topic name is empty")
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicError(f"topic name cannot be {name!r}")
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(name) > MAX_TOPIC_NAME:
-        raise InvalidTopicError(f"topic name is longer than {MAX_TOPIC_NAME} characters")
-    if not _LEGAL_TOPIC.match(name):
-        raise InvalidTopicError(f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'")
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {name}"
+        )
+    if not _LEGAL_TOPIC.fullmatch(name):
+        raise InvalidTopicError(
+            f"Topic name {name!r} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def unify_collision_chars(name: str) -> str:
+    """Kafka's ``Topic.unifyCollisionChars``: metric names do not tell '.' from '_'."""
+    return name.replace(".", "_")
+
+
+def colliding_topics(name: str, existing) -> list[str]:
+    """The topics of ``existing`` other than ``name`` whose metric names would clash with
+    ``name``'s (Kafka's ``Topic.hasCollision``), sorted."""
+    if "." not in name and "_" not in name:
+        return []
+    unified = unify_collision_chars(name)
+    return sorted(t for t in existing if t != name and unify_collision_chars(t) == unified)
+
+
+def check_collision(name: str, existing) -> None:
+    """As Kafka's ``AdminZkClient.validateTopicCreate``: InvalidTopicError naming the
+    existing topics ``name`` collides with."""
+    clash = colliding_topics(name, existing)
+    if clash:
+        raise InvalidTopicError(f"Topic '{name}' collides with existing topics: {', '.join(clash)}")
 
 
 @dataclasses.dataclass
@@ -48,7 +79,7 @@ class TopicInfo:
 
     @property
     def is_internal(self) -> bool:
-        return self.name.startswith("__")
+        return is_internal_topic(self.name)
 
 
 def partition_metadata_text(topic_id: uuid.UUID) -> str:

@@ -3,3 +3,11 @@
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+# Kafka's ``Topic.isInternal``: the coordinators' topics, and no others (a user topic
+# may start with ``__``).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+
+
+def is_internal_topic(name: str) -> bool:
+    return name in INTERNAL_TOPICS

@@ -5,6 +5,9 @@ Listeners are matched by name, as Kafka's DynamicListenerConfig does: a new name
 starts listening (bound before the change is accepted, so an address in use refuses
 the change), a name that goes stops listening and closes its connections, and an
 existing listener cannot move to another address while the broker runs.
+
+Every listener counts its connections against one :class:`ConnectionQuotas` and its
+held request bytes against one :class:`RequestMemoryPool`, both broker-wide.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import socket
 from collections.abc import Callable
 
 from broker_py.config.kafka_config import BrokerConfig, ConfigError, Listener
+from broker_py.network import fd_budget
+from broker_py.network.connection_quotas import ConnectionQuotas
+from broker_py.network.request_memory_pool import RequestMemoryPool
 from broker_py.network.socket_server import SocketServer
 from broker_py.security.sasl.authenticator_factory import authenticators
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
@@ -39,6 +45,8 @@ class ListenerManager:
         self._on_unsupported = on_unsupported
         self._on_error = on_error
         self.servers: list[SocketServer] = []
+        self.quotas = ConnectionQuotas(config, fd_budget.current().connections)
+        self.memory_pool = RequestMemoryPool.from_config(config)
         self._tasks: list[asyncio.Task[None]] = []
 
     def server_for(self, listener: Listener) -> SocketServer:
@@ -59,6 +67,9 @@ class ListenerManager:
             else None,
             principal_mapper=SslPrincipalMapper(*reversed(config.listener_value(listener.name, "ssl.principal.mapping.rules"))),
             on_error=self._on_error,
+            config=config,
+            quotas=self.quotas,
+            memory_pool=self.memory_pool,
         )
 
     async def start(self, processing: bool = True) -> None:

@@ -24,6 +24,14 @@ A SASL listener's connections authenticate before anything else is served
 
 A frame over ``socket.request.max.bytes`` is refused before its body is read, and a
 frame that does not decode closes that one connection; every other connection goes on.
+The warnings such connections cause are rate-limited (``rate_limited_log``).
+
+Limits (Kafka's keys): connections are accepted under ``max.connections`` and
+``max.connections.per.ip`` (``acceptor``, ``connection_quotas``); a connection with no
+socket activity and no request in progress for ``connections.max.idle.ms`` is closed;
+request bytes held before handling are capped by ``queued.max.request.bytes`` over every
+connection (``request_memory_pool``); a failed SASL authentication is answered, and the
+connection closed, ``connection.failed.authentication.delay.ms`` later.
 
 With ``kafka.request.logger`` at DEBUG every completed request is logged with its
 phases (``broker_py/network/request_logger.py``).
@@ -33,10 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import logging
 import os
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,26 +55,47 @@ import logstore
 from logstore.protocol.errors import KafkaError
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.errors import MalformedMessageError, ProtocolError
-from logstore.protocol.frame import Request, RequestDecoder, UnsupportedRequest, encode_response_chunks
+from logstore.protocol.frame import Request, RequestDecoder, UnsupportedRequest, decode_request, encode_response_chunks
 from logstore.protocol.produce_frame import ProduceFrame
 from logstore.protocol.schema import Message
 from logstore.protocol.types import DeferredRecords
+from broker_py.network.acceptor import Acceptor
+from broker_py.network.connection_quotas import ConnectionQuotas
+from broker_py.network.rate_limited_log import RateLimitedLog
 from broker_py.network.request_logger import RequestTimes, log_completed, now
+from broker_py.network.request_memory_pool import RequestMemoryPool
 from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
 from broker_py.security.ssl.ssl_context import distinguished_name
 from broker_py.security.ssl.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
 from broker_py.network.request_logger import enabled as request_log_enabled
 
 log = logging.getLogger(__name__)
+rate_limited = RateLimitedLog(log)
 
 MAX_QUEUED_REQUESTS = 64
 SASL_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 _REAUTHENTICATION = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+# A request frame this large (but Produce and Fetch, big by nature and cheap to decode)
+# is decoded, and its answer encoded, on a worker thread: a request of a million array
+# elements costs seconds of pure-Python codec work, and meanwhile the event loop serves
+# every other connection (the interpreter switches threads every few milliseconds).
+OFFLOAD_FRAME_BYTES = 256 << 10
+_DECODED_ON_LOOP = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
 WRITE_HIGH_WATER = 4 << 20
 WRITE_LOW_WATER = 1 << 20
 
 UnsupportedHandler = Callable[[UnsupportedRequest], Message | None]
+
+
+class LargeRequestFrame:
+    """A request frame over OFFLOAD_FRAME_BYTES, queued undecoded (decoded off the loop)."""
+
+    __slots__ = ("frame", "size")
+
+    def __init__(self, frame: bytes) -> None:
+        self.frame = frame
+        self.size = len(frame)
 
 
 class ConnectionClosed(Exception):
@@ -72,8 +103,15 @@ class ConnectionClosed(Exception):
 
 
 class ClientConnection(asyncio.Protocol):
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, quota_host: str | None = None) -> None:
         self.server = server
+        # The address this connection counts against in the connection quotas (None: not
+        # counted, a connection made outside the acceptor).
+        self._quota_host = quota_host
+        self.held = 0  # request bytes held before handling (request_memory_pool)
+        self._queued_bytes = 0
+        self._memory_paused = False
+        self.last_active = time.monotonic()
         # A SASL listener's connection authenticates first (broker_py/security/sasl/sasl_authenticator.py),
         # with requests no larger than Kafka's sasl.server.max.receive.size until then.
         self.sasl = server.new_authenticator() if server.new_authenticator is not None else None
@@ -95,6 +133,8 @@ class ClientConnection(asyncio.Protocol):
         self._reading_paused = False
         self._closed = False
         self._send_fd: int | None = None
+        self._delayed_close: asyncio.TimerHandle | None = None
+        self._delayed_stop = False
 
     # ---- asyncio.Protocol ----
 
@@ -118,27 +158,71 @@ class ClientConnection(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
-        self.server.connections.add(self)
+        self.server.connections[self] = None
 
     def data_received(self, data: bytes) -> None:
         received = now()
+        self._active()
         try:
             self.decoder.receive_data(data)
             if self.sasl is not None and not self.sasl.authenticated:
                 self._authenticating(received)
                 if self._closed:
                     return
-            while (event := self.decoder.next_request()) is not None:
-                self._queue.append((event, received))
+            while (frame := self.decoder.next_request_frame()) is not None:
+                if len(frame) > OFFLOAD_FRAME_BYTES and int.from_bytes(frame[:2], "big", signed=True) not in _DECODED_ON_LOOP:
+                    self._enqueue(LargeRequestFrame(frame), received)
+                else:
+                    self._enqueue(decode_request(frame), received)
         except MalformedMessageError as e:
-            log.warning("closing %s: malformed %s request: %s", self.peer, e.api_key, e)
+            rate_limited.warning("malformed", "closing %s: malformed %s request: %s", self.peer, e.api_key, e)
             self.close()
             return
         except ProtocolError as e:
-            log.warning("closing %s: %s", self.peer, e)
+            rate_limited.warning("protocol", "closing %s: %s", self.peer, e)
             self.close()
             return
         self._process()
+
+    def _active(self) -> None:
+        self.last_active = time.monotonic()
+        connections = self.server.connections
+        if self in connections:
+            connections.move_to_end(self)
+
+    def _enqueue(self, event, received: float) -> None:
+        self._queue.append((event, received))
+        self._queued_bytes += event.size
+
+    def _account(self) -> None:
+        """Tells the memory pool what this connection holds now."""
+        if not self._closed:
+            self.server.memory_pool.update(self, self.decoder.buffered + self._queued_bytes)
+
+    def pause_for_memory(self) -> None:
+        self._memory_paused = True
+        self._flow_control()
+
+    def resume_for_memory(self) -> None:
+        self._memory_paused = False
+        self._flow_control()
+
+    def release_quota(self) -> None:
+        """Gives back what the connection counts against (idempotent)."""
+        if self._quota_host is not None:
+            self.server.quotas.release(self._quota_host)
+            self._quota_host = None
+
+    def quota_released(self) -> bool:
+        return self._quota_host is None
+
+    @property
+    def idle(self) -> bool:
+        """No request queued or in progress and nothing left to send."""
+        return (
+            not self._queue and self._task is None and not self._write_paused and self._delayed_close is None
+            and (self.transport is None or self.transport.get_write_buffer_size() == 0)
+        )  # fmt: skip
 
     def _authenticating(self, received: float) -> None:
         """Before authentication each request is answered before the next is read, and
@@ -153,8 +237,8 @@ class ClientConnection(asyncio.Protocol):
                 try:
                     challenge = sasl.authenticate(token)
                 except KafkaError as e:
-                    log.warning("closing %s: SASL authentication failed: %s", self.peer, e)
-                    self.close()
+                    rate_limited.warning("sasl", "closing %s: SASL authentication failed: %s", self.peer, e)
+                    self._close_after_delay(None)
                     return
                 assert self.transport is not None
                 self.transport.write(len(challenge).to_bytes(4, "big") + challenge)
@@ -162,7 +246,7 @@ class ClientConnection(asyncio.Protocol):
             event = self.decoder.next_request()
             if event is None:
                 return
-            self._queue.append((event, received))
+            self._enqueue(event, received)
             self._process()
         if sasl.authenticated:
             self.decoder.max_request_size = self.server.max_request_size
@@ -182,7 +266,12 @@ class ClientConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self.server.connections.discard(self)
+        self.server.connections.pop(self, None)
+        self.server.memory_pool.release(self)
+        self.release_quota()
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
         if self._task is not None:
             self._task.cancel()
         if self._send_fd is not None:
@@ -211,9 +300,17 @@ class ClientConnection(asyncio.Protocol):
         """Handles queued requests in order while no task is running and writes can go on."""
         while self._queue and self._task is None and not self._write_paused and not self._closed and self.server.processing:
             event, received = self._queue.popleft()
+            self._queued_bytes -= event.size
             times = RequestTimes(received, now()) if request_log_enabled() else None
+            if type(event) is LargeRequestFrame:
+                self._start(self._handle_off_loop(event, times))
+                break
             try:
                 result = self._dispatch(event)
+                if self._close_after and self.server.failed_authentication_delay_s > 0:
+                    # A failed authentication: answered, and closed, after the delay.
+                    self._close_after_delay(self._encode(event, result) if result is not None and not asyncio.iscoroutine(result) else None)
+                    return
                 if times is not None:
                     times.local_done = times.remote_done = times.send_started = now()
                 if type(result) is bytes:  # an encoded response frame
@@ -227,7 +324,7 @@ class ClientConnection(asyncio.Protocol):
                 elif times is not None:
                     self._completed(event, times)
             except (ConnectionClosed, ProtocolError) as e:
-                log.warning("closing %s: %s", self.peer, e)
+                rate_limited.warning("protocol", "closing %s: %s", self.peer, e)
                 self.close()
                 return
             if self._close_after:
@@ -236,6 +333,7 @@ class ClientConnection(asyncio.Protocol):
                 self.transport.close()  # after what is buffered is sent
                 return
         self._flow_control()
+        self._account()
 
     def _dispatch(self, event: Request | ProduceFrame | UnsupportedRequest):
         if isinstance(event, UnsupportedRequest):
@@ -283,16 +381,29 @@ class ClientConnection(asyncio.Protocol):
             return
         self._process()
 
-    async def _finish(self, event: Request | ProduceFrame | UnsupportedRequest, pending, times: RequestTimes | None) -> None:
+    async def _handle_off_loop(self, large: LargeRequestFrame, times: RequestTimes | None) -> None:
+        """A large request: decoded on a worker thread, handled here, its answer encoded
+        on a worker thread."""
         try:
-            response = await pending
+            event = await asyncio.to_thread(decode_request, large.frame)
+        except (MalformedMessageError, ProtocolError) as e:
+            rate_limited.warning("malformed", "closing %s: malformed request: %s", self.peer, e)
+            self.close()
+            return
+        result = self._dispatch(event)
+        await self._finish(event, result, times, encode_off_loop=True)
+
+    async def _finish(self, event: Request | ProduceFrame | UnsupportedRequest, pending, times: RequestTimes | None,
+                      encode_off_loop: bool = False) -> None:  # fmt: skip
+        try:
+            response = await pending if inspect.isawaitable(pending) else pending
         except Exception:
             log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
             response = self._error_response(event)
         if times is not None:
             times.remote_done = times.send_started = now()
         if response is not None:
-            chunks = self._encode(event, response)
+            chunks = await asyncio.to_thread(self._encode, event, response) if encode_off_loop else self._encode(event, response)
             if any(isinstance(c, DeferredRecords) for c in chunks):
                 await self._send_with_files(chunks)
             else:
@@ -420,11 +531,37 @@ class ClientConnection(asyncio.Protocol):
                 raise ConnectionClosed("segment truncated during a fetch")
             sent += n
 
-    def _flow_control(self) -> None:
-        """Stops reading while requests pile up behind a waiting handler or unsent data."""
+    def _close_after_delay(self, chunks: list | None) -> None:
+        """Reads nothing more; ``connection.failed.authentication.delay.ms`` later writes
+        ``chunks`` (the failed authentication's answer, if any) and closes."""
+        delay = self.server.failed_authentication_delay_s
+        self._close_after = False
+        self._queue.clear()
+        self._queued_bytes = 0
+        self._flow_control(stop=True)
+
+        def send_and_close() -> None:
+            self._delayed_close = None
+            if self._closed or self.transport is None:
+                return
+            self._closed = True
+            if chunks is not None:
+                self._write(chunks)
+            self.transport.close()  # after what is buffered is sent
+
+        if delay <= 0:
+            send_and_close()
+        else:
+            self._delayed_close = asyncio.get_running_loop().call_later(delay, send_and_close)
+
+    def _flow_control(self, stop: bool = False) -> None:
+        """Stops reading while requests pile up behind a waiting handler or unsent data,
+        while the request memory pool is over its cap, or for good (``stop``)."""
         if self.transport is None or self._closed:
             return
-        busy = len(self._queue) >= MAX_QUEUED_REQUESTS or self._write_paused
+        if stop:
+            self._delayed_stop = True
+        busy = len(self._queue) >= MAX_QUEUED_REQUESTS or self._write_paused or self._memory_paused or self._delayed_stop
         if busy and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
@@ -438,8 +575,26 @@ class ClientConnection(asyncio.Protocol):
             self.transport.abort()
 
 
+class _Defaults(dict):
+    """Kafka's defaults of the limit keys, for a server made without a broker config."""
+
+    def __init__(self) -> None:
+        super().__init__({
+            "max.connections": 2147483647, "max.connections.per.ip": 2147483647,
+            "max.connections.per.ip.overrides": {}, "connections.max.idle.ms": 600000,
+            "connection.failed.authentication.delay.ms": 100,
+        })  # fmt: skip
+
+
+IDLE_CHECK_MAX_S = 1.0
+
+
 class SocketServer:
-    """Accepts connections on one listener, each served by a :class:`ClientConnection`."""
+    """Accepts connections on one listener, each served by a :class:`ClientConnection`.
+
+    ``connections`` is ordered by last socket activity, the least recent first: the idle
+    check walks it from the front and stops at the first connection not idle long enough.
+    """
 
     def __init__(
         self,
@@ -453,6 +608,9 @@ class SocketServer:
         ssl_context: ssl.SSLContext | None = None,
         principal_mapper: SslPrincipalMapper | None = None,
         on_error: Callable[[Request | ProduceFrame], Any] | None = None,
+        config=None,
+        quotas: ConnectionQuotas | None = None,
+        memory_pool: RequestMemoryPool | None = None,
     ) -> None:
         self.name = name
         # The answer to a request whose handler raised (None: send nothing).
@@ -465,23 +623,29 @@ class SocketServer:
         self.handlers = handlers
         self.on_unsupported = on_unsupported
         self.max_request_size = max_request_size
-        self.connections: set[ClientConnection] = set()
-        self._server: asyncio.base_events.Server | None = None
+        self.config = config if config is not None else _Defaults()
+        self.quotas = quotas or ConnectionQuotas(self.config, 1 << 30)
+        self.memory_pool = memory_pool or RequestMemoryPool(max(512 << 20, max_request_size))
+        self.connections: collections.OrderedDict[ClientConnection, None] = collections.OrderedDict()
+        self._acceptor: Acceptor | None = None
+        self._idle_check: asyncio.Task[None] | None = None
         # False while a broker joining a cluster is not registered yet: connections are
         # accepted and their requests queued, answered once it is (Kafka's
         # enableRequestProcessing after the broker's registration).
         self.processing = True
 
+    @property
+    def failed_authentication_delay_s(self) -> float:
+        return self.config["connection.failed.authentication.delay.ms"] / 1000
+
     async def start(self, sock: socket.socket | None = None) -> None:
         """Listens on ``host:port``, or on ``sock`` already bound and listening there."""
-        loop = asyncio.get_running_loop()
-        if sock is not None:
-            self._server = await loop.create_server(lambda: ClientConnection(self), sock=sock, ssl=self.ssl_context)
-        else:
-            self._server = await loop.create_server(
-                lambda: ClientConnection(self), self.host, self.port, reuse_address=True, backlog=1024, ssl=self.ssl_context
-            )
-        self.port = self._server.sockets[0].getsockname()[1]
+        if sock is None:
+            sock = self.bind()
+        self.port = sock.getsockname()[1]
+        self._acceptor = Acceptor(sock, self.quotas, lambda host: ClientConnection(self, host), self.ssl_context, self.name)
+        self._acceptor.start()
+        self._idle_check = asyncio.get_running_loop().create_task(self._close_idle_connections(), name=f"idle-{self.name}")
 
     def bind(self) -> socket.socket:
         """A socket bound and listening on ``host:port`` for :meth:`start` (OSError if the
@@ -490,18 +654,43 @@ class SocketServer:
         self.port = sock.getsockname()[1]
         return sock
 
+    async def _close_idle_connections(self) -> None:
+        """Closes connections idle for ``connections.max.idle.ms`` (Kafka's
+        Selector.maybeCloseOldestConnection, all that expired at each check)."""
+        while True:
+            idle_s = self.config["connections.max.idle.ms"] / 1000
+            await asyncio.sleep(min(IDLE_CHECK_MAX_S, max(idle_s / 4, 0.01)))
+            self.close_idle(time.monotonic(), idle_s)
+
+    def close_idle(self, now_s: float, idle_s: float) -> int:
+        closed = 0
+        for conn in list(self.connections):
+            if now_s - conn.last_active < idle_s:
+                break
+            if not conn.idle:
+                conn.last_active = now_s  # busy (a long poll, a send): not idle
+                self.connections.move_to_end(conn)
+                continue
+            log.debug("closing %s: idle for more than connections.max.idle.ms (%d ms)", conn.peer, idle_s * 1000)
+            conn.close()
+            self.connections.pop(conn, None)
+            closed += 1
+        return closed
+
     def enable_request_processing(self) -> None:
         self.processing = True
         for conn in list(self.connections):
             conn._process()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            self._acceptor.close()
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+            await asyncio.gather(self._idle_check, return_exceptions=True)
         for conn in list(self.connections):
             conn.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        await asyncio.sleep(0)  # connection_lost callbacks run
 
 
 def _family(host: str) -> socket.AddressFamily:

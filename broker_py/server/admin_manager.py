@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
+from collections.abc import Iterable
 import socket
 
 import logstore
@@ -39,14 +41,16 @@ import logstore
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.controller import controller_events as ev
+from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.controller.controller_store import TopicExistsInStoreError
 from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas, validate_assignment
-from broker_py.controller.topic_metadata import TopicInfo, validate_topic_name
+from broker_py.controller.topic_metadata import TopicInfo, check_collision, validate_topic_name
 from broker_py.log.log_manager import LogManager, log_config
 from broker_py.log.storage_errors import kafka_error
 from broker_py.network.socket_server import SocketServer
 from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.security.authorizer import auth_helper
+from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.zk.zk_data import TopicAssignment, TopicPartition, random_uuid
 from logstore.protocol.api_keys import ApiKey
@@ -61,6 +65,7 @@ from logstore.protocol.errors import (
     KafkaStorageError,
     LeaderNotAvailableError,
     NotControllerError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
@@ -75,6 +80,12 @@ from logstore.protocol.messages.topic_admin import CreatePartitionsResponse, Cre
 log = logging.getLogger(__name__)
 
 NULL_UUID = random_uuid().__class__(int=0)
+# A topic created on first use (Metadata's auto-creation, an internal topic) is created
+# inline on a broker alone: at most this many partitions, and at most
+# INLINE_CREATIONS_PER_WINDOW auto-created topics per window.
+INLINE_CREATION_MAX_PARTITIONS = 256
+INLINE_CREATIONS_PER_WINDOW = 16
+INLINE_CREATION_WINDOW_S = 0.1
 CONFIG_SOURCE_TOPIC, CONFIG_SOURCE_DEFAULT = 1, 5
 POLL_S = 0.05
 
@@ -102,6 +113,11 @@ class AdminManager:
         self._effective: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._creating: set[str] = set()
+        self._limits = PartitionLimits(config, support.metadata_cache)
+        self._local_creator = LocalPartitionCreator(self)
+        # Auto-creations done inline on a broker alone in the current window (see
+        # auto_create_topic): (window start, count).
+        self._inline_creations = (0.0, 0)
 
     @property
     def _metadata(self):
@@ -183,6 +199,9 @@ class AdminManager:
                 sock.close()
             return
         self._listeners.apply_changes(removed, bound)
+        quotas = getattr(self._listeners, "quotas", None)
+        if quotas is not None:
+            quotas.limits_changed()  # max.connections and max.connections.per.ip are dynamic
         self._topic_defaults = None
         self._effective.clear()
         for topic in self._metadata.topics.values():
@@ -206,6 +225,11 @@ class AdminManager:
         assignment, topic_configs = self._plan(topic)
         if validate_only:
             return TopicInfo(name, NULL_UUID, len(assignment.partitions), topic_configs)
+        if len(assignment.partitions) > INLINE_CREATION_MAX_PARTITIONS:
+            raise PolicyViolationError(
+                f"{len(assignment.partitions)} partitions are more than a topic created on first use may have "
+                f"({INLINE_CREATION_MAX_PARTITIONS}); create it with CreateTopics"
+            )
         self._create_here(name, assignment, topic_configs)
         return self._created_here(name, len(assignment.partitions))
 
@@ -226,19 +250,6 @@ class AdminManager:
                     log.error("topic %s is left without its partitions: %s", name, e)
             raise
 
-    def _create_logs(self, topic: TopicInfo, partitions: list[int]) -> None:
-        """On a broker alone, before new partitions are written to the store: creates their
-        logs, or none of them (KafkaStorageError), so a failed growth leaves nothing."""
-        created = []
-        try:
-            for p in partitions:
-                self._log_manager.open_log(topic, p, self.effective_config(topic))
-                created.append(p)
-        except KafkaError:
-            for p in created:
-                self._log_manager.delete_log(topic.name, p)
-            raise
-
     def _created_here(self, name: str, partitions: int) -> TopicInfo:
         """On a broker alone, after the store write: the topic, with every partition's log
         open; one that could not be created takes the topic away again."""
@@ -253,6 +264,15 @@ class AdminManager:
         """Metadata's auto-creation: created at once on a broker alone; in a cluster the
         controller is asked and LeaderNotAvailableError (Metadata's answer meanwhile) raised."""
         if self.support.local:
+            now = asyncio.get_running_loop().time()
+            start, count = self._inline_creations
+            if now - start >= INLINE_CREATION_WINDOW_S:
+                start, count = now, 0
+            if count >= INLINE_CREATIONS_PER_WINDOW:
+                # Many names in one Metadata request: the rest wait for a later request,
+                # so creating them never holds the event loop for long.
+                raise LeaderNotAvailableError(f"topic {name} is not created yet: too many topics are being created at once; retry")
+            self._inline_creations = (start, count + 1)
             return self.create_topic(name)
         validate_topic_name(name)
         self._create_in_background(name, -1, -1, {})
@@ -370,14 +390,20 @@ class AdminManager:
             await self._create_on_controller(apis, connection, body, allowed, results)
         return CreateTopicsResponse(throttle_time_ms=0, topics=[results[n] for n in dict.fromkeys(t.name for t in body.topics)])
 
-    def _plan(self, t) -> tuple[TopicAssignment, dict[str, str]]:
+    def _plan(self, t, earlier: Iterable[str] = ()) -> tuple[TopicAssignment, dict[str, str]]:
+        """Validates one CreatableTopic and places its replicas. Limits are checked before
+        placement, so a count past them costs nothing; ``earlier`` are the names planned
+        before it in the same request (a collision with one of them is refused too)."""
         validate_topic_name(t.name)
-        if self.support.metadata_cache.contains(t.name):
+        cache = self.support.metadata_cache
+        if cache.contains(t.name) or t.name in self._local_creator.busy:
             raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
-        live = self.support.metadata_cache.alive_broker_ids()
+        check_collision(t.name, itertools.chain(cache.topics, self._local_creator.busy, earlier))
+        live = cache.alive_broker_ids()
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
                 raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+            self._limits.check_count(len(t.assignments), 1, live)
             assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             if sorted(assignment) != list(range(len(assignment))):
                 raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
@@ -385,7 +411,13 @@ class AdminManager:
         else:
             partitions = self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
             rf = self.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
-            assignment = assign_replicas(self._brokers(), partitions, rf)
+            if partitions <= 0:
+                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+            brokers = self._brokers()
+            assign_replicas(brokers, 1, rf)  # the replication factor's own checks, at no cost
+            self._limits.check_count(partitions, rf, live)
+            assignment = assign_replicas(brokers, partitions, rf)
+        self._limits.check_assignment(assignment)
         configs = self.validate_topic_configs({c.name: c.value for c in t.configs})
         return TopicAssignment(random_uuid(), assignment), configs
 
@@ -393,25 +425,35 @@ class AdminManager:
         planned: dict[str, tuple[TopicAssignment, dict[str, str]]] = {}
         for t in topics:
             try:
-                planned[t.name] = self._plan(t)
+                planned[t.name] = self._plan(t, planned)
             except KafkaError as e:
                 results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
         created = []
-        for name, (assignment, configs) in planned.items():
-            if not body.validate_only:
-                try:
+        if not body.validate_only:
+            creator = self._local_creator
+            for name, (assignment, _) in planned.items():
+                self._limits.reserve(assignment.partitions)
+                if self.support.local:
+                    creator.busy.add(name)
+            try:
+                for name, (assignment, configs) in planned.items():
+                    try:
+                        if self.support.local:
+                            await creator.create_topic(name, assignment, configs)
+                        else:
+                            await self.support.store_call(self.support.store.create_topic, name, assignment, configs)
+                    except TopicExistsInStoreError as e:
+                        results[name].error_code, results[name].error_message = int(ErrorCode.TOPIC_ALREADY_EXISTS), str(e)
+                        continue
+                    except KafkaError as e:
+                        results[name].error_code, results[name].error_message = int(e.errno), str(e)
+                        continue
+                    created.append(name)
+            finally:
+                for name, (assignment, _) in planned.items():
+                    self._limits.unreserve(assignment.partitions)
                     if self.support.local:
-                        self._create_here(name, assignment, configs)
-                        self._created_here(name, len(assignment.partitions))
-                    else:
-                        await self.support.store_call(self.support.store.create_topic, name, assignment, configs)
-                except TopicExistsInStoreError as e:
-                    results[name].error_code, results[name].error_message = int(ErrorCode.TOPIC_ALREADY_EXISTS), str(e)
-                    continue
-                except KafkaError as e:
-                    results[name].error_code, results[name].error_message = int(e.errno), str(e)
-                    continue
-                created.append(name)
+                        creator.busy.discard(name)
         if created:
             log.info("creating topics %s", created)
             try:
@@ -461,7 +503,7 @@ class AdminManager:
                         continue
                     name = result.name = topic.name
                 auth_helper.ensure(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, name)
-                if name.startswith("__"):
+                if is_internal_topic(name):
                     raise InvalidRequestError(f"internal topic {name} cannot be deleted")
                 topic = cache.get(name)
                 if topic is None:
@@ -499,26 +541,31 @@ class AdminManager:
                 if assignment is None:
                     raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
                 current = len(assignment.partitions)
+                if self.support.local and t.name in self._local_creator.busy:
+                    raise InvalidRequestError(f"topic {t.name!r} is already being created or given partitions; retry once that is done")
                 if t.count < current:
                     raise InvalidPartitionsError(f"Topic currently has {current} partitions, which is higher than the requested {t.count}.")
                 if t.count == current:
                     raise InvalidPartitionsError(f"Topic already has {current} partitions.")
                 rf = len(assignment.partitions[0])
-                if t.assignments:
+                if t.assignments is not None:  # null: placed by the broker; [] is 0 assignments
+                    if len(t.assignments) != t.count - current:
+                        raise InvalidReplicaAssignmentError(
+                            f"Attempted to add {t.count - current} additional partition(s), but only "
+                            f"{len(t.assignments)} assignment(s) were specified."
+                        )
+                    self._limits.check_count(len(t.assignments), 1, cache.alive_broker_ids())
                     added = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
-                    if len(added) != t.count - current:
-                        raise InvalidReplicaAssignmentError(f"Increasing the number of partitions by {t.count - current} but {len(added)} assignments provided.")
                     validate_assignment(added, cache.alive_broker_ids(), first_partition=current)
                 else:
+                    self._limits.check_count(t.count - current, rf, cache.alive_broker_ids())
                     order = sorted(b.id for b in self._brokers())
                     first = assignment.partitions[0][0]
                     start = order.index(first) if first in order else -1
                     added = assign_replicas(self._brokers(), t.count - current, rf, fixed_start_index=start, start_partition_id=current)
+                self._limits.check_assignment(added)
                 if not body.validate_only:
-                    if self.support.local:
-                        self._create_logs(topic, sorted(added))
-                    grown = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
-                    await self.support.store_call(self.support.store.set_topic_assignment, t.name, grown)
+                    await self._grow(t.name, assignment, added)
                     goals[t.name] = t.count
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
@@ -529,6 +576,23 @@ class AdminManager:
                 if r.name in goals and not r.error_code:
                     r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the new partitions are not yet everywhere"
         return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+    async def _grow(self, name: str, assignment: TopicAssignment, added: dict[int, list[int]]) -> None:
+        """Writes the grown assignment: a broker alone opens the new logs first, in steps
+        (``partition_creation``); in a cluster the controller has the brokers open them."""
+        self._limits.reserve(added)
+        try:
+            if self.support.local:
+                self._local_creator.claim(name)
+                try:
+                    await self._local_creator.grow(name, assignment, added)
+                finally:
+                    self._local_creator.busy.discard(name)
+            else:
+                grown = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
+                await self.support.store_call(self.support.store.set_topic_assignment, name, grown)
+        finally:
+            self._limits.unreserve(added)
 
     # ---- ElectLeaders and reassignments (controller events) ----
 

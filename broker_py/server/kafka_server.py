@@ -23,6 +23,7 @@ from broker_py.config.kafka_config import BrokerConfig
 from broker_py.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker_py.log.log_dir_mover import LogDirMover
 from broker_py.log.log_manager import LogManager
+from broker_py.network import fd_budget
 from broker_py.network.listener_manager import ListenerManager
 from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
@@ -34,6 +35,7 @@ from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs
+from broker_py.server.metrics import BrokerMetrics, instrumented
 from broker_py.server.local_support import LocalSupport
 from broker_py.utils.time import SYSTEM_TIME, Time
 
@@ -45,6 +47,9 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.time = time
+        # The file descriptor limit is raised and shared between storage and connections
+        # before any log opens (broker_py/network/fd_budget.py).
+        fd_budget.apply()
         # First: the log manager locks every log dir (LogDirInUseError if another broker
         # holds one) before this broker reads or writes anything in them.
         self.log_manager = LogManager(config.log_dirs)
@@ -84,8 +89,10 @@ class KafkaServer:
             else:
                 authorizer = self.zk_support.acl_authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
         replica_manager = ReplicaManager(self.broker_id, lambda topic: self.apis.admin_manager.min_insync_replicas(topic), self.time)
+        # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
+        self.metrics = BrokerMetrics.from_config(config)
         listeners = ListenerManager(
-            config, scram_credentials, lambda: handlers.registry(self.apis),
+            config, scram_credentials, lambda: instrumented(self.metrics, handlers.registry(self.apis)),
             lambda event: handlers.on_unsupported(self.apis, event), error_response,
         )  # fmt: skip
         admin_manager = AdminManager(config, self.log_manager, replica_manager, dynamic_configs, listeners, support)
@@ -177,9 +184,13 @@ class KafkaServer:
             finally:
                 listeners.enable_request_processing()
         self.log_tasks.start()
+        if self.metrics is not None:
+            await self.metrics.start(self)
 
     async def stop(self) -> None:
         apis = self.apis
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.zk_support is not None and self.config["controlled.shutdown.enable"]:
             await self.zk_support.controlled_shutdown()
         await apis.log_dir_mover.stop()

@@ -11,6 +11,7 @@ checkpoint.
 - Partitions moving to another log dir are left to the move.
 - Every ``replica.high.watermark.checkpoint.interval.ms`` and at shutdown, each log
   dir's ``replication-offset-checkpoint`` records its partitions' high watermarks.
+- Segment files unused for ``IDLE_FILES_MS`` are closed (opened again on use).
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import logstore
+
 from broker_py.log.log_cleaner_manager import LogCleaner
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.utils.time import Time
 from logstore.protocol.errors import KafkaError, NotLeaderOrFollowerError
 
 log = logging.getLogger(__name__)
+
+IDLE_FILES_CHECK_S = 60.0
+IDLE_FILES_MS = 600_000
 
 
 class LogTasks:
@@ -38,6 +44,7 @@ class LogTasks:
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
         self._tasks.append(asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration"))
         self._tasks.append(asyncio.create_task(self._high_watermark_checkpoint_loop(), name="high-watermark-checkpoint"))
+        self._tasks.append(asyncio.create_task(self._idle_files_loop(), name="idle-segment-files"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
             self.cleaner = LogCleaner(self.config, lambda: [p.log for p in self.partitions_with_policy("compact")])
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -49,6 +56,15 @@ class LogTasks:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self._apis.replica_manager.checkpoint_high_watermarks()
+
+    async def _idle_files_loop(self) -> None:
+        """Every IDLE_FILES_CHECK_S, closes the segment files unused for IDLE_FILES_MS
+        (they open again on their next use; ``rust/src/file_cache.rs``)."""
+        while True:
+            await self._time.sleep(IDLE_FILES_CHECK_S)
+            closed = await asyncio.to_thread(logstore.close_idle_files, IDLE_FILES_MS)
+            if closed:
+                log.debug("closed %d idle segment files", closed)
 
     async def _high_watermark_checkpoint_loop(self) -> None:
         interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000

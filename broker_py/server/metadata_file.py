@@ -17,6 +17,7 @@ from logstore.protocol.errors import KafkaException, KafkaStorageError
 T = TypeVar("T")
 
 METADATA_DIR = "__logstore_metadata"
+SECRET_MODE = 0o600  # files holding secrets: SCRAM credentials, dynamic broker configs
 
 
 class MetadataFileError(KafkaException):
@@ -51,20 +52,41 @@ def load(path: str, parse: Callable[[dict[str, Any]], T]) -> T | None:
         raise MetadataFileError(path, f"has a malformed entry: {e}") from None
 
 
-def write(path: str, doc: Any) -> None:
-    """Replaces the file with ``doc`` as JSON (see :func:`write_text`)."""
-    write_text(path, json.dumps(doc, indent=1, sort_keys=True))
+def restrict(path: str, mode: int = SECRET_MODE) -> None:
+    """Gives an existing file (one written before its secrets were kept private)
+    permission bits ``mode``; nothing when there is no file."""
+    try:
+        if os.stat(path).st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise KafkaStorageError(f"restricting the permissions of {path}: {e.strerror or e}") from None
 
 
-def write_text(path: str, text: str) -> None:
+def write(path: str, doc: Any, compact: bool = False, mode: int = 0o644) -> None:
+    """Replaces the file with ``doc`` as JSON (see :func:`write_text`): indented, or on
+    one line with ``compact`` (several times faster to encode, for large files)."""
+    text = json.dumps(doc, separators=(",", ":"), sort_keys=True) if compact else json.dumps(doc, indent=1, sort_keys=True)
+    write_text(path, text, mode)
+
+
+def write_text(path: str, text: str, mode: int = 0o644) -> None:
     """Replaces the file with ``text``: a temporary file, fsynced, renamed over it, and
     the directory fsynced. KafkaStorageError (the old file intact) when the disk refuses
-    the new one."""
+    the new one. The file has permission bits ``mode`` (``SECRET_MODE`` for a file
+    holding secrets: it is never readable by others, not even for a moment)."""
     directory = os.path.dirname(path)
     tmp = path + ".tmp"
     try:
         os.makedirs(directory, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
+        try:
+            os.unlink(tmp)  # a leftover may have other permission bits
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        os.fchmod(fd, mode)  # whatever the umask
+        with open(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -2,6 +2,7 @@
 
 This package is the Python face of the storage engine (``logstore._native``): the
 partition ``Log``, the RecordBatch v2 encoder and decoder, zero-copy ``sendfile``,
+conversion from and to message formats v0/v1,
 and one exception hierarchy under ``LogStoreError``.
 """
 
@@ -26,19 +27,25 @@ from logstore._native import (
     RecordTooLargeError,
     SegmentInfo,
     Throttler,
+    UnsupportedForMessageFormatError,
     clean_dry_run,
+    close_idle_files,
     crc32c,
     decode_arrow,
     decode_batches,
+    down_convert_slice,
     encode_batch,
     encode_control_batch,
     encode_fetch_response,
     encode_produce_response,
     has_producer_id,
     offset_for_timestamp,
+    open_files,
     parse_produce_request,
     partition_offsets,
     sendfile,
+    set_max_open_files,
+    up_convert_records,
     validate_log_config,
 )
 
@@ -63,18 +70,24 @@ __all__ = [
     "RecordTooLargeError",
     "SegmentInfo",
     "Throttler",
+    "UnsupportedForMessageFormatError",
     "clean_dry_run",
+    "close_idle_files",
     "crc32c",
     "decode_arrow",
     "decode_batches",
+    "down_convert_slice",
     "encode_batch",
     "encode_control_batch",
     "encode_fetch_response",
     "encode_produce_response",
     "has_producer_id",
     "offset_for_timestamp",
+    "open_files",
     "parse_produce_request",
     "partition_offsets",
     "sendfile",
+    "set_max_open_files",
+    "up_convert_records",
     "validate_log_config",
 ]

@@ -57,6 +57,9 @@ class LogClosedError(LogStoreError):
 class LogIOError(LogStoreError):
     """The operating system refused a file operation; the message names the file."""
 
+class UnsupportedForMessageFormatError(LogStoreError):
+    """Records message format v0/v1 cannot hold (zstd), met in a down-conversion."""
+
 COMPRESSION_TYPES: Final[tuple[str, ...]]  # ("none", "gzip", "snappy", "lz4", "zstd")
 
 class Record:
@@ -134,6 +137,19 @@ def decode_batches(
     batch comes back with ``crc_valid`` False.
     """
 
+def up_convert_records(records: bytes | bytearray | memoryview, now_ms: int) -> bytes:
+    """The one RecordBatch v2 holding the messages of a magic 0/1 message set (base
+    offset 0; the log assigns offsets), keeping keys, values, timestamps (magic 0:
+    ``now_ms``) and the codec. Raises CorruptRecordError for a malformed set, a bad CRC
+    or a codec message format v0/v1 lacks."""
+
+def down_convert_slice(slice: FileSlice, to_magic: int, first_offset: int, max_bytes: int) -> tuple[bytes, int, int]:
+    """The whole v2 batches of ``slice`` as a message set of ``to_magic`` (0 or 1) from
+    ``first_offset``, at most ``max_bytes`` long unless its first message alone is
+    longer: ``(records, next_offset, records_converted)``; next_offset is the offset
+    after the last batch examined. Control batches and headers are dropped. Raises
+    UnsupportedForMessageFormatError for a zstd batch."""
+
 def validate_log_config(**config: object) -> dict[str, str]:
     """Checks topic configs as ``Log.open`` would; returns the effective config.
 
@@ -147,6 +163,16 @@ class Throttler:
     def __init__(self, bytes_per_second: float) -> None: ...
     @property
     def bytes_per_second(self) -> float: ...
+
+def set_max_open_files(n: int) -> None:
+    """Caps the segment files the storage engine keeps open (0: half the soft file
+    limit); the least recently used are closed past it and opened again on use."""
+
+def open_files() -> tuple[int, int]:
+    """(segment files the storage engine holds open now, its cap)."""
+
+def close_idle_files(idle_ms: int) -> int:
+    """Closes the segment files unused for ``idle_ms``; returns how many."""
 
 def clean_dry_run(
     path: str | os.PathLike[str],
@@ -218,7 +244,7 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     node_endpoints: list[tuple[int, str, int, str | None]] | None = None,
 ) -> tuple[bytes, list[int]]:
-    """A Fetch response frame (v4-v17) without its records' bytes, from ``[(topic,
+    """A Fetch response frame (v0-v17) without its records' bytes, from ``[(topic,
     topic_id as int, [(partition, error_code, high_watermark, last_stable_offset,
     log_start_offset, aborted [(producer_id, first_offset)] or None, records_len,
     preferred_read_replica, diverging_epoch (epoch, end_offset) or None, current_leader
@@ -308,6 +334,14 @@ class Log:
         """The offset checkpoints opening this log could not parse and set aside, each
         with what was done instead (as Kafka does: recover every segment, or start the
         log at its first segment)."""
+    @property
+    def recovery_report(self) -> str | None:
+        """What crash recovery cut at open, as one line (None when nothing was cut)."""
+    @property
+    def recovery_dropped(self) -> dict[str, int | None]:
+        """What crash recovery cut at open: ``bytes``, ``batches``, ``records``,
+        ``first_offset`` / ``last_offset`` (as the cut batches' headers claim them; None
+        when no header was readable) and ``segments_deleted``."""
     @property
     def closed(self) -> bool: ...
     def append(

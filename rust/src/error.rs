@@ -33,6 +33,10 @@ pub enum Error {
     #[error("unsupported compression codec id {0}")]
     UnsupportedCompression(u8),
 
+    /// Records message format v0/v1 cannot express (zstd), met while converting down.
+    #[error("record batch at byte {position} cannot be converted: {reason}")]
+    UnsupportedForMessageFormat { position: u64, reason: String },
+
     #[error("the log at {0} is closed")]
     LogClosed(PathBuf),
 

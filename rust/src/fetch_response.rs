@@ -1,12 +1,13 @@
-//! Fetch responses (api key 1, v4-v17), encoded around the records the broker sends by
-//! `sendfile(2)`.
+//! Fetch responses (api key 1, v0-v17), encoded around the records the broker sends by
+//! `sendfile(2)` (or, for v0-v3, the records it converted down to message format v0/v1).
 //!
 //! Frame: int32 size, correlation_id int32, header tagged fields (v12+); body:
-//! throttle_time_ms int32, error_code int16 (v7+), session_id int32 (v7+), responses
-//! [topic string (v4-12) | topic_id uuid (v13+), partitions [partition_index int32,
-//! error_code int16, high_watermark int64, last_stable_offset int64, log_start_offset
-//! int64 (v5+), aborted_transactions nullable [producer_id int64, first_offset int64],
-//! preferred_read_replica int32 (v11+), records nullable bytes]].
+//! throttle_time_ms int32 (v1+), error_code int16 (v7+), session_id int32 (v7+),
+//! responses [topic string (v0-12) | topic_id uuid (v13+), partitions [partition_index
+//! int32, error_code int16, high_watermark int64, last_stable_offset int64 (v4+),
+//! log_start_offset int64 (v5+), aborted_transactions nullable [producer_id int64,
+//! first_offset int64] (v4+), preferred_read_replica int32 (v11+), records nullable
+//! bytes]].
 //! Flexible versions (v12+) use compact lengths and end each struct with a tagged-field
 //! section (KIP-482): an unsigned varint count, then per field in ascending tag order an
 //! unsigned varint tag, an unsigned varint size and that many bytes. Tagged fields written:
@@ -29,6 +30,8 @@
 use crate::wire_writer::WireWriter;
 
 pub const FIRST_FLEXIBLE_VERSION: i16 = 12;
+/// v4 adds last_stable_offset and aborted_transactions (and message format v2 records).
+pub const FIRST_TRANSACTIONAL_VERSION: i16 = 4;
 pub const FIRST_TOPIC_ID_VERSION: i16 = 13;
 pub const FIRST_PREFERRED_READ_REPLICA_VERSION: i16 = 11;
 pub const FIRST_NODE_ENDPOINTS_VERSION: i16 = 16;
@@ -83,7 +86,9 @@ pub fn encode(
     let mut records_at = Vec::new();
     let mut records_total: u64 = 0;
     w.start_frame(correlation_id);
-    w.i32(throttle_time_ms);
+    if version >= 1 {
+        w.i32(throttle_time_ms);
+    }
     if version >= 7 {
         w.i16(error_code);
         w.i32(session_id);
@@ -100,15 +105,19 @@ pub fn encode(
             w.i32(p.index);
             w.i16(p.error_code);
             w.i64(p.high_watermark);
-            w.i64(p.last_stable_offset);
+            if version >= FIRST_TRANSACTIONAL_VERSION {
+                w.i64(p.last_stable_offset);
+            }
             if version >= 5 {
                 w.i64(p.log_start_offset);
             }
-            w.count(p.aborted_transactions.as_ref().map(Vec::len));
-            for (producer_id, first_offset) in p.aborted_transactions.iter().flatten() {
-                w.i64(*producer_id);
-                w.i64(*first_offset);
-                w.no_tagged_fields();
+            if version >= FIRST_TRANSACTIONAL_VERSION {
+                w.count(p.aborted_transactions.as_ref().map(Vec::len));
+                for (producer_id, first_offset) in p.aborted_transactions.iter().flatten() {
+                    w.i64(*producer_id);
+                    w.i64(*first_offset);
+                    w.no_tagged_fields();
+                }
             }
             if version >= FIRST_PREFERRED_READ_REPLICA_VERSION {
                 w.i32(p.preferred_read_replica);
@@ -222,6 +231,28 @@ mod tests {
     fn with_endpoints(version: i16, p: FetchPartitionResponse, endpoints: &[NodeEndpoint<'_>]) -> EncodedFetchResponse {
         let topics = [FetchTopicResponse { name: "t", topic_id: [9; 16], partitions: vec![p] }];
         encode(5, version, 0, 0, 77, &topics, endpoints)
+    }
+
+    #[test]
+    fn v0_to_v3_have_no_transaction_fields() {
+        // v0: size 4, correlation 4, topics 4, name 2+1, partitions 4, partition 2+4+8
+        // (index, error, hw), records length 4
+        let v0 = one(0, partition(7, Some(vec![(1, 2)])));
+        assert_eq!(v0.head.len(), 4 + 4 + 4 + 3 + 4 + 14 + 4);
+        assert_eq!(v0.records_at, vec![v0.head.len()]);
+        #[rustfmt::skip]
+        let body = [
+            0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 1, // one topic "t", one partition
+            0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, // index 2, error 0, hw 10
+            0, 0, 0, 7, // records length 7
+        ];
+        assert_eq!(&v0.head[8..], &body);
+        for version in 1..4 {
+            // v1-v3 add throttle_time_ms only
+            let e = one(version, partition(7, Some(vec![(1, 2)])));
+            assert_eq!(&e.head[8..12], &[0, 0, 0, 0]);
+            assert_eq!(&e.head[12..], &body, "v{version}");
+        }
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //!   entry_size` when the segment is rolled or the log is closed.
 //! - Bytes past `entries` are meaningless (zeros from preallocation or stale entries
 //!   after a truncation); only the first `entries` entries are read.
+//! - No file descriptor is kept: the file is opened to be sized and mapped, and closed
+//!   again (a mapping outlives its descriptor), so a broker's descriptors do not grow
+//!   with its partitions' indexes.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -18,7 +21,6 @@ use crate::error::{IoContext, Result};
 
 pub struct IndexFile {
     path: PathBuf,
-    file: File,
     mmap: Option<MmapMut>,
     entries: usize,
     entry_size: usize,
@@ -30,27 +32,31 @@ impl IndexFile {
     /// whole entries; the caller sanity-checks them. With `preallocate`, the file is
     /// grown to `max_index_size` so it can take appends.
     pub fn open(path: &Path, entry_size: usize, max_index_size: usize, preallocate: bool) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).ctx("open index", path)?;
+        let file = Self::open_file(path, true)?;
         let len = file.metadata().ctx("stat index", path)?.len() as usize;
         let entries = len / entry_size;
         // A trimmed index takes no appends until `make_appendable` grows it.
         let max_entries = if preallocate { (max_index_size / entry_size).max(entries) } else { entries };
-        let mut index = IndexFile { path: path.to_path_buf(), file, mmap: None, entries, entry_size, max_entries };
+        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries };
         if preallocate {
-            index.resize(max_entries * entry_size)?;
+            index.resize_file(&file, max_entries * entry_size)?;
         } else {
-            index.remap()?;
+            index.map(&file)?;
         }
         Ok(index)
     }
 
-    fn remap(&mut self) -> Result<()> {
+    fn open_file(path: &Path, create: bool) -> Result<File> {
+        OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path).ctx("open index", path)
+    }
+
+    fn map(&mut self, file: &File) -> Result<()> {
         self.mmap = None;
-        let len = self.file.metadata().ctx("stat index", &self.path)?.len();
+        let len = file.metadata().ctx("stat index", &self.path)?.len();
         if len > 0 {
             // SAFETY: the index file is owned by this process (Kafka's layout gives each
             // partition directory to one broker); nothing else truncates it while mapped.
-            let map = unsafe { MmapMut::map_mut(&self.file) }.ctx("mmap index", &self.path)?;
+            let map = unsafe { MmapMut::map_mut(file) }.ctx("mmap index", &self.path)?;
             // Lookups binary-search and appends touch one page at a time: readahead would
             // only fault in (and zero, for a preallocated file) pages nobody asked for.
             let _ = map.advise(memmap2::Advice::Random);
@@ -60,10 +66,15 @@ impl IndexFile {
     }
 
     fn resize(&mut self, len: usize) -> Result<()> {
+        let file = Self::open_file(&self.path, false)?;
+        self.resize_file(&file, len)
+    }
+
+    fn resize_file(&mut self, file: &File, len: usize) -> Result<()> {
         self.mmap = None;
-        self.file.set_len(len as u64).ctx("resize index", &self.path)?;
+        file.set_len(len as u64).ctx("resize index", &self.path)?;
         self.max_entries = self.max_entries.max(len / self.entry_size);
-        self.remap()
+        self.map(file)
     }
 
     /// Grows a trimmed index back to `max_index_size` so it can take appends again.

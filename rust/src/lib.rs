@@ -1,6 +1,8 @@
 //! logstore's storage core: Kafka's on-disk log format in Rust.
 //!
-//! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes.
+//! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes;
+//!   `legacy_records`: message formats v0/v1, and `record_conversion` between the two
+//!   (Produce v0-v2 up, Fetch v0-v3 down).
 //! - `offset_index`, `time_index` (over `index_file`): the sparse, mmapped indexes.
 //! - `segment`: one `.log` with its indexes (`direct_writer`: filling one past the page cache). `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`;
@@ -21,9 +23,11 @@ pub mod cleaner;
 pub mod compression;
 pub mod direct_writer;
 pub mod error;
+pub mod file_cache;
 pub mod file_slice;
 pub mod index_file;
 pub mod leader_epoch_cache;
+pub mod legacy_records;
 pub mod live_records;
 pub mod log;
 pub mod log_cleaner;
@@ -36,12 +40,14 @@ pub mod produce_response;
 pub mod fetch_response;
 pub mod record;
 pub mod record_batch;
+pub mod record_conversion;
 pub mod record_rules;
 pub mod record_skim;
 pub mod record_stream;
 pub mod segment;
 pub mod segment_cursor;
 pub mod segment_deletion;
+pub mod segment_recovery;
 pub mod throttler;
 pub mod time_index;
 pub mod topic_compression;

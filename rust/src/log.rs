@@ -119,6 +119,8 @@ pub struct Log {
     topic: String,
     partition: i32,
     recovered: bool,
+    /// What recovery cut at `open` (empty when nothing was).
+    dropped: crate::segment_recovery::RecoveryCut,
     /// The offset checkpoints `open` could not parse and set aside, each with what it
     /// did instead (for the caller to log).
     checkpoint_faults: Vec<String>,
@@ -177,6 +179,9 @@ impl Log {
     }
     pub fn recovered(&self) -> bool {
         self.recovered
+    }
+    pub fn recovery_dropped(&self) -> &crate::segment_recovery::RecoveryCut {
+        &self.dropped
     }
     pub fn checkpoint_faults(&self) -> &[String] {
         &self.checkpoint_faults

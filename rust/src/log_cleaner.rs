@@ -687,7 +687,7 @@ impl Log {
             let views: Vec<SegmentView> = inner
                 .segments
                 .values()
-                .map(|s| SegmentView {
+                .map(|s| -> Result<SegmentView> { Ok(SegmentView {
                     base: s.base_offset(),
                     size: s.size(),
                     next_offset: s.next_offset(),
@@ -696,9 +696,9 @@ impl Log {
                     time_index_bytes: s.index_entries().1 * 12,
                     active: s.base_offset() == active,
                     path: s.log_path().to_path_buf(),
-                    file: Arc::clone(s.file()),
-                })
-                .collect();
+                    file: s.file()?,
+                }) })
+                .collect::<Result<_>>()?;
             (views, inner.config.clone(), inner.log_start_offset)
         };
         run_pass(&self.dir, Some(self), &views, &config, log_start, opts, observer)

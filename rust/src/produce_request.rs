@@ -3,8 +3,10 @@
 //! Frame (the bytes after the int32 size prefix):
 //! - header: api_key int16, api_version int16, correlation_id int32, client_id nullable
 //!   string (int16 length at every version); v9+ (flexible): header tagged fields.
-//! - body: transactional_id nullable string, acks int16, timeout_ms int32,
+//! - body: transactional_id nullable string (v3+), acks int16, timeout_ms int32,
 //!   topic_data [name string, partition_data [index int32, records nullable bytes]].
+//!   Records are message sets of magic 0/1 in v0-v2 (`legacy_records`), RecordBatch v2
+//!   from v3; `has_producer_id` reads v2 batch headers only.
 //!
 //! Flexible versions (v9+) give strings, bytes and arrays compact lengths (unsigned
 //! varint of length + 1, 0 for null) and end each struct with a tagged-field count.

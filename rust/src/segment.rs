@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::direct_writer::DirectWriter;
+use crate::file_cache::LazyFile;
 use crate::error::{Error, IoContext, Result};
 use crate::log_config::LogConfig;
 use crate::offset_index::OffsetIndex;
 use crate::record_batch::{self, BatchHeader, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::segment_recovery::RecoveryCut;
 use crate::time_index::TimeIndex;
 
 pub fn file_name(base_offset: i64, suffix: &str) -> String {
@@ -39,7 +41,8 @@ pub const DELETED_SUFFIX: &str = ".deleted";
 pub struct LogSegment {
     base_offset: i64,
     log_path: PathBuf,
-    log: Arc<File>,
+    /// The `.log` file, opened on use and closed when idle (`file_cache.rs`).
+    log: LazyFile,
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
@@ -84,6 +87,7 @@ impl LogSegment {
         let log_path = dir.join(file_name(base_offset, &format!(".log{suffix}")));
         let log = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&log_path).ctx("open segment", &log_path)?;
         let size = log.metadata().ctx("stat segment", &log_path)?.len();
+        let log = LazyFile::with_file(&log_path, log);
         let idx = dir.join(file_name(base_offset, &format!(".index{suffix}")));
         let tidx = dir.join(file_name(base_offset, &format!(".timeindex{suffix}")));
         let offset_index = OffsetIndex::open(&idx, base_offset, config.segment_index_bytes, active)?;
@@ -91,7 +95,7 @@ impl LogSegment {
         Ok(LogSegment {
             base_offset,
             log_path,
-            log: Arc::new(log),
+            log,
             size,
             offset_index,
             time_index,
@@ -118,8 +122,9 @@ impl LogSegment {
     pub fn log_path(&self) -> &Path {
         &self.log_path
     }
-    pub fn file(&self) -> &Arc<File> {
-        &self.log
+    /// The open `.log` file (opened again if it was closed while idle).
+    pub fn file(&self) -> Result<Arc<File>> {
+        self.log.get().ctx("open segment", &self.log_path)
     }
     pub fn index_entries(&self) -> (usize, usize) {
         (self.offset_index.entries(), self.time_index.entries())
@@ -137,8 +142,7 @@ impl LogSegment {
         if self.max_timestamp >= 0 {
             return self.max_timestamp;
         }
-        self.log
-            .metadata()
+        std::fs::metadata(&self.log_path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -158,9 +162,10 @@ impl LogSegment {
         // Bytes past the entries of a cleanly closed index are zeros from preallocation.
         self.drop_zero_tail_entries();
         // Walk from the last index entry; it must point at a batch ending at its offset.
+        let file = self.file()?;
         let (mut next, mut pos) = (self.base_offset, 0u64);
         if let Some((o, p)) = self.offset_index.last_entry() {
-            match read_header(&self.log, p as u64).ctx("read segment", &self.log_path)? {
+            match read_header(&file, p as u64).ctx("read segment", &self.log_path)? {
                 Some(h) if h.magic == record_batch::MAGIC && h.last_offset() == o => (next, pos) = (h.base_offset, p as u64),
                 _ => return Err(corrupt(self.offset_index.path(), format!("last entry ({o}, {p}) is not a batch ending at {o}"))),
             }
@@ -168,7 +173,7 @@ impl LogSegment {
         let mut max_ts = self.time_index.last_entry().unwrap_or((-1, self.base_offset));
         let mut buf = Vec::new();
         while pos < self.size {
-            let h = read_header(&self.log, pos)
+            let h = read_header(&file, pos)
                 .ctx("read segment", &self.log_path)?
                 .ok_or_else(|| Error::corrupt(pos, "partial batch header at the end of the segment"))?;
             record_batch::check_header(&h, pos)?;
@@ -178,7 +183,7 @@ impl LogSegment {
             // The tail after the last index entry is at most index.interval.bytes plus one
             // batch: validate it whole, CRC included, so a torn or damaged tail is caught.
             buf.resize(h.size(), 0);
-            self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+            file.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
             record_batch::validate(&buf, pos, false)?;
             if h.max_timestamp > max_ts.0 {
                 max_ts = (h.max_timestamp, h.last_offset());
@@ -197,7 +202,7 @@ impl LogSegment {
         self.next_offset = next;
         (self.max_timestamp, self.offset_of_max_timestamp) = max_ts;
         if self.size > 0 {
-            self.rolling_timestamp = read_header(&self.log, 0).ctx("read segment", &self.log_path)?.map(|h| h.max_timestamp);
+            self.rolling_timestamp = read_header(&file, 0).ctx("read segment", &self.log_path)?.map(|h| h.max_timestamp);
         }
         Ok(())
     }
@@ -215,9 +220,18 @@ impl LogSegment {
     }
 
     /// Re-validates every batch (CRC included), rebuilds both indexes and truncates the
-    /// file at the first torn, corrupt or out-of-order batch. Returns the bytes cut.
-    pub fn recover(&mut self, config: &LogConfig) -> Result<u64> {
-        let file_len = self.log.metadata().ctx("stat segment", &self.log_path)?.len();
+    /// file at the first torn, corrupt or out-of-order batch. Returns what was cut.
+    ///
+    /// Offsets must continue: a batch starting below the expected next offset is out of
+    /// order, and with `contiguous` a batch starting above it is too (its baseOffset lies
+    /// outside the CRC, so a damaged one would otherwise move the log end offset
+    /// anywhere). `contiguous` is for the active segment of a log that is not compacted:
+    /// the cleaner never rewrites an active segment, while other segments may keep the
+    /// gaps of batches it removed (a log compacted before its policy changed).
+    pub fn recover(&mut self, config: &LogConfig, contiguous: bool) -> Result<RecoveryCut> {
+        let strict = contiguous && !config.compacted();
+        let file = self.file()?;
+        let file_len = file.metadata().ctx("stat segment", &self.log_path)?.len();
         self.offset_index.reset(config.segment_index_bytes)?;
         self.time_index.reset(config.segment_index_bytes)?;
         self.size = 0;
@@ -233,7 +247,7 @@ impl LogSegment {
         'scan: while pos < file_len {
             let chunk = ((file_len - pos) as usize).min((8usize << 20).max(needed));
             buf.resize(chunk, 0);
-            self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+            file.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
             let mut at = 0usize;
             loop {
                 if buf.len() - at < HEADER_SIZE {
@@ -258,6 +272,7 @@ impl LogSegment {
                 let batch = &buf[at..at + h.size()];
                 if record_batch::validate(batch, pos + at as u64, false).is_err()
                     || h.base_offset < self.next_offset
+                    || (strict && h.base_offset != self.next_offset)
                     || h.last_offset() - self.base_offset > i32::MAX as i64
                 {
                     break 'scan;
@@ -267,9 +282,9 @@ impl LogSegment {
                 at += h.size();
             }
         }
-        let cut = file_len - self.size;
-        if cut > 0 {
-            self.log.set_len(self.size).ctx("truncate segment", &self.log_path)?;
+        let cut = if file_len > self.size { RecoveryCut::survey(&file, self.size, file_len) } else { RecoveryCut::default() };
+        if cut.bytes > 0 {
+            file.set_len(self.size).ctx("truncate segment", &self.log_path)?;
         }
         Ok(cut)
     }
@@ -324,8 +339,9 @@ impl LogSegment {
             self.publish(batches, start);
             return Ok(());
         }
-        if let Err(e) = write_all_vectored(&self.log, &mut iovecs(batches), start) {
-            let _ = self.log.set_len(start);
+        let file = self.file()?;
+        if let Err(e) = write_all_vectored(&file, &mut iovecs(batches), start) {
+            let _ = file.set_len(start);
             return Err(e).ctx("write segment", &self.log_path);
         }
         self.publish(batches, start);
@@ -343,10 +359,10 @@ impl LogSegment {
     {
         let start = self.size;
         let mut iov = iovecs(batches);
-        let log = &self.log;
-        let (checked, written) = crate::validation_pool::beside(check, || write_all_vectored(log, &mut iov, start));
+        let log = self.file()?;
+        let (checked, written) = crate::validation_pool::beside(check, || write_all_vectored(&log, &mut iov, start));
         if let Err(e) = written.ctx("write segment", &self.log_path).and(checked) {
-            let _ = self.log.set_len(start);
+            let _ = log.set_len(start);
             return Err(e);
         }
         self.publish(batches, start);
@@ -375,8 +391,9 @@ impl LogSegment {
     }
 
     fn scan_from(&self, mut pos: u64, offset: i64) -> Result<Option<(u64, BatchHeader)>> {
+        let file = self.file()?;
         while pos + LOG_OVERHEAD as u64 <= self.size {
-            let h = read_header(&self.log, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
+            let h = read_header(&file, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
             record_batch::check_header(&h, pos)?;
             if h.last_offset() >= offset {
                 return Ok(Some((pos, h)));
@@ -394,6 +411,7 @@ impl LogSegment {
         if first.last_offset() >= max_offset || (!min_one && first.size() > max_size) {
             return Ok(None);
         }
+        let file = self.file()?;
         let mut end = start + first.size() as u64;
         let mut last = first.last_offset();
         let limit = (start + max_size as u64).min(self.size);
@@ -407,7 +425,7 @@ impl LogSegment {
                 if p < end {
                     break;
                 }
-                let Some(h) = read_header(&self.log, p).ctx("read segment", &self.log_path)? else { break };
+                let Some(h) = read_header(&file, p).ctx("read segment", &self.log_path)? else { break };
                 if p + h.size() as u64 <= limit && h.last_offset() < max_offset {
                     end = p + h.size() as u64;
                     last = h.last_offset();
@@ -416,7 +434,7 @@ impl LogSegment {
             }
         }
         while end + (HEADER_SIZE as u64) <= self.size && end < limit {
-            let Some(h) = read_header(&self.log, end).ctx("read segment", &self.log_path)? else { break };
+            let Some(h) = read_header(&file, end).ctx("read segment", &self.log_path)? else { break };
             if h.last_offset() >= max_offset || end + h.size() as u64 > limit {
                 break;
             }
@@ -435,12 +453,13 @@ impl LogSegment {
         let (_, from_offset) = self.time_index.lookup(ts.saturating_sub(1));
         let (_, pos) = self.offset_index.lookup(from_offset.max(start_offset));
         let mut pos = pos as u64;
+        let file = self.file()?;
         while pos + HEADER_SIZE as u64 <= self.size {
-            let h = read_header(&self.log, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
+            let h = read_header(&file, pos).ctx("read segment", &self.log_path)?.ok_or_else(|| Error::corrupt(pos, "segment ends inside a batch header"))?;
             record_batch::check_header(&h, pos)?;
             if h.max_timestamp >= ts && h.last_offset() >= start_offset {
                 let mut buf = vec![0u8; h.size()];
-                self.log.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
+                file.read_exact_at(&mut buf, pos).ctx("read segment", &self.log_path)?;
                 let batch = DecodedBatch::new(&buf, pos, true)?;
                 for r in batch.records()? {
                     if r.timestamp >= ts && r.offset >= start_offset {
@@ -457,13 +476,13 @@ impl LogSegment {
     /// first removed batch, if any was removed.
     pub fn truncate_to(&mut self, offset: i64, config: &LogConfig) -> Result<Option<i64>> {
         let Some((pos, h)) = self.translate_offset(offset)? else { return Ok(None) };
-        self.log.set_len(pos).ctx("truncate segment", &self.log_path)?;
+        self.file()?.set_len(pos).ctx("truncate segment", &self.log_path)?;
         self.size = pos;
         self.offset_index.truncate_to(h.base_offset);
         self.time_index.truncate_to(h.base_offset);
         // Rebuild the cached tail state (max timestamp, next offset) from what is left.
         if self.load().is_err() {
-            self.recover(config)?;
+            self.recover(config, false)?;
         }
         Ok(Some(h.base_offset))
     }
@@ -489,7 +508,7 @@ impl LogSegment {
     /// cleaner's output is. Its bytes are readable only after `finish_direct`.
     pub fn write_direct(&mut self) -> Result<()> {
         debug_assert_eq!(self.size, 0, "direct writes start on an empty segment");
-        self.direct = Some(DirectWriter::new(&self.log_path, Arc::clone(&self.log)).ctx("open segment", &self.log_path)?);
+        self.direct = Some(DirectWriter::new(&self.log_path, self.file()?).ctx("open segment", &self.log_path)?);
         Ok(())
     }
 
@@ -505,13 +524,13 @@ impl LogSegment {
 
     pub fn flush(&self) -> Result<()> {
         debug_assert!(self.direct.is_none(), "finish_direct before flush");
-        self.log.sync_data().ctx("fsync segment", &self.log_path)?;
+        self.file()?.sync_data().ctx("fsync segment", &self.log_path)?;
         self.offset_index.flush()?;
         self.time_index.flush()
     }
 
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<()> {
-        self.log.read_exact_at(buf, pos).ctx("read segment", &self.log_path)
+        self.file()?.read_exact_at(buf, pos).ctx("read segment", &self.log_path)
     }
 
     /// Appends whole batches already validated (the cleaner's output), indexing them.
@@ -547,6 +566,7 @@ impl LogSegment {
         self.time_index.rename(&tidx)?;
         let log = rename(&self.log_path);
         std::fs::rename(&self.log_path, &log).ctx("rename segment", &self.log_path)?;
+        self.log.set_path(&log);
         self.log_path = log;
         Ok(())
     }

@@ -13,7 +13,6 @@ from logstore.protocol import (
     Request,
     RequestDecoder,
     RequestHeader,
-    UnsupportedRequest,
     decode_response,
     encode_request,
     encode_response,
@@ -224,7 +223,9 @@ def test_round_trip(build, version: int) -> None:
     assert cls.decode(encoded, version).encode(version) == encoded
     key = cls.API_KEY
     if cls.KIND == "request":
-        header = RequestHeader(api_key=key, api_version=version, correlation_id=40 + version, client_id="1")
+        # Request header v0 (ControlledShutdown v0 alone) has no client id.
+        client_id = None if key.request_header_version(version) == 0 else "1"
+        header = RequestHeader(api_key=key, api_version=version, correlation_id=40 + version, client_id=client_id)
         decoder = RequestDecoder()
         decoder.receive_data(encode_request(header, message))
         event = decoder.next_request()
@@ -245,7 +246,7 @@ def test_every_version_of_every_controller_api_is_covered() -> None:
         ApiKey.LEADER_AND_ISR: (0, 7, 4),
         ApiKey.STOP_REPLICA: (0, 4, 2),
         ApiKey.UPDATE_METADATA: (0, 8, 6),
-        ApiKey.CONTROLLED_SHUTDOWN: (1, 3, 3),  # v0 needs request header v0
+        ApiKey.CONTROLLED_SHUTDOWN: (0, 3, 3),  # v0 travels with request header v0
         ApiKey.ALTER_PARTITION: (0, 3, 0),
     }
 
@@ -503,13 +504,16 @@ def test_controlled_shutdown_v3_frames() -> None:
     assert encoded == fx.frame(i32(9) + NO_TAGS + i16(0) + b"\x01" + NO_TAGS)
 
 
-def test_controlled_shutdown_v0_is_not_accepted() -> None:
-    """v0 travels with request header v0 (no client id); it comes out unsupported."""
+def test_controlled_shutdown_v0_travels_with_request_header_v0() -> None:
+    """v0's header has no client id: api key, version and correlation id, then the body."""
+    frame = fx.frame(i16(7) + i16(0) + i32(3) + i32(2))  # header v0, BrokerId 2
     decoder = RequestDecoder()
-    decoder.receive_data(fx.frame(i16(7) + i16(0) + i32(3) + i32(2)))  # header v0, BrokerId 2
+    decoder.receive_data(frame)
     event = decoder.next_request()
-    assert isinstance(event, UnsupportedRequest)
-    assert event.known_api and (event.api_version, event.correlation_id) == (0, 3)
+    assert isinstance(event, Request)
+    assert (event.api_version, event.correlation_id, event.header.client_id) == (0, 3, None)
+    assert event.body.broker_id == 2
+    assert encode_request(event.header, event.body) == frame
 
 
 def test_alter_partition_v3_request_bytes() -> None:

@@ -19,6 +19,7 @@ from logstore.protocol import (
     RequestDecoder,
     RequestHeader,
     UnsupportedRequest,
+    decode_request,
     decode_response,
     encode_request,
     encode_response,
@@ -109,7 +110,7 @@ def test_unknown_api_key_is_an_event_with_the_header() -> None:
 
 
 @pytest.mark.parametrize(
-    ("api_key", "version"), [(ApiKey.PRODUCE, 2), (ApiKey.FETCH, 3), (ApiKey.FETCH, 18)]
+    ("api_key", "version"), [(ApiKey.PRODUCE, 12), (ApiKey.LIST_OFFSETS, 10), (ApiKey.FETCH, 18)]
 )
 def test_unsupported_version_is_an_event(api_key: ApiKey, version: int) -> None:
     decoder = RequestDecoder()
@@ -274,3 +275,26 @@ def test_errors_share_one_base() -> None:
     assert issubclass(ProtocolError, KafkaException)
     for cls in (CorruptFrameError, FrameTooLargeError, MalformedMessageError, EncodeError):
         assert issubclass(cls, ProtocolError)
+
+
+def test_an_unsupported_version_keeps_the_body_read_at_the_nearest_version() -> None:
+    """Produce v13 reads as v11 (the same shape but for topic ids); the broker answers
+    UNSUPPORTED_VERSION naming its topics. An unknown api key has neither."""
+    from broker_py.server.handlers.api_versions import unsupported_version_answer
+    from logstore.protocol.messages.produce import ProduceRequest
+
+    body = ProduceRequest(acks=1, timeout_ms=5, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[ProduceRequest.PartitionProduceData(index=2, records=b"")]),
+    ])  # fmt: skip
+    v11 = fx.request_header_v2(ApiKey.PRODUCE, 11, 9, "c") + body.encode(11)
+    v13 = v11[:2] + fx.i16(13) + v11[4:]
+    event = decode_request(v13)
+    assert isinstance(event, UnsupportedRequest)
+    assert (event.known_api, event.nearest_version, event.body.topic_data[0].name) == (True, 11, "t")
+    answer = unsupported_version_answer(event)
+    correlation_id, response = decode_response(answer[4:], ApiKey.PRODUCE, 11)
+    partition = response.responses[0].partition_responses[0]
+    assert (correlation_id, partition.index, partition.error_code) == (9, 2, ErrorCode.UNSUPPORTED_VERSION)
+    unknown = decode_request(fx.i16(999) + v11[2:])
+    assert (unknown.known_api, unknown.body) == (False, None)
+    assert unsupported_version_answer(unknown) is None

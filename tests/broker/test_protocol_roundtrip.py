@@ -61,8 +61,9 @@ def test_frame_round_trip_of_defaults(cls: type[Message], version: int) -> None:
     key = cls.API_KEY
     body = cls()
     if cls.KIND == "request":
+        client_id = None if key.request_header_version(version) == 0 else "t"
         header = RequestHeader(
-            api_key=key, api_version=version, correlation_id=version + 1, client_id="t"
+            api_key=key, api_version=version, correlation_id=version + 1, client_id=client_id
         )
         decoder = RequestDecoder()
         decoder.receive_data(encode_request(header, body))

@@ -103,6 +103,7 @@ class ScramCredentialStore:
             }
 
         self._users: dict[str, dict[str, ScramCredential]] = metadata_file.load(self._path, parse) or {}
+        metadata_file.restrict(self._path)
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
@@ -133,4 +134,4 @@ class ScramCredentialStore:
                     for m, c in ms.items()}
                 for u, ms in self._users.items()
             },
-        })
+        }, mode=metadata_file.SECRET_MODE)

@@ -109,14 +109,12 @@ async def call(fn, apis, request, connection):
 
 
 def on_unsupported(apis: KafkaApis, event: UnsupportedRequest):
-    """ApiVersions at a version we do not speak gets the v0 body with error 35 and our
-    ranges, so the client retries lower; any other unsupported request closes the
-    connection (None)."""
-    if event.api_key == ApiKey.API_VERSIONS:
-        from broker_py.server.handlers.api_versions import api_versions_body
+    """The answer to a request at a version we do not serve
+    (:func:`~broker_py.server.handlers.api_versions.unsupported_version_answer`);
+    None closes the connection."""
+    from broker_py.server.handlers.api_versions import unsupported_version_answer
 
-        return api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
-    return None
+    return unsupported_version_answer(event)
 
 
 __all__ = ["ApiVersionsResponse", "call", "on_unsupported", "registry", "served_api_keys"]

@@ -99,6 +99,7 @@ def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), 
         name=name,
         value=value,
         read_only=read_only,
+        is_default=source == SOURCE_DEFAULT,  # v0's flag; v1+ carry config_source
         config_source=source,
         is_sensitive=sensitive,
         synonyms=list(synonyms),

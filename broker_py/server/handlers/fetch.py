@@ -18,6 +18,14 @@ With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION
 Fetch sessions (v7+, KIP-227) are kept in ``apis.fetch_sessions``: an incremental
 request reads every partition of its session and its response carries only the
 partitions with news (:mod:`broker_py.server.fetch_context`).
+
+Fetch v0-v3 answer in message format v0 (v0-v1) or v1 (v2-v3), as Kafka's
+down-conversion does (``logstore.down_convert_slice``): stored v2 batches are
+converted when the response is built, so those responses cannot use ``sendfile``.
+The conversion is bounded like any read: each partition's output by its share of the
+limits (and at least one message), the response's by ``max_bytes`` (v3) and by
+``DOWN_CONVERSION_MAX_BYTES``, so the memory a response holds is bounded too. Control
+batches and headers are dropped; a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import asyncio
 
 import logstore
 
+from broker_py.log.storage_errors import kafka_error
 from broker_py.replication import replica_selector
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
@@ -39,6 +48,14 @@ from logstore.protocol.frame import splice_records
 from logstore.protocol.types import DeferredRecords
 
 READ_COMMITTED = 1
+# Fetch v0-v3 read message format v0/v1, converted down from the stored v2 batches.
+LAST_MESSAGE_SET_VERSION = 3
+# The most bytes a down-converted response holds (Kafka's fetch.max.bytes default):
+# conversion builds the records in memory, and v0-v2 requests set no response limit.
+DOWN_CONVERSION_MAX_BYTES = 55 * 1024 * 1024
+# Reads past batches that convert to nothing (control batches) before answering empty.
+_DOWN_CONVERSION_READS = 8
+UNSUPPORTED_COMPRESSION_TYPE = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -136,6 +153,9 @@ def _read_for_follower(apis, body, partitions: list[CachedPartition], follower: 
 def _read(apis, body, version: int, partitions: list[CachedPartition], denied: set[str]):
     """One pass over ``partitions``: (a PartitionRead each, bytes found, partitions read)."""
     remaining = body.max_bytes if version >= 3 else 2**31 - 1
+    legacy = version <= LAST_MESSAGE_SET_VERSION
+    if legacy:
+        remaining = min(remaining, DOWN_CONVERSION_MAX_BYTES)
     read_committed = body.isolation_level == READ_COMMITTED
     no_data = [] if read_committed else None
     first_with_data = True
@@ -191,6 +211,10 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
         first_with_data = False
         remaining -= slice_.length
         total += slice_.length
+        if legacy:
+            limit = max(slice_.length, min(fp.max_bytes, remaining + slice_.length))
+            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, _ToConvert(slice_, limit), None, partition))
+            continue
         aborted = None
         if read_committed:
             aborted = [
@@ -221,11 +245,74 @@ def _preferred_read_replica(apis, selector: str, client_rack: str, partition, fe
     return -1 if chosen == leader.broker_id else chosen
 
 
+class _ToConvert:
+    """A v0-v3 partition's read: the slice of v2 batches to convert down when the
+    response is built (once, however often a long poll reads), and at most ``limit``
+    bytes of messages to write. Its length, for ``min_bytes``, is the slice's."""
+
+    __slots__ = ("slice", "limit")
+
+    def __init__(self, slice_, limit: int) -> None:
+        self.slice = slice_
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return self.slice.length
+
+
+def _down_convert_all(reads: list[PartitionRead], version: int, max_bytes: int) -> list[PartitionRead]:
+    """``reads`` with their records converted down, the whole at most ``max_bytes``
+    (and :data:`DOWN_CONVERSION_MAX_BYTES`) unless its first message alone is more."""
+    budget = min(max_bytes, DOWN_CONVERSION_MAX_BYTES)
+    first = True
+    out = []
+    for read in reads:
+        if type(read.records) is _ToConvert:
+            if budget <= 0 and not first:
+                read = read._replace(records=b"")  # the client fetches it next time
+            else:
+                read = _down_convert(read, version, max(0, min(read.records.limit, budget)))
+                budget -= len(read.records)
+                first = first and not read.records
+        out.append(read)
+    return out
+
+
+def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRead:
+    """``read`` with its records as a message set of magic 0 (v0-v1) or 1 (v2-v3), at
+    most ``limit`` bytes unless its first message alone is more."""
+    todo = read.records
+    magic = 0 if version <= 1 else 1
+    try:
+        data, next_offset, _ = logstore.down_convert_slice(todo.slice, magic, read.fetch.fetch_offset, limit)
+        reads = 1
+        while not data and next_offset < read.high_watermark and reads < _DOWN_CONVERSION_READS:
+            more = read.partition.read_records(next_offset, todo.limit, False, True)
+            if more is None:
+                break
+            data, next_offset, _ = logstore.down_convert_slice(more, magic, next_offset, limit)
+            reads += 1
+    except logstore.UnsupportedForMessageFormatError:
+        return read._replace(error_code=UNSUPPORTED_COMPRESSION_TYPE, records=b"")
+    except logstore.LogStoreError as e:
+        error = kafka_error(e, f"{read.fetch.topic}-{read.fetch.partition}").errno
+        # Fetch v0-v5 clients do not know KAFKA_STORAGE_ERROR: they refresh metadata on this one.
+        if error == ErrorCode.KAFKA_STORAGE_ERROR:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return read._replace(error_code=int(error), records=b"")
+    except KafkaError as e:
+        return read._replace(error_code=int(e.errno), records=b"")
+    return read._replace(records=data)
+
+
 def _response(context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
-    partitions of one topic share a topic entry."""
+    partitions of one topic share a topic entry. v0-v3 records are converted down
+    here, into bytes chunks."""
     version = request.api_version
+    if version <= LAST_MESSAGE_SET_VERSION:
+        reads = _down_convert_all(reads, version, request.body.max_bytes)
     error_code, session_id, selected = context.respond(reads)
     topics: list[tuple] = []
     records: list[DeferredRecords] = []

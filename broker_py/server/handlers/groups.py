@@ -21,6 +21,7 @@ import asyncio
 import logstore
 
 from broker_py.security.authorizer import auth_helper
+from broker_py.utils.in_steps import for_each
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -256,12 +257,14 @@ def topic_denied(apis, connection, topics, operation: AclOperation = AclOperatio
 
 
 def requested_offsets(
-    apis, topics, with_leader_epoch: bool, denied: set[str]
+    apis, topics, with_leader_epoch: bool, denied: set[str], with_commit_timestamp: bool = False
 ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], OffsetAndMetadata]]:
-    """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now:
-    (TOPIC_AUTHORIZATION_FAILED for each partition of a ``denied`` topic and
-    UNKNOWN_TOPIC_OR_PARTITION for each that does not exist, the rest)."""
-    commit_timestamp = apis.time.milliseconds()
+    """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now, or,
+    with ``with_commit_timestamp`` (OffsetCommit v1), at each partition's
+    ``commit_timestamp`` unless it is -1: (TOPIC_AUTHORIZATION_FAILED for each partition
+    of a ``denied`` topic and UNKNOWN_TOPIC_OR_PARTITION for each that does not exist,
+    the rest)."""
+    now = apis.time.milliseconds()
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     for topic in topics:
@@ -277,7 +280,7 @@ def requested_offsets(
                     offset=p.committed_offset,
                     leader_epoch=p.committed_leader_epoch if with_leader_epoch else -1,
                     metadata=p.committed_metadata or "",
-                    commit_timestamp=commit_timestamp,
+                    commit_timestamp=p.commit_timestamp if with_commit_timestamp and p.commit_timestamp != -1 else now,
                 )
     return errors, offsets
 
@@ -290,7 +293,7 @@ def handle_offset_commit(apis, request, connection):
         offsets = {}
     else:
         errors, offsets = requested_offsets(
-            apis, body.topics, version >= 6, topic_denied(apis, connection, body.topics)
+            apis, body.topics, version >= 6, topic_denied(apis, connection, body.topics), version == 1
         )
     if not offsets:
         return _offset_commit_response(body, errors)
@@ -429,40 +432,47 @@ def handle_describe_groups(apis, request, connection):
     body = request.body
     include_operations = request.api_version >= 3 and body.include_authorized_operations
     out = []
-    for group_id in body.groups:
-        if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
-            out.append(
-                DescribeGroupsResponse.DescribedGroup(
-                    error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id, group_state="",
-                    protocol_type="", protocol_data="", members=[],
-                )  # fmt: skip
+    # A group named twice is described once and its entry repeated: the work and the
+    # objects of a request follow its distinct groups, not its length.
+    described: dict[str, DescribeGroupsResponse.DescribedGroup] = {}
+
+    def describe(group_id: str) -> None:
+        entry = described.get(group_id)
+        if entry is None:
+            entry = described[group_id] = _describe_group(apis, connection, group_id, include_operations)
+        out.append(entry)
+
+    return for_each(body.groups, describe, lambda: DescribeGroupsResponse(groups=out))
+
+
+def _describe_group(apis, connection, group_id: str, include_operations: bool) -> DescribeGroupsResponse.DescribedGroup:
+    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
+        return DescribeGroupsResponse.DescribedGroup(
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id, group_state="",
+            protocol_type="", protocol_data="", members=[],
+        )  # fmt: skip
+    error, summary = apis.group_coordinator.describe_group(group_id)
+    return DescribeGroupsResponse.DescribedGroup(
+        error_code=int(error),
+        group_id=group_id,
+        group_state=summary.state,
+        protocol_type=summary.protocol_type,
+        protocol_data=summary.protocol,
+        members=[
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata,
+                member_assignment=m.assignment,
             )
-            continue
-        error, summary = apis.group_coordinator.describe_group(group_id)
-        out.append(
-            DescribeGroupsResponse.DescribedGroup(
-                error_code=int(error),
-                group_id=group_id,
-                group_state=summary.state,
-                protocol_type=summary.protocol_type,
-                protocol_data=summary.protocol,
-                members=[
-                    DescribeGroupsResponse.DescribedGroupMember(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        member_metadata=m.metadata,
-                        member_assignment=m.assignment,
-                    )
-                    for m in summary.members
-                ],
-                authorized_operations=auth_helper.authorized_operations(
-                    apis, connection, ResourceType.GROUP, group_id, include_operations
-                ),
-            )
-        )
-    return DescribeGroupsResponse(groups=out)
+            for m in summary.members
+        ],
+        authorized_operations=auth_helper.authorized_operations(
+            apis, connection, ResourceType.GROUP, group_id, include_operations
+        ),
+    )
 
 
 def handle_list_groups(apis, request, connection):

@@ -2,6 +2,11 @@
 
 Requested topics that do not exist are created when ``auto.create.topics.enable``
 is on and the request allows it (v4+ ``allow_auto_topic_creation``; always before v4).
+As in Kafka, the request that creates a topic answers it with LEADER_NOT_AVAILABLE
+and no partitions, even on a broker alone where the logs exist at once: the client
+asks again, and in a cluster the leader only exists once the controller has elected it.
+``is_internal`` is set for the coordinators' topics only (``__consumer_offsets``,
+``__transaction_state``), not for every name starting with ``__``.
 A null topic list (v1+), or an empty one at v0, means every topic.
 
 With an authorizer, the list of every topic holds those the connection may DESCRIBE; a
@@ -14,12 +19,14 @@ from __future__ import annotations
 import uuid
 
 from broker_py.security.authorizer import auth_helper
+from broker_py.utils.in_steps import for_each
 from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.metadata import MetadataResponse
 from broker_py.controller.topic_metadata import TopicInfo
+from broker_py.coordinator.internal_topics import is_internal_topic
 
 NULL_UUID = uuid.UUID(int=0)
 
@@ -86,49 +93,63 @@ def handle_metadata(apis, request, connection):
             error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name, topic_id=topic_id
         )
 
-    if body.topics is None or (version == 0 and not body.topics):
-        topics_out = [topic_response(apis, t, connection, with_operations) for t in apis.metadata_cache.select() if describable(t.name)]
-    else:
-        for req in body.topics:
-            topic = None
-            if req.name is None and req.topic_id not in (None, NULL_UUID):
-                topic = apis.metadata_cache.by_id(req.topic_id)
-                if topic is None:
-                    topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
-                    continue
-                if not describable(topic.name):
-                    topics_out.append(refused(None, req.topic_id))
-                    continue
-            else:
-                name = req.name or ""
-                if not describable(name):
+    seen: set = set()
+
+    def answer(req) -> None:
+        # Each topic is answered once, however often it is named (Kafka takes the
+        # request's names and ids as sets): the work follows the distinct topics.
+        key = req.name if req.name is not None else req.topic_id
+        if key in seen:
+            return
+        seen.add(key)
+        topic = None
+        if req.name is None and req.topic_id not in (None, NULL_UUID):
+            topic = apis.metadata_cache.by_id(req.topic_id)
+            if topic is None:
+                topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
+                return
+            if not describable(topic.name):
+                topics_out.append(refused(None, req.topic_id))
+                return
+        else:
+            name = req.name or ""
+            if not describable(name):
+                topics_out.append(refused(name))
+                return
+            topic = apis.metadata_cache.get(name)
+            if topic is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if allow_create and not creatable(name):
                     topics_out.append(refused(name))
-                    continue
-                topic = apis.metadata_cache.get(name)
-                if topic is None:
-                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    if allow_create and not creatable(name):
-                        topics_out.append(refused(name))
-                        continue
-                    if allow_create:
-                        try:
-                            topic = apis.admin_manager.auto_create_topic(name)
-                        except KafkaError as e:
-                            error = e.errno
-                    if topic is None:
-                        topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(error), name=name, topic_id=NULL_UUID))
-                        continue
-            topics_out.append(topic_response(apis, topic, connection, with_operations))
-    return MetadataResponse(
-        brokers=brokers(apis, connection),
-        cluster_id=apis.cluster_id,
-        controller_id=apis.metadata_cache.controller_id,
-        topics=topics_out,
-        cluster_authorized_operations=auth_helper.authorized_operations(
-            apis, connection, ResourceType.CLUSTER, CLUSTER_NAME,
-            8 <= version <= 10 and body.include_cluster_authorized_operations,
-        ),  # fmt: skip
-    )
+                    return
+                if allow_create:
+                    try:
+                        apis.admin_manager.auto_create_topic(name)
+                        error = ErrorCode.LEADER_NOT_AVAILABLE
+                    except KafkaError as e:
+                        error = e.errno
+                topics_out.append(MetadataResponse.MetadataResponseTopic(
+                    error_code=int(error), name=name, topic_id=NULL_UUID, is_internal=is_internal_topic(name),
+                ))  # fmt: skip
+                return
+        topics_out.append(topic_response(apis, topic, connection, with_operations))
+
+    def response() -> MetadataResponse:
+        return MetadataResponse(
+            brokers=brokers(apis, connection),
+            cluster_id=apis.cluster_id,
+            controller_id=apis.metadata_cache.controller_id,
+            topics=topics_out,
+            cluster_authorized_operations=auth_helper.authorized_operations(
+                apis, connection, ResourceType.CLUSTER, CLUSTER_NAME,
+                8 <= version <= 10 and body.include_cluster_authorized_operations,
+            ),  # fmt: skip
+        )
+
+    if body.topics is None or (version == 0 and not body.topics):
+        topics_out.extend(topic_response(apis, t, connection, with_operations) for t in apis.metadata_cache.select() if describable(t.name))
+        return response()
+    return for_each(body.topics, answer, response)
 
 
 HANDLERS = {ApiKey.METADATA: handle_metadata}

@@ -15,6 +15,15 @@ current leader and its endpoint (KIP-951, :mod:`broker_py.server.leader_hints`).
 
 A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
 encoded response frame; any other arrives decoded and is answered with a message.
+
+Produce v0-v2 carry message format v0/v1 ("message sets"); the log stores RecordBatch
+v2 only, so each partition's message set is converted on the way in to one v2 batch
+keeping keys, values, timestamps (magic 0 has none: the broker's time), the codec and
+the order of the messages (``logstore.up_convert_records``), as Kafka does with
+``log.message.format.version`` 3.0+. A malformed set or a bad CRC gets CORRUPT_MESSAGE
+for its partition. A v2 batch in those versions is taken as it is, as from Kafka,
+unless it is transactional: v0-v2 have no transactional id, so such a write gets
+UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -40,8 +49,51 @@ def _refusal(apis, connection, transactional_id: str | None, topics) -> tuple[Er
     return None, auth_helper.denied(apis, connection, AclOperation.WRITE, ResourceType.TOPIC, topics)
 
 
-def _refused_partition(index: int, error: ErrorCode) -> tuple:
-    return index, int(error), -1, -1, -1, error.description, ()
+def _refused_partition(index: int, error: ErrorCode, message: str | None = None) -> tuple:
+    return index, int(error), -1, -1, -1, message or error.description, ()
+
+
+# The last Produce version whose records are message format v0/v1.
+LAST_MESSAGE_SET_VERSION = 2
+_MAGIC_AT = 16  # the magic byte, at the same place in message sets and v2 batches
+_V2_ATTRIBUTES_AT = 21
+_TRANSACTIONAL = 0x10
+
+
+def _up_convert(apis, name: str, partitions, failed: dict) -> list:
+    """``partitions`` ((index, records, idempotent) each) of a v0-v2 request with their
+    message sets converted to v2 batches; a partition that cannot be is left out and
+    its error put in ``failed[(name, index)]``."""
+    out = []
+    for index, records, idempotent in partitions:
+        if records is None or len(records) <= _MAGIC_AT:
+            out.append((index, records, idempotent))
+            continue
+        if records[_MAGIC_AT] >= 2:
+            if len(records) > _V2_ATTRIBUTES_AT + 1 and records[_V2_ATTRIBUTES_AT + 1] & _TRANSACTIONAL:
+                failed[(name, index)] = (ErrorCode.UNSUPPORTED_VERSION, "transactional records need Produce v3 or later")
+            else:
+                out.append((index, records, logstore.has_producer_id(records)))
+            continue
+        try:
+            batch = logstore.up_convert_records(records, apis.time.milliseconds())
+        except logstore.CorruptRecordError as e:
+            failed[(name, index)] = (ErrorCode.CORRUPT_MESSAGE, str(e))
+            continue
+        out.append((index, memoryview(batch), False))
+    return out
+
+
+def _merge_failed(results: list, order, failed: dict) -> list:
+    """``results`` with each failed partition's answer put back in request order;
+    ``order`` is ((topic, (index, ...)), ...)."""
+    by_topic = {name: {p[0]: p for p in parts} for name, parts in results}
+    merged = []
+    for name, indexes in order:
+        got = by_topic.get(name, {})
+        parts = [got[i] if i in got else _refused_partition(i, *failed.get((name, i), (ErrorCode.UNKNOWN_SERVER_ERROR,))) for i in indexes]
+        merged.append((name, parts))
+    return merged
 
 
 def handle_produce(apis, request, connection):
@@ -54,10 +106,14 @@ def handle_produce(apis, request, connection):
     )
     entries = []
     refused: dict[str, ErrorCode] = {}
+    failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
     for topic_data in body.topic_data:
         error = every if every is not None else ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic_data.name in denied else None
         if error is None:
-            entries.append((topic_data.name, [(pd.index, pd.records, None) for pd in topic_data.partition_data]))
+            parts = [(pd.index, pd.records, None) for pd in topic_data.partition_data]
+            if request.api_version <= LAST_MESSAGE_SET_VERSION:
+                parts = _up_convert(apis, topic_data.name, parts, failed)
+            entries.append((topic_data.name, parts))
         else:
             refused[topic_data.name] = error
     results = apis.replica_manager.append(max(0, body.timeout_ms), acks, entries, transactional_id=body.transactional_id)
@@ -65,6 +121,9 @@ def handle_produce(apis, request, connection):
         return None
 
     def respond(results) -> ProduceResponse:
+        if failed:
+            order = [(t.name, [pd.index for pd in t.partition_data]) for t in body.topic_data if t.name not in refused]
+            results = _merge_failed(results, order, failed)
         results, endpoints = with_produce_hints(apis, connection, request.api_version, results)
         by_topic = dict(results)
         responses = []
@@ -110,19 +169,27 @@ def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | No
     )
     entries = []
     refused: dict[str, ErrorCode] = {}
+    failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
+    legacy = request.api_version <= LAST_MESSAGE_SET_VERSION
     for name, partitions in request.topics:
         error = every if every is not None else ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied else None
         if error is None:
-            entries.append((name, [(index, records(start, end), idempotent) for index, start, end, idempotent in partitions]))
+            parts = [(index, records(start, end), idempotent) for index, start, end, idempotent in partitions]
+            if legacy:
+                parts = _up_convert(apis, name, parts, failed)
+            entries.append((name, parts))
         else:
             refused[name] = error
     results = apis.replica_manager.append(request.timeout_ms, acks, entries, transactional_id=request.transactional_id)
     if acks == 0:
         return None
-    if not refused and type(results) is list:
+    if not refused and not failed and type(results) is list:
         return _encode(apis, connection, request, results)
 
     def respond(results) -> bytes:
+        if failed:
+            order = [(name, [index for index, *_ in partitions]) for name, partitions in request.topics if name not in refused]
+            results = _merge_failed(results, order, failed)
         if refused:
             by_topic = dict(results)
             results = [

@@ -1,41 +1,29 @@
-"""The ``logstore`` command line.
+"""The ``logstore`` command line (click, with rich tables and progress bars).
 
-Subcommands (argparse; each one is a module whose ``add_parser`` registers its
-options and its ``_cmd_*`` function, and ``app`` adds them to the one parser, so more
-can be added without touching the others):
+Broker commands, against any Kafka-compatible broker through the Kafka protocol
+(confluent-kafka's AdminClient, Producer and Consumer; ``-b/--brokers``, SASL and TLS
+options, ``--format table|json``): ``topic``, ``group``, ``cluster``, ``acl``, ``user``,
+``produce``, ``consume``, ``version``; ``dev-cluster up|down`` runs ZooKeeper and brokers
+on loopback. ``docs/cli.md`` maps each to its rpk and kafka-*.sh equivalent.
 
-``dump-log FILE...``
-    The equivalent of Kafka's ``kafka-dump-log.sh`` (DumpLogSegments) for
-    ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files.
+Offline commands, on a stopped broker's files: ``dump-log FILE...`` (Kafka's
+kafka-dump-log.sh), ``clean PARTITION_DIR [--dry-run]`` (one forced log-cleaner pass),
+``export --format parquet --out DIR`` (a local Spark job), ``demo [DIR]``.
 
-``export --format parquet --out DIR [--topics T,...] [--from X] [--to Y] LOG_DIRS``
-    Run a local Spark job (``logstore.spark``) that writes topics to Parquet,
-    partitioned by topic and partition, showing progress on stderr.
+Exit status (:mod:`logstore.cli.common`): 0 done; 1 the broker refused part of the
+request, or a file holds a corrupt batch, a torn tail or an index mismatch; 2 usage
+errors, unreadable files and unreachable brokers.
 
-``demo [DIR]``
-    Write a small demo partition and dump its first segment.
-
-``clean PARTITION_DIR [--dry-run]``
-    Compact a stopped partition log (one forced pass of the log cleaner), with a
-    progress bar on stderr; print the bytes before and after and the keys and
-    tombstones found. ``--dry-run`` only reads the files and reports what a pass
-    would do.
-
-Exit status: 0 when everything was read and is consistent; 1 when a file was
-read but holds a corrupt batch (CRC mismatch, undecodable records, invalid
-header), a torn tail, or an index entry that does not match the log; 2 for
-usage errors and files that cannot be read at all.
-
-Modules: ``app`` (the parser and :func:`main`), ``common`` (exit statuses,
-:class:`CliError`, output helpers), one per subcommand (``dump_log``, ``export``,
-``demo``, ``clean``), and the two parts of dump-log: ``log_scan`` (.log batches) and
-``index_files`` (.index, .timeindex, .txnindex).
+Modules: ``app`` (the command tree and :func:`main`), ``base`` (click classes), ``common``
+(exit statuses, :class:`CliError`), ``output`` (tables and JSON), ``connection`` (client
+options), ``admin`` (the AdminClient layer and error names), ``positions`` (offsets and
+timestamps to seek to), one module per command, and the parts of dump-log: ``log_scan``
+(.log batches) and ``index_files`` (.index, .timeindex, .txnindex).
 """
 
 from __future__ import annotations
 
-from logstore.cli.app import main
-from logstore.cli.clean import CLEAN_SHUTDOWN_MARKER, ProgressBar
+from logstore.cli.clean import CLEAN_SHUTDOWN_MARKER
 from logstore.cli.common import EXIT_INCONSISTENT, EXIT_OK, EXIT_USAGE, SEGMENT_NAME, CliError
 from logstore.cli.demo import write_demo
 from logstore.cli.dump_log import dump_file
@@ -49,6 +37,15 @@ from logstore.cli.log_scan import (
     LogDumper,
     LogScan,
 )
+from logstore.cli.progress import ProgressBar
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``logstore`` command line (imported on first use: ``logstore-broker --version``
+    reads :mod:`logstore.cli.version` without loading the broker commands)."""
+    from logstore.cli.app import main as run
+
+    return run(argv)
 
 # The names ``logstore.cli`` had as one module; the console script needs only main.
 __all__ = [

@@ -1,5 +1,10 @@
 """What the ``logstore`` subcommands share: exit statuses, :class:`CliError`, output
-helpers, segment file names and the native storage module."""
+helpers, segment file names and the native storage module.
+
+Exit statuses: 0 the command did everything it was asked; 1 it ran but something failed
+(a broker answered an error for some topic, group or record; an offline file holds a
+corrupt batch or an index mismatch); 2 usage errors, unreadable files and brokers that
+cannot be reached; 130 interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ from typing import Any
 
 EXIT_OK = 0
 EXIT_INCONSISTENT = 1
+# The broker refused part of the request (the error codes are printed).
+EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 SEGMENT_NAME = re.compile(
     r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex|txnindex)"
@@ -18,7 +26,12 @@ SEGMENT_NAME = re.compile(
 
 
 class CliError(Exception):
-    """A problem that ends the command with a one-line message and exit status 2."""
+    """A problem that ends the command with a one-line message and ``exit_code``
+    (2 unless told otherwise)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def _text(data: bytes | None) -> str:

@@ -7,6 +7,9 @@ import os
 import sys
 import time
 
+import click
+
+from logstore.cli.base import command as cli_command
 from logstore.cli.common import CliError, _native
 from logstore.cli.dump_log import dump_file
 from logstore.cli.log_scan import DEFAULT_CHUNK_SIZE
@@ -60,10 +63,14 @@ def write_demo(directory: str) -> list[str]:
     return segments
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    segments = write_demo(args.directory)
+@cli_command("demo", short_help="Write a small demo partition and dump it.")
+@click.argument("directory", required=False, default=os.path.join("logstore-demo", "demo-0"), metavar="[DIR]")
+def command(directory: str) -> int:
+    """Write a demo partition (batches with keys, headers, every codec, a transaction)
+    into DIR (default ./logstore-demo/demo-0) and dump its first segment."""
+    segments = write_demo(directory)
     out = sys.stdout
-    out.write(f"Wrote a demo partition to {args.directory}: {len(segments)} segments\n")
+    out.write(f"Wrote a demo partition to {directory}: {len(segments)} segments\n")
     for path in segments:
         out.write(f"  {path}\n")
     out.write("\n")
@@ -71,20 +78,3 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print_records=True, deep_iteration=True, verify_index=True, chunk_size=DEFAULT_CHUNK_SIZE
     )
     return dump_file(segments[0], ns, out)
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = sub.add_parser(
-        "demo",
-        help="write a small demo partition and dump its first segment",
-        description="Write a demo partition (batches with keys, headers, every codec, a "
-        "transaction) into DIR and dump its first segment.",
-    )
-    demo.add_argument(
-        "directory",
-        nargs="?",
-        default=os.path.join("logstore-demo", "demo-0"),
-        metavar="DIR",
-        help="partition directory (default: ./logstore-demo/demo-0)",
-    )
-    demo.set_defaults(func=_cmd_demo)

@@ -8,6 +8,9 @@ import os
 import sys
 from typing import IO
 
+import click
+
+from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_INCONSISTENT, EXIT_OK, CliError, _segment_name, _sibling
 from logstore.cli.index_files import (
     _dump_offset_index,
@@ -18,6 +21,7 @@ from logstore.cli.index_files import (
     _verify_time_index,
 )
 from logstore.cli.log_scan import DEFAULT_CHUNK_SIZE, LogDumper
+from logstore.cli.progress import ProgressBar
 
 
 def dump_file(path: str, args: argparse.Namespace, out: IO[str]) -> int:
@@ -30,13 +34,19 @@ def dump_file(path: str, args: argparse.Namespace, out: IO[str]) -> int:
     out.write(f"Dumping {path}\n")
     out.write(f"Starting offset: {base}\n")
     if kind == "log":
+        bar = getattr(args, "progress", None)
         dumper = LogDumper(
             out,
             print_records=args.print_records,
             deep_iteration=args.deep_iteration,
             chunk_size=args.chunk_size,
+            progress=bar,
         )
-        scan = dumper.scan(path)
+        try:
+            scan = dumper.scan(path)
+        finally:
+            if bar is not None:
+                bar.finish()
         problems = scan.problems
         if args.verify_index:
             problems += _verify_indexes(path, base, scan, out)
@@ -62,37 +72,32 @@ def dump_file(path: str, args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_INCONSISTENT if problems else EXIT_OK
 
 
-def _cmd_dump_log(args: argparse.Namespace) -> int:
+@cli_command("dump-log", short_help="Print a segment's batches or index entries (kafka-dump-log.sh).")
+@click.argument("files", nargs=-1, required=True, metavar="SEGMENT...")
+@click.option("--print-records", is_flag=True, help="print every record (implies --deep-iteration)")
+@click.option("--verify-index", is_flag=True, help="check every .index/.timeindex entry against the batches of the .log")
+@click.option("--deep-iteration", is_flag=True, help="decode every record (decompressing) and check it against its batch header")
+@click.option(
+    "--progress/--no-progress", default=None,
+    help="a progress bar on stderr while a .log is read (default: when stderr is a terminal)",
+)
+@click.option("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, hidden=True)
+def command(
+    files: tuple[str, ...], print_records: bool, verify_index: bool, deep_iteration: bool, progress: bool | None, chunk_size: int
+) -> int:
+    """Print the batches of .log segments (e.g. 00000000000000000000.log), or the entries
+    of .index, .timeindex and .txnindex files: Kafka's kafka-dump-log.sh. Exit status 1
+    when a corrupt batch, a torn tail or an index mismatch is found."""
+    args = argparse.Namespace(
+        print_records=print_records, verify_index=verify_index, deep_iteration=deep_iteration, chunk_size=chunk_size
+    )
+    if progress is None:
+        progress = sys.stderr.isatty()
     status = EXIT_OK
-    for path in args.files:
+    for path in files:
+        args.progress = ProgressBar(sys.stderr, os.path.basename(path)) if progress else None
         try:
             status = max(status, dump_file(path, args, sys.stdout))
         except OSError as exc:
             raise CliError(f"{path}: {exc.strerror or exc}") from None
     return status
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dump = sub.add_parser(
-        "dump-log",
-        help="print the batches of a .log segment or the entries of an index (DumpLogSegments)",
-        description="Print the batches of .log segments, or the entries of .index, "
-        ".timeindex and .txnindex files. Exit status 1 when a corrupt batch, a torn tail "
-        "or an index mismatch is found.",
-    )
-    dump.add_argument("files", nargs="+", metavar="SEGMENT", help="e.g. 00000000000000000000.log")
-    dump.add_argument(
-        "--print-records", action="store_true", help="print every record (implies --deep-iteration)"
-    )
-    dump.add_argument(
-        "--verify-index",
-        action="store_true",
-        help="check every .index/.timeindex entry against the batches of the .log",
-    )
-    dump.add_argument(
-        "--deep-iteration",
-        action="store_true",
-        help="decode every record (decompressing) and check it against its batch header",
-    )
-    dump.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help=argparse.SUPPRESS)
-    dump.set_defaults(func=_cmd_dump_log)

@@ -3,49 +3,47 @@ showing progress on stderr."""
 
 from __future__ import annotations
 
-import argparse
+import click
 
+from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_OK, CliError
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
+@cli_command("export", short_help="Write topics to Parquet with a local Spark job.")
+@click.argument("log_dirs", nargs=-1, metavar="[LOG_DIR]...")
+@click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True, help="output format")
+@click.option("--out", required=True, metavar="DIR", help="output directory")
+@click.option("--topics", metavar="T,...", help="comma-separated topics (default: all but internal)")
+@click.option("--from", "start", metavar="OFFSET|TIME", help="first offset, or ISO-8601 time (inclusive)")
+@click.option("--to", "end", metavar="OFFSET|TIME", help="end offset, or ISO-8601 time (exclusive)")
+@click.option("--bootstrap-server", metavar="HOST:PORT", help="read through the Kafka protocol instead")
+@click.option("--overwrite", is_flag=True, help="replace DIR if it exists")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master")
+def command(
+    log_dirs: tuple[str, ...], fmt: str, out: str, topics: str | None, start: str | None, end: str | None,
+    bootstrap_server: str | None, overwrite: bool, master: str,
+) -> int:
+    """Write topics to Parquet with a local Spark job: read them from a broker's log.dirs
+    (or over the network) with the logstore Spark data source and write Parquet
+    partitioned by topic and partition, showing progress on stderr."""
     try:
         from logstore.spark.errors import SparkSourceError
         from logstore.spark.export import parse_bound, run_export
     except ImportError as exc:
-        raise CliError(f"{exc}: export needs pyspark and pyarrow (pip install 'logstore[spark]')") from None
-    if not args.log_dirs and not args.bootstrap_server:
+        raise CliError(f"{exc}: export needs pyspark and pyarrow (pip install '.[spark]' from a logstore checkout)") from None
+    if not log_dirs and not bootstrap_server:
         raise CliError("give the broker's log.dirs or --bootstrap-server")
     try:
         run_export(
-            args.out,
-            log_dirs=",".join(args.log_dirs) or None,
-            bootstrap_servers=args.bootstrap_server,
-            topics=args.topics,
-            start=parse_bound(args.start, "--from") if args.start else None,
-            end=parse_bound(args.end, "--to") if args.end else None,
-            overwrite=args.overwrite,
-            master=args.master,
+            out,
+            log_dirs=",".join(log_dirs) or None,
+            bootstrap_servers=bootstrap_server,
+            topics=topics,
+            start=parse_bound(start, "--from") if start else None,
+            end=parse_bound(end, "--to") if end else None,
+            overwrite=overwrite,
+            master=master,
         )
     except SparkSourceError as exc:
         raise CliError(str(exc)) from None
     return EXIT_OK
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    export = sub.add_parser(
-        "export",
-        help="write topics to Parquet with a local Spark job",
-        description="Read topics from a broker's log.dirs (or over the network) with the "
-        "logstore Spark data source and write Parquet partitioned by topic and partition.",
-    )
-    export.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="the broker's log.dirs")
-    export.add_argument("--format", choices=["parquet"], default="parquet", help="output format (parquet)")
-    export.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    export.add_argument("--topics", metavar="T,...", help="comma-separated topics (default: all but internal)")
-    export.add_argument("--from", dest="start", metavar="OFFSET|TIME", help="first offset, or ISO-8601 time (inclusive)")
-    export.add_argument("--to", dest="end", metavar="OFFSET|TIME", help="end offset, or ISO-8601 time (exclusive)")
-    export.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read through the Kafka protocol instead")
-    export.add_argument("--overwrite", action="store_true", help="replace DIR if it exists")
-    export.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
-    export.set_defaults(func=_cmd_export)

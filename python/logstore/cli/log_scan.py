@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -87,12 +88,15 @@ class LogDumper:
         deep_iteration: bool,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         quiet: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.out = out
         self.print_records = print_records
         self.deep_iteration = deep_iteration or print_records
         self.chunk_size = max(chunk_size, BATCH_HEADER_SIZE)
         self.quiet = quiet
+        # Called as progress(bytes scanned, file size) after each chunk.
+        self.progress = progress
         self.native = _native()
 
     def _print(self, line: str) -> None:
@@ -127,6 +131,8 @@ class LogDumper:
                 self._decode(data if end == len(data) else data[:end], pos, scan)
                 pos += end
                 scan.valid_bytes = pos
+                if self.progress is not None:
+                    self.progress(pos, scan.size)
                 if stop:
                     break
         return scan

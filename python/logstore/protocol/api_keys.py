@@ -54,44 +54,34 @@ carry topic ids, Fetch 7+ fetch sessions may always be answered
 sessionless (session id 0), and the 15+/16+/17 additions are tagged or
 follower-only fields.
 
-**Minimum: Kafka 4.x's baseline (KIP-896) where it keeps old clients
-working, lower where they need it.**  librdkafka before 2.11 enables a
-feature only when each of its "depends" ranges overlaps ours: message
-format v2 needs Produce 3 and Fetch 4; zstd Produce 7 and Fetch 10;
-consumer groups FindCoordinator 0, OffsetCommit 1..2, OffsetFetch 1,
-JoinGroup/SyncGroup/Heartbeat/LeaveGroup 0; time-based offsets
-ListOffsets 1; idempotence InitProducerId 0; SASL SaslHandshake 0 and 1
-and SaslAuthenticate 0.  aiokafka 0.14 only has some old versions
-(CreateTopics 0-3, DeleteTopics 0-3, DescribeConfigs 0-2, OffsetCommit 2-3,
-OffsetFetch 1-3, ListOffsets 0-3, Metadata 0-5, InitProducerId and the
-transaction APIs 0 only), and fails when our range misses all of them.
-Hence:
+**Minimum: exactly Apache Kafka 3.9's (0 for every API).**  Kafka 4.0
+removed the versions older clients still send (KIP-896); 3.9 serves them
+all, and so does logstore:
 
-* Produce 3, Fetch 4: the broker stores only RecordBatch v2 (magic 2), the
-  format of Produce 3+ and Fetch 4+; older versions would need message
-  format v0/v1 conversion.
-* ListOffsets 1 (v0 has the legacy ``max_num_offsets`` list), OffsetCommit
-  2 (v0-1 carry ZooKeeper-era semantics and a per-partition timestamp),
-  OffsetFetch 1, CreateTopics 2, DeleteTopics 1, DescribeConfigs 1,
-  OffsetForLeaderEpoch 2: Kafka 4.0's minima, each still inside every
-  client's range above.
-* JoinGroup 0 (Kafka 4.0 raised it to 2; 4.1 restored 0, which librdkafka
-  before 2.11 needs for consumer groups), and 0 for every other API.
-* WriteTxnMarkers 1 only: it is broker-to-broker, and 1 is its only
-  flexible version.
-* DescribeLogDirs 1 and AlterReplicaLogDirs 1: Kafka 4.0's minima; no client
-  above sends 0. DescribeLogDirs stops at 4: kafka-python takes 5 for Kafka 4.3.
+* Produce 0-2 and Fetch 0-3 carry message format v0/v1 ("message sets").
+  The log stores only RecordBatch v2: old messages are converted on append
+  and stored batches are converted down on fetch (``rust/src/legacy_records.rs``).
+* ListOffsets 0 (``max_num_offsets`` in, ``old_style_offsets`` out),
+  OffsetCommit 0-1 (v1 with a per-partition ``commit_timestamp``),
+  OffsetFetch 0, CreateTopics 0-1, DeleteTopics 0, DescribeConfigs 0
+  (``is_default``), OffsetForLeaderEpoch 0-1, DescribeLogDirs 0,
+  AlterReplicaLogDirs 0, WriteTxnMarkers 0.
+* ControlledShutdown 0 travels with request header v0, which has no client
+  id (Kafka's ``requestHeaderVersion`` returns 0 for it alone).
+
+librdkafka before 2.11 enables a feature only when each of its "depends"
+ranges overlaps ours (message format v2 needs Produce 3 and Fetch 4; zstd
+Produce 7 and Fetch 10; consumer groups FindCoordinator 0, OffsetCommit
+1..2, OffsetFetch 1, JoinGroup/SyncGroup/Heartbeat/LeaveGroup 0; ...); with
+every minimum at 0 each range overlaps.  Clients pick the highest version
+both sides serve, so lowering a minimum changes nothing for a client that
+asks ApiVersions first.
 
 **Inter-broker APIs: Kafka 3.9's whole range**: LeaderAndIsr 0-7,
-StopReplica 0-4, UpdateMetadata 0-8, AlterPartition 0-3.  Kafka's ZooKeeper
-controller picks the version from ``inter.broker.protocol.version`` (3.4+
-sends LeaderAndIsr 7, UpdateMetadata 8, StopReplica 4), so every version
-stays receivable.  ControlledShutdown is 1-3, not 0-3: its v0 request
-travels with request header v0, which has no client id (Kafka's
-``requestHeaderVersion`` returns 0 for ControlledShutdown v0 only), and
-``headers`` reads and writes header v1 and v2 only.  Only brokers with an
-inter-broker protocol older than 0.9.0 send v0 (2.4+ send v3); the v0 body
-equals v1's, so the schema declares it all the same.
+StopReplica 0-4, UpdateMetadata 0-8, AlterPartition 0-3, ControlledShutdown
+0-3.  Kafka's ZooKeeper controller picks the version from
+``inter.broker.protocol.version`` (3.4+ sends LeaderAndIsr 7, UpdateMetadata
+8, StopReplica 4), so every version stays receivable.
 """
 
 from __future__ import annotations
@@ -118,16 +108,16 @@ class ApiKey(IntEnum):
         member.first_flexible = first_flexible
         return member
 
-    PRODUCE = 0, "Produce", 3, 11, 9
-    FETCH = 1, "Fetch", 4, 17, 12
-    LIST_OFFSETS = 2, "ListOffsets", 1, 9, 6
+    PRODUCE = 0, "Produce", 0, 11, 9
+    FETCH = 1, "Fetch", 0, 17, 12
+    LIST_OFFSETS = 2, "ListOffsets", 0, 9, 6
     METADATA = 3, "Metadata", 0, 12, 9
     LEADER_AND_ISR = 4, "LeaderAndIsr", 0, 7, 4
     STOP_REPLICA = 5, "StopReplica", 0, 4, 2
     UPDATE_METADATA = 6, "UpdateMetadata", 0, 8, 6
-    CONTROLLED_SHUTDOWN = 7, "ControlledShutdown", 1, 3, 3
-    OFFSET_COMMIT = 8, "OffsetCommit", 2, 9, 8
-    OFFSET_FETCH = 9, "OffsetFetch", 1, 9, 6
+    CONTROLLED_SHUTDOWN = 7, "ControlledShutdown", 0, 3, 3
+    OFFSET_COMMIT = 8, "OffsetCommit", 0, 9, 8
+    OFFSET_FETCH = 9, "OffsetFetch", 0, 9, 6
     FIND_COORDINATOR = 10, "FindCoordinator", 0, 6, 3
     JOIN_GROUP = 11, "JoinGroup", 0, 9, 6
     HEARTBEAT = 12, "Heartbeat", 0, 4, 4
@@ -137,23 +127,23 @@ class ApiKey(IntEnum):
     LIST_GROUPS = 16, "ListGroups", 0, 5, 3
     SASL_HANDSHAKE = 17, "SaslHandshake", 0, 1, None
     API_VERSIONS = 18, "ApiVersions", 0, 4, 3
-    CREATE_TOPICS = 19, "CreateTopics", 2, 7, 5
-    DELETE_TOPICS = 20, "DeleteTopics", 1, 6, 4
+    CREATE_TOPICS = 19, "CreateTopics", 0, 7, 5
+    DELETE_TOPICS = 20, "DeleteTopics", 0, 6, 4
     DELETE_RECORDS = 21, "DeleteRecords", 0, 2, 2
     INIT_PRODUCER_ID = 22, "InitProducerId", 0, 5, 2
-    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 2, 4, 4
+    OFFSET_FOR_LEADER_EPOCH = 23, "OffsetForLeaderEpoch", 0, 4, 4
     ADD_PARTITIONS_TO_TXN = 24, "AddPartitionsToTxn", 0, 5, 3
     ADD_OFFSETS_TO_TXN = 25, "AddOffsetsToTxn", 0, 4, 3
     END_TXN = 26, "EndTxn", 0, 4, 3
-    WRITE_TXN_MARKERS = 27, "WriteTxnMarkers", 1, 1, 1
+    WRITE_TXN_MARKERS = 27, "WriteTxnMarkers", 0, 1, 1
     TXN_OFFSET_COMMIT = 28, "TxnOffsetCommit", 0, 4, 3
     DESCRIBE_ACLS = 29, "DescribeAcls", 0, 3, 2
     CREATE_ACLS = 30, "CreateAcls", 0, 3, 2
     DELETE_ACLS = 31, "DeleteAcls", 0, 3, 2
-    DESCRIBE_CONFIGS = 32, "DescribeConfigs", 1, 4, 4
+    DESCRIBE_CONFIGS = 32, "DescribeConfigs", 0, 4, 4
     ALTER_CONFIGS = 33, "AlterConfigs", 0, 2, 2
-    ALTER_REPLICA_LOG_DIRS = 34, "AlterReplicaLogDirs", 1, 2, 2
-    DESCRIBE_LOG_DIRS = 35, "DescribeLogDirs", 1, 4, 2
+    ALTER_REPLICA_LOG_DIRS = 34, "AlterReplicaLogDirs", 0, 2, 2
+    DESCRIBE_LOG_DIRS = 35, "DescribeLogDirs", 0, 4, 2
     SASL_AUTHENTICATE = 36, "SaslAuthenticate", 0, 2, 2
     CREATE_PARTITIONS = 37, "CreatePartitions", 0, 3, 2
     DELETE_GROUPS = 42, "DeleteGroups", 0, 2, 2
@@ -177,7 +167,10 @@ class ApiKey(IntEnum):
         return self.first_flexible is not None and version >= self.first_flexible
 
     def request_header_version(self, version: int) -> int:
-        """Request header v2 (with tagged fields) for flexible versions, else v1."""
+        """Request header v2 (with tagged fields) for flexible versions, else v1;
+        v0 (no client id) for ControlledShutdown v0 alone, as in Kafka."""
+        if self is ApiKey.CONTROLLED_SHUTDOWN and version == 0:
+            return 0
         return 2 if self.is_flexible(version) else 1
 
     def response_header_version(self, version: int) -> int:

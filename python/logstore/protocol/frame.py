@@ -140,14 +140,19 @@ class Request:
 class UnsupportedRequest:
     """A request whose api key or version we do not serve.
 
-    ``header.client_id`` is ``None`` if it could not be read.  The body was
-    skipped.  ``known_api`` tells an unknown api key from a known api key
-    at an unsupported version.
+    ``header.client_id`` is ``None`` if it could not be read.  ``known_api``
+    tells an unknown api key from a known api key at an unsupported version.
+    For a known api key, ``nearest_version`` is the version the codec serves
+    closest to the one asked, and ``body`` the body read at that version
+    (``None`` when it does not parse that way), so the broker can answer
+    with an error response that names the request's topics or groups.
     """
 
     header: RequestHeader
     size: int
     known_api: bool
+    nearest_version: int | None = None
+    body: Message | None = None
 
     @property
     def api_key(self) -> int:
@@ -242,6 +247,11 @@ class RequestDecoder:
         SaslHandshake travel so); ``None`` if more bytes are needed."""
         return self._frames.next_frame(min_size=0)
 
+    def next_request_frame(self) -> bytes | None:
+        """The next request frame, not yet decoded (:func:`decode_request`); ``None``
+        if more bytes are needed."""
+        return self._frames.next_frame()
+
     def next_request(self) -> Request | ProduceFrame | UnsupportedRequest | None:
         frame = self._frames.next_frame()
         if frame is None:
@@ -257,19 +267,35 @@ def decode_request(frame: bytes) -> Request | ProduceFrame | UnsupportedRequest:
     api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
     key = ApiKey.lookup(api_key)
     if key is None or not key.supports(api_version):
-        header = RequestHeader(
-            api_key=api_key, api_version=api_version, correlation_id=correlation_id
-        )
-        try:
-            header.client_id = read_client_id(Reader(frame, _HEADER_PREFIX))
-        except ProtocolError:
-            pass
-        return UnsupportedRequest(header, len(frame), known_api=key is not None)
+        return _unsupported(frame, key, api_key, api_version, correlation_id)
     if key is ApiKey.PRODUCE:
         produce = parse_produce_frame(frame)
         if produce is not None:
             return produce
     return read_request(frame, key)
+
+
+def _unsupported(
+    frame: bytes, key: ApiKey | None, api_key: int, api_version: int, correlation_id: int
+) -> UnsupportedRequest:
+    header = RequestHeader(api_key=api_key, api_version=api_version, correlation_id=correlation_id)
+    r = Reader(frame, _HEADER_PREFIX)
+    try:
+        header.client_id = read_client_id(r)
+    except ProtocolError:
+        pass
+    if key is None:
+        return UnsupportedRequest(header, len(frame), known_api=False)
+    nearest = min(max(api_version, key.min_version), key.max_version)
+    body = None
+    if key.is_flexible(nearest) == key.is_flexible(api_version) and r.pos > _HEADER_PREFIX:
+        try:
+            if key.is_flexible(nearest):
+                r.tagged_fields()  # the request header's
+            body = request_class(key).read(r, nearest)
+        except ProtocolError:
+            body = None
+    return UnsupportedRequest(header, len(frame), known_api=True, nearest_version=nearest, body=body)
 
 
 def read_request(frame: bytes, key: ApiKey) -> Request:

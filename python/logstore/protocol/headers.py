@@ -5,15 +5,15 @@ Request header (follows the int32 size prefix of every request frame):
 =========  ================  =============================================
 version    field             format
 =========  ================  =============================================
-1, 2       api_key           int16
-1, 2       api_version       int16
-1, 2       correlation_id    int32
+0, 1, 2    api_key           int16
+0, 1, 2    api_version       int16
+0, 1, 2    correlation_id    int32
 1, 2       client_id         nullable string, int16 length, *never* compact
 2          tagged fields     tagged-field section
 =========  ================  =============================================
 
-v2 is used for flexible request versions, v1 otherwise (v0, without
-client_id, only ever served ControlledShutdown v0, which we do not serve).
+v2 is used for flexible request versions, v1 otherwise; v0, without
+client_id, only by ControlledShutdown v0 (``ApiKey.request_header_version``).
 The client_id keeps the int16 length even in v2 so that any broker can read
 the header of an ApiVersions request whose version it does not know.
 
@@ -72,9 +72,10 @@ def _write_tags(w: Writer, tags: dict[int, bytes]) -> None:
 
 
 def read_request_header(r: Reader, header_version: int) -> RequestHeader:
-    """Read a v1 or v2 request header."""
+    """Read a v0, v1 or v2 request header."""
     header = RequestHeader(api_key=r.int16(), api_version=r.int16(), correlation_id=r.int32())
-    header.client_id = read_client_id(r)
+    if header_version >= 1:
+        header.client_id = read_client_id(r)
     if header_version >= 2:
         header.unknown_tagged_fields = _read_tags(r)
     return header
@@ -84,7 +85,8 @@ def write_request_header(w: Writer, header: RequestHeader, header_version: int) 
     w.int16(header.api_key)
     w.int16(header.api_version)
     w.int32(header.correlation_id)
-    STRING.writer(False, True)(w, header.client_id)
+    if header_version >= 1:
+        STRING.writer(False, True)(w, header.client_id)
     if header_version >= 2:
         _write_tags(w, header.unknown_tagged_fields)
 

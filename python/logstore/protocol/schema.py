@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from logstore.protocol.errors import (
     EncodeError,
     MalformedMessageError,
+    TruncatedMessageError,
     UnsupportedApiVersionError,
 )
 from logstore.protocol.types import Primitive, Reader, ReadFn, WriteFn, Writer
@@ -60,6 +61,22 @@ __all__ = ["Array", "Field", "Message", "Struct", "StructValue", "Versions", "me
 
 _NO_DEFAULT: Any = object()
 _HIGHEST = 0x7FFF
+
+
+class _NoTags(dict):
+    """The ``unknown_tagged_fields`` of every decoded struct that has none: one shared,
+    unchangeable empty mapping, so a decoded array of a million structs does not hold
+    a million empty dicts. Assign a new dict to add tags."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a decoded message's empty unknown_tagged_fields is shared; assign a new dict")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
+
+
+NO_TAGS: dict[int, bytes] = _NoTags()
 
 
 class Versions:
@@ -235,7 +252,12 @@ def _type_reader(
     if isinstance(t, Primitive):
         return t.reader(flexible, nullable)
     if isinstance(t, Array):
-        return _array_reader(_type_reader(t.element, version, flexible, False), flexible, nullable)
+        return _array_reader(
+            _type_reader(t.element, version, flexible, False),
+            flexible,
+            nullable,
+            _min_size(t.element, version, flexible, False),
+        )
     read = t.codec(version, flexible).read
     if not nullable:
         return read
@@ -268,16 +290,42 @@ def _type_writer(
     return write_struct
 
 
-def _array_reader(read_element: ReadFn, flexible: bool, nullable: bool) -> ReadFn:
+def _array_reader(read_element: ReadFn, flexible: bool, nullable: bool, element_size: int) -> ReadFn:
+    """Reads an array whose elements take at least ``element_size`` bytes each: a count
+    that the bytes left cannot honestly hold is refused before anything is allocated."""
+
     def read(r: Reader) -> list[Any] | None:
         n = r.length(flexible, "array")
         if n < 0:
             if nullable:
                 return None
             raise MalformedMessageError("non-nullable array was null")
+        if n * element_size > r.end - r.pos:
+            raise TruncatedMessageError(
+                f"array of {n} elements of at least {element_size} bytes at offset {r.pos} "
+                f"exceeds the {r.end - r.pos} bytes that remain"
+            )
         return [read_element(r) for _ in range(n)]
 
     return read
+
+
+# The fewest bytes a value of each primitive takes on the wire (non-flexible,
+# flexible): a null or empty string, bytes or records is its length prefix alone.
+_PRIMITIVE_MIN_SIZES = {"int8": (1, 1), "int16": (2, 2), "int32": (4, 4), "int64": (8, 8),
+                        "uint16": (2, 2), "uint32": (4, 4), "float64": (8, 8), "bool": (1, 1),
+                        "uuid": (16, 16), "string": (2, 1), "bytes": (4, 1), "records": (4, 1)}  # fmt: skip
+
+
+def _min_size(t: Primitive | Array | Struct, version: int, flexible: bool, nullable: bool) -> int:
+    """The fewest bytes a value of ``t`` takes at ``version`` (at least 1)."""
+    if isinstance(t, Primitive):
+        return _PRIMITIVE_MIN_SIZES[t.name][flexible]
+    if isinstance(t, Array):
+        return 1 if flexible else 4
+    if nullable:
+        return 1
+    return t.codec(version, flexible).min_size
 
 
 def _array_writer(write_element: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
@@ -324,6 +372,7 @@ class _StructCodec:
         "tagged_by_tag",
         "read",
         "write",
+        "min_size",
     )
 
     def __init__(self, struct: Struct, version: int, flexible: bool):
@@ -354,6 +403,11 @@ class _StructCodec:
                 else:
                     defaults.append((f.name, f.default))
         tagged.sort(key=lambda t: t[0])
+        self.min_size = max(1, sum(
+            _min_size(f.type, version, flexible, version in f.nullable)
+            for f in struct.fields
+            if version in f.versions and f.tag is None
+        ) + (1 if flexible else 0))  # fmt: skip
         self.inline = tuple(inline)
         self.tagged = tuple(tagged)
         self.tagged_by_tag = {t[0]: (t[1], t[2]) for t in tagged}
@@ -373,6 +427,7 @@ class _StructCodec:
             "_Writer": Writer,
             "_FAILURES": (EncodeError, *_ENCODE_FAILURES),
             "_EncodeError": EncodeError,
+            "_no_tags": NO_TAGS,
         }
         rd = ["def read(r):", "    obj = _new(_cls)"]
         wr = ["def write(w, obj):", "    try:"]
@@ -409,7 +464,7 @@ class _StructCodec:
             rd.append("    _read_tags(r, obj)")
             wr.append("        _write_tags(w, obj)")
         else:
-            rd.append("    obj.unknown_tagged_fields = {}")
+            rd.append("    obj.unknown_tagged_fields = _no_tags")
             wr.append("        pass")
         rd.append("    return obj")
         wr += [
@@ -424,7 +479,7 @@ class _StructCodec:
         pos = r.pos
         if pos < r.end and r.buf[pos] == 0:  # no tagged fields: the common case
             r.pos = pos + 1
-            obj.unknown_tagged_fields = {}
+            obj.unknown_tagged_fields = NO_TAGS
             return
         unknown: dict[int, bytes] = {}
         for tag, sub in r.tagged_fields():
@@ -438,7 +493,7 @@ class _StructCodec:
                 raise MalformedMessageError(
                     f"{self.name}.{name}: tagged field {tag} has {sub.remaining()} trailing bytes"
                 )
-        obj.unknown_tagged_fields = unknown
+        obj.unknown_tagged_fields = unknown if unknown else NO_TAGS
 
     def _write_tags(self, w: Writer, obj: Any) -> None:
         if not self.tagged and not obj.unknown_tagged_fields:
@@ -479,7 +534,7 @@ class _StructCodec:
         if self.flexible:
             self._read_tags(r, obj)
         else:
-            obj.unknown_tagged_fields = {}
+            obj.unknown_tagged_fields = NO_TAGS
         return obj
 
     def _write_slow(self, w: Writer, obj: Any) -> None:

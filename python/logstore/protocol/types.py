@@ -133,7 +133,8 @@ class Reader:
 
     def uuid(self) -> uuid.UUID:
         p = self.advance(16)
-        return uuid.UUID(bytes=bytes(self.buf[p : p + 16]))
+        value = int.from_bytes(self.buf[p : p + 16], "big")
+        return ZERO_UUID if value == 0 else uuid.UUID(int=value)
 
     # variable-length integers -----------------------------------------
 

@@ -15,6 +15,7 @@ pyo3::create_exception!(logstore._native, LogStoreError, PyException, "Base of e
 pyo3::create_exception!(logstore._native, CorruptRecordError, LogStoreError, "A record batch failed validation.");
 pyo3::create_exception!(logstore._native, InvalidRecordError, LogStoreError, "Records a topic's rules refuse (a compacted topic's record without a key); `record_errors` lists (index in batch, message).");
 pyo3::create_exception!(logstore._native, InvalidTimestampError, InvalidRecordError, "Record timestamps outside the topic's message.timestamp.before/after.max.ms window.");
+pyo3::create_exception!(logstore._native, UnsupportedForMessageFormatError, LogStoreError, "Records message format v0/v1 cannot hold (zstd), met in a down-conversion.");
 pyo3::create_exception!(logstore._native, OffsetOutOfRangeError, LogStoreError, "Offset outside [log start, log end].");
 pyo3::create_exception!(logstore._native, RecordTooLargeError, LogStoreError, "A batch exceeds max.message.bytes or segment.bytes.");
 pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A config key or value is invalid.");
@@ -40,6 +41,7 @@ impl From<Error> for PyErr {
                     Err(e) => e,
                 }
             }),
+            Error::UnsupportedForMessageFormat { .. } => UnsupportedForMessageFormatError::new_err(msg),
             Error::OffsetOutOfRange { .. } => OffsetOutOfRangeError::new_err(msg),
             Error::RecordTooLarge { .. } => RecordTooLargeError::new_err(msg),
             Error::InvalidConfig { .. } => InvalidConfigError::new_err(msg),

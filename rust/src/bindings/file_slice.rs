@@ -10,6 +10,12 @@ use crate::file_slice::{self, FileSlice};
 #[pyclass(frozen, name = "FileSlice", module = "logstore._native")]
 pub(super) struct PyFileSlice(FileSlice);
 
+impl PyFileSlice {
+    pub(super) fn inner(&self) -> &FileSlice {
+        &self.0
+    }
+}
+
 impl From<FileSlice> for PyFileSlice {
     fn from(slice: FileSlice) -> Self {
         PyFileSlice(slice)

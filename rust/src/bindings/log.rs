@@ -130,6 +130,26 @@ impl PyLog {
     fn checkpoint_faults(&self) -> Vec<String> {
         self.0.checkpoint_faults().to_vec()
     }
+    /// What crash recovery cut at open, as one line (None when nothing was cut).
+    #[getter]
+    fn recovery_report(&self) -> Option<String> {
+        let cut = self.0.recovery_dropped();
+        (!cut.is_empty()).then(|| cut.describe())
+    }
+    /// What crash recovery cut at open: bytes, batches, records, the first and last
+    /// offset their headers claim (None when no header was readable), segments deleted.
+    #[getter]
+    fn recovery_dropped<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let cut = self.0.recovery_dropped();
+        let d = PyDict::new(py);
+        d.set_item("bytes", cut.bytes)?;
+        d.set_item("batches", cut.batches)?;
+        d.set_item("records", cut.records)?;
+        d.set_item("first_offset", cut.offsets.map(|o| o.0))?;
+        d.set_item("last_offset", cut.offsets.map(|o| o.1))?;
+        d.set_item("segments_deleted", cut.segments_deleted)?;
+        Ok(d)
+    }
     #[getter]
     fn closed(&self) -> bool {
         self.0.is_closed()
@@ -269,4 +289,23 @@ impl PyLog {
         let bytes = data.as_slice();
         Ok(py.detach(|| self.0.append(bytes, &opts))?)
     }
+}
+
+/// Caps the segment files the storage engine keeps open (0: half the soft file limit);
+/// the least recently used are closed past it and opened again on use.
+#[pyfunction]
+pub(super) fn set_max_open_files(n: usize) {
+    crate::file_cache::set_max_open(n);
+}
+
+/// (segment files open now, the cap).
+#[pyfunction]
+pub(super) fn open_files() -> (usize, usize) {
+    (crate::file_cache::open_count(), crate::file_cache::max_open())
+}
+
+/// Closes the segment files unused for `idle_ms`; returns how many.
+#[pyfunction]
+pub(super) fn close_idle_files(py: Python<'_>, idle_ms: u64) -> usize {
+    py.detach(|| crate::file_cache::close_idle(idle_ms))
 }

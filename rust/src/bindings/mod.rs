@@ -11,6 +11,7 @@
 //! - `cleaner`: `Throttler`, `clean_dry_run` (and what `Log.clean` uses);
 //! - `record_batch`: `Record`, `RecordBatch`, the batch encoders and decoder, `crc32c`;
 //! - `wire`: the Produce request parser and the Produce/Fetch response encoders;
+//! - `legacy`: message formats v0/v1 converted up (Produce v0-v2) and down (Fetch v0-v3);
 //! - `arrow`: `PartitionReader` and the other read-only scans into pyarrow;
 //! - `buffer`: bytes-like arguments borrowed without a copy.
 //!
@@ -22,6 +23,7 @@ mod buffer;
 mod cleaner;
 mod errors;
 mod file_slice;
+mod legacy;
 mod log;
 mod log_config;
 mod record_batch;
@@ -34,7 +36,7 @@ use crate::compression::ALL;
 
 use self::errors::{
     CorruptIndexError, CorruptRecordError, InvalidConfigError, InvalidOffsetError, InvalidRecordError, InvalidTimestampError, LogClosedError,
-    LogIOError, LogStoreError, OffsetOutOfRangeError, RecordTooLargeError,
+    LogIOError, LogStoreError, OffsetOutOfRangeError, RecordTooLargeError, UnsupportedForMessageFormatError,
 };
 
 #[pymodule]
@@ -54,6 +56,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
     m.add("LogClosedError", py.get_type::<LogClosedError>())?;
     m.add("LogIOError", py.get_type::<LogIOError>())?;
+    m.add("UnsupportedForMessageFormatError", py.get_type::<UnsupportedForMessageFormatError>())?;
     m.add("COMPRESSION_TYPES", PyTuple::new(py, ALL.iter().map(|c| c.name()))?)?;
     m.add_class::<log::PyLog>()?;
     m.add_class::<cleaner::PyThrottler>()?;
@@ -75,7 +78,12 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire::has_producer_id, m)?)?;
     m.add_function(wrap_pyfunction!(wire::encode_produce_response, m)?)?;
     m.add_function(wrap_pyfunction!(wire::encode_fetch_response, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy::up_convert_records, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy::down_convert_slice, m)?)?;
     m.add_function(wrap_pyfunction!(log_config::validate_log_config, m)?)?;
     m.add_function(wrap_pyfunction!(cleaner::clean_dry_run, m)?)?;
+    m.add_function(wrap_pyfunction!(log::set_max_open_files, m)?)?;
+    m.add_function(wrap_pyfunction!(log::open_files, m)?)?;
+    m.add_function(wrap_pyfunction!(log::close_idle_files, m)?)?;
     Ok(())
 }

@@ -181,8 +181,8 @@ impl Log {
             .segments
             .range(..base)
             .filter(|(_, s)| s.next_offset() > inner.recovery_point)
-            .map(|(_, s)| Arc::clone(s.file()))
-            .collect();
+            .map(|(_, s)| s.file())
+            .collect::<Result<_>>()?;
         let state = Arc::clone(&self.inner);
         let (dir, topic, partition) = (self.dir.clone(), self.topic.clone(), self.partition);
         std::thread::spawn(move || {

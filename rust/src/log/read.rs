@@ -11,7 +11,6 @@
 //! - An offset past a segment's batches (a compaction gap, or a segment the cleaner
 //!   emptied) is read from the next segment.
 
-use std::sync::Arc;
 
 use super::Log;
 use crate::error::Result;
@@ -33,7 +32,7 @@ impl Log {
         for seg in inner.segments.range(from..).map(|(_, s)| s) {
             if let Some((pos, len, first, last)) = seg.read_range(offset, max_bytes, bound, min_one)? {
                 return Ok(Some(FileSlice {
-                    file: Arc::clone(seg.file()),
+                    file: seg.file()?,
                     path: seg.log_path().to_path_buf(),
                     position: pos,
                     length: len,

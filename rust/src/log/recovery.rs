@@ -17,6 +17,8 @@
 //!   onward is re-validated; after a clean shutdown only a segment whose files disagree
 //!   or lack an index is. Recovery may cut a torn tail; the segments after a cut one
 //!   are deleted (they lie past a gap) and the last survivor becomes the active one.
+//!   What was cut and deleted is kept in `dropped` (`segment_recovery.rs`) for the
+//!   broker to report.
 //! - On return, `log_start_offset` lies in [first segment's base, log end], the leader
 //!   epoch cache is truncated to it at both ends, and after a recovery everything is
 //!   fsynced and the recovery point sits at the log end.
@@ -34,6 +36,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::LogConfig;
 use crate::segment::LogSegment;
+use crate::segment_recovery::RecoveryCut;
 use crate::segment_deletion::PendingDeletions;
 
 /// Splits `<topic>-<partition>`; a name without a numeric suffix is partition 0.
@@ -118,10 +121,15 @@ impl Log {
         let mut recovered = false;
         let last = logs.last().copied();
         let mut cut_from: Option<i64> = None;
+        let mut dropped = RecoveryCut::default();
         for (i, &base) in logs.iter().enumerate() {
             if cut_from.is_some() {
                 // Everything after a segment that recovery cut short is past a gap.
-                LogSegment::open(dir, base, &config, false, now)?.delete()?;
+                let seg = LogSegment::open(dir, base, &config, false, now)?;
+                let mut gone = RecoveryCut::survey(&*seg.file()?, 0, seg.size());
+                gone.segments_deleted = 1;
+                dropped.add(&gone);
+                seg.delete()?;
                 continue;
             }
             let active = Some(base) == last;
@@ -135,11 +143,12 @@ impl Log {
             let after_crash = !clean && next_base > recovery_point;
             let damaged = !after_crash && !missing_index && seg.load().is_err();
             if after_crash || damaged || missing_index {
-                let cut = seg.recover(&config)?;
-                recovered |= after_crash || damaged || cut > 0;
-                if cut > 0 && !active {
+                let cut = seg.recover(&config, active)?;
+                recovered |= after_crash || damaged || cut.bytes > 0;
+                if cut.bytes > 0 && !active {
                     cut_from = Some(base);
                 }
+                dropped.add(&cut);
             }
             if !active {
                 seg.on_become_inactive()?;
@@ -178,6 +187,7 @@ impl Log {
             topic,
             partition,
             recovered,
+            dropped,
             checkpoint_faults,
             inner: Arc::new(RwLock::new(inner)),
             cleaning: parking_lot::Mutex::new(()),

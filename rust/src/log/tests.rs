@@ -131,7 +131,85 @@ fn torn_tail_is_cut_after_crash() {
     let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
     assert!(log.recovered());
     assert_eq!(log.log_end_offset(), 8);
+    // What was cut: the torn last batch, its header still readable.
+    let cut = log.recovery_dropped().clone();
+    assert_eq!((cut.batches, cut.records, cut.offsets, cut.segments_deleted), (1, 2, Some((8, 9)), 0));
+    assert_eq!(cut.bytes, len - 10 - log.size());
+    assert!(cut.describe().contains("2 records"), "{}", cut.describe());
     assert_eq!(log.append(&batch(1, now_ms()), &leader()).unwrap().base_offset, 8);
+}
+
+/// Writes `n` batches of 2 records, drops the log without closing it, and raises the
+/// baseOffset (outside the CRC) of batch `which` by `by`. Returns the segment's path.
+fn crash_with_raised_base_offset(dir: &Path, cfg: &LogConfig, n: usize, which: usize, by: i64) -> (PathBuf, u64) {
+    let log = Log::open(dir, cfg.clone(), OpenOptions::default()).unwrap();
+    let mut positions = vec![];
+    for i in 0..n {
+        positions.push(log.size());
+        let recs: Vec<NewRecord> = (0..2).map(|j| NewRecord { offset: j, timestamp: 1000, key: Some(vec![i as u8, j as u8]), value: Some(vec![7; 10]), headers: vec![] }).collect();
+        log.append(&encode(&recs, &BatchOptions::default()), &leader()).unwrap();
+    }
+    let path = log.segments().unwrap()[0].log_path.clone();
+    drop(log);
+    let f = fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let mut b = [0u8; 8];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut b, positions[which]).unwrap();
+    let raised = i64::from_be_bytes(b) + by;
+    std::os::unix::fs::FileExt::write_all_at(&f, &raised.to_be_bytes(), positions[which]).unwrap();
+    (path, positions[which])
+}
+
+#[test]
+fn a_batch_not_continuing_the_offsets_is_corruption_in_recovery() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let (_, at) = crash_with_raised_base_offset(&dir, &LogConfig::default(), 5, 4, 134_217_728);
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(log.recovered());
+    assert_eq!((log.log_end_offset(), log.size()), (8, at));
+    let cut = log.recovery_dropped();
+    assert_eq!((cut.batches, cut.records), (1, 2));
+    assert_eq!(cut.offsets, Some((8 + 134_217_728, 9 + 134_217_728)));
+    // A raised baseOffset in the middle cuts everything from it on.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let (_, at) = crash_with_raised_base_offset(&dir, &LogConfig::default(), 5, 1, 7);
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert_eq!((log.log_end_offset(), log.size()), (2, at));
+    assert_eq!((log.recovery_dropped().batches, log.recovery_dropped().records), (4, 8));
+}
+
+#[test]
+fn a_compacted_log_keeps_its_offset_gaps_through_recovery() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("cleanup.policy", "compact")]).unwrap();
+    let (_, _) = crash_with_raised_base_offset(&dir, &cfg, 5, 4, 5);
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert!(log.recovered());
+    assert_eq!(log.log_end_offset(), 15);
+    assert!(log.recovery_dropped().is_empty());
+}
+
+#[test]
+fn segments_after_a_cut_one_are_counted_as_dropped() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "200")]).unwrap();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    for _ in 0..6 {
+        log.append(&batch(1, 1000), &leader()).unwrap();
+    }
+    let segs = log.segments().unwrap();
+    assert!(segs.len() >= 3, "{}", segs.len());
+    drop(log);
+    let first = &segs[0];
+    fs::OpenOptions::new().write(true).open(&first.log_path).unwrap().set_len(first.size - 5).unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions { recovery_point: Some(0), ..Default::default() }).unwrap();
+    let cut = log.recovery_dropped();
+    assert_eq!(cut.segments_deleted as usize, segs.len() - 1);
+    assert_eq!(cut.records as usize, 6 - log.log_end_offset() as usize);
+    assert_eq!(log.num_segments(), 1);
 }
 
 #[test]

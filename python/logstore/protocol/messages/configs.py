@@ -46,6 +46,7 @@ DescribeConfigsResponse = message(ApiKey.DESCRIBE_CONFIGS, "response", [
             Field("name", STRING, "0+"),
             Field("value", STRING, "0+", nullable="0+"),
             Field("read_only", BOOL, "0+"),
+            Field("is_default", BOOL, "0"),
             Field("config_source", INT8, "1+", default=-1),
             Field("is_sensitive", BOOL, "0+"),
             Field("synonyms", Array(Struct("DescribeConfigsSynonym", [

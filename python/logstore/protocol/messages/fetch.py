@@ -6,7 +6,12 @@ always answer without a session (``session_id`` 0), clients then send full
 requests.  v11 adds ``rack_id``; v12 ``last_fetched_epoch`` (follower
 truncation); v15+ replace ``replica_id`` by the tagged ``replica_state``.
 
-Response: each partition's ``records`` is a raw slice of whole batches.
+v3 adds the response-wide ``max_bytes``; v4 ``isolation_level``.
+
+Response: each partition's ``records`` is a raw slice of whole batches
+(v4+: RecordBatch v2; v0-v3: a message set of magic 0 (v0-v1) or 1 (v2-v3),
+which the broker converts down).  v1 adds ``throttle_time_ms``; v4
+``last_stable_offset`` and ``aborted_transactions``.
 To send them by ``sendfile(2)`` put a
 :class:`~logstore.protocol.types.DeferredRecords` in ``records`` and
 encode with ``frame.encode_response_chunks``; see that module.

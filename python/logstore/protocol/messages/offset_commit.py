@@ -3,7 +3,9 @@
 OffsetCommit: ``generation_id_or_member_epoch`` and ``member_id`` must
 match the group's current generation (-1 / "" for a simple consumer that
 uses no group management).  ``committed_metadata`` is stored as given and
-returned by OffsetFetch.  ``retention_time_ms`` exists in v2-4 only.
+returned by OffsetFetch.  ``retention_time_ms`` exists in v2-4 only, a
+per-partition ``commit_timestamp`` in v1 only; v0 has no generation or
+member id (a commit outside group management).
 
 OffsetFetch: up to v7 one group per request with ``topics`` (null in v2+
 means all topics the group has offsets for); from v8 a ``groups`` array,
@@ -36,6 +38,7 @@ OffsetCommitRequest = message(ApiKey.OFFSET_COMMIT, "request", [
             Field("partition_index", INT32, "0+"),
             Field("committed_offset", INT64, "0+"),
             Field("committed_leader_epoch", INT32, "6+", default=-1),
+            Field("commit_timestamp", INT64, "1", default=-1),
             Field("committed_metadata", STRING, "0+", nullable="0+"),
         ])), "0+"),
     ])), "0+"),

@@ -1,0 +1,38 @@
+"""The one prometheus-client collector of a broker: each scrape takes one snapshot of
+every part on the event loop (:mod:`.on_loop`) and turns it into metric families."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from broker_py.server.metrics import broker_gauges, group_lag, partition_metrics, request_metrics, topic_metrics
+from broker_py.server.metrics.on_loop import LoopUnavailable, call_on_loop
+
+log = logging.getLogger(__name__)
+
+
+class BrokerCollector(Collector):
+    def __init__(self, loop: asyncio.AbstractEventLoop, snapshot: Callable[[], dict[str, Any]], broker_id: int) -> None:
+        self.loop = loop
+        self.snapshot = snapshot
+        self.broker_id = broker_id
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            snap = call_on_loop(self.loop, self.snapshot)
+        except LoopUnavailable as exc:
+            log.warning("metrics scrape: %s", exc)
+            yield GaugeMetricFamily("logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=0)
+            return
+        yield GaugeMetricFamily("logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=1)
+        yield from request_metrics.collect(snap["requests"])
+        yield from topic_metrics.collect(snap["topics"])
+        yield from partition_metrics.collect(snap["partitions"])
+        yield from broker_gauges.collect(snap["broker"])
+        yield from group_lag.collect(snap["groups"])

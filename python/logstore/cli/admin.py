@@ -1,0 +1,132 @@
+"""A thin layer over confluent-kafka's AdminClient for the broker commands: every call
+waits at most the command's ``--timeout`` and turns Kafka errors into words.
+
+Errors: :func:`error_text` names a Kafka error code as Kafka does
+(``TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists.``); librdkafka's own
+errors (negative codes) keep their names without the leading underscore
+(``TRANSPORT: ...``). A request that could not reach any broker is :class:`BrokerUnreachable`
+(exit status 2); a broker's refusal is :class:`BrokerError` (exit status 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from logstore.cli.common import EXIT_FAILED, EXIT_USAGE, CliError
+from logstore.cli.connection import ClientOptions
+
+K = TypeVar("K")
+
+# librdkafka errors that mean no broker answered at all.
+_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
+
+
+def error_text(err: KafkaError | BaseException) -> str:
+    """``NAME (code): description`` for a Kafka error code; the exception text otherwise."""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        err = err.args[0]
+    if not isinstance(err, KafkaError):
+        return f"{type(err).__name__}: {err}"
+    name = err.name().lstrip("_")
+    code = err.code()
+    detail = err.str()
+    if detail.startswith("Broker: "):
+        detail = detail[len("Broker: "):]
+    return f"{name} ({code}): {detail}" if code >= 0 else f"{name}: {detail}"
+
+
+def kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    if isinstance(exc, KafkaError):
+        return exc
+    return None
+
+
+class BrokerError(CliError):
+    """The broker refused the request; the message names the error code."""
+
+    def __init__(self, what: str, err: KafkaError | BaseException) -> None:
+        kerr = kafka_error(err) if isinstance(err, BaseException) else err
+        unreachable = kerr is not None and kerr.code() in _UNREACHABLE
+        super().__init__(f"{what}: {error_text(err)}", EXIT_USAGE if unreachable else EXIT_FAILED)
+        self.kafka_error = kerr
+
+
+class BrokerUnreachable(BrokerError):
+    """No broker of ``--brokers`` answered within ``--timeout``."""
+
+
+class Admin:
+    """One AdminClient for the command's duration."""
+
+    def __init__(self, client: ClientOptions) -> None:
+        self.options = client
+        self.timeout = client.timeout
+        try:
+            self.client = AdminClient(client.config())
+        except KafkaException as exc:
+            raise CliError(f"client configuration: {error_text(exc)}") from None
+
+    def kwargs(self) -> dict[str, float]:
+        return {"request_timeout": self.timeout}
+
+    def result(self, future: Future[Any], what: str) -> Any:
+        """The future's value, or BrokerError naming ``what``."""
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except KafkaException as exc:
+            raise self._error(what, exc) from None
+        except TimeoutError:
+            raise BrokerUnreachable(what, KafkaError(KafkaError._TIMED_OUT)) from None
+
+    def results(self, futures: Mapping[K, Future[Any]]) -> dict[K, Any]:
+        """Each key's value or its exception (KafkaException), for per-item reports."""
+        out: dict[K, Any] = {}
+        for key, future in futures.items():
+            try:
+                out[key] = future.result(timeout=self.timeout + 5)
+            except KafkaException as exc:
+                kerr = kafka_error(exc)
+                if kerr is not None and kerr.code() in _UNREACHABLE:
+                    raise BrokerUnreachable(str(key), exc) from None
+                out[key] = exc
+            except TimeoutError:
+                raise BrokerUnreachable(str(key), KafkaError(KafkaError._TIMED_OUT)) from None
+        return out
+
+    def _error(self, what: str, exc: KafkaException) -> BrokerError:
+        kerr = kafka_error(exc)
+        if kerr is not None and kerr.code() in _UNREACHABLE:
+            return BrokerUnreachable(f"{what} (brokers {self.options.brokers})", exc)
+        return BrokerError(what, exc)
+
+    def metadata(self, topic: str | None = None) -> Any:
+        """ClusterMetadata of every topic (or one)."""
+        try:
+            return self.client.list_topics(topic=topic, timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._error("metadata", exc) from None
+
+    def offsets(self, partitions: list[tuple[str, int]], spec: str | int) -> dict[tuple[str, int], int | KafkaException]:
+        """Each partition's offset for ``spec``: ``earliest`` (log start), ``latest``
+        (high watermark) or a timestamp in ms (the first offset at or after it, -1 if
+        none)."""
+        if not partitions:
+            return {}
+        if spec == "earliest":
+            offset_spec = OffsetSpec.earliest()
+        elif spec == "latest":
+            offset_spec = OffsetSpec.latest()
+        else:
+            offset_spec = OffsetSpec.for_timestamp(int(spec))
+        futures = self.client.list_offsets({TopicPartition(t, p): offset_spec for t, p in partitions}, **self.kwargs())
+        out: dict[tuple[str, int], int | KafkaException] = {}
+        for tp, value in self.results(futures).items():
+            out[(tp.topic, tp.partition)] = value if isinstance(value, KafkaException) else value.offset
+        return out
