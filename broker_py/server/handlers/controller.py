@@ -36,6 +36,8 @@ from logstore.protocol.messages.controller import AlterPartitionResponse, Contro
 
 log = logging.getLogger(__name__)
 
+OPEN_CHUNK = 32  # logs opened per worker-thread call by a LeaderAndIsr
+
 
 def _refusal(apis, connection, broker_epoch: int) -> ErrorCode | None:
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION):
@@ -48,14 +50,61 @@ def _refusal(apis, connection, broker_epoch: int) -> ErrorCode | None:
     return None
 
 
-def apply_leader_and_isr(apis, data, failures: dict | None = None) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+def _topic_info(apis, data, topic: str, index: int) -> TopicInfo:
+    return TopicInfo(topic, data.topic_ids.get(topic) or _known_id(apis, topic), index + 1, apis.metadata_cache.topic_configs.setdefault(topic, {}))
+
+
+async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
+    """The logs of the partitions a LeaderAndIsr names for this broker for the first
+    time, opened (recovered if need be, with their producer state) on a worker thread,
+    OPEN_CHUNK at a time, and registered with the log manager between chunks: the event
+    loop keeps serving while a broker takes thousands of partitions (its first
+    LeaderAndIsr after a start, a big topic's creation). A log that fails to open here
+    is left to :func:`apply_leader_and_isr`, which answers its error."""
+    lm = apis.log_manager
+    held = apis.replica_manager.partitions
+    wanted = [
+        s.partition for s in data.partitions
+        if apis.broker_id in s.replicas and s.partition not in held and lm.get(*s.partition) is None
+    ]  # fmt: skip
+    opened: dict[TopicPartition, UnifiedLog] = {}
+    planned: dict[str, int] = {}
+    for i in range(0, len(wanted), OPEN_CHUNK):
+        places = []
+        for topic, index in wanted[i : i + OPEN_CHUNK]:
+            info = _topic_info(apis, data, topic, index)
+            log_dir, existed = lm.place(topic, index, planned)
+            planned[log_dir] = planned.get(log_dir, 0) + 1
+            places.append((info, index, log_dir, existed, apis.admin_manager.effective_config(info)))
+        for (info, index, log_dir, _, _), unified in zip(places, await asyncio.to_thread(_open_chunk, lm, places)):
+            if unified is not None:
+                lm.register(info.name, index, unified.local_log, log_dir)
+                opened[(info.name, index)] = unified
+    return opened
+
+
+def _open_chunk(lm, places) -> list[UnifiedLog | None]:
+    """On a worker thread: each log opened with its producer state, None where it fails."""
+    out: list[UnifiedLog | None] = []
+    for info, index, log_dir, existed, config in places:
+        try:
+            out.append(UnifiedLog(info.name, index, lm.open_files(info, index, log_dir, existed, config)))
+        except KafkaError:
+            out.append(None)
+    return out
+
+
+def apply_leader_and_isr(apis, data, failures: dict | None = None, opened: dict | None = None) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
     """Leads or follows the partitions of a LeaderAndIsr (their topics' configs already in
-    the metadata cache), opening their logs as they are first named; a log that cannot be
-    opened gets its error code, and its exception in ``failures`` when given."""
-    cache = apis.metadata_cache
+    the metadata cache), opening their logs as they are first named (``opened``: those
+    :func:`open_new_logs` already opened); a log that cannot be opened gets its error
+    code, and its exception in ``failures`` when given."""
 
     def get_log(topic: str, index: int) -> UnifiedLog:
-        info = TopicInfo(topic, data.topic_ids.get(topic) or _known_id(apis, topic), index + 1, cache.topic_configs.setdefault(topic, {}))
+        prepared = None if opened is None else opened.pop((topic, index), None)
+        if prepared is not None:
+            return prepared
+        info = _topic_info(apis, data, topic, index)
         try:
             local_log = apis.log_manager.open_log(info, index, apis.admin_manager.effective_config(info))
         except KafkaError as e:
@@ -91,7 +140,8 @@ async def handle_leader_and_isr(apis, request, connection):
     if refused is not None:
         return leader_and_isr_response(refused, {}, {})
     await apis.zk_support.load_topic_configs({s.partition.topic for s in data.partitions})
-    error, errors = apply_leader_and_isr(apis, data)
+    opened = await open_new_logs(apis, data) if data.controller_epoch >= apis.replica_manager.controller_epoch else {}
+    error, errors = apply_leader_and_isr(apis, data, opened=opened)
     if errors:
         moved = sum(1 for e in errors.values() if e == ErrorCode.NONE)
         log.info("LeaderAndIsr from controller %d (epoch %d): %d partitions applied", data.controller_id, data.controller_epoch, moved)
