@@ -391,11 +391,25 @@ def produce_latency(
     assert p.flush(30) == 0
     total = int(rate * (seconds + warmup))
     skip = int(rate * warmup)
+    pids = {"client": os.getpid(), **({"broker": broker_pid} if broker_pid is not None else {})}
+    waited = {k: run_queue_wait_seconds(pid) for k, pid in pids.items()}
+    steal_before = steal_seconds()
+    lat, sending = paced_produce(p, topic, payload, rate, total)
+    waited = {k: run_queue_wait_seconds(pid) - waited[k] for k, pid in pids.items()}
+    waited["steal"] = steal_seconds() - steal_before
+    return lat[skip:], total / sending, waited
+
+
+def paced_produce(p: Any, topic: str, payload: bytes, rate: int, total: int, partition: int | None = None) -> tuple[list[float], float]:
+    """Produces ``total`` messages with producer ``p``, one every 1/``rate`` s, polling it
+    meanwhile, then flushes: (each message's produce()->delivery-callback latency in
+    seconds, the seconds the sending took). Every delivery must succeed."""
     sent_at = [0.0] * total
     lat = [0.0] * total
     done = [0]
     errors: list[str] = []
     now = time.perf_counter
+    where = {} if partition is None else {"partition": partition}
 
     def cb(i):
         def on_delivery(err, msg):
@@ -407,9 +421,7 @@ def produce_latency(
         return on_delivery
 
     callbacks = [cb(i) for i in range(total)]
-    pids = {"client": os.getpid(), **({"broker": broker_pid} if broker_pid is not None else {})}
-    waited = {k: run_queue_wait_seconds(pid) for k, pid in pids.items()}
-    steal_before = steal_seconds()
+    gc.collect()
     start = now()
     interval = 1.0 / rate
     for i in range(total):
@@ -425,15 +437,13 @@ def produce_latency(
                 time.sleep(left)
                 p.poll(0)
         sent_at[i] = now()
-        p.produce(topic, payload, on_delivery=callbacks[i])
+        p.produce(topic, payload, on_delivery=callbacks[i], **where)
         p.poll(0)
     sending = now() - start
     assert p.flush(60) == 0
-    waited = {k: run_queue_wait_seconds(pid) - waited[k] for k, pid in pids.items()}
-    waited["steal"] = steal_seconds() - steal_before
     assert not errors, errors[:5]
     assert done[0] == total
-    return lat[skip:], total / sending, waited
+    return lat, sending
 
 
 def percentile(values: list[float], q: float) -> float:

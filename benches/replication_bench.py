@@ -78,7 +78,7 @@ for p in (REPO_ROOT, REPO_ROOT / "benches"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from e2e_helpers import MB, BrokerProc, SocketPump, consume, percentile, run_queue_wait_seconds, steal_seconds  # noqa: E402
+from e2e_helpers import MB, BrokerProc, SocketPump, consume, paced_produce, percentile, run_queue_wait_seconds, steal_seconds  # noqa: E402
 from e2e_helpers import create_topic as single_create_topic  # noqa: E402
 
 SIZE = 100
@@ -361,44 +361,8 @@ def produce_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: f
     assert p.flush(30) == 0
     total = int(rate * (seconds + warmup))
     skip = int(rate * warmup)
-    sent_at = [0.0] * total
-    lat = [0.0] * total
-    done = [0]
-    errors: list[str] = []
-    now = time.perf_counter
-
-    def cb(i):
-        def on_delivery(err, msg):
-            lat[i] = now() - sent_at[i]
-            done[0] += 1
-            if err is not None:
-                errors.append(str(err))
-
-        return on_delivery
-
-    callbacks = [cb(i) for i in range(total)]
-    gc.collect()
     with CpuMeter(pids) as cpu:
-        start = now()
-        interval = 1.0 / rate
-        for i in range(total):
-            due = start + i * interval
-            while True:
-                left = due - now()
-                if left <= 0:
-                    break
-                if left >= 0.0011:  # poll() takes whole milliseconds (a shorter timeout spins)
-                    p.poll(0.001)
-                else:
-                    time.sleep(left)
-                    p.poll(0)
-            sent_at[i] = now()
-            p.produce(topic, payload, partition=0, on_delivery=callbacks[i])
-            p.poll(0)
-        sending = now() - start
-        assert p.flush(60) == 0
-    assert not errors, errors[:5]
-    assert done[0] == total
+        lat, sending = paced_produce(p, topic, payload, rate, total, partition=0)
     kept = lat[skip:]
     return {
         "samples": len(kept), "rate": total / sending, "p50_ms": percentile(kept, 50) * 1e3, "p99_ms": percentile(kept, 99) * 1e3,
