@@ -73,6 +73,12 @@ def brokers(apis, connection=None) -> list[MetadataResponse.MetadataResponseBrok
     ]
 
 
+# Shared by every error entry (never changed once built): a request may name a million
+# unknown topic ids, each answered with its own entry.
+_NO_PARTITIONS: tuple = ()
+_NO_TAGGED_FIELDS: dict = {}
+
+
 def handle_metadata(apis, request, connection):
     body = request.body
     version = request.api_version
@@ -106,7 +112,10 @@ def handle_metadata(apis, request, connection):
         if req.name is None and req.topic_id not in (None, NULL_UUID):
             topic = apis.metadata_cache.by_id(req.topic_id)
             if topic is None:
-                topics_out.append(MetadataResponse.MetadataResponseTopic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id))
+                topics_out.append(MetadataResponse.MetadataResponseTopic(
+                    error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id,
+                    partitions=_NO_PARTITIONS, unknown_tagged_fields=_NO_TAGGED_FIELDS,
+                ))  # fmt: skip
                 return
             if not describable(topic.name):
                 topics_out.append(refused(None, req.topic_id))
