@@ -59,6 +59,24 @@ PartitionRecords = tuple[int, Any, "bool | None"]
 TxnMarker = tuple[str, int, int, int, bool, int]
 
 
+# Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
+# every client retries the produce without a metadata refresh (as Kafka does).
+_VERIFICATION_RETRIABLE = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+})  # fmt: skip
+
+
+def verification_produce_error(error: ErrorCode) -> tuple[ErrorCode, str]:
+    """A failed verification as a Produce response answers it: (error, message)."""
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return error, "Partition was not added to the transaction"
+    if error in _VERIFICATION_RETRIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS, f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}"
+    return error, error.description
+
+
+
 class ReplicaManager:
     def __init__(self, broker_id: int, min_insync_replicas: Callable[[str], int], time: Time = SYSTEM_TIME) -> None:
         self.broker_id = broker_id
@@ -377,15 +395,13 @@ class ReplicaManager:
         return guards
 
     async def _verify_then_append(self, timeout_ms: int, required_acks: int, entries, transactional_id: str, guards):
-        from broker_py.server.add_partitions_to_txn_manager import produce_error
-
         by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
         for key, (pid, epoch, _) in guards.items():
             by_producer.setdefault((pid, epoch), []).append(key)
         answers: dict[tuple[str, int], ErrorCode] = {}
         for (pid, epoch), keys in by_producer.items():
             answers.update(await self.txn_verifier.verify(transactional_id, pid, epoch, keys))
-        refused = {key: produce_error(error) for key, error in answers.items() if error != ErrorCode.NONE}
+        refused = {key: verification_produce_error(error) for key, error in answers.items() if error != ErrorCode.NONE}
         verified = {key: guard for key, (_, _, guard) in guards.items() if key not in refused}
         results = self._append_now(timeout_ms, required_acks, entries, CLIENT, verified, refused)
         return results if isinstance(results, list) else await results

@@ -13,7 +13,8 @@ partition in the metadata cache. Its answer per partition is returned as is, exc
 PRODUCER_FENCED, which a leader answers as INVALID_PRODUCER_EPOCH; a request that
 fails on the way (no coordinator known, disconnect, timeout) answers
 NETWORK_EXCEPTION, or COORDINATOR_NOT_AVAILABLE when no coordinator is known.
-Callers map these to what their own API answers (:func:`produce_error`).
+Callers map these to what their own API answers (the replica manager's
+``verification_produce_error``, the group coordinator's ``offset_commit_error``).
 """
 
 from __future__ import annotations
@@ -31,23 +32,6 @@ from logstore.protocol.messages.transactions import AddPartitionsToTxnRequest
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-# Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
-# every client retries the produce without a metadata refresh (as Kafka does).
-_RETRIABLE = frozenset({
-    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-})  # fmt: skip
-
-
-def produce_error(error: ErrorCode) -> tuple[ErrorCode, str]:
-    """A failed verification as a Produce response answers it: (error, message)."""
-    if error == ErrorCode.INVALID_TXN_STATE:
-        return error, "Partition was not added to the transaction"
-    if error in _RETRIABLE:
-        return ErrorCode.NOT_ENOUGH_REPLICAS, f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}"
-    return error, error.description
-
 
 class AddPartitionsToTxnManager:
     def __init__(self, apis, endpoint_of: EndpointOf | None, make_client: ClientFactory | None, request_timeout_ms: int = 30_000) -> None:
