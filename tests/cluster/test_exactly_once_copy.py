@@ -8,10 +8,27 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.cluster.chaos.scenario import _client_debug
 from tests.cluster.test_coordinators import _read_committed, _txn_producer, cluster  # noqa: F401 - the fixture
+
+# What OffsetFetch answers while the group's coordinator moves (a bounce): asked again.
+_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                       KafkaError._TIMED_OUT}  # fmt: skip
+
+
+def _committed(consumer: Consumer) -> list[TopicPartition]:
+    """The group's committed offsets of the consumer's partitions, asked again (for up to
+    60 s) while its coordinator moves."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return consumer.committed(consumer.assignment(), 30)
+        except KafkaException as e:
+            if (e.args[0].code() not in _COORDINATOR_MOVING and not e.args[0].retriable()) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
@@ -78,7 +95,7 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
                 if e.args[0].txn_requires_abort():
                     producer.abort_transaction(30)
                 # rewind to what the group committed: the batch is copied again
-                committed = consumer.committed(consumer.assignment(), 30)
+                committed = _committed(consumer)
                 for tp in committed:
                     consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
     finally:
