@@ -7,11 +7,17 @@
 //! ```
 //! Used for `leader-epoch-checkpoint` (entries `epoch startOffset`) and the offset
 //! checkpoints (entries `topic partition offset`). A write goes to `<name>.tmp`, is
-//! fsynced, renamed over the old file, and the directory is fsynced.
+//! fsynced, renamed over the old file, and the directory is fsynced. Writes of one path
+//! are serialized in this process (a background flush and a reopen of the same log may
+//! write the same checkpoint at once; they must not share `<name>.tmp` unguarded).
 
+use std::collections::hash_map::DefaultHasher;
 use std::fs::{self, File};
+use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -42,7 +48,18 @@ pub fn read(path: &Path) -> Result<Option<Vec<Vec<String>>>> {
     Ok(Some(entries))
 }
 
+/// Locks striped by path: two writers of one path always take the same lock.
+const WRITE_LOCKS: usize = 64;
+static WRITE_LOCK: [Mutex<()>; WRITE_LOCKS] = [const { Mutex::new(()) }; WRITE_LOCKS];
+
+fn write_lock(path: &Path) -> &'static Mutex<()> {
+    let mut h = DefaultHasher::new();
+    path.hash(&mut h);
+    &WRITE_LOCK[(h.finish() % WRITE_LOCKS as u64) as usize]
+}
+
 pub fn write(path: &Path, entries: &[String]) -> Result<()> {
+    let _serialized = write_lock(path).lock();
     let tmp = path.with_extension("tmp");
     {
         let mut f = File::create(&tmp).ctx("create checkpoint", &tmp)?;
@@ -76,5 +93,23 @@ mod tests {
         assert_eq!(read(&p).unwrap().unwrap()[1], vec!["3", "120"]);
         fs::write(&p, "0\n3\n1 1\n").unwrap();
         assert!(read(&p).is_err());
+    }
+
+    #[test]
+    fn concurrent_writers_of_one_path_all_succeed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("recovery-point-offset-checkpoint");
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let p = &p;
+                s.spawn(move || {
+                    for i in 0..25 {
+                        write(p, &[format!("t 0 {}", t * 100 + i)]).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(read(&p).unwrap().unwrap().len(), 1);
+        assert!(!p.with_extension("tmp").exists());
     }
 }

@@ -164,6 +164,15 @@ impl LogInner {
     }
 }
 
+/// A log dropped without `close` (a crash, or a handle given up) is closed for the
+/// background flushes it started: none of them writes a checkpoint after this, so a
+/// later `open` of the same directory is the only writer of its files.
+impl Drop for Log {
+    fn drop(&mut self) {
+        self.inner.write().closed = true;
+    }
+}
+
 impl Log {
     /// `<topic> <partition>`, as offset checkpoint entries name this log.
     pub(crate) fn topic_partition_label(&self) -> String {
