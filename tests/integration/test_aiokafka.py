@@ -381,31 +381,26 @@ def test_long_poll_receives_record_produced_while_waiting(module_broker):
         tp = TopicPartition(name, 0)
         p = AIOKafkaProducer(bootstrap_servers=module_broker.bootstrap, linger_ms=0)
         await p.start()
-        c = consumer(module_broker.bootstrap, fetch_max_wait_ms=5000, fetch_min_bytes=1)
+        c = consumer(module_broker.bootstrap, fetch_max_wait_ms=30000, fetch_min_bytes=1)
         await c.start()
         try:
             c.assign([tp])
             await c.seek_to_end(tp)
             assert await c.position(tp) == 2
             assert not await c.getmany(timeout_ms=500)  # a fetch is parked on the broker
-            sent = {}
 
             async def send_later():
                 await asyncio.sleep(0.7)
-                sent["t"] = time.monotonic()
                 await p.send_and_wait(name, value=b"wake", partition=0)
 
             task = asyncio.ensure_future(send_later())
             got = []
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
             while not got:
                 assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
                 got = (await c.getmany(timeout_ms=50)).get(tp, [])
-            received = time.monotonic()
             await task
             assert [(r.offset, r.value) for r in got] == [(2, b"wake")]
-            latency = received - sent["t"]
-            assert latency < 1.0, f"record arrived {latency:.3f}s after it was produced (fetch_max_wait_ms=5000)"
         finally:
             await c.stop()
             await p.stop()

