@@ -315,6 +315,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "num.recovery.threads.per.data.dir": (_int(1), "1"),
     "min.insync.replicas": (_int(1), "1"),
     "unclean.leader.election.enable": (_bool, "false"),
+    "log.message.downconversion.enable": (_bool, "true"),
     "replica.lag.time.max.ms": (_int(0), "30000"),
     "replica.fetch.max.bytes": (_int(0), "1048576"),
     "replica.fetch.wait.max.ms": (_int(0), "500"),
@@ -378,7 +379,7 @@ DYNAMIC_KEYS = frozenset({
     "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.threads",
     "log.cleaner.io.max.bytes.per.second", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
     "compression.type", "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
-    "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
+    "log.message.downconversion.enable", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
     "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
     "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
     "listeners", "advertised.listeners", "listener.security.protocol.map",
@@ -410,6 +411,7 @@ _TOPIC_SYNONYMS: dict[str, str] = {
     "message.max.bytes": "max.message.bytes",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "log.message.downconversion.enable": "message.downconversion.enable",
 }
 
 

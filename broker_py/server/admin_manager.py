@@ -139,6 +139,11 @@ class AdminManager:
         info = self._metadata.get(topic)
         return int(self.effective_config(info).get("min.insync.replicas", "1")) if info is not None else 1
 
+    def down_conversion_enabled(self, topic: str) -> bool:
+        """``message.downconversion.enable`` of ``topic``: whether Fetch v0-v3 may read it."""
+        info = self._metadata.get(topic)
+        return info is None or self.effective_config(info).get("message.downconversion.enable", "true") == "true"
+
     def cleanup_policy(self, topic: str) -> str:
         info = self._metadata.get(topic)
         return self.effective_config(info).get("cleanup.policy", "delete") if info is not None else ""

@@ -218,6 +218,31 @@ def test_what_message_formats_v0_v1_cannot_carry(module_broker) -> None:
         assert (p.error_code, bytes(p.records or b"")) == (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, b"")
 
 
+def test_message_downconversion_enable_false_refuses_old_fetches(module_broker) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    topic = topic_name("nodown")
+    create_topic(module_broker.bootstrap, topic, config={"message.downconversion.enable": "false"})
+    assert _produce(module_broker.bootstrap, topic, _message_set_v0([b"a", b"b"]), 0).error_code == 0
+
+    def fetch(version: int):
+        body = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
+            Fetch.FetchTopic(topic=topic, partitions=[Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)]),
+        ])  # fmt: skip
+        return wire_call(module_broker.bootstrap, body, version).responses[0].partitions[0]
+
+    for version in (0, 1, 2, 3):  # the versions that need message format v0/v1
+        p = fetch(version)
+        assert (p.error_code, p.high_watermark, bytes(p.records or b"")) == (ErrorCode.UNSUPPORTED_VERSION, -1, b"")
+    p = fetch(4)  # message format v2: served as stored
+    assert (p.error_code, p.high_watermark) == (0, 2) and p.records
+    admin = AdminClient({"bootstrap.servers": module_broker.bootstrap})
+    resource = ConfigResource("topic", topic, set_config={"message.downconversion.enable": "true"})
+    admin.alter_configs([resource])[resource].result(15)
+    wait_until(lambda: fetch(3).error_code == 0, message="old fetches served once down-conversion is enabled again")
+    assert fetch(3).high_watermark == 2 and fetch(3).records
+
+
 def test_a_topic_or_group_named_many_times_is_worked_on_once(module_broker) -> None:
     """Kafka takes Metadata's topics as a set; DescribeGroups describes a repeated group
     once and repeats its entry (the work follows the distinct names, not the count)."""

@@ -25,7 +25,8 @@ converted when the response is built, so those responses cannot use ``sendfile``
 The conversion is bounded like any read: each partition's output by its share of the
 limits (and at least one message), the response's by ``max_bytes`` (v3) and by
 ``DOWN_CONVERSION_MAX_BYTES``, so the memory a response holds is bounded too. Control
-batches and headers are dropped; a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
+batches and headers are dropped; a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE, and a
+topic with ``message.downconversion.enable=false`` UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ _DOWN_CONVERSION_READS = 8
 UNSUPPORTED_COMPRESSION_TYPE = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
+UNSUPPORTED_VERSION = int(ErrorCode.UNSUPPORTED_VERSION)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
@@ -260,14 +262,20 @@ class _ToConvert:
         return self.slice.length
 
 
-def _down_convert_all(reads: list[PartitionRead], version: int, max_bytes: int) -> list[PartitionRead]:
+def _down_convert_all(reads: list[PartitionRead], version: int, max_bytes: int, allowed) -> list[PartitionRead]:
     """``reads`` with their records converted down, the whole at most ``max_bytes``
-    (and :data:`DOWN_CONVERSION_MAX_BYTES`) unless its first message alone is more."""
+    (and :data:`DOWN_CONVERSION_MAX_BYTES`) unless its first message alone is more.
+    A partition held here whose topic does not allow it (``allowed(topic)`` false:
+    ``message.downconversion.enable=false``) answers UNSUPPORTED_VERSION, as Kafka's."""
     budget = min(max_bytes, DOWN_CONVERSION_MAX_BYTES)
     first = True
     out = []
     for read in reads:
-        if type(read.records) is _ToConvert:
+        if read.partition is not None and not allowed(read.fetch.topic):
+            read = read._replace(
+                error_code=UNSUPPORTED_VERSION, high_watermark=-1, log_start_offset=-1, records=b"", aborted=None, partition=None,
+            )
+        elif type(read.records) is _ToConvert:
             if budget <= 0 and not first:
                 read = read._replace(records=b"")  # the client fetches it next time
             else:
@@ -305,14 +313,14 @@ def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRea
     return read._replace(records=data)
 
 
-def _response(context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints) -> list:
+def _response(apis, context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
     partitions of one topic share a topic entry. v0-v3 records are converted down
     here, into bytes chunks."""
     version = request.api_version
     if version <= LAST_MESSAGE_SET_VERSION:
-        reads = _down_convert_all(reads, version, request.body.max_bytes)
+        reads = _down_convert_all(reads, version, request.body.max_bytes, apis.admin_manager.down_conversion_enabled)
     error_code, session_id, selected = context.respond(reads)
     topics: list[tuple] = []
     records: list[DeferredRecords] = []
@@ -368,7 +376,7 @@ def handle_fetch(apis, request, connection):
         return (context, reads), total, touched
 
     def respond(result):
-        return _response(result[0], result[1], request, LeaderHints(apis, connection))
+        return _response(apis, result[0], result[1], request, LeaderHints(apis, connection))
 
     first = read()
     result = apis.replica_manager.fetch_messages(body.max_wait_ms, body.min_bytes, first, read)
