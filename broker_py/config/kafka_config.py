@@ -225,7 +225,11 @@ def protocol_map(raw: str) -> dict[str, str]:
 
 # key -> (parser, default as Kafka writes it). None default: unset.
 _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
+    # A cluster broker without broker.id (or with -1) takes the id its log dirs' meta.properties
+    # name, or generates one from ZooKeeper's /brokers/seqid (above reserved.broker.max.id).
     "broker.id": (_int(-1), "0"),
+    "broker.id.generation.enable": (_bool, "true"),
+    "reserved.broker.max.id": (_int(0), "1000"),
     "node.id": (_int(-1), None),
     "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (_listeners, None),
@@ -419,6 +423,8 @@ def _check(values: dict[str, Any]) -> None:
     """Rules across keys; fills the keys that default to another's value."""
     if values["node.id"] is not None:
         values["broker.id"] = values["node.id"]
+    if values["broker.id.generation.enable"] and values["broker.id"] > values["reserved.broker.max.id"]:
+        raise ConfigError("broker.id", values["broker.id"], f"is above reserved.broker.max.id ({values['reserved.broker.max.id']}), where generated ids start")
     if values["advertised.listeners"] is None:
         values["advertised.listeners"] = values["listeners"]
     protocols = protocol_map(values["listener.security.protocol.map"])
@@ -555,6 +561,16 @@ class BrokerConfig:
     @property
     def broker_id(self) -> int:
         return self["broker.id"]
+
+    @property
+    def broker_id_given(self) -> bool:
+        """Whether ``broker.id`` (or ``node.id``) was given a value of 0 or more: a cluster
+        broker without one takes a stored or generated id (:meth:`set_broker_id`)."""
+        return (self.is_set("broker.id") or self.is_set("node.id")) and self["broker.id"] >= 0
+
+    def set_broker_id(self, broker_id: int) -> None:
+        """The id this broker runs with, once read from meta.properties or generated."""
+        self._values["broker.id"] = broker_id
 
     @property
     def log_dirs(self) -> list[str]:

@@ -34,12 +34,18 @@ from broker_py.server.error_response import error_response
 from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.log_tasks import LogTasks
-from broker_py.server.meta_properties import check_log_dirs
+from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
 from broker_py.server.local_support import LocalSupport
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
+
+
+def _broker_id_generator(config: BrokerConfig):
+    from broker_py.server.zk_support import broker_id_generator
+
+    return broker_id_generator(config)
 
 
 class KafkaServer:
@@ -63,6 +69,11 @@ class KafkaServer:
         """Reads the broker's state from its (locked) log dirs and wires its parts."""
         first_dir = config.log_dirs[0]
         self.zk_support = None
+        self.broker_id = resolve_broker_id(
+            config.broker_id, config.broker_id_given, stored_broker_id(config.log_dirs),
+            _broker_id_generator(config) if config["zookeeper.connect"] and config["broker.id.generation.enable"] else None,
+        )  # fmt: skip
+        config.set_broker_id(self.broker_id)
         if config["zookeeper.connect"]:
             from broker_py.server.zk_support import ZkSupport
 

@@ -26,6 +26,41 @@ def read_properties(path: str) -> dict[str, str]:
     return props
 
 
+def stored_broker_id(log_dirs: list[str]) -> int | None:
+    """The ``broker.id`` the log dirs' ``meta.properties`` name (None if none does);
+    dirs naming two ids stop startup."""
+    found: dict[int, str] = {}
+    for d in log_dirs:
+        path = os.path.join(d, "meta.properties")
+        if os.path.exists(path):
+            raw = read_properties(path).get("broker.id")
+            if raw is not None:
+                try:
+                    found.setdefault(int(raw), d)
+                except ValueError:
+                    raise ConfigError("log.dirs", d, f"meta.properties has broker.id {raw!r}, not a number") from None
+    if len(found) > 1:
+        raise ConfigError("log.dirs", ",".join(log_dirs), f"log dirs belong to broker ids {sorted(found)}")
+    return next(iter(found), None)
+
+
+def resolve_broker_id(config_id: int, given: bool, stored: int | None, generate: Callable[[], int] | None) -> int:
+    """Kafka's ``getOrGenerateBrokerId``: a given id (which the log dirs must not
+    contradict), else the log dirs' id, else a generated one (``generate`` is None when
+    generation is off or there is no ZooKeeper: then the configured id, if it is one)."""
+    if given:
+        if stored is not None and stored != config_id:
+            raise ConfigError("broker.id", config_id, f"the log dirs belong to broker.id {stored}")
+        return config_id
+    if stored is not None:
+        return stored
+    if generate is not None:
+        return generate()
+    if config_id < 0:
+        raise ConfigError("broker.id", config_id, "is not set and broker.id.generation.enable is false (or there is no zookeeper.connect)")
+    return config_id
+
+
 def check_log_dirs(log_dirs: list[str], broker_id: int, cluster_id_of: Callable[[str], str] | None = None) -> str:
     """Returns the cluster id, creating ``meta.properties`` where missing. In a cluster,
     ``cluster_id_of(proposed)`` gives the cluster's id (ZooKeeper's ``/cluster/id``, which

@@ -104,6 +104,23 @@ def registration_endpoint(registration: BrokerRegistration, listener_name: str) 
     return next((e for e in registration.info.endpoints if e.listener_name == listener_name), None)
 
 
+def broker_id_generator(config) -> Callable[[], int]:
+    """Generates a broker id as Kafka does: ``reserved.broker.max.id`` plus a sequence
+    number from ``/brokers/seqid`` (on a short session of its own, before the broker's)."""
+
+    def generate() -> int:
+        zk = KafkaZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"], config["zookeeper.connection.timeout.ms"])
+        zk.start()
+        try:
+            broker_id = config["reserved.broker.max.id"] + zk.generate_broker_sequence_id()
+        finally:
+            zk.close()
+        log.info("generated broker.id %d (broker.id.generation.enable)", broker_id)
+        return broker_id
+
+    return generate
+
+
 class ZkSupport:
     def __init__(self, config, time: Time = SYSTEM_TIME) -> None:
         self.config = config

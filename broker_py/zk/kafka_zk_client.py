@@ -242,6 +242,17 @@ class KafkaZkClient:
 
     # ---- producer ids ----
 
+    @_zk_failures
+    def generate_broker_sequence_id(self) -> int:
+        """A number no other call (of any broker) gets: the version ``/brokers/seqid``
+        reaches when this call writes it (Kafka's ``generateBrokerSequenceId``)."""
+        path = zk_data.BrokerSequenceIdZNode.PATH
+        try:
+            return self._zk.set(path, b"").version
+        except NoNodeError:
+            self._zk.ensure_path(path)
+            return self._zk.set(path, b"").version
+
     def claim_producer_id_block(self, broker_id: int) -> zk_data.ProducerIdsBlock:
         """Claims the next block of ``BLOCK_SIZE`` producer ids for ``broker_id``: reads
         ``/latest_producer_id_block`` and writes the block after it, conditional on the
