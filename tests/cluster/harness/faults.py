@@ -7,8 +7,10 @@ controller at the moment each fault starts:
 - ``clean_bounce``: SIGTERM and start again, ``bounces`` times;
 - ``hard_bounce``: SIGKILL and start again, ``bounces`` times.
 
-Each bounce waits for the broker to be back in every ISR of the topic before the next
-one, so a bounce never takes down the last in-sync copy of a partition (which would
+As in Kafka's ``hard_bounce``, a SIGKILLed broker starts again only once ZooKeeper has
+expired its session (its ``/brokers/ids/N`` is gone), so each hard kill is seen and
+handled on its own. Each bounce waits for the broker to be back in every ISR of the
+topic before the next one, so a bounce never takes down the last in-sync copy of a partition (which would
 make acks=all records unavailable, not lost). :func:`settle` restarts every stopped
 broker and waits for full ISRs, then :func:`replica_check` compares the replicas'
 segment files below each partition's high watermark.
@@ -22,6 +24,7 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
 
 from tests.cluster.harness.cluster import Cluster, wait_until
 from tests.cluster.harness.replicas import ReplicaComparison, compare_replicas
@@ -61,6 +64,17 @@ def isrs(cluster: Cluster, topic: str) -> dict[int, list[int]]:
     return out
 
 
+def wait_deregistered(cluster: Cluster, broker_id: int, timeout: float = 60) -> None:
+    """ZooKeeper has expired the session of ``broker_id``: its registration is gone."""
+    zk = KazooClient(hosts=cluster.zk_connect)
+    zk.start(timeout=15)
+    try:
+        wait_until(lambda: zk.exists(f"/brokers/ids/{broker_id}") is None, timeout, 0.1, f"broker {broker_id} deregistered")
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
     """Every partition's ISR holds every broker, as every broker's metadata says."""
     ids = sorted(b.id for b in cluster.brokers)
@@ -94,6 +108,8 @@ def run_fault(cluster: Cluster, fault: str, target: str, topic: str, bounces: in
             broker.kill()
         if fault.endswith("shutdown"):
             return
+        if fault == "hard_bounce" and cluster.zookeeper is not None:
+            wait_deregistered(cluster, broker_id)
         broker.start()
         wait_full_isr(cluster, topic)
 
