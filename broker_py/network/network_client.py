@@ -42,15 +42,14 @@ broker-1``, ``broker-1-fetcher-0``, ``broker-3-to-controller``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import socket
 import ssl
 from collections.abc import Callable
-from importlib import metadata as _package_metadata
 from typing import Any
 
+from logstore.distribution import version as software_version
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
@@ -88,14 +87,6 @@ class DisconnectError(NetworkError):
 class RequestTimeoutError(RequestTimedOutError):
     """No response (or no connection) within the request's timeout (REQUEST_TIMED_OUT,
     retriable)."""
-
-
-@functools.cache
-def _software_version() -> str:
-    try:
-        return _package_metadata.version("logstore")
-    except _package_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class _Connection:
@@ -372,7 +363,7 @@ class NetworkClient:
         return conn
 
     async def _negotiate_versions(self, conn: _Connection) -> None:
-        body = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=_software_version())
+        body = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=software_version())
         version = ApiKey.API_VERSIONS.max_version
         response = await conn.request(ApiKey.API_VERSIONS, version, body)
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:

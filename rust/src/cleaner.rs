@@ -463,20 +463,6 @@ mod tests {
     use crate::record_batch::{encode_control, validate};
     use std::collections::HashMap;
 
-    /// SplitMix64: a tiny deterministic PRNG for tests.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     const T0: i64 = 1_700_000_000_000;
 
@@ -832,26 +818,26 @@ mod tests {
     #[test]
     fn matches_a_hashmap_model_over_random_appends() {
         for seed in 0..8u64 {
-            let mut rng = Rng(seed);
+            let mut rng = fastrand::Rng::with_seed(seed);
             let mut model: HashMap<String, (i64, Option<String>)> = HashMap::new();
             let mut segments = Vec::new();
             let mut offset = 0i64;
-            for _ in 0..1 + rng.below(4) {
+            for _ in 0..1 + rng.u64(..4) {
                 let mut seg = Vec::new();
-                for _ in 0..1 + rng.below(6) {
-                    let c = ALL[rng.below(5) as usize];
-                    let n = 1 + rng.below(12);
+                for _ in 0..1 + rng.u64(..6) {
+                    let c = ALL[rng.u64(..5) as usize];
+                    let n = 1 + rng.u64(..12);
                     let mut recs = Vec::new();
                     for _ in 0..n {
-                        let key = (rng.below(10) != 0).then(|| format!("key-{}", rng.below(25)));
-                        let value = (rng.below(5) != 0).then(|| format!("value-{offset}-{}", rng.next()));
+                        let key = (rng.u64(..10) != 0).then(|| format!("key-{}", rng.u64(..25)));
+                        let value = (rng.u64(..5) != 0).then(|| format!("value-{offset}-{}", rng.u64(..)));
                         if let Some(k) = &key {
                             model.insert(k.clone(), (offset, value.clone()));
                         }
                         recs.push(rec(offset, key.as_deref(), value.as_deref()));
                         offset += 1;
                     }
-                    let producer_id = if rng.below(3) == 0 { 1000 + seed as i64 } else { -1 };
+                    let producer_id = if rng.u64(..3) == 0 { 1000 + seed as i64 } else { -1 };
                     let base_sequence = if producer_id >= 0 { recs[0].offset as i32 } else { -1 };
                     seg.extend(encode(
                         &recs,

@@ -215,20 +215,6 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    /// SplitMix64: a tiny deterministic PRNG for tests.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     #[test]
     fn distinct_keys_get_distinct_hashes() {
@@ -251,15 +237,15 @@ mod tests {
 
     #[test]
     fn matches_hashmap_for_random_keys() {
-        let mut rng = Rng(42);
+        let mut rng = fastrand::Rng::with_seed(42);
         let mut m = OffsetMap::with_memory(24 * 4096).unwrap();
         let mut model: HashMap<Vec<u8>, i64> = HashMap::new();
         let mut offset = 0i64;
         while model.len() < m.max_entries() {
-            let len = rng.below(24) as usize;
-            let key: Vec<u8> = (0..len).map(|_| rng.below(4) as u8).collect();
+            let len = rng.u64(..24) as usize;
+            let key: Vec<u8> = (0..len).map(|_| rng.u64(..4) as u8).collect();
             // Offsets mostly ascend, sometimes an older one arrives: the larger must win.
-            let off = if rng.below(10) == 0 { offset / 2 } else { offset };
+            let off = if rng.u64(..10) == 0 { offset / 2 } else { offset };
             offset += 1;
             m.put(&key, off);
             let e = model.entry(key).or_insert(off);
@@ -270,7 +256,7 @@ mod tests {
             assert_eq!(m.get(k), Some(*v), "{k:?}");
         }
         for _ in 0..2000 {
-            let key: Vec<u8> = (0..30).map(|_| rng.next() as u8).collect();
+            let key: Vec<u8> = (0..30).map(|_| rng.u64(..) as u8).collect();
             assert_eq!(m.get(&key), model.get(&key).copied());
         }
         assert_eq!(m.latest_offset(), offset - 1);

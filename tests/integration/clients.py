@@ -200,16 +200,23 @@ def wire_call(bootstrap: str, body, version: int):
     """One request on a fresh connection, encoded and decoded with the broker's own
     codec, for what no client library can send (e.g. the cluster-wide BROKER config
     resource ``""`` that ``kafka-configs.sh --entity-default`` names)."""
-    from logstore.protocol import RequestHeader, decode_response, encode_request
+    from logstore.protocol import RequestHeader, encode_request
 
     host, port = bootstrap.rsplit(":", 1)
     header = RequestHeader(api_key=int(body.API_KEY), api_version=version, correlation_id=7, client_id="logstore-tests")
     with socket.create_connection((host, int(port)), timeout=15) as s:
         s.sendall(encode_request(header, body))
-        size = int.from_bytes(_read_exactly(s, 4), "big")
-        correlation_id, response = decode_response(_read_exactly(s, size), body.API_KEY, version)
+        correlation_id, response = read_response(s, body.API_KEY, version)
     assert correlation_id == 7
     return response
+
+
+def read_response(s: socket.socket, api_key, version: int):
+    """(correlation id, response) of the next response frame on ``s``."""
+    from logstore.protocol import decode_response
+
+    size = int.from_bytes(_read_exactly(s, 4), "big")
+    return decode_response(_read_exactly(s, size), api_key, version)
 
 
 def _read_exactly(s: socket.socket, n: int) -> bytes:

@@ -19,10 +19,10 @@ import struct
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from logstore.protocol import ApiKey, RequestHeader, decode_response, encode_request
+from logstore.protocol import ApiKey, RequestHeader, encode_request
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages import request_class
-from tests.integration.clients import create_topic, topic_name, wait_until, wire_call
+from tests.integration.clients import create_topic, read_response, topic_name, wait_until, wire_call
 
 Produce = request_class(ApiKey.PRODUCE)
 Fetch = request_class(ApiKey.FETCH)
@@ -32,16 +32,6 @@ OffsetCommit = request_class(ApiKey.OFFSET_COMMIT)
 OffsetFetch = request_class(ApiKey.OFFSET_FETCH)
 DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
 CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
-
-
-def _read_exactly(s: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError(f"connection closed after {len(out)} of {n} bytes")
-        out += chunk
-    return bytes(out)
 
 
 def _message_set_v0(values: list[bytes]) -> bytes:
@@ -145,15 +135,13 @@ def test_an_unsupported_version_is_answered_and_the_connection_kept(module_broke
     frame[6:8] = struct.pack(">h", 13)  # Produce v13 (Kafka 4.1): same shape as v11, topic ids aside
     with socket.create_connection((host, int(port)), timeout=15) as s:
         s.sendall(frame)
-        size = int.from_bytes(_read_exactly(s, 4), "big")
-        correlation_id, response = decode_response(_read_exactly(s, size), ApiKey.PRODUCE, 11)
+        correlation_id, response = read_response(s, ApiKey.PRODUCE, 11)
         assert correlation_id == 1
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
         # the same connection still serves
         versions = request_class(ApiKey.API_VERSIONS)()
         s.sendall(encode_request(RequestHeader(api_key=18, api_version=0, correlation_id=2, client_id="new"), versions))
-        size = int.from_bytes(_read_exactly(s, 4), "big")
-        correlation_id, response = decode_response(_read_exactly(s, size), ApiKey.API_VERSIONS, 0)
+        correlation_id, response = read_response(s, ApiKey.API_VERSIONS, 0)
         assert (correlation_id, response.error_code) == (2, 0)
         ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert ranges[0] == (0, 11) and ranges[1] == (0, 17) and ranges[2] == (0, 9)

@@ -1,26 +1,15 @@
-"""``logstore version`` and ``logstore-broker --version``: one string for both.
-
-The version is the installed distribution's (``pyproject.toml``'s ``version``); a source
-tree that was never installed says ``unknown``.
-"""
+"""``logstore version`` and ``logstore-broker --version``: one string for both, with the
+installed distribution's version (:mod:`logstore.distribution`)."""
 
 from __future__ import annotations
 
 import platform
-from importlib import metadata
 
 from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_OK
 from logstore.cli.output import Output, format_option
 
-DISTRIBUTION = "logstore"
-
-
-def version() -> str:
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+from logstore.distribution import version
 
 
 def version_string() -> str:

@@ -3,11 +3,10 @@ at a time, framed and decoded by the sans-IO codec of :mod:`logstore.protocol`."
 
 from __future__ import annotations
 
-import functools
 import socket
 import time
-from importlib import metadata as _package_metadata
 
+from logstore.distribution import version as software_version
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
@@ -36,14 +35,6 @@ CLIENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {
 
 _RECV_SIZE = 256 * 1024
 _CLIENT_SOFTWARE_NAME = "logstore-kafka-client"
-
-
-@functools.cache
-def _software_version() -> str:
-    try:
-        return _package_metadata.version("logstore")
-    except _package_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class _BrokerConnection:
@@ -90,7 +81,7 @@ class _BrokerConnection:
     def _negotiate_versions(self) -> None:
         version = ApiKey.API_VERSIONS.max_version
         body = ApiVersionsRequest(
-            client_software_name=_CLIENT_SOFTWARE_NAME, client_software_version=_software_version()
+            client_software_name=_CLIENT_SOFTWARE_NAME, client_software_version=software_version()
         )
         response = self._roundtrip(ApiKey.API_VERSIONS, version, body)
         assert isinstance(response, ApiVersionsResponse)
