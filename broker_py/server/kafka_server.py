@@ -36,6 +36,7 @@ from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
+from broker_py.server.local_state_import import import_local_state
 from broker_py.server.local_support import LocalSupport
 from broker_py.utils.time import SYSTEM_TIME, Time
 
@@ -184,6 +185,8 @@ class KafkaServer:
     async def start(self) -> None:
         self.startup_logs()
         if self.zk_support is not None:
+            # State this broker kept while it ran alone joins the cluster's, once.
+            await import_local_state(self.config.log_dirs[0], self.apis)
             await self.apis.producer_ids.start()
         await self.start_coordinators()
         await self.apis.listeners.start(processing=self.zk_support is None)

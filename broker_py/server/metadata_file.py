@@ -64,6 +64,15 @@ def restrict(path: str, mode: int = SECRET_MODE) -> None:
         raise KafkaStorageError(f"restricting the permissions of {path}: {e.strerror or e}") from None
 
 
+def sync_dir(directory: str) -> None:
+    """fsyncs ``directory``, so a rename in it survives a crash (OSError if it fails)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write(path: str, doc: Any, compact: bool = False, mode: int = 0o644) -> None:
     """Replaces the file with ``doc`` as JSON (see :func:`write_text`): indented, or on
     one line with ``compact`` (several times faster to encode, for large files)."""
@@ -91,11 +100,7 @@ def write_text(path: str, text: str, mode: int = 0o644) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_dir(directory)
     except OSError as e:
         try:
             os.unlink(tmp)  # what part of it was written, to give the space back

@@ -515,6 +515,21 @@ class KafkaZkClient:
                     out.append(None)
         return out
 
+    @_zk_failures
+    def create_all(self, ops: Sequence[CreateOp]) -> bool:
+        """Creates every node of ``ops`` in one multi (parents first): all or none.
+        False, with nothing created, when one of them exists already."""
+        transaction = self._zk.transaction()
+        for op in ops:
+            op.add_to(transaction)
+        results = transaction.commit()
+        error = first_error(results)
+        if isinstance(error, NodeExistsError):
+            return False
+        if error is not None:
+            raise error
+        return True
+
     def create(self, path: str, data: bytes, *, makepath: bool = False, sequence: bool = False) -> str:
         """Creates a persistent node; returns its path (with the sequence number when
         ``sequence``). kazoo's NodeExistsError / NoNodeError as they come."""
