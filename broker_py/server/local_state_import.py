@@ -67,7 +67,9 @@ IMPORTED_SUFFIX = ".imported"
 
 async def import_local_state(log_dir: str, apis) -> None:
     """Imports every local state file of ``log_dir`` that exists (see the module)."""
-    for name, step in ((TOPICS_FILE, _import_topics), (USERS_FILE, _import_users), (ACLS_FILE, _import_acls), (BROKER_CONFIGS_FILE, _import_broker_configs)):
+    steps = ((TOPICS_FILE, _import_topics), (USERS_FILE, _import_users), (ACLS_FILE, _import_acls),
+             (BROKER_CONFIGS_FILE, _import_broker_configs))  # fmt: skip
+    for name, step in steps:
         path = os.path.join(log_dir, METADATA_DIR, name)
         if not os.path.exists(path):
             continue
@@ -76,10 +78,15 @@ async def import_local_state(log_dir: str, apis) -> None:
         except (KafkaException, OSError) as e:
             log.error("importing %s into ZooKeeper failed (left in place, tried again at the next start): %s", path, e)
             continue
-        if done:
+        if not done:
+            continue
+        try:
             os.replace(path, path + IMPORTED_SUFFIX)
             metadata_file.sync_dir(os.path.dirname(path))
-            log.info("imported %s into ZooKeeper; the file is now %s%s", path, name, IMPORTED_SUFFIX)
+        except OSError as e:
+            log.error("imported %s into ZooKeeper, but renaming it failed (imported again at the next start): %s", path, e)
+            continue
+        log.info("imported %s into ZooKeeper; the file is now %s%s", path, name, IMPORTED_SUFFIX)
 
 
 async def _import_topics(log_dir: str, path: str, apis) -> bool:
