@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_helpers import BrokerProc  # noqa: E402
+from e2e_helpers import BrokerProc, read_frame  # noqa: E402
 
 from logstore.protocol.api_keys import ApiKey  # noqa: E402
 from logstore.protocol.frame import encode_request  # noqa: E402
@@ -34,16 +34,6 @@ from logstore.protocol.messages.group_admin import DescribeGroupsRequest  # noqa
 from logstore.protocol.messages.metadata import MetadataRequest  # noqa: E402
 
 N = 1_000_000
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        out += chunk
-    return bytes(out)
 
 
 def _status(pid: int, field: str) -> float:
@@ -66,7 +56,7 @@ class Probe:
         while not self.stop.is_set():
             sent = time.monotonic()
             self.sock.sendall(request)
-            _read(self.sock, struct.unpack(">i", _read(self.sock, 4))[0])
+            read_frame(self.sock)
             self.latencies.append(time.monotonic() - sent)
             time.sleep(0.01)
 
@@ -97,7 +87,7 @@ def measure(name: str, api_key: ApiKey, version: int, body) -> dict:
             with socket.create_connection(("127.0.0.1", broker.port), timeout=300) as s:
                 started = time.monotonic()
                 s.sendall(frame)
-                answer = _read(s, struct.unpack(">i", _read(s, 4))[0])
+                answer = read_frame(s)
                 took = time.monotonic() - started
             time.sleep(0.3)
             probe.stop.set()

@@ -32,6 +32,22 @@ PRODUCE_BATCH = 10_000
 CONSUME_BATCH = 500
 
 
+def read_frame(s: socket.socket) -> bytes:
+    """The next size-prefixed frame on ``s``, without its size."""
+
+    def exactly(n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = s.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            out += chunk
+        return bytes(out)
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import REPO_ROOT, BrokerProc, broker_cpu_seconds, create_topic
+from e2e_helpers import REPO_ROOT, BrokerProc, broker_cpu_seconds, create_topic, read_frame
 from logstore_bench import BenchReport
 
 PARTITIONS = 500
@@ -97,20 +97,6 @@ def _request(topic: str, session_id: int, epoch: int, with_partitions: bool, cor
     return encode_request(header, body)
 
 
-def _read_frame(s: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = s.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return bytes(out)
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
-
-
 def _session_id(frame: bytes) -> int:
     # Response header v1 (correlation id, tagged fields), then throttle_time_ms,
     # error_code, session_id.
@@ -138,7 +124,7 @@ def _pingpong(count: int, size: int) -> float:
         start = time.perf_counter()
         for _ in range(count):
             c.sendall(frame)
-            _read_frame(c)
+            read_frame(c)
         elapsed = time.perf_counter() - start
     t.join(10)
     server.close()
@@ -146,7 +132,7 @@ def _pingpong(count: int, size: int) -> float:
 
 
 def _read_frame_raw(s: socket.socket) -> bytes:
-    body = _read_frame(s)
+    body = read_frame(s)
     return struct.pack(">i", len(body)) + body
 
 
@@ -160,7 +146,7 @@ def test_fetch_sessions(benchmark, session_broker, report: BenchReport, mode: st
             frames = [_request(topic, 0, -1, True, 1)] * FETCHES
         else:
             s.sendall(_request(topic, 0, 0, True, 1))
-            session_id = _session_id(_read_frame(s))
+            session_id = _session_id(read_frame(s))
             assert session_id != 0
             frames = [_request(topic, session_id, epoch, False, 1) for epoch in range(1, FETCHES + 1)]
         sizes: list[int] = []
@@ -171,7 +157,7 @@ def test_fetch_sessions(benchmark, session_broker, report: BenchReport, mode: st
             start = time.perf_counter()
             for frame in frames:
                 s.sendall(frame)
-                sizes.append(len(_read_frame(s)) + 4)
+                sizes.append(len(read_frame(s)) + 4)
             result["seconds"] = time.perf_counter() - start
             after = broker_cpu_seconds(broker.proc.pid)
             result["cpu"] = sum(after) - sum(before)

@@ -211,12 +211,16 @@ def wire_call(bootstrap: str, body, version: int):
     return response
 
 
+def read_frame(s: socket.socket) -> bytes:
+    """The next size-prefixed frame on ``s``, without its size."""
+    return _read_exactly(s, int.from_bytes(_read_exactly(s, 4), "big"))
+
+
 def read_response(s: socket.socket, api_key, version: int):
     """(correlation id, response) of the next response frame on ``s``."""
     from logstore.protocol import decode_response
 
-    size = int.from_bytes(_read_exactly(s, 4), "big")
-    return decode_response(_read_exactly(s, size), api_key, version)
+    return decode_response(read_frame(s), api_key, version)
 
 
 def _read_exactly(s: socket.socket, n: int) -> bytes:

@@ -24,6 +24,7 @@ import struct
 import threading
 import time
 
+from tests.integration.clients import read_frame
 from tests.integration.conftest import BrokerProcess, consume_values
 
 STALL_S = 1.0
@@ -62,8 +63,7 @@ class WellBehavedProducer:
             sent = time.monotonic()
             try:
                 self._probe.sendall(request)
-                size = struct.unpack(">i", _read(self._probe, 4))[0]
-                _read(self._probe, size)
+                read_frame(self._probe)
             except OSError as e:
                 self.probe_errors.append(str(e))
                 return
@@ -119,16 +119,6 @@ class WellBehavedProducer:
         probe_max = max(self.probe_latencies, default=0.0)
         assert probe_max <= STALL_S, f"the broker answered after {probe_max:.2f} s (over {STALL_S} s)"
         assert self.max_latency <= PRODUCER_STALL_S, f"a message waited {self.max_latency:.2f} s"
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return bytes(out)
 
 
 def rss_mb(pid: int) -> float:
