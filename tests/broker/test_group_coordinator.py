@@ -775,11 +775,11 @@ def test_commits_are_kafka_records_in_the_groups_partition(tmp_path):
     run(main())
 
 
-def test_restart_reloads_offsets_and_continues_the_generation(tmp_path):
+def test_restart_reloads_the_stable_group_with_its_members_and_offsets(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
             make_topic(c)
-            generation, leader, _members = await stable_group(c, 2)
+            generation, leader, members = await stable_group(c, 2)
             await c.commit({("orders", 0): (42, "first", 2)}, generation=generation, member_id=leader)
             await c.commit({("orders", 1): (7, "")}, group="simple")
             await c.commit({("orders", 1): (8, "newer")}, group="simple")
@@ -790,14 +790,42 @@ def test_restart_reloads_offsets_and_continues_the_generation(tmp_path):
             assert (await c.fetch([("orders", 0)]))[0] == {("orders", 0): (42, 2, "first", 0)}
             assert (await c.fetch(None, group="simple"))[0] == {("orders", 1): (8, -1, "newer", 0)}
             assert (await c.fetch(None, group="deleted"))[0] == {}
+            # The group is Stable in its generation, with its members and their
+            # assignments: a member that heartbeats goes on without a rebalance.
             described = await c.describe()
-            assert (described.group_state, described.protocol_type, described.members) == ("Empty", "consumer", [])
-            # The old members must rejoin; the generation goes on from the stored one.
-            assert await c.heartbeat(leader, generation) == E.UNKNOWN_MEMBER_ID
-            rejoin = await c.completed(c.join_new(), after=0.06)
-            assert rejoin.generation_id == generation + 1
+            assert (described.group_state, described.protocol_type) == ("Stable", "consumer")
+            assert sorted(m.member_id for m in described.members) == sorted(members)
+            assert {m.member_id: m.member_assignment for m in described.members} == {
+                m: f"assignment-of-{m}".encode() for m in members
+            }
+            (follower,) = [m for m in members if m != leader]
+            assert await c.heartbeat(follower, generation) == E.NONE
+            rejoined = await c.join(member_id=follower)  # same metadata: no rebalance
+            assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (0, generation, leader)
+            # The leader never comes back: it is removed once its session (10 s, from
+            # the load) is up, and the group rebalances without it.
+            await c.advance(6)
+            assert await c.heartbeat(follower, generation) == E.NONE
+            await c.advance(5)
+            assert await c.heartbeat(follower, generation) == E.REBALANCE_IN_PROGRESS
+            rejoin = await c.completed(c.join(member_id=follower), after=0.01)
+            assert (rejoin.error_code, rejoin.generation_id, rejoin.leader) == (0, generation + 1, follower)
             listed = await c.call(ApiKey.LIST_GROUPS, 0, ListGroupsRequest())
             assert sorted(g.group_id for g in listed.groups) == ["g", "simple"]
+
+    run(main())
+
+
+def test_a_reloaded_group_over_group_max_size_rebalances(tmp_path):
+    async def main():
+        async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
+            make_topic(c)
+            generation, _leader, members = await stable_group(c, 3)
+
+        async with cluster(tmp_path, group_max_size=2) as c:
+            described = await c.describe()
+            assert (described.group_state, len(described.members)) == ("PreparingRebalance", 3)
+            assert {await c.heartbeat(m, generation) for m in members} == {E.REBALANCE_IN_PROGRESS}
 
     run(main())
 

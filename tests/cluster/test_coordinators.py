@@ -12,6 +12,7 @@ topic partition, loads its state when it is elected, and hands it over when it d
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -214,16 +215,30 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     deliveries: list[tuple[int, int, float]] = []  # (partition, offset, time)
     commits: list[tuple[int, int, float]] = []  # (partition, committed offset, time it succeeded)
     errors: list[str] = []
+    # librdkafka's logs (offset resets, truncation detected) and poll errors, with a
+    # time, to explain a failure.
+    events: list[str] = []
+
+    class _Events(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            events.append(f"{time.monotonic():.3f} {record.getMessage()}")
+
+    rdkafka_log = logging.getLogger("test_coordinators.g12")
+    rdkafka_log.propagate = False
+    rdkafka_log.addHandler(_Events())
+    rdkafka_log.setLevel(logging.DEBUG)
 
     def member(i: int) -> None:
         consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "g12", "auto.offset.reset": "earliest",
                              "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                             "client.id": f"m{i}"})  # fmt: skip
+                             "client.id": f"m{i}", "logger": rdkafka_log, "debug": "cgrp,topic"})  # fmt: skip
         try:
             consumer.subscribe([topic])
             since_commit = 0
             while not stop.is_set():
                 m = consumer.poll(0.2)
+                if m is not None and m.error():
+                    events.append(f"{time.monotonic():.3f} m{i} poll: {m.error()}")
                 if m is None or m.error():
                     continue
                 with lock:
@@ -277,7 +292,11 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     for part, offset, at in sorted(deliveries, key=lambda d: d[2]):
         if (part, offset) in seen:
             covered = [o for q, o, t in commits if q == part and t < at and o > offset]
-            assert not covered, f"{part}@{offset} delivered again after a commit of {covered[0]} had succeeded"
+            context = "\n".join([e for e in events if "reset" in e or "runcat" in e or "poll:" in e or f"[{part}]" in e][-300:])
+            assert not covered, (
+                f"{part}@{offset} delivered again at {at:.3f} after a commit of {covered[0]} had succeeded; "
+                f"commits: {[(o, round(t, 3)) for q, o, t in commits if q == part]}\n{context}"
+            )
         seen.setdefault((part, offset), at)
     assert len(seen) == n
 

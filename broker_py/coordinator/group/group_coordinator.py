@@ -129,6 +129,7 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
         self.config = apis.config
         self.time = time
         self.manager = GroupMetadataManager(apis, time=time)
+        self.manager.on_group_loaded = self._on_group_loaded
         self.active = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._expiration_task: asyncio.Task[None] | None = None
@@ -173,6 +174,15 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
         for topic, index in followers:
             if topic == OFFSETS_TOPIC:
                 self.on_resignation(index)
+
+    def _on_group_loaded(self, group: Group) -> None:
+        """Kafka's ``onGroupLoaded``: a loaded group's members have one session timeout
+        from now to heartbeat (which finds the group Stable in the generation they
+        know), and a group over ``group.max.size`` rebalances."""
+        if group.size > self.config["group.max.size"]:
+            self._prepare_rebalance(group, f"freshly-loaded group is over capacity ({group.size} members)")
+        for member in group.members.values():
+            self._schedule_heartbeat_expiration(group, member)
 
     def on_election(self, offsets_partition: int) -> None:
         """This broker became the leader of an offsets partition: its groups load."""

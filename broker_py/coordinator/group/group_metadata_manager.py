@@ -9,8 +9,9 @@
   the in-memory state changes only after the append succeeded.
 - The groups of a partition are this broker's while it leads that partition
   (Kafka's ``onElection`` / ``onResignation``): on election they are rebuilt from the
-  partition's log (the latest record per key wins, tombstones delete; loaded groups
-  are Empty, their members must rejoin, and keep their generation and offsets), and
+  partition's log (the latest record per key wins, tombstones delete; a group with
+  members is Stable with them, their assignments and its generation, and their
+  sessions start at the load, as Kafka's ``loadGroup`` / ``onGroupLoaded`` do), and
   requests for them get COORDINATOR_LOAD_IN_PROGRESS meanwhile; on resignation they
   are dropped, and requests get NOT_COORDINATOR. At start the partitions led then are
   loaded. An empty partition is owned at once.
@@ -35,7 +36,7 @@ import logstore
 
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
-from broker_py.coordinator.group.group_metadata import Group, GroupState, OffsetAndMetadata
+from broker_py.coordinator.group.group_metadata import Group, GroupState, MemberMetadata, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -101,6 +102,9 @@ class GroupMetadataManager:
         self._load_tasks: dict[int, asyncio.Task[None]] = {}
         # In a cluster a group whose offsets partition does not exist yet is nobody's.
         self.cluster = apis.zk_support is not None
+        # Called with each group a load rebuilt from its metadata record (the
+        # coordinator starts its members' sessions: Kafka's onGroupLoaded).
+        self.on_group_loaded: Callable[[Group], None] | None = None
 
     # ---- groups ----
 
@@ -366,7 +370,9 @@ class GroupMetadataManager:
             log.exception("loading %s-%d", OFFSETS_TOPIC, p)
             self.loading.discard(p)
         finally:
-            self._load_tasks.pop(p, None)
+            # A resignation and a new election may have started another load meanwhile.
+            if self._load_tasks.get(p) is asyncio.current_task():
+                del self._load_tasks[p]
 
     def on_resignation(self, p: int) -> list[Group]:
         """This broker no longer leads offsets partition ``p``: its groups go; returns them."""
@@ -410,12 +416,7 @@ class GroupMetadataManager:
                 _apply_record(key, value, pending.setdefault(producer_id, {}), {})
         loaded_at = self.time.milliseconds()
         for group_id, value in metadata.items():
-            group = Group(group_id, loaded_at)
-            group.generation_id = value.generation
-            group.protocol_type = value.protocol_type or None
-            if not value.members and value.current_state_timestamp >= 0:
-                group.current_state_timestamp = value.current_state_timestamp
-            self.groups[group_id] = group
+            self.groups[group_id] = loaded_group(group_id, value, loaded_at)
         for (group_id, topic_name, partition_index), o in offsets.items():
             group = self.groups.get(group_id)
             if group is None:
@@ -434,6 +435,34 @@ class GroupMetadataManager:
         self.owned.add(p)
         if metadata or offsets:
             log.info("loaded %d groups and %d offsets from %s-%d", len(metadata), len(offsets), OFFSETS_TOPIC, p)
+        if self.on_group_loaded is not None:
+            for group_id in metadata:
+                self.on_group_loaded(self.groups[group_id])
+
+
+def loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group:
+    """The group a metadata record describes (Kafka's ``GroupMetadata.loadGroup``):
+    Stable with its members, their subscriptions in the selected protocol and their
+    assignments when it has members, else Empty; generation, protocol and leader as
+    written."""
+    members = value.members if value.protocol is not None else []
+    group = Group(group_id, now_ms, GroupState.STABLE if members else GroupState.EMPTY)
+    group.generation_id = value.generation
+    group.protocol_type = value.protocol_type or None
+    if value.current_state_timestamp >= 0:
+        group.current_state_timestamp = value.current_state_timestamp
+    for m in members:
+        member = MemberMetadata(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout, m.session_timeout,
+            value.protocol_type, [(value.protocol, m.subscription)],
+        )  # fmt: skip
+        member.assignment = m.assignment
+        group.add(member)
+    if members:
+        group.protocol_name = value.protocol
+        if value.leader in group.members:
+            group.leader_id = value.leader
+    return group
 
 
 def _apply_record(
