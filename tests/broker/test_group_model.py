@@ -21,6 +21,8 @@ Invariants checked after every step:
   live expiry timer; a PreparingRebalance group has its pending join completion,
   and no other group has one.
 - A member that goes silent is gone once its session timeout has passed.
+- A coordinator failover brings a Stable group back as it was (generation, leader,
+  members, assignments), its members timed from the load.
 """
 
 from __future__ import annotations
@@ -265,6 +267,35 @@ class GroupMachine(RuleBasedStateMachine):
         self.advance(member.session_timeout_ms / 1000 + 0.01)
         group = self.group()
         assert group is None or c.member_id not in group.members, (c.name, group)
+
+    @rule()
+    def coordinator_moves(self):
+        """The group's offsets partition is led elsewhere and then here again (a
+        coordinator failover onto a broker with the same log): waiting JoinGroup and
+        SyncGroup requests get NOT_COORDINATOR, and the group is rebuilt from its
+        records. A Stable group comes back Stable in its generation, with the same
+        members and assignments, each member timed from the load."""
+        manager = self.coordinator.manager
+        p = self.coordinator.partition_for(GROUP)
+        if p not in manager.owned:
+            return  # the offsets topic does not exist yet
+        before = self.group()
+        kept = None
+        if before is not None and before.is_(STABLE):
+            kept = (before.generation_id, before.leader_id, {m.member_id: m.assignment for m in before.members.values()})
+        self.on_loop(self.coordinator.on_resignation, p)
+        self.settle()
+        self.on_loop(self.coordinator.on_election, p)
+        task = manager._load_tasks.get(p)
+        if task is not None:
+            self.loop.run_until_complete(asyncio.wait([task]))
+        self.settle()
+        assert p in manager.owned and p not in manager.loading
+        self.generations.clear()  # a new Group object: generations count from the load
+        after = self.group()
+        if kept is not None:
+            assert after is not None and after.is_(STABLE), after
+            assert (after.generation_id, after.leader_id, {m.member_id: m.assignment for m in after.members.values()}) == kept
 
     # ---- invariants ----
 
