@@ -467,6 +467,19 @@ class KafkaZkClient:
         except (NoNodeError, BadVersionError):
             pass
 
+    # ---- OffsetCommit v0 ----
+
+    @_zk_failures
+    def set_or_create_consumer_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        self.set_or_create(zk_data.ConsumerOffsetZNode.path(group, topic, partition), zk_data.ConsumerOffsetZNode.encode(offset))
+
+    @_zk_failures
+    def get_consumer_offset(self, group: str, topic: str, partition: int) -> int | None:
+        """The offset OffsetCommit v0 stored, or None; ZkDataError if it does not read."""
+        path = zk_data.ConsumerOffsetZNode.path(group, topic, partition)
+        found = self.get_data(path)
+        return None if found is None else zk_data.ConsumerOffsetZNode.decode(found[0], path=path)
+
     # ---- low-level reads and writes ----
 
     def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:

@@ -26,6 +26,8 @@ Paths are absolute and chroot-free; the client applies the chroot of ``zookeeper
 /cluster/id                   {"version":"1","id":"<uuid>"} (the version is a string)
 /latest_producer_id_block     {"version":1,"broker":N,"block_start":"<first>","block_end":"<last>"};
                               created empty: no block claimed yet
+/consumers/<G>/offsets/<T>/<P>  an OffsetCommit v0 offset as a bare decimal integer (group and
+                              topic names as they are)
 
 A ``<uuid>`` is Kafka's ``Uuid.toString``: the 16 bytes in URL-safe base64 without padding.
 
@@ -680,3 +682,22 @@ class ProducerIdBlockZNode(_ZNode):
         if not 0 < (size := _get(p, obj, "block_end", "long") - start + 1) < _INT32:
             raise ZkDataError(p, f"a block of {size} ids")
         return ProducerIdsBlock(_get(p, obj, "broker", "int"), start, size)
+
+
+class ConsumerOffsetZNode:
+    """An offset committed with OffsetCommit v0 (Kafka's ``ConsumerOffset``)."""
+
+    @staticmethod
+    def path(group: str, topic: str, partition: int) -> str:
+        return f"/consumers/{group}/offsets/{topic}/{partition}"
+
+    @staticmethod
+    def encode(offset: int) -> bytes:
+        return str(offset).encode()
+
+    @staticmethod
+    def decode(data: bytes, *, path: str = "/consumers/<group>/offsets/<topic>/<partition>") -> int:
+        text = data.decode("utf-8", "replace").strip()
+        if not re.fullmatch(r"-?[0-9]{1,19}", text) or not -(2**63) <= int(text) < 2**63:
+            raise ZkDataError(path, f"not an offset: {text!r:.30}")
+        return int(text)

@@ -77,6 +77,7 @@ def test_paths_are_kafkas():
     assert z.ClusterZNode.PATH == "/cluster"
     assert ClusterIdZNode.PATH == "/cluster/id"
     assert ProducerIdBlockZNode.PATH == "/latest_producer_id_block"
+    assert z.ConsumerOffsetZNode.path("g", "t", 3) == "/consumers/g/offsets/t/3"
 
 
 @pytest.mark.parametrize(
@@ -355,6 +356,7 @@ def test_the_others_round_trip(reassignment, partitions, broker_id, epoch, first
     assert ControllerEpochZNode.decode(ControllerEpochZNode.encode(epoch)) == epoch
     assert ProducerIdBlockZNode.decode(ProducerIdBlockZNode.encode(ProducerIdsBlock(broker_id, first, size))) == ProducerIdsBlock(broker_id, first, size)
     assert ClusterIdZNode.decode(ClusterIdZNode.encode(entity)) == entity
+    assert z.ConsumerOffsetZNode.decode(z.ConsumerOffsetZNode.encode(first)) == first
     path = "topics/" + entity
     assert ConfigEntityChangeNotificationSequenceZNode.decode(ConfigEntityChangeNotificationSequenceZNode.encode(path)) == path
 
@@ -365,7 +367,7 @@ DECODERS = [
     ControllerZNode.decode, ControllerZNode.decode_controller, ControllerEpochZNode.decode, lambda d: BrokerIdZNode.decode(1, d),
     TopicZNode.decode, TopicPartitionStateZNode.decode, ConfigEntityZNode.decode, ConfigEntityChangeNotificationSequenceZNode.decode,
     IsrChangeNotificationSequenceZNode.decode, ReassignPartitionsZNode.decode, PreferredReplicaElectionZNode.decode,
-    ClusterIdZNode.decode, ProducerIdBlockZNode.decode,
+    ClusterIdZNode.decode, ProducerIdBlockZNode.decode, z.ConsumerOffsetZNode.decode,
 ]
 
 

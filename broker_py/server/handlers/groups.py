@@ -12,11 +12,17 @@ DescribeGroups DESCRIBE on the group (OffsetFetch DESCRIBE on each topic, and le
 those it may not see when asked for every topic); DeleteGroups and OffsetDelete DELETE
 on the group (OffsetDelete READ on each topic); ListGroups lists every group to DESCRIBE
 on the cluster and otherwise the groups the connection may DESCRIBE.
+
+In a cluster, OffsetCommit v0 and OffsetFetch v0 keep their offsets in ZooKeeper, at
+``/consumers/<group>/offsets/<topic>/<partition>``, as Kafka's ZooKeeper mode does: they
+neither see nor change what later versions commit. A broker alone keeps them in
+``__consumer_offsets`` with every other commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import logstore
 
@@ -24,7 +30,7 @@ from broker_py.security.authorizer import auth_helper
 from broker_py.utils.in_steps import for_each
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
+from logstore.protocol.errors import KafkaError, KafkaException
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import partition_for
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -49,6 +55,8 @@ from logstore.protocol.messages.offset_delete import OffsetDeleteResponse
 
 COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1
+
+log = logging.getLogger(__name__)
 
 
 def _group_allowed(apis, connection, operation: AclOperation, group_id: str) -> bool:
@@ -297,6 +305,8 @@ def handle_offset_commit(apis, request, connection):
         )
     if not offsets:
         return _offset_commit_response(body, errors)
+    if version == 0 and apis.zk_support is not None:
+        return _commit_to_zookeeper(apis, body, errors, offsets)
     committed = apis.group_coordinator.commit_offsets(
         body.group_id,
         body.member_id,
@@ -308,6 +318,36 @@ def handle_offset_commit(apis, request, connection):
         return _when_committed(committed, body, errors, _offset_commit_response)
     errors.update(committed)
     return _offset_commit_response(body, errors)
+
+
+async def _commit_to_zookeeper(apis, body, errors, offsets) -> OffsetCommitResponse:
+    """OffsetCommit v0 in a cluster: each offset to its ZooKeeper node (Kafka's
+    ``setOrCreateConsumerOffset``), one error per partition."""
+    zk = apis.zk_support.zk
+    max_metadata = apis.config["offset.metadata.max.bytes"]
+
+    def write() -> dict[tuple[str, int], ErrorCode]:
+        out = {}
+        for (topic, partition), o in offsets.items():
+            if len(o.metadata) > max_metadata:
+                out[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            out[(topic, partition)] = _zookeeper_error(zk.set_or_create_consumer_offset, body.group_id, topic, partition, o.offset)[0]
+        return out
+
+    errors.update(await asyncio.to_thread(write))
+    return _offset_commit_response(body, errors)
+
+
+def _zookeeper_error(call, *args) -> tuple[ErrorCode, object]:
+    """(NONE, the result) of a ZooKeeper call, or (the error, None) as Kafka answers its
+    exception: UNKNOWN_SERVER_ERROR for ZooKeeper failures, bad stored data and paths
+    ZooKeeper refuses."""
+    try:
+        return ErrorCode.NONE, call(*args)
+    except (KafkaException, ValueError) as e:
+        log.warning("OffsetCommit/OffsetFetch v0 in ZooKeeper: %s", e)
+        return ErrorCode.UNKNOWN_SERVER_ERROR, None
 
 
 async def _when_committed(pending, body, errors, respond):
@@ -405,7 +445,43 @@ def handle_offset_fetch(apis, request, connection):
     topics_requested = body.topics
     if version < 2 and topics_requested is None:
         topics_requested = []
+    if version == 0 and apis.zk_support is not None:
+        return _fetch_from_zookeeper(apis, connection, body.group_id, topics_requested)
     error, topics = _fetch_group_offsets(apis, connection, body.group_id, topics_requested, version >= 7 and body.require_stable)
+    return _offset_fetch_response(version, error, topics, topics_requested)
+
+
+async def _fetch_from_zookeeper(apis, connection, group_id: str, topics_requested) -> OffsetFetchResponse:
+    """OffsetFetch v0 in a cluster (Kafka's ZooKeeper mode): each partition's offset from
+    its ZooKeeper node; -1 where there is none or the topic does not exist,
+    TOPIC_AUTHORIZATION_FAILED for a topic the connection may not DESCRIBE."""
+    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
+        return _offset_fetch_response(0, ErrorCode.GROUP_AUTHORIZATION_FAILED, [], topics_requested)
+    denied = topic_denied(apis, connection, topics_requested, AclOperation.DESCRIBE)
+    zk = apis.zk_support.zk
+
+    def read() -> list[tuple[str, list]]:
+        out = []
+        for t in topics_requested:
+            info = apis.metadata_cache.get(t.name)
+            parts = []
+            for p in t.partition_indexes:
+                if t.name in denied:
+                    parts.append((p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                elif info is None or not 0 <= p < info.partitions:
+                    parts.append((p, None, ErrorCode.NONE))
+                else:
+                    error, offset = _zookeeper_error(zk.get_consumer_offset, group_id, t.name, p)
+                    found = None if offset is None else OffsetAndMetadata(offset=offset, leader_epoch=-1, metadata="")
+                    parts.append((p, found, error))
+            out.append((t.name, parts))
+        return out
+
+    return _offset_fetch_response(0, ErrorCode.NONE, await asyncio.to_thread(read), topics_requested)
+
+
+def _offset_fetch_response(version: int, error: ErrorCode, topics, topics_requested) -> OffsetFetchResponse:
+    """OffsetFetch v0-v7: ``topics`` as (name, [(partition, offset or None, error)])."""
     if error != ErrorCode.NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
         topics = [(t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes]) for t in topics_requested]
