@@ -447,10 +447,6 @@ def loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group
     written."""
     members = value.members if value.protocol is not None else []
     group = Group(group_id, now_ms, GroupState.STABLE if members else GroupState.EMPTY)
-    group.generation_id = value.generation
-    group.protocol_type = value.protocol_type or None
-    if value.current_state_timestamp >= 0:
-        group.current_state_timestamp = value.current_state_timestamp
     for m in members:
         member = MemberMetadata(
             m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout, m.session_timeout,
@@ -458,6 +454,10 @@ def loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group
         )  # fmt: skip
         member.assignment = m.assignment
         group.add(member)
+    group.generation_id = value.generation
+    group.protocol_type = value.protocol_type or None
+    if value.current_state_timestamp >= 0:
+        group.current_state_timestamp = value.current_state_timestamp
     if members:
         group.protocol_name = value.protocol
         if value.leader in group.members:
