@@ -3,7 +3,10 @@
 A broker alone keeps its metadata in ``<first log dir>/__logstore_metadata/``:
 ``cluster-metadata.json`` (topics: Kafka's topic, partition-state and topic-config
 znodes as JSON), ``scram-credentials.json`` (SCRAM users), ``acls.json`` (ACLs) and
-``broker-configs.json`` (dynamic broker configs). A cluster keeps them in ZooKeeper.
+``broker-configs.json`` (dynamic broker configs); a data dir from before
+``cluster-metadata.json`` has ``topics.json`` instead, whose topics are first taken
+over into a ``cluster-metadata.json`` as a broker alone would. A cluster keeps them in
+ZooKeeper.
 When such a broker first starts with ``zookeeper.connect``, before it registers (so
 before any controller can act on it), :func:`import_local_state` writes each of them to
 ZooKeeper, then renames the file ``<name>.imported``: the import runs once, and the old
@@ -42,7 +45,7 @@ from broker_py.controller.local_controller_store import LocalControllerStore
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
 from broker_py.server import metadata_file
-from broker_py.server.local_support import STORE_FILE
+from broker_py.server.local_support import STORE_FILE, take_over_topics_json
 from broker_py.server.metadata_file import METADATA_DIR
 from broker_py.zk.kafka_zk_client import CreateOp
 from broker_py.zk.zk_data import (
@@ -59,6 +62,7 @@ from logstore.protocol.errors import KafkaException
 log = logging.getLogger(__name__)
 
 TOPICS_FILE = STORE_FILE
+OLD_TOPICS_FILE = "topics.json"  # before cluster-metadata.json (broker_py.controller.topic_metadata)
 USERS_FILE = "scram-credentials.json"
 ACLS_FILE = "acls.json"
 BROKER_CONFIGS_FILE = "broker-configs.json"
@@ -67,6 +71,7 @@ IMPORTED_SUFFIX = ".imported"
 
 async def import_local_state(log_dir: str, apis) -> None:
     """Imports every local state file of ``log_dir`` that exists (see the module)."""
+    _take_over_old_topics_file(log_dir, apis.broker_id)
     steps = ((TOPICS_FILE, _import_topics), (USERS_FILE, _import_users), (ACLS_FILE, _import_acls),
              (BROKER_CONFIGS_FILE, _import_broker_configs))  # fmt: skip
     for name, step in steps:
@@ -80,13 +85,32 @@ async def import_local_state(log_dir: str, apis) -> None:
             continue
         if not done:
             continue
+        renamed = [path] + ([old] if name == TOPICS_FILE and os.path.exists(old := os.path.join(log_dir, METADATA_DIR, OLD_TOPICS_FILE)) else [])
         try:
-            os.replace(path, path + IMPORTED_SUFFIX)
+            for done_path in renamed:
+                os.replace(done_path, done_path + IMPORTED_SUFFIX)
             metadata_file.sync_dir(os.path.dirname(path))
         except OSError as e:
             log.error("imported %s into ZooKeeper, but renaming it failed (imported again at the next start): %s", path, e)
             continue
-        log.info("imported %s into ZooKeeper; the file is now %s%s", path, name, IMPORTED_SUFFIX)
+        for done_path in renamed:
+            log.info("imported %s into ZooKeeper; the file is now %s%s", done_path, os.path.basename(done_path), IMPORTED_SUFFIX)
+
+
+def _take_over_old_topics_file(log_dir: str, broker_id: int) -> None:
+    """A data dir from before ``cluster-metadata.json`` has only ``topics.json``: its
+    topics are first written into a ``cluster-metadata.json``, as a broker alone takes
+    them over, so that they are imported with it (and both files then renamed)."""
+    metadata_dir = os.path.join(log_dir, METADATA_DIR)
+    topics_path = os.path.join(metadata_dir, TOPICS_FILE)
+    if not os.path.exists(os.path.join(metadata_dir, OLD_TOPICS_FILE)) or os.path.exists(topics_path):
+        return
+    if os.path.exists(topics_path + IMPORTED_SUFFIX):
+        return  # imported before (a broker alone keeps topics.json beside cluster-metadata.json)
+    try:
+        take_over_topics_json(LocalControllerStore(broker_id, path=topics_path), log_dir)
+    except (KafkaException, OSError, ValueError) as e:
+        log.error("the topics of %s could not be read for the import into ZooKeeper: %s", os.path.join(metadata_dir, OLD_TOPICS_FILE), e)
 
 
 async def _import_topics(log_dir: str, path: str, apis) -> bool:

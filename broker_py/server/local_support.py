@@ -107,6 +107,18 @@ class LocalControllerChannel:
             on_response(response)
 
 
+def take_over_topics_json(store: LocalControllerStore, log_dir: str) -> int:
+    """Writes the topics of ``log_dir``'s ``topics.json`` (ids, partition counts, configs;
+    every partition on ``store``'s broker) into ``store``; how many there were."""
+    old = TopicMetadataStore(log_dir).topics
+    for name, info in sorted(old.items()):
+        assignment = TopicAssignment(info.topic_id, {p: [store.broker_id] for p in range(info.partitions)})
+        store.create_topic(name, assignment, info.configs)
+    if old:
+        log.info("took over %d topics from %s", len(old), os.path.join(log_dir, METADATA_DIR, "topics.json"))
+    return len(old)
+
+
 class LocalSupport:
     local = True
     to_controller = None
@@ -119,7 +131,7 @@ class LocalSupport:
         fresh = not os.path.exists(path)
         self.store = LocalControllerStore(self.broker_id, path=path, time=time)
         if fresh:
-            self._take_over_topics_json(log_dir)
+            take_over_topics_json(self.store, log_dir)
         self.metadata_cache = MetadataCache(self.broker_id, local_listeners=True)
         self.controller = KafkaController(
             self.broker_id, self.store, LocalControllerChannel(self), ControllerConfig.from_broker_config(config), time,
@@ -131,14 +143,6 @@ class LocalSupport:
         # (topic, partition) -> why its log could not be opened (the last LeaderAndIsr)
         self.log_failures: dict[tuple[str, int], KafkaError] = {}
         self.broker_epoch = -1
-
-    def _take_over_topics_json(self, log_dir: str) -> None:
-        old = TopicMetadataStore(log_dir).topics
-        for name, info in sorted(old.items()):
-            assignment = TopicAssignment(info.topic_id, {p: [self.broker_id] for p in range(info.partitions)})
-            self.store.create_topic(name, assignment, info.configs)
-        if old:
-            log.info("took over %d topics from %s", len(old), os.path.join(log_dir, METADATA_DIR, "topics.json"))
 
     # ---- lifecycle ----
 

@@ -143,3 +143,51 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
         wait_until(lambda: admin.list_topics(timeout=5).brokers, message="the broker back in the cluster")
     finally:
         b.kill()
+
+
+def test_a_data_dir_with_only_the_old_topics_file_joins_a_cluster_with_its_topics(tmp_path, zk_connect) -> None:
+    """A data dir from before ``cluster-metadata.json`` (its topics in ``topics.json``)
+    started straight in a cluster: its topics are imported with their ids, so their
+    data is served; both files are renamed, and a second start imports nothing."""
+    from broker_py.zk.zk_data import uuid_from_base64
+
+    b = BrokerProcess(str(tmp_path))
+    data = "old-format-topic"
+    b.start()
+    try:
+        create_topic(b.bootstrap, data, 2, {"retention.ms": "86400000"})
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(6):
+            p.produce(data, b"o%d" % i, partition=i % 2)
+        assert p.flush(15) == 0
+        assert b.stop() == 0
+        # What an older logstore left: topics.json, and no cluster-metadata.json.
+        meta = os.path.join(b.data_dir, METADATA)
+        with open(os.path.join(b.data_dir, f"{data}-0", "partition.metadata")) as f:
+            topic_id = uuid_from_base64(dict(line.split(": ", 1) for line in f.read().splitlines())["topic_id"])
+        os.remove(os.path.join(meta, "cluster-metadata.json"))
+        with open(os.path.join(meta, "topics.json"), "w") as f:
+            json.dump({"version": 1, "topics": {data: {"topic_id": topic_id.hex, "partitions": 2, "configs": {"retention.ms": "86400000"}}}}, f)
+
+        b.overrides.update({"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1"})
+        b.start()
+        znode = _zk_json(zk_connect, f"/brokers/topics/{data}")
+        assert znode["partitions"] == {"0": [0], "1": [0]}
+        assert uuid_from_base64(znode["topic_id"]) == topic_id
+        assert _zk_json(zk_connect, f"/config/topics/{data}")["config"] == {"retention.ms": "86400000"}
+        for name in ("topics.json", "cluster-metadata.json"):
+            assert not os.path.exists(os.path.join(meta, name)), name
+            assert os.path.exists(os.path.join(meta, name + ".imported")), name
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "old-format-reader"})
+        try:
+            c.assign([TopicPartition(data, 0, 0), TopicPartition(data, 1, 0)])
+            got: list[bytes] = []
+            wait_until(lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= 6, 30, 0.1, "the data")
+            assert sorted(got) == [b"o%d" % i for i in range(6)]
+        finally:
+            c.close()
+
+        b.restart()
+        assert b.log_text().count("into ZooKeeper; the file is now") == 2
+    finally:
+        b.kill()
