@@ -56,6 +56,14 @@ def _produce_as(b: BrokerProcess, sasl_port: int, user: str, password: str, topi
     assert errors == [None]
 
 
+def _read_from_start(c: Consumer, topic: str, partitions: int, n: int) -> list[bytes]:
+    """The values of the first ``n`` records of ``topic``'s partitions, sorted."""
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[bytes] = []
+    wait_until(lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= n, 30, 0.1, "the data")
+    return sorted(got)
+
+
 def _committed(c: Consumer, topic: str) -> dict[int, int] | None:
     try:
         got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=5)
@@ -122,10 +130,7 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
         try:
             committed = wait_until(lambda: _committed(c, data), 30, 0.5, "the group's committed offsets")
             assert committed == {0: 3, 1: 4}
-            c.assign([TopicPartition(data, 0, 0), TopicPartition(data, 1, 0)])
-            got: list[bytes] = []
-            wait_until(lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= 10, 30, 0.1, "the data")
-            assert sorted(got) == [b"v%d" % i for i in range(10)]
+            assert _read_from_start(c, data, 2, 10) == [b"v%d" % i for i in range(10)]
         finally:
             c.close()
         _produce_as(b, sasl_port, "alice", "alice-secret", topic)
@@ -180,10 +185,7 @@ def test_a_data_dir_with_only_the_old_topics_file_joins_a_cluster_with_its_topic
             assert os.path.exists(os.path.join(meta, name + ".imported")), name
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "old-format-reader"})
         try:
-            c.assign([TopicPartition(data, 0, 0), TopicPartition(data, 1, 0)])
-            got: list[bytes] = []
-            wait_until(lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= 6, 30, 0.1, "the data")
-            assert sorted(got) == [b"o%d" % i for i in range(6)]
+            assert _read_from_start(c, data, 2, 6) == [b"o%d" % i for i in range(6)]
         finally:
             c.close()
 
