@@ -63,18 +63,43 @@ class Probe:
 
 def requests() -> dict[str, tuple[ApiKey, int, object]]:
     return {
-        "DescribeGroups v5, 1 M empty group ids": (ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[""] * N, include_authorized_operations=False)),
-        "Metadata v12, 1 M zero topic ids": (ApiKey.METADATA, 12, MetadataRequest(
-            topics=[MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=None)] * N,
-            allow_auto_topic_creation=False, include_topic_authorized_operations=False)),
-        "Metadata v12, 1 M distinct topic ids": (ApiKey.METADATA, 12, MetadataRequest(
-            topics=[MetadataRequest.MetadataRequestTopic(topic_id=uuid.uuid4(), name=None) for _ in range(N)],
-            allow_auto_topic_creation=False, include_topic_authorized_operations=False)),
-    }  # fmt: skip
+        "DescribeGroups v5, 1 M empty group ids": (
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            DescribeGroupsRequest(groups=[""] * N, include_authorized_operations=False),
+        ),
+        "Metadata v12, 1 M zero topic ids": (
+            ApiKey.METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=None)]
+                * N,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        ),
+        "Metadata v12, 1 M distinct topic ids": (
+            ApiKey.METADATA,
+            12,
+            MetadataRequest(
+                topics=[
+                    MetadataRequest.MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)
+                    for _ in range(N)
+                ],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        ),
+    }
 
 
 def measure(name: str, api_key: ApiKey, version: int, body) -> dict:
-    frame = encode_request(RequestHeader(api_key=int(api_key), api_version=version, correlation_id=1, client_id="amplification"), body)
+    frame = encode_request(
+        RequestHeader(
+            api_key=int(api_key), api_version=version, correlation_id=1, client_id="amplification"
+        ),
+        body,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProc(Path(tmp))
         broker.start()
@@ -93,10 +118,14 @@ def measure(name: str, api_key: ApiKey, version: int, body) -> dict:
             probe.stop.set()
             probe.thread.join(30)
             return {
-                "request": name, "frame_mb": round(len(frame) / 2**20, 1), "answer_mb": round(len(answer) / 2**20, 1),
-                "rss_before_mb": round(rss_before), "peak_mb": round(_status(pid, "VmHWM")),
-                "stall_s": round(max(probe.latencies), 2), "answered_in_s": round(took, 2),
-            }  # fmt: skip
+                "request": name,
+                "frame_mb": round(len(frame) / 2**20, 1),
+                "answer_mb": round(len(answer) / 2**20, 1),
+                "rss_before_mb": round(rss_before),
+                "peak_mb": round(_status(pid, "VmHWM")),
+                "stall_s": round(max(probe.latencies), 2),
+                "answered_in_s": round(took, 2),
+            }
         finally:
             broker.stop()
 
@@ -109,7 +138,9 @@ def main() -> int:
     print("| request | frame | answer | memory before -> peak | stall | answered in |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['request']} | {r['frame_mb']} MB | {r['answer_mb']} MB | {r['rss_before_mb']} -> {r['peak_mb']} MB | {r['stall_s']} s | {r['answered_in_s']} s |")
+        print(
+            f"| {r['request']} | {r['frame_mb']} MB | {r['answer_mb']} MB | {r['rss_before_mb']} -> {r['peak_mb']} MB | {r['stall_s']} s | {r['answered_in_s']} s |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

@@ -114,14 +114,20 @@ class CountingChannel:
         pass
 
     def send(self, broker_id, request, on_response=None) -> None:
-        kind = {LeaderAndIsrRequestData: "LeaderAndIsr", UpdateMetadataRequestData: "UpdateMetadata",
-                StopReplicaRequestData: "StopReplica"}[type(request)]  # fmt: skip
+        kind = {
+            LeaderAndIsrRequestData: "LeaderAndIsr",
+            UpdateMetadataRequestData: "UpdateMetadata",
+            StopReplicaRequestData: "StopReplica",
+        }[type(request)]
         self.requests.append(request)
         self.by_type[kind] += 1
         self.states_by_type[kind] += len(request.partitions)
 
     def summary(self) -> str:
-        return ", ".join(f"{k} {self.by_type[k]} req / {self.states_by_type[k]:,} states" for k in sorted(self.by_type))
+        return ", ".join(
+            f"{k} {self.by_type[k]} req / {self.states_by_type[k]:,} states"
+            for k in sorted(self.by_type)
+        )
 
 
 class StepTimer:
@@ -130,10 +136,21 @@ class StepTimer:
     controller's own bookkeeping. The wrapped calls do not nest."""
 
     STORE_METHODS = (
-        "controller_id", "elect_controller", "live_brokers", "all_topics", "topic_assignments", "topic_configs",
-        "watch_topic", "partition_states", "topics_to_delete", "reassignment_request", "preferred_election_request",
-        "controller_create_partition_states", "controller_update_partition_states", "controller_set_topic_assignment",
-    )  # fmt: skip
+        "controller_id",
+        "elect_controller",
+        "live_brokers",
+        "all_topics",
+        "topic_assignments",
+        "topic_configs",
+        "watch_topic",
+        "partition_states",
+        "topics_to_delete",
+        "reassignment_request",
+        "preferred_election_request",
+        "controller_create_partition_states",
+        "controller_update_partition_states",
+        "controller_set_topic_assignment",
+    )
 
     def __init__(self) -> None:
         self.seconds: Counter = Counter()
@@ -195,7 +212,9 @@ def new_controller_session(connect: str, broker_id: int) -> ControllerSession:
     store = ZkControllerStore(zk, broker_id)
     store.watch(lambda change: None)  # the bench drives the events itself
     channel = CountingChannel()
-    controller = KafkaController(broker_id, store, channel, ControllerConfig(auto_leader_rebalance_enable=False))
+    controller = KafkaController(
+        broker_id, store, channel, ControllerConfig(auto_leader_rebalance_enable=False)
+    )
     return ControllerSession(broker_id, zk, store, channel, controller)
 
 
@@ -219,16 +238,19 @@ def raw_read_floor(zk: KazooClient) -> tuple[float, int]:
     topic_data = pipelined([f"/brokers/topics/{t}" for t in topics])
     state_paths = [
         f"/brokers/topics/{topic}/partitions/{p}/state"
-        for topic, got in zip(topics, topic_data) if got is not None
+        for topic, got in zip(topics, topic_data)
+        if got is not None
         for p in json.loads(got[0])["partitions"]
-    ]  # fmt: skip
+    ]
     states = pipelined(state_paths)
     elapsed = time.perf_counter() - t
     assert all(s is not None for s in states)
     return elapsed, len(topics) + len(states)
 
 
-def populate_topics(admin: ZkControllerStore, n_partitions: int, rng: random.Random, deadline: float) -> int:
+def populate_topics(
+    admin: ZkControllerStore, n_partitions: int, rng: random.Random, deadline: float
+) -> int:
     """N/10 topics of 10 partitions, RF 3, through the admin path; returns how many were made."""
     brokers = [BrokerMetadata(b) for b in BROKERS]
     made = 0
@@ -273,7 +295,9 @@ def run_controller_part(args, results: dict) -> None:
     try:
         largest = max(args.partitions)
         for n in args.partitions:
-            out[str(n)] = controller_case(server.connect, n, args, profile=args.profile and n == largest)
+            out[str(n)] = controller_case(
+                server.connect, n, args, profile=args.profile and n == largest
+            )
     finally:
         server.stop()
         if not args.keep:
@@ -293,16 +317,24 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         for b in BROKERS:
             brokers[b] = new_zk(connect)
             ZkControllerStore(brokers[b], b).register_broker(
-                BrokerInfo(b, [EndPoint("PLAINTEXT", "127.0.0.1", 9090 + b, "PLAINTEXT")], timestamp_ms=int(time.time() * 1000))
+                BrokerInfo(
+                    b,
+                    [EndPoint("PLAINTEXT", "127.0.0.1", 9090 + b, "PLAINTEXT")],
+                    timestamp_ms=int(time.time() * 1000),
+                )
             )
         first = new_controller_session(connect, 1)
         sessions.append(first)
         first.controller.process(ev.Startup())
         assert first.controller.active, "the first controller was not elected"
 
-        log(f"N={n}: writing {n // PARTITIONS_PER_TOPIC} topics of {PARTITIONS_PER_TOPIC} partitions (RF {RF})")
+        log(
+            f"N={n}: writing {n // PARTITIONS_PER_TOPIC} topics of {PARTITIONS_PER_TOPIC} partitions (RF {RF})"
+        )
         t = time.perf_counter()
-        topics = populate_topics(ZkControllerStore(admin_zk, -1), n, rng, time.monotonic() + args.populate_limit_s)
+        topics = populate_topics(
+            ZkControllerStore(admin_zk, -1), n, rng, time.monotonic() + args.populate_limit_s
+        )
         res["populate_s"] = time.perf_counter() - t
         n_real = topics * PARTITIONS_PER_TOPIC
         res["partitions"] = n_real
@@ -317,25 +349,42 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         res["create_requests"] = dict(first.channel.by_type)
         res["create_states_sent"] = dict(first.channel.states_by_type)
         res["create_steps"] = dict(steps.seconds)
-        log(f"  first controller created {created:,} partition states in {elapsed:.2f} s ({first.channel.summary()})")
+        log(
+            f"  first controller created {created:,} partition states in {elapsed:.2f} s ({first.channel.summary()})"
+        )
 
         # Failovers: the active controller's session ends, the next broker's controller takes over.
         rounds = []
         active = first
         for r in range(args.failover_rounds):
-            nxt = new_controller_session(connect, BROKERS[(BROKERS.index(active.broker_id) + 1) % len(BROKERS)])
+            nxt = new_controller_session(
+                connect, BROKERS[(BROKERS.index(active.broker_id) + 1) % len(BROKERS)]
+            )
             sessions.append(nxt)
             active.close()
             elapsed, steps = timed_event(nxt, ev.Startup())
             c = nxt.controller
-            assert c.active and len(c.context.leadership) == n_real, "the failover did not load every partition"
+            assert c.active and len(c.context.leadership) == n_real, (
+                "the failover did not load every partition"
+            )
             wire = to_wire_seconds(nxt.channel.requests)
             floor, nodes = raw_read_floor(raw)
-            rounds.append({"failover_s": elapsed, "floor_s": floor, "ratio": elapsed / floor, "to_wire_s": wire,
-                           "requests": dict(nxt.channel.by_type), "states_sent": dict(nxt.channel.states_by_type),
-                           "steps": dict(steps.seconds), "floor_nodes": nodes})  # fmt: skip
-            log(f"  failover {r + 1}: broker {nxt.broker_id} took over in {elapsed:.3f} s; raw read floor {floor:.3f} s "
-                f"({nodes:,} nodes): ratio {elapsed / floor:.1f}; to_wire {wire:.3f} s; {nxt.channel.summary()}")  # fmt: skip
+            rounds.append(
+                {
+                    "failover_s": elapsed,
+                    "floor_s": floor,
+                    "ratio": elapsed / floor,
+                    "to_wire_s": wire,
+                    "requests": dict(nxt.channel.by_type),
+                    "states_sent": dict(nxt.channel.states_by_type),
+                    "steps": dict(steps.seconds),
+                    "floor_nodes": nodes,
+                }
+            )
+            log(
+                f"  failover {r + 1}: broker {nxt.broker_id} took over in {elapsed:.3f} s; raw read floor {floor:.3f} s "
+                f"({nodes:,} nodes): ratio {elapsed / floor:.1f}; to_wire {wire:.3f} s; {nxt.channel.summary()}"
+            )
             active = nxt
         res["failover_rounds"] = rounds
         res["failover_median_s"] = median([x["failover_s"] for x in rounds])
@@ -347,7 +396,9 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         res["median_round_steps_s"] = mid["steps"]
 
         if profile:
-            nxt = new_controller_session(connect, BROKERS[(BROKERS.index(active.broker_id) + 1) % len(BROKERS)])
+            nxt = new_controller_session(
+                connect, BROKERS[(BROKERS.index(active.broker_id) + 1) % len(BROKERS)]
+            )
             sessions.append(nxt)
             active.close()
             prof = cProfile.Profile()
@@ -359,9 +410,15 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
             assert nxt.controller.active
             path = Path(args.workdir or tempfile.gettempdir()) / f"cluster_bench_failover_{n}.prof"
             prof.dump_stats(path)
-            res["profile"] = {"path": str(path), "elapsed_s": elapsed, "top_tottime": top_functions(prof, "tottime"),
-                              "top_cumtime": top_functions(prof, "cumulative")}  # fmt: skip
-            log(f"  profiled failover: {elapsed:.3f} s under cProfile (main thread only), stats in {path}")
+            res["profile"] = {
+                "path": str(path),
+                "elapsed_s": elapsed,
+                "top_tottime": top_functions(prof, "tottime"),
+                "top_cumtime": top_functions(prof, "cumulative"),
+            }
+            log(
+                f"  profiled failover: {elapsed:.3f} s under cProfile (main thread only), stats in {path}"
+            )
             active = nxt
 
         # The controller's broker dies with it: the successor also elects leaders for the
@@ -385,10 +442,16 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         led_by_dead = sum(1 for s in ctx.leadership.values() if s.leader == dead)
         in_isr = sum(1 for s in ctx.leadership.values() if dead in s.isr)
         assert nxt.controller.active and led_by_dead == 0 and in_isr == 0, (led_by_dead, in_isr)
-        res["failover_broker_dead"] = {"failover_s": elapsed, "writes": writes["partition state writes"],
-                                       "requests": dict(nxt.channel.by_type), "states_sent": dict(nxt.channel.states_by_type),
-                                       "steps": dict(steps.seconds)}  # fmt: skip
-        log(f"  failover with broker {dead} dead too: {elapsed:.3f} s, {writes['partition state writes']:,} state writes; {nxt.channel.summary()}")
+        res["failover_broker_dead"] = {
+            "failover_s": elapsed,
+            "writes": writes["partition state writes"],
+            "requests": dict(nxt.channel.by_type),
+            "states_sent": dict(nxt.channel.states_by_type),
+            "steps": dict(steps.seconds),
+        }
+        log(
+            f"  failover with broker {dead} dead too: {elapsed:.3f} s, {writes['partition state writes']:,} state writes; {nxt.channel.summary()}"
+        )
     finally:
         for s in sessions:
             with contextlib.suppress(Exception):
@@ -408,7 +471,14 @@ def top_functions(prof: cProfile.Profile, key: str, limit: int = 20) -> list[dic
     stats = pstats.Stats(prof)
     rows = []
     for (filename, line, name), (cc, nc, tt, ct, _callers) in stats.stats.items():
-        rows.append({"function": f"{Path(filename).name}:{line}({name})", "ncalls": nc, "tottime": tt, "cumtime": ct})
+        rows.append(
+            {
+                "function": f"{Path(filename).name}:{line}({name})",
+                "ncalls": nc,
+                "tottime": tt,
+                "cumtime": ct,
+            }
+        )
     rows.sort(key=lambda r: r["tottime" if key == "tottime" else "cumtime"], reverse=True)
     return rows[:limit]
 
@@ -440,7 +510,12 @@ def start_cluster(workdir: Path):
     c.__enter__()
     try:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers}, logger=ClientLog().logger)
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 60, 0.1, "three brokers in metadata")
+        wait_until(
+            lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+            60,
+            0.1,
+            "three brokers in metadata",
+        )
     except BaseException:
         c.__exit__(*sys.exc_info())
         raise
@@ -454,13 +529,18 @@ def run_create_part(args, results: dict) -> None:
     out = results.setdefault("create_topics", {})
     c, admin = start_cluster(workdir)
     try:
+
         def create(name: str, partitions: int) -> float:
             t = time.perf_counter()
-            admin.create_topics([NewTopic(name, partitions, RF)], operation_timeout=60, request_timeout=90)[name].result(120)
+            admin.create_topics(
+                [NewTopic(name, partitions, RF)], operation_timeout=60, request_timeout=90
+            )[name].result(120)
             elapsed = time.perf_counter() - t
             md = admin.list_topics(name, timeout=10).topics[name]
             assert md.error is None and len(md.partitions) == partitions, md
-            assert all(len(p.replicas) == RF and p.leader in BROKERS for p in md.partitions.values())
+            assert all(
+                len(p.replicas) == RF and p.leader in BROKERS for p in md.partitions.values()
+            )
             return elapsed
 
         create("warm-up", 1)
@@ -472,16 +552,30 @@ def run_create_part(args, results: dict) -> None:
             admin.list_topics("warm-up", timeout=10)
             metadata_s = time.perf_counter() - t
             elapsed = create(f"p1-{r}", 1)
-            p1.append({"create_s": elapsed, "metadata_s": metadata_s, "ratio": elapsed / metadata_s})
-            log(f"CreateTopics 1 partition: {elapsed * 1000:.1f} ms (Metadata round trip {metadata_s * 1000:.2f} ms)")
-        out["p1"] = {"rounds": p1, "median_s": median([x["create_s"] for x in p1]), "max_s": max(x["create_s"] for x in p1),
-                     "metadata_median_s": median([x["metadata_s"] for x in p1]), "ratio_median": median([x["ratio"] for x in p1])}  # fmt: skip
+            p1.append(
+                {"create_s": elapsed, "metadata_s": metadata_s, "ratio": elapsed / metadata_s}
+            )
+            log(
+                f"CreateTopics 1 partition: {elapsed * 1000:.1f} ms (Metadata round trip {metadata_s * 1000:.2f} ms)"
+            )
+        out["p1"] = {
+            "rounds": p1,
+            "median_s": median([x["create_s"] for x in p1]),
+            "max_s": max(x["create_s"] for x in p1),
+            "metadata_median_s": median([x["metadata_s"] for x in p1]),
+            "ratio_median": median([x["ratio"] for x in p1]),
+        }
         big = []
         for r in range(args.create_big_rounds):
             elapsed = create(f"p{args.create_big}-{r}", args.create_big)
             big.append(elapsed)
             log(f"CreateTopics {args.create_big} partitions: {elapsed:.2f} s")
-        out["big"] = {"partitions": args.create_big, "rounds_s": big, "median_s": median(big), "max_s": max(big) if big else None}
+        out["big"] = {
+            "partitions": args.create_big,
+            "rounds_s": big,
+            "median_s": median(big),
+            "max_s": max(big) if big else None,
+        }
     finally:
         c.__exit__(None, None, None)
         if not args.keep:
@@ -508,13 +602,25 @@ def run_move_part(args, results: dict) -> None:
             wait_until(lambda: leader_of(admin, topic) in BROKERS, 20, 0.1, f"a leader for {topic}")
             leader = leader_of(admin, topic)
             was_controller = admin.list_topics(timeout=10).controller_id == leader
-            out["rounds"].append(move_round(c, admin, Producer, topic, leader, was_controller, args))
+            out["rounds"].append(
+                move_round(c, admin, Producer, topic, leader, was_controller, args)
+            )
             c.broker(leader).start()
-            wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 60, 0.1, "the stopped broker back")
+            wait_until(
+                lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+                60,
+                0.1,
+                "the stopped broker back",
+            )
             # The ISR does not grow back (no replication yet): the stopped broker stays out of
             # this topic's ISR, so a later round could find a partition it cannot move. Delete it.
             admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
-            wait_until(lambda: topic not in admin.list_topics(timeout=5).topics, 60, 0.1, f"{topic} deleted")
+            wait_until(
+                lambda: topic not in admin.list_topics(timeout=5).topics,
+                60,
+                0.1,
+                f"{topic} deleted",
+            )
         rounds = out["rounds"]
         out["max_gap_s"] = [x["max_gap_s"] for x in rounds]
         out["median_gap_before_s"] = median([x["median_gap_before_s"] for x in rounds])
@@ -530,11 +636,17 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
     acks: list[float] = []
     latencies: list[float] = []
     client_log = ClientLog()
-    producer = Producer({
-        "bootstrap.servers": c.bootstrap_servers, "acks": "1", "linger.ms": 0, "message.timeout.ms": 30000,
-        "error_cb": lambda e: client_errors.append(f"{e.name()}: {e.str()}"),
-        **({"debug": args.client_debug} if args.client_debug else {}),
-    }, logger=logging.getLogger("rdkafka") if args.client_debug else client_log.logger)  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "acks": "1",
+            "linger.ms": 0,
+            "message.timeout.ms": 30000,
+            "error_cb": lambda e: client_errors.append(f"{e.name()}: {e.str()}"),
+            **({"debug": args.client_debug} if args.client_debug else {}),
+        },
+        logger=logging.getLogger("rdkafka") if args.client_debug else client_log.logger,
+    )
 
     def report(err, msg, sent: float) -> None:
         now = time.monotonic()
@@ -571,9 +683,14 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
         async def poll() -> None:
             host, port = c.bootstrap(survivor).split(":")
             client = NetworkClient(host, int(port), "cluster-bench-watch")
-            request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+            request = MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                allow_auto_topic_creation=False,
+            )
             try:
-                await client.send(ApiKey.METADATA, request, 5000)  # connected before the clock starts
+                await client.send(
+                    ApiKey.METADATA, request, 5000
+                )  # connected before the clock starts
                 ready.set()
                 deadline = time.monotonic() + 120
                 while stop["sigterm"] is None and time.monotonic() < deadline:
@@ -616,10 +733,14 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
             errors.append("round cut at its time limit")
             break
         sent_at = time.monotonic()
-        producer.produce(topic, b"x" * 100, on_delivery=lambda err, msg, s=sent_at: report(err, msg, s))
+        producer.produce(
+            topic, b"x" * 100, on_delivery=lambda err, msg, s=sent_at: report(err, msg, s)
+        )
         sent += 1
         next_t = max(next_t + period, time.monotonic())  # no catch-up burst after a stall
-        for _ in range(1000):  # poll returns after each callback: serve them until the next send is due
+        for _ in range(
+            1000
+        ):  # poll returns after each callback: serve them until the next send is due
             wait = next_t - time.monotonic()
             if wait <= 0:
                 break
@@ -638,20 +759,37 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
     with contextlib.suppress(Exception):
         new_leader = leader_of(admin, topic)
     res = {
-        "topic": topic, "leader": leader, "leader_was_controller": was_controller, "new_leader": new_leader,
-        "sent": sent, "acked": len(acks), "not_flushed": left, "delivery_errors": errors, "client_errors": client_errors,
+        "topic": topic,
+        "leader": leader,
+        "leader_was_controller": was_controller,
+        "new_leader": new_leader,
+        "sent": sent,
+        "acked": len(acks),
+        "not_flushed": left,
+        "delivery_errors": errors,
+        "client_errors": client_errors,
         "client_log": client_log.lines,
-        "median_gap_before_s": median(before), "max_gap_s": worst, "max_gap_starts_after_sigterm_s": worst_at - sigterm,
+        "median_gap_before_s": median(before),
+        "max_gap_s": worst,
+        "max_gap_starts_after_sigterm_s": worst_at - sigterm,
         "sigterm_to_exit_s": stop["exited"] - sigterm,
-        "metadata_moved_after_sigterm_s": None if stop["metadata_moved"] is None else stop["metadata_moved"] - sigterm,
-        "zk_moved_after_sigterm_s": None if stop["zk_moved"] is None else stop["zk_moved"] - sigterm, "exit_code": stop["code"], "max_latency_s": max(latencies) if latencies else None,
-    }  # fmt: skip
-    log(f"leader move {topic}: broker {leader}{' (controller)' if was_controller else ''} -> {new_leader}: longest ack gap "
+        "metadata_moved_after_sigterm_s": None
+        if stop["metadata_moved"] is None
+        else stop["metadata_moved"] - sigterm,
+        "zk_moved_after_sigterm_s": None
+        if stop["zk_moved"] is None
+        else stop["zk_moved"] - sigterm,
+        "exit_code": stop["code"],
+        "max_latency_s": max(latencies) if latencies else None,
+    }
+    log(
+        f"leader move {topic}: broker {leader}{' (controller)' if was_controller else ''} -> {new_leader}: longest ack gap "
         f"{worst * 1000:.0f} ms (from {(worst_at - sigterm) * 1000:+.0f} ms after SIGTERM), median before "
         f"{median(before) * 1000:.2f} ms, SIGTERM to exit {res['sigterm_to_exit_s']:.2f} s, new leader in ZooKeeper "
         f"{ms(res['zk_moved_after_sigterm_s'])} and in broker {survivor}'s metadata {ms(res['metadata_moved_after_sigterm_s'])} after SIGTERM, {len(acks)}/{sent} acked, "
         f"errors {errors or 'none'}, client errors {Counter(e.split(':')[0] for e in client_errors) or 'none'}, "
-        f"{len(client_log.lines)} client log lines")  # fmt: skip
+        f"{len(client_log.lines)} client log lines"
+    )
     return res
 
 
@@ -661,14 +799,18 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
 
 
 def ms(s) -> str:
-    return "-" if s is None or s != s else f"{s * 1000:,.0f} ms" if s >= 0.1 else f"{s * 1000:.2f} ms"
+    return (
+        "-" if s is None or s != s else f"{s * 1000:,.0f} ms" if s >= 0.1 else f"{s * 1000:.2f} ms"
+    )
 
 
 def print_report(results: dict) -> None:
     print("\n==== cluster benchmark ====")
     ctl = results.get("controller", {})
     if ctl:
-        print("\nController against a real ZooKeeper (channel counts only; medians over the failover rounds)")
+        print(
+            "\nController against a real ZooKeeper (channel counts only; medians over the failover rounds)"
+        )
         head = f"{'partitions':>10} {'topics':>6} {'populate':>9} {'create states':>13} {'failover':>9} {'raw floor':>9} {'x floor':>7} {'+to_wire':>9} {'broker dead too':>15}  requests per failover"
         print(head)
         for n, r in ctl.items():
@@ -676,73 +818,121 @@ def print_report(results: dict) -> None:
                 print(f"{n:>10} incomplete: {r}")
                 continue
             req = r["failover_rounds"][0]
-            reqs = ", ".join(f"{k} {req['requests'][k]} ({req['states_sent'][k]:,} states)" for k in sorted(req["requests"]))
+            reqs = ", ".join(
+                f"{k} {req['requests'][k]} ({req['states_sent'][k]:,} states)"
+                for k in sorted(req["requests"])
+            )
             dead = r.get("failover_broker_dead", {})
-            print(f"{r['partitions']:>10,} {r['topics']:>6} {r['populate_s']:>8.1f}s {ms(r['create_states_s']):>13} "
-                  f"{ms(r['failover_median_s']):>9} {ms(r['floor_median_s']):>9} {r['ratio_median']:>7.2f} "
-                  f"{ms(r['to_wire_median_s']):>9} {ms(dead.get('failover_s')):>15}  {reqs}")  # fmt: skip
+            print(
+                f"{r['partitions']:>10,} {r['topics']:>6} {r['populate_s']:>8.1f}s {ms(r['create_states_s']):>13} "
+                f"{ms(r['failover_median_s']):>9} {ms(r['floor_median_s']):>9} {r['ratio_median']:>7.2f} "
+                f"{ms(r['to_wire_median_s']):>9} {ms(dead.get('failover_s')):>15}  {reqs}"
+            )
         for n, r in ctl.items():
             if "median_round_steps_s" not in r:
                 continue
             total = r["median_round_failover_s"]
-            print(f"\nFailover at {r['partitions']:,} partitions, the median round ({ms(total)}) by step:")
+            print(
+                f"\nFailover at {r['partitions']:,} partitions, the median round ({ms(total)}) by step:"
+            )
             steps = sorted(r["median_round_steps_s"].items(), key=lambda kv: -kv[1])
             for name, s in steps:
                 print(f"  {name:<45} {ms(s):>9} {s / total:6.1%}")
             rest = total - sum(s for _, s in steps)
             print(f"  {'controller bookkeeping (the rest)':<45} {ms(rest):>9} {rest / total:6.1%}")
             create = r["create_steps"]
-            print(f"First creation of the {r['partitions']:,} states, {ms(r['create_states_s'])}: "
-                  + ", ".join(f"{k} {ms(v)}" for k, v in sorted(create.items(), key=lambda kv: -kv[1])[:5]))  # fmt: skip
+            print(
+                f"First creation of the {r['partitions']:,} states, {ms(r['create_states_s'])}: "
+                + ", ".join(
+                    f"{k} {ms(v)}" for k, v in sorted(create.items(), key=lambda kv: -kv[1])[:5]
+                )
+            )
             dead = r.get("failover_broker_dead")
             if dead:
-                print(f"Failover with the controller's broker dead: {ms(dead['failover_s'])}, {dead['writes']:,} partition "
-                      "state writes; top steps: " + ", ".join(f"{k} {ms(v)}" for k, v in sorted(dead["steps"].items(), key=lambda kv: -kv[1])[:4]))  # fmt: skip
+                print(
+                    f"Failover with the controller's broker dead: {ms(dead['failover_s'])}, {dead['writes']:,} partition "
+                    "state writes; top steps: "
+                    + ", ".join(
+                        f"{k} {ms(v)}"
+                        for k, v in sorted(dead["steps"].items(), key=lambda kv: -kv[1])[:4]
+                    )
+                )
             prof = r.get("profile")
             if prof:
-                print(f"cProfile of one failover ({ms(prof['elapsed_s'])} under the profiler, controller thread only), top by tottime:")
+                print(
+                    f"cProfile of one failover ({ms(prof['elapsed_s'])} under the profiler, controller thread only), top by tottime:"
+                )
                 for row in prof["top_tottime"][:15]:
-                    print(f"  {row['tottime']:8.3f} s self {row['cumtime']:8.3f} s cum {row['ncalls']:>9,}  {row['function']}")
+                    print(
+                        f"  {row['tottime']:8.3f} s self {row['cumtime']:8.3f} s cum {row['ncalls']:>9,}  {row['function']}"
+                    )
                 print("  top by cumulative time:")
                 for row in prof["top_cumtime"][:20]:
-                    print(f"  {row['cumtime']:8.3f} s cum {row['tottime']:8.3f} s self {row['ncalls']:>9,}  {row['function']}")
+                    print(
+                        f"  {row['cumtime']:8.3f} s cum {row['tottime']:8.3f} s self {row['ncalls']:>9,}  {row['function']}"
+                    )
     ct = results.get("create_topics")
     if ct and "p1" in ct:
         p1 = ct["p1"]
-        print(f"\nCreateTopics end to end (3 brokers): 1 partition median {ms(p1['median_s'])}, max {ms(p1['max_s'])} over "
-              f"{len(p1['rounds'])} rounds; Metadata round trip {ms(p1['metadata_median_s'])}; ratio {p1['ratio_median']:.0f}")  # fmt: skip
+        print(
+            f"\nCreateTopics end to end (3 brokers): 1 partition median {ms(p1['median_s'])}, max {ms(p1['max_s'])} over "
+            f"{len(p1['rounds'])} rounds; Metadata round trip {ms(p1['metadata_median_s'])}; ratio {p1['ratio_median']:.0f}"
+        )
         big = ct.get("big")
         if big and big["rounds_s"]:
-            print(f"CreateTopics {big['partitions']} partitions: " + ", ".join(ms(s) for s in big["rounds_s"]))
+            print(
+                f"CreateTopics {big['partitions']} partitions: "
+                + ", ".join(ms(s) for s in big["rounds_s"])
+            )
     mv = results.get("leadership_move")
     if mv and mv.get("rounds"):
-        print("\nLeadership move under controlled shutdown (producer every 2 ms, acks=1, linger.ms=0)")
-        print(f"{'round':>5} {'leader':>6} {'ctrl':>4} {'new':>4} {'longest ack gap':>15} {'from (after SIGTERM)':>20} {'median gap before':>17} "
-              f"{'in ZK':>9} {'in metadata':>11} {'SIGTERM->exit':>13} {'acked/sent':>11}  errors")
+        print(
+            "\nLeadership move under controlled shutdown (producer every 2 ms, acks=1, linger.ms=0)"
+        )
+        print(
+            f"{'round':>5} {'leader':>6} {'ctrl':>4} {'new':>4} {'longest ack gap':>15} {'from (after SIGTERM)':>20} {'median gap before':>17} "
+            f"{'in ZK':>9} {'in metadata':>11} {'SIGTERM->exit':>13} {'acked/sent':>11}  errors"
+        )
         for i, x in enumerate(mv["rounds"]):
-            errs = (x["delivery_errors"] or ["none"])
+            errs = x["delivery_errors"] or ["none"]
             client = Counter(e.split(":")[0] for e in x["client_errors"])
-            print(f"{i + 1:>5} {x['leader']:>6} {'yes' if x['leader_was_controller'] else 'no':>4} {x['new_leader']!s:>4} "
-                  f"{ms(x['max_gap_s']):>15} {ms(x['max_gap_starts_after_sigterm_s']):>20} {ms(x['median_gap_before_s']):>17} "
-                  f"{ms(x['zk_moved_after_sigterm_s']):>9} {ms(x['metadata_moved_after_sigterm_s']):>11} "
-                  f"{x['sigterm_to_exit_s']:>12.2f}s {x['acked']:>5}/{x['sent']:<5}  delivery: {'; '.join(errs)}; client: {dict(client) or 'none'}")  # fmt: skip
+            print(
+                f"{i + 1:>5} {x['leader']:>6} {'yes' if x['leader_was_controller'] else 'no':>4} {x['new_leader']!s:>4} "
+                f"{ms(x['max_gap_s']):>15} {ms(x['max_gap_starts_after_sigterm_s']):>20} {ms(x['median_gap_before_s']):>17} "
+                f"{ms(x['zk_moved_after_sigterm_s']):>9} {ms(x['metadata_moved_after_sigterm_s']):>11} "
+                f"{x['sigterm_to_exit_s']:>12.2f}s {x['acked']:>5}/{x['sent']:<5}  delivery: {'; '.join(errs)}; client: {dict(client) or 'none'}"
+            )
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--partitions", default="1000,10000", help="comma-separated partition counts for part 1")
-    p.add_argument("--quick", action="store_true", help="fewer rounds, 1000 partitions for part 1, 100 for the big CreateTopics")
+    p.add_argument(
+        "--partitions", default="1000,10000", help="comma-separated partition counts for part 1"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer rounds, 1000 partitions for part 1, 100 for the big CreateTopics",
+    )
     p.add_argument("--parts", default="controller,create,move")
     p.add_argument("--failover-rounds", type=int, default=None)
     p.add_argument("--move-rounds", type=int, default=None, help="leadership moves (default 3)")
     p.add_argument("--no-profile", dest="profile", action="store_false")
-    p.add_argument("--populate-limit-s", type=float, default=600.0, help="stop writing topics after this long")
+    p.add_argument(
+        "--populate-limit-s", type=float, default=600.0, help="stop writing topics after this long"
+    )
     p.add_argument("--json", help="write every figure to this file")
     p.add_argument("--workdir", default=os.environ.get("LOGSTORE_BENCH_DIR"))
     p.add_argument("--keep", action="store_true", help="keep the data directories")
-    p.add_argument("--client-debug", default="", help="librdkafka debug contexts for the move part's producer (logged to stderr)")
+    p.add_argument(
+        "--client-debug",
+        default="",
+        help="librdkafka debug contexts for the move part's producer (logged to stderr)",
+    )
     args = p.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     if args.client_debug:
         logging.getLogger("rdkafka").setLevel(logging.DEBUG)
@@ -760,8 +950,16 @@ def main() -> int:
     args.move_after_s = 3.0
     parts = set(args.parts.split(","))
 
-    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "argv": sys.argv[1:], "loadavg_start": os.getloadavg()}
-    runners = [("controller", run_controller_part), ("create", run_create_part), ("move", run_move_part)]
+    results: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "argv": sys.argv[1:],
+        "loadavg_start": os.getloadavg(),
+    }
+    runners = [
+        ("controller", run_controller_part),
+        ("create", run_create_part),
+        ("move", run_move_part),
+    ]
     failed = False
     for name, runner in runners:
         if name not in parts:
@@ -776,7 +974,9 @@ def main() -> int:
         log(f"part {name} took {time.perf_counter() - t:.0f} s")
     results["loadavg_end"] = os.getloadavg()
     print_report(results)
-    print(f"\nload average at start {results['loadavg_start'][0]:.2f}, at end {results['loadavg_end'][0]:.2f} ({os.cpu_count()} CPUs)")
+    print(
+        f"\nload average at start {results['loadavg_start'][0]:.2f}, at end {results['loadavg_end'][0]:.2f} ({os.cpu_count()} CPUs)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     return 1 if failed else 0

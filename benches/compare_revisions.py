@@ -25,23 +25,53 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = [
-    ("benches/test_end_to_end.py", "(test_produce and 100- and produce_batch) or (test_consume and 100- and on-500) or test_produce_request_rate"),
+    (
+        "benches/test_end_to_end.py",
+        "(test_produce and 100- and produce_batch) or (test_consume and 100- and on-500) or test_produce_request_rate",
+    ),
     ("benches/test_fetch_sessions.py", None),
 ]
 ROW_PATTERNS = [
-    (re.compile(r"\s+(100 B, \d part(?:, acks=\w+)?)\s+(produce_batch|consume 500/call, client gc on)\s+([\d,]+)"),
-     lambda m: {f"{m[1]} {m[2]} msg/s": float(m[3].replace(",", ""))}),
-    (re.compile(r"\s+1024 B, 1 record/request\s+raw produce\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)"),
-     lambda m: {f"raw produce, {float(m[1]):.0f} in flight, req/s": float(m[2].replace(",", "")),
-                f"raw produce, {float(m[1]):.0f} in flight, broker CPU us/req": float(m[3]) + float(m[4])}),
-    (re.compile(r"\s+500 partitions\s+(sessionless|incremental)\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)\s+([\d.,]+)"),
-     lambda m: {f"fetch {m[1]}, broker CPU us/fetch": float(m[2].replace(",", "")),
-                f"fetch {m[1]}, us/fetch": float(m[3].replace(",", ""))}),
-]  # fmt: skip
+    (
+        re.compile(
+            r"\s+(100 B, \d part(?:, acks=\w+)?)\s+(produce_batch|consume 500/call, client gc on)\s+([\d,]+)"
+        ),
+        lambda m: {f"{m[1]} {m[2]} msg/s": float(m[3].replace(",", ""))},
+    ),
+    (
+        re.compile(
+            r"\s+1024 B, 1 record/request\s+raw produce\s+([\d.]+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)"
+        ),
+        lambda m: {
+            f"raw produce, {float(m[1]):.0f} in flight, req/s": float(m[2].replace(",", "")),
+            f"raw produce, {float(m[1]):.0f} in flight, broker CPU us/req": float(m[3])
+            + float(m[4]),
+        },
+    ),
+    (
+        re.compile(
+            r"\s+500 partitions\s+(sessionless|incremental)\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)\s+([\d.,]+)"
+        ),
+        lambda m: {
+            f"fetch {m[1]}, broker CPU us/fetch": float(m[2].replace(",", "")),
+            f"fetch {m[1]}, us/fetch": float(m[3].replace(",", "")),
+        },
+    ),
+]
 
 
 def run(tree: Path, bench: str, select: str | None) -> dict[str, float]:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", bench, "--benchmark-only", "-s"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        bench,
+        "--benchmark-only",
+        "-s",
+    ]
     if select:
         args += ["-k", select]
     out = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=1800).stdout
@@ -62,7 +92,12 @@ def main() -> int:
     figures: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
     with tempfile.TemporaryDirectory(prefix="logstore-base-") as tmp:
         base = Path(tmp) / "tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), args.base], cwd=REPO, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), args.base],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
         try:
             for i in range(args.iterations):
                 order = [("old", base), ("new", REPO)]
@@ -72,7 +107,9 @@ def main() -> int:
                             figures[side].setdefault(key, []).append(value)
                 print(f"iteration {i + 1} of {args.iterations} done", file=sys.stderr)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=REPO, check=False)
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(base)], cwd=REPO, check=False
+            )
     print("| case | runs | old: median (range) | new: median (range) | new/old |")
     print("|---|---|---|---|---|")
     for key, old in figures["old"].items():
@@ -82,8 +119,10 @@ def main() -> int:
         ratio = statistics.median(new) / statistics.median(old)
         if " us/" in key:  # lower is better: report speed
             ratio = 1 / ratio
-        print(f"| {key} | {len(old)} | {statistics.median(old):,.0f} ({min(old):,.0f}-{max(old):,.0f}) | "
-              f"{statistics.median(new):,.0f} ({min(new):,.0f}-{max(new):,.0f}) | {ratio:.2f} |")  # fmt: skip
+        print(
+            f"| {key} | {len(old)} | {statistics.median(old):,.0f} ({min(old):,.0f}-{max(old):,.0f}) | "
+            f"{statistics.median(new):,.0f} ({min(new):,.0f}-{max(new):,.0f}) | {ratio:.2f} |"
+        )
     return 0
 
 

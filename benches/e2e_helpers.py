@@ -57,7 +57,9 @@ def free_port() -> int:
 class BrokerProc:
     """``python -m broker_py`` on a free loopback port with its data under ``workdir``."""
 
-    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None, profile: str | None = None) -> None:
+    def __init__(
+        self, workdir: Path, overrides: dict[str, str] | None = None, profile: str | None = None
+    ) -> None:
         self.workdir = workdir
         self.data_dir = workdir / "data"
         self.log_path = workdir / "broker.log"
@@ -85,10 +87,17 @@ class BrokerProc:
         args += ["-m", "broker_py"]
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+            ),
+        }
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env)
+            self.proc = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env
+            )
         deadline = time.monotonic() + timeout
         out = b""
         assert self.proc.stdout is not None
@@ -140,7 +149,10 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-watermarks"})
     try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)]
+        return [
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        ]
     finally:
         c.close()
 
@@ -182,7 +194,15 @@ class ThroughputProducer:
         self.producer.produce(topic, b"warm-up")
         assert self.producer.flush(30) == 0
 
-    def run(self, topic: str, payload: bytes, count: int, partitions: int = 1, api: str = "produce", first: int = 0) -> None:
+    def run(
+        self,
+        topic: str,
+        payload: bytes,
+        count: int,
+        partitions: int = 1,
+        api: str = "produce",
+        first: int = 0,
+    ) -> None:
         """Produces ``count`` messages, in runs of up to 1 MB per partition, rotating over
         partitions ``first`` .. ``first + partitions - 1`` (what the sticky partitioner
         does, made deterministic so every partition gets data even in short runs).
@@ -211,7 +231,9 @@ class ThroughputProducer:
                         poll(0.001)
                         continue
                     if queued < len(chunk):
-                        raise AssertionError(f"produce_batch queued {queued} of {len(chunk)}: {chunk[queued].get('_error')}")
+                        raise AssertionError(
+                            f"produce_batch queued {queued} of {len(chunk)}: {chunk[queued].get('_error')}"
+                        )
                     sent += queued
             else:
                 for _ in range(n):
@@ -228,8 +250,15 @@ class ThroughputProducer:
 
 
 def consume(
-    bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 120.0, client_gc: str = "on", first: int = 0,
-    go: Any = None, batch: int = CONSUME_BATCH,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    count: int,
+    timeout: float = 120.0,
+    client_gc: str = "on",
+    first: int = 0,
+    go: Any = None,
+    batch: int = CONSUME_BATCH,
 ) -> float:
     """Reads ``count`` messages from offset 0 with the batch API, ``batch`` messages per
     call; returns the seconds taken from assign to the last message (client set-up and
@@ -274,7 +303,9 @@ def consume(
         raise ValueError(f"client_gc={client_gc!r}")
     gc_was_enabled = gc.isenabled()
     try:
-        for p in range(first, first + partitions):  # connect and learn metadata outside the timed part
+        for p in range(
+            first, first + partitions
+        ):  # connect and learn metadata outside the timed part
             c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
         if go is not None:
             go.wait()
@@ -307,7 +338,9 @@ def consume(
         c.close()
 
 
-def _produce_share(bootstrap: str, topic: str, count: int, partitions: int, first: int, api: str, go: Any) -> float:
+def _produce_share(
+    bootstrap: str, topic: str, count: int, partitions: int, first: int, api: str, go: Any
+) -> float:
     producer = ThroughputProducer(bootstrap, "1")
     producer.warm_up(topic)
     payload = os.urandom(100)
@@ -335,7 +368,10 @@ def run_in_processes(shares: list[tuple[Any, tuple]], timeout: float = 180.0) ->
 
     ctx = multiprocessing.get_context("spawn")  # never fork a process running librdkafka threads
     go, ready, results = ctx.Event(), ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_run_share, args=(ready, results, fn, (*args, go)), daemon=True) for fn, args in shares]
+    procs = [
+        ctx.Process(target=_run_share, args=(ready, results, fn, (*args, go)), daemon=True)
+        for fn, args in shares
+    ]
     for p in procs:
         p.start()
     try:
@@ -357,7 +393,9 @@ def run_in_processes(shares: list[tuple[Any, tuple]], timeout: float = 180.0) ->
                 p.kill()
 
 
-def produce_in_processes(bootstrap: str, topic: str, count: int, partitions: int, processes: int, api: str) -> float:
+def produce_in_processes(
+    bootstrap: str, topic: str, count: int, partitions: int, processes: int, api: str
+) -> float:
     """``count`` 100 B messages from ``processes`` producer processes, each producing its
     share to its own contiguous share of the partitions; seconds from start to the last
     delivery."""
@@ -370,7 +408,9 @@ def produce_in_processes(bootstrap: str, topic: str, count: int, partitions: int
     return run_in_processes(shares)
 
 
-def consume_in_processes(bootstrap: str, topic: str, counts: list[int], processes: int, client_gc: str = "on") -> float:
+def consume_in_processes(
+    bootstrap: str, topic: str, counts: list[int], processes: int, client_gc: str = "on"
+) -> float:
     """Reads every message of the partitions (``counts[p]`` each) with ``processes`` consumer
     processes, each assigned a contiguous share of the partitions (as the range assignor
     shares them in a group); seconds from start to the last message."""
@@ -378,13 +418,24 @@ def consume_in_processes(bootstrap: str, topic: str, counts: list[int], processe
     shares, first = [], 0
     for i in range(processes):
         n = per + (i < extra)
-        shares.append((consume, (bootstrap, topic, n, sum(counts[first : first + n]), 120.0, client_gc, first)))
+        shares.append(
+            (
+                consume,
+                (bootstrap, topic, n, sum(counts[first : first + n]), 120.0, client_gc, first),
+            )
+        )
         first += n
     return run_in_processes(shares)
 
 
 def produce_latency(
-    bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup: float = 0.5, broker_pid: int | None = None
+    bootstrap: str,
+    topic: str,
+    rate: int,
+    seconds: float,
+    size: int,
+    warmup: float = 0.5,
+    broker_pid: int | None = None,
 ) -> tuple[list[float], float, dict[str, float]]:
     """Produces ``size``-byte messages at a fixed ``rate`` (acks=all, linger.ms=0); returns
     the produce()->delivery-callback latencies in seconds (warm-up dropped), the rate
@@ -416,7 +467,9 @@ def produce_latency(
     return lat[skip:], total / sending, waited
 
 
-def paced_produce(p: Any, topic: str, payload: bytes, rate: int, total: int, partition: int | None = None) -> tuple[list[float], float]:
+def paced_produce(
+    p: Any, topic: str, payload: bytes, rate: int, total: int, partition: int | None = None
+) -> tuple[list[float], float]:
     """Produces ``total`` messages with producer ``p``, one every 1/``rate`` s, polling it
     meanwhile, then flushes: (each message's produce()->delivery-callback latency in
     seconds, the seconds the sending took). Every delivery must succeed."""
@@ -626,10 +679,15 @@ def raw_produce_requests(port: int, topic: str, count: int, size: int, window: i
         acks=-1,
         timeout_ms=30000,
         topic_data=[
-            ProduceRequest.TopicProduceData(name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)],
+            )
         ],
     )
-    frame = encode_request(RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="e2e-raw"), body)
+    frame = encode_request(
+        RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="e2e-raw"), body
+    )
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sent = answered = 0

@@ -78,7 +78,16 @@ for p in (REPO_ROOT, REPO_ROOT / "benches"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from e2e_helpers import MB, BrokerProc, SocketPump, consume, paced_produce, percentile, run_queue_wait_seconds, steal_seconds  # noqa: E402
+from e2e_helpers import (
+    MB,
+    BrokerProc,
+    SocketPump,
+    consume,
+    paced_produce,
+    percentile,
+    run_queue_wait_seconds,
+    steal_seconds,
+)  # noqa: E402
 from e2e_helpers import create_topic as single_create_topic  # noqa: E402
 
 SIZE = 100
@@ -97,7 +106,12 @@ OVERRIDES = {
 }
 GOAL_RATIO = 0.5  # RF 3 acks=all >= half of RF 1 acks=1's throughput
 
-THROUGHPUT_CASES = [("rf1-acks1", 1, "1"), ("rf1-acksall", 1, "all"), ("rf3-acks1", 3, "1"), ("rf3-acksall", 3, "all")]
+THROUGHPUT_CASES = [
+    ("rf1-acks1", 1, "1"),
+    ("rf1-acksall", 1, "all"),
+    ("rf3-acks1", 3, "1"),
+    ("rf3-acksall", 3, "all"),
+]
 SINGLE = ("single-acks1", 0, "1")  # the single broker, no ZooKeeper
 # The last latency case is RF 3 acks=all from a producer that keeps at most 5 requests in
 # flight per connection (the Java client's default; librdkafka's is 1,000,000): the broker
@@ -107,10 +121,13 @@ LATENCY_CASES = [(name, rf, acks, {}) for name, rf, acks in THROUGHPUT_CASES] + 
     ("rf3-acksall-inflight5", 3, "all", {"max.in.flight.requests.per.connection": 5}),
 ]
 LABELS = {
-    "rf1-acks1": "RF 1, acks=1", "rf1-acksall": "RF 1, acks=all", "rf3-acks1": "RF 3, acks=1",
-    "rf3-acksall": "RF 3, acks=all", "single-acks1": "single broker, no ZK, acks=1",
+    "rf1-acks1": "RF 1, acks=1",
+    "rf1-acksall": "RF 1, acks=all",
+    "rf3-acks1": "RF 3, acks=1",
+    "rf3-acksall": "RF 3, acks=all",
+    "single-acks1": "single broker, no ZK, acks=1",
     "rf3-acksall-inflight5": "RF 3, acks=all, max.in.flight 5",
-}  # fmt: skip
+}
 
 
 def log(msg: str) -> None:
@@ -166,14 +183,21 @@ class CpuMeter:
         m = messages / 1e6
         followers = sum(v for i, v in self.brokers.items() if i != leader)
         return {
-            "brokers_cpu_s": sum(self.brokers.values()), "brokers_s_per_M": sum(self.brokers.values()) / m,
-            "leader_s_per_M": self.brokers.get(leader, 0.0) / m, "followers_s_per_M": followers / m,
-            "client_s_per_M": self.client / m, "per_broker_cpu_s": dict(self.brokers), "steal_s": self.steal,
-            "wall_s": self.wall, "brokers_cores": sum(self.brokers.values()) / self.wall if self.wall else float("nan"),
+            "brokers_cpu_s": sum(self.brokers.values()),
+            "brokers_s_per_M": sum(self.brokers.values()) / m,
+            "leader_s_per_M": self.brokers.get(leader, 0.0) / m,
+            "followers_s_per_M": followers / m,
+            "client_s_per_M": self.client / m,
+            "per_broker_cpu_s": dict(self.brokers),
+            "steal_s": self.steal,
+            "wall_s": self.wall,
+            "brokers_cores": sum(self.brokers.values()) / self.wall if self.wall else float("nan"),
             # seconds the brokers' threads were runnable but waited for a CPU (schedstat)
             "brokers_cpu_wait_s": sum(self.waited.values()),
-            "brokers_cpu_wait_share": sum(self.waited.values()) / self.wall / len(self.pids) if self.wall else float("nan"),
-        }  # fmt: skip
+            "brokers_cpu_wait_share": sum(self.waited.values()) / self.wall / len(self.pids)
+            if self.wall
+            else float("nan"),
+        }
 
 
 # ---------------------------------------------------------------------------
@@ -191,15 +215,26 @@ def start_cluster(workdir: Path, via_proxies: bool):
         # Advertise the brokers' own listeners: clients and followers connect straight to
         # them, not through the harness's proxies (ZooKeeper's links keep theirs).
         for b in c.brokers:
-            b.overrides["advertised.listeners"] = f"CLIENT://127.0.0.1:{b.client_port},INTERNAL://127.0.0.1:{b.internal_port}"
+            b.overrides["advertised.listeners"] = (
+                f"CLIENT://127.0.0.1:{b.client_port},INTERNAL://127.0.0.1:{b.internal_port}"
+            )
     c.__enter__()
     try:
-        bootstrap = c.bootstrap_servers if via_proxies else ",".join(f"127.0.0.1:{b.client_port}" for b in c.brokers)
+        bootstrap = (
+            c.bootstrap_servers
+            if via_proxies
+            else ",".join(f"127.0.0.1:{b.client_port}" for b in c.brokers)
+        )
         # librdkafka's log lines (disconnects when the cluster stops at the end) go nowhere.
         quiet = logging.getLogger("replication-bench.admin")
         quiet.setLevel(logging.CRITICAL)
         admin = AdminClient({"bootstrap.servers": bootstrap}, logger=quiet)
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 60, 0.1, "three brokers in metadata")
+        wait_until(
+            lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+            60,
+            0.1,
+            "three brokers in metadata",
+        )
     except BaseException:
         c.__exit__(*sys.exc_info())
         raise
@@ -212,7 +247,10 @@ def create_topic(admin, name: str, replicas: list[int]) -> None:
     from tests.cluster.harness.cluster import wait_until
 
     config = {"min.insync.replicas": "2" if len(replicas) >= 3 else "1"}
-    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[replicas], config=config)], operation_timeout=30)[name].result(60)
+    admin.create_topics(
+        [NewTopic(name, num_partitions=1, replica_assignment=[replicas], config=config)],
+        operation_timeout=30,
+    )[name].result(60)
 
     def ready() -> bool:
         md = admin.list_topics(name, timeout=5).topics.get(name)
@@ -232,13 +270,21 @@ class Watermarks:
 
         quiet = logging.getLogger("replication-bench.watermarks")
         quiet.setLevel(logging.CRITICAL)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "replication-bench-watermarks",
-                                  "enable.auto.commit": False}, logger=quiet)  # fmt: skip
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "replication-bench-watermarks",
+                "enable.auto.commit": False,
+            },
+            logger=quiet,
+        )
 
     def high(self, topic: str) -> int:
         from confluent_kafka import TopicPartition
 
-        return self.consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5, cached=False)[1]
+        return self.consumer.get_watermark_offsets(
+            TopicPartition(topic, 0), timeout=5, cached=False
+        )[1]
 
     def close(self) -> None:
         self.consumer.close()
@@ -283,18 +329,36 @@ def delete_topic(admin, name: str) -> None:
 def new_producer(bootstrap: str, acks: str, linger_ms: int, errors: list[str]):
     from confluent_kafka import Producer
 
-    return Producer({
-        "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms, "batch.size": MB,
-        "batch.num.messages": 1_000_000, "message.max.bytes": 8 * MB, "compression.type": "none",
-        "queue.buffering.max.messages": 2 * OUTSTANDING, "queue.buffering.max.kbytes": 2_097_151,
-        "delivery.report.only.error": True, "message.timeout.ms": 120_000,
-        "on_delivery": lambda err, msg: errors.append(str(err)) if err is not None else None,
-        "error_cb": lambda err: errors.append(f"client: {err}"),
-    })  # fmt: skip
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": linger_ms,
+            "batch.size": MB,
+            "batch.num.messages": 1_000_000,
+            "message.max.bytes": 8 * MB,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 2 * OUTSTANDING,
+            "queue.buffering.max.kbytes": 2_097_151,
+            "delivery.report.only.error": True,
+            "message.timeout.ms": 120_000,
+            "on_delivery": lambda err, msg: errors.append(str(err)) if err is not None else None,
+            "error_cb": lambda err: errors.append(f"client: {err}"),
+        }
+    )
 
 
-def produce_throughput(bootstrap: str, topic: str, acks: str, count: int, limit_s: float, linger_ms: int, pids: dict[int, int], leader: int,
-                       high_watermark=None) -> dict:
+def produce_throughput(
+    bootstrap: str,
+    topic: str,
+    acks: str,
+    count: int,
+    limit_s: float,
+    linger_ms: int,
+    pids: dict[int, int],
+    leader: int,
+    high_watermark=None,
+) -> dict:
     """Produces up to ``count`` 100 B messages to partition 0 (stopping at ``limit_s``);
     returns msg/s, MB/s and the CPU spent per million messages. With ``high_watermark``
     (a function returning the partition's), the CPU is counted until it reaches the end
@@ -317,7 +381,9 @@ def produce_throughput(bootstrap: str, topic: str, acks: str, count: int, limit_
             n = min(CHUNK, count - sent)
             queued = produce_batch(topic, messages[:n] if n < CHUNK else messages, partition=0)
             if queued < n:
-                raise AssertionError(f"produce_batch queued {queued} of {n}: {messages[0].get('_error')}")
+                raise AssertionError(
+                    f"produce_batch queued {queued} of {n}: {messages[0].get('_error')}"
+                )
             sent += queued
             poll(0)
         left = p.flush(120)
@@ -333,29 +399,61 @@ def produce_throughput(bootstrap: str, topic: str, acks: str, count: int, limit_
             replicated = time.perf_counter() - start
     assert left == 0, f"{left} messages not delivered"
     assert not errors, errors[:5]
-    res = {"messages": sent, "seconds": elapsed, "msgs_per_s": sent / elapsed, "mb_per_s": sent * SIZE / elapsed / MB,
-           "replicated_s": replicated, "replicated_msgs_per_s": sent / replicated, "cut_at_limit": sent < count,
-           **cpu.per_million(sent, leader)}  # fmt: skip
+    res = {
+        "messages": sent,
+        "seconds": elapsed,
+        "msgs_per_s": sent / elapsed,
+        "mb_per_s": sent * SIZE / elapsed / MB,
+        "replicated_s": replicated,
+        "replicated_msgs_per_s": sent / replicated,
+        "cut_at_limit": sent < count,
+        **cpu.per_million(sent, leader),
+    }
     return res
 
 
-def consume_throughput(bootstrap: str, topic: str, count: int, pids: dict[int, int], leader: int) -> dict:
+def consume_throughput(
+    bootstrap: str, topic: str, count: int, pids: dict[int, int], leader: int
+) -> dict:
     """Reads ``count`` messages of partition 0 from offset 0 (the warm-up message first)."""
     gc.collect()
     with CpuMeter(pids) as cpu:
         elapsed = consume(bootstrap, topic, 1, count, timeout=120.0)
-    return {"messages": count, "seconds": elapsed, "msgs_per_s": count / elapsed, "mb_per_s": count * SIZE / elapsed / MB,
-            **cpu.per_million(count, leader)}  # fmt: skip
+    return {
+        "messages": count,
+        "seconds": elapsed,
+        "msgs_per_s": count / elapsed,
+        "mb_per_s": count * SIZE / elapsed / MB,
+        **cpu.per_million(count, leader),
+    }
 
 
-def produce_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: float, pids: dict[int, int], leader: int,
-                    extra: dict | None = None, warmup: float = 0.5) -> dict:
+def produce_latency(
+    bootstrap: str,
+    topic: str,
+    acks: str,
+    rate: int,
+    seconds: float,
+    pids: dict[int, int],
+    leader: int,
+    extra: dict | None = None,
+    warmup: float = 0.5,
+) -> dict:
     """``LATENCY_SIZE``-byte messages at ``rate`` msg/s (linger.ms=0), one every 1/rate s;
     produce() to delivery callback latencies, the first ``warmup`` seconds dropped."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "compression.type": "none",
-                  "queue.buffering.max.messages": 1_000_000, "message.timeout.ms": 60_000, **(extra or {})})  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 0,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1_000_000,
+            "message.timeout.ms": 60_000,
+            **(extra or {}),
+        }
+    )
     payload = os.urandom(LATENCY_SIZE)
     p.produce(topic, payload, partition=0)
     assert p.flush(30) == 0
@@ -365,9 +463,15 @@ def produce_latency(bootstrap: str, topic: str, acks: str, rate: int, seconds: f
         lat, sending = paced_produce(p, topic, payload, rate, total, partition=0)
     kept = lat[skip:]
     return {
-        "samples": len(kept), "rate": total / sending, "p50_ms": percentile(kept, 50) * 1e3, "p99_ms": percentile(kept, 99) * 1e3,
-        "p999_ms": percentile(kept, 99.9) * 1e3, "max_ms": max(kept) * 1e3, "latencies": kept, **cpu.per_million(total, leader),
-    }  # fmt: skip
+        "samples": len(kept),
+        "rate": total / sending,
+        "p50_ms": percentile(kept, 50) * 1e3,
+        "p99_ms": percentile(kept, 99) * 1e3,
+        "p999_ms": percentile(kept, 99.9) * 1e3,
+        "max_ms": max(kept) * 1e3,
+        "latencies": kept,
+        **cpu.per_million(total, leader),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -401,10 +505,15 @@ def py_spy_top(raw_path: Path, limit: int = 25) -> dict:
             incl_n[f] += n
     busy = loop - idle
     return {
-        "samples": total, "loop_samples": loop, "idle_share": idle / loop if loop else float("nan"), "busy_samples": busy,
+        "samples": total,
+        "loop_samples": loop,
+        "idle_share": idle / loop if loop else float("nan"),
+        "busy_samples": busy,
         "self": [(f, c / busy) for f, c in self_n.most_common(limit)] if busy else [],
-        "inclusive": [(f, c / busy) for f, c in incl_n.most_common(limit * 3) if c / busy >= 0.02] if busy else [],
-    }  # fmt: skip
+        "inclusive": [(f, c / busy) for f, c in incl_n.most_common(limit * 3) if c / busy >= 0.02]
+        if busy
+        else [],
+    }
 
 
 def _frame(f: str) -> str:
@@ -413,7 +522,15 @@ def _frame(f: str) -> str:
     return f"{name} ({Path(where.rstrip(')').rsplit(':', 1)[0]).name})" if where else name
 
 
-def profile_rf3(args, bootstrap: str, admin, leader: int, followers: list[int], pids: dict[int, int], out_dir: Path) -> dict:
+def profile_rf3(
+    args,
+    bootstrap: str,
+    admin,
+    leader: int,
+    followers: list[int],
+    pids: dict[int, int],
+    out_dir: Path,
+) -> dict:
     """One more RF 3 acks=all case with py-spy sampling the leader and one follower."""
     spy = shutil.which("py-spy")
     if spy is None:
@@ -424,15 +541,34 @@ def profile_rf3(args, bootstrap: str, admin, leader: int, followers: list[int], 
     procs = {}
     for role, bid in (("leader", leader), ("follower", followers[0])):
         path = out_dir / f"py-spy-{role}-b{bid}.txt"
-        procs[role] = (path, subprocess.Popen(
-            # --native (system calls and Rust frames) needs the blocking mode: py-spy stops
-            # the process for each sample, which slows it down; hence after the measured cases.
-            [spy, "record", "--pid", str(pids[bid]), "--rate", "200", "--duration", str(seconds + 2), "--format", "raw",
-             "--output", str(path), "--native"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        ))  # fmt: skip
+        procs[role] = (
+            path,
+            subprocess.Popen(
+                # --native (system calls and Rust frames) needs the blocking mode: py-spy stops
+                # the process for each sample, which slows it down; hence after the measured cases.
+                [
+                    spy,
+                    "record",
+                    "--pid",
+                    str(pids[bid]),
+                    "--rate",
+                    "200",
+                    "--duration",
+                    str(seconds + 2),
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(path),
+                    "--native",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            ),
+        )
     time.sleep(1.0)
-    res = produce_throughput(bootstrap, topic, "all", 10 * args.messages, seconds, args.linger_ms, pids, leader)
+    res = produce_throughput(
+        bootstrap, topic, "all", 10 * args.messages, seconds, args.linger_ms, pids, leader
+    )
     out = {"throughput_under_py_spy": res}
     for role, (path, proc) in procs.items():
         try:
@@ -456,10 +592,16 @@ def run(args) -> dict:
     from tests.cluster.harness.cluster import wait_until
 
     results: dict = {
-        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "argv": sys.argv[1:], "loadavg_start": os.getloadavg(),
-        "commit": _git("rev-parse", "--short", "HEAD"), "cpus": os.cpu_count(), "via_proxies": args.via_proxies,
-        "messages": args.messages, "rounds": args.rounds, "linger_ms": args.linger_ms,
-    }  # fmt: skip
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "argv": sys.argv[1:],
+        "loadavg_start": os.getloadavg(),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "cpus": os.cpu_count(),
+        "via_proxies": args.via_proxies,
+        "messages": args.messages,
+        "rounds": args.rounds,
+        "linger_ms": args.linger_ms,
+    }
     workdir = Path(tempfile.mkdtemp(prefix="replication-bench-", dir=args.workdir))
     log(f"data under {workdir}")
     single = None
@@ -472,8 +614,17 @@ def run(args) -> dict:
         controller = md.controller_id
         leader = next(b for b in sorted(pids) if b != controller)
         followers = [b for b in sorted(pids) if b != leader]
-        results.update({"controller": controller, "leader": leader, "followers": followers, "broker_pids": pids})
-        log(f"cluster up: brokers {sorted(pids)} (pids {pids}), controller {controller}; every topic led by {leader}, followers {followers}")
+        results.update(
+            {
+                "controller": controller,
+                "leader": leader,
+                "followers": followers,
+                "broker_pids": pids,
+            }
+        )
+        log(
+            f"cluster up: brokers {sorted(pids)} (pids {pids}), controller {controller}; every topic led by {leader}, followers {followers}"
+        )
         if not args.no_single:
             single = BrokerProc(workdir / "single")
             single.start()
@@ -487,7 +638,12 @@ def run(args) -> dict:
             p.produce("setup", b"x" * SIZE, partition=0)
         assert p.flush(30) == 0, errors
         consume(bootstrap, "setup", 1, 10, timeout=60.0)
-        wait_until(lambda: "__consumer_offsets" in admin.list_topics(timeout=5).topics, 30, 0.2, "the offsets topic")
+        wait_until(
+            lambda: "__consumer_offsets" in admin.list_topics(timeout=5).topics,
+            30,
+            0.2,
+            "the offsets topic",
+        )
         del p
         delete_topic(admin, "setup")
 
@@ -520,37 +676,64 @@ def run(args) -> dict:
                     hw = None
                 os.sync()
                 pump_s = pump.pump(args.messages * SIZE)
-                res = produce_throughput(target, topic, acks, args.messages, args.case_seconds, args.linger_ms, target_pids, target_leader, hw)
+                res = produce_throughput(
+                    target,
+                    topic,
+                    acks,
+                    args.messages,
+                    args.case_seconds,
+                    args.linger_ms,
+                    target_pids,
+                    target_leader,
+                    hw,
+                )
                 res["pump_mb_per_s"] = args.messages * SIZE / pump_s / MB
                 res["vs_pump"] = res["mb_per_s"] / res["pump_mb_per_s"]
                 res["topic"] = topic
                 res["loadavg"] = os.getloadavg()[0]
-                part_dir = (c.broker(leader).partition_dir(topic, 0) if rf else single.data_dir / f"{topic}-0")
+                part_dir = (
+                    c.broker(leader).partition_dir(topic, 0)
+                    if rf
+                    else single.data_dir / f"{topic}-0"
+                )
                 res["batches"], records = count_batches(part_dir)
-                res["records_per_batch"] = records / res["batches"] if res["batches"] else float("nan")
+                res["records_per_batch"] = (
+                    records / res["batches"] if res["batches"] else float("nan")
+                )
                 rnd["produce"][name] = res
-                log(f"round {r + 1} produce {LABELS[name]:<28} {res['msgs_per_s']:>11,.0f} msg/s {res['mb_per_s']:7.1f} MB/s"
+                log(
+                    f"round {r + 1} produce {LABELS[name]:<28} {res['msgs_per_s']:>11,.0f} msg/s {res['mb_per_s']:7.1f} MB/s"
                     f"{' (cut at the time limit)' if res['cut_at_limit'] else ''}; replicated {res['replicated_msgs_per_s']:,.0f} msg/s; brokers {res['brokers_s_per_M']:.2f} CPU s/M "
                     f"(leader {res['leader_s_per_M']:.2f}, followers {res['followers_s_per_M']:.2f}), client {res['client_s_per_M']:.2f}; "
                     f"brokers waited {res['brokers_cpu_wait_s']:.2f} s for a CPU in {res['wall_s']:.2f} s; steal {res['steal_s']:.2f} s; "
-                    f"{res['records_per_batch']:,.0f} records/batch; pump {res['pump_mb_per_s']:,.0f} MB/s; load {res['loadavg']:.1f}")  # fmt: skip
+                    f"{res['records_per_batch']:,.0f} records/batch; pump {res['pump_mb_per_s']:,.0f} MB/s; load {res['loadavg']:.1f}"
+                )
                 if name in ("rf1-acks1", "rf3-acks1"):
                     os.sync()
                     cres = consume_throughput(bootstrap, topic, res["messages"] + 1, pids, leader)
                     rnd["consume"][name] = cres
-                    log(f"round {r + 1} consume {LABELS[name]:<28} {cres['msgs_per_s']:>11,.0f} msg/s {cres['mb_per_s']:7.1f} MB/s; "
+                    log(
+                        f"round {r + 1} consume {LABELS[name]:<28} {cres['msgs_per_s']:>11,.0f} msg/s {cres['mb_per_s']:7.1f} MB/s; "
                         f"brokers {cres['brokers_s_per_M']:.2f} CPU s/M (leader {cres['leader_s_per_M']:.2f}, followers "
                         f"{cres['followers_s_per_M']:.2f}), client {cres['client_s_per_M']:.2f}; brokers waited {cres['brokers_cpu_wait_s']:.2f} s "
-                        f"for a CPU; steal {cres['steal_s']:.2f} s")  # fmt: skip
+                        f"for a CPU; steal {cres['steal_s']:.2f} s"
+                    )
                 if rf == 3:
                     # Correctness alongside: the replicas byte-identical below the high watermark.
                     high = watermarks.high(topic)
                     dirs = {f"b{b.id}": b.partition_dir(topic, 0) for b in c.brokers}
                     cmp = compare_replicas(dirs, high)
-                    checks[topic] = {"high_watermark": high, "identical": cmp.identical, "end_offsets": cmp.end_offsets,
-                                     "batches_compared": cmp.batches_compared, "detail": cmp.detail}  # fmt: skip
-                    log(f"replicas of {topic}: {'identical' if cmp.identical else 'DIFFER: ' + cmp.detail} below the high watermark "
-                        f"{high:,} ({cmp.batches_compared:,} batches; log ends {cmp.end_offsets})")  # fmt: skip
+                    checks[topic] = {
+                        "high_watermark": high,
+                        "identical": cmp.identical,
+                        "end_offsets": cmp.end_offsets,
+                        "batches_compared": cmp.batches_compared,
+                        "detail": cmp.detail,
+                    }
+                    log(
+                        f"replicas of {topic}: {'identical' if cmp.identical else 'DIFFER: ' + cmp.detail} below the high watermark "
+                        f"{high:,} ({cmp.batches_compared:,} batches; log ends {cmp.end_offsets})"
+                    )
                 if rf:
                     delete_topic(admin, topic)
             rounds.append(rnd)
@@ -568,28 +751,45 @@ def run(args) -> dict:
                 topic = f"lat-{name}-p{i}"
                 create_topic(admin, topic, [leader, *followers][:rf])
                 os.sync()
-                res = produce_latency(bootstrap, topic, acks, args.rate, per_pass, pids, leader, extra)
+                res = produce_latency(
+                    bootstrap, topic, acks, args.rate, per_pass, pids, leader, extra
+                )
                 res["loadavg"] = os.getloadavg()[0]
                 delete_topic(admin, topic)
                 lat[name].append(res)
-                log(f"pass {i + 1} latency {LABELS[name]:<31} 1 KB at {res['rate']:,.0f} msg/s: p50 {res['p50_ms']:.2f} ms, "
+                log(
+                    f"pass {i + 1} latency {LABELS[name]:<31} 1 KB at {res['rate']:,.0f} msg/s: p50 {res['p50_ms']:.2f} ms, "
                     f"p99 {res['p99_ms']:.2f} ms, p99.9 {res['p999_ms']:.2f} ms, max {res['max_ms']:.1f} ms; brokers "
-                    f"{res['brokers_cores']:.2f} cores, waited {res['brokers_cpu_wait_s']:.2f} s for a CPU; steal {res['steal_s']:.2f} s; load {res['loadavg']:.1f}")  # fmt: skip
+                    f"{res['brokers_cores']:.2f} cores, waited {res['brokers_cpu_wait_s']:.2f} s for a CPU; steal {res['steal_s']:.2f} s; load {res['loadavg']:.1f}"
+                )
         results["latency"] = {}
         for name, runs in lat.items():
             every = [x for r_ in runs for x in r_.pop("latencies")]
             results["latency"][name] = {
-                "passes": runs, "p50_ms": percentile(every, 50) * 1e3, "p99_ms": percentile(every, 99) * 1e3,
-                "p999_ms": percentile(every, 99.9) * 1e3, "max_ms": max(every) * 1e3, "samples": len(every),
-                "rate": median([x["rate"] for x in runs]), "brokers_cores": median([x["brokers_cores"] for x in runs]),
+                "passes": runs,
+                "p50_ms": percentile(every, 50) * 1e3,
+                "p99_ms": percentile(every, 99) * 1e3,
+                "p999_ms": percentile(every, 99.9) * 1e3,
+                "max_ms": max(every) * 1e3,
+                "samples": len(every),
+                "rate": median([x["rate"] for x in runs]),
+                "brokers_cores": median([x["brokers_cores"] for x in runs]),
                 "steal_s": sum(x["steal_s"] for x in runs),
-            }  # fmt: skip
+            }
 
         # 3. Optional: where an RF 3 acks=all produce spends the brokers' time.
         if args.profile:
             log("profiling one more RF 3 acks=all case with py-spy (leader and one follower)")
             try:
-                results["profile"] = profile_rf3(args, bootstrap, admin, leader, followers, pids, Path(args.profile_dir or workdir))
+                results["profile"] = profile_rf3(
+                    args,
+                    bootstrap,
+                    admin,
+                    leader,
+                    followers,
+                    pids,
+                    Path(args.profile_dir or workdir),
+                )
             except Exception:
                 results["profile"] = {"error": traceback.format_exc()}
     finally:
@@ -610,92 +810,147 @@ def summarize(results: dict) -> None:
     rounds = results.get("rounds_throughput") or []
     summary: dict = {"produce": {}, "consume": {}}
     for kind, base in (("produce", "rf1-acks1"), ("consume", "rf1-acks1")):
-        names = [n for n in (*[c[0] for c in THROUGHPUT_CASES], SINGLE[0]) if any(n in r[kind] for r in rounds)]
+        names = [
+            n
+            for n in (*[c[0] for c in THROUGHPUT_CASES], SINGLE[0])
+            if any(n in r[kind] for r in rounds)
+        ]
         for name in names:
             rs = [r[kind][name] for r in rounds if name in r[kind]]
-            ratios = [r[kind][name]["msgs_per_s"] / r[kind][base]["msgs_per_s"] for r in rounds if name in r[kind] and base in r[kind]]
+            ratios = [
+                r[kind][name]["msgs_per_s"] / r[kind][base]["msgs_per_s"]
+                for r in rounds
+                if name in r[kind] and base in r[kind]
+            ]
             summary[kind][name] = {
-                "msgs_per_s": median([x["msgs_per_s"] for x in rs]), "msgs_per_s_range": (min(x["msgs_per_s"] for x in rs), max(x["msgs_per_s"] for x in rs)),
-                "mb_per_s": median([x["mb_per_s"] for x in rs]), "brokers_s_per_M": median([x["brokers_s_per_M"] for x in rs]),
-                "brokers_s_per_M_range": (min(x["brokers_s_per_M"] for x in rs), max(x["brokers_s_per_M"] for x in rs)),
-                "leader_s_per_M": median([x["leader_s_per_M"] for x in rs]), "followers_s_per_M": median([x["followers_s_per_M"] for x in rs]),
-                "client_s_per_M": median([x["client_s_per_M"] for x in rs]), "brokers_cores": median([x["brokers_cores"] for x in rs]),
-                "steal_s": median([x["steal_s"] for x in rs]), "vs_rf1_acks1": median(ratios), "vs_rf1_acks1_per_round": ratios,
-                "vs_pump": median([x.get("vs_pump") for x in rs]), "pump_mb_per_s": median([x.get("pump_mb_per_s") for x in rs]),
+                "msgs_per_s": median([x["msgs_per_s"] for x in rs]),
+                "msgs_per_s_range": (
+                    min(x["msgs_per_s"] for x in rs),
+                    max(x["msgs_per_s"] for x in rs),
+                ),
+                "mb_per_s": median([x["mb_per_s"] for x in rs]),
+                "brokers_s_per_M": median([x["brokers_s_per_M"] for x in rs]),
+                "brokers_s_per_M_range": (
+                    min(x["brokers_s_per_M"] for x in rs),
+                    max(x["brokers_s_per_M"] for x in rs),
+                ),
+                "leader_s_per_M": median([x["leader_s_per_M"] for x in rs]),
+                "followers_s_per_M": median([x["followers_s_per_M"] for x in rs]),
+                "client_s_per_M": median([x["client_s_per_M"] for x in rs]),
+                "brokers_cores": median([x["brokers_cores"] for x in rs]),
+                "steal_s": median([x["steal_s"] for x in rs]),
+                "vs_rf1_acks1": median(ratios),
+                "vs_rf1_acks1_per_round": ratios,
+                "vs_pump": median([x.get("vs_pump") for x in rs]),
+                "pump_mb_per_s": median([x.get("pump_mb_per_s") for x in rs]),
                 "cut_at_limit": any(x.get("cut_at_limit") for x in rs),
                 "replicated_msgs_per_s": median([x.get("replicated_msgs_per_s") for x in rs]),
                 "brokers_cpu_wait_s": median([x.get("brokers_cpu_wait_s") for x in rs]),
                 "brokers_cpu_wait_share": median([x.get("brokers_cpu_wait_share") for x in rs]),
                 "records_per_batch": median([x.get("records_per_batch") for x in rs]),
-            }  # fmt: skip
+            }
     results["summary"] = summary
 
 
 def print_report(results: dict) -> None:
     s = results.get("summary", {})
     n_rounds = len(results.get("rounds_throughput") or [])
-    print(f"\n==== replication benchmark: {results['date']}, commit {results['commit']}, {results['cpus']} CPUs, "
-          f"{'through the harness proxies' if results['via_proxies'] else 'direct connections'} ====")  # fmt: skip
-    print(f"100 B messages, {results['messages']:,} per produce case (linger.ms {results['linger_ms']}, batch.size 1 MB, "
-          f"produce_batch); {n_rounds} round(s): median (min-max) over rounds; ratio: to RF 1 acks=1, paired per round; "
-          "replicated: msg/s until the high watermark reached the end; CPU s/M: the brokers' user+system seconds per "
-          "million messages (leader / followers); CPU wait: share of the case the brokers' threads were runnable "
-          "but waited for a CPU (per broker); pump: payload MB/s over a raw loopback socket pump's")  # fmt: skip
-    head = (f"{'case':<30} {'msg/s':>10} {'(range)':>23} {'MB/s':>6} {'ratio':>5} {'replicated':>10} {'CPU s/M':>7} "
-            f"{'leader':>6} {'follow':>6} {'client':>6} {'CPU wait':>8} {'rec/batch':>9} {'vs pump':>7}")  # fmt: skip
+    print(
+        f"\n==== replication benchmark: {results['date']}, commit {results['commit']}, {results['cpus']} CPUs, "
+        f"{'through the harness proxies' if results['via_proxies'] else 'direct connections'} ===="
+    )
+    print(
+        f"100 B messages, {results['messages']:,} per produce case (linger.ms {results['linger_ms']}, batch.size 1 MB, "
+        f"produce_batch); {n_rounds} round(s): median (min-max) over rounds; ratio: to RF 1 acks=1, paired per round; "
+        "replicated: msg/s until the high watermark reached the end; CPU s/M: the brokers' user+system seconds per "
+        "million messages (leader / followers); CPU wait: share of the case the brokers' threads were runnable "
+        "but waited for a CPU (per broker); pump: payload MB/s over a raw loopback socket pump's"
+    )
+    head = (
+        f"{'case':<30} {'msg/s':>10} {'(range)':>23} {'MB/s':>6} {'ratio':>5} {'replicated':>10} {'CPU s/M':>7} "
+        f"{'leader':>6} {'follow':>6} {'client':>6} {'CPU wait':>8} {'rec/batch':>9} {'vs pump':>7}"
+    )
     print("\nproduce\n" + head)
     for name, x in s.get("produce", {}).items():
         lo, hi = x["msgs_per_s_range"]
         rep = x.get("replicated_msgs_per_s")
         rep = "-" if rep is None or rep != rep or name == SINGLE[0] else f"{rep:,.0f}"
-        print(f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
-              f"{x['vs_rf1_acks1']:>5.2f} {rep:>10} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
-              f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%} {x['records_per_batch']:>9,.0f} {x['vs_pump']:>7.3f}"
-              f"{'  (cut at the time limit)' if x['cut_at_limit'] else ''}")  # fmt: skip
-    print("\nconsume (assign, 500 per consume())\n" + head[: head.index(" replicated")] + head[head.index(" replicated") + 11 : head.index(" rec/batch")])
+        print(
+            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
+            f"{x['vs_rf1_acks1']:>5.2f} {rep:>10} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
+            f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%} {x['records_per_batch']:>9,.0f} {x['vs_pump']:>7.3f}"
+            f"{'  (cut at the time limit)' if x['cut_at_limit'] else ''}"
+        )
+    print(
+        "\nconsume (assign, 500 per consume())\n"
+        + head[: head.index(" replicated")]
+        + head[head.index(" replicated") + 11 : head.index(" rec/batch")]
+    )
     for name, x in s.get("consume", {}).items():
         lo, hi = x["msgs_per_s_range"]
-        print(f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
-              f"{x['vs_rf1_acks1']:>5.2f} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
-              f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%}")  # fmt: skip
+        print(
+            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
+            f"{x['vs_rf1_acks1']:>5.2f} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
+            f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%}"
+        )
     pr = s.get("produce", {})
     if "rf3-acksall" in pr and "rf1-acks1" in pr:
         ratio = pr["rf3-acksall"]["vs_rf1_acks1"]
-        print(f"\nGoal: RF 3 acks=all >= {GOAL_RATIO:.2f} x RF 1 acks=1: {ratio:.2f} "
-              f"(per round {', '.join(f'{v:.2f}' for v in pr['rf3-acksall']['vs_rf1_acks1_per_round'])}): "
-              f"{'met' if ratio >= GOAL_RATIO else 'NOT met'}")  # fmt: skip
+        print(
+            f"\nGoal: RF 3 acks=all >= {GOAL_RATIO:.2f} x RF 1 acks=1: {ratio:.2f} "
+            f"(per round {', '.join(f'{v:.2f}' for v in pr['rf3-acksall']['vs_rf1_acks1_per_round'])}): "
+            f"{'met' if ratio >= GOAL_RATIO else 'NOT met'}"
+        )
         base = pr["rf1-acks1"]["brokers_s_per_M"]
-        print("Brokers' CPU per message over RF 1 acks=1's: " + ", ".join(
-            f"{LABELS[n]} {x['brokers_s_per_M'] / base:.1f}x" for n, x in pr.items() if n != "rf1-acks1"))  # fmt: skip
+        print(
+            "Brokers' CPU per message over RF 1 acks=1's: "
+            + ", ".join(
+                f"{LABELS[n]} {x['brokers_s_per_M'] / base:.1f}x"
+                for n, x in pr.items()
+                if n != "rf1-acks1"
+            )
+        )
     checks = results.get("replica_checks") or {}
     if checks:
         bad = [t for t, x in checks.items() if not x["identical"]]
-        print(f"Replicas of the {len(checks)} RF 3 topics byte-identical below the high watermark: "
-              f"{'yes' if not bad else 'NO: ' + ', '.join(bad)}")  # fmt: skip
+        print(
+            f"Replicas of the {len(checks)} RF 3 topics byte-identical below the high watermark: "
+            f"{'yes' if not bad else 'NO: ' + ', '.join(bad)}"
+        )
     lat = results.get("latency") or {}
     if lat:
-        print(f"\nack latency, 1 KB at {results.get('rate', LATENCY_RATE):,} msg/s, linger.ms=0, produce() to delivery (passes pooled)")
-        print(f"{'case':<31} {'rate':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>8} {'max ms':>8} {'p99 per pass':>18} "
-              f"{'broker cores':>12} {'CPU wait s':>10} {'steal s':>7}")  # fmt: skip
+        print(
+            f"\nack latency, 1 KB at {results.get('rate', LATENCY_RATE):,} msg/s, linger.ms=0, produce() to delivery (passes pooled)"
+        )
+        print(
+            f"{'case':<31} {'rate':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>8} {'max ms':>8} {'p99 per pass':>18} "
+            f"{'broker cores':>12} {'CPU wait s':>10} {'steal s':>7}"
+        )
         for name, x in lat.items():
             per = ", ".join(f"{p['p99_ms']:.2f}" for p in x["passes"])
             wait = sum(p["brokers_cpu_wait_s"] for p in x["passes"])
-            print(f"{LABELS[name]:<31} {x['rate']:>7,.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['p999_ms']:>8.2f} {x['max_ms']:>8.1f} "
-                  f"{per:>18} {x['brokers_cores']:>12.2f} {wait:>10.2f} {x['steal_s']:>7.2f}")  # fmt: skip
+            print(
+                f"{LABELS[name]:<31} {x['rate']:>7,.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['p999_ms']:>8.2f} {x['max_ms']:>8.1f} "
+                f"{per:>18} {x['brokers_cores']:>12.2f} {wait:>10.2f} {x['steal_s']:>7.2f}"
+            )
     prof = results.get("profile")
     if prof:
         if "error" in prof:
             print(f"\nprofile: {prof['error']}")
         else:
             t = prof["throughput_under_py_spy"]
-            print(f"\npy-spy --native (200 Hz) during one more RF 3 acks=all case: {t['msgs_per_s']:,.0f} msg/s under the profiler")
+            print(
+                f"\npy-spy --native (200 Hz) during one more RF 3 acks=all case: {t['msgs_per_s']:,.0f} msg/s under the profiler"
+            )
             for role in ("leader", "follower"):
                 x = prof.get(role, {})
                 if "error" in x:
                     print(f"  {role}: {x['error']}")
                     continue
-                print(f"  {role}: event-loop thread {x['loop_samples']:,} samples, {x['idle_share']:.0%} of them in epoll; "
-                      f"of the {x['busy_samples']:,} busy ones, self:")  # fmt: skip
+                print(
+                    f"  {role}: event-loop thread {x['loop_samples']:,} samples, {x['idle_share']:.0%} of them in epoll; "
+                    f"of the {x['busy_samples']:,} busy ones, self:"
+                )
                 for f, share in x["self"][:15]:
                     print(f"    {share:6.1%}  {f}")
                 print("   inclusive:")
@@ -707,29 +962,65 @@ def print_report(results: dict) -> None:
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except Exception:  # noqa: BLE001
         return "?"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="500,000 messages per case, 1 round, 4 s of latency per case")
-    p.add_argument("--messages", type=int, default=None, help="100 B messages per produce case (default 1,000,000; --quick 500,000)")
-    p.add_argument("--rounds", type=int, default=None, help="throughput rounds (default 4; --quick 1)")
-    p.add_argument("--case-seconds", type=float, default=None, help="a produce case stops producing after this (default 30; --quick 10)")
-    p.add_argument("--latency-seconds", type=float, default=None, help="seconds of paced producing per latency case (default 20; --quick 4)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="500,000 messages per case, 1 round, 4 s of latency per case",
+    )
+    p.add_argument(
+        "--messages",
+        type=int,
+        default=None,
+        help="100 B messages per produce case (default 1,000,000; --quick 500,000)",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=None, help="throughput rounds (default 4; --quick 1)"
+    )
+    p.add_argument(
+        "--case-seconds",
+        type=float,
+        default=None,
+        help="a produce case stops producing after this (default 30; --quick 10)",
+    )
+    p.add_argument(
+        "--latency-seconds",
+        type=float,
+        default=None,
+        help="seconds of paced producing per latency case (default 20; --quick 4)",
+    )
     p.add_argument("--rate", type=int, default=LATENCY_RATE)
     p.add_argument("--linger-ms", type=int, default=20)
-    p.add_argument("--via-proxies", action="store_true", help="clients and followers through the harness's proxies")
+    p.add_argument(
+        "--via-proxies",
+        action="store_true",
+        help="clients and followers through the harness's proxies",
+    )
     p.add_argument("--no-single", action="store_true", help="skip the single-broker reference case")
-    p.add_argument("--profile", action="store_true", help="after the cases, py-spy the leader and a follower during one more RF 3 acks=all case")
-    p.add_argument("--profile-dir", help="keep py-spy's output here (default: the data dir, removed unless --keep)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the cases, py-spy the leader and a follower during one more RF 3 acks=all case",
+    )
+    p.add_argument(
+        "--profile-dir",
+        help="keep py-spy's output here (default: the data dir, removed unless --keep)",
+    )
     p.add_argument("--json", help="write every figure to this file")
     p.add_argument("--workdir", default=os.environ.get("LOGSTORE_BENCH_DIR"))
     p.add_argument("--keep", action="store_true", help="keep the data directories")
     args = p.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     args.messages = args.messages or (500_000 if args.quick else 1_000_000)
     args.rounds = args.rounds or (1 if args.quick else 4)

@@ -24,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import logstore
 import pytest
 from logstore_bench import KB, MB, BenchReport, PairedBaseline, median_seconds
+
+import logstore
 
 ROUND_BYTES = 64 * MB
 ROUNDS = 9
@@ -105,7 +106,9 @@ def _section(report: BenchReport) -> None:
     )
 
 
-def write_round(bench_dir: Path, batches: list[bytes], nbytes: int, received: bool = False) -> float:
+def write_round(
+    bench_dir: Path, batches: list[bytes], nbytes: int, received: bool = False
+) -> float:
     """One baseline round: os.write of the batches into a fresh file; returns seconds."""
     fd, path = tempfile.mkstemp(prefix="append-", suffix=".bin", dir=bench_dir)
     try:
@@ -128,7 +131,12 @@ ALL_CASES = [(r, b, False) for r, b in CASES] + [(r, b, True) for r, b in CASES 
     ids=[case_id(r, b).replace(" ", "-") + ("-received" if rc else "") for r, b, rc in ALL_CASES],
 )
 def test_append(
-    benchmark, report: BenchReport, bench_dir: Path, record_size: int, batch_size: int, received: bool
+    benchmark,
+    report: BenchReport,
+    bench_dir: Path,
+    record_size: int,
+    batch_size: int,
+    received: bool,
 ) -> None:
     """Log.append of ROUND_BYTES into a fresh log; os.write of the same bytes before each round."""
     batches, records = batches_for(record_size, batch_size)

@@ -40,13 +40,20 @@ def build(directory: Path, count: int) -> tuple[StandardAuthorizer, list[tuple]]
     for i in range(count):
         principal = rng.choice(principals)
         if i % 2:
-            bindings.append(AclBinding.create(TOPIC, f"topic-{i}", LITERAL, principal, "*", WRITE, ALLOW))
+            bindings.append(
+                AclBinding.create(TOPIC, f"topic-{i}", LITERAL, principal, "*", WRITE, ALLOW)
+            )
         else:
-            bindings.append(AclBinding.create(TOPIC, f"team{i}-", PREFIXED, principal, "*", WRITE, ALLOW))
+            bindings.append(
+                AclBinding.create(TOPIC, f"team{i}-", PREFIXED, principal, "*", WRITE, ALLOW)
+            )
     authorizer.create(bindings)
     questions = [
         (rng.choice(principals), "127.0.0.1", AclOperation.WRITE, ResourceType.TOPIC, name)
-        for name in (f"topic-{rng.randrange(count)}" if k % 2 else f"team{rng.randrange(count)}-events" for k in range(LOOKUPS))
+        for name in (
+            f"topic-{rng.randrange(count)}" if k % 2 else f"team{rng.randrange(count)}-events"
+            for k in range(LOOKUPS)
+        )
     ]
     return authorizer, questions
 
@@ -63,7 +70,9 @@ def _section(report: BenchReport) -> None:
 
 @pytest.mark.parametrize("cached", [False, True], ids=["new", "cached"])
 @pytest.mark.parametrize("count", BINDING_COUNTS)
-def test_authorize(benchmark, report: BenchReport, bench_dir: Path, count: int, cached: bool) -> None:
+def test_authorize(
+    benchmark, report: BenchReport, bench_dir: Path, count: int, cached: bool
+) -> None:
     directory = bench_dir / f"acl-{count}-{cached}"
     directory.mkdir()
     authorizer, questions = build(directory, count)
@@ -97,5 +106,13 @@ def test_authorize(benchmark, report: BenchReport, bench_dir: Path, count: int, 
         return
     us = seconds / LOOKUPS * 1e6
     ceiling_us = sorted(ceiling)[len(ceiling) // 2] / LOOKUPS * 1e6
-    report.add("authorizer", f"{count:,} bindings", "cached" if cached else "new", us=us, vs_dict=us / ceiling_us)
-    benchmark.extra_info.update({"us_per_decision": round(us, 3), "us_per_dict_get": round(ceiling_us, 4)})
+    report.add(
+        "authorizer",
+        f"{count:,} bindings",
+        "cached" if cached else "new",
+        us=us,
+        vs_dict=us / ceiling_us,
+    )
+    benchmark.extra_info.update(
+        {"us_per_decision": round(us, 3), "us_per_dict_get": round(ceiling_us, 4)}
+    )

@@ -35,9 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import logstore
 import pytest
 from logstore_bench import MB, BenchReport, PairedBaseline, median_seconds
+
+import logstore
 
 TOTAL_BYTES = int(os.environ.get("LOGSTORE_BENCH_CLEANER_BYTES") or 1 << 30)
 SEGMENT_BYTES = 128 * MB
@@ -66,7 +67,9 @@ def pristine(bench_dir: Path):
     log = logstore.Log.open(path, segment_bytes=SEGMENT_BYTES)
     blob = os.urandom(4 * MB)
     now = int(time.time() * 1000)
-    per_batch = len(logstore.encode_batch([(b"key-00000000", blob[:VALUE_SIZE])] * RECORDS_PER_BATCH))
+    per_batch = len(
+        logstore.encode_batch([(b"key-00000000", blob[:VALUE_SIZE])] * RECORDS_PER_BATCH)
+    )
     batches = -(-TOTAL_BYTES // per_batch)
     records = batches * RECORDS_PER_BATCH
     unique = records // UNIQUE_SHARE
@@ -121,7 +124,9 @@ def test_clean_pass(benchmark, report: BenchReport, bench_dir: Path, pristine) -
             assert stats["keys_mapped"] == unique, stats
             assert stats["records_retained"] == unique and stats["bytes_read"] == size, stats
             # Grouped by size before cleaning, the superseded segments counting as empty.
-            assert stats["segments_written"] == stats["segments_cleaned"] - stats["segments_unread"], stats
+            assert (
+                stats["segments_written"] == stats["segments_cleaned"] - stats["segments_unread"]
+            ), stats
             path = Path(log.path)
             log.close()
             shutil.rmtree(path.parent)
@@ -150,7 +155,9 @@ def test_clean_pass(benchmark, report: BenchReport, bench_dir: Path, pristine) -
     ratio = baseline.ratio(benchmark)
     case = f"{size / MB:,.0f} MB, {records:,} records, {unique:,} keys"
     report.add("cleaner", case, "os.pread once", mbps=size / MB / baseline.median())
-    report.add("cleaner", case, "Log.clean", mbps=size / MB / seconds, ratio=ratio, bpk=bytes_per_key)
+    report.add(
+        "cleaner", case, "Log.clean", mbps=size / MB / seconds, ratio=ratio, bpk=bytes_per_key
+    )
     benchmark.extra_info.update(
         {
             "log_bytes": size,

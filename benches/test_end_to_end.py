@@ -48,8 +48,8 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import (
-    MB,
     CONSUME_BATCH,
+    MB,
     BrokerProc,
     PageCacheWriter,
     SocketPump,
@@ -164,13 +164,26 @@ def _sections(report: BenchReport) -> None:
         "e2e_requests",
         "broker capacity for one-record Produce requests (raw pipelined client, v9, acks=-1, 1 KB): "
         "what linger.ms=0 asks of it at 10k msg/s",
-        [("window", "in flight"), ("rps", "requests/s"), ("user", "broker user us/req"), ("sys", "broker sys us/req")],
+        [
+            ("window", "in flight"),
+            ("rps", "requests/s"),
+            ("user", "broker user us/req"),
+            ("sys", "broker sys us/req"),
+        ],
     )
 
 
 def _record(
-    benchmark, report: BenchReport, case: str, impl: str, count: int, size: int, baseline: PairedBaseline,
-    goal: int | None, measured: list[float] | None = None, written: PairedBaseline | None = None,
+    benchmark,
+    report: BenchReport,
+    case: str,
+    impl: str,
+    count: int,
+    size: int,
+    baseline: PairedBaseline,
+    goal: int | None,
+    measured: list[float] | None = None,
+    written: PairedBaseline | None = None,
 ):
     """One row: ``measured`` seconds per round (default: pytest-benchmark's own rounds);
     ``written`` is the paired ``os.write`` of the same bytes, for produce rows."""
@@ -186,7 +199,9 @@ def _record(
     values = {"msgs": msgs, "mbps": mbps, "pump": pump_mbps, "ratio": ratio}
     if written is not None:
         values["write"] = count * size / written.median() / MB
-        values["write_ratio"] = statistics.median(b / m for b, m in zip(written.seconds, measured, strict=True))
+        values["write_ratio"] = statistics.median(
+            b / m for b, m in zip(written.seconds, measured, strict=True)
+        )
     if goal:
         values["goal"] = msgs / goal
     benchmark.extra_info.update({k: v for k, v in values.items()})
@@ -249,12 +264,16 @@ def test_produce_request_rate(benchmark, e2e_broker: BrokerProc, report: BenchRe
 
     def run():
         before = broker_cpu_seconds(pid)
-        seconds.append(raw_produce_requests(e2e_broker.port, topic, RAW_REQUESTS, LATENCY_SIZE, window))
+        seconds.append(
+            raw_produce_requests(e2e_broker.port, topic, RAW_REQUESTS, LATENCY_SIZE, window)
+        )
         after = broker_cpu_seconds(pid)
         cpu.append((after[0] - before[0], after[1] - before[1]))
 
     benchmark.pedantic(run, rounds=1, iterations=1)
-    assert end_offsets(e2e_broker.bootstrap, topic, 1) == [RAW_REQUESTS], "not every request was appended"
+    assert end_offsets(e2e_broker.bootstrap, topic, 1) == [RAW_REQUESTS], (
+        "not every request was appended"
+    )
     values = {
         "window": float(window),
         "rps": RAW_REQUESTS / seconds[0],
@@ -294,13 +313,26 @@ def test_produce(
         baseline.run(pump.pump, count * size)
         written.add(page_cache.write(count * size))
 
-    benchmark.pedantic(producer.run, args=(topic, payload, count, partitions, api), setup=setup, rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(
+        producer.run,
+        args=(topic, payload, count, partitions, api),
+        setup=setup,
+        rounds=ROUNDS,
+        iterations=1,
+    )
     after = end_offsets(e2e_broker.bootstrap, topic, partitions)
     assert sum(after) - before == count * ROUNDS, "the log does not hold every produced message"
     assert all(n > 0 for n in after), f"a partition got nothing: {after}"
     _record(
-        benchmark, report, f"{_label(size)}, {partitions} part, acks={acks}", api, count, size, baseline,
-        GOAL_PRODUCE if size == 100 else None, written=written,
+        benchmark,
+        report,
+        f"{_label(size)}, {partitions} part, acks={acks}",
+        api,
+        count,
+        size,
+        baseline,
+        GOAL_PRODUCE if size == 100 else None,
+        written=written,
     )
 
 
@@ -308,7 +340,13 @@ def test_produce(
 @pytest.mark.parametrize("partitions", PARTITIONS)
 @pytest.mark.parametrize("size", SIZES)
 def test_consume(
-    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, size: int, partitions: int, client_gc: str,
+    benchmark,
+    e2e_broker: BrokerProc,
+    pump: SocketPump,
+    report: BenchReport,
+    size: int,
+    partitions: int,
+    client_gc: str,
     batch: int,
 ):
     topic = f"e2e-consume-{size}-{partitions}-gc-{client_gc}-{batch}"
@@ -322,19 +360,34 @@ def test_consume(
     measured: list[float] = []
 
     def run() -> None:
-        measured.append(consume(e2e_broker.bootstrap, topic, partitions, count, client_gc=client_gc, batch=batch))
+        measured.append(
+            consume(
+                e2e_broker.bootstrap, topic, partitions, count, client_gc=client_gc, batch=batch
+            )
+        )
 
-    benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(
+        run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1
+    )
     # ``consume`` measures from assign to the last message (client set-up and metadata
     # excluded); pytest-benchmark's own time includes them, so the row uses consume's.
     _record(
-        benchmark, report, f"{_label(size)}, {partitions} part", f"consume {batch}/call, client gc {client_gc}", count, size, baseline,
-        GOAL_CONSUME if size == 100 else None, measured,
+        benchmark,
+        report,
+        f"{_label(size)}, {partitions} part",
+        f"consume {batch}/call, client gc {client_gc}",
+        count,
+        size,
+        baseline,
+        GOAL_CONSUME if size == 100 else None,
+        measured,
     )
 
 
 @pytest.mark.parametrize("api", PRODUCE_APIS)
-def test_produce_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, api: str):
+def test_produce_from_processes(
+    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport, api: str
+):
     """100 B messages to 6 partitions from PROCESSES producer processes at once (acks=1),
     each producing half the messages to its half of the partitions: what a client
     bound by one Python thread's calls gets by running one process per core."""
@@ -347,26 +400,44 @@ def test_produce_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketP
     measured: list[float] = []
 
     def run() -> None:
-        measured.append(produce_in_processes(e2e_broker.bootstrap, topic, count, partitions, PROCESSES, api))
+        measured.append(
+            produce_in_processes(e2e_broker.bootstrap, topic, count, partitions, PROCESSES, api)
+        )
 
-    benchmark.pedantic(run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(
+        run, setup=baseline.setup(pump.pump, count * size), rounds=ROUNDS, iterations=1
+    )
     after = end_offsets(e2e_broker.bootstrap, topic, partitions)
     # Each process also sends one warm-up message per round, before the timed part.
-    assert sum(after) - before == (count + PROCESSES) * ROUNDS, "the log does not hold every produced message"
+    assert sum(after) - before == (count + PROCESSES) * ROUNDS, (
+        "the log does not hold every produced message"
+    )
     assert all(n > 0 for n in after), f"a partition got nothing: {after}"
     _record(
-        benchmark, report, "100 B, 6 part, acks=1", f"{api}, {PROCESSES} processes", count, size, baseline, GOAL_PRODUCE, measured
+        benchmark,
+        report,
+        "100 B, 6 part, acks=1",
+        f"{api}, {PROCESSES} processes",
+        count,
+        size,
+        baseline,
+        GOAL_PRODUCE,
+        measured,
     )
 
 
-def test_consume_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport):
+def test_consume_from_processes(
+    benchmark, e2e_broker: BrokerProc, pump: SocketPump, report: BenchReport
+):
     """100 B messages from 6 partitions read by PROCESSES consumer processes at once, each
     assigned half the partitions (a consumer group's range assignment), garbage
     collector as it comes."""
     partitions, size = 6, 100
     topic = "e2e-consume-processes"
     create_topic(e2e_broker.bootstrap, topic, partitions)
-    ThroughputProducer(e2e_broker.bootstrap, "1").run(topic, os.urandom(size), MESSAGES_100B, partitions)
+    ThroughputProducer(e2e_broker.bootstrap, "1").run(
+        topic, os.urandom(size), MESSAGES_100B, partitions
+    )
     counts = end_offsets(e2e_broker.bootstrap, topic, partitions)
     assert sum(counts) == MESSAGES_100B
     os.sync()
@@ -376,9 +447,17 @@ def test_consume_from_processes(benchmark, e2e_broker: BrokerProc, pump: SocketP
     def run() -> None:
         measured.append(consume_in_processes(e2e_broker.bootstrap, topic, counts, PROCESSES))
 
-    benchmark.pedantic(run, setup=baseline.setup(pump.pump, MESSAGES_100B * size), rounds=ROUNDS, iterations=1)
+    benchmark.pedantic(
+        run, setup=baseline.setup(pump.pump, MESSAGES_100B * size), rounds=ROUNDS, iterations=1
+    )
     _record(
-        benchmark, report, "100 B, 6 part", f"consume {CONSUME_BATCH}/call, {PROCESSES} processes, client gc on", MESSAGES_100B,
-        size, baseline,
-        GOAL_CONSUME, measured,
+        benchmark,
+        report,
+        "100 B, 6 part",
+        f"consume {CONSUME_BATCH}/call, {PROCESSES} processes, client gc on",
+        MESSAGES_100B,
+        size,
+        baseline,
+        GOAL_CONSUME,
+        measured,
     )

@@ -32,9 +32,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import logstore
 import pytest
 from logstore_bench import KB, MB, BenchReport, PairedBaseline, median_seconds
+
+import logstore
 
 LOG_BYTES = 256 * MB
 BATCH_BYTES = 16 * KB

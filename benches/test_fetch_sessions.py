@@ -42,7 +42,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from logstore.protocol.frame import encode_request  # noqa: E402
 from logstore.protocol.headers import RequestHeader  # noqa: E402
-from logstore.protocol.messages.fetch import FetchRequest, FetchResponse  # noqa: E402
+from logstore.protocol.messages.fetch import FetchRequest  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -81,19 +81,39 @@ def _section(report: BenchReport) -> None:
     )
 
 
-def _request(topic: str, session_id: int, epoch: int, with_partitions: bool, correlation_id: int) -> bytes:
-    parts = [
-        FetchRequest.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=RECORDS_PER_PARTITION,
-                                    last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)
-        for p in range(PARTITIONS)
-    ] if with_partitions else []
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, isolation_level=0,
-        session_id=session_id, session_epoch=epoch,
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=parts)] if parts else [],
-        forgotten_topics_data=[], rack_id="",
+def _request(
+    topic: str, session_id: int, epoch: int, with_partitions: bool, correlation_id: int
+) -> bytes:
+    parts = (
+        [
+            FetchRequest.FetchPartition(
+                partition=p,
+                current_leader_epoch=-1,
+                fetch_offset=RECORDS_PER_PARTITION,
+                last_fetched_epoch=-1,
+                log_start_offset=-1,
+                partition_max_bytes=1 << 20,
+            )
+            for p in range(PARTITIONS)
+        ]
+        if with_partitions
+        else []
     )
-    header = RequestHeader(api_key=1, api_version=12, correlation_id=correlation_id, client_id="bench-fetch-sessions")
+    body = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=50 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=parts)] if parts else [],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    header = RequestHeader(
+        api_key=1, api_version=12, correlation_id=correlation_id, client_id="bench-fetch-sessions"
+    )
     return encode_request(header, body)
 
 
@@ -148,7 +168,9 @@ def test_fetch_sessions(benchmark, session_broker, report: BenchReport, mode: st
             s.sendall(_request(topic, 0, 0, True, 1))
             session_id = _session_id(read_frame(s))
             assert session_id != 0
-            frames = [_request(topic, session_id, epoch, False, 1) for epoch in range(1, FETCHES + 1)]
+            frames = [
+                _request(topic, session_id, epoch, False, 1) for epoch in range(1, FETCHES + 1)
+            ]
         sizes: list[int] = []
         result: dict[str, float] = {}
 

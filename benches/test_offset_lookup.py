@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import logstore
 import pytest
 from logstore_bench import BenchReport, PairedBaseline, median_seconds
+
+import logstore
 
 SEGMENT_COUNTS = [1, 10, 100, 1000]
 BATCHES_PER_SEGMENT = 64

@@ -28,8 +28,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-import logstore  # noqa: E402
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
+
+import logstore  # noqa: E402
 
 RECORDS = int(os.environ.get("LOGSTORE_SPARK_BENCH_RECORDS", 10_000_000))
 PARTITIONS = 2
@@ -50,7 +51,7 @@ class TupleReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         topic, p = partition.value.rsplit("-", 1)
         d = os.path.join(self.root, partition.value)
-        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         for seg in sorted(f for f in os.listdir(d) if f.endswith(".log")):
             with open(os.path.join(d, seg), "rb") as f:
                 rest = b""
@@ -85,14 +86,19 @@ def spark_data(bench_dir: Path):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     # Workers unpickle TupleSource by reference to this module: benches/ goes on their path.
     bench_path = os.path.dirname(os.path.abspath(__file__))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, bench_path, os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [REPO_ROOT, bench_path, os.environ.get("PYTHONPATH")])
+    )
     from pyspark.sql import SparkSession
 
     import logstore.spark
 
     root = bench_dir / "spark-logs"
     per = RECORDS // PARTITIONS
-    recs = [(f"key-{i:06d}".encode(), bytes([65 + i % 26]) * VALUE, [], 1_732_190_000_000 + i) for i in range(BATCH)]
+    recs = [
+        (f"key-{i:06d}".encode(), bytes([65 + i % 26]) * VALUE, [], 1_732_190_000_000 + i)
+        for i in range(BATCH)
+    ]
     batch = logstore.encode_batch(recs, "none")
     for p in range(PARTITIONS):
         log = logstore.Log.open(str(root / f"bench-{p}"), segment_bytes=256 << 20)
@@ -130,7 +136,12 @@ def _section(report) -> None:  # type: ignore[no-untyped-def]
     report.section(
         "spark",
         f"Spark: {RECORDS:,} records of {VALUE} B, local[2] (one round)",
-        [("seconds", "s"), ("rows_s", "rows/s"), ("speedup", "vs tuples"), ("vs_writer", "vs writer alone")],
+        [
+            ("seconds", "s"),
+            ("rows_s", "rows/s"),
+            ("speedup", "vs tuples"),
+            ("vs_writer", "vs writer alone"),
+        ],
     )
 
 

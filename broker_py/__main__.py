@@ -54,14 +54,26 @@ class JsonFormatter(logging.Formatter):
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging's name
         import datetime as dt
 
-        return dt.datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+        return (
+            dt.datetime.fromtimestamp(record.created)
+            .astimezone()
+            .isoformat(timespec="milliseconds")
+        )
 
 
 class _VersionAction(argparse.Action):
     """``--version``: the line ``logstore version`` prints first."""
 
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+    def __init__(
+        self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object
+    ) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="print the version and exit",
+        )
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         from logstore.cli.version import version_string
@@ -71,18 +83,36 @@ class _VersionAction(argparse.Action):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="logstore-broker", description="Run a Kafka-compatible logstore broker.")
+    p = argparse.ArgumentParser(
+        prog="logstore-broker", description="Run a Kafka-compatible logstore broker."
+    )
     p.add_argument("properties", nargs="?", help="a server.properties file (Kafka's key names)")
-    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set one config key (repeatable)")
-    p.add_argument("--log-level", default=os.environ.get("LOGSTORE_LOG_LEVEL", "INFO"), help="Python logging level (default INFO)")
-    p.add_argument("--log-format", choices=("text", "json"), default=os.environ.get("LOGSTORE_LOG_FORMAT", "text"),
-                   help="log lines as text (default) or one JSON object per line, for log shippers")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one config key (repeatable)",
+    )
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("LOGSTORE_LOG_LEVEL", "INFO"),
+        help="Python logging level (default INFO)",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=os.environ.get("LOGSTORE_LOG_FORMAT", "text"),
+        help="log lines as text (default) or one JSON object per line, for log shippers",
+    )
     p.add_argument("--version", action=_VersionAction)
     return p
 
 
 def _setup_logging(level: str, fmt: str) -> None:
-    formatter: logging.Formatter = JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
+    formatter: logging.Formatter = (
+        JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
+    )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
     root = logging.getLogger()
@@ -109,7 +139,9 @@ def _check_log_dirs(config: BrokerConfig) -> None:
             with tempfile.TemporaryFile(dir=d):
                 pass
         except OSError as e:
-            raise ConfigError(key, ",".join(config.log_dirs), f"log dir {d} cannot be written: {e.strerror or e}") from None
+            raise ConfigError(
+                key, ",".join(config.log_dirs), f"log dir {d} cannot be written: {e.strerror or e}"
+            ) from None
 
 
 class ListenerBindError(ConfigError):
@@ -118,9 +150,18 @@ class ListenerBindError(ConfigError):
     def __init__(self, listener: Listener, error: OSError) -> None:
         reason = error.strerror or str(error)
         if error.errno == errno.EADDRINUSE:
-            reason = f"port {listener.port} is already in use (another broker or program listens there)"
-        super().__init__("listeners", str(listener), f"cannot listen on {listener.host}:{listener.port}: {reason}")
-        KafkaException.__init__(self, f"listeners entry {listener}: cannot listen on {listener.host}:{listener.port}: {reason}")
+            reason = (
+                f"port {listener.port} is already in use (another broker or program listens there)"
+            )
+        super().__init__(
+            "listeners",
+            str(listener),
+            f"cannot listen on {listener.host}:{listener.port}: {reason}",
+        )
+        KafkaException.__init__(
+            self,
+            f"listeners entry {listener}: cannot listen on {listener.host}:{listener.port}: {reason}",
+        )
 
 
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
@@ -151,7 +192,12 @@ async def _run(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     listeners = ", ".join(f"{s.host}:{s.port}" for s in broker.servers)
-    banner.info("logstore broker %s listening on %s; data in %s", broker.broker_id, listeners, ", ".join(broker.log_manager.log_dirs))
+    banner.info(
+        "logstore broker %s listening on %s; data in %s",
+        broker.broker_id,
+        listeners,
+        ", ".join(broker.log_manager.log_dirs),
+    )
     await stop.wait()
     log.info("shutting down")
     await broker.stop()

@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import logstore
 import pytest
+
+import logstore
 
 # Recent timestamps: with old ones every append would roll a segment (segment.ms, as Kafka).
 T0 = (int(time.time() * 1000) // 1000) * 1000

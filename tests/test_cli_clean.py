@@ -7,8 +7,9 @@ import os
 import time
 from pathlib import Path
 
-import logstore as ls
 import pytest
+
+import logstore as ls
 from logstore.cli import main
 
 T0 = int(time.time() * 1000) - 3_600_000

@@ -33,7 +33,11 @@ from broker_py.log.transaction_index import AbortedTxn
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.truncation import EpochEndOffset, diverging_epoch
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import NotEnoughReplicasError, NotLeaderOrFollowerError, OffsetOutOfRangeError
+from logstore.protocol.errors import (
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+)
 
 
 class Partition:
@@ -83,12 +87,16 @@ class Partition:
 
     # ---- leadership ----
 
-    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int], now_ms: int = 0) -> None:
+    def make_leader(
+        self, leader_epoch: int, isr: list[int], replicas: list[int], now_ms: int = 0
+    ) -> None:
         """Becomes the partition's leader in ``leader_epoch`` (not below the current one)
         with the given ISR and assignment; the high watermark may then advance. Any ISR
         change still pending is dropped: the controller's state is the truth."""
         if leader_epoch < self.leader_epoch:
-            raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
+            raise ValueError(
+                f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}"
+            )
         new_epoch = leader_epoch > self.leader_epoch
         if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
@@ -118,12 +126,16 @@ class Partition:
         self.high_watermark = min(max(self.high_watermark, 0), leo)
         self.maybe_increment_leader_hw()
 
-    def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]) -> bool:
+    def make_follower(
+        self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]
+    ) -> bool:
         """Follows ``leader_id`` (-1: none) in ``leader_epoch`` (not below the current
         one); True if the leader or the epoch changed. A follower keeps no follower
         state and does not move its high watermark itself."""
         if leader_epoch < self.leader_epoch:
-            raise ValueError(f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}")
+            raise ValueError(
+                f"{self.name}: leader epoch {leader_epoch} is below {self.leader_epoch}"
+            )
         changed = leader_epoch != self.leader_epoch or leader_id != self.leader_id
         self.leader_epoch = leader_epoch
         self.leader_id = leader_id
@@ -146,7 +158,11 @@ class Partition:
         an older epoch is fenced, a newer one is not known here yet; then leadership
         (``leader_only``), or for a read a follower may serve, that there is a leader."""
         if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+            return (
+                ErrorCode.FENCED_LEADER_EPOCH
+                if current_leader_epoch < self.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
         if self.is_leader or (not leader_only and self.leader_id >= 0):
             return ErrorCode.NONE
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -196,14 +212,18 @@ class Partition:
             return True
         return False
 
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int = -1, now_ms: int = 0) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int = -1, now_ms: int = 0
+    ) -> bool:
         """Records a follower's LEO from its fetch (Kafka's ``updateFollowerFetchState``),
         proposes adding it to the ISR when it qualifies, and moves the high watermark;
         True if the high watermark moved."""
         follower = self.remote_replicas.get(replica_id)
         if follower is None:
             return False
-        follower.update_fetch_state(fetch_offset, log_start_offset, self.log.local_log.log_end_offset, now_ms)
+        follower.update_fetch_state(
+            fetch_offset, log_start_offset, self.log.local_log.log_end_offset, now_ms
+        )
         self.maybe_expand_isr(follower)
         return self.maybe_increment_leader_hw()
 
@@ -219,7 +239,10 @@ class Partition:
             return
         if self.isr_eligible is not None and not self.isr_eligible(follower.broker_id):
             return  # not a live broker as metadata says (Kafka's isReplicaIsrEligible)
-        if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.leader_epoch_start_offset:
+        if (
+            follower.log_end_offset < self.high_watermark
+            or follower.log_end_offset < self.leader_epoch_start_offset
+        ):
             return
         change = PendingIsrChange(frozenset(self.isr | {follower.broker_id}), expanding=True)
         self.pending_isr_change = change
@@ -229,10 +252,12 @@ class Partition:
     def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> set[int]:
         leo = self.log.local_log.log_end_offset
         return {
-            r for r in self.isr
+            r
+            for r in self.isr
             if r != self.local_broker_id
-            and (f := self.remote_replicas.get(r)) is not None and not f.is_caught_up(leo, now_ms, max_lag_ms)
-        }  # fmt: skip
+            and (f := self.remote_replicas.get(r)) is not None
+            and not f.is_caught_up(leo, now_ms, max_lag_ms)
+        }
 
     def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> bool:
         """Proposes removing the followers not caught up for ``max_lag_ms``; True if one
@@ -247,15 +272,26 @@ class Partition:
         self.alter_isr(self, change)
         return True
 
-    def on_isr_change_result(self, change: PendingIsrChange, error: ErrorCode, leader_epoch: int = -1,
-                             isr: list[int] | None = None, partition_epoch: int = -1) -> None:
+    def on_isr_change_result(
+        self,
+        change: PendingIsrChange,
+        error: ErrorCode,
+        leader_epoch: int = -1,
+        isr: list[int] | None = None,
+        partition_epoch: int = -1,
+    ) -> None:
         """The controller's answer to ``change``: the committed ISR and partition epoch, or
         an error. Fenced or stale answers drop the change (the controller's next
         LeaderAndIsr is the truth); others drop it too, to be proposed again."""
         if self.pending_isr_change is not change:
             return  # a new leadership came in between
         self.pending_isr_change = None
-        if error == ErrorCode.NONE and isr is not None and leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch:
+        if (
+            error == ErrorCode.NONE
+            and isr is not None
+            and leader_epoch == self.leader_epoch
+            and partition_epoch > self.partition_epoch
+        ):
             self.isr = set(isr)
             self.partition_epoch = partition_epoch
             self.isr_full = len(self.isr) >= len(self.assigned_replicas)
@@ -265,7 +301,9 @@ class Partition:
         if (moved or error == ErrorCode.NONE) and self._on_append is not None:
             self._on_append(self)  # waiting produces see the new high watermark or ISR
 
-    def check_enough_replicas_reached_offset(self, required_offset: int, min_insync_replicas: int | None = None) -> tuple[bool, ErrorCode]:
+    def check_enough_replicas_reached_offset(
+        self, required_offset: int, min_insync_replicas: int | None = None
+    ) -> tuple[bool, ErrorCode]:
         """For an acks=all produce waiting for ``required_offset`` (its last offset + 1):
         (done, error). Done with NONE once the high watermark passed it, with
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum or shrank
@@ -284,21 +322,31 @@ class Partition:
     # ---- appends ----
 
     def append_records_to_leader(
-        self, records, required_acks: int, min_insync_replicas: int | None = None, idempotent: bool | None = None,
+        self,
+        records,
+        required_acks: int,
+        min_insync_replicas: int | None = None,
+        idempotent: bool | None = None,
         verify_transaction=None,
-    ) -> tuple[int, int, int, int]:  # fmt: skip
+    ) -> tuple[int, int, int, int]:
         """Appends producer batches as leader: (base offset, last offset, log append
         time or -1, log start offset). acks=all with the ISR below
         ``min.insync.replicas`` raises NotEnoughReplicasError before anything is written."""
         if self.leader_id != self.local_broker_id:
             raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
-        if required_acks == -1 and not self.isr_full and not self._min_isr_reached(min_insync_replicas):
+        if (
+            required_acks == -1
+            and not self.isr_full
+            and not self._min_isr_reached(min_insync_replicas)
+        ):
             if min_insync_replicas is None:
                 min_insync_replicas = self._min_insync_replicas()
             raise NotEnoughReplicasError(
                 f"the ISR of {self.name} has {len(self.isr)} replicas, below min.insync.replicas {min_insync_replicas}"
             )
-        result = self.log.append_as_leader(records, self.leader_epoch, idempotent, verify_transaction)
+        result = self.log.append_as_leader(
+            records, self.leader_epoch, idempotent, verify_transaction
+        )
         if self._alone and self.isr_full:
             # The only replica: the high watermark is the log end (a retried duplicate
             # answers older offsets, so never move it back).
@@ -319,12 +367,16 @@ class Partition:
         self._appended()
         return result
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> tuple[int, CompletedTxn | None]:
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> tuple[int, CompletedTxn | None]:
         """Appends, as leader, a COMMIT or ABORT control batch ending the producer's
         transaction: (its offset, the transaction or None when it had no data here)."""
         if self.leader_id != self.local_broker_id:
             raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
-        offset, txn = self.log.append_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch)
+        offset, txn = self.log.append_control_marker(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch
+        )
         self._appended()
         return offset, txn
 
@@ -338,10 +390,14 @@ class Partition:
     def append_records_to_follower(self, records) -> tuple[int, int]:
         """Appends the leader's batches with their offsets: (first, last offset)."""
         if self.is_leader:
-            raise NotLeaderOrFollowerError(f"this broker leads {self.name}: it does not replicate it")
+            raise NotLeaderOrFollowerError(
+                f"this broker leads {self.name}: it does not replicate it"
+            )
         return self.log.append_as_follower(records)
 
-    def update_follower_high_watermark(self, leader_high_watermark: int, leader_log_start_offset: int) -> bool:
+    def update_follower_high_watermark(
+        self, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> bool:
         """A follower takes the leader's high watermark, bounded by its own log end, and
         moves its log start up to the leader's (not past that high watermark); True if
         the high watermark changed."""
@@ -363,7 +419,9 @@ class Partition:
 
     # ---- the leader serving followers ----
 
-    def read_for_follower(self, fetch_offset: int, last_fetched_epoch: int, max_bytes: int, min_one_batch: bool):
+    def read_for_follower(
+        self, fetch_offset: int, last_fetched_epoch: int, max_bytes: int, min_one_batch: bool
+    ):
         """(DivergingEpoch or None, a FileSlice of whole batches from ``fetch_offset`` up
         to the log end, or None). A follower whose last epoch disagrees with this log
         gets the epoch and end offset to truncate to, and no records."""
@@ -379,7 +437,9 @@ class Partition:
 
     # ---- reads ----
 
-    def read_records(self, fetch_offset: int, max_bytes: int, read_committed: bool, min_one_batch: bool):
+    def read_records(
+        self, fetch_offset: int, max_bytes: int, read_committed: bool, min_one_batch: bool
+    ):
         """A ``logstore.FileSlice`` of whole batches from ``fetch_offset`` up to the high
         watermark (read_committed: the last stable offset); None when nothing is there."""
         bound = self.last_stable_offset if read_committed else self.high_watermark
@@ -388,7 +448,9 @@ class Partition:
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         return self.log.aborted_transactions(fetch_offset, upper_bound_offset)
 
-    def fetch_offset_for_timestamp(self, timestamp: int, read_committed: bool) -> tuple[int, int] | None:
+    def fetch_offset_for_timestamp(
+        self, timestamp: int, read_committed: bool
+    ) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at or after ``timestamp`` below the
         high watermark (read_committed: the LSO); None when no record qualifies."""
         bound = self.last_stable_offset if read_committed else self.high_watermark
@@ -409,7 +471,11 @@ class Partition:
         epoch, end = self.log.end_offset_for_epoch(leader_epoch)
         if epoch == -1 and self.log.latest_epoch is None:
             # Nothing was ever appended in an epoch: the whole log is this one.
-            return (self.leader_epoch, self.high_watermark) if leader_epoch == self.leader_epoch else (-1, -1)
+            return (
+                (self.leader_epoch, self.high_watermark)
+                if leader_epoch == self.leader_epoch
+                else (-1, -1)
+            )
         return epoch, end
 
     def delete_records_on_leader(self, offset: int) -> int:
@@ -418,5 +484,7 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(f"this broker does not lead {self.name}")
         if offset < 0 or offset > self.high_watermark:
-            raise OffsetOutOfRangeError(f"{self.name}: {offset} is outside 0..{self.high_watermark}")
+            raise OffsetOutOfRangeError(
+                f"{self.name}: {offset} is outside 0..{self.high_watermark}"
+            )
         return self.log.delete_records(offset)

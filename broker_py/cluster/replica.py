@@ -26,7 +26,9 @@ class Replica:
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time_ms: int = 0
 
-    def update_fetch_state(self, fetch_offset: int, log_start_offset: int, leader_end_offset: int, fetch_time_ms: int) -> None:
+    def update_fetch_state(
+        self, fetch_offset: int, log_start_offset: int, leader_end_offset: int, fetch_time_ms: int
+    ) -> None:
         if fetch_offset >= leader_end_offset:
             self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
@@ -46,7 +48,10 @@ class Replica:
         self.last_fetch_time_ms = now_ms if in_sync else 0
 
     def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
-        return self.log_end_offset == leader_end_offset or now_ms - self.last_caught_up_time_ms <= max_lag_ms
+        return (
+            self.log_end_offset == leader_end_offset
+            or now_ms - self.last_caught_up_time_ms <= max_lag_ms
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,7 +50,11 @@ class DynamicBrokerConfigStore:
         self._config = config
         self._broker = str(config.broker_id)
         self._default, self._brokers = metadata_file.load(
-            self._path, lambda doc: (dict(doc.get("default", {})), {k: dict(v) for k, v in doc.get("brokers", {}).items()})
+            self._path,
+            lambda doc: (
+                dict(doc.get("default", {})),
+                {k: dict(v) for k, v in doc.get("brokers", {}).items()},
+            ),
         ) or ({}, {})
         metadata_file.restrict(self._path)
 
@@ -62,7 +66,13 @@ class DynamicBrokerConfigStore:
         """The dynamic configs of ``resource`` (``""`` or this broker's id)."""
         return dict(self._default if resource == DEFAULT else self._brokers.get(resource, {}))
 
-    def set(self, resource: str, configs: dict[str, str], check: Callable[[], None], validate_only: bool = False) -> None:
+    def set(
+        self,
+        resource: str,
+        configs: dict[str, str],
+        check: Callable[[], None],
+        validate_only: bool = False,
+    ) -> None:
         """Replaces the dynamic configs of ``resource``. They are layered in (a bad key
         or value raises ConfigError naming it) and ``check`` runs on the result; if
         that raises, or with ``validate_only``, the previous layers come back.
@@ -78,7 +88,11 @@ class DynamicBrokerConfigStore:
         else:
             self._brokers.pop(resource, None)
         # Dynamic configs may hold passwords (listener keystores): never readable by others.
-        metadata_file.write(self._path, {"version": 1, "default": self._default, "brokers": self._brokers}, mode=metadata_file.SECRET_MODE)
+        metadata_file.write(
+            self._path,
+            {"version": 1, "default": self._default, "brokers": self._brokers},
+            mode=metadata_file.SECRET_MODE,
+        )
 
 
 def validate_configs(config: BrokerConfig, resource: str, configs: dict[str, str]) -> None:
@@ -110,7 +124,11 @@ class ZkDynamicBrokerConfigStore:
     """
 
     def __init__(
-        self, zk: KafkaZkClient, loop: asyncio.AbstractEventLoop, config: BrokerConfig, apply: Callable[[str, dict[str, str]], None]
+        self,
+        zk: KafkaZkClient,
+        loop: asyncio.AbstractEventLoop,
+        config: BrokerConfig,
+        apply: Callable[[str, dict[str, str]], None],
     ) -> None:
         self._zk = zk
         self._loop = loop
@@ -144,9 +162,17 @@ class ZkDynamicBrokerConfigStore:
 
     def get(self, resource: str) -> dict[str, str]:
         """The dynamic configs of ``resource`` (``""`` or this broker's id) as layered."""
-        return dict(self._default if resource == DEFAULT else self._mine if resource == self._broker else {})
+        return dict(
+            self._default if resource == DEFAULT else self._mine if resource == self._broker else {}
+        )
 
-    def set(self, resource: str, configs: dict[str, str], check: Callable[[], None], validate_only: bool = False) -> None:
+    def set(
+        self,
+        resource: str,
+        configs: dict[str, str],
+        check: Callable[[], None],
+        validate_only: bool = False,
+    ) -> None:
         """Layers ``configs`` as :meth:`DynamicBrokerConfigStore.set` does, without
         storing them: ZooKeeper already holds them (:meth:`write`)."""
         default = configs if resource == DEFAULT else self._default
@@ -180,8 +206,12 @@ class ZkDynamicBrokerConfigStore:
         name = _entity_name(resource)
         try:
             with self._lock:
-                self._zk.set_or_create_entity(ConfigEntityZNode.path(BROKERS, name), ConfigEntityZNode.encode(configs))
-                self._zk.create_sequential(ConfigChange.create_path(), ConfigChange.encode(f"{BROKERS}/{name}"))
+                self._zk.set_or_create_entity(
+                    ConfigEntityZNode.path(BROKERS, name), ConfigEntityZNode.encode(configs)
+                )
+                self._zk.create_sequential(
+                    ConfigChange.create_path(), ConfigChange.encode(f"{BROKERS}/{name}")
+                )
                 if resource in (DEFAULT, self._broker):
                     call_on_loop(self._loop, self._changed, resource, configs)
         except ZooKeeperError as e:
@@ -217,7 +247,9 @@ class ZkDynamicBrokerConfigStore:
         try:
             self._apply(resource, configs)
         except Exception as e:  # a value this broker refuses: keep the previous layers
-            log.error("could not apply dynamic configs %s of broker resource %r: %s", configs, resource, e)
+            log.error(
+                "could not apply dynamic configs %s of broker resource %r: %s", configs, resource, e
+            )
 
 
 def _entity_name(resource: str) -> str:

@@ -142,13 +142,18 @@ def _list(key: str, raw: str) -> list[str]:
 
 # authorizer.class.name values that name Kafka's ACL authorizers (ZooKeeper and KRaft
 # mode); this broker's StandardAuthorizer decides as both do.
-AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+AUTHORIZERS = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+)
 
 
 def _authorizer(key: str, raw: str) -> str:
     v = raw.strip()
     if v and v not in AUTHORIZERS:
-        raise ConfigError(key, raw, f"must be empty (no authorizer) or one of {', '.join(AUTHORIZERS)}")
+        raise ConfigError(
+            key, raw, f"must be empty (no authorizer) or one of {', '.join(AUTHORIZERS)}"
+        )
     return v
 
 
@@ -210,7 +215,11 @@ def _protocol_map(key: str, raw: str) -> str:
     for entry in _list(key, raw):
         name, sep, protocol = entry.partition(":")
         if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
-            raise ConfigError(key, raw, f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
+            raise ConfigError(
+                key,
+                raw,
+                f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}",
+            )
     return raw.strip()
 
 
@@ -233,7 +242,10 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "node.id": (_int(-1), None),
     "listeners": (_listeners, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (_listeners, None),
-    "listener.security.protocol.map": (_protocol_map, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
+    "listener.security.protocol.map": (
+        _protocol_map,
+        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+    ),
     "sasl.enabled.mechanisms": (_list, "GSSAPI"),
     "sasl.jaas.config": (_str, None),
     "authorizer.class.name": (_authorizer, ""),
@@ -298,7 +310,10 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "log.cleaner.min.cleanable.ratio": (_float(0, 1), "0.5"),
     "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
     "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
-    "compression.type": (_choice("uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"), "producer"),
+    "compression.type": (
+        _choice("uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"),
+        "producer",
+    ),
     "message.max.bytes": (_int(0), "1048588"),
     "socket.request.max.bytes": (_int(1), "104857600"),
     "socket.send.buffer.bytes": (_int(-1), "102400"),
@@ -355,7 +370,13 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "controlled.shutdown.max.retries": (_int(0), "3"),
     "controlled.shutdown.retry.backoff.ms": (_int(0), "5000"),
     "broker.rack": (_str, None),
-    "replica.selector.class": (_choice("org.apache.kafka.common.replica.LeaderSelector", "org.apache.kafka.common.replica.RackAwareReplicaSelector"), None),
+    "replica.selector.class": (
+        _choice(
+            "org.apache.kafka.common.replica.LeaderSelector",
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+        ),
+        None,
+    ),
     "auto.leader.rebalance.enable": (_bool, "true"),
     "leader.imbalance.check.interval.seconds": (_int(1), "300"),
     "leader.imbalance.per.broker.percentage": (_int(0), "10"),
@@ -373,22 +394,57 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
 # Keys AlterConfigs may change on a BROKER resource while the broker runs (those of
 # Kafka's DynamicBrokerConfig this broker knows). Topic defaults apply to every topic
 # without its own value at once; the others are read where they are used.
-DYNAMIC_KEYS = frozenset({
-    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms", "log.roll.jitter.hours",
-    "log.index.size.max.bytes", "log.index.interval.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
-    "log.retention.bytes", "log.retention.ms", "log.retention.minutes", "log.retention.hours",
-    "log.segment.delete.delay.ms", "log.cleanup.policy", "log.preallocate", "log.message.timestamp.type",
-    "log.message.timestamp.difference.max.ms", "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.after.max.ms", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.threads",
-    "log.cleaner.io.max.bytes.per.second", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
-    "compression.type", "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
-    "log.message.downconversion.enable", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir", "producer.id.expiration.ms",
-    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
-    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.kinit.cmd",
-    "listeners", "advertised.listeners", "listener.security.protocol.map",
-    "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
-})
+DYNAMIC_KEYS = frozenset(
+    {
+        "log.segment.bytes",
+        "log.roll.ms",
+        "log.roll.hours",
+        "log.roll.jitter.ms",
+        "log.roll.jitter.hours",
+        "log.index.size.max.bytes",
+        "log.index.interval.bytes",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+        "log.segment.delete.delay.ms",
+        "log.cleanup.policy",
+        "log.preallocate",
+        "log.message.timestamp.type",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.threads",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.backoff.ms",
+        "compression.type",
+        "message.max.bytes",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+        "log.message.downconversion.enable",
+        "num.io.threads",
+        "num.network.threads",
+        "num.recovery.threads.per.data.dir",
+        "producer.id.expiration.ms",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.kerberos.kinit.cmd",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+    }
+)
 
 # Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
 PER_BROKER_KEYS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
@@ -423,21 +479,40 @@ def _check(values: dict[str, Any]) -> None:
     """Rules across keys; fills the keys that default to another's value."""
     if values["node.id"] is not None:
         values["broker.id"] = values["node.id"]
-    if values["broker.id.generation.enable"] and values["broker.id"] > values["reserved.broker.max.id"]:
-        raise ConfigError("broker.id", values["broker.id"], f"is above reserved.broker.max.id ({values['reserved.broker.max.id']}), where generated ids start")
+    if (
+        values["broker.id.generation.enable"]
+        and values["broker.id"] > values["reserved.broker.max.id"]
+    ):
+        raise ConfigError(
+            "broker.id",
+            values["broker.id"],
+            f"is above reserved.broker.max.id ({values['reserved.broker.max.id']}), where generated ids start",
+        )
     if values["advertised.listeners"] is None:
         values["advertised.listeners"] = values["listeners"]
     protocols = protocol_map(values["listener.security.protocol.map"])
     for listener in values["listeners"]:
         protocol = protocols.get(listener.name)
         if protocol is None:
-            raise ConfigError("listener.security.protocol.map", values["listener.security.protocol.map"], f"no security protocol for listener {listener.name}")
+            raise ConfigError(
+                "listener.security.protocol.map",
+                values["listener.security.protocol.map"],
+                f"no security protocol for listener {listener.name}",
+            )
     names = {listener.name for listener in values["listeners"]}
     for listener in values["advertised.listeners"]:
         if listener.name not in names:
-            raise ConfigError("advertised.listeners", str(listener), f"listener {listener.name} is not in listeners")
+            raise ConfigError(
+                "advertised.listeners",
+                str(listener),
+                f"listener {listener.name} is not in listeners",
+            )
     if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
-        raise ConfigError("group.min.session.timeout.ms", values["group.min.session.timeout.ms"], "exceeds group.max.session.timeout.ms")
+        raise ConfigError(
+            "group.min.session.timeout.ms",
+            values["group.min.session.timeout.ms"],
+            "exceeds group.max.session.timeout.ms",
+        )
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -472,7 +547,9 @@ class BrokerConfig:
 
     def __init__(self, props: Mapping[str, str] | None = None) -> None:
         props = dict(props or {})
-        self.unknown: list[str] = sorted(k for k in props if k not in _KEYS and not _is_listener_key(k))
+        self.unknown: list[str] = sorted(
+            k for k in props if k not in _KEYS and not _is_listener_key(k)
+        )
         self.originals = props
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[str, str] = {}
@@ -498,10 +575,16 @@ class BrokerConfig:
         for layer in (default, per_broker):
             for key, value in layer.items():
                 if key not in DYNAMIC_KEYS:
-                    reason = "is not a broker config" if key not in _KEYS else "cannot be updated dynamically"
+                    reason = (
+                        "is not a broker config"
+                        if key not in _KEYS
+                        else "cannot be updated dynamically"
+                    )
                     raise ConfigError(key, value, reason)
         for key in PER_BROKER_KEYS & default.keys():
-            raise ConfigError(key, default[key], "can only be set for a broker id, not as the cluster default")
+            raise ConfigError(
+                key, default[key], "can only be set for a broker id, not as the cluster default"
+            )
         values = self._parse({**self.originals, **default, **per_broker})
         self._values = values
         self.dynamic_default = dict(default)
@@ -523,7 +606,9 @@ class BrokerConfig:
         return out
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str] | None, overrides: Iterable[str] = ()) -> BrokerConfig:
+    def load(
+        cls, path: str | os.PathLike[str] | None, overrides: Iterable[str] = ()
+    ) -> BrokerConfig:
         props: dict[str, str] = {}
         if path is not None:
             try:
@@ -532,9 +617,13 @@ class BrokerConfig:
             except FileNotFoundError:
                 raise PropertiesFileError(str(path), "no such file") from None
             except IsADirectoryError:
-                raise PropertiesFileError(str(path), "is a directory, not a properties file") from None
+                raise PropertiesFileError(
+                    str(path), "is a directory, not a properties file"
+                ) from None
             except UnicodeDecodeError as e:
-                raise PropertiesFileError(str(path), f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+                raise PropertiesFileError(
+                    str(path), f"not UTF-8 text ({e.reason} at byte {e.start})"
+                ) from None
             except OSError as e:
                 raise PropertiesFileError(str(path), f"cannot be read: {e.strerror or e}") from None
         errors: list[ConfigError] = []
@@ -615,7 +704,8 @@ class BrokerConfig:
         name = self["inter.broker.listener.name"]
         if name is not None and self.is_set("security.inter.broker.protocol"):
             raise ConfigError(
-                "inter.broker.listener.name", name,
+                "inter.broker.listener.name",
+                name,
                 "only one of inter.broker.listener.name and security.inter.broker.protocol should be set",
             )
         advertised = [listener.name for listener in self["advertised.listeners"]]
@@ -623,7 +713,11 @@ class BrokerConfig:
         if name is not None:
             name = name.strip().upper()
             if name not in advertised:
-                raise ConfigError("inter.broker.listener.name", name, f"must be a listener name in advertised.listeners ({', '.join(advertised)})")
+                raise ConfigError(
+                    "inter.broker.listener.name",
+                    name,
+                    f"must be a listener name in advertised.listeners ({', '.join(advertised)})",
+                )
             return name, protocols[name]
         protocol = self["security.inter.broker.protocol"]
         if protocols.get(protocol) == protocol and protocol in advertised:
@@ -631,7 +725,11 @@ class BrokerConfig:
         for candidate in advertised:
             if protocols.get(candidate) == protocol:
                 return candidate, protocol
-        raise ConfigError("security.inter.broker.protocol", protocol, f"no advertised listener ({', '.join(advertised)}) uses it")
+        raise ConfigError(
+            "security.inter.broker.protocol",
+            protocol,
+            f"no advertised listener ({', '.join(advertised)}) uses it",
+        )
 
     def _set(self, key: str) -> str | None:
         """The raw value of ``key`` from the first layer that sets it (not the default)."""
@@ -664,10 +762,16 @@ class BrokerConfig:
         key, raw = self.listener_value(listener_name, "sasl.enabled.mechanisms")
         mechanisms = [m.upper() for m in _list(key, raw or "")]
         if not mechanisms:
-            raise ConfigError(key, raw or "", f"listener {listener_name} is SASL_PLAINTEXT but enables no mechanism")
+            raise ConfigError(
+                key,
+                raw or "",
+                f"listener {listener_name} is SASL_PLAINTEXT but enables no mechanism",
+            )
         for m in mechanisms:
             if m not in SASL_MECHANISMS:
-                raise ConfigError(key, raw or "", f"{m} is not served; use {', '.join(SASL_MECHANISMS)}")
+                raise ConfigError(
+                    key, raw or "", f"{m} is not served; use {', '.join(SASL_MECHANISMS)}"
+                )
         return mechanisms
 
     def topic_defaults(self) -> dict[str, str]:
@@ -677,7 +781,9 @@ class BrokerConfig:
         out["segment.ms"] = str(self.segment_ms)
         out["flush.ms"] = str(self.flush_ms)
         out["segment.jitter.ms"] = str(
-            self["log.roll.jitter.ms"] if self["log.roll.jitter.ms"] is not None else self["log.roll.jitter.hours"] * 3_600_000
+            self["log.roll.jitter.ms"]
+            if self["log.roll.jitter.ms"] is not None
+            else self["log.roll.jitter.hours"] * 3_600_000
         )
         return out
 

@@ -30,10 +30,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from broker_py.network.network_client import NetworkClient, NetworkClientFactory, endpoint_address
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.errors import KafkaException, ProtocolError
 from logstore.protocol.schema import Message
-from broker_py.network.network_client import NetworkClient, NetworkClientFactory, endpoint_address
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,9 @@ class ControllerChannelManager:
             if state.address == address:
                 return
             self.remove_broker(broker_id)
-        client = self._new_client(address[0], address[1], f"broker-{self.controller_id}-controller-to-broker-{broker_id}")
+        client = self._new_client(
+            address[0], address[1], f"broker-{self.controller_id}-controller-to-broker-{broker_id}"
+        )
         state = _BrokerState(broker_id, address, client, asyncio.Queue())
         self._brokers[broker_id] = state
         if self._running:
@@ -120,17 +122,27 @@ class ControllerChannelManager:
         abandoned) and its queued requests are dropped. Nothing if not added."""
         state = self._brokers.pop(broker_id, None)
         if state is not None:
-            task = asyncio.get_running_loop().create_task(self._shutdown(state), name=f"controller-to-broker-{broker_id}-close")
+            task = asyncio.get_running_loop().create_task(
+                self._shutdown(state), name=f"controller-to-broker-{broker_id}-close"
+            )
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
 
-    def send(self, broker_id: int, api_key: ApiKey, request: Message, callback: ResponseCallback | None = None) -> None:
+    def send(
+        self,
+        broker_id: int,
+        api_key: ApiKey,
+        request: Message,
+        callback: ResponseCallback | None = None,
+    ) -> None:
         """Queues ``request`` for ``broker_id``; ``callback(response)`` gets its response."""
         state = self._brokers.get(broker_id)
         if state is None:
             log.warning(
                 "controller %d: not sending %s to broker %d, which is not connected (offline)",
-                self.controller_id, ApiKey(api_key).api_name, broker_id,
+                self.controller_id,
+                ApiKey(api_key).api_name,
+                broker_id,
             )
             return
         state.queue.put_nowait(_QueueItem(ApiKey(api_key), request, callback))
@@ -138,7 +150,8 @@ class ControllerChannelManager:
     def _start_sender(self, state: _BrokerState) -> None:
         if state.task is None:
             state.task = asyncio.get_running_loop().create_task(
-                self._send_loop(state), name=f"broker-{self.controller_id}-controller-to-broker-{state.broker_id}"
+                self._send_loop(state),
+                name=f"broker-{self.controller_id}-controller-to-broker-{state.broker_id}",
             )
 
     async def _shutdown(self, state: _BrokerState) -> None:
@@ -156,7 +169,12 @@ class ControllerChannelManager:
             try:
                 item.callback(response)
             except Exception:
-                log.exception("controller %d: the callback of %s to broker %d failed", self.controller_id, item.api_key.api_name, state.broker_id)
+                log.exception(
+                    "controller %d: the callback of %s to broker %d failed",
+                    self.controller_id,
+                    item.api_key.api_name,
+                    state.broker_id,
+                )
 
     async def _send_until_answered(self, state: _BrokerState, item: _QueueItem) -> Message | None:
         attempt = 0
@@ -166,14 +184,23 @@ class ControllerChannelManager:
             except ProtocolError as e:
                 log.error(
                     "controller %d: dropping %s to broker %d: %s",
-                    self.controller_id, item.api_key.api_name, state.broker_id, e,
+                    self.controller_id,
+                    item.api_key.api_name,
+                    state.broker_id,
+                    e,
                 )
                 return None
             except (KafkaException, OSError) as e:
                 attempt += 1
                 level = logging.WARNING if attempt == 1 or attempt % 50 == 0 else logging.DEBUG
                 log.log(
-                    level, "controller %d: %s to broker %d at %s:%d failed (attempt %d), retrying: %s",
-                    self.controller_id, item.api_key.api_name, state.broker_id, *state.address, attempt, e,
+                    level,
+                    "controller %d: %s to broker %d at %s:%d failed (attempt %d), retrying: %s",
+                    self.controller_id,
+                    item.api_key.api_name,
+                    state.broker_id,
+                    *state.address,
+                    attempt,
+                    e,
                 )
             await asyncio.sleep(self.retry_backoff_ms / 1000)

@@ -35,7 +35,9 @@ class ReplicaAssignment:
     removing: tuple[int, ...] = ()
 
     @staticmethod
-    def of(replicas: Iterable[int], adding: Iterable[int] = (), removing: Iterable[int] = ()) -> ReplicaAssignment:
+    def of(
+        replicas: Iterable[int], adding: Iterable[int] = (), removing: Iterable[int] = ()
+    ) -> ReplicaAssignment:
         return ReplicaAssignment(tuple(replicas), tuple(adding), tuple(removing))
 
     @property
@@ -57,7 +59,11 @@ class ReplicaAssignment:
         target = tuple(dict.fromkeys(target))
         origin = current.origin_replicas
         full = target + tuple(r for r in origin if r not in target)
-        return ReplicaAssignment(full, tuple(r for r in target if r not in origin), tuple(r for r in origin if r not in target))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in target if r not in origin),
+            tuple(r for r in origin if r not in target),
+        )
 
 
 class ControllerContext:
@@ -125,7 +131,9 @@ class ControllerContext:
     def reassignments_in_progress(self) -> list[TopicPartition]:
         return sorted(tp for tp, a in self.assignments.items() if a.is_being_reassigned)
 
-    def add_topic(self, topic: str, topic_id: uuid.UUID, partitions: dict[int, ReplicaAssignment]) -> None:
+    def add_topic(
+        self, topic: str, topic_id: uuid.UUID, partitions: dict[int, ReplicaAssignment]
+    ) -> None:
         self.topic_ids[topic] = topic_id
         for index, assignment in partitions.items():
             self.assignments[TopicPartition(topic, index)] = assignment

@@ -26,7 +26,9 @@ class ControllerEventManager:
         self.controller = controller
         self.time = time
         self._queue: queue.Queue[object] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name=f"controller-event-thread-{controller.broker_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"controller-event-thread-{controller.broker_id}", daemon=True
+        )
         controller.enqueue = self.put
 
     def put(self, event: object) -> None:

@@ -65,91 +65,137 @@ def to_wire(request: ControllerRequest, listener_name: str | None = None) -> tup
 def _leader_and_isr(r: LeaderAndIsrRequestData, listener_name: str | None = None) -> Message:
     def state(s: LeaderAndIsrPartitionState, with_topic: bool):
         return LeaderAndIsrRequest.LeaderAndIsrPartitionState(
-            topic_name=s.partition.topic if with_topic else "", partition_index=s.partition.partition,
-            controller_epoch=s.controller_epoch, leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr),
-            partition_epoch=s.partition_epoch, replicas=list(s.replicas), adding_replicas=list(s.adding),
-            removing_replicas=list(s.removing), is_new=s.is_new, leader_recovery_state=s.leader_recovery_state,
-        )  # fmt: skip
+            topic_name=s.partition.topic if with_topic else "",
+            partition_index=s.partition.partition,
+            controller_epoch=s.controller_epoch,
+            leader=s.leader,
+            leader_epoch=s.leader_epoch,
+            isr=list(s.isr),
+            partition_epoch=s.partition_epoch,
+            replicas=list(s.replicas),
+            adding_replicas=list(s.adding),
+            removing_replicas=list(s.removing),
+            is_new=s.is_new,
+            leader_recovery_state=s.leader_recovery_state,
+        )
 
     topics = [
         LeaderAndIsrRequest.LeaderAndIsrTopicState(
-            topic_name=topic, topic_id=r.topic_ids.get(topic, NULL_UUID), partition_states=[state(s, False) for s in states]
+            topic_name=topic,
+            topic_id=r.topic_ids.get(topic, NULL_UUID),
+            partition_states=[state(s, False) for s in states],
         )
         for topic, states in sorted(_by_topic(r.partitions, lambda s: s.partition).items())
-    ]  # fmt: skip
+    ]
     return LeaderAndIsrRequest(
-        controller_id=r.controller_id, is_kraft_controller=False, controller_epoch=r.controller_epoch,
-        broker_epoch=r.broker_epoch, type=TYPE_FULL if r.full else 0,
-        ungrouped_partition_states=[state(s, True) for s in r.partitions], topic_states=topics,
+        controller_id=r.controller_id,
+        is_kraft_controller=False,
+        controller_epoch=r.controller_epoch,
+        broker_epoch=r.broker_epoch,
+        type=TYPE_FULL if r.full else 0,
+        ungrouped_partition_states=[state(s, True) for s in r.partitions],
+        topic_states=topics,
         live_leaders=[_live_leader(b, listener_name) for b in r.live_leaders],
-    )  # fmt: skip
+    )
 
 
 def _live_leader(b: BrokerRegistration, listener_name: str | None):
     endpoint = next((e for e in b.info.endpoints if e.listener_name == listener_name), None)
     if endpoint is None:
         endpoint = b.info.endpoints[0] if b.info.endpoints else EndPoint("", "", -1, "PLAINTEXT")
-    return LeaderAndIsrRequest.LeaderAndIsrLiveLeader(broker_id=b.id, host_name=endpoint.host or "", port=endpoint.port)
+    return LeaderAndIsrRequest.LeaderAndIsrLiveLeader(
+        broker_id=b.id, host_name=endpoint.host or "", port=endpoint.port
+    )
 
 
 def _update_metadata(r: UpdateMetadataRequestData) -> Message:
     def state(s: UpdateMetadataPartitionState, with_topic: bool):
         return UpdateMetadataRequest.UpdateMetadataPartitionState(
-            topic_name=s.partition.topic if with_topic else "", partition_index=s.partition.partition,
-            controller_epoch=s.controller_epoch, leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr),
-            zk_version=s.partition_epoch, replicas=list(s.replicas), offline_replicas=list(s.offline_replicas),
-        )  # fmt: skip
+            topic_name=s.partition.topic if with_topic else "",
+            partition_index=s.partition.partition,
+            controller_epoch=s.controller_epoch,
+            leader=s.leader,
+            leader_epoch=s.leader_epoch,
+            isr=list(s.isr),
+            zk_version=s.partition_epoch,
+            replicas=list(s.replicas),
+            offline_replicas=list(s.offline_replicas),
+        )
 
     def broker(b: BrokerRegistration):
         plain = next((e for e in b.info.endpoints if e.security_protocol == "PLAINTEXT"), None)
         return UpdateMetadataRequest.UpdateMetadataBroker(
-            id=b.id, v0_host=plain.host if plain else "", v0_port=plain.port if plain else -1,
+            id=b.id,
+            v0_host=plain.host if plain else "",
+            v0_port=plain.port if plain else -1,
             endpoints=[
                 UpdateMetadataRequest.UpdateMetadataEndpoint(
-                    port=e.port, host=e.host or "", listener=e.listener_name,
+                    port=e.port,
+                    host=e.host or "",
+                    listener=e.listener_name,
                     security_protocol=SECURITY_PROTOCOL_IDS.get(e.security_protocol, 0),
                 )
                 for e in b.info.endpoints
             ],
             rack=b.info.rack,
-        )  # fmt: skip
+        )
 
     topics = [
         UpdateMetadataRequest.UpdateMetadataTopicState(
-            topic_name=topic, topic_id=r.topic_ids.get(topic, NULL_UUID), partition_states=[state(s, False) for s in states]
+            topic_name=topic,
+            topic_id=r.topic_ids.get(topic, NULL_UUID),
+            partition_states=[state(s, False) for s in states],
         )
         for topic, states in sorted(_by_topic(r.partitions, lambda s: s.partition).items())
-    ]  # fmt: skip
+    ]
     return UpdateMetadataRequest(
-        controller_id=r.controller_id, is_kraft_controller=False, type=0, controller_epoch=r.controller_epoch,
-        broker_epoch=r.broker_epoch, ungrouped_partition_states=[state(s, True) for s in r.partitions],
-        topic_states=topics, live_brokers=[broker(b) for b in r.live_brokers],
-    )  # fmt: skip
+        controller_id=r.controller_id,
+        is_kraft_controller=False,
+        type=0,
+        controller_epoch=r.controller_epoch,
+        broker_epoch=r.broker_epoch,
+        ungrouped_partition_states=[state(s, True) for s in r.partitions],
+        topic_states=topics,
+        live_brokers=[broker(b) for b in r.live_brokers],
+    )
 
 
 def _stop_replica(r: StopReplicaRequestData) -> Message:
     deletes = {s.delete for s in r.partitions}
     grouped = _by_topic(r.partitions, lambda s: s.partition)
     return StopReplicaRequest(
-        controller_id=r.controller_id, is_kraft_controller=False, controller_epoch=r.controller_epoch,
-        broker_epoch=r.broker_epoch, delete_partitions=deletes == {True},
+        controller_id=r.controller_id,
+        is_kraft_controller=False,
+        controller_epoch=r.controller_epoch,
+        broker_epoch=r.broker_epoch,
+        delete_partitions=deletes == {True},
         ungrouped_partitions=[
-            StopReplicaRequest.StopReplicaPartitionV0(topic_name=s.partition.topic, partition_index=s.partition.partition)
+            StopReplicaRequest.StopReplicaPartitionV0(
+                topic_name=s.partition.topic, partition_index=s.partition.partition
+            )
             for s in r.partitions
         ],
         topics=[
-            StopReplicaRequest.StopReplicaTopicV1(name=t, partition_indexes=[s.partition.partition for s in states])
+            StopReplicaRequest.StopReplicaTopicV1(
+                name=t, partition_indexes=[s.partition.partition for s in states]
+            )
             for t, states in sorted(grouped.items())
         ],
         topic_states=[
-            StopReplicaRequest.StopReplicaTopicState(topic_name=t, partition_states=[
-                StopReplicaRequest.StopReplicaPartitionState(
-                    partition_index=s.partition.partition, leader_epoch=s.leader_epoch, delete_partition=s.delete)
-                for s in states
-            ])
+            StopReplicaRequest.StopReplicaTopicState(
+                topic_name=t,
+                partition_states=[
+                    StopReplicaRequest.StopReplicaPartitionState(
+                        partition_index=s.partition.partition,
+                        leader_epoch=s.leader_epoch,
+                        delete_partition=s.delete,
+                    )
+                    for s in states
+                ],
+            )
             for t, states in sorted(grouped.items())
         ],
-    )  # fmt: skip
+    )
 
 
 # ---- from the wire ----
@@ -167,16 +213,35 @@ def leader_and_isr_from_wire(m, version: int) -> LeaderAndIsrRequestData:
         pairs = [(s.topic_name, s) for s in m.ungrouped_partition_states]
     states = tuple(
         LeaderAndIsrPartitionState(
-            TopicPartition(topic, s.partition_index), s.controller_epoch, s.leader, s.leader_epoch, tuple(s.isr),
-            s.partition_epoch, tuple(s.replicas), tuple(s.adding_replicas or ()), tuple(s.removing_replicas or ()),
-            bool(s.is_new), s.leader_recovery_state,
+            TopicPartition(topic, s.partition_index),
+            s.controller_epoch,
+            s.leader,
+            s.leader_epoch,
+            tuple(s.isr),
+            s.partition_epoch,
+            tuple(s.replicas),
+            tuple(s.adding_replicas or ()),
+            tuple(s.removing_replicas or ()),
+            bool(s.is_new),
+            s.leader_recovery_state,
         )
         for topic, s in pairs
-    )  # fmt: skip
-    leaders = tuple(
-        BrokerRegistration(BrokerInfo(b.broker_id, [EndPoint("", b.host_name, b.port, "PLAINTEXT")]), -1) for b in m.live_leaders
     )
-    return LeaderAndIsrRequestData(m.controller_id, m.controller_epoch, m.broker_epoch, states, topic_ids, leaders, m.type == TYPE_FULL)
+    leaders = tuple(
+        BrokerRegistration(
+            BrokerInfo(b.broker_id, [EndPoint("", b.host_name, b.port, "PLAINTEXT")]), -1
+        )
+        for b in m.live_leaders
+    )
+    return LeaderAndIsrRequestData(
+        m.controller_id,
+        m.controller_epoch,
+        m.broker_epoch,
+        states,
+        topic_ids,
+        leaders,
+        m.type == TYPE_FULL,
+    )
 
 
 def update_metadata_from_wire(m, version: int) -> UpdateMetadataRequestData:
@@ -191,11 +256,17 @@ def update_metadata_from_wire(m, version: int) -> UpdateMetadataRequestData:
         pairs = [(s.topic_name, s) for s in m.ungrouped_partition_states]
     states = tuple(
         UpdateMetadataPartitionState(
-            TopicPartition(topic, s.partition_index), s.controller_epoch, s.leader, s.leader_epoch, tuple(s.isr),
-            s.zk_version, tuple(s.replicas), tuple(s.offline_replicas or ()),
+            TopicPartition(topic, s.partition_index),
+            s.controller_epoch,
+            s.leader,
+            s.leader_epoch,
+            tuple(s.isr),
+            s.zk_version,
+            tuple(s.replicas),
+            tuple(s.offline_replicas or ()),
         )
         for topic, s in pairs
-    )  # fmt: skip
+    )
     brokers = []
     for b in m.live_brokers:
         if version == 0:
@@ -204,24 +275,42 @@ def update_metadata_from_wire(m, version: int) -> UpdateMetadataRequestData:
             endpoints = []
             for e in b.endpoints:
                 protocol = SECURITY_PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT")
-                endpoints.append(EndPoint(e.listener if version >= 3 and e.listener else protocol, e.host, e.port, protocol))
+                endpoints.append(
+                    EndPoint(
+                        e.listener if version >= 3 and e.listener else protocol,
+                        e.host,
+                        e.port,
+                        protocol,
+                    )
+                )
         brokers.append(BrokerRegistration(BrokerInfo(b.id, endpoints, b.rack or None), -1))
-    return UpdateMetadataRequestData(m.controller_id, m.controller_epoch, m.broker_epoch, states, topic_ids, tuple(brokers))
+    return UpdateMetadataRequestData(
+        m.controller_id, m.controller_epoch, m.broker_epoch, states, topic_ids, tuple(brokers)
+    )
 
 
 def stop_replica_from_wire(m, version: int) -> StopReplicaRequestData:
     if version >= 3:
         states = tuple(
-            StopReplicaPartitionState(TopicPartition(t.topic_name, p.partition_index), p.leader_epoch, bool(p.delete_partition))
-            for t in m.topic_states for p in t.partition_states
-        )  # fmt: skip
+            StopReplicaPartitionState(
+                TopicPartition(t.topic_name, p.partition_index),
+                p.leader_epoch,
+                bool(p.delete_partition),
+            )
+            for t in m.topic_states
+            for p in t.partition_states
+        )
     elif version >= 1:
         states = tuple(
-            StopReplicaPartitionState(TopicPartition(t.name, p), -1, bool(m.delete_partitions)) for t in m.topics for p in t.partition_indexes
+            StopReplicaPartitionState(TopicPartition(t.name, p), -1, bool(m.delete_partitions))
+            for t in m.topics
+            for p in t.partition_indexes
         )
     else:
         states = tuple(
-            StopReplicaPartitionState(TopicPartition(p.topic_name, p.partition_index), -1, bool(m.delete_partitions))
+            StopReplicaPartitionState(
+                TopicPartition(p.topic_name, p.partition_index), -1, bool(m.delete_partitions)
+            )
             for p in m.ungrouped_partitions
         )
     return StopReplicaRequestData(m.controller_id, m.controller_epoch, m.broker_epoch, states)
@@ -230,30 +319,37 @@ def stop_replica_from_wire(m, version: int) -> StopReplicaRequestData:
 # ---- responses ----
 
 
-def leader_and_isr_response(error: int, errors: dict[TopicPartition, int], topic_ids: dict[str, uuid.UUID]) -> Message:
+def leader_and_isr_response(
+    error: int, errors: dict[TopicPartition, int], topic_ids: dict[str, uuid.UUID]
+) -> Message:
     def partition_error(tp: TopicPartition, code: int):
-        return LeaderAndIsrResponse.LeaderAndIsrPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=int(code))
+        return LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+            topic_name=tp.topic, partition_index=tp.partition, error_code=int(code)
+        )
 
     return LeaderAndIsrResponse(
         error_code=int(error),
         partition_errors=[partition_error(tp, c) for tp, c in sorted(errors.items())],
         topics=[
             LeaderAndIsrResponse.LeaderAndIsrTopicError(
-                topic_id=topic_ids.get(topic, NULL_UUID), partition_errors=[partition_error(tp, errors[tp]) for tp in tps]
+                topic_id=topic_ids.get(topic, NULL_UUID),
+                partition_errors=[partition_error(tp, errors[tp]) for tp in tps],
             )
             for topic, tps in sorted(_by_topic(sorted(errors), lambda tp: tp).items())
         ],
-    )  # fmt: skip
+    )
 
 
 def stop_replica_response(error: int, errors: dict[TopicPartition, int]) -> Message:
     return StopReplicaResponse(
         error_code=int(error),
         partition_errors=[
-            StopReplicaResponse.StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=int(c))
+            StopReplicaResponse.StopReplicaPartitionError(
+                topic_name=tp.topic, partition_index=tp.partition, error_code=int(c)
+            )
             for tp, c in sorted(errors.items())
         ],
-    )  # fmt: skip
+    )
 
 
 def update_metadata_response(error: int) -> Message:

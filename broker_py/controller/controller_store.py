@@ -25,13 +25,24 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from broker_py.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from broker_py.zk.zk_data import (
+    BrokerInfo,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
 from logstore.protocol.errors import KafkaException
 
 __all__ = [
-    "BrokerRegistration", "ControllerEpoch", "ControllerMovedError", "ControllerStore", "PartitionEpochMismatch",
-    "StoreChange", "StoreChangeKind", "TopicExistsInStoreError",
-]  # fmt: skip
+    "BrokerRegistration",
+    "ControllerEpoch",
+    "ControllerMovedError",
+    "ControllerStore",
+    "PartitionEpochMismatch",
+    "StoreChange",
+    "StoreChangeKind",
+    "TopicExistsInStoreError",
+]
 
 
 class ControllerMovedError(KafkaException):
@@ -105,7 +116,9 @@ class ControllerStore(Protocol):
     def topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
         """Assignments of the named topics that exist."""
 
-    def partition_states(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    def partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         """States (with their partition epochs) of the named partitions that have one."""
 
     def topic_configs(self, topic: str) -> dict[str, str]:
@@ -132,7 +145,9 @@ class ControllerStore(Protocol):
     ) -> dict[TopicPartition, int | PartitionEpochMismatch]:
         """Writes each state if its partition epoch is still ``state.partition_epoch``."""
 
-    def controller_set_topic_assignment(self, epoch_zk_version: int, topic: str, assignment: TopicAssignment) -> None:
+    def controller_set_topic_assignment(
+        self, epoch_zk_version: int, topic: str, assignment: TopicAssignment
+    ) -> None:
         """UnknownTopicOrPartitionError if the topic is gone."""
 
     def controller_delete_topic(self, epoch_zk_version: int, topic: str) -> None:
@@ -143,7 +158,9 @@ class ControllerStore(Protocol):
     def controller_delete_preferred_election_request(self, epoch_zk_version: int) -> None: ...
 
     # ---- admin writes (from any broker; the controller acts on them through watch) ----
-    def create_topic(self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]) -> None:
+    def create_topic(
+        self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]
+    ) -> None:
         """Writes the config then the assignment. TopicExistsInStoreError if it exists or
         its name collides with a topic's once '.' and '_' are the same (Kafka's rule)."""
 

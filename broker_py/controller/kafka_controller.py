@@ -28,14 +28,22 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from broker_py.controller import controller_events as ev
-from broker_py.controller.controller_context import ControllerContext, PartitionState, ReplicaAssignment
+from broker_py.controller.controller_context import (
+    ControllerContext,
+    PartitionState,
+    ReplicaAssignment,
+)
 from broker_py.controller.controller_request_batch import ControllerChannel, ControllerRequestBatch
-from broker_py.controller.controller_store import ControllerMovedError, ControllerStore, PartitionEpochMismatch
+from broker_py.controller.controller_store import (
+    ControllerMovedError,
+    ControllerStore,
+    PartitionEpochMismatch,
+)
 from broker_py.controller.partition_reassignment import PartitionReassignment
 from broker_py.controller.partition_state_machine import Election, PartitionStateMachine
 from broker_py.controller.topic_deletion_manager import TopicDeletionManager
 from broker_py.utils.time import SYSTEM_TIME, Time
-from broker_py.zk.zk_data import NO_LEADER, TopicAssignment, TopicPartition
+from broker_py.zk.zk_data import TopicAssignment, TopicPartition
 from logstore.protocol.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -52,10 +60,12 @@ class ControllerConfig:
     @staticmethod
     def from_broker_config(config) -> ControllerConfig:
         return ControllerConfig(
-            config["unclean.leader.election.enable"], config["delete.topic.enable"],
-            config["auto.leader.rebalance.enable"], config["leader.imbalance.per.broker.percentage"],
+            config["unclean.leader.election.enable"],
+            config["delete.topic.enable"],
+            config["auto.leader.rebalance.enable"],
+            config["leader.imbalance.per.broker.percentage"],
             config["leader.imbalance.check.interval.seconds"] * 1000,
-        )  # fmt: skip
+        )
 
 
 class KafkaController:
@@ -73,7 +83,9 @@ class KafkaController:
         self.channel = channel
         self.config = config
         self.time = time
-        self._unclean_default = unclean_default or (lambda: self.config.unclean_leader_election_enable)
+        self._unclean_default = unclean_default or (
+            lambda: self.config.unclean_leader_election_enable
+        )
         self.active = False
         self.active_controller_id: int | None = None
         self._create_waiters: list[ev.CreateTopics] = []
@@ -86,7 +98,9 @@ class KafkaController:
         self.batch = ControllerRequestBatch(self.broker_id, self.context)
         self.batch.on_stop_replica_response = self._stop_replica_response
         self.batch.on_update_metadata_response = self._update_metadata_response
-        self.partition_state_machine = PartitionStateMachine(self.context, self.store, self.batch, self._unclean_default)
+        self.partition_state_machine = PartitionStateMachine(
+            self.context, self.store, self.batch, self._unclean_default
+        )
         self.topic_deletion = TopicDeletionManager(self)
         self.reassignment = PartitionReassignment(self)
 
@@ -103,7 +117,12 @@ class KafkaController:
                 for tp in self.context.reassignments_in_progress():
                     self.reassignment.resume(tp)
         except ControllerMovedError as e:
-            log.warning("controller %d lost its place while handling %s: %s", self.broker_id, type(event).__name__, e)
+            log.warning(
+                "controller %d lost its place while handling %s: %s",
+                self.broker_id,
+                type(event).__name__,
+                e,
+            )
             self._resign()
             self._fail_api_event(event, ErrorCode.NOT_CONTROLLER)
         finally:
@@ -129,7 +148,11 @@ class KafkaController:
         self.enqueue(ev.TopicDeletionStopReplicaResponse(broker_id, errors))
 
     def _update_metadata_response(self, broker_id: int, topics: set[str], response: object) -> None:
-        self.enqueue(ev.UpdateMetadataResponseReceived(broker_id, frozenset(topics), response if isinstance(response, int) else 0))
+        self.enqueue(
+            ev.UpdateMetadataResponseReceived(
+                broker_id, frozenset(topics), response if isinstance(response, int) else 0
+            )
+        )
 
     # ---- election and failover ----
 
@@ -172,7 +195,9 @@ class KafkaController:
 
     def _resign(self) -> None:
         if self.active:
-            log.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch)
+            log.info(
+                "broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch
+            )
         self.active = False
         for waiter in self._create_waiters:
             waiter.reply(set())
@@ -207,7 +232,9 @@ class KafkaController:
         self.partition_state_machine.trigger_online_partition_state_change()
         # Replicas on brokers that are gone leave the ISRs (Kafka's OfflineReplica at startup).
         for b in sorted({r for tp in all_partitions for r in ctx.offline_replicas(tp)}):
-            partitions = [tp for tp in ctx.partitions_on_broker(b) if not ctx.is_queued_for_deletion(tp.topic)]
+            partitions = [
+                tp for tp in ctx.partitions_on_broker(b) if not ctx.is_queued_for_deletion(tp.topic)
+            ]
             self.partition_state_machine.remove_replica_from_isr(b, partitions)
         self.batch.send(self.channel)
         for tp in ctx.reassignments_in_progress():
@@ -225,11 +252,15 @@ class KafkaController:
             topic_id = assignment.topic_id
             if topic_id is None:  # a topic written before topic ids: give it one
                 topic_id = uuid.uuid4()
-                self.store.controller_set_topic_assignment(ctx.epoch_zk_version, topic, dataclasses.replace(assignment, topic_id=topic_id))
+                self.store.controller_set_topic_assignment(
+                    ctx.epoch_zk_version, topic, dataclasses.replace(assignment, topic_id=topic_id)
+                )
             partitions = {
-                index: ReplicaAssignment.of(replicas, assignment.adding.get(index, ()), assignment.removing.get(index, ()))
+                index: ReplicaAssignment.of(
+                    replicas, assignment.adding.get(index, ()), assignment.removing.get(index, ())
+                )
                 for index, replicas in assignment.partitions.items()
-            }  # fmt: skip
+            }
             ctx.add_topic(topic, topic_id, partitions)
             self.store.watch_topic(topic)
             added.extend(TopicPartition(topic, index) for index in partitions)
@@ -246,7 +277,11 @@ class KafkaController:
                 adding[tp.partition] = list(a.adding)
             if a.removing:
                 removing[tp.partition] = list(a.removing)
-        self.store.controller_set_topic_assignment(ctx.epoch_zk_version, topic, TopicAssignment(ctx.topic_ids[topic], parts, adding, removing))
+        self.store.controller_set_topic_assignment(
+            ctx.epoch_zk_version,
+            topic,
+            TopicAssignment(ctx.topic_ids[topic], parts, adding, removing),
+        )
 
     # ---- brokers ----
 
@@ -257,7 +292,11 @@ class KafkaController:
         current = self.store.live_brokers()
         new = {b for b in current if b not in ctx.live_brokers}
         dead = {b for b in ctx.live_brokers if b not in current}
-        bounced = {b for b in current if b in ctx.live_brokers and current[b].epoch != ctx.live_brokers[b].epoch}
+        bounced = {
+            b
+            for b in current
+            if b in ctx.live_brokers and current[b].epoch != ctx.live_brokers[b].epoch
+        }
         if not (new or dead or bounced):
             return
         log.info("brokers: new %s, dead %s, bounced %s", sorted(new), sorted(dead), sorted(bounced))
@@ -296,11 +335,17 @@ class KafkaController:
         ctx.shutting_down -= brokers
         for pending in ctx.metadata_pending.values():
             pending -= brokers
-        led = [tp for tp, s in ctx.leadership.items() if s.leader in brokers and not ctx.is_queued_for_deletion(tp.topic)]
+        led = [
+            tp
+            for tp, s in ctx.leadership.items()
+            if s.leader in brokers and not ctx.is_queued_for_deletion(tp.topic)
+        ]
         self.partition_state_machine.to_offline(led)
         self.partition_state_machine.trigger_online_partition_state_change()
         for b in sorted(brokers):
-            partitions = [tp for tp in ctx.partitions_on_broker(b) if not ctx.is_queued_for_deletion(tp.topic)]
+            partitions = [
+                tp for tp in ctx.partitions_on_broker(b) if not ctx.is_queued_for_deletion(tp.topic)
+            ]
             self.partition_state_machine.remove_replica_from_isr(b, partitions)
         self.topic_deletion.on_brokers_failed(brokers)
         self.batch.add_update_metadata(ctx.live_brokers, [])
@@ -330,7 +375,11 @@ class KafkaController:
         self.batch.send(self.channel)
 
     def _partition_modifications(self, event: ev.PartitionModifications) -> None:
-        if not self.active or event.topic not in self.context.topic_ids or self.context.is_queued_for_deletion(event.topic):
+        if (
+            not self.active
+            or event.topic not in self.context.topic_ids
+            or self.context.is_queued_for_deletion(event.topic)
+        ):
             return
         ctx = self.context
         assignment = self.store.topic_assignments([event.topic]).get(event.topic)
@@ -391,7 +440,9 @@ class KafkaController:
         if topic not in ctx.topic_ids:
             return False
         partitions = ctx.partitions_of(topic)
-        return all(tp in ctx.leadership for tp in partitions) and not (ctx.metadata_pending.get(topic, set()) & set(ctx.live_brokers))
+        return all(tp in ctx.leadership for tp in partitions) and not (
+            ctx.metadata_pending.get(topic, set()) & set(ctx.live_brokers)
+        )
 
     def _check_create_waiters(self) -> None:
         keep = []
@@ -413,7 +464,9 @@ class KafkaController:
             else:
                 event.reply(results)
 
-    def elect_leaders(self, partitions: set[TopicPartition] | None, unclean: bool) -> dict[TopicPartition, tuple[int, str | None]]:
+    def elect_leaders(
+        self, partitions: set[TopicPartition] | None, unclean: bool
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         """ElectLeaders: per partition NONE, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
         ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION. With ``partitions``
         None only partitions where an election was due are answered."""
@@ -425,7 +478,10 @@ class KafkaController:
         for tp in wanted:
             state = ctx.leadership.get(tp)
             if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic) or state is None:
-                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition} does not exist")
+                results[tp] = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"{tp.topic}-{tp.partition} does not exist",
+                )
                 continue
             if unclean:
                 if state.leader >= 0 and ctx.is_live(state.leader):
@@ -435,13 +491,22 @@ class KafkaController:
                 results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, None)
                 continue
             elif ctx.assignments[tp].is_being_reassigned:
-                results[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "the partition is being reassigned")
+                results[tp] = (
+                    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                    "the partition is being reassigned",
+                )
                 continue
             to_elect.append(tp)
         if unclean:
             self.partition_state_machine.to_offline(tp for tp in to_elect)
-        outcome = self.partition_state_machine.to_online(to_elect, Election.OFFLINE_UNCLEAN if unclean else Election.PREFERRED)
-        failed_code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE if unclean else ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        outcome = self.partition_state_machine.to_online(
+            to_elect, Election.OFFLINE_UNCLEAN if unclean else Election.PREFERRED
+        )
+        failed_code = (
+            ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            if unclean
+            else ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        )
         for tp in to_elect:
             if tp in outcome.elected:
                 results[tp] = (ErrorCode.NONE, None)
@@ -460,7 +525,9 @@ class KafkaController:
         partitions = self.store.preferred_election_request()
         if not partitions:
             return
-        self.elect_leaders({tp for tp in partitions if tp in self.context.assignments}, unclean=False)
+        self.elect_leaders(
+            {tp for tp in partitions if tp in self.context.assignments}, unclean=False
+        )
         self.store.controller_delete_preferred_election_request(self.context.epoch_zk_version)
 
     def _auto_preferred_election(self, _event: object) -> None:
@@ -477,17 +544,27 @@ class KafkaController:
         ctx = self.context
         by_preferred: dict[int, list[TopicPartition]] = {}
         for tp, assignment in ctx.assignments.items():
-            if assignment.replicas and tp in ctx.leadership and not ctx.is_queued_for_deletion(tp.topic):
+            if (
+                assignment.replicas
+                and tp in ctx.leadership
+                and not ctx.is_queued_for_deletion(tp.topic)
+            ):
                 by_preferred.setdefault(assignment.replicas[0], []).append(tp)
         due: set[TopicPartition] = set()
         for broker, partitions in by_preferred.items():
             misplaced = [tp for tp in partitions if ctx.leadership[tp].leader != broker]
             ratio = len(misplaced) / len(partitions)
-            if ratio * 100 > self.config.leader_imbalance_per_broker_percentage and ctx.is_live(broker) and broker not in ctx.shutting_down:
+            if (
+                ratio * 100 > self.config.leader_imbalance_per_broker_percentage
+                and ctx.is_live(broker)
+                and broker not in ctx.shutting_down
+            ):
                 due.update(
-                    tp for tp in misplaced
-                    if broker in ctx.leadership[tp].isr and not ctx.assignments[tp].is_being_reassigned
-                )  # fmt: skip
+                    tp
+                    for tp in misplaced
+                    if broker in ctx.leadership[tp].isr
+                    and not ctx.assignments[tp].is_being_reassigned
+                )
         return due
 
     # ---- controlled shutdown ----
@@ -505,7 +582,13 @@ class KafkaController:
             event.reply(ErrorCode.STALE_BROKER_EPOCH, set())
             return
         ctx.shutting_down.add(b)
-        partitions = [tp for tp in ctx.partitions_on_broker(b) if len(ctx.replicas(tp)) > 1 and tp in ctx.leadership and not ctx.is_queued_for_deletion(tp.topic)]
+        partitions = [
+            tp
+            for tp in ctx.partitions_on_broker(b)
+            if len(ctx.replicas(tp)) > 1
+            and tp in ctx.leadership
+            and not ctx.is_queued_for_deletion(tp.topic)
+        ]
         led = [tp for tp in partitions if ctx.leadership[tp].leader == b]
         followed = [tp for tp in partitions if ctx.leadership[tp].leader != b]
         self.partition_state_machine.to_online(led, Election.CONTROLLED_SHUTDOWN)
@@ -523,7 +606,9 @@ class KafkaController:
             event.reply(ErrorCode.NOT_CONTROLLER, {})
             return
         ctx = self.context
-        if not ctx.is_live(event.broker_id) or (event.broker_epoch != -1 and event.broker_epoch != ctx.broker_epoch(event.broker_id)):
+        if not ctx.is_live(event.broker_id) or (
+            event.broker_epoch != -1 and event.broker_epoch != ctx.broker_epoch(event.broker_id)
+        ):
             event.reply(ErrorCode.STALE_BROKER_EPOCH, {})
             return
         results: dict[TopicPartition, ev.AlterPartitionResult] = {}
@@ -547,16 +632,33 @@ class KafkaController:
             elif item.leader_epoch < current.leader_epoch:
                 results[tp] = ev.AlterPartitionResult(ErrorCode.FENCED_LEADER_EPOCH)
             elif item.leader_epoch > current.leader_epoch:
-                results[tp] = ev.AlterPartitionResult(ErrorCode.FENCED_LEADER_EPOCH)  # Kafka's answer to a future epoch
-            elif sorted(item.new_isr) == sorted(current.isr) and item.leader_recovery_state == current.leader_recovery_state:
+                results[tp] = ev.AlterPartitionResult(
+                    ErrorCode.FENCED_LEADER_EPOCH
+                )  # Kafka's answer to a future epoch
+            elif (
+                sorted(item.new_isr) == sorted(current.isr)
+                and item.leader_recovery_state == current.leader_recovery_state
+            ):
                 results[tp] = _alter_result(current)  # already applied (a retry)
             elif item.partition_epoch != current.partition_epoch:
                 results[tp] = ev.AlterPartitionResult(ErrorCode.INVALID_UPDATE_VERSION)
                 stale_leaders.append(tp)
-            elif any(r not in ctx.assignments[tp].replicas or not ctx.is_live(r) or r in ctx.shutting_down for r in item.new_isr) or current.leader not in item.new_isr:
+            elif (
+                any(
+                    r not in ctx.assignments[tp].replicas
+                    or not ctx.is_live(r)
+                    or r in ctx.shutting_down
+                    for r in item.new_isr
+                )
+                or current.leader not in item.new_isr
+            ):
                 results[tp] = ev.AlterPartitionResult(ErrorCode.INELIGIBLE_REPLICA)
             else:
-                updates[tp] = dataclasses.replace(current, isr=list(item.new_isr), leader_recovery_state=item.leader_recovery_state)
+                updates[tp] = dataclasses.replace(
+                    current,
+                    isr=list(item.new_isr),
+                    leader_recovery_state=item.leader_recovery_state,
+                )
         if updates:
             written = self.store.controller_update_partition_states(ctx.epoch_zk_version, updates)
             for tp, outcome in written.items():
@@ -569,7 +671,9 @@ class KafkaController:
                     continue
                 ctx.leadership[tp] = dataclasses.replace(updates[tp], partition_epoch=outcome)
                 results[tp] = _alter_result(ctx.leadership[tp])
-            self.batch.add_update_metadata(ctx.live_brokers, [tp for tp in updates if tp in ctx.leadership])
+            self.batch.add_update_metadata(
+                ctx.live_brokers, [tp for tp in updates if tp in ctx.leadership]
+            )
             for tp in updates:
                 if tp in ctx.assignments and ctx.assignments[tp].is_being_reassigned:
                     self.reassignment.resume(tp)
@@ -591,7 +695,11 @@ class KafkaController:
             event.reply(ErrorCode.NOT_CONTROLLER, {})
             return
         ctx = self.context
-        wanted = ctx.reassignments_in_progress() if event.partitions is None else sorted(event.partitions)
+        wanted = (
+            ctx.reassignments_in_progress()
+            if event.partitions is None
+            else sorted(event.partitions)
+        )
         out = {}
         for tp in wanted:
             a = ctx.assignments.get(tp)
@@ -608,12 +716,22 @@ class KafkaController:
         results = self.reassignment.submit({tp: list(r) for tp, r in request.items()}, from_zk=True)
         failed = [tp for tp, (code, _) in results.items() if code != ErrorCode.NONE]
         if failed:
-            log.warning("reassignments refused: %s", {f"{tp.topic}-{tp.partition}": results[tp] for tp in failed})
+            log.warning(
+                "reassignments refused: %s",
+                {f"{tp.topic}-{tp.partition}": results[tp] for tp in failed},
+            )
         self.reassignment.sync_zk_request()
 
 
 def _alter_result(state) -> ev.AlterPartitionResult:
-    return ev.AlterPartitionResult(ErrorCode.NONE, state.leader, state.leader_epoch, tuple(state.isr), state.partition_epoch, state.leader_recovery_state)
+    return ev.AlterPartitionResult(
+        ErrorCode.NONE,
+        state.leader,
+        state.leader_epoch,
+        tuple(state.isr),
+        state.partition_epoch,
+        state.leader_recovery_state,
+    )
 
 
 _HANDLERS: dict[type, Callable[[KafkaController, object], None]] = {

@@ -63,7 +63,12 @@ from broker_py.server import metadata_file
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
 from broker_py.zk.kafka_zk_client import BrokerIdInUseError
-from broker_py.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from broker_py.zk.zk_data import (
+    BrokerInfo,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
 from logstore.protocol.errors import UnknownTopicOrPartitionError
 
 __all__ = ["LocalControllerStore"]
@@ -82,7 +87,9 @@ def _copy_assignment(a: TopicAssignment) -> TopicAssignment:
     return TopicAssignment(a.topic_id, copy(a.partitions), copy(a.adding), copy(a.removing))
 
 
-def _copy_state(state: LeaderIsrAndControllerEpoch, partition_epoch: int | None = None) -> LeaderIsrAndControllerEpoch:
+def _copy_state(
+    state: LeaderIsrAndControllerEpoch, partition_epoch: int | None = None
+) -> LeaderIsrAndControllerEpoch:
     epoch = state.partition_epoch if partition_epoch is None else partition_epoch
     return dataclasses.replace(state, isr=list(state.isr), partition_epoch=epoch)
 
@@ -102,7 +109,9 @@ class _Data:
     zxid: int = 0
     controller_epoch: ControllerEpoch | None = None
     topics: dict[str, TopicAssignment] = dataclasses.field(default_factory=dict)
-    states: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = dataclasses.field(default_factory=dict)
+    states: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = dataclasses.field(
+        default_factory=dict
+    )
     configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     deletions: dict[str, None] = dataclasses.field(default_factory=dict)  # ordered set
     reassignment: dict[TopicPartition, list[int]] | None = None
@@ -110,9 +119,12 @@ class _Data:
 
     def copy(self) -> _Data:
         return dataclasses.replace(
-            self, topics=dict(self.topics), states={t: dict(s) for t, s in self.states.items()},
-            configs=dict(self.configs), deletions=dict(self.deletions),
-        )  # fmt: skip
+            self,
+            topics=dict(self.topics),
+            states={t: dict(s) for t, s in self.states.items()},
+            configs=dict(self.configs),
+            deletions=dict(self.deletions),
+        )
 
     def to_doc(self, encoded: dict[int, tuple[Any, Any]] | None = None) -> dict[str, Any]:
         """The file's JSON object. ``encoded`` caches each assignment's and partition
@@ -133,21 +145,29 @@ class _Data:
         doc = {
             "version": _FORMAT_VERSION,
             "zxid": self.zxid,
-            "controller_epoch": None if epoch is None else {"epoch": epoch.epoch, "zk_version": epoch.zk_version},
+            "controller_epoch": None
+            if epoch is None
+            else {"epoch": epoch.epoch, "zk_version": epoch.zk_version},
             "topics": {t: obj(a, zk_data.TopicZNode.encode) for t, a in self.topics.items()},
             "partition_states": {
-                t: {str(p): {"zk_version": s.partition_epoch,
-                             "state": obj(s, zk_data.TopicPartitionStateZNode.encode)}
-                    for p, s in states.items()}
+                t: {
+                    str(p): {
+                        "zk_version": s.partition_epoch,
+                        "state": obj(s, zk_data.TopicPartitionStateZNode.encode),
+                    }
+                    for p, s in states.items()
+                }
                 for t, states in self.states.items()
-            },  # fmt: skip
+            },
             "configs": self.configs,
             "topic_deletions": list(self.deletions),
-            "reassign_partitions": None if self.reassignment is None
+            "reassign_partitions": None
+            if self.reassignment is None
             else _znode_object(zk_data.ReassignPartitionsZNode.encode(self.reassignment)),
-            "preferred_replica_election": None if self.preferred is None
+            "preferred_replica_election": None
+            if self.preferred is None
             else _znode_object(zk_data.PreferredReplicaElectionZNode.encode(self.preferred)),
-        }  # fmt: skip
+        }
         if encoded is not None:
             encoded.clear()
             encoded.update(fresh)
@@ -160,24 +180,33 @@ class _Data:
             raise ValueError(f"unknown version {doc['version']!r}")
         data = _Data(zxid=_int(doc["zxid"], "zxid"))
         if (epoch := doc["controller_epoch"]) is not None:
-            data.controller_epoch = ControllerEpoch(_int(epoch["epoch"], "epoch"), _int(epoch["zk_version"], "zk_version"))
+            data.controller_epoch = ControllerEpoch(
+                _int(epoch["epoch"], "epoch"), _int(epoch["zk_version"], "zk_version")
+            )
         for topic, obj in doc["topics"].items():
-            data.topics[topic] = zk_data.TopicZNode.decode(_znode_bytes(obj), path=zk_data.TopicZNode.path(topic))
+            data.topics[topic] = zk_data.TopicZNode.decode(
+                _znode_bytes(obj), path=zk_data.TopicZNode.path(topic)
+            )
         for topic, states in doc["partition_states"].items():
             data.states[topic] = {}
             for p, entry in states.items():
                 path = zk_data.TopicPartitionStateZNode.path(topic, int(p))
                 version = _int(entry["zk_version"], f"{path} zk_version")
                 data.states[topic][int(p)] = zk_data.TopicPartitionStateZNode.decode(
-                    _znode_bytes(entry["state"]), version, path=path)  # fmt: skip
+                    _znode_bytes(entry["state"]), version, path=path
+                )
         for topic, config in doc["configs"].items():
             path = zk_data.ConfigEntityZNode.path("topics", topic)
-            data.configs[topic] = zk_data.ConfigEntityZNode.decode(_znode_bytes({"version": 1, "config": config}), path=path)
+            data.configs[topic] = zk_data.ConfigEntityZNode.decode(
+                _znode_bytes({"version": 1, "config": config}), path=path
+            )
         data.deletions = dict.fromkeys(_str(t, "topic_deletions") for t in doc["topic_deletions"])
         if (obj := doc["reassign_partitions"]) is not None:
             data.reassignment = zk_data.ReassignPartitionsZNode.decode(_znode_bytes(obj))
         if (obj := doc["preferred_replica_election"]) is not None:
-            data.preferred = dict.fromkeys(zk_data.PreferredReplicaElectionZNode.decode(_znode_bytes(obj)))
+            data.preferred = dict.fromkeys(
+                zk_data.PreferredReplicaElectionZNode.decode(_znode_bytes(obj))
+            )
         return data
 
 
@@ -202,7 +231,9 @@ class _Backend:
         self.encoded: dict[int, tuple[Any, Any]] = {}  # see _Data.to_doc
         self.time = time
         self.data = (metadata_file.load(path, _Data.from_doc) if path else None) or _Data()
-        self.brokers: dict[int, tuple[BrokerRegistration, int]] = {}  # id -> (registration, owner session)
+        self.brokers: dict[
+            int, tuple[BrokerRegistration, int]
+        ] = {}  # id -> (registration, owner session)
         self.controller: tuple[int, int] | None = None  # (broker id, owner session)
         self.session_ids = itertools.count(1)
         self.sessions: list[LocalControllerStore] = []
@@ -220,7 +251,12 @@ class LocalControllerStore:
     registrations given without a timestamp."""
 
     def __init__(
-        self, broker_id: int, path: str | None = None, time: Time = SYSTEM_TIME, *, _backend: _Backend | None = None
+        self,
+        broker_id: int,
+        path: str | None = None,
+        time: Time = SYSTEM_TIME,
+        *,
+        _backend: _Backend | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._b = _backend if _backend is not None else _Backend(path, time)
@@ -295,12 +331,19 @@ class LocalControllerStore:
             if any(c.kind == StoreChangeKind.TOPICS for c, _ in changes):
                 for s in b.sessions:
                     s._watched_topics &= set(b.data.topics)
-            targets = [(s, s._on_change, set(s._watched_topics)) for s in b.sessions if s._on_change is not None]
+            targets = [
+                (s, s._on_change, set(s._watched_topics))
+                for s in b.sessions
+                if s._on_change is not None
+            ]
         for change, only in changes:
             for session, on_change, topics in targets:
                 if only is not None and session is not only:
                     continue
-                if change.kind == StoreChangeKind.PARTITION_MODIFICATIONS and change.name not in topics:
+                if (
+                    change.kind == StoreChangeKind.PARTITION_MODIFICATIONS
+                    and change.name not in topics
+                ):
                     continue
                 on_change(change)
 
@@ -350,7 +393,9 @@ class LocalControllerStore:
                     f"broker {self._b.controller[0]} is the controller (epoch {data.controller_epoch.epoch})"
                 )
             self._b.next_zxid()
-            data.controller_epoch = ControllerEpoch(data.controller_epoch.epoch + 1, data.controller_epoch.zk_version + 1)
+            data.controller_epoch = ControllerEpoch(
+                data.controller_epoch.epoch + 1, data.controller_epoch.zk_version + 1
+            )
             self._b.controller = (broker_id, self._session)
             changes.append((StoreChange(StoreChangeKind.CONTROLLER), None))
             return data.controller_epoch
@@ -373,7 +418,9 @@ class LocalControllerStore:
             known = self._b.data.topics
             return {t: _copy_assignment(known[t]) for t in topics if t in known}
 
-    def partition_states(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    def partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         with self._b.lock:
             states = self._b.data.states
             out = {}
@@ -434,17 +481,23 @@ class LocalControllerStore:
                     out[tp] = PartitionEpochMismatch(existing.partition_epoch)
                 else:
                     self._b.next_zxid()
-                    data.states[tp.topic][tp.partition] = _copy_state(state, existing.partition_epoch + 1)
+                    data.states[tp.topic][tp.partition] = _copy_state(
+                        state, existing.partition_epoch + 1
+                    )
                     out[tp] = existing.partition_epoch + 1
         return out
 
-    def controller_set_topic_assignment(self, epoch_zk_version: int, topic: str, assignment: TopicAssignment) -> None:
+    def controller_set_topic_assignment(
+        self, epoch_zk_version: int, topic: str, assignment: TopicAssignment
+    ) -> None:
         """UnknownTopicOrPartitionError if the topic is gone."""
         with self._write() as changes:
             self._fence(epoch_zk_version)
             self._set_assignment(topic, assignment, changes)
 
-    def _set_assignment(self, topic: str, assignment: TopicAssignment, changes: list[_Change]) -> None:
+    def _set_assignment(
+        self, topic: str, assignment: TopicAssignment, changes: list[_Change]
+    ) -> None:
         if topic not in self._b.data.topics:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
         self._b.next_zxid()
@@ -476,13 +529,17 @@ class LocalControllerStore:
 
     # ---- admin writes ----
 
-    def create_topic(self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]) -> None:
+    def create_topic(
+        self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]
+    ) -> None:
         with self._write() as changes:
             data = self._b.data
             if topic in data.topics:
                 raise TopicExistsInStoreError(f"topic {topic!r} already exists")
             if colliding := sorted(t for t in data.topics if _has_collision(topic, t)):
-                raise TopicExistsInStoreError(f"topic {topic!r} collides with existing topics: {', '.join(colliding)}")
+                raise TopicExistsInStoreError(
+                    f"topic {topic!r} collides with existing topics: {', '.join(colliding)}"
+                )
             data.configs[topic] = dict(configs)
             data.topics[topic] = _copy_assignment(assignment)
             self._b.next_zxid()
@@ -515,7 +572,9 @@ class LocalControllerStore:
 
     def request_reassignment(self, reassignment: Mapping[TopicPartition, list[int]]) -> None:
         with self._write() as changes:
-            self._b.data.reassignment = {TopicPartition(*tp): list(r) for tp, r in reassignment.items()}
+            self._b.data.reassignment = {
+                TopicPartition(*tp): list(r) for tp, r in reassignment.items()
+            }
             self._b.next_zxid()
             changes.append((StoreChange(StoreChangeKind.REASSIGNMENT), None))
 

@@ -30,17 +30,24 @@ def offline_partition_leader(
     return None, False
 
 
-def reassign_partition_leader(target: Sequence[int], isr: Collection[int], live: Collection[int]) -> int | None:
+def reassign_partition_leader(
+    target: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
     return next((r for r in target if r in live and r in isr), None)
 
 
-def preferred_replica_partition_leader(assignment: Sequence[int], isr: Collection[int], live: Collection[int]) -> int | None:
+def preferred_replica_partition_leader(
+    assignment: Sequence[int], isr: Collection[int], live: Collection[int]
+) -> int | None:
     if assignment and assignment[0] in live and assignment[0] in isr:
         return assignment[0]
     return None
 
 
 def controlled_shutdown_partition_leader(
-    assignment: Sequence[int], isr: Collection[int], live: Collection[int], shutting_down: Collection[int]
+    assignment: Sequence[int],
+    isr: Collection[int],
+    live: Collection[int],
+    shutting_down: Collection[int],
 ) -> int | None:
     return next((r for r in assignment if r in live and r in isr and r not in shutting_down), None)

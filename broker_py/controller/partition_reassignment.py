@@ -44,7 +44,9 @@ class PartitionReassignment:
     def context(self):
         return self.controller.context
 
-    def _validate(self, tp: TopicPartition, target: list[int] | None) -> tuple[int, str | None] | None:
+    def _validate(
+        self, tp: TopicPartition, target: list[int] | None
+    ) -> tuple[int, str | None] | None:
         ctx = self.context
         if tp not in ctx.assignments or ctx.is_queued_for_deletion(tp.topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition} does not exist"
@@ -53,16 +55,30 @@ class PartitionReassignment:
                 return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
             return None
         if not target:
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition reassignment."
+            return (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "Empty replica list specified in partition reassignment.",
+            )
         if len(set(target)) != len(target):
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Duplicate replica ids in partition reassignment replica list: {target}"
+            return (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Duplicate replica ids in partition reassignment replica list: {target}",
+            )
         if any(r < 0 for r in target):
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica list: {target}"
+            return (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Invalid broker id in replica list: {target}",
+            )
         if not all(ctx.is_live(r) for r in target):
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Replica assignment has brokers that may not exist: {target}"
+            return (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Replica assignment has brokers that may not exist: {target}",
+            )
         return None
 
-    def submit(self, reassignments: dict[TopicPartition, list[int] | None], from_zk: bool = False) -> dict[TopicPartition, tuple[int, str | None]]:
+    def submit(
+        self, reassignments: dict[TopicPartition, list[int] | None], from_zk: bool = False
+    ) -> dict[TopicPartition, tuple[int, str | None]]:
         ctx = self.context
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         for tp, target in sorted(reassignments.items()):
@@ -82,7 +98,9 @@ class PartitionReassignment:
 
     def is_complete(self, tp: TopicPartition) -> bool:
         state = self.context.leadership.get(tp)
-        return state is not None and all(r in state.isr for r in self.context.assignments[tp].target_replicas)
+        return state is not None and all(
+            r in state.isr for r in self.context.assignments[tp].target_replicas
+        )
 
     def resume(self, tp: TopicPartition) -> None:
         """Re-checks an in-flight reassignment (after failover, ISR change or broker start)."""
@@ -103,7 +121,9 @@ class PartitionReassignment:
         if state is not None and state.leader >= 0 and state.leader not in new.replicas:
             # The leader (a replica of a superseded reassignment) stays until a target
             # replica can take over, as one being removed.
-            new = ReplicaAssignment(new.replicas + (state.leader,), new.adding, new.removing + (state.leader,))
+            new = ReplicaAssignment(
+                new.replicas + (state.leader,), new.adding, new.removing + (state.leader,)
+            )
         ctx.assignments[tp] = new
         if self.is_complete(tp):
             self._complete(tp, tuple(dict.fromkeys(old.replicas + new.replicas)))
@@ -113,7 +133,14 @@ class PartitionReassignment:
             psm.remove_replica_from_isr(replica, [tp])
             controller.batch.add_stop_replica([replica], tp, delete=True)
         psm.update_leader_epoch([tp])
-        log.info("reassigning %s-%d to %s (adding %s, removing %s)", tp.topic, tp.partition, list(new.target_replicas), list(new.adding), list(new.removing))
+        log.info(
+            "reassigning %s-%d to %s (adding %s, removing %s)",
+            tp.topic,
+            tp.partition,
+            list(new.target_replicas),
+            list(new.adding),
+            list(new.removing),
+        )
 
     def _complete(self, tp: TopicPartition, previous_replicas: tuple[int, ...]) -> None:
         ctx = self.context
@@ -141,7 +168,11 @@ class PartitionReassignment:
         request = controller.store.reassignment_request()
         if not request:
             return
-        remaining = {tp: r for tp, r in request.items() if tp in ctx.assignments and ctx.assignments[tp].is_being_reassigned}
+        remaining = {
+            tp: r
+            for tp, r in request.items()
+            if tp in ctx.assignments and ctx.assignments[tp].is_being_reassigned
+        }
         if not remaining:
             controller.store.controller_delete_reassignment_request(ctx.epoch_zk_version)
         elif remaining != request:

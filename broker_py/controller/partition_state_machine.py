@@ -90,21 +90,28 @@ class PartitionStateMachine:
         for tp in partitions:
             self.context.states[tp] = PartitionState.NON_EXISTENT
 
-    def trigger_online_partition_state_change(self, topics: Iterable[str] | None = None) -> ElectionResult:
+    def trigger_online_partition_state_change(
+        self, topics: Iterable[str] | None = None
+    ) -> ElectionResult:
         """Elects leaders for every New or Offline partition (of ``topics``, or all) not
         queued for deletion."""
         ctx = self.context
         wanted = None if topics is None else set(topics)
         partitions = [
-            tp for tp in ctx.partitions_in_states(PartitionState.NEW, PartitionState.OFFLINE)
+            tp
+            for tp in ctx.partitions_in_states(PartitionState.NEW, PartitionState.OFFLINE)
             if not ctx.is_queued_for_deletion(tp.topic) and (wanted is None or tp.topic in wanted)
-        ]  # fmt: skip
+        ]
         return self.to_online(partitions, Election.OFFLINE)
 
     def to_online(self, partitions: Iterable[TopicPartition], election: Election) -> ElectionResult:
         ctx = self.context
         new = [tp for tp in partitions if ctx.states.get(tp) == PartitionState.NEW]
-        other = [tp for tp in partitions if ctx.states.get(tp) in (PartitionState.OFFLINE, PartitionState.ONLINE)]
+        other = [
+            tp
+            for tp in partitions
+            if ctx.states.get(tp) in (PartitionState.OFFLINE, PartitionState.ONLINE)
+        ]
         result = ElectionResult({}, {})
         if new:
             self._initialize_leader_and_isr(new, result)
@@ -112,13 +119,17 @@ class PartitionStateMachine:
             self._elect(other, election, result)
         return result
 
-    def _initialize_leader_and_isr(self, partitions: list[TopicPartition], result: ElectionResult) -> None:
+    def _initialize_leader_and_isr(
+        self, partitions: list[TopicPartition], result: ElectionResult
+    ) -> None:
         ctx = self.context
         to_create: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         for tp in partitions:
             live = [r for r in ctx.replicas(tp) if ctx.is_live(r)]
             if not live:
-                result.failed[tp] = f"no live replica of {tp.topic}-{tp.partition} among {list(ctx.replicas(tp))}"
+                result.failed[tp] = (
+                    f"no live replica of {tp.topic}-{tp.partition} among {list(ctx.replicas(tp))}"
+                )
                 continue
             to_create[tp] = LeaderIsrAndControllerEpoch(live[0], 0, live, ctx.epoch)
         if not to_create:
@@ -141,16 +152,24 @@ class PartitionStateMachine:
             result.elected[tp] = state
             self.batch.add_leader_and_isr(ctx.replicas(tp), tp, is_new=True)
 
-    def _select(self, tp: TopicPartition, current: LeaderIsrAndControllerEpoch, election: Election) -> tuple[LeaderIsrAndControllerEpoch | None, str]:
+    def _select(
+        self, tp: TopicPartition, current: LeaderIsrAndControllerEpoch, election: Election
+    ) -> tuple[LeaderIsrAndControllerEpoch | None, str]:
         ctx = self.context
         assignment = ctx.assignments[tp]
         live = ctx.live_or_shutting_down()
         isr = current.isr
         if election in (Election.OFFLINE, Election.OFFLINE_UNCLEAN):
-            unclean_ok = election is Election.OFFLINE_UNCLEAN or ctx.unclean_election_enabled(tp.topic, self._unclean_default())
-            leader, unclean = elections.offline_partition_leader(assignment.replicas, isr, live, unclean_ok)
+            unclean_ok = election is Election.OFFLINE_UNCLEAN or ctx.unclean_election_enabled(
+                tp.topic, self._unclean_default()
+            )
+            leader, unclean = elections.offline_partition_leader(
+                assignment.replicas, isr, live, unclean_ok
+            )
             if leader is None:
-                return None, "no live replica in the ISR" + ("" if unclean_ok else " and unclean election is disabled")
+                return None, "no live replica in the ISR" + (
+                    "" if unclean_ok else " and unclean election is disabled"
+                )
             new_isr = [leader] if unclean else [r for r in isr if r in live]
         elif election is Election.REASSIGNMENT:
             leader = elections.reassign_partition_leader(assignment.target_replicas, isr, live)
@@ -160,16 +179,29 @@ class PartitionStateMachine:
         elif election is Election.PREFERRED:
             leader = elections.preferred_replica_partition_leader(assignment.replicas, isr, live)
             if leader is None:
-                return None, f"preferred replica {assignment.replicas[0] if assignment.replicas else '-'} is not live and in sync"
+                return (
+                    None,
+                    f"preferred replica {assignment.replicas[0] if assignment.replicas else '-'} is not live and in sync",
+                )
             new_isr = list(isr)
         else:
-            leader = elections.controlled_shutdown_partition_leader(assignment.replicas, isr, live, ctx.shutting_down)
+            leader = elections.controlled_shutdown_partition_leader(
+                assignment.replicas, isr, live, ctx.shutting_down
+            )
             if leader is None:
                 return None, "no other replica is live and in sync"
             new_isr = [r for r in isr if r not in ctx.shutting_down]
-        return dataclasses.replace(current, leader=leader, leader_epoch=current.leader_epoch + 1, isr=new_isr, controller_epoch=ctx.epoch), ""
+        return dataclasses.replace(
+            current,
+            leader=leader,
+            leader_epoch=current.leader_epoch + 1,
+            isr=new_isr,
+            controller_epoch=ctx.epoch,
+        ), ""
 
-    def _elect(self, partitions: list[TopicPartition], election: Election, result: ElectionResult) -> None:
+    def _elect(
+        self, partitions: list[TopicPartition], election: Election, result: ElectionResult
+    ) -> None:
         ctx = self.context
         pending = list(partitions)
         for _ in range(MAX_WRITE_ATTEMPTS):
@@ -197,9 +229,16 @@ class PartitionStateMachine:
     def _mark_leaderless(self, tp: TopicPartition, current: LeaderIsrAndControllerEpoch) -> None:
         """An offline partition nobody can lead: Kafka keeps its state node as it is (the
         dead leader stays recorded) and metadata shows it without a live leader."""
-        log.warning("partition %s-%d has no eligible leader (ISR %s)", tp.topic, tp.partition, current.isr)
+        log.warning(
+            "partition %s-%d has no eligible leader (ISR %s)", tp.topic, tp.partition, current.isr
+        )
 
-    def _write(self, updates: dict[TopicPartition, LeaderIsrAndControllerEpoch], result: ElectionResult, election: Election | None) -> list[TopicPartition]:
+    def _write(
+        self,
+        updates: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+        result: ElectionResult,
+        election: Election | None,
+    ) -> list[TopicPartition]:
         """Writes the states conditionally; returns the partitions whose node moved (their
         leadership re-read for the next attempt)."""
         if not updates:
@@ -219,7 +258,9 @@ class PartitionStateMachine:
             state = dataclasses.replace(updates[tp], partition_epoch=outcome)
             ctx.leadership[tp] = state
             if election is not None:
-                ctx.states[tp] = PartitionState.ONLINE if state.leader >= 0 else PartitionState.OFFLINE
+                ctx.states[tp] = (
+                    PartitionState.ONLINE if state.leader >= 0 else PartitionState.OFFLINE
+                )
                 result.elected[tp] = state
             self.batch.add_leader_and_isr(ctx.replicas(tp), tp)
         return retry
@@ -233,16 +274,22 @@ class PartitionStateMachine:
             if not pending:
                 break
             updates = {
-                tp: dataclasses.replace(ctx.leadership[tp], leader_epoch=ctx.leadership[tp].leader_epoch + 1, controller_epoch=ctx.epoch)
+                tp: dataclasses.replace(
+                    ctx.leadership[tp],
+                    leader_epoch=ctx.leadership[tp].leader_epoch + 1,
+                    controller_epoch=ctx.epoch,
+                )
                 for tp in pending
-            }  # fmt: skip
+            }
             pending = self._write(updates, result, None)
             for tp in updates:
                 if tp not in pending and tp not in result.failed:
                     result.elected[tp] = ctx.leadership[tp]
         return result
 
-    def remove_replica_from_isr(self, replica: int, partitions: Iterable[TopicPartition]) -> ElectionResult:
+    def remove_replica_from_isr(
+        self, replica: int, partitions: Iterable[TopicPartition]
+    ) -> ElectionResult:
         """Takes ``replica`` out of each partition's ISR (not below one member), with a new
         leader epoch that the partition's other replicas are sent (LeaderAndIsr); a removed
         leader leaves the partition leaderless."""
@@ -255,9 +302,19 @@ class PartitionStateMachine:
                 current = ctx.leadership[tp]
                 if replica not in current.isr and current.leader != replica:
                     continue
-                isr = current.isr if len(current.isr) == 1 else [r for r in current.isr if r != replica]
+                isr = (
+                    current.isr
+                    if len(current.isr) == 1
+                    else [r for r in current.isr if r != replica]
+                )
                 leader = NO_LEADER if current.leader == replica else current.leader
-                updates[tp] = dataclasses.replace(current, leader=leader, leader_epoch=current.leader_epoch + 1, isr=isr, controller_epoch=ctx.epoch)
+                updates[tp] = dataclasses.replace(
+                    current,
+                    leader=leader,
+                    leader_epoch=current.leader_epoch + 1,
+                    isr=isr,
+                    controller_epoch=ctx.epoch,
+                )
             if not updates:
                 break
             pending = self._write(updates, result, None)

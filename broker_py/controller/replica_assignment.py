@@ -24,7 +24,11 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from logstore.protocol.errors import InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError
+from logstore.protocol.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+)
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,9 @@ def assign_replicas(
         )
     with_rack = [b for b in brokers if b.rack is not None]
     if with_rack and len(with_rack) != len(brokers):
-        raise InvalidReplicationFactorError("Not all brokers have rack information for replica rack aware assignment.")
+        raise InvalidReplicationFactorError(
+            "Not all brokers have rack information for replica rack aware assignment."
+        )
     rng = rng or random.Random()
     if not with_rack:
         order = sorted(b.id for b in brokers)
@@ -91,7 +97,9 @@ def assign_replicas(
         first = (partition + start) % n
         replicas = [order[first]]
         if not racks:
-            replicas += [order[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1)]
+            replicas += [
+                order[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1)
+            ]
         else:
             racks_used = {racks[order[first]]}
             k = 0
@@ -108,7 +116,9 @@ def assign_replicas(
     return out
 
 
-def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: Iterable[int], first_partition: int = 0) -> None:
+def validate_assignment(
+    assignment: Mapping[int, Sequence[int]], live_brokers: Iterable[int], first_partition: int = 0
+) -> None:
     """Checks an assignment a client gave (CreateTopics, CreatePartitions): partition
     ids ``first_partition`` onwards without gaps, every list the same non-zero length,
     no broker twice in one list, every broker live. InvalidReplicaAssignmentError
@@ -118,15 +128,23 @@ def validate_assignment(assignment: Mapping[int, Sequence[int]], live_brokers: I
         raise InvalidReplicaAssignmentError("the replica assignment is empty")
     expected = list(range(first_partition, first_partition + len(assignment)))
     if sorted(assignment) != expected:
-        raise InvalidReplicaAssignmentError(f"partitions must be numbered {expected[0]}..{expected[-1]} without gaps, not {sorted(assignment)}")
+        raise InvalidReplicaAssignmentError(
+            f"partitions must be numbered {expected[0]}..{expected[-1]} without gaps, not {sorted(assignment)}"
+        )
     lengths = {len(r) for r in assignment.values()}
     if 0 in lengths:
         raise InvalidReplicaAssignmentError("a partition has no replicas")
     if len(lengths) > 1:
-        raise InvalidReplicaAssignmentError(f"partitions have different replication factors: {sorted(lengths)}")
+        raise InvalidReplicaAssignmentError(
+            f"partitions have different replication factors: {sorted(lengths)}"
+        )
     for partition, replicas in sorted(assignment.items()):
         if len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignmentError(f"partition {partition} lists a broker twice: {list(replicas)}")
+            raise InvalidReplicaAssignmentError(
+                f"partition {partition} lists a broker twice: {list(replicas)}"
+            )
         unknown = [r for r in replicas if r not in live]
         if unknown:
-            raise InvalidReplicaAssignmentError(f"partition {partition} names broker {unknown[0]}, which is not live")
+            raise InvalidReplicaAssignmentError(
+                f"partition {partition} names broker {unknown[0]}, which is not live"
+            )

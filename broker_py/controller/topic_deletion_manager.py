@@ -40,7 +40,9 @@ class TopicDeletionManager:
                 continue
             ctx.topics_to_delete.add(topic)
             if any(ctx.assignments[tp].is_being_reassigned for tp in ctx.partitions_of(topic)):
-                ctx.topics_ineligible_for_deletion.add(topic)  # resumes when the reassignment completes
+                ctx.topics_ineligible_for_deletion.add(
+                    topic
+                )  # resumes when the reassignment completes
         self.resume()
 
     def resume(self) -> None:
@@ -100,7 +102,14 @@ class TopicDeletionManager:
             if error == 0:
                 pending.discard((tp, broker_id))
             else:
-                log.warning("broker %d failed to delete %s-%d (error %d); deletion of %s paused", broker_id, tp.topic, tp.partition, error, tp.topic)
+                log.warning(
+                    "broker %d failed to delete %s-%d (error %d); deletion of %s paused",
+                    broker_id,
+                    tp.topic,
+                    tp.partition,
+                    error,
+                    tp.topic,
+                )
                 ctx.topics_ineligible_for_deletion.add(tp.topic)
         self.resume()
 

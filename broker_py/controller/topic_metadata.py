@@ -22,8 +22,9 @@ import uuid
 
 from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.server import metadata_file
-from logstore.protocol.errors import InvalidTopicError
 from broker_py.server.metadata_file import METADATA_DIR
+from logstore.protocol.errors import InvalidTopicError
+
 MAX_TOPIC_NAME = 249
 # Kafka's Topic.LEGAL_CHARS, matched against the whole name (``$`` would let a name end
 # in a newline).
@@ -119,7 +120,12 @@ class TopicMetadataStore:
     def _load(self) -> None:
         def parse(doc: dict) -> dict[str, TopicInfo]:
             return {
-                name: TopicInfo(name, uuid.UUID(hex=t["topic_id"]), _positive(t["partitions"]), dict(t.get("configs", {})))
+                name: TopicInfo(
+                    name,
+                    uuid.UUID(hex=t["topic_id"]),
+                    _positive(t["partitions"]),
+                    dict(t.get("configs", {})),
+                )
                 for name, t in doc.get("topics", {}).items()
             }
 
@@ -131,7 +137,11 @@ class TopicMetadataStore:
         doc = {
             "version": 1,
             "topics": {
-                t.name: {"topic_id": t.topic_id.hex, "partitions": t.partitions, "configs": t.configs}
+                t.name: {
+                    "topic_id": t.topic_id.hex,
+                    "partitions": t.partitions,
+                    "configs": t.configs,
+                }
                 for t in topics.values()
             },
         }

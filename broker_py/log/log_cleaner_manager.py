@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import logstore
-
 from broker_py.log.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,9 @@ class LogCleaner:
 
     async def _clean(self, partition: UnifiedLog) -> None:
         clean = functools.partial(
-            partition.local_log.clean, dedupe_buffer_size=self.dedupe_buffer_size, throttler=self.throttler
+            partition.local_log.clean,
+            dedupe_buffer_size=self.dedupe_buffer_size,
+            throttler=self.throttler,
         )
         try:
             stats = await asyncio.get_running_loop().run_in_executor(self._executor, clean)

@@ -200,7 +200,12 @@ class LogDirMover:
     ``reopen(topic, index, log_dir)`` opens a partition's log again from ``log_dir``
     and makes it the partition's."""
 
-    def __init__(self, log_manager, get_log: Callable[[str, int], Any], reopen: Callable[[str, int, str], None]) -> None:
+    def __init__(
+        self,
+        log_manager,
+        get_log: Callable[[str, int], Any],
+        reopen: Callable[[str, int, str], None],
+    ) -> None:
         self.log_manager = log_manager
         self._get_log = get_log
         self._reopen = reopen
@@ -225,7 +230,9 @@ class LogDirMover:
             partition.local_log.roll()
         move = Move(f"{topic}-{index}", current, dest_dir, partition.local_log.log_end_offset)
         self.moves[key] = move
-        move.task = asyncio.get_running_loop().create_task(self._run(key, move, previous), name=f"move-{topic}-{index}")
+        move.task = asyncio.get_running_loop().create_task(
+            self._run(key, move, previous), name=f"move-{topic}-{index}"
+        )
 
     async def _run(self, key: tuple[str, int], move: Move, previous: Move | None) -> None:
         topic, index = key
@@ -262,7 +269,9 @@ class LogDirMover:
             except BaseException:
                 if not os.path.exists(move.src) and not os.path.exists(move.target):
                     os.rename(move.delete_path, move.src)
-                self._reopen(topic, index, move.src_dir if os.path.exists(move.src) else move.dest_dir)
+                self._reopen(
+                    topic, index, move.src_dir if os.path.exists(move.src) else move.dest_dir
+                )
                 raise
             self._reopen(topic, index, move.dest_dir)
             log.info("moved %s-%d from %s to %s", topic, index, move.src_dir, move.dest_dir)

@@ -19,11 +19,15 @@ import uuid
 from collections.abc import Iterator, Mapping
 
 import logstore
-
+from broker_py.controller.topic_metadata import (
+    METADATA_DIR,
+    TopicInfo,
+    partition_metadata_text,
+    partition_metadata_topic_id,
+)
 from broker_py.log import log_dir_mover
-from logstore.protocol.errors import KafkaStorageError
 from broker_py.log.file_lock import lock_log_dirs
-from broker_py.controller.topic_metadata import METADATA_DIR, TopicInfo, partition_metadata_text, partition_metadata_topic_id
+from logstore.protocol.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
 
@@ -137,18 +141,29 @@ class LogManager:
     def _choose_dir(self, planned: Mapping[str, int] | None = None) -> str:
         """The dir with the fewest partitions, counting ``planned`` ones not yet open."""
         planned = planned or {}
-        return min(self.log_dirs, key=lambda d: (self._count_in.get(d, 0) + planned.get(d, 0), self.log_dirs.index(d)))
+        return min(
+            self.log_dirs,
+            key=lambda d: (self._count_in.get(d, 0) + planned.get(d, 0), self.log_dirs.index(d)),
+        )
 
     def get(self, topic: str, partition: int) -> logstore.Log | None:
         return self.logs.get((topic, partition))
 
-    def place(self, topic: str, partition: int, planned: Mapping[str, int] | None = None) -> tuple[str, bool]:
+    def place(
+        self, topic: str, partition: int, planned: Mapping[str, int] | None = None
+    ) -> tuple[str, bool]:
         """(the dir a partition's log is or goes in, whether it exists there already)."""
         found = [d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))]
         return (found[0], True) if found else (self._choose_dir(planned), False)
 
     @staticmethod
-    def open_files(topic: TopicInfo, partition: int, log_dir: str, existed: bool, effective_config: dict[str, str]) -> logstore.Log:
+    def open_files(
+        topic: TopicInfo,
+        partition: int,
+        log_dir: str,
+        existed: bool,
+        effective_config: dict[str, str],
+    ) -> logstore.Log:
         """Opens (recovering if needed) or creates the log in ``log_dir``, with its
         ``partition.metadata``, without registering it: safe off the event loop. A new
         log that cannot be made whole leaves nothing behind (KafkaStorageError)."""
@@ -163,8 +178,14 @@ class LogManager:
         for fault in plog.checkpoint_faults:
             log.warning("%s-%d: %s", topic.name, partition, fault)
         if plog.recovered:
-            log.warning("recovered %s-%d in %.0f ms: log end offset %d%s", topic.name, partition,
-                        (time.monotonic() - started) * 1000, plog.log_end_offset, _dropped(plog))  # fmt: skip
+            log.warning(
+                "recovered %s-%d in %.0f ms: log end offset %d%s",
+                topic.name,
+                partition,
+                (time.monotonic() - started) * 1000,
+                plog.log_end_offset,
+                _dropped(plog),
+            )
         meta = os.path.join(path, "partition.metadata")
         if not os.path.exists(meta):
             try:
@@ -186,7 +207,9 @@ class LogManager:
         self._dir_of[key] = log_dir
         self._count_in[log_dir] = self._count_in.get(log_dir, 0) + 1
 
-    def open_log(self, topic: TopicInfo, partition: int, effective_config: dict[str, str]) -> logstore.Log:
+    def open_log(
+        self, topic: TopicInfo, partition: int, effective_config: dict[str, str]
+    ) -> logstore.Log:
         """Opens (recovering if needed) or creates the log of one partition."""
         key = (topic.name, partition)
         if key in self.logs:
@@ -196,7 +219,9 @@ class LogManager:
         self.register(topic.name, partition, plog, log_dir)
         return plog
 
-    def reopen_log(self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]) -> logstore.Log:
+    def reopen_log(
+        self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]
+    ) -> logstore.Log:
         """Opens a partition's (closed) log again, from ``log_dir``, in place of the old."""
         plog = _open(os.path.join(log_dir, f"{topic}-{partition}"), effective_config)
         self.register(topic, partition, plog, log_dir)
@@ -215,7 +240,14 @@ class LogManager:
         if plog is not None:
             plog.close()
         if log_dir is None:  # a log never opened since startup (a deletion the broker missed)
-            log_dir = next((d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))), None)
+            log_dir = next(
+                (
+                    d
+                    for d in self.log_dirs
+                    if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))
+                ),
+                None,
+            )
         if log_dir is not None:
             shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
 
@@ -240,7 +272,9 @@ class LogManager:
 
         items = list(self.logs.items())
         if len(items) > 1:
-            with concurrent.futures.ThreadPoolExecutor(min(CLOSE_THREADS, len(items)), thread_name_prefix="log-close") as pool:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(CLOSE_THREADS, len(items)), thread_name_prefix="log-close"
+            ) as pool:
                 list(pool.map(close, items))
         else:
             for item in items:

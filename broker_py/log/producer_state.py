@@ -48,7 +48,6 @@ import re
 import struct
 
 import logstore
-
 from logstore.protocol.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
@@ -143,7 +142,11 @@ class ProducerStateManager:
         entry = self.producers.get(batch.producer_id)
         if entry is None:
             return None
-        if entry.current_txn_first_offset >= 0 and not batch.is_transactional and batch.producer_epoch == entry.epoch:
+        if (
+            entry.current_txn_first_offset >= 0
+            and not batch.is_transactional
+            and batch.producer_epoch == entry.epoch
+        ):
             raise InvalidTxnStateError(
                 f"producer {batch.producer_id} wrote a non-transactional batch during its ongoing transaction"
             )
@@ -172,7 +175,9 @@ class ProducerStateManager:
         if batch.producer_id == NO_PRODUCER_ID:
             return
         if batch.is_control:
-            self.record_marker(batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, first_offset)
+            self.record_marker(
+                batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, first_offset
+            )
             return
         entry = self.producers.setdefault(batch.producer_id, ProducerEntry())
         if batch.producer_epoch != entry.epoch:
@@ -180,7 +185,13 @@ class ProducerStateManager:
             entry.batches.clear()
         if batch.base_sequence != NO_SEQUENCE:
             entry.batches.append(
-                BatchMetadata(batch.base_sequence, batch.last_sequence, first_offset, last_offset, batch.max_timestamp)
+                BatchMetadata(
+                    batch.base_sequence,
+                    batch.last_sequence,
+                    first_offset,
+                    last_offset,
+                    batch.max_timestamp,
+                )
             )
         if batch.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
@@ -223,7 +234,12 @@ class ProducerStateManager:
             )
 
     def record_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, offset: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        offset: int,
     ) -> CompletedTxn | None:
         """Ends the producer's ongoing transaction with the marker written at ``offset``;
         the transaction, or None when the producer had none open here (the marker
@@ -330,13 +346,19 @@ class ProducerStateManager:
             raise ValueError("snapshot entry count disagrees with its size")
         producers: dict[int, ProducerEntry] = {}
         for i in range(count):
-            pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first = _ENTRY.unpack_from(
-                body, _COUNT.size + i * _ENTRY.size
+            pid, epoch, last_seq, last_offset, delta, ts, coordinator_epoch, txn_first = (
+                _ENTRY.unpack_from(body, _COUNT.size + i * _ENTRY.size)
             )
-            entry = ProducerEntry(epoch=epoch, coordinator_epoch=coordinator_epoch, current_txn_first_offset=txn_first)
+            entry = ProducerEntry(
+                epoch=epoch, coordinator_epoch=coordinator_epoch, current_txn_first_offset=txn_first
+            )
             if last_seq != NO_SEQUENCE:
-                first_seq = last_seq - delta if last_seq >= delta else INT32_MAX - (delta - last_seq) + 1
-                entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts))
+                first_seq = (
+                    last_seq - delta if last_seq >= delta else INT32_MAX - (delta - last_seq) + 1
+                )
+                entry.batches.append(
+                    BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts)
+                )
             producers[pid] = entry
         return producers
 
@@ -354,7 +376,9 @@ class ProducerStateManager:
             try:
                 self.producers = self._read_snapshot(path)
                 self._ongoing = {
-                    pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0
+                    pid: e.current_txn_first_offset
+                    for pid, e in self.producers.items()
+                    if e.current_txn_first_offset >= 0
                 }
                 start = max(start, offset)
                 break
@@ -372,7 +396,11 @@ class ProducerStateManager:
                 if batch.last_offset >= offset and batch.producer_id != NO_PRODUCER_ID:
                     if batch.is_control:
                         txn = self.record_marker(
-                            batch.producer_id, batch.producer_epoch, -1, batch.control_type == 1, batch.base_offset
+                            batch.producer_id,
+                            batch.producer_epoch,
+                            -1,
+                            batch.control_type == 1,
+                            batch.base_offset,
                         )
                         if txn is not None and txn.aborted:
                             self.replayed_aborts.append(txn)
@@ -400,9 +428,11 @@ class ProducerStateManager:
         """Forgets the producers whose last batch is below the new log start, except
         those with a transaction still open (Kafka's onLogStartOffsetIncremented)."""
         gone = [
-            pid for pid, e in self.producers.items()
-            if e.current_txn_first_offset < 0 and (e.batches[-1].last_offset if e.batches else -1) < log_start
-        ]  # fmt: skip
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0
+            and (e.batches[-1].last_offset if e.batches else -1) < log_start
+        ]
         for pid in gone:
             del self.producers[pid]
         self._delete_snapshots_below(log_start)

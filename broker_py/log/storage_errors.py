@@ -26,7 +26,6 @@ import logging
 import time
 
 import logstore
-
 from logstore.protocol.errors import (
     CorruptMessageError,
     InvalidConfigError,
@@ -51,7 +50,11 @@ def _rejected(e: logstore.InvalidRecordError) -> KafkaError:
     worded as Kafka words it, with each record's own error for record_errors."""
     listed = tuple(e.record_errors)
     shown = ", ".join(f"(batchIndex={i}, message={m})" for i, m in listed[:3])
-    cls = InvalidTimestampError if isinstance(e, logstore.InvalidTimestampError) else InvalidRecordError
+    cls = (
+        InvalidTimestampError
+        if isinstance(e, logstore.InvalidTimestampError)
+        else InvalidRecordError
+    )
     error = cls(
         f"One or more records have been rejected due to {len(listed)} record errors in total, "
         f"and only showing the first three errors at most: [{shown}]"
@@ -95,8 +98,12 @@ class StorageErrorLog:
         if now - self._logged_at >= self.interval_s:
             log.error(
                 "%s %s failed %d time(s) in the last %.0f s (KAFKA_STORAGE_ERROR): %s",
-                action, self.where, self._since_logged, self.interval_s, error,
-            )  # fmt: skip
+                action,
+                self.where,
+                self._since_logged,
+                self.interval_s,
+                error,
+            )
             self._logged_at = now
             self._since_logged = 0
         return error

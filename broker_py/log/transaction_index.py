@@ -83,7 +83,12 @@ class TransactionIndex:
             for pos in range(0, len(data) - _ENTRY.size + 1, _ENTRY.size):
                 version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
                 if version != _VERSION:
-                    log.warning("%s: entry at byte %d has version %d; the rest of the file is ignored", path, pos, version)
+                    log.warning(
+                        "%s: entry at byte %d has version %d; the rest of the file is ignored",
+                        path,
+                        pos,
+                        version,
+                    )
                     break
                 read.append(AbortedTxn(pid, first, last, lso))
             kept = [e for e in read if e.last_offset < log_end_offset]
@@ -94,7 +99,9 @@ class TransactionIndex:
         self.delete_before(log_start_offset)
 
     def _reindex(self) -> None:
-        self._entries = sorted((e for entries in self._files.values() for e in entries), key=lambda e: e.last_offset)
+        self._entries = sorted(
+            (e for entries in self._files.values() for e in entries), key=lambda e: e.last_offset
+        )
         self._last_offsets = [e.last_offset for e in self._entries]
 
     def _store(self, base: int) -> None:
@@ -154,7 +161,11 @@ class TransactionIndex:
 
     def delete_before(self, log_start_offset: int) -> int:
         """Deletes the files whose every entry ends below ``log_start_offset``; how many."""
-        gone = [base for base, entries in self._files.items() if not entries or entries[-1].last_offset < log_start_offset]
+        gone = [
+            base
+            for base, entries in self._files.items()
+            if not entries or entries[-1].last_offset < log_start_offset
+        ]
         for base in gone:
             self._files[base] = []
             self._store(base)

@@ -18,7 +18,6 @@ leader-epoch cache) with the producer state and the transaction index kept besid
 from __future__ import annotations
 
 import logstore
-
 from broker_py.log.producer_state import CompletedTxn, ProducerStateManager
 from broker_py.log.storage_errors import StorageErrorLog, kafka_error
 from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
@@ -39,9 +38,15 @@ def _coordinator_epoch(data, batch) -> int:
     """The coordinator epoch of a control batch of ``data`` (its record's value: version
     int16, coordinator_epoch int32); -1 when it cannot be read."""
     try:
-        (whole,) = logstore.decode_batches(memoryview(data)[batch.position : batch.position + batch.size], verify_crc=False)
+        (whole,) = logstore.decode_batches(
+            memoryview(data)[batch.position : batch.position + batch.size], verify_crc=False
+        )
         value = whole.records[0].value
-        return int.from_bytes(value[2:6], "big", signed=True) if value is not None and len(value) >= 6 else -1
+        return (
+            int.from_bytes(value[2:6], "big", signed=True)
+            if value is not None and len(value) >= 6
+            else -1
+        )
     except (logstore.LogStoreError, IndexError, ValueError):
         return -1
 
@@ -52,7 +57,9 @@ class UnifiedLog:
         self.index = index
         self.local_log = local_log
         self.producer_state = ProducerStateManager(local_log)
-        self.txn_index = TransactionIndex(local_log.path, local_log.log_start_offset, local_log.log_end_offset)
+        self.txn_index = TransactionIndex(
+            local_log.path, local_log.log_start_offset, local_log.log_end_offset
+        )
         # Segments the log had after the last append: one more means it rolled, and the
         # producer state is snapshotted (a later truncation replays from there).
         self._segments = local_log.num_segments
@@ -105,7 +112,9 @@ class UnifiedLog:
         for txn in self.producer_state.replayed_aborts:
             if not self.txn_index.contains(txn.producer_id, txn.last_offset):
                 self.txn_index.append(
-                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, txn.last_offset + 1),
+                    AbortedTxn(
+                        txn.producer_id, txn.first_offset, txn.last_offset, txn.last_offset + 1
+                    ),
                     self._segment_of(txn.last_offset),
                 )
         self.producer_state.replayed_aborts.clear()
@@ -132,7 +141,9 @@ class UnifiedLog:
 
     # ---- appends ----
 
-    def append_as_leader(self, records, leader_epoch: int, idempotent: bool | None = None, verify_transaction=None) -> tuple[int, int, int, int]:
+    def append_as_leader(
+        self, records, leader_epoch: int, idempotent: bool | None = None, verify_transaction=None
+    ) -> tuple[int, int, int, int]:
         """Appends producer batches: (base offset, last offset, log append time or -1,
         log start offset).
 
@@ -146,16 +157,24 @@ class UnifiedLog:
             idempotent = logstore.has_producer_id(records)
         if idempotent:
             try:
-                batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+                batches = logstore.decode_batches(
+                    records, records=False, verify_crc=False, allow_partial=False
+                )
             except logstore.LogStoreError as e:
                 raise self.error(e) from None
             for b in batches:
                 if b.is_control:
                     raise InvalidRecordError("clients may not write control batches")
                 if b.is_transactional:
-                    error = ErrorCode.INVALID_TXN_STATE if verify_transaction is None else verify_transaction(b.producer_id, b.producer_epoch)
+                    error = (
+                        ErrorCode.INVALID_TXN_STATE
+                        if verify_transaction is None
+                        else verify_transaction(b.producer_id, b.producer_epoch)
+                    )
                     if error == ErrorCode.INVALID_PRODUCER_EPOCH:
-                        raise InvalidProducerEpochError(f"producer {b.producer_id} epoch {b.producer_epoch} is fenced")
+                        raise InvalidProducerEpochError(
+                            f"producer {b.producer_id} epoch {b.producer_epoch} is fenced"
+                        )
                     if error != ErrorCode.NONE:
                         raise InvalidTxnStateError(
                             f"producer {b.producer_id} epoch {b.producer_epoch} has no ongoing transaction "
@@ -163,7 +182,12 @@ class UnifiedLog:
                         )
                 duplicate = state.check(b)
                 if duplicate is not None:
-                    return duplicate.first_offset, duplicate.last_offset, -1, self.local_log.log_start_offset
+                    return (
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        -1,
+                        self.local_log.log_start_offset,
+                    )
         try:
             info = self.local_log.append_info(records, leader_epoch=leader_epoch)
         except logstore.LogStoreError as e:
@@ -197,7 +221,12 @@ class UnifiedLog:
         return first, last
 
     def append_control_marker(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, leader_epoch: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
     ) -> tuple[int, CompletedTxn | None]:
         """Appends a COMMIT or ABORT control batch ending the producer's transaction:
         (its offset, the transaction or None when it had no data here). An abort's
@@ -214,12 +243,19 @@ class UnifiedLog:
             coordinator_epoch=coordinator_epoch,
         )
         offset, _ = self._append_records(batch, leader_epoch)
-        txn = self.producer_state.record_marker(producer_id, producer_epoch, coordinator_epoch, commit, offset)
+        txn = self.producer_state.record_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, offset
+        )
         self._after_append()
         if txn is not None and txn.aborted:
             first_unstable = self.producer_state.first_unstable_offset()
             self.txn_index.append(
-                AbortedTxn(producer_id, txn.first_offset, offset, offset + 1 if first_unstable is None else first_unstable),
+                AbortedTxn(
+                    producer_id,
+                    txn.first_offset,
+                    offset,
+                    offset + 1 if first_unstable is None else first_unstable,
+                ),
                 self._segment_of(offset),
             )
         return offset, txn
@@ -243,12 +279,21 @@ class UnifiedLog:
                     continue
                 offset = batch.base_offset
                 txn = state.record_marker(
-                    batch.producer_id, batch.producer_epoch, _coordinator_epoch(records, batch), batch.control_type == COMMIT, offset
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    _coordinator_epoch(records, batch),
+                    batch.control_type == COMMIT,
+                    offset,
                 )
                 if txn is not None and txn.aborted:
                     first_unstable = state.first_unstable_offset()
                     self.txn_index.append(
-                        AbortedTxn(batch.producer_id, txn.first_offset, offset, offset + 1 if first_unstable is None else first_unstable),
+                        AbortedTxn(
+                            batch.producer_id,
+                            txn.first_offset,
+                            offset,
+                            offset + 1 if first_unstable is None else first_unstable,
+                        ),
                         self._segment_of(offset),
                     )
         self._after_append()
@@ -284,11 +329,15 @@ class UnifiedLog:
         """A ``logstore.FileSlice`` of whole batches from ``fetch_offset`` below
         ``max_offset`` (None: nothing there); OffsetOutOfRangeError outside the log."""
         try:
-            return self.local_log.read_slice(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+            return self.local_log.read_slice(
+                fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
+            )
         except logstore.LogStoreError as e:
             raise self.error(e, "reading") from None
 
-    def read_keyed_records(self, buffer_bytes: int) -> tuple[list[tuple[bytes, bytes | None]], dict[int, list[tuple[bytes, bytes | None]]]]:
+    def read_keyed_records(
+        self, buffer_bytes: int
+    ) -> tuple[list[tuple[bytes, bytes | None]], dict[int, list[tuple[bytes, bytes | None]]]]:
         """For a coordinator loading its compacted topic (run off the event loop):
         (key, value) of every committed record with a key, in offset order (a
         transaction's records at its COMMIT marker), and those of each producer's
@@ -309,7 +358,11 @@ class UnifiedLog:
                         if batch.control_type == COMMIT:
                             out.extend(txn)
                         continue
-                    target = pending_txn.setdefault(batch.producer_id, []) if batch.is_transactional else out
+                    target = (
+                        pending_txn.setdefault(batch.producer_id, [])
+                        if batch.is_transactional
+                        else out
+                    )
                     for record in batch.records:
                         if record.offset >= offset and record.key is not None:
                             target.append((record.key, record.value))
@@ -329,7 +382,9 @@ class UnifiedLog:
             raise self.error(e, "reading") from None
 
     def largest_timestamp(self) -> int:
-        return max((s.largest_timestamp for s in self.local_log.segments() if s.size > 0), default=-1)
+        return max(
+            (s.largest_timestamp for s in self.local_log.segments() if s.size > 0), default=-1
+        )
 
     def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
         """Records in the leader-epoch cache that ``epoch`` starts at ``start_offset``."""

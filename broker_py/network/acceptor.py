@@ -33,7 +33,9 @@ rate_limited = RateLimitedLog(log)
 ACCEPT_RETRY_S = 0.2
 ACCEPTS_PER_WAKEUP = 64
 _RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-_TRANSIENT_ERRORS = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EINTR, errno.EPROTO, errno.EPERM})
+_TRANSIENT_ERRORS = frozenset(
+    {errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EINTR, errno.EPROTO, errno.EPERM}
+)
 
 
 class Acceptor:
@@ -84,7 +86,10 @@ class Acceptor:
                 self._pause()
                 self.quotas.wait_for_room(self._resume)
                 rate_limited.warning(
-                    "at-limit", "listener %s stops accepting: %s", self.name, self.quotas.refusal("") or "at the connection limit"
+                    "at-limit",
+                    "listener %s stops accepting: %s",
+                    self.name,
+                    self.quotas.refusal("") or "at the connection limit",
                 )
                 return
             try:
@@ -96,9 +101,12 @@ class Acceptor:
                 self._pause()
                 self._retry = self._loop.call_later(ACCEPT_RETRY_S, self._resume)
                 rate_limited.warning(
-                    f"accept-{e.errno}", "listener %s cannot accept connections: %s; retrying in %.1f s",
-                    self.name, e.strerror or e, ACCEPT_RETRY_S,
-                )  # fmt: skip
+                    f"accept-{e.errno}",
+                    "listener %s cannot accept connections: %s; retrying in %.1f s",
+                    self.name,
+                    e.strerror or e,
+                    ACCEPT_RETRY_S,
+                )
                 return
             self._accepted(conn, addr)
 
@@ -107,7 +115,13 @@ class Acceptor:
         reason = self.quotas.refusal(host)
         if reason is not None:
             self.refused += 1
-            rate_limited.warning(f"refused-{self.name}", "listener %s refused a connection from %s: %s", self.name, host, reason)
+            rate_limited.warning(
+                f"refused-{self.name}",
+                "listener %s refused a connection from %s: %s",
+                self.name,
+                host,
+                reason,
+            )
             _close_now(conn)
             return
         self.quotas.acquire(host)
@@ -123,8 +137,15 @@ class Acceptor:
         releases the connection's quota (``protocol.release_quota`` is idempotent)."""
         try:
             await self._loop.connect_accepted_socket(lambda: protocol, conn, ssl=self.ssl_context)
-        except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as e:
-            rate_limited.log(logging.INFO, f"handshake-{self.name}", "connection from %s on %s failed: %s", host, self.name, e)
+        except (TimeoutError, OSError, ssl.SSLError, ConnectionError) as e:
+            rate_limited.log(
+                logging.INFO,
+                f"handshake-{self.name}",
+                "connection from %s on %s failed: %s",
+                host,
+                self.name,
+                e,
+            )
             protocol.release_quota()
             _close_now(conn)
         except asyncio.CancelledError:

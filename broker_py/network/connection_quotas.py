@@ -41,10 +41,16 @@ class ConnectionQuotas:
         """Why a new connection from ``host`` cannot be had (None: it can)."""
         limit = self.limit_for(host)
         if self.per_ip.get(host, 0) >= limit:
-            key = "max.connections.per.ip.overrides" if host in self.config["max.connections.per.ip.overrides"] else "max.connections.per.ip"
+            key = (
+                "max.connections.per.ip.overrides"
+                if host in self.config["max.connections.per.ip.overrides"]
+                else "max.connections.per.ip"
+            )
             return f"{host} has {self.per_ip.get(host, 0)} connections, the most {key} allows ({limit})"
         if self.at_limit():
-            return f"the broker has {self.total} connections, the most it takes ({self._limit_name()})"
+            return (
+                f"the broker has {self.total} connections, the most it takes ({self._limit_name()})"
+            )
         return None
 
     def _limit_name(self) -> str:

@@ -101,6 +101,9 @@ def apply() -> FdBudget:
         set_limit(_budget.storage)
     log.info(
         "file descriptors: limit %d; storage keeps at most %d open, connections at most %d, %d spare",
-        _budget.limit, _budget.storage, _budget.connections, _budget.headroom,
-    )  # fmt: skip
+        _budget.limit,
+        _budget.storage,
+        _budget.connections,
+        _budget.headroom,
+    )
     return _budget

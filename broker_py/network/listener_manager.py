@@ -65,7 +65,9 @@ class ListenerManager:
             ssl_context=server_context(config, listener.name)
             if config.security_protocol(listener.name) in ("SSL", "SASL_SSL")
             else None,
-            principal_mapper=SslPrincipalMapper(*reversed(config.listener_value(listener.name, "ssl.principal.mapping.rules"))),
+            principal_mapper=SslPrincipalMapper(
+                *reversed(config.listener_value(listener.name, "ssl.principal.mapping.rules"))
+            ),
             on_error=self._on_error,
             config=config,
             quotas=self.quotas,
@@ -101,9 +103,14 @@ class ListenerManager:
         running = {server.name: server for server in self.servers}
         for name, server in running.items():
             listener = wanted.get(name)
-            if listener is not None and ((listener.host or "0.0.0.0"), listener.port) != (server.host, server.port) and listener.port != 0:
+            if (
+                listener is not None
+                and ((listener.host or "0.0.0.0"), listener.port) != (server.host, server.port)
+                and listener.port != 0
+            ):
                 raise ConfigError(
-                    "listeners", str(listener),
+                    "listeners",
+                    str(listener),
                     f"listener {name} is on {server.host}:{server.port}; an existing listener cannot move while the "
                     "broker runs (restart it, or add the address under a new listener name)",
                 )
@@ -111,7 +118,9 @@ class ListenerManager:
         removed = [server for name, server in running.items() if name not in wanted]
         return added, removed
 
-    def prepare_changes(self) -> tuple[list[Listener], list[SocketServer], list[tuple[SocketServer, socket.socket]]]:
+    def prepare_changes(
+        self,
+    ) -> tuple[list[Listener], list[SocketServer], list[tuple[SocketServer, socket.socket]]]:
         """For the configs as they would be: (listeners to add, servers to remove, new
         servers with their bound sockets). Raises ConfigError when a listener cannot
         move or a new address cannot be bound (sockets bound so far are returned to the
@@ -126,22 +135,34 @@ class ListenerManager:
                 try:
                     bound.append((server, server.bind()))
                 except OSError as e:
-                    raise ConfigError("listeners", str(listener), f"cannot listen on {server.host}:{server.port}: {e.strerror or e}") from None
+                    raise ConfigError(
+                        "listeners",
+                        str(listener),
+                        f"cannot listen on {server.host}:{server.port}: {e.strerror or e}",
+                    ) from None
         except BaseException:
             for _, sock in bound:
                 sock.close()
             raise
         return added, removed, bound
 
-    def apply_changes(self, removed: list[SocketServer], bound: list[tuple[SocketServer, socket.socket]]) -> None:
+    def apply_changes(
+        self, removed: list[SocketServer], bound: list[tuple[SocketServer, socket.socket]]
+    ) -> None:
         for server in removed:
             self.servers.remove(server)
             log.info("stopping listener %s on %s:%d", server.name, server.host, server.port)
-            self._tasks.append(asyncio.create_task(server.stop(), name=f"stop-listener-{server.name}"))
+            self._tasks.append(
+                asyncio.create_task(server.stop(), name=f"stop-listener-{server.name}")
+            )
         for server, sock in bound:
             self.servers.append(server)
-            log.info("starting listener %s on %s:%d", server.name, server.host, sock.getsockname()[1])
-            self._tasks.append(asyncio.create_task(server.start(sock), name=f"start-listener-{server.name}"))
+            log.info(
+                "starting listener %s on %s:%d", server.name, server.host, sock.getsockname()[1]
+            )
+            self._tasks.append(
+                asyncio.create_task(server.start(sock), name=f"start-listener-{server.name}")
+            )
 
     def advertised_listener(self, connection=None) -> Listener:
         """The address clients are told to use: the entry of ``advertised.listeners``

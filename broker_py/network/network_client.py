@@ -49,6 +49,9 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from broker_py.config.kafka_config import SECURITY_PROTOCOLS, BrokerConfig
+from broker_py.security.sasl.sasl_client import inter_broker_credentials, sasl_client
+from broker_py.security.ssl.ssl_client_context import client_context
 from logstore.distribution import version as software_version
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -61,14 +64,16 @@ from logstore.protocol.errors import (
     UnsupportedVersionError,
     error_class,
 )
-from logstore.protocol.frame import DEFAULT_MAX_REQUEST_SIZE, FrameDecoder, decode_response, encode_request
+from logstore.protocol.frame import (
+    DEFAULT_MAX_REQUEST_SIZE,
+    FrameDecoder,
+    decode_response,
+    encode_request,
+)
 from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
 from logstore.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from logstore.protocol.schema import Message
-from broker_py.config.kafka_config import SECURITY_PROTOCOLS, BrokerConfig
-from broker_py.security.sasl.sasl_client import inter_broker_credentials, sasl_client
-from broker_py.security.ssl.ssl_client_context import client_context
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +99,9 @@ class _Connection:
     (correlation id -> (api key, version, future)) and the peer's version ranges
     (api key -> (min, max))."""
 
-    def __init__(self, client: NetworkClient, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, client: NetworkClient, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self._client = client
         self._reader = reader
         self._writer = writer
@@ -105,10 +112,16 @@ class _Connection:
         self.retire_at: float | None = None  # loop time after which no new request goes here
         self._next_correlation_id = 0
         self._decoder = FrameDecoder(client.max_response_size, min_size=4)
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop(), name=f"network-client-{client.address}")
+        self._read_task = asyncio.get_running_loop().create_task(
+            self._read_loop(), name=f"network-client-{client.address}"
+        )
 
     def usable(self, now: float) -> bool:
-        return not self.closed and not self.retiring and (self.retire_at is None or now < self.retire_at)
+        return (
+            not self.closed
+            and not self.retiring
+            and (self.retire_at is None or now < self.retire_at)
+        )
 
     def submit(self, api_key: ApiKey, version: int, body: Message) -> asyncio.Future[Message]:
         """Writes one request frame and returns the future of its response."""
@@ -116,7 +129,12 @@ class _Connection:
             raise DisconnectError(f"connection to {self._client.address} is closed")
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        header = RequestHeader(api_key=int(api_key), api_version=version, correlation_id=correlation_id, client_id=self._client.client_id)
+        header = RequestHeader(
+            api_key=int(api_key),
+            api_version=version,
+            correlation_id=correlation_id,
+            client_id=self._client.client_id,
+        )
         frame = encode_request(header, body)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self.inflight[correlation_id] = (api_key, version, future)
@@ -163,7 +181,9 @@ class _Connection:
         correlation_id = int.from_bytes(frame[:4], "big", signed=True)
         entry = self.inflight.pop(correlation_id, None)
         if entry is None:
-            raise ProtocolError(f"response with correlation id {correlation_id}, which no request in flight has")
+            raise ProtocolError(
+                f"response with correlation id {correlation_id}, which no request in flight has"
+            )
         api_key, version, future = entry
         if not future.done():  # else its caller gave up: drop the response
             try:
@@ -222,11 +242,15 @@ class NetworkClient:
         max_response_size: int = DEFAULT_MAX_REQUEST_SIZE,
     ) -> None:
         if security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(f"security protocol {security_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}")
+            raise ValueError(
+                f"security protocol {security_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
         tls = security_protocol in ("SSL", "SASL_SSL")
         if tls and ssl_context is None:
             raise ValueError(f"{security_protocol} needs an ssl_context")
-        if security_protocol.startswith("SASL_") and (sasl_mechanism is None or sasl_username is None or sasl_password is None):
+        if security_protocol.startswith("SASL_") and (
+            sasl_mechanism is None or sasl_username is None or sasl_password is None
+        ):
             raise ValueError(f"{security_protocol} needs a SASL mechanism, username and password")
         self.host = host
         self.port = port
@@ -237,7 +261,11 @@ class NetworkClient:
         self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
         self.max_response_size = max_response_size
         self._ssl_context = ssl_context if tls else None
-        self._sasl = (sasl_mechanism, sasl_username, sasl_password) if security_protocol.startswith("SASL_") else None
+        self._sasl = (
+            (sasl_mechanism, sasl_username, sasl_password)
+            if security_protocol.startswith("SASL_")
+            else None
+        )
         self._conn: _Connection | None = None
         self._retired: set[_Connection] = set()
         self._lock = asyncio.Lock()
@@ -250,7 +278,9 @@ class NetworkClient:
         return f"{self.host}:{self.port}"
 
     def __repr__(self) -> str:
-        return f"NetworkClient({self.address}, {self.security_protocol}, client_id={self.client_id!r})"
+        return (
+            f"NetworkClient({self.address}, {self.security_protocol}, client_id={self.client_id!r})"
+        )
 
     @property
     def connected(self) -> bool:
@@ -268,7 +298,14 @@ class NetworkClient:
         except UnsupportedVersionError:
             return None
 
-    async def send(self, api_key: ApiKey, request: Message, timeout_ms: int | None = None, *, version: int | None = None) -> Message:
+    async def send(
+        self,
+        api_key: ApiKey,
+        request: Message,
+        timeout_ms: int | None = None,
+        *,
+        version: int | None = None,
+    ) -> Message:
         """The response to ``request``, sent at the negotiated version (or ``version``,
         which both sides must serve). Connects first if needed. Raises DisconnectError,
         RequestTimeoutError (``timeout_ms``, default ``request_timeout_ms``, covers
@@ -291,7 +328,12 @@ class NetworkClient:
         except TimeoutError:
             what = f"{api_key.api_name} to {self.address}"
             if in_flight and conn is not None:
-                log.info("closing the connection to %s: %s timed out after %d ms", self.address, api_key.api_name, timeout_ms)
+                log.info(
+                    "closing the connection to %s: %s timed out after %d ms",
+                    self.address,
+                    api_key.api_name,
+                    timeout_ms,
+                )
                 conn.fail(f"request timed out ({api_key.api_name}, {timeout_ms} ms)")
                 raise RequestTimeoutError(f"{what}: no response within {timeout_ms} ms") from None
             raise RequestTimeoutError(f"{what}: not connected within {timeout_ms} ms") from None
@@ -345,7 +387,10 @@ class NetworkClient:
         the KafkaError its setup got."""
         try:
             reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self._ssl_context, server_hostname=self.host if self._ssl_context else None,
+                self.host,
+                self.port,
+                ssl=self._ssl_context,
+                server_hostname=self.host if self._ssl_context else None,
             )
         except OSError as e:  # includes ssl.SSLError
             raise DisconnectError(f"cannot connect to {self.address}: {e}") from e
@@ -363,15 +408,21 @@ class NetworkClient:
         return conn
 
     async def _negotiate_versions(self, conn: _Connection) -> None:
-        body = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=software_version())
+        body = ApiVersionsRequest(
+            client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=software_version()
+        )
         version = ApiKey.API_VERSIONS.max_version
         response = await conn.request(ApiKey.API_VERSIONS, version, body)
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             # The peer answered in v0 with its ranges; ask again at its highest.
-            theirs = {e.api_key: e.max_version for e in response.api_keys}.get(int(ApiKey.API_VERSIONS), -1)
+            theirs = {e.api_key: e.max_version for e in response.api_keys}.get(
+                int(ApiKey.API_VERSIONS), -1
+            )
             version = min(version, theirs)
             if version < ApiKey.API_VERSIONS.min_version:
-                raise UnsupportedVersionError(f"{self.address} serves no ApiVersions version this client has")
+                raise UnsupportedVersionError(
+                    f"{self.address} serves no ApiVersions version this client has"
+                )
             response = await conn.request(ApiKey.API_VERSIONS, version, body)
         if response.error_code != 0:
             raise _error(response.error_code, f"ApiVersions to {self.address}")
@@ -384,7 +435,9 @@ class NetworkClient:
         low, high = max(api_key.min_version, theirs[0]), min(api_key.max_version, theirs[1])
         if version is not None:
             if not low <= version <= high:
-                raise UnsupportedVersionError(f"{api_key.api_name} v{version} is outside the versions both sides serve ({low}-{high})")
+                raise UnsupportedVersionError(
+                    f"{api_key.api_name} v{version} is outside the versions both sides serve ({low}-{high})"
+                )
             return version
         if high < low:
             raise UnsupportedVersionError(
@@ -397,26 +450,44 @@ class NetworkClient:
         mechanism, username, password = self._sasl
         handshake_version = self._pick_version(conn, ApiKey.SASL_HANDSHAKE, None)
         if handshake_version < 1:
-            raise UnsupportedVersionError(f"{self.address} serves only SaslHandshake v0 (raw SASL tokens)")
-        response = await conn.request(ApiKey.SASL_HANDSHAKE, handshake_version, SaslHandshakeRequest(mechanism=mechanism))
+            raise UnsupportedVersionError(
+                f"{self.address} serves only SaslHandshake v0 (raw SASL tokens)"
+            )
+        response = await conn.request(
+            ApiKey.SASL_HANDSHAKE, handshake_version, SaslHandshakeRequest(mechanism=mechanism)
+        )
         if response.error_code != 0:
-            raise _error(response.error_code, f"SASL mechanism {mechanism} at {self.address} (enabled: {', '.join(response.mechanisms)})")
+            raise _error(
+                response.error_code,
+                f"SASL mechanism {mechanism} at {self.address} (enabled: {', '.join(response.mechanisms)})",
+            )
         version = self._pick_version(conn, ApiKey.SASL_AUTHENTICATE, None)
         client = sasl_client(mechanism, username, password)
         token = client.evaluate(b"")
         while True:
             assert token is not None
-            response = await conn.request(ApiKey.SASL_AUTHENTICATE, version, SaslAuthenticateRequest(auth_bytes=token))
+            response = await conn.request(
+                ApiKey.SASL_AUTHENTICATE, version, SaslAuthenticateRequest(auth_bytes=token)
+            )
             if response.error_code != 0:
-                raise _error(response.error_code, response.error_message or f"SASL {mechanism} authentication to {self.address} failed")
+                raise _error(
+                    response.error_code,
+                    response.error_message
+                    or f"SASL {mechanism} authentication to {self.address} failed",
+                )
             token = client.evaluate(response.auth_bytes or b"")
             if client.complete:
                 break
             if token is None:
-                raise SaslAuthenticationFailedError(f"SASL {mechanism} exchange with {self.address} ended before completing")
+                raise SaslAuthenticationFailedError(
+                    f"SASL {mechanism} exchange with {self.address} ended before completing"
+                )
         lifetime_ms = response.session_lifetime_ms
         if lifetime_ms > 0:
-            conn.retire_at = asyncio.get_running_loop().time() + lifetime_ms * random.uniform(*_REAUTH_WINDOW) / 1000
+            conn.retire_at = (
+                asyncio.get_running_loop().time()
+                + lifetime_ms * random.uniform(*_REAUTH_WINDOW) / 1000
+            )
 
     async def close(self) -> None:
         """Closes the connection; requests in flight fail with DisconnectError, and so
@@ -454,28 +525,40 @@ class InterBrokerChannelBuilder:
     def __init__(self, config: BrokerConfig) -> None:
         self.broker_id = config.broker_id
         self.listener_name, self.security_protocol = config.inter_broker_listener()
-        self.ssl_context = client_context(config, self.listener_name) if self.security_protocol in ("SSL", "SASL_SSL") else None
+        self.ssl_context = (
+            client_context(config, self.listener_name)
+            if self.security_protocol in ("SSL", "SASL_SSL")
+            else None
+        )
         self.sasl_mechanism: str | None = None
         self._credentials: tuple[str, str] | None = None
         if self.security_protocol.startswith("SASL_"):
             self.sasl_mechanism = config["sasl.mechanism.inter.broker.protocol"].strip().upper()
-            self._credentials = inter_broker_credentials(config, self.listener_name, self.sasl_mechanism)
+            self._credentials = inter_broker_credentials(
+                config, self.listener_name, self.sasl_mechanism
+            )
         self.request_timeout_ms: int = config["request.timeout.ms"]
         self.reconnect_backoff_ms: int = config["reconnect.backoff.ms"]
         self.reconnect_backoff_max_ms: int = config["reconnect.backoff.max.ms"]
 
-    def client(self, host: str, port: int, client_id: str, request_timeout_ms: int | None = None) -> NetworkClient:
+    def client(
+        self, host: str, port: int, client_id: str, request_timeout_ms: int | None = None
+    ) -> NetworkClient:
         """A client to ``host:port`` (an endpoint of the inter-broker listener) sending
         ``client_id``, which should start ``broker-<this broker's id>-``."""
         username, password = self._credentials or (None, None)
         return NetworkClient(
-            host, port, client_id,
+            host,
+            port,
+            client_id,
             security_protocol=self.security_protocol,
             ssl_context=self.ssl_context,
             sasl_mechanism=self.sasl_mechanism,
             sasl_username=username,
             sasl_password=password,
-            request_timeout_ms=self.request_timeout_ms if request_timeout_ms is None else request_timeout_ms,
+            request_timeout_ms=self.request_timeout_ms
+            if request_timeout_ms is None
+            else request_timeout_ms,
             reconnect_backoff_ms=self.reconnect_backoff_ms,
             reconnect_backoff_max_ms=self.reconnect_backoff_max_ms,
         )

@@ -18,7 +18,12 @@ DEFAULT_INTERVAL_S = 10.0
 
 
 class RateLimitedLog:
-    def __init__(self, logger: logging.Logger, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._logger = logger
         self.interval_s = interval_s
         self._clock = clock

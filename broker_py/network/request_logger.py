@@ -64,7 +64,13 @@ def enabled() -> bool:
 
 
 def log_completed(
-    api_name: str, api_version: int, correlation_id: int, client_id: str | None, local: str, peer: str, times: RequestTimes,
+    api_name: str,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    local: str,
+    peer: str,
+    times: RequestTimes,
     principal: str = "User:ANONYMOUS",
 ) -> None:
     """``Completed request:...;totalTime:...`` as Kafka's RequestChannel logs it."""
@@ -72,5 +78,12 @@ def log_completed(
     request_log.debug(
         "Completed request:{apiKey:%s,apiVersion:%d,correlationId:%d,clientId:%s} from connection %s-%s;%s,"
         "principal:%s",
-        api_name, api_version, correlation_id, client_id, local, peer, phases, principal,
+        api_name,
+        api_version,
+        correlation_id,
+        client_id,
+        local,
+        peer,
+        phases,
+        principal,
     )

@@ -54,7 +54,12 @@ class RequestMemoryPool:
             if self._exempt is holder:
                 self._exempt = None
             self._waiting.pop(holder, None)
-        if self.total > self.cap and held > 0 and holder is not self._exempt and holder not in self._waiting:
+        if (
+            self.total > self.cap
+            and held > 0
+            and holder is not self._exempt
+            and holder not in self._waiting
+        ):
             if self._exempt is None:
                 self._exempt = holder  # it goes on reading until its requests are handled
             else:

@@ -51,30 +51,36 @@ from collections.abc import Callable
 from typing import Any
 
 import logstore
-
-from logstore.protocol.errors import KafkaError
-from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.errors import MalformedMessageError, ProtocolError
-from logstore.protocol.frame import Request, RequestDecoder, UnsupportedRequest, decode_request, encode_response_chunks
-from logstore.protocol.produce_frame import ProduceFrame
-from logstore.protocol.schema import Message
-from logstore.protocol.types import DeferredRecords
 from broker_py.network.acceptor import Acceptor
 from broker_py.network.connection_quotas import ConnectionQuotas
 from broker_py.network.rate_limited_log import RateLimitedLog
 from broker_py.network.request_logger import RequestTimes, log_completed, now
+from broker_py.network.request_logger import enabled as request_log_enabled
 from broker_py.network.request_memory_pool import RequestMemoryPool
 from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
 from broker_py.security.ssl.ssl_context import distinguished_name
 from broker_py.security.ssl.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
-from broker_py.network.request_logger import enabled as request_log_enabled
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.errors import KafkaError, MalformedMessageError, ProtocolError
+from logstore.protocol.frame import (
+    Request,
+    RequestDecoder,
+    UnsupportedRequest,
+    decode_request,
+    encode_response_chunks,
+)
+from logstore.protocol.produce_frame import ProduceFrame
+from logstore.protocol.schema import Message
+from logstore.protocol.types import DeferredRecords
 
 log = logging.getLogger(__name__)
 rate_limited = RateLimitedLog(log)
 
 MAX_QUEUED_REQUESTS = 64
 SASL_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
-_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+_BEFORE_AUTHENTICATION = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+)
 _REAUTHENTICATION = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 # A request frame this large (but Produce and Fetch, big by nature and cheap to decode)
 # is decoded, and its answer encoded, on a worker thread: a request of a million array
@@ -115,7 +121,11 @@ class ClientConnection(asyncio.Protocol):
         # A SASL listener's connection authenticates first (broker_py/security/sasl/sasl_authenticator.py),
         # with requests no larger than Kafka's sasl.server.max.receive.size until then.
         self.sasl = server.new_authenticator() if server.new_authenticator is not None else None
-        limit = server.max_request_size if self.sasl is None else min(server.max_request_size, SASL_MAX_RECEIVE_SIZE)
+        limit = (
+            server.max_request_size
+            if self.sasl is None
+            else min(server.max_request_size, SASL_MAX_RECEIVE_SIZE)
+        )
         self.decoder = RequestDecoder(max_request_size=limit)
         self._close_after = False
         self.peer = "?"
@@ -126,7 +136,9 @@ class ClientConnection(asyncio.Protocol):
         self.client_software: str | None = None
         self.transport: asyncio.Transport | None = None
         # Each request with the clock reading of the socket read that completed it.
-        self._queue: collections.deque[tuple[Request | ProduceFrame | UnsupportedRequest, float]] = collections.deque()
+        self._queue: collections.deque[
+            tuple[Request | ProduceFrame | UnsupportedRequest, float]
+        ] = collections.deque()
         self._task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
@@ -147,7 +159,9 @@ class ClientConnection(asyncio.Protocol):
         cert = transport.get_extra_info("peercert")
         if cert:
             try:
-                self._tls_principal = "User:" + self.server.principal_mapper.name(distinguished_name(cert.get("subject", ())))
+                self._tls_principal = "User:" + self.server.principal_mapper.name(
+                    distinguished_name(cert.get("subject", ()))
+                )
             except NoMatchingRuleError as e:
                 log.warning("closing %s: %s", self.peer, e)
                 transport.close()
@@ -170,12 +184,17 @@ class ClientConnection(asyncio.Protocol):
                 if self._closed:
                     return
             while (frame := self.decoder.next_request_frame()) is not None:
-                if len(frame) > OFFLOAD_FRAME_BYTES and int.from_bytes(frame[:2], "big", signed=True) not in _DECODED_ON_LOOP:
+                if (
+                    len(frame) > OFFLOAD_FRAME_BYTES
+                    and int.from_bytes(frame[:2], "big", signed=True) not in _DECODED_ON_LOOP
+                ):
                     self._enqueue(LargeRequestFrame(frame), received)
                 else:
                     self._enqueue(decode_request(frame), received)
         except MalformedMessageError as e:
-            rate_limited.warning("malformed", "closing %s: malformed %s request: %s", self.peer, e.api_key, e)
+            rate_limited.warning(
+                "malformed", "closing %s: malformed %s request: %s", self.peer, e.api_key, e
+            )
             self.close()
             return
         except ProtocolError as e:
@@ -220,9 +239,12 @@ class ClientConnection(asyncio.Protocol):
     def idle(self) -> bool:
         """No request queued or in progress and nothing left to send."""
         return (
-            not self._queue and self._task is None and not self._write_paused and self._delayed_close is None
+            not self._queue
+            and self._task is None
+            and not self._write_paused
+            and self._delayed_close is None
             and (self.transport is None or self.transport.get_write_buffer_size() == 0)
-        )  # fmt: skip
+        )
 
     def _authenticating(self, received: float) -> None:
         """Before authentication each request is answered before the next is read, and
@@ -237,7 +259,9 @@ class ClientConnection(asyncio.Protocol):
                 try:
                     challenge = sasl.authenticate(token)
                 except KafkaError as e:
-                    rate_limited.warning("sasl", "closing %s: SASL authentication failed: %s", self.peer, e)
+                    rate_limited.warning(
+                        "sasl", "closing %s: SASL authentication failed: %s", self.peer, e
+                    )
                     self._close_after_delay(None)
                     return
                 assert self.transport is not None
@@ -298,7 +322,13 @@ class ClientConnection(asyncio.Protocol):
 
     def _process(self) -> None:
         """Handles queued requests in order while no task is running and writes can go on."""
-        while self._queue and self._task is None and not self._write_paused and not self._closed and self.server.processing:
+        while (
+            self._queue
+            and self._task is None
+            and not self._write_paused
+            and not self._closed
+            and self.server.processing
+        ):
             event, received = self._queue.popleft()
             self._queued_bytes -= event.size
             times = RequestTimes(received, now()) if request_log_enabled() else None
@@ -309,7 +339,11 @@ class ClientConnection(asyncio.Protocol):
                 result = self._dispatch(event)
                 if self._close_after and self.server.failed_authentication_delay_s > 0:
                     # A failed authentication: answered, and closed, after the delay.
-                    self._close_after_delay(self._encode(event, result) if result is not None and not asyncio.iscoroutine(result) else None)
+                    self._close_after_delay(
+                        self._encode(event, result)
+                        if result is not None and not asyncio.iscoroutine(result)
+                        else None
+                    )
                     return
                 if times is not None:
                     times.local_done = times.remote_done = times.send_started = now()
@@ -344,16 +378,22 @@ class ClientConnection(asyncio.Protocol):
         self.client_id = event.client_id
         if self.sasl is not None:
             if not self.sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
-                raise ConnectionClosed(f"{event.api_key.api_name} request before SASL authentication")
+                raise ConnectionClosed(
+                    f"{event.api_key.api_name} request before SASL authentication"
+                )
             if event.api_key not in _REAUTHENTICATION and self.sasl.session_expired():
-                raise ConnectionClosed(f"{event.api_key.api_name} request after the SASL session expired (connections.max.reauth.ms)")
+                raise ConnectionClosed(
+                    f"{event.api_key.api_name} request after the SASL session expired (connections.max.reauth.ms)"
+                )
         handler = self.server.handlers.get(event.api_key)
         if handler is None:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
         try:
             return handler(event, self)
         except Exception:
-            log.exception("%s v%d from %s failed", event.api_key.api_name, event.api_version, self.peer)
+            log.exception(
+                "%s v%d from %s failed", event.api_key.api_name, event.api_version, self.peer
+            )
             return self._error_response(event)
 
     def _error_response(self, event: Request | ProduceFrame):
@@ -362,7 +402,9 @@ class ClientConnection(asyncio.Protocol):
         try:
             return self.server.on_error(event)
         except Exception:
-            log.exception("answering the failed %s from %s failed too", event.api_key.api_name, self.peer)
+            log.exception(
+                "answering the failed %s from %s failed too", event.api_key.api_name, self.peer
+            )
             raise ConnectionClosed("handler failed") from None
 
     def _start(self, coro) -> None:
@@ -393,17 +435,28 @@ class ClientConnection(asyncio.Protocol):
         result = self._dispatch(event)
         await self._finish(event, result, times, encode_off_loop=True)
 
-    async def _finish(self, event: Request | ProduceFrame | UnsupportedRequest, pending, times: RequestTimes | None,
-                      encode_off_loop: bool = False) -> None:  # fmt: skip
+    async def _finish(
+        self,
+        event: Request | ProduceFrame | UnsupportedRequest,
+        pending,
+        times: RequestTimes | None,
+        encode_off_loop: bool = False,
+    ) -> None:
         try:
             response = await pending if inspect.isawaitable(pending) else pending
         except Exception:
-            log.exception("%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer)
+            log.exception(
+                "%s from %s failed", getattr(event.api_key, "api_name", event.api_key), self.peer
+            )
             response = self._error_response(event)
         if times is not None:
             times.remote_done = times.send_started = now()
         if response is not None:
-            chunks = await asyncio.to_thread(self._encode, event, response) if encode_off_loop else self._encode(event, response)
+            chunks = (
+                await asyncio.to_thread(self._encode, event, response)
+                if encode_off_loop
+                else self._encode(event, response)
+            )
             if any(isinstance(c, DeferredRecords) for c in chunks):
                 await self._send_with_files(chunks)
             else:
@@ -411,7 +464,9 @@ class ClientConnection(asyncio.Protocol):
         if times is not None:
             self._completed(event, times)
 
-    def _encode(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list) -> list:
+    def _encode(
+        self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list
+    ) -> list:
         if type(response) is bytes:
             return [response]
         if type(response) is list:  # chunks encoded by the handler
@@ -419,7 +474,12 @@ class ClientConnection(asyncio.Protocol):
         version = event.api_version if isinstance(event, (Request, ProduceFrame)) else 0
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
-    def _respond(self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list, times: RequestTimes | None) -> None:
+    def _respond(
+        self,
+        event: Request | ProduceFrame | UnsupportedRequest,
+        response: Message | bytes | list,
+        times: RequestTimes | None,
+    ) -> None:
         chunks = self._encode(event, response)
         if any(isinstance(c, DeferredRecords) for c in chunks):
             self._start(self._send_with_files(chunks, event, times))
@@ -428,12 +488,20 @@ class ClientConnection(asyncio.Protocol):
             if times is not None:
                 self._completed(event, times)
 
-    def _completed(self, event: Request | ProduceFrame | UnsupportedRequest, times: RequestTimes) -> None:
+    def _completed(
+        self, event: Request | ProduceFrame | UnsupportedRequest, times: RequestTimes
+    ) -> None:
         times.sent = now()
         api = event.api_key
         log_completed(
-            getattr(api, "api_name", str(api)), event.api_version, event.correlation_id, event.client_id,
-            self.local, self.peer, times, self.principal,
+            getattr(api, "api_name", str(api)),
+            event.api_version,
+            event.correlation_id,
+            event.client_id,
+            self.local,
+            self.peer,
+            times,
+            self.principal,
         )
 
     def _write(self, chunks: list) -> None:
@@ -441,7 +509,10 @@ class ClientConnection(asyncio.Protocol):
         self.transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
     async def _send_with_files(
-        self, chunks: list, event: Request | ProduceFrame | UnsupportedRequest | None = None, times: RequestTimes | None = None
+        self,
+        chunks: list,
+        event: Request | ProduceFrame | UnsupportedRequest | None = None,
+        times: RequestTimes | None = None,
     ) -> None:
         pending: list[bytes | bytearray] = []
         for chunk in chunks:
@@ -561,7 +632,12 @@ class ClientConnection(asyncio.Protocol):
             return
         if stop:
             self._delayed_stop = True
-        busy = len(self._queue) >= MAX_QUEUED_REQUESTS or self._write_paused or self._memory_paused or self._delayed_stop
+        busy = (
+            len(self._queue) >= MAX_QUEUED_REQUESTS
+            or self._write_paused
+            or self._memory_paused
+            or self._delayed_stop
+        )
         if busy and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
@@ -579,11 +655,15 @@ class _Defaults(dict):
     """Kafka's defaults of the limit keys, for a server made without a broker config."""
 
     def __init__(self) -> None:
-        super().__init__({
-            "max.connections": 2147483647, "max.connections.per.ip": 2147483647,
-            "max.connections.per.ip.overrides": {}, "connections.max.idle.ms": 600000,
-            "connection.failed.authentication.delay.ms": 100,
-        })  # fmt: skip
+        super().__init__(
+            {
+                "max.connections": 2147483647,
+                "max.connections.per.ip": 2147483647,
+                "max.connections.per.ip.overrides": {},
+                "connections.max.idle.ms": 600000,
+                "connection.failed.authentication.delay.ms": 100,
+            }
+        )
 
 
 IDLE_CHECK_MAX_S = 1.0
@@ -626,7 +706,9 @@ class SocketServer:
         self.config = config if config is not None else _Defaults()
         self.quotas = quotas or ConnectionQuotas(self.config, 1 << 30)
         self.memory_pool = memory_pool or RequestMemoryPool(max(512 << 20, max_request_size))
-        self.connections: collections.OrderedDict[ClientConnection, None] = collections.OrderedDict()
+        self.connections: collections.OrderedDict[ClientConnection, None] = (
+            collections.OrderedDict()
+        )
         self._acceptor: Acceptor | None = None
         self._idle_check: asyncio.Task[None] | None = None
         # False while a broker joining a cluster is not registered yet: connections are
@@ -643,9 +725,17 @@ class SocketServer:
         if sock is None:
             sock = self.bind()
         self.port = sock.getsockname()[1]
-        self._acceptor = Acceptor(sock, self.quotas, lambda host: ClientConnection(self, host), self.ssl_context, self.name)
+        self._acceptor = Acceptor(
+            sock,
+            self.quotas,
+            lambda host: ClientConnection(self, host),
+            self.ssl_context,
+            self.name,
+        )
         self._acceptor.start()
-        self._idle_check = asyncio.get_running_loop().create_task(self._close_idle_connections(), name=f"idle-{self.name}")
+        self._idle_check = asyncio.get_running_loop().create_task(
+            self._close_idle_connections(), name=f"idle-{self.name}"
+        )
 
     def bind(self) -> socket.socket:
         """A socket bound and listening on ``host:port`` for :meth:`start` (OSError if the
@@ -671,7 +761,11 @@ class SocketServer:
                 conn.last_active = now_s  # busy (a long poll, a send): not idle
                 self.connections.move_to_end(conn)
                 continue
-            log.debug("closing %s: idle for more than connections.max.idle.ms (%d ms)", conn.peer, idle_s * 1000)
+            log.debug(
+                "closing %s: idle for more than connections.max.idle.ms (%d ms)",
+                conn.peer,
+                idle_s * 1000,
+            )
             conn.close()
             self.connections.pop(conn, None)
             closed += 1

@@ -48,7 +48,9 @@ class AlterPartitionManager:
         """Called by a leader partition (on the event loop) with its proposed ISR."""
         self._waiting.append((partition, change))
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._send_waiting(), name="alter-partition")
+            self._task = asyncio.get_running_loop().create_task(
+                self._send_waiting(), name="alter-partition"
+            )
 
     async def _send_waiting(self) -> None:
         while self._waiting:
@@ -59,20 +61,35 @@ class AlterPartitionManager:
         by_topic: dict[str, list] = {}
         for partition, change in batch:
             isr = sorted(change.proposed_isr)
-            by_topic.setdefault(partition.topic, []).append(AlterPartitionRequest.PartitionData(
-                partition_index=partition.index, leader_epoch=partition.leader_epoch, new_isr=isr,
-                new_isr_with_epochs=[AlterPartitionRequest.BrokerState(broker_id=b, broker_epoch=-1) for b in isr],
-                leader_recovery_state=0, partition_epoch=partition.partition_epoch,
-            ))  # fmt: skip
-        return AlterPartitionRequest(broker_id=self.broker_id, broker_epoch=self._broker_epoch(), topics=[
-            AlterPartitionRequest.TopicData(topic_name=t, topic_id=self._topic_id(t) or NULL_UUID, partitions=ps)
-            for t, ps in by_topic.items()
-        ])  # fmt: skip
+            by_topic.setdefault(partition.topic, []).append(
+                AlterPartitionRequest.PartitionData(
+                    partition_index=partition.index,
+                    leader_epoch=partition.leader_epoch,
+                    new_isr=isr,
+                    new_isr_with_epochs=[
+                        AlterPartitionRequest.BrokerState(broker_id=b, broker_epoch=-1) for b in isr
+                    ],
+                    leader_recovery_state=0,
+                    partition_epoch=partition.partition_epoch,
+                )
+            )
+        return AlterPartitionRequest(
+            broker_id=self.broker_id,
+            broker_epoch=self._broker_epoch(),
+            topics=[
+                AlterPartitionRequest.TopicData(
+                    topic_name=t, topic_id=self._topic_id(t) or NULL_UUID, partitions=ps
+                )
+                for t, ps in by_topic.items()
+            ],
+        )
 
     async def _send_batch(self, batch) -> None:
         try:
-            response = await self._send(ApiKey.ALTER_PARTITION, self._request(batch), self.timeout_ms)
-        except (KafkaException, asyncio.TimeoutError) as e:
+            response = await self._send(
+                ApiKey.ALTER_PARTITION, self._request(batch), self.timeout_ms
+            )
+        except (TimeoutError, KafkaException) as e:
             log.warning("AlterPartition of %d partitions failed: %s", len(batch), e)
             for partition, change in batch:
                 partition.on_isr_change_result(change, ErrorCode.REQUEST_TIMED_OUT)
@@ -85,11 +102,27 @@ class AlterPartitionManager:
                 results[(topic, p.partition_index)] = p
         for partition, change in batch:
             r = results.get((partition.topic, partition.index))
-            error = ErrorCode(response.error_code) if response.error_code else (ErrorCode(r.error_code) if r is not None else ErrorCode.UNKNOWN_SERVER_ERROR)
+            error = (
+                ErrorCode(response.error_code)
+                if response.error_code
+                else (ErrorCode(r.error_code) if r is not None else ErrorCode.UNKNOWN_SERVER_ERROR)
+            )
             if error != ErrorCode.NONE:
-                log.info("AlterPartition of %s (leader epoch %d, partition epoch %d) refused: %s",
-                         partition.name, partition.leader_epoch, partition.partition_epoch, error.name)
+                log.info(
+                    "AlterPartition of %s (leader epoch %d, partition epoch %d) refused: %s",
+                    partition.name,
+                    partition.leader_epoch,
+                    partition.partition_epoch,
+                    error.name,
+                )
                 partition.on_isr_change_result(change, error)
             else:
-                log.info("ISR of %s is now %s (partition epoch %d)", partition.name, list(r.isr), r.partition_epoch)
-                partition.on_isr_change_result(change, error, r.leader_epoch, list(r.isr), r.partition_epoch)
+                log.info(
+                    "ISR of %s is now %s (partition epoch %d)",
+                    partition.name,
+                    list(r.isr),
+                    r.partition_epoch,
+                )
+                partition.on_isr_change_result(
+                    change, error, r.leader_epoch, list(r.isr), r.partition_epoch
+                )

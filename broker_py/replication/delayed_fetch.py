@@ -18,7 +18,13 @@ FetchRead = tuple[Any, int, list]
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, max_wait_ms: int, min_bytes: int, read: Callable[[], FetchRead], response_callback: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        max_wait_ms: int,
+        min_bytes: int,
+        read: Callable[[], FetchRead],
+        response_callback: Callable[[Any], None],
+    ) -> None:
         super().__init__(max_wait_ms)
         self.min_bytes = min_bytes
         self._read = read

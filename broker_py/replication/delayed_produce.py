@@ -31,9 +31,23 @@ class ProducePartitionStatus:
     ``logstore.encode_produce_response`` takes: ``(index, error_code, base_offset,
     log_append_time_ms, log_start_offset, error_message, record_errors)``)."""
 
-    __slots__ = ("acks_pending", "min_insync_replicas", "partition", "required_offset", "results", "slot")
+    __slots__ = (
+        "acks_pending",
+        "min_insync_replicas",
+        "partition",
+        "required_offset",
+        "results",
+        "slot",
+    )
 
-    def __init__(self, results: list[tuple], slot: int, partition: Partition, required_offset: int, min_insync_replicas: int | None) -> None:
+    def __init__(
+        self,
+        results: list[tuple],
+        slot: int,
+        partition: Partition,
+        required_offset: int,
+        min_insync_replicas: int | None,
+    ) -> None:
         self.results = results
         self.slot = slot
         self.partition = partition
@@ -44,15 +58,28 @@ class ProducePartitionStatus:
     def answer(self, error: ErrorCode) -> None:
         self.acks_pending = False
         if error != ErrorCode.NONE:
-            index, _, base_offset, append_time, log_start, _, record_errors = self.results[self.slot]
-            self.results[self.slot] = (index, int(error), base_offset, append_time, log_start, error.description, record_errors)
+            index, _, base_offset, append_time, log_start, _, record_errors = self.results[
+                self.slot
+            ]
+            self.results[self.slot] = (
+                index,
+                int(error),
+                base_offset,
+                append_time,
+                log_start,
+                error.description,
+                record_errors,
+            )
 
 
 class DelayedProduce(DelayedOperation):
     def __init__(
-        self, timeout_ms: int, results: list[tuple[str, list[tuple]]], waiting: list[ProducePartitionStatus],
+        self,
+        timeout_ms: int,
+        results: list[tuple[str, list[tuple]]],
+        waiting: list[ProducePartitionStatus],
         response_callback: Callable[[list[tuple[str, list[tuple]]]], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(timeout_ms)
         self.results = results
         self.waiting = waiting
@@ -62,7 +89,9 @@ class DelayedProduce(DelayedOperation):
         pending = False
         for s in self.waiting:
             if s.acks_pending:
-                done, error = s.partition.check_enough_replicas_reached_offset(s.required_offset, s.min_insync_replicas)
+                done, error = s.partition.check_enough_replicas_reached_offset(
+                    s.required_offset, s.min_insync_replicas
+                )
                 if done:
                     s.answer(error)
                 else:

@@ -56,21 +56,35 @@ class RemoteLeaderEndPoint:
         self.client = client
         self.config = config
 
-    def build_fetch(self, partitions: dict[TopicPartition, PartitionFetchState], log_start_offset) -> FetchRequest:
+    def build_fetch(
+        self, partitions: dict[TopicPartition, PartitionFetchState], log_start_offset
+    ) -> FetchRequest:
         """The Fetch for ``partitions``; ``log_start_offset(tp)`` is the follower's own."""
         by_topic: dict[str, list] = {}
         for (topic, index), state in partitions.items():
-            by_topic.setdefault(topic, []).append(FetchRequest.FetchPartition(
-                partition=index, current_leader_epoch=state.current_leader_epoch, fetch_offset=state.fetch_offset,
-                last_fetched_epoch=state.last_fetched_epoch, log_start_offset=log_start_offset((topic, index)),
-                partition_max_bytes=self.config.partition_max_bytes,
-            ))  # fmt: skip
+            by_topic.setdefault(topic, []).append(
+                FetchRequest.FetchPartition(
+                    partition=index,
+                    current_leader_epoch=state.current_leader_epoch,
+                    fetch_offset=state.fetch_offset,
+                    last_fetched_epoch=state.last_fetched_epoch,
+                    log_start_offset=log_start_offset((topic, index)),
+                    partition_max_bytes=self.config.partition_max_bytes,
+                )
+            )
         return FetchRequest(
-            cluster_id=None, replica_id=self.broker_id, max_wait_ms=self.config.max_wait_ms, min_bytes=self.config.min_bytes,
-            max_bytes=self.config.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            cluster_id=None,
+            replica_id=self.broker_id,
+            max_wait_ms=self.config.max_wait_ms,
+            min_bytes=self.config.min_bytes,
+            max_bytes=self.config.max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
             topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[], rack_id="",
-        )  # fmt: skip
+            forgotten_topics_data=[],
+            rack_id="",
+        )
 
     async def fetch(self, request: FetchRequest) -> dict[TopicPartition, Any]:
         """Each partition's data in the leader's answer; a request-level error raises."""
@@ -80,19 +94,39 @@ class RemoteLeaderEndPoint:
             raise error_class(response.error_code)(f"fetch from broker {self.client.address}")
         return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
 
-    async def list_offset(self, tp: TopicPartition, current_leader_epoch: int, timestamp: int) -> int:
+    async def list_offset(
+        self, tp: TopicPartition, current_leader_epoch: int, timestamp: int
+    ) -> int:
         """The leader's log start (EARLIEST) or log end (LATEST) offset."""
         topic, index = tp
-        request = ListOffsetsRequest(replica_id=self.broker_id, isolation_level=0, topics=[
-            ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(
-                partition_index=index, current_leader_epoch=current_leader_epoch, timestamp=timestamp,
-            )]),
-        ])  # fmt: skip
-        response = await self.client.send(ApiKey.LIST_OFFSETS, request, self.config.request_timeout_ms, version=LIST_OFFSETS_VERSION)
+        request = ListOffsetsRequest(
+            replica_id=self.broker_id,
+            isolation_level=0,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(
+                            partition_index=index,
+                            current_leader_epoch=current_leader_epoch,
+                            timestamp=timestamp,
+                        )
+                    ],
+                ),
+            ],
+        )
+        response = await self.client.send(
+            ApiKey.LIST_OFFSETS,
+            request,
+            self.config.request_timeout_ms,
+            version=LIST_OFFSETS_VERSION,
+        )
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
-                    raise error_class(p.error_code)(f"ListOffsets of {topic}-{index} from broker {self.client.address}")
+                    raise error_class(p.error_code)(
+                        f"ListOffsets of {topic}-{index} from broker {self.client.address}"
+                    )
                 return p.offset
         raise KafkaError(f"ListOffsets of {topic}-{index}: no answer for the partition")
 

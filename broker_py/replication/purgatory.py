@@ -66,7 +66,9 @@ class DelayedOperationPurgatory:
         # key -> the operations watching it, by identity (read by the appends that notify it)
         self.watchers: dict[Hashable, dict[int, DelayedOperation]] = {}
 
-    def try_complete_else_watch(self, operation: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(
+        self, operation: DelayedOperation, keys: Iterable[Hashable]
+    ) -> bool:
         """Completes ``operation`` if it can be now; otherwise watches it under
         ``keys`` and starts its timeout. True if it completed now."""
         if operation.try_complete():
@@ -82,7 +84,9 @@ class DelayedOperationPurgatory:
         operation._keys = keys
         for key in keys:
             self.watchers.setdefault(key, {})[id(operation)] = operation
-        operation._timer = self._time.call_later(max(0, operation.delay_ms) / 1000, self._expired, operation)
+        operation._timer = self._time.call_later(
+            max(0, operation.delay_ms) / 1000, self._expired, operation
+        )
 
     def _expired(self, operation: DelayedOperation) -> None:
         operation._expire()
@@ -130,7 +134,9 @@ class DelayedOperationPurgatory:
 
     def watched(self) -> int:
         """Operations still waiting (not completed), counted once each."""
-        return len({id(op) for ops in self.watchers.values() for op in ops.values() if not op.completed})
+        return len(
+            {id(op) for ops in self.watchers.values() for op in ops.values() if not op.completed}
+        )
 
     def watch_entries(self) -> int:
         """Watch-list entries held (an operation counts once per key it watches)."""

@@ -17,7 +17,12 @@ from typing import Any
 
 from broker_py.coordinator.group.group_metadata_records import java_string_hashcode
 from broker_py.network.network_client import NetworkClient
-from broker_py.replication.leader_end_point import FetchConfig, PartitionFetchState, RemoteLeaderEndPoint, TopicPartition
+from broker_py.replication.leader_end_point import (
+    FetchConfig,
+    PartitionFetchState,
+    RemoteLeaderEndPoint,
+    TopicPartition,
+)
 from broker_py.replication.replica_fetcher_thread import ReplicaFetcherThread
 
 log = logging.getLogger(__name__)
@@ -51,7 +56,9 @@ class ReplicaFetcherManager:
         return ((31 * java_string_hashcode(topic) + index) & 0x7FFFFFFF) % self.num_fetchers
 
     def add_fetcher_for_partitions(
-        self, partitions: dict[TopicPartition, tuple[int, PartitionFetchState]], live_leaders: dict[int, Any] | None = None
+        self,
+        partitions: dict[TopicPartition, tuple[int, PartitionFetchState]],
+        live_leaders: dict[int, Any] | None = None,
     ) -> list[TopicPartition]:
         """Starts fetching each partition from its leader (``live_leaders``: the leaders'
         registrations a LeaderAndIsr named); returns those whose leader's endpoint is
@@ -75,15 +82,20 @@ class ReplicaFetcherManager:
                 name = f"broker-{self.broker_id}-fetcher-{fetcher_id}"
                 client = self._make_client(endpoint[0], endpoint[1], name)
                 fetcher = ReplicaFetcherThread(
-                    f"{name}-from-{leader_id}", leader_id, RemoteLeaderEndPoint(self.broker_id, client, self.fetch_config),
-                    self.replica_manager, self.backoff_ms,
-                )  # fmt: skip
+                    f"{name}-from-{leader_id}",
+                    leader_id,
+                    RemoteLeaderEndPoint(self.broker_id, client, self.fetch_config),
+                    self.replica_manager,
+                    self.backoff_ms,
+                )
                 held = (endpoint, fetcher)
                 self.fetchers[(leader_id, fetcher_id)] = held
             held[1].add_partitions(states)
         return unknown
 
-    def remove_fetcher_for_partitions(self, tps: Iterable[TopicPartition], shutdown_idle: bool = True) -> None:
+    def remove_fetcher_for_partitions(
+        self, tps: Iterable[TopicPartition], shutdown_idle: bool = True
+    ) -> None:
         tps = list(tps)
         for _, fetcher in self.fetchers.values():
             fetcher.remove_partitions(tps)
@@ -111,4 +123,6 @@ class ReplicaFetcherManager:
     async def shutdown(self) -> None:
         fetchers = [f for _, f in self.fetchers.values()]
         self.fetchers.clear()
-        await asyncio.gather(*(f.shutdown() for f in fetchers), *self._closing, return_exceptions=True)
+        await asyncio.gather(
+            *(f.shutdown() for f in fetchers), *self._closing, return_exceptions=True
+        )

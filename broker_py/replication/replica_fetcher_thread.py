@@ -25,9 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
-from broker_py.replication.leader_end_point import EARLIEST, LATEST, PartitionFetchState, RemoteLeaderEndPoint, TopicPartition
+from broker_py.replication.leader_end_point import (
+    EARLIEST,
+    LATEST,
+    PartitionFetchState,
+    RemoteLeaderEndPoint,
+    TopicPartition,
+)
 from broker_py.replication.truncation import EpochEndOffset, offset_truncation_state
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -36,7 +41,14 @@ log = logging.getLogger(__name__)
 
 
 class ReplicaFetcherThread:
-    def __init__(self, name: str, leader_id: int, leader: RemoteLeaderEndPoint, replica_manager, backoff_ms: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        leader_id: int,
+        leader: RemoteLeaderEndPoint,
+        replica_manager,
+        backoff_ms: int,
+    ) -> None:
         self.name = name
         self.leader_id = leader_id
         self.leader = leader
@@ -80,7 +92,9 @@ class ReplicaFetcherThread:
             ready = {tp: s for tp, s in self.partitions.items() if s.delayed_until <= now}
             if not ready:
                 self._changed.clear()
-                wake = min((s.delayed_until for s in self.partitions.values()), default=now + 60) - now
+                wake = (
+                    min((s.delayed_until for s in self.partitions.values()), default=now + 60) - now
+                )
                 try:
                     await asyncio.wait_for(self._changed.wait(), max(wake, 0.001))
                 except TimeoutError:
@@ -114,19 +128,35 @@ class ReplicaFetcherThread:
             if data is None or self.partitions.get(tp) is not state:
                 continue  # not answered, or replaced by a LeaderAndIsr meanwhile
             partition = self.replica_manager.get_partition(*tp)
-            if partition is None or partition.is_leader or partition.leader_epoch != state.current_leader_epoch:
+            if (
+                partition is None
+                or partition.is_leader
+                or partition.leader_epoch != state.current_leader_epoch
+            ):
                 continue
-            error = ErrorCode(data.error_code) if data.error_code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
+            error = (
+                ErrorCode(data.error_code)
+                if data.error_code in ErrorCode._value2member_map_
+                else ErrorCode.UNKNOWN_SERVER_ERROR
+            )
             try:
                 if error == ErrorCode.NONE:
                     self._process_partition_data(partition, state, data)
                 elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                     out_of_range.append((tp, state, partition))
                 elif error == ErrorCode.FENCED_LEADER_EPOCH:
-                    log.info("%s: %s is fenced at leader epoch %d; waiting for the controller", self.name, partition.name, state.current_leader_epoch)
+                    log.info(
+                        "%s: %s is fenced at leader epoch %d; waiting for the controller",
+                        self.name,
+                        partition.name,
+                        state.current_leader_epoch,
+                    )
                     self.partitions.pop(tp, None)
                 else:
-                    if error not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH):
+                    if error not in (
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                        ErrorCode.UNKNOWN_LEADER_EPOCH,
+                    ):
                         log.info("%s: fetching %s: %s", self.name, partition.name, error.name)
                     self._delay({tp: state})
             except KafkaError as e:
@@ -136,7 +166,12 @@ class ReplicaFetcherThread:
             try:
                 await self._handle_out_of_range(tp, state, partition)
             except (KafkaError, OSError, TimeoutError) as e:
-                log.info("%s: %s out of range, and asking the leader failed: %s", self.name, partition.name, e)
+                log.info(
+                    "%s: %s out of range, and asking the leader failed: %s",
+                    self.name,
+                    partition.name,
+                    e,
+                )
                 self._delay({tp: state})
 
     def _delay(self, states: dict[TopicPartition, PartitionFetchState]) -> None:
@@ -149,28 +184,43 @@ class ReplicaFetcherThread:
     def _process_partition_data(self, partition, state: PartitionFetchState, data) -> None:
         diverging = data.diverging_epoch
         if diverging is not None and (diverging.epoch != -1 or diverging.end_offset != -1):
-            self._truncate_on_diverging(partition, state, EpochEndOffset(diverging.epoch, diverging.end_offset))
+            self._truncate_on_diverging(
+                partition, state, EpochEndOffset(diverging.epoch, diverging.end_offset)
+            )
             return
         records = data.records
         if records:
             partition.append_records_to_follower(records)
             state.fetch_offset = partition.log_end_offset
             state.last_fetched_epoch = _latest_epoch(partition)
-        self.replica_manager.update_follower_high_watermark(partition, data.high_watermark, data.log_start_offset)
+        self.replica_manager.update_follower_high_watermark(
+            partition, data.high_watermark, data.log_start_offset
+        )
 
-    def _truncate_on_diverging(self, partition, state: PartitionFetchState, leader: EpochEndOffset) -> None:
+    def _truncate_on_diverging(
+        self, partition, state: PartitionFetchState, leader: EpochEndOffset
+    ) -> None:
         plog = partition.log
-        target = offset_truncation_state(leader, lambda e: EpochEndOffset(*plog.end_offset_for_epoch(e)), plog.log_end_offset)
+        target = offset_truncation_state(
+            leader, lambda e: EpochEndOffset(*plog.end_offset_for_epoch(e)), plog.log_end_offset
+        )
         if target.offset < plog.log_end_offset:
             log.info(
                 "%s: truncating %s from %d to %d (leader's epoch %d ends at %d)",
-                self.name, partition.name, plog.log_end_offset, target.offset, leader.epoch, leader.end_offset,
-            )  # fmt: skip
+                self.name,
+                partition.name,
+                plog.log_end_offset,
+                target.offset,
+                leader.epoch,
+                leader.end_offset,
+            )
         partition.truncate_to(target.offset)
         state.fetch_offset = partition.log_end_offset
         state.last_fetched_epoch = -1 if leader.epoch == -1 else _latest_epoch(partition)
 
-    async def _handle_out_of_range(self, tp: TopicPartition, state: PartitionFetchState, partition) -> None:
+    async def _handle_out_of_range(
+        self, tp: TopicPartition, state: PartitionFetchState, partition
+    ) -> None:
         leader_end = await self.leader.list_offset(tp, state.current_leader_epoch, LATEST)
         if self.partitions.get(tp) is not state:
             return
@@ -178,15 +228,24 @@ class ReplicaFetcherThread:
         if leader_end < end:
             log.warning(
                 "%s: the leader of %s ends at %d, below this replica's %d (an unclean election): truncating",
-                self.name, partition.name, leader_end, end,
-            )  # fmt: skip
+                self.name,
+                partition.name,
+                leader_end,
+                end,
+            )
             partition.truncate_to(leader_end)
         else:
             leader_start = await self.leader.list_offset(tp, state.current_leader_epoch, EARLIEST)
             if self.partitions.get(tp) is not state:
                 return
             if leader_start > partition.log_end_offset:
-                log.info("%s: %s ends at %d, below the leader's log start %d: starting over there", self.name, partition.name, partition.log_end_offset, leader_start)
+                log.info(
+                    "%s: %s ends at %d, below the leader's log start %d: starting over there",
+                    self.name,
+                    partition.name,
+                    partition.log_end_offset,
+                    leader_start,
+                )
                 partition.truncate_fully_and_start_at(leader_start)
         state.fetch_offset = partition.log_end_offset
         state.last_fetched_epoch = _latest_epoch(partition)
@@ -195,5 +254,3 @@ class ReplicaFetcherThread:
 def _latest_epoch(partition) -> int:
     latest = partition.log.latest_epoch
     return -1 if latest is None else latest
-
-

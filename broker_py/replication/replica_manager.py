@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import logstore
-
 from broker_py.cluster.partition import Partition
 from broker_py.log import offset_checkpoint
 from broker_py.log.unified_log import UnifiedLog
@@ -41,10 +40,18 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker_py.controller.controller_request_batch import LeaderAndIsrRequestData, StopReplicaRequestData
+    from broker_py.controller.controller_request_batch import (
+        LeaderAndIsrRequestData,
+        StopReplicaRequestData,
+    )
     from broker_py.zk.zk_data import TopicPartition
 
-from logstore.protocol.errors import InvalidRequiredAcksError, KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from logstore.protocol.errors import (
+    InvalidRequiredAcksError,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +68,15 @@ TxnMarker = tuple[str, int, int, int, bool, int]
 
 # Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
 # every client retries the produce without a metadata refresh (as Kafka does).
-_VERIFICATION_RETRIABLE = frozenset({
-    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-})  # fmt: skip
+_VERIFICATION_RETRIABLE = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
 
 
 def verification_produce_error(error: ErrorCode) -> tuple[ErrorCode, str]:
@@ -72,13 +84,17 @@ def verification_produce_error(error: ErrorCode) -> tuple[ErrorCode, str]:
     if error == ErrorCode.INVALID_TXN_STATE:
         return error, "Partition was not added to the transaction"
     if error in _VERIFICATION_RETRIABLE:
-        return ErrorCode.NOT_ENOUGH_REPLICAS, f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}"
+        return (
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}",
+        )
     return error, error.description
 
 
-
 class ReplicaManager:
-    def __init__(self, broker_id: int, min_insync_replicas: Callable[[str], int], time: Time = SYSTEM_TIME) -> None:
+    def __init__(
+        self, broker_id: int, min_insync_replicas: Callable[[str], int], time: Time = SYSTEM_TIME
+    ) -> None:
         self.broker_id = broker_id
         self._min_insync_replicas = min_insync_replicas
         self.time = time
@@ -101,7 +117,9 @@ class ReplicaManager:
         self.replica_fetcher_manager: Any = None
         # Called with (partitions now led, partitions now followed) after each LeaderAndIsr
         # and StopReplica (the coordinators take or drop their internal partitions).
-        self.on_leadership_change: list[Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]] = []
+        self.on_leadership_change: list[
+            Callable[[list[tuple[str, int]], list[tuple[str, int]]], None]
+        ] = []
         # Whether a broker may join an ISR (set in a cluster: alive in the metadata cache).
         self.isr_eligible: Callable[[int], bool] | None = None
         # Topic ids as the controller's LeaderAndIsr named them (the metadata cache may lag).
@@ -138,17 +156,34 @@ class ReplicaManager:
     def __contains__(self, key: tuple[str, int]) -> bool:
         return key in self.partitions
 
-    def make_leader(self, topic: str, index: int, log: UnifiedLog, leader_epoch: int, isr: list[int], replicas: list[int]) -> Partition:
+    def make_leader(
+        self,
+        topic: str,
+        index: int,
+        log: UnifiedLog,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: list[int],
+    ) -> Partition:
         """Leads ``topic-index`` over ``log`` in ``leader_epoch`` (a partition held already
         keeps its state and moves to the new epoch)."""
         partition = self.partitions.get((topic, index))
         if partition is None:
-            partition = Partition(topic, index, log, self.broker_id, self._on_append, lambda: self._min_insync_replicas(topic))
+            partition = Partition(
+                topic,
+                index,
+                log,
+                self.broker_id,
+                self._on_append,
+                lambda: self._min_insync_replicas(topic),
+            )
             self.partitions[(topic, index)] = partition
         partition.make_leader(leader_epoch, isr, replicas)
         return partition
 
-    def become_leader_or_follower(self, request: LeaderAndIsrRequestData, get_log: Callable[[str, int], UnifiedLog]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    def become_leader_or_follower(
+        self, request: LeaderAndIsrRequestData, get_log: Callable[[str, int], UnifiedLog]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Applies a controller's LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``): a
         request from an older controller epoch is refused whole (STALE_CONTROLLER_EPOCH);
         per partition, a state whose leader epoch is below the one held (or equal, with no
@@ -174,32 +209,53 @@ class ReplicaManager:
             partition = self.partitions.get((topic, index))
             if partition is not None and (
                 state.leader_epoch < partition.leader_epoch
-                or (state.leader_epoch == partition.leader_epoch and state.partition_epoch <= partition.partition_epoch)
+                or (
+                    state.leader_epoch == partition.leader_epoch
+                    and state.partition_epoch <= partition.partition_epoch
+                )
             ):
                 errors[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
             try:
                 if partition is None:
-                    partition = Partition(topic, index, get_log(topic, index), self.broker_id, self._on_append, lambda t=topic: self._min_insync_replicas(t))
+                    partition = Partition(
+                        topic,
+                        index,
+                        get_log(topic, index),
+                        self.broker_id,
+                        self._on_append,
+                        lambda t=topic: self._min_insync_replicas(t),
+                    )
                     partition.alter_isr = self.alter_isr
                     partition.isr_eligible = self.isr_eligible
-                    partition.high_watermark = min(self._checkpointed_high_watermark(partition), partition.log_end_offset)
+                    partition.high_watermark = min(
+                        self._checkpointed_high_watermark(partition), partition.log_end_offset
+                    )
                     self.partitions[(topic, index)] = partition
                 was_leader = partition.is_leader
                 partition.partition_epoch = state.partition_epoch
                 if state.leader == self.broker_id:
-                    partition.make_leader(state.leader_epoch, list(state.isr), list(state.replicas), self.time.milliseconds())
+                    partition.make_leader(
+                        state.leader_epoch,
+                        list(state.isr),
+                        list(state.replicas),
+                        self.time.milliseconds(),
+                    )
                     new_leaders.append((topic, index))
                     if was_leader:
                         self._on_append(partition)  # waiting produces see the controller's ISR
                 else:
-                    changed = partition.make_follower(state.leader, state.leader_epoch, list(state.isr), list(state.replicas))
+                    changed = partition.make_follower(
+                        state.leader, state.leader_epoch, list(state.isr), list(state.replicas)
+                    )
                     followers.append((topic, index))
                     if was_leader:
                         self.produce_purgatory.check_and_complete((topic, index))
                         self.fetch_purgatory.complete_all((topic, index))
                     fetcher = self.replica_fetcher_manager
-                    if changed or (fetcher is not None and fetcher.fetching((topic, index)) is None):
+                    if changed or (
+                        fetcher is not None and fetcher.fetching((topic, index)) is None
+                    ):
                         new_followers[(topic, index)] = partition
             except KafkaError as e:
                 errors[tp] = e.errno
@@ -210,7 +266,12 @@ class ReplicaManager:
             callback(new_leaders, followers)
         return ErrorCode.NONE, errors
 
-    def _update_fetchers(self, new_leaders: list[tuple[str, int]], new_followers: dict[tuple[str, int], Partition], live_leaders: dict) -> None:
+    def _update_fetchers(
+        self,
+        new_leaders: list[tuple[str, int]],
+        new_followers: dict[tuple[str, int], Partition],
+        live_leaders: dict,
+    ) -> None:
         """Leaders stop fetching; followers of a new leader or epoch fetch from it,
         starting at their log end with their last epoch (the leader answers
         DivergingEpoch if the log must be cut first)."""
@@ -222,14 +283,21 @@ class ReplicaManager:
         for tp, partition in new_followers.items():
             if partition.leader_id >= 0:
                 latest = partition.log.latest_epoch
-                fetches[tp] = (partition.leader_id, PartitionFetchState(
-                    partition.log_end_offset, partition.leader_epoch, -1 if latest is None else latest,
-                ))  # fmt: skip
+                fetches[tp] = (
+                    partition.leader_id,
+                    PartitionFetchState(
+                        partition.log_end_offset,
+                        partition.leader_epoch,
+                        -1 if latest is None else latest,
+                    ),
+                )
         if fetches:
             fetcher.add_fetcher_for_partitions(fetches, live_leaders)
         fetcher.shutdown_idle_fetchers()
 
-    def stop_replicas(self, request: StopReplicaRequestData, delete_log: Callable[[str, int], None]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    def stop_replicas(
+        self, request: StopReplicaRequestData, delete_log: Callable[[str, int], None]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Applies a controller's StopReplica: refused whole from an older controller epoch;
         per partition, a leader epoch below the one held (other than -1 and -2, the
         deletion sentinel) gets FENCED_LEADER_EPOCH; otherwise the partition stops being
@@ -242,7 +310,11 @@ class ReplicaManager:
         for state in request.partitions:
             topic, index = state.partition
             partition = self.partitions.get((topic, index))
-            if partition is not None and state.leader_epoch >= 0 and state.leader_epoch < partition.leader_epoch:
+            if (
+                partition is not None
+                and state.leader_epoch >= 0
+                and state.leader_epoch < partition.leader_epoch
+            ):
                 errors[state.partition] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
             if self.replica_fetcher_manager is not None:
@@ -259,7 +331,11 @@ class ReplicaManager:
                 errors[state.partition] = e.errno
                 continue
             errors[state.partition] = ErrorCode.NONE
-        stopped = [tuple(s.partition) for s in request.partitions if errors.get(s.partition) == ErrorCode.NONE]
+        stopped = [
+            tuple(s.partition)
+            for s in request.partitions
+            if errors.get(s.partition) == ErrorCode.NONE
+        ]
         for callback in self.on_leadership_change:
             callback([], stopped)
         return ErrorCode.NONE, errors
@@ -270,24 +346,32 @@ class ReplicaManager:
         log_dir = os.path.dirname(partition.log.local_log.path)
         entries = self._hw_checkpoints.get(log_dir)
         if entries is None:
-            entries = self._hw_checkpoints[log_dir] = offset_checkpoint.read(os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT))
+            entries = self._hw_checkpoints[log_dir] = offset_checkpoint.read(
+                os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT)
+            )
         return max(0, entries.get(partition.key, 0))
 
     def high_watermarks_by_dir(self) -> dict[str, dict[tuple[str, int], int]]:
         """Every partition's high watermark, by log dir (taken on the event loop)."""
         by_dir: dict[str, dict[tuple[str, int], int]] = {}
         for partition in self.partitions.values():
-            by_dir.setdefault(os.path.dirname(partition.log.local_log.path), {})[partition.key] = partition.high_watermark
+            by_dir.setdefault(os.path.dirname(partition.log.local_log.path), {})[partition.key] = (
+                partition.high_watermark
+            )
         return by_dir
 
-    def checkpoint_high_watermarks(self, by_dir: dict[str, dict[tuple[str, int], int]] | None = None) -> None:
+    def checkpoint_high_watermarks(
+        self, by_dir: dict[str, dict[tuple[str, int], int]] | None = None
+    ) -> None:
         """Writes the high watermarks (default: as they are now) to each log dir's
         replication-offset-checkpoint (Kafka's ``checkpointHighWatermarks``)."""
         if by_dir is None:
             by_dir = self.high_watermarks_by_dir()
         for log_dir, entries in by_dir.items():
             try:
-                offset_checkpoint.write(os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT), entries)
+                offset_checkpoint.write(
+                    os.path.join(log_dir, offset_checkpoint.REPLICATION_OFFSET_CHECKPOINT), entries
+                )
             except OSError as e:
                 log.error("writing the high watermark checkpoint of %s: %s", log_dir, e)
 
@@ -295,16 +379,26 @@ class ReplicaManager:
         """Proposes dropping, from the ISR of every partition this broker leads, the
         followers not caught up for ``max_lag_ms``; returns how many partitions proposed."""
         now = self.time.milliseconds()
-        return sum(1 for p in list(self.partitions.values()) if p.is_leader and p.maybe_shrink_isr(now, max_lag_ms))
+        return sum(
+            1
+            for p in list(self.partitions.values())
+            if p.is_leader and p.maybe_shrink_isr(now, max_lag_ms)
+        )
 
-    def update_follower_fetch_state(self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int) -> None:
+    def update_follower_fetch_state(
+        self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int
+    ) -> None:
         """A follower fetched ``partition`` (led here) at ``fetch_offset``: its LEO is known,
         it may join the ISR, and produces and fetches waiting on the high watermark are
         checked if it moved."""
-        if partition.update_follower_fetch_state(replica_id, fetch_offset, log_start_offset, self.time.milliseconds()):
+        if partition.update_follower_fetch_state(
+            replica_id, fetch_offset, log_start_offset, self.time.milliseconds()
+        ):
             self._on_append(partition)
 
-    def update_follower_high_watermark(self, partition: Partition, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+    def update_follower_high_watermark(
+        self, partition: Partition, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> None:
         """This broker follows ``partition`` and the leader answered these offsets."""
         if partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset):
             self._on_append(partition)
@@ -354,7 +448,14 @@ class ReplicaManager:
         else:
             self._delay(timeout_ms, results, waiting, response_callback)
 
-    def append(self, timeout_ms: int, required_acks: int, entries, origin: str = CLIENT, transactional_id: str | None = None):
+    def append(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries,
+        origin: str = CLIENT,
+        transactional_id: str | None = None,
+    ):
         """:meth:`append_records` for a caller that returns what it gets: the results
         (a list) when they are ready now, else a future of them. In a cluster the first
         batch of a producer's transaction in a partition is verified with its
@@ -362,11 +463,19 @@ class ReplicaManager:
         if transactional_id and self.txn_verifier is not None and origin == CLIENT:
             guards = self._start_verifications(entries)
             if guards:
-                return asyncio.ensure_future(self._verify_then_append(timeout_ms, required_acks, entries, transactional_id, guards))
+                return asyncio.ensure_future(
+                    self._verify_then_append(
+                        timeout_ms, required_acks, entries, transactional_id, guards
+                    )
+                )
         return self._append_now(timeout_ms, required_acks, entries, origin)
 
-    def _append_now(self, timeout_ms: int, required_acks: int, entries, origin: str, verified=None, refused=None):
-        results, waiting = self._append_to_leaders(required_acks, entries, origin, verified, refused)
+    def _append_now(
+        self, timeout_ms: int, required_acks: int, entries, origin: str, verified=None, refused=None
+    ):
+        results, waiting = self._append_to_leaders(
+            required_acks, entries, origin, verified, refused
+        )
         if not waiting:
             return results
         done = Completion()
@@ -383,7 +492,9 @@ class ReplicaManager:
                 if idempotent is False or partition is None or not partition.is_leader:
                     continue  # the append answers for these
                 try:
-                    batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+                    batches = logstore.decode_batches(
+                        records, records=False, verify_crc=False, allow_partial=False
+                    )
                 except logstore.LogStoreError:
                     continue
                 if not batches or not batches[0].is_transactional:
@@ -391,26 +502,40 @@ class ReplicaManager:
                 pid = batches[0].producer_id
                 state = partition.log.producer_state
                 if not state.in_transaction(pid):
-                    guards[(topic, index)] = (pid, batches[0].producer_epoch, state.verification_guard(pid))
+                    guards[(topic, index)] = (
+                        pid,
+                        batches[0].producer_epoch,
+                        state.verification_guard(pid),
+                    )
         return guards
 
-    async def _verify_then_append(self, timeout_ms: int, required_acks: int, entries, transactional_id: str, guards):
+    async def _verify_then_append(
+        self, timeout_ms: int, required_acks: int, entries, transactional_id: str, guards
+    ):
         by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
         for key, (pid, epoch, _) in guards.items():
             by_producer.setdefault((pid, epoch), []).append(key)
         answers: dict[tuple[str, int], ErrorCode] = {}
         for (pid, epoch), keys in by_producer.items():
             answers.update(await self.txn_verifier.verify(transactional_id, pid, epoch, keys))
-        refused = {key: verification_produce_error(error) for key, error in answers.items() if error != ErrorCode.NONE}
+        refused = {
+            key: verification_produce_error(error)
+            for key, error in answers.items()
+            if error != ErrorCode.NONE
+        }
         verified = {key: guard for key, (_, _, guard) in guards.items() if key not in refused}
         results = self._append_now(timeout_ms, required_acks, entries, CLIENT, verified, refused)
         return results if isinstance(results, list) else await results
 
-    def _delay(self, timeout_ms: int, results, waiting: list[ProducePartitionStatus], response_callback) -> None:
+    def _delay(
+        self, timeout_ms: int, results, waiting: list[ProducePartitionStatus], response_callback
+    ) -> None:
         operation = DelayedProduce(timeout_ms, results, waiting, response_callback)
         self.produce_purgatory.watch(operation, {s.partition.key for s in waiting})
 
-    def _append_to_leaders(self, required_acks: int, entries, origin: str, verified=None, refused=None) -> tuple[list, list[ProducePartitionStatus]]:
+    def _append_to_leaders(
+        self, required_acks: int, entries, origin: str, verified=None, refused=None
+    ) -> tuple[list, list[ProducePartitionStatus]]:
         """Appends every partition's records: (the results, the acks=all partitions
         whose high watermark has yet to pass their records). ``refused``: partitions
         answered (error, message) without an append; ``verified``: partitions whose
@@ -423,7 +548,10 @@ class ReplicaManager:
             results.append((topic, out))
             if required_acks not in (0, 1, -1):
                 error = InvalidRequiredAcksError(f"acks={required_acks}")
-                out.extend((index, int(error.errno), -1, -1, -1, str(error), ()) for index, _, _ in partitions)
+                out.extend(
+                    (index, int(error.errno), -1, -1, -1, str(error), ())
+                    for index, _, _ in partitions
+                )
                 continue
             for index, records, idempotent in partitions:
                 if refused and (topic, index) in refused:
@@ -438,23 +566,43 @@ class ReplicaManager:
                         base_offset, last_offset = partition.append_records(records)
                         append_time, log_start = -1, partition.log_start_offset
                     else:
-                        base_offset, last_offset, append_time, log_start = partition.append_records_to_leader(
-                            records, required_acks, None, idempotent, self._verification(partition, idempotent, verified),
-                        )  # fmt: skip
+                        base_offset, last_offset, append_time, log_start = (
+                            partition.append_records_to_leader(
+                                records,
+                                required_acks,
+                                None,
+                                idempotent,
+                                self._verification(partition, idempotent, verified),
+                            )
+                        )
                 except KafkaError as e:
                     out.append((index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
                     continue
                 result = (index, 0, base_offset, append_time, log_start, None, ())
-                if required_acks == -1 and (partition.high_watermark <= last_offset or not partition.isr_full):
+                if required_acks == -1 and (
+                    partition.high_watermark <= last_offset or not partition.isr_full
+                ):
                     done, error = partition.check_enough_replicas_reached_offset(last_offset + 1)
                     if not done:
-                        waiting.append(ProducePartitionStatus(out, len(out), partition, last_offset + 1, None))
+                        waiting.append(
+                            ProducePartitionStatus(out, len(out), partition, last_offset + 1, None)
+                        )
                     elif error != ErrorCode.NONE:
-                        result = (index, int(error), base_offset, append_time, log_start, error.description, ())
+                        result = (
+                            index,
+                            int(error),
+                            base_offset,
+                            append_time,
+                            log_start,
+                            error.description,
+                            (),
+                        )
                 out.append(result)
         return results, waiting
 
-    def _verification(self, partition: Partition, idempotent, verified) -> Callable[[int, int], ErrorCode] | None:
+    def _verification(
+        self, partition: Partition, idempotent, verified
+    ) -> Callable[[int, int], ErrorCode] | None:
         """How the partition's log checks a transactional batch: against the verification
         guard when the transaction was verified for this append (KIP-890); else, in a
         cluster, a producer's transaction must have started here already; else the
@@ -464,10 +612,14 @@ class ReplicaManager:
         state = partition.log.producer_state
         guard = None if verified is None else verified.get(partition.key)
         if guard is not None:
-            return lambda pid, epoch: ErrorCode.NONE if state.verified(pid, guard) else ErrorCode.INVALID_TXN_STATE
+            return lambda pid, epoch: (
+                ErrorCode.NONE if state.verified(pid, guard) else ErrorCode.INVALID_TXN_STATE
+            )
         verify = self.verify_transaction
         if self.txn_verifier is not None:
-            return lambda pid, epoch: ErrorCode.NONE if state.in_transaction(pid) else ErrorCode.INVALID_TXN_STATE
+            return lambda pid, epoch: (
+                ErrorCode.NONE if state.in_transaction(pid) else ErrorCode.INVALID_TXN_STATE
+            )
         if verify is None:
             return None
         topic, index = partition.key
@@ -488,7 +640,9 @@ class ReplicaManager:
                 results.append((topic, out))
             try:
                 partition = self.get_partition_or_error(topic, index)
-                offset, _ = partition.append_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+                offset, _ = partition.append_marker(
+                    producer_id, producer_epoch, commit, coordinator_epoch
+                )
             except KafkaError as e:
                 out.append((index, int(e.errno), -1, -1, -1, str(e), ()))
                 continue
@@ -496,9 +650,19 @@ class ReplicaManager:
             if partition.high_watermark <= offset or not partition.isr_full:
                 done, error = partition.check_enough_replicas_reached_offset(offset + 1)
                 if not done:
-                    waiting.append(ProducePartitionStatus(out, len(out), partition, offset + 1, None))
+                    waiting.append(
+                        ProducePartitionStatus(out, len(out), partition, offset + 1, None)
+                    )
                 elif error != ErrorCode.NONE:
-                    result = (index, int(error), offset, -1, partition.log_start_offset, error.description, ())
+                    result = (
+                        index,
+                        int(error),
+                        offset,
+                        -1,
+                        partition.log_start_offset,
+                        error.description,
+                        (),
+                    )
             out.append(result)
         if not waiting:
             return results
@@ -508,7 +672,9 @@ class ReplicaManager:
 
     # ---- fetches ----
 
-    def fetch_messages(self, max_wait_ms: int, min_bytes: int, first: FetchRead, read: Callable[[], FetchRead]):
+    def fetch_messages(
+        self, max_wait_ms: int, min_bytes: int, first: FetchRead, read: Callable[[], FetchRead]
+    ):
         """The fetch's response: ``first`` (the read just made) when it holds
         ``min_bytes``, may not wait or read nothing; otherwise an awaitable completed by
         :class:`DelayedFetch` from ``read()``, run again as the partitions read grow."""
@@ -516,7 +682,9 @@ class ReplicaManager:
         if total >= min_bytes or max_wait_ms <= 0 or not touched:
             return response
         done = Completion()
-        self.fetch_purgatory.watch(DelayedFetch(max_wait_ms, min_bytes, read, done), [p.key for p in touched])
+        self.fetch_purgatory.watch(
+            DelayedFetch(max_wait_ms, min_bytes, read, done), [p.key for p in touched]
+        )
         return done.result()
 
     def shutdown(self) -> None:

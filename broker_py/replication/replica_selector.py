@@ -31,18 +31,31 @@ class ReplicaView(NamedTuple):
     time_since_caught_up_ms: int
 
 
-def candidates(partition, fetch_offset: int, racks: Mapping[int, str | None], now_ms: int) -> tuple[ReplicaView, list[ReplicaView]]:
+def candidates(
+    partition, fetch_offset: int, racks: Mapping[int, str | None], now_ms: int
+) -> tuple[ReplicaView, list[ReplicaView]]:
     """(the leader's view, the followers that may serve ``fetch_offset``)."""
-    leader = ReplicaView(partition.local_broker_id, racks.get(partition.local_broker_id), partition.log_end_offset, 0)
+    leader = ReplicaView(
+        partition.local_broker_id, racks.get(partition.local_broker_id), partition.log_end_offset, 0
+    )
     followers = [
-        ReplicaView(r.broker_id, racks.get(r.broker_id), r.log_end_offset, max(0, now_ms - r.last_caught_up_time_ms))
+        ReplicaView(
+            r.broker_id,
+            racks.get(r.broker_id),
+            r.log_end_offset,
+            max(0, now_ms - r.last_caught_up_time_ms),
+        )
         for r in partition.remote_replicas.values()
-        if r.broker_id in partition.isr and r.broker_id in racks and r.log_start_offset <= fetch_offset <= r.log_end_offset
+        if r.broker_id in partition.isr
+        and r.broker_id in racks
+        and r.log_start_offset <= fetch_offset <= r.log_end_offset
     ]
     return leader, followers
 
 
-def select(selector: str | None, client_rack: str, leader: ReplicaView, followers: list[ReplicaView]) -> int:
+def select(
+    selector: str | None, client_rack: str, leader: ReplicaView, followers: list[ReplicaView]
+) -> int:
     """The broker id the consumer should fetch from."""
     if selector != RACK_AWARE_SELECTOR or not client_rack:
         return leader.broker_id
@@ -51,5 +64,7 @@ def select(selector: str | None, client_rack: str, leader: ReplicaView, follower
     same_rack = [f for f in followers if f.rack == client_rack]
     if not same_rack:
         return leader.broker_id
-    best = max(same_rack, key=lambda f: (f.log_end_offset, -f.time_since_caught_up_ms, -f.broker_id))
+    best = max(
+        same_rack, key=lambda f: (f.log_end_offset, -f.time_since_caught_up_ms, -f.broker_id)
+    )
     return best.broker_id

@@ -42,18 +42,25 @@ class OffsetTruncationState(NamedTuple):
     completed: bool
 
 
-def diverging_epoch(leader_end_for_epoch: EpochEndOffset, last_fetched_epoch: int, fetch_offset: int) -> EpochEndOffset | None:
+def diverging_epoch(
+    leader_end_for_epoch: EpochEndOffset, last_fetched_epoch: int, fetch_offset: int
+) -> EpochEndOffset | None:
     """The DivergingEpoch a leader answers, or None when the follower's log agrees.
     ``leader_end_for_epoch`` is the leader's end offset for ``last_fetched_epoch``."""
     if last_fetched_epoch < 0 or leader_end_for_epoch == (UNDEFINED_EPOCH, UNDEFINED_OFFSET):
         return None  # no epoch to compare with: the offsets alone decide (out of range)
-    if leader_end_for_epoch.epoch < last_fetched_epoch or leader_end_for_epoch.end_offset < fetch_offset:
+    if (
+        leader_end_for_epoch.epoch < last_fetched_epoch
+        or leader_end_for_epoch.end_offset < fetch_offset
+    ):
         return leader_end_for_epoch
     return None
 
 
 def offset_truncation_state(
-    leader: EpochEndOffset, follower_end_for_epoch: Callable[[int], EpochEndOffset], log_end_offset: int
+    leader: EpochEndOffset,
+    follower_end_for_epoch: Callable[[int], EpochEndOffset],
+    log_end_offset: int,
 ) -> OffsetTruncationState:
     """Where the follower cuts its log after the leader answered ``leader`` for the
     follower's last epoch; ``follower_end_for_epoch(e)`` is the follower's own largest

@@ -33,22 +33,37 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
+
 class AddPartitionsToTxnManager:
-    def __init__(self, apis, endpoint_of: EndpointOf | None, make_client: ClientFactory | None, request_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self,
+        apis,
+        endpoint_of: EndpointOf | None,
+        make_client: ClientFactory | None,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
         self.apis = apis
         self.request_timeout_ms = request_timeout_ms
-        self._clients = InterBrokerClients(f"broker-{apis.broker_id}-txn-verification", endpoint_of, make_client)
+        self._clients = InterBrokerClients(
+            f"broker-{apis.broker_id}-txn-verification", endpoint_of, make_client
+        )
 
     def coordinator_of(self, transactional_id: str) -> int:
         """The broker leading the id's ``__transaction_state`` partition, -1 if none."""
         topic = self.apis.metadata_cache.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return -1
-        state = self.apis.metadata_cache.partition_state(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, topic.partitions))
+        state = self.apis.metadata_cache.partition_state(
+            TRANSACTION_STATE_TOPIC, partition_for(transactional_id, topic.partitions)
+        )
         return -1 if state is None else state.leader
 
     async def verify(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[TopicPartition]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """The coordinator's answer for each partition (NONE: in the ongoing transaction)."""
         node = self.coordinator_of(transactional_id)
@@ -58,25 +73,50 @@ class AddPartitionsToTxnManager:
             coordinator = self.apis.transaction_coordinator
             if coordinator is None:
                 return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            answers = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+            answers = coordinator.verify_partitions(
+                transactional_id, producer_id, producer_epoch, partitions
+            )
         else:
-            answers = await self._ask(node, transactional_id, producer_id, producer_epoch, partitions)
-        return {tp: ErrorCode.INVALID_PRODUCER_EPOCH if e == ErrorCode.PRODUCER_FENCED else e for tp, e in answers.items()}
+            answers = await self._ask(
+                node, transactional_id, producer_id, producer_epoch, partitions
+            )
+        return {
+            tp: ErrorCode.INVALID_PRODUCER_EPOCH if e == ErrorCode.PRODUCER_FENCED else e
+            for tp, e in answers.items()
+        }
 
-    async def _ask(self, node: int, transactional_id: str, producer_id: int, producer_epoch: int,
-                   partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
+    async def _ask(
+        self,
+        node: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
         client = self._clients.get(node)
         if client is None:
             return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)
-        request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
-            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch, verify_only=True,
-            topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        )])  # fmt: skip
+        request = AddPartitionsToTxnRequest(
+            transactions=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    verify_only=True,
+                    topics=[
+                        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()
+                    ],
+                )
+            ]
+        )
         try:
-            response = await client.send(ApiKey.ADD_PARTITIONS_TO_TXN, request, self.request_timeout_ms, version=4)
+            response = await client.send(
+                ApiKey.ADD_PARTITIONS_TO_TXN, request, self.request_timeout_ms, version=4
+            )
         except (KafkaError, OSError, TimeoutError) as e:
             log.info("transaction verification at broker %d failed: %s", node, e)
             return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
@@ -94,4 +134,6 @@ class AddPartitionsToTxnManager:
 
 
 def _code(code: int) -> ErrorCode:
-    return ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
+    return (
+        ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
+    )

@@ -33,25 +33,28 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-from collections.abc import Iterable
 import socket
+from collections.abc import Iterable
 
 import logstore
-
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.controller import controller_events as ev
-from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.controller.controller_store import TopicExistsInStoreError
-from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas, validate_assignment
+from broker_py.controller.replica_assignment import (
+    BrokerMetadata,
+    assign_replicas,
+    validate_assignment,
+)
 from broker_py.controller.topic_metadata import TopicInfo, check_collision, validate_topic_name
+from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.log.log_manager import LogManager, log_config
 from broker_py.log.storage_errors import kafka_error
 from broker_py.network.socket_server import SocketServer
 from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.security.authorizer import auth_helper
-from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
 from broker_py.zk.zk_data import TopicAssignment, TopicPartition, random_uuid
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -75,7 +78,12 @@ from logstore.protocol.messages.partition_reassignments import (
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsResponse,
 )
-from logstore.protocol.messages.topic_admin import CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsResponse
+from logstore.protocol.messages.topic_admin import (
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -137,16 +145,25 @@ class AdminManager:
 
     def min_insync_replicas(self, topic: str) -> int:
         info = self._metadata.get(topic)
-        return int(self.effective_config(info).get("min.insync.replicas", "1")) if info is not None else 1
+        return (
+            int(self.effective_config(info).get("min.insync.replicas", "1"))
+            if info is not None
+            else 1
+        )
 
     def down_conversion_enabled(self, topic: str) -> bool:
         """``message.downconversion.enable`` of ``topic``: whether Fetch v0-v3 may read it."""
         info = self._metadata.get(topic)
-        return info is None or self.effective_config(info).get("message.downconversion.enable", "true") == "true"
+        return (
+            info is None
+            or self.effective_config(info).get("message.downconversion.enable", "true") == "true"
+        )
 
     def cleanup_policy(self, topic: str) -> str:
         info = self._metadata.get(topic)
-        return self.effective_config(info).get("cleanup.policy", "delete") if info is not None else ""
+        return (
+            self.effective_config(info).get("cleanup.policy", "delete") if info is not None else ""
+        )
 
     def validate_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
         try:
@@ -173,13 +190,17 @@ class AdminManager:
             if partition is not None:
                 partition.log.local_log.set_config(**effective)
 
-    def set_broker_configs(self, resource: str, configs: dict[str, str], validate_only: bool = False) -> None:
+    def set_broker_configs(
+        self, resource: str, configs: dict[str, str], validate_only: bool = False
+    ) -> None:
         """Replaces the dynamic configs of BROKER resource ``resource`` (``""``: the
         cluster default, or this broker's id). Topic defaults among them apply at once
         to every partition whose topic does not set its own; listeners added or removed
         start or stop listening (a new address is bound before the change is accepted)."""
         if resource not in ("", str(self.broker_id)):
-            raise InvalidRequestError(f"broker {resource!r} is not this broker ({self.broker_id}) or the default ('')")
+            raise InvalidRequestError(
+                f"broker {resource!r} is not this broker ({self.broker_id}) or the default ('')"
+            )
 
         bound: list[tuple[SocketServer, socket.socket]] = []
         removed: list[SocketServer] = []
@@ -216,17 +237,27 @@ class AdminManager:
     # ---- topics ----
 
     def create_topic(
-        self, name: str, num_partitions: int = -1, replication_factor: int = -1, configs: dict[str, str] | None = None,
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
         validate_only: bool = False,
-    ) -> TopicInfo:  # fmt: skip
+    ) -> TopicInfo:
         """Creates a topic at once (a broker alone; in a cluster topics are created by the
         controller through CreateTopics): its TopicInfo, or the KafkaError refusing it."""
         if not self.support.local:
             raise NotControllerError("in a cluster, topics are created through the controller")
         topic = CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=num_partitions, replication_factor=replication_factor, assignments=[],
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
-        )  # fmt: skip
+            name=name,
+            num_partitions=num_partitions,
+            replication_factor=replication_factor,
+            assignments=[],
+            configs=[
+                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                for k, v in (configs or {}).items()
+            ],
+        )
         assignment, topic_configs = self._plan(topic)
         if validate_only:
             return TopicInfo(name, NULL_UUID, len(assignment.partitions), topic_configs)
@@ -250,7 +281,9 @@ class AdminManager:
         except KafkaStorageError:
             if name in store.all_topics():
                 try:
-                    store.controller_delete_topic(self.support.controller.context.epoch_zk_version, name)
+                    store.controller_delete_topic(
+                        self.support.controller.context.epoch_zk_version, name
+                    )
                 except KafkaError as e:
                     log.error("topic %s is left without its partitions: %s", name, e)
             raise
@@ -258,7 +291,14 @@ class AdminManager:
     def _created_here(self, name: str, partitions: int) -> TopicInfo:
         """On a broker alone, after the store write: the topic, with every partition's log
         open; one that could not be created takes the topic away again."""
-        failure = next((f for p in range(partitions) if (f := self.support.log_failures.get((name, p))) is not None), None)
+        failure = next(
+            (
+                f
+                for p in range(partitions)
+                if (f := self.support.log_failures.get((name, p))) is not None
+            ),
+            None,
+        )
         info = self._metadata.get(name)
         if failure is None and info is not None and info.partitions == partitions:
             return info
@@ -276,14 +316,18 @@ class AdminManager:
             if count >= INLINE_CREATIONS_PER_WINDOW:
                 # Many names in one Metadata request: the rest wait for a later request,
                 # so creating them never holds the event loop for long.
-                raise LeaderNotAvailableError(f"topic {name} is not created yet: too many topics are being created at once; retry")
+                raise LeaderNotAvailableError(
+                    f"topic {name} is not created yet: too many topics are being created at once; retry"
+                )
             self._inline_creations = (start, count + 1)
             return self.create_topic(name)
         validate_topic_name(name)
         self._create_in_background(name, -1, -1, {})
         raise LeaderNotAvailableError(f"topic {name} is being created")
 
-    def ensure_topic(self, name: str, partitions: int, configs: dict[str, str], replication_factor: int = -1) -> TopicInfo:
+    def ensure_topic(
+        self, name: str, partitions: int, configs: dict[str, str], replication_factor: int = -1
+    ) -> TopicInfo:
         """An internal topic: the metadata's, else created (a broker alone: at once, with
         one replica; a cluster: in the background, CoordinatorNotAvailableError meanwhile)."""
         topic = self._metadata.get(name)
@@ -295,7 +339,11 @@ class AdminManager:
             except TopicAlreadyExistsError:
                 return self._metadata.get(name)
         if replication_factor == -1:
-            key = "offsets.topic.replication.factor" if name == "__consumer_offsets" else "transaction.state.log.replication.factor"
+            key = (
+                "offsets.topic.replication.factor"
+                if name == "__consumer_offsets"
+                else "transaction.state.log.replication.factor"
+            )
             replication_factor = self.config[key]
         live = len(self._metadata.alive_broker_ids())
         if live < replication_factor:
@@ -306,23 +354,42 @@ class AdminManager:
         self._create_in_background(name, partitions, replication_factor, configs)
         raise CoordinatorNotAvailableError(f"topic {name} is being created")
 
-    def _create_in_background(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
+    def _create_in_background(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
         if name in self._creating:
             return
         self._creating.add(name)
         request = CreateTopicsRequest(
-            topics=[CreateTopicsRequest.CreatableTopic(
-                name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
-                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])],
-            timeout_ms=self.config["request.timeout.ms"], validate_only=False,
-        )  # fmt: skip
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=name,
+                    num_partitions=partitions,
+                    replication_factor=replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                        for k, v in configs.items()
+                    ],
+                )
+            ],
+            timeout_ms=self.config["request.timeout.ms"],
+            validate_only=False,
+        )
 
         async def create() -> None:
             try:
-                response = await self.support.to_controller.send(ApiKey.CREATE_TOPICS, request, self.config["request.timeout.ms"])
+                response = await self.support.to_controller.send(
+                    ApiKey.CREATE_TOPICS, request, self.config["request.timeout.ms"]
+                )
                 code = response.topics[0].error_code if response.topics else 0
                 if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
-                    log.warning("creating topic %s failed: error %d %s", name, code, response.topics[0].error_message)
+                    log.warning(
+                        "creating topic %s failed: error %d %s",
+                        name,
+                        code,
+                        response.topics[0].error_message,
+                    )
             except Exception as e:
                 log.warning("creating topic %s failed: %s", name, e)
             finally:
@@ -350,7 +417,9 @@ class AdminManager:
 
     def _brokers(self) -> list[BrokerMetadata]:
         cache = self.support.metadata_cache
-        return [BrokerMetadata(b, cache.alive_broker(b).info.rack) for b in cache.alive_broker_ids()]
+        return [
+            BrokerMetadata(b, cache.alive_broker(b).info.rack) for b in cache.alive_broker_ids()
+        ]
 
     async def _wait_for(self, ready, timeout_ms: int) -> bool:
         deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
@@ -370,22 +439,37 @@ class AdminManager:
             counts[t.name] = counts.get(t.name, 0) + 1
         allowed = []
         for t in body.topics:
-            result = CreateTopicsResponse.CreatableTopicResult(name=t.name, topic_id=NULL_UUID, error_code=0, error_message=None)
+            result = CreateTopicsResponse.CreatableTopicResult(
+                name=t.name, topic_id=NULL_UUID, error_code=0, error_message=None
+            )
             results.setdefault(t.name, result)
             if counts[t.name] > 1:
-                result.error_code, result.error_message = int(ErrorCode.INVALID_REQUEST), f"topic {t.name} appears more than once in the request"
-            elif not (auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE)
-                      or auth_helper.authorize(apis, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name)):
+                result.error_code, result.error_message = (
+                    int(ErrorCode.INVALID_REQUEST),
+                    f"topic {t.name} appears more than once in the request",
+                )
+            elif not (
+                auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE)
+                or auth_helper.authorize(
+                    apis, connection, AclOperation.CREATE, ResourceType.TOPIC, t.name
+                )
+            ):
                 result.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 result.error_message = f"CREATE on topic {t.name!r} is not authorized"
             else:
                 allowed.append(t)
         if allowed and not self.support.is_controller:
-            forwarded = dataclasses.replace(body, topics=allowed) if dataclasses.is_dataclass(body) else body
+            forwarded = (
+                dataclasses.replace(body, topics=allowed)
+                if dataclasses.is_dataclass(body)
+                else body
+            )
             if not dataclasses.is_dataclass(body):
                 body.topics = allowed
             try:
-                response = await self.forward(ApiKey.CREATE_TOPICS, forwarded, body.timeout_ms + 5000)
+                response = await self.forward(
+                    ApiKey.CREATE_TOPICS, forwarded, body.timeout_ms + 5000
+                )
                 for r in response.topics:
                     results[r.name] = r
             except KafkaError as e:
@@ -393,7 +477,10 @@ class AdminManager:
                     results[t.name].error_code, results[t.name].error_message = int(e.errno), str(e)
         elif allowed:
             await self._create_on_controller(apis, connection, body, allowed, results)
-        return CreateTopicsResponse(throttle_time_ms=0, topics=[results[n] for n in dict.fromkeys(t.name for t in body.topics)])
+        return CreateTopicsResponse(
+            throttle_time_ms=0,
+            topics=[results[n] for n in dict.fromkeys(t.name for t in body.topics)],
+        )
 
     def _plan(self, t, earlier: Iterable[str] = ()) -> tuple[TopicAssignment, dict[str, str]]:
         """Validates one CreatableTopic and places its replicas. Limits are checked before
@@ -407,15 +494,25 @@ class AdminManager:
         live = cache.alive_broker_ids()
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
-                raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+                raise InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+                )
             self._limits.check_count(len(t.assignments), 1, live)
             assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
             if sorted(assignment) != list(range(len(assignment))):
-                raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
+                raise InvalidReplicaAssignmentError(
+                    "partitions should be a consecutive 0-based integer sequence"
+                )
             validate_assignment(assignment, live)
         else:
-            partitions = self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
-            rf = self.config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+            partitions = (
+                self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            )
+            rf = (
+                self.config["default.replication.factor"]
+                if t.replication_factor == -1
+                else t.replication_factor
+            )
             if partitions <= 0:
                 raise InvalidPartitionsError("Number of partitions must be larger than 0.")
             brokers = self._brokers()
@@ -446,9 +543,14 @@ class AdminManager:
                         if self.support.local:
                             await creator.create_topic(name, assignment, configs)
                         else:
-                            await self.support.store_call(self.support.store.create_topic, name, assignment, configs)
+                            await self.support.store_call(
+                                self.support.store.create_topic, name, assignment, configs
+                            )
                     except TopicExistsInStoreError as e:
-                        results[name].error_code, results[name].error_message = int(ErrorCode.TOPIC_ALREADY_EXISTS), str(e)
+                        results[name].error_code, results[name].error_message = (
+                            int(ErrorCode.TOPIC_ALREADY_EXISTS),
+                            str(e),
+                        )
                         continue
                     except KafkaError as e:
                         results[name].error_code, results[name].error_message = int(e.errno), str(e)
@@ -462,13 +564,19 @@ class AdminManager:
         if created:
             log.info("creating topics %s", created)
             try:
-                (ready,) = await self.support.ask_controller(lambda reply: ev.CreateTopics(set(created), reply), max(body.timeout_ms, 1))
-            except asyncio.TimeoutError:
+                (ready,) = await self.support.ask_controller(
+                    lambda reply: ev.CreateTopics(set(created), reply), max(body.timeout_ms, 1)
+                )
+            except TimeoutError:
                 ready = set()
             for name in created:
                 if name not in ready:
                     results[name].error_code = int(ErrorCode.REQUEST_TIMED_OUT)
-                    results[name].error_message = "the topic was created, but not every broker has its metadata yet"
+                    results[
+                        name
+                    ].error_message = (
+                        "the topic was created, but not every broker has its metadata yet"
+                    )
         for name, (assignment, configs) in planned.items():
             r = results[name]
             if r.error_code:
@@ -476,29 +584,42 @@ class AdminManager:
             r.topic_id = NULL_UUID if body.validate_only else assignment.topic_id
             r.num_partitions = len(assignment.partitions)
             r.replication_factor = len(assignment.partitions[0])
-            if not auth_helper.authorize(apis, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name):
+            if not auth_helper.authorize(
+                apis, connection, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name
+            ):
                 r.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
-            effective = self.effective_config(TopicInfo(name, assignment.topic_id, len(assignment.partitions), configs))
+            effective = self.effective_config(
+                TopicInfo(name, assignment.topic_id, len(assignment.partitions), configs)
+            )
             r.configs = [
                 CreateTopicsResponse.CreatableTopicConfigs(
-                    name=k, value=v, read_only=False, is_sensitive=False,
+                    name=k,
+                    value=v,
+                    read_only=False,
+                    is_sensitive=False,
                     config_source=CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
                 )
                 for k, v in sorted(effective.items())
-            ]  # fmt: skip
+            ]
 
     # ---- DeleteTopics ----
 
     async def delete_topics(self, apis, request, connection):
         body = request.body
         version = request.api_version
-        wanted = [(t.name, t.topic_id) for t in body.topics] if version >= 6 else [(n, None) for n in body.topic_names]
+        wanted = (
+            [(t.name, t.topic_id) for t in body.topics]
+            if version >= 6
+            else [(n, None) for n in body.topic_names]
+        )
         results = []
         to_delete = []
         cache = self.support.metadata_cache
         for name, topic_id in wanted:
-            result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None)
+            result = DeleteTopicsResponse.DeletableTopicResult(
+                name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None
+            )
             results.append(result)
             try:
                 if name is None:
@@ -514,17 +635,24 @@ class AdminManager:
                 if topic is None:
                     raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
                 if not self.config["delete.topic.enable"]:
-                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
+                    raise TopicDeletionDisabledError(
+                        "topic deletion is disabled (delete.topic.enable=false)"
+                    )
                 result.topic_id = topic.topic_id
                 to_delete.append(name)
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
         for name in to_delete:
             await self.support.store_call(self.support.store.mark_topic_for_deletion, name)
-        if to_delete and not await self._wait_for(lambda: not any(cache.contains(n) for n in to_delete), body.timeout_ms):
+        if to_delete and not await self._wait_for(
+            lambda: not any(cache.contains(n) for n in to_delete), body.timeout_ms
+        ):
             for r in results:
                 if r.name in to_delete and cache.contains(r.name):
-                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the deletion is under way"
+                    r.error_code, r.error_message = (
+                        int(ErrorCode.REQUEST_TIMED_OUT),
+                        "the deletion is under way",
+                    )
         return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
     # ---- CreatePartitions ----
@@ -535,21 +663,29 @@ class AdminManager:
         cache = self.support.metadata_cache
         goals: dict[str, int] = {}
         for t in body.topics:
-            result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
+            result = CreatePartitionsResponse.CreatePartitionsTopicResult(
+                name=t.name, error_code=0, error_message=None
+            )
             results.append(result)
             try:
                 auth_helper.ensure(apis, connection, AclOperation.ALTER, ResourceType.TOPIC, t.name)
                 topic = cache.get(t.name)
                 if topic is None:
                     raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
-                assignment = (await self.support.store_call(self.support.store.topic_assignments, [t.name])).get(t.name)
+                assignment = (
+                    await self.support.store_call(self.support.store.topic_assignments, [t.name])
+                ).get(t.name)
                 if assignment is None:
                     raise UnknownTopicOrPartitionError(f"topic {t.name!r} does not exist")
                 current = len(assignment.partitions)
                 if self.support.local and t.name in self._local_creator.busy:
-                    raise InvalidRequestError(f"topic {t.name!r} is already being created or given partitions; retry once that is done")
+                    raise InvalidRequestError(
+                        f"topic {t.name!r} is already being created or given partitions; retry once that is done"
+                    )
                 if t.count < current:
-                    raise InvalidPartitionsError(f"Topic currently has {current} partitions, which is higher than the requested {t.count}.")
+                    raise InvalidPartitionsError(
+                        f"Topic currently has {current} partitions, which is higher than the requested {t.count}."
+                    )
                 if t.count == current:
                     raise InvalidPartitionsError(f"Topic already has {current} partitions.")
                 rf = len(assignment.partitions[0])
@@ -567,7 +703,13 @@ class AdminManager:
                     order = sorted(b.id for b in self._brokers())
                     first = assignment.partitions[0][0]
                     start = order.index(first) if first in order else -1
-                    added = assign_replicas(self._brokers(), t.count - current, rf, fixed_start_index=start, start_partition_id=current)
+                    added = assign_replicas(
+                        self._brokers(),
+                        t.count - current,
+                        rf,
+                        fixed_start_index=start,
+                        start_partition_id=current,
+                    )
                 self._limits.check_assignment(added)
                 if not body.validate_only:
                     await self._grow(t.name, assignment, added)
@@ -575,14 +717,22 @@ class AdminManager:
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
         if goals and not await self._wait_for(
-            lambda: all((i := cache.get(n)) is not None and i.partitions >= c for n, c in goals.items()), body.timeout_ms
+            lambda: all(
+                (i := cache.get(n)) is not None and i.partitions >= c for n, c in goals.items()
+            ),
+            body.timeout_ms,
         ):
             for r in results:
                 if r.name in goals and not r.error_code:
-                    r.error_code, r.error_message = int(ErrorCode.REQUEST_TIMED_OUT), "the new partitions are not yet everywhere"
+                    r.error_code, r.error_message = (
+                        int(ErrorCode.REQUEST_TIMED_OUT),
+                        "the new partitions are not yet everywhere",
+                    )
         return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
-    async def _grow(self, name: str, assignment: TopicAssignment, added: dict[int, list[int]]) -> None:
+    async def _grow(
+        self, name: str, assignment: TopicAssignment, added: dict[int, list[int]]
+    ) -> None:
         """Writes the grown assignment: a broker alone opens the new logs first, in steps
         (``partition_creation``); in a cluster the controller has the brokers open them."""
         self._limits.reserve(added)
@@ -594,7 +744,9 @@ class AdminManager:
                 finally:
                     self._local_creator.busy.discard(name)
             else:
-                grown = dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
+                grown = dataclasses.replace(
+                    assignment, partitions={**assignment.partitions, **added}
+                )
                 await self.support.store_call(self.support.store.set_topic_assignment, name, grown)
         finally:
             self._limits.unreserve(added)
@@ -605,69 +757,135 @@ class AdminManager:
         body = request.body
         unclean = request.api_version >= 1 and body.election_type == 1
         if request.api_version >= 1 and body.election_type not in (0, 1):
-            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_REQUEST), replica_election_results=[])
+            return ElectLeadersResponse(
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.INVALID_REQUEST),
+                replica_election_results=[],
+            )
         if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
-            return ElectLeadersResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), replica_election_results=[])
+            return ElectLeadersResponse(
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                replica_election_results=[],
+            )
         if not self.support.is_controller:
             return await self.forward(ApiKey.ELECT_LEADERS, body, body.timeout_ms + 5000)
-        wanted = None if body.topic_partitions is None else {TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions}
+        wanted = (
+            None
+            if body.topic_partitions is None
+            else {TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions}
+        )
         try:
-            (results,) = await self.support.ask_controller(lambda reply: ev.ReplicaLeaderElection(wanted, unclean, reply), body.timeout_ms)
-        except asyncio.TimeoutError:
+            (results,) = await self.support.ask_controller(
+                lambda reply: ev.ReplicaLeaderElection(wanted, unclean, reply), body.timeout_ms
+            )
+        except TimeoutError:
             results = {tp: (ErrorCode.REQUEST_TIMED_OUT, None) for tp in wanted or ()}
         by_topic: dict[str, list] = {}
         for tp, (code, message) in sorted(results.items()):
             by_topic.setdefault(tp.topic, []).append(
-                ElectLeadersResponse.PartitionResult(partition_id=tp.partition, error_code=int(code), error_message=message)
+                ElectLeadersResponse.PartitionResult(
+                    partition_id=tp.partition, error_code=int(code), error_message=message
+                )
             )
         return ElectLeadersResponse(
-            throttle_time_ms=0, error_code=0,
-            replica_election_results=[ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs) for t, rs in by_topic.items()],
-        )  # fmt: skip
+            throttle_time_ms=0,
+            error_code=0,
+            replica_election_results=[
+                ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs)
+                for t, rs in by_topic.items()
+            ],
+        )
 
     async def alter_partition_reassignments(self, apis, request, connection):
         body = request.body
         if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
             return AlterPartitionReassignmentsResponse(
-                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                error_message="ALTER on the cluster is not authorized", responses=[],
-            )  # fmt: skip
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="ALTER on the cluster is not authorized",
+                responses=[],
+            )
         if not self.support.is_controller:
-            return await self.forward(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
-        wanted = {TopicPartition(t.name, p.partition_index): (None if p.replicas is None else list(p.replicas)) for t in body.topics for p in t.partitions}
+            return await self.forward(
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000
+            )
+        wanted = {
+            TopicPartition(t.name, p.partition_index): (
+                None if p.replicas is None else list(p.replicas)
+            )
+            for t in body.topics
+            for p in t.partitions
+        }
         try:
-            code, results = await self.support.ask_controller(lambda reply: ev.ApiPartitionReassignment(wanted, reply), body.timeout_ms)
-        except asyncio.TimeoutError:
+            code, results = await self.support.ask_controller(
+                lambda reply: ev.ApiPartitionReassignment(wanted, reply), body.timeout_ms
+            )
+        except TimeoutError:
             code, results = ErrorCode.REQUEST_TIMED_OUT, {}
         responses = []
         for t in body.topics:
             parts = []
             for p in t.partitions:
-                error, message = results.get(TopicPartition(t.name, p.partition_index), (code, None))
-                parts.append(AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
-                    partition_index=p.partition_index, error_code=int(error), error_message=message))
-            responses.append(AlterPartitionReassignmentsResponse.ReassignableTopicResponse(name=t.name, partitions=parts))
-        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)
+                error, message = results.get(
+                    TopicPartition(t.name, p.partition_index), (code, None)
+                )
+                parts.append(
+                    AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=int(error),
+                        error_message=message,
+                    )
+                )
+            responses.append(
+                AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
+                    name=t.name, partitions=parts
+                )
+            )
+        return AlterPartitionReassignmentsResponse(
+            throttle_time_ms=0, error_code=0, error_message=None, responses=responses
+        )
 
     async def list_partition_reassignments(self, apis, request, connection):
         body = request.body
         if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
             return ListPartitionReassignmentsResponse(
-                throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                error_message="DESCRIBE on the cluster is not authorized", topics=[],
-            )  # fmt: skip
+                throttle_time_ms=0,
+                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                error_message="DESCRIBE on the cluster is not authorized",
+                topics=[],
+            )
         if not self.support.is_controller:
-            return await self.forward(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000)
-        wanted = None if body.topics is None else {TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes}
+            return await self.forward(
+                ApiKey.LIST_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000
+            )
+        wanted = (
+            None
+            if body.topics is None
+            else {TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes}
+        )
         try:
-            code, found = await self.support.ask_controller(lambda reply: ev.ListPartitionReassignments(wanted, reply), body.timeout_ms)
-        except asyncio.TimeoutError:
+            code, found = await self.support.ask_controller(
+                lambda reply: ev.ListPartitionReassignments(wanted, reply), body.timeout_ms
+            )
+        except TimeoutError:
             code, found = ErrorCode.REQUEST_TIMED_OUT, {}
         by_topic: dict[str, list] = {}
         for tp, (replicas, adding, removing) in sorted(found.items()):
-            by_topic.setdefault(tp.topic, []).append(ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
-                partition_index=tp.partition, replicas=replicas, adding_replicas=adding, removing_replicas=removing))
+            by_topic.setdefault(tp.topic, []).append(
+                ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                    partition_index=tp.partition,
+                    replicas=replicas,
+                    adding_replicas=adding,
+                    removing_replicas=removing,
+                )
+            )
         return ListPartitionReassignmentsResponse(
-            throttle_time_ms=0, error_code=int(code), error_message=None,
-            topics=[ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=t, partitions=ps) for t, ps in by_topic.items()],
-        )  # fmt: skip
+            throttle_time_ms=0,
+            error_code=int(code),
+            error_message=None,
+            topics=[
+                ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )

@@ -15,7 +15,16 @@ import logging
 from logstore.protocol.errors import InvalidConfigError, InvalidRequestError
 
 ROOT = "root"
-_LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "ERROR": 40, "FATAL": 50, "OFF": logging.CRITICAL + 10}
+_LEVELS = {
+    "ALL": 1,
+    "TRACE": 5,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARN": 30,
+    "ERROR": 40,
+    "FATAL": 50,
+    "OFF": logging.CRITICAL + 10,
+}
 _PREFIXES = ("broker_py", "kafka.")
 
 
@@ -34,7 +43,11 @@ def _logger(name: str) -> logging.Logger:
 
 def levels() -> dict[str, str]:
     """Every broker logger with its effective level, by name."""
-    names = [n for n, v in logging.root.manager.loggerDict.items() if n.startswith(_PREFIXES) and isinstance(v, logging.Logger)]
+    names = [
+        n
+        for n, v in logging.root.manager.loggerDict.items()
+        if n.startswith(_PREFIXES) and isinstance(v, logging.Logger)
+    ]
     out = {ROOT: _name_of(logging.getLogger().getEffectiveLevel())}
     out.update({n: _name_of(logging.getLogger(n).getEffectiveLevel()) for n in sorted(names)})
     return out

@@ -32,10 +32,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from broker_py.network.network_client import (
+    DisconnectError,
+    NetworkClient,
+    NetworkClientFactory,
+    RequestTimeoutError,
+    endpoint_address,
+)
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.schema import Array, Message, Struct, StructValue
-from broker_py.network.network_client import DisconnectError, NetworkClient, NetworkClientFactory, RequestTimeoutError, endpoint_address
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +90,9 @@ class BrokerToControllerChannelManager:
         address = endpoint_address(endpoint)
         if self._client is None or address != self._address:
             if self._client is not None:
-                task = asyncio.get_running_loop().create_task(self._client.close(), name=f"{self.client_id}-close")
+                task = asyncio.get_running_loop().create_task(
+                    self._client.close(), name=f"{self.client_id}-close"
+                )
                 self._closing.add(task)
                 task.add_done_callback(self._closing.discard)
             self._client = self._new_client(address[0], address[1], self.client_id)
@@ -112,7 +120,9 @@ class BrokerToControllerChannelManager:
                 try:
                     # The attempt's own timeout closes a dead connection; the deadline
                     # only abandons the response (the connection stays usable).
-                    response = await asyncio.wait_for(client.send(api_key, request, self.request_timeout_ms), remaining)
+                    response = await asyncio.wait_for(
+                        client.send(api_key, request, self.request_timeout_ms), remaining
+                    )
                 except TimeoutError:
                     break
                 except (DisconnectError, RequestTimeoutError) as e:
@@ -121,11 +131,19 @@ class BrokerToControllerChannelManager:
                     if not has_error(response, ErrorCode.NOT_CONTROLLER):
                         return response
                     reason = f"{client.address} is not the controller"
-                log.debug("%s: %s attempt %d failed, retrying: %s", self.client_id, api_key.api_name, attempts, reason)
+                log.debug(
+                    "%s: %s attempt %d failed, retrying: %s",
+                    self.client_id,
+                    api_key.api_name,
+                    attempts,
+                    reason,
+                )
             await asyncio.sleep(min(self.retry_backoff_ms / 1000, max(0.0, deadline - loop.time())))
         if self._closed:
             raise DisconnectError(f"{self.client_id}: the channel is closed")
-        raise RequestTimeoutError(f"{api_key.api_name} to the controller: no answer within {timeout_ms} ms ({attempts} attempts; last: {reason})")
+        raise RequestTimeoutError(
+            f"{api_key.api_name} to the controller: no answer within {timeout_ms} ms ({attempts} attempts; last: {reason})"
+        )
 
     async def close(self) -> None:
         """Closes the client; sends under way fail with DisconnectError."""

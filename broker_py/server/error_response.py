@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 import logstore
-
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages import response_class
@@ -55,9 +54,13 @@ def _struct_arrays(struct_value: Any, version: int) -> list[tuple[Any, Any]]:
     return out
 
 
-def _mirror(request_value: Any, struct: Struct, version: int, code: ErrorCode, key: Any = None) -> Any:
+def _mirror(
+    request_value: Any, struct: Struct, version: int, code: ErrorCode, key: Any = None
+) -> Any:
     values: dict[str, Any] = {}
-    request_arrays = _struct_arrays(request_value, version) if hasattr(request_value, "SCHEMA") else []
+    request_arrays = (
+        _struct_arrays(request_value, version) if hasattr(request_value, "SCHEMA") else []
+    )
     next_array = 0
     keyed = False
     for f in struct.fields:
@@ -81,7 +84,9 @@ def _mirror(request_value: Any, struct: Struct, version: int, code: ErrorCode, k
         elif f.name in _KEYS and not isinstance(f.type, (Array, Struct)):
             if request_value is not None and hasattr(request_value, "SCHEMA"):
                 for candidate in _KEYS[f.name]:
-                    if hasattr(request_value, candidate) and _fits(f, version, getattr(request_value, candidate)):
+                    if hasattr(request_value, candidate) and _fits(
+                        f, version, getattr(request_value, candidate)
+                    ):
                         values[f.name] = getattr(request_value, candidate)
                         break
             elif key is not None and not keyed and _fits(f, version, key):
@@ -107,10 +112,15 @@ def error_response(request, code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR):
         if request.acks == 0:
             return None
         results = [
-            (name, [(index, int(code), -1, -1, -1, code.description, ()) for index, *_ in partitions])
+            (
+                name,
+                [(index, int(code), -1, -1, -1, code.description, ()) for index, *_ in partitions],
+            )
             for name, partitions in request.topics
         ]
-        return logstore.encode_produce_response(request.correlation_id, request.api_version, results)
+        return logstore.encode_produce_response(
+            request.correlation_id, request.api_version, results
+        )
     body = request.body
     if request.api_key == ApiKey.PRODUCE and body.acks == 0:
         return None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from logstore.protocol.error_codes import ErrorCode
 from broker_py.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -31,6 +30,7 @@ from broker_py.server.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
+from logstore.protocol.error_codes import ErrorCode
 
 SESSION_MIN_VERSION = 7
 
@@ -46,7 +46,9 @@ class PartitionRead(NamedTuple):
     records: object = b""
     aborted: list | None = None
     partition: object = None
-    diverging: tuple[int, int] | None = None  # (epoch, end offset) a diverging follower truncates to
+    diverging: tuple[int, int] | None = (
+        None  # (epoch, end offset) a diverging follower truncates to
+    )
     preferred_read_replica: int = -1  # KIP-392: the replica the consumer should read from instead
 
 
@@ -68,7 +70,9 @@ class SessionlessFetchContext:
 
 
 class FullFetchContext:
-    def __init__(self, cache: FetchSessionCache, fetch_data: list[CachedPartition], uses_topic_ids: bool) -> None:
+    def __init__(
+        self, cache: FetchSessionCache, fetch_data: list[CachedPartition], uses_topic_ids: bool
+    ) -> None:
         self.cache = cache
         self.partitions = fetch_data
         self.uses_topic_ids = uses_topic_ids
@@ -96,14 +100,18 @@ class IncrementalFetchContext:
         selected = []
         for read in reads:
             size = len(read.records)
-            if read.fetch.must_respond(read.error_code, read.high_watermark, read.log_start_offset, size):
+            if read.fetch.must_respond(
+                read.error_code, read.high_watermark, read.log_start_offset, size
+            ):
                 selected.append(read)
                 if size and read.fetch.key in session.partitions:
                     session.move_to_end(read.fetch)
         return 0, session.id, selected
 
 
-FetchContext = SessionErrorContext | SessionlessFetchContext | FullFetchContext | IncrementalFetchContext
+FetchContext = (
+    SessionErrorContext | SessionlessFetchContext | FullFetchContext | IncrementalFetchContext
+)
 
 
 def new_context(

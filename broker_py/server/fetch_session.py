@@ -56,8 +56,16 @@ class CachedPartition:
     (-1 before the first response and after an error, so it is sent again)."""
 
     __slots__ = (
-        "topic", "topic_id", "partition", "fetch_offset", "fetcher_log_start_offset", "max_bytes",
-        "current_leader_epoch", "high_watermark", "log_start_offset", "last_fetched_epoch",
+        "topic",
+        "topic_id",
+        "partition",
+        "fetch_offset",
+        "fetcher_log_start_offset",
+        "max_bytes",
+        "current_leader_epoch",
+        "high_watermark",
+        "log_start_offset",
+        "last_fetched_epoch",
     )
 
     def __init__(
@@ -94,12 +102,16 @@ class CachedPartition:
         self.fetcher_log_start_offset = other.fetcher_log_start_offset
         self.last_fetched_epoch = other.last_fetched_epoch
 
-    def must_respond(self, error_code: int, high_watermark: int, log_start_offset: int, records_size: int) -> bool:
+    def must_respond(
+        self, error_code: int, high_watermark: int, log_start_offset: int, records_size: int
+    ) -> bool:
         """Whether an incremental response must carry this partition; remembers what
         the response tells the fetcher."""
         respond = (
-            records_size > 0 or error_code != 0
-            or self.high_watermark != high_watermark or self.log_start_offset != log_start_offset
+            records_size > 0
+            or error_code != 0
+            or self.high_watermark != high_watermark
+            or self.log_start_offset != log_start_offset
         )
         self.remember(error_code, high_watermark, log_start_offset)
         return respond
@@ -111,7 +123,9 @@ class CachedPartition:
         self.log_start_offset = log_start_offset
 
     def __repr__(self) -> str:
-        return f"CachedPartition({self.topic or self.topic_id}-{self.partition} @ {self.fetch_offset})"
+        return (
+            f"CachedPartition({self.topic or self.topic_id}-{self.partition} @ {self.fetch_offset})"
+        )
 
 
 class FetchSession:
@@ -119,13 +133,17 @@ class FetchSession:
 
     __slots__ = ("id", "uses_topic_ids", "creation_ms", "last_used_ms", "epoch", "partitions")
 
-    def __init__(self, session_id: int, uses_topic_ids: bool, partitions: list[CachedPartition], now_ms: int) -> None:
+    def __init__(
+        self, session_id: int, uses_topic_ids: bool, partitions: list[CachedPartition], now_ms: int
+    ) -> None:
         self.id = session_id
         self.uses_topic_ids = uses_topic_ids
         self.creation_ms = now_ms
         self.last_used_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)
-        self.partitions: OrderedDict[tuple, CachedPartition] = OrderedDict((p.key, p) for p in partitions)
+        self.partitions: OrderedDict[tuple, CachedPartition] = OrderedDict(
+            (p.key, p) for p in partitions
+        )
 
     def update(self, fetch_data: list[CachedPartition], to_forget: list[tuple]) -> None:
         """Adds the request's new partitions, updates the parameters of those it names
@@ -152,7 +170,9 @@ class FetchSession:
 class FetchSessionCache:
     """The broker's fetch sessions by id, least recently used first."""
 
-    def __init__(self, max_slots: int, eviction_ms: int = EVICTION_MS, clock=time.monotonic) -> None:
+    def __init__(
+        self, max_slots: int, eviction_ms: int = EVICTION_MS, clock=time.monotonic
+    ) -> None:
         self.max_slots = max_slots
         self.eviction_ms = eviction_ms
         self._clock = clock
@@ -194,7 +214,9 @@ class FetchSessionCache:
             victim = oldest
         else:
             # The smallest session past its protected youth (ties: the lower id goes).
-            candidates = [s for s in self._sessions.values() if now - s.creation_ms > self.eviction_ms]
+            candidates = [
+                s for s in self._sessions.values() if now - s.creation_ms > self.eviction_ms
+            ]
             if not candidates:
                 return False
             victim = min(candidates, key=lambda s: (len(s), s.id))

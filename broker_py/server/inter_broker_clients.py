@@ -19,7 +19,9 @@ ClientFactory = Callable[[str, int, str], NetworkClient]
 
 
 class InterBrokerClients:
-    def __init__(self, client_id: str, endpoint_of: EndpointOf | None, make_client: ClientFactory | None) -> None:
+    def __init__(
+        self, client_id: str, endpoint_of: EndpointOf | None, make_client: ClientFactory | None
+    ) -> None:
         self.client_id = client_id
         self._endpoint_of = endpoint_of
         self._make_client = make_client

@@ -33,11 +33,11 @@ from broker_py.server.admin_manager import AdminManager
 from broker_py.server.error_response import error_response
 from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.kafka_apis import KafkaApis
+from broker_py.server.local_state_import import import_local_state
+from broker_py.server.local_support import LocalSupport
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
-from broker_py.server.local_state_import import import_local_state
-from broker_py.server.local_support import LocalSupport
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,13 @@ class KafkaServer:
         first_dir = config.log_dirs[0]
         self.zk_support = None
         self.broker_id = resolve_broker_id(
-            config.broker_id, config.broker_id_given, stored_broker_id(config.log_dirs),
-            _broker_id_generator(config) if config["zookeeper.connect"] and config["broker.id.generation.enable"] else None,
-        )  # fmt: skip
+            config.broker_id,
+            config.broker_id_given,
+            stored_broker_id(config.log_dirs),
+            _broker_id_generator(config)
+            if config["zookeeper.connect"] and config["broker.id.generation.enable"]
+            else None,
+        )
         config.set_broker_id(self.broker_id)
         if config["zookeeper.connect"]:
             from broker_py.server.zk_support import ZkSupport
@@ -90,24 +94,39 @@ class KafkaServer:
             dynamic_configs = DynamicBrokerConfigStore(first_dir, config)
             scram_credentials = ScramCredentialStore(first_dir)
         else:
-            dynamic_configs = self.zk_support.dynamic_config_store(lambda r, c: self.apis.admin_manager.set_broker_configs(r, c))
+            dynamic_configs = self.zk_support.dynamic_config_store(
+                lambda r, c: self.apis.admin_manager.set_broker_configs(r, c)
+            )
             scram_credentials = self.zk_support.scram_credential_store()
         dynamic_configs.load()
         # None without authorizer.class.name: every request is allowed, as in Kafka.
         authorizer = None
         if config["authorizer.class.name"]:
             if self.zk_support is None:
-                authorizer = StandardAuthorizer(first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"])
+                authorizer = StandardAuthorizer(
+                    first_dir, config["super.users"], config["allow.everyone.if.no.acl.found"]
+                )
             else:
-                authorizer = self.zk_support.acl_authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
-        replica_manager = ReplicaManager(self.broker_id, lambda topic: self.apis.admin_manager.min_insync_replicas(topic), self.time)
+                authorizer = self.zk_support.acl_authorizer(
+                    config["super.users"], config["allow.everyone.if.no.acl.found"]
+                )
+        replica_manager = ReplicaManager(
+            self.broker_id,
+            lambda topic: self.apis.admin_manager.min_insync_replicas(topic),
+            self.time,
+        )
         # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
         self.metrics = BrokerMetrics.from_config(config)
         listeners = ListenerManager(
-            config, scram_credentials, lambda: instrumented(self.metrics, handlers.registry(self.apis)),
-            lambda event: handlers.on_unsupported(self.apis, event), error_response,
-        )  # fmt: skip
-        admin_manager = AdminManager(config, self.log_manager, replica_manager, dynamic_configs, listeners, support)
+            config,
+            scram_credentials,
+            lambda: instrumented(self.metrics, handlers.registry(self.apis)),
+            lambda event: handlers.on_unsupported(self.apis, event),
+            error_response,
+        )
+        admin_manager = AdminManager(
+            config, self.log_manager, replica_manager, dynamic_configs, listeners, support
+        )
 
         def get_log(topic: str, index: int):
             partition = replica_manager.get_partition(topic, index)
@@ -121,8 +140,12 @@ class KafkaServer:
             metadata_cache=support.metadata_cache,
             admin_manager=admin_manager,
             authorizer=authorizer,
-            fetch_sessions=FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic),
-            producer_ids=ProducerIdManager(first_dir) if self.zk_support is None else self.zk_support.producer_id_manager(),
+            fetch_sessions=FetchSessionCache(
+                config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic
+            ),
+            producer_ids=ProducerIdManager(first_dir)
+            if self.zk_support is None
+            else self.zk_support.producer_id_manager(),
             scram_credentials=scram_credentials,
             dynamic_configs=dynamic_configs,
             log_manager=self.log_manager,
@@ -179,7 +202,10 @@ class KafkaServer:
             from broker_py.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 
             apis.replica_manager.txn_verifier = AddPartitionsToTxnManager(
-                apis, support.inter_broker_endpoint, support.channel_builder.client, self.config["request.timeout.ms"]
+                apis,
+                support.inter_broker_endpoint,
+                support.channel_builder.client,
+                self.config["request.timeout.ms"],
             )
 
     async def start(self) -> None:
@@ -194,7 +220,9 @@ class KafkaServer:
             listeners = self.apis.listeners
             advertised = [listeners.advertised_listener(_OnListener(s)) for s in listeners.servers]
             try:
-                await self.zk_support.start(self.zk_support.registration(advertised, self.config.security_protocol))
+                await self.zk_support.start(
+                    self.zk_support.registration(advertised, self.config.security_protocol)
+                )
             finally:
                 listeners.enable_request_processing()
         self.log_tasks.start()

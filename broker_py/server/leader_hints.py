@@ -45,15 +45,25 @@ class LeaderHints:
         return [(n.id, n.host, n.port, n.rack) for n in nodes if n.id in self.leaders] or None
 
 
-def with_produce_hints(apis, connection, version: int, results: list) -> tuple[list, list[Endpoint] | None]:
+def with_produce_hints(
+    apis, connection, version: int, results: list
+) -> tuple[list, list[Endpoint] | None]:
     """``results`` ([(topic, [(index, error, ...7 fields), ...]), ...]) with a current
     leader appended to each NOT_LEADER_OR_FOLLOWER partition, and the node endpoints;
     unchanged below v10 or when no partition needs a hint."""
-    if version < PRODUCE_MIN_VERSION or not any(p[1] in PRODUCE_HINT_ERRORS for _, parts in results for p in parts):
+    if version < PRODUCE_MIN_VERSION or not any(
+        p[1] in PRODUCE_HINT_ERRORS for _, parts in results for p in parts
+    ):
         return results, None
     hints = LeaderHints(apis, connection)
     out = [
-        (topic, [(*p, hints.current_leader(topic, p[0]) if p[1] in PRODUCE_HINT_ERRORS else None) for p in parts])
+        (
+            topic,
+            [
+                (*p, hints.current_leader(topic, p[0]) if p[1] in PRODUCE_HINT_ERRORS else None)
+                for p in parts
+            ],
+        )
         for topic, parts in results
     ]
     return out, hints.node_endpoints()

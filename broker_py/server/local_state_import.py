@@ -62,7 +62,9 @@ from logstore.protocol.errors import KafkaException
 log = logging.getLogger(__name__)
 
 TOPICS_FILE = STORE_FILE
-OLD_TOPICS_FILE = "topics.json"  # before cluster-metadata.json (broker_py.controller.topic_metadata)
+OLD_TOPICS_FILE = (
+    "topics.json"  # before cluster-metadata.json (broker_py.controller.topic_metadata)
+)
 USERS_FILE = "scram-credentials.json"
 ACLS_FILE = "acls.json"
 BROKER_CONFIGS_FILE = "broker-configs.json"
@@ -72,8 +74,12 @@ IMPORTED_SUFFIX = ".imported"
 async def import_local_state(log_dir: str, apis) -> None:
     """Imports every local state file of ``log_dir`` that exists (see the module)."""
     _take_over_old_topics_file(log_dir, apis.broker_id)
-    steps = ((TOPICS_FILE, _import_topics), (USERS_FILE, _import_users), (ACLS_FILE, _import_acls),
-             (BROKER_CONFIGS_FILE, _import_broker_configs))  # fmt: skip
+    steps = (
+        (TOPICS_FILE, _import_topics),
+        (USERS_FILE, _import_users),
+        (ACLS_FILE, _import_acls),
+        (BROKER_CONFIGS_FILE, _import_broker_configs),
+    )
     for name, step in steps:
         path = os.path.join(log_dir, METADATA_DIR, name)
         if not os.path.exists(path):
@@ -81,20 +87,38 @@ async def import_local_state(log_dir: str, apis) -> None:
         try:
             done = await step(log_dir, path, apis)
         except (KafkaException, OSError) as e:
-            log.error("importing %s into ZooKeeper failed (left in place, tried again at the next start): %s", path, e)
+            log.error(
+                "importing %s into ZooKeeper failed (left in place, tried again at the next start): %s",
+                path,
+                e,
+            )
             continue
         if not done:
             continue
-        renamed = [path] + ([old] if name == TOPICS_FILE and os.path.exists(old := os.path.join(log_dir, METADATA_DIR, OLD_TOPICS_FILE)) else [])
+        renamed = [path] + (
+            [old]
+            if name == TOPICS_FILE
+            and os.path.exists(old := os.path.join(log_dir, METADATA_DIR, OLD_TOPICS_FILE))
+            else []
+        )
         try:
             for done_path in renamed:
                 os.replace(done_path, done_path + IMPORTED_SUFFIX)
             metadata_file.sync_dir(os.path.dirname(path))
         except OSError as e:
-            log.error("imported %s into ZooKeeper, but renaming it failed (imported again at the next start): %s", path, e)
+            log.error(
+                "imported %s into ZooKeeper, but renaming it failed (imported again at the next start): %s",
+                path,
+                e,
+            )
             continue
         for done_path in renamed:
-            log.info("imported %s into ZooKeeper; the file is now %s%s", done_path, os.path.basename(done_path), IMPORTED_SUFFIX)
+            log.info(
+                "imported %s into ZooKeeper; the file is now %s%s",
+                done_path,
+                os.path.basename(done_path),
+                IMPORTED_SUFFIX,
+            )
 
 
 def _take_over_old_topics_file(log_dir: str, broker_id: int) -> None:
@@ -103,14 +127,20 @@ def _take_over_old_topics_file(log_dir: str, broker_id: int) -> None:
     them over, so that they are imported with it (and both files then renamed)."""
     metadata_dir = os.path.join(log_dir, METADATA_DIR)
     topics_path = os.path.join(metadata_dir, TOPICS_FILE)
-    if not os.path.exists(os.path.join(metadata_dir, OLD_TOPICS_FILE)) or os.path.exists(topics_path):
+    if not os.path.exists(os.path.join(metadata_dir, OLD_TOPICS_FILE)) or os.path.exists(
+        topics_path
+    ):
         return
     if os.path.exists(topics_path + IMPORTED_SUFFIX):
         return  # imported before (a broker alone keeps topics.json beside cluster-metadata.json)
     try:
         take_over_topics_json(LocalControllerStore(broker_id, path=topics_path), log_dir)
     except (KafkaException, OSError, ValueError) as e:
-        log.error("the topics of %s could not be read for the import into ZooKeeper: %s", os.path.join(metadata_dir, OLD_TOPICS_FILE), e)
+        log.error(
+            "the topics of %s could not be read for the import into ZooKeeper: %s",
+            os.path.join(metadata_dir, OLD_TOPICS_FILE),
+            e,
+        )
 
 
 async def _import_topics(log_dir: str, path: str, apis) -> bool:
@@ -123,26 +153,49 @@ async def _import_topics(log_dir: str, path: str, apis) -> bool:
         imported = []
         for topic in sorted(local.all_topics() - deleting):
             if topic in present:
-                log.warning("topic %s is not imported from %s: ZooKeeper already has a topic of that name", topic, path)
+                log.warning(
+                    "topic %s is not imported from %s: ZooKeeper already has a topic of that name",
+                    topic,
+                    path,
+                )
                 continue
             assignment = local.topic_assignments([topic])[topic]
             states = local.partition_states(TopicPartition(topic, p) for p in assignment.partitions)
             ops = [
-                CreateOp(ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(local.topic_configs(topic))),
+                CreateOp(
+                    ConfigEntityZNode.path("topics", topic),
+                    ConfigEntityZNode.encode(local.topic_configs(topic)),
+                ),
                 CreateOp(TopicZNode.path(topic), TopicZNode.encode(assignment)),
                 CreateOp(TopicPartitionsZNode.path(topic)),
             ]
             for tp, state in sorted(states.items()):
                 ops.append(CreateOp(TopicPartitionZNode.path(*tp)))
-                ops.append(CreateOp(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(dataclasses.replace(state, controller_epoch=0))))
+                ops.append(
+                    CreateOp(
+                        TopicPartitionStateZNode.path(*tp),
+                        TopicPartitionStateZNode.encode(
+                            dataclasses.replace(state, controller_epoch=0)
+                        ),
+                    )
+                )
             if zk.create_all(ops):
                 imported.append(topic)
             else:
-                log.warning("topic %s is not imported from %s: ZooKeeper got a node of it meanwhile", topic, path)
+                log.warning(
+                    "topic %s is not imported from %s: ZooKeeper got a node of it meanwhile",
+                    topic,
+                    path,
+                )
         return imported
 
     imported = await asyncio.to_thread(write_all)
-    log.info("topics from %s: %d imported into ZooKeeper (%s)", path, len(imported), ", ".join(imported[:20]))
+    log.info(
+        "topics from %s: %d imported into ZooKeeper (%s)",
+        path,
+        len(imported),
+        ", ".join(imported[:20]),
+    )
     return True
 
 
@@ -166,7 +219,9 @@ async def _import_users(log_dir: str, path: str, apis) -> bool:
 
 async def _import_acls(log_dir: str, path: str, apis) -> bool:
     if apis.authorizer is None:
-        log.warning("%s holds ACLs but authorizer.class.name is not set: not imported into ZooKeeper", path)
+        log.warning(
+            "%s holds ACLs but authorizer.class.name is not set: not imported into ZooKeeper", path
+        )
         return False
     bindings = StandardAuthorizer(log_dir).bindings
     if bindings:
@@ -180,7 +235,11 @@ async def _import_acls(log_dir: str, path: str, apis) -> bool:
 
 async def _import_broker_configs(log_dir: str, path: str, apis) -> bool:
     default, brokers = metadata_file.load(
-        path, lambda doc: (dict(doc.get("default", {})), {k: dict(v) for k, v in doc.get("brokers", {}).items()})
+        path,
+        lambda doc: (
+            dict(doc.get("default", {})),
+            {k: dict(v) for k, v in doc.get("brokers", {}).items()},
+        ),
     ) or ({}, {})
     store = apis.dynamic_configs
     for resource, local in ((DEFAULT, default), *brokers.items()):
@@ -193,7 +252,12 @@ async def _import_broker_configs(log_dir: str, path: str, apis) -> bool:
         try:
             validate_configs(apis.config, resource, merged)
         except ConfigError as e:
-            log.error("not importing the dynamic configs of broker resource %r from %s: %s", resource, path, e)
+            log.error(
+                "not importing the dynamic configs of broker resource %r from %s: %s",
+                resource,
+                path,
+                e,
+            )
             continue
         await store.write(resource, merged)
     return True

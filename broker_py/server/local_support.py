@@ -23,7 +23,6 @@ partition assigned to this broker.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 import os
@@ -38,7 +37,11 @@ from broker_py.controller.controller_store import BrokerRegistration, StoreChang
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
 from broker_py.controller.local_controller_store import LocalControllerStore
 from broker_py.controller.topic_metadata import TopicMetadataStore
-from broker_py.server.handlers.controller import apply_leader_and_isr, apply_stop_replica, apply_update_metadata
+from broker_py.server.handlers.controller import (
+    apply_leader_and_isr,
+    apply_stop_replica,
+    apply_update_metadata,
+)
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.server.metadata_file import METADATA_DIR
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -112,10 +115,16 @@ def take_over_topics_json(store: LocalControllerStore, log_dir: str) -> int:
     every partition on ``store``'s broker) into ``store``; how many there were."""
     old = TopicMetadataStore(log_dir).topics
     for name, info in sorted(old.items()):
-        assignment = TopicAssignment(info.topic_id, {p: [store.broker_id] for p in range(info.partitions)})
+        assignment = TopicAssignment(
+            info.topic_id, {p: [store.broker_id] for p in range(info.partitions)}
+        )
         store.create_topic(name, assignment, info.configs)
     if old:
-        log.info("took over %d topics from %s", len(old), os.path.join(log_dir, METADATA_DIR, "topics.json"))
+        log.info(
+            "took over %d topics from %s",
+            len(old),
+            os.path.join(log_dir, METADATA_DIR, "topics.json"),
+        )
     return len(old)
 
 
@@ -134,9 +143,13 @@ class LocalSupport:
             take_over_topics_json(self.store, log_dir)
         self.metadata_cache = MetadataCache(self.broker_id, local_listeners=True)
         self.controller = KafkaController(
-            self.broker_id, self.store, LocalControllerChannel(self), ControllerConfig.from_broker_config(config), time,
+            self.broker_id,
+            self.store,
+            LocalControllerChannel(self),
+            ControllerConfig.from_broker_config(config),
+            time,
             unclean_default=lambda: bool(config["unclean.leader.election.enable"]),
-        )  # fmt: skip
+        )
         self.event_manager = InlineControllerEventManager(self.controller)
         self.apis = None  # KafkaApis, set once the broker is wired
         self.on_topic_config: list = []  # called with a topic whose configs changed
@@ -157,10 +170,18 @@ class LocalSupport:
         """Registers this broker and becomes its controller: every partition's log opens
         and is led. A log that cannot be opened stops startup (its error is raised)."""
         listeners = self.config["advertised.listeners"]
-        endpoints = [EndPoint(lst.name, lst.host, lst.port, self.config.security_protocol(lst.name)) for lst in listeners]
+        endpoints = [
+            EndPoint(lst.name, lst.host, lst.port, self.config.security_protocol(lst.name))
+            for lst in listeners
+        ]
         self.store.watch(self._on_change)
         self.broker_epoch = self.store.register_broker(
-            BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"], timestamp_ms=self.time.milliseconds())
+            BrokerInfo(
+                self.broker_id,
+                endpoints,
+                self.config["broker.rack"],
+                timestamp_ms=self.time.milliseconds(),
+            )
         )
         self.log_failures.clear()
         self.event_manager.put(ev.Startup())
@@ -176,7 +197,9 @@ class LocalSupport:
         if event is not None:
             self.event_manager.put(event)
         if change.kind is StoreChangeKind.TOPIC_CONFIG and change.name is not None:
-            self.metadata_cache.set_topic_configs(change.name, self.store.topic_configs(change.name))
+            self.metadata_cache.set_topic_configs(
+                change.name, self.store.topic_configs(change.name)
+            )
             for callback in self.on_topic_config:
                 callback(change.name)
 
@@ -206,7 +229,7 @@ class LocalSupport:
     async def ask_controller(self, make_event, timeout_ms: int):
         reply = self.ask_controller_now(make_event)
         if reply is None:
-            raise asyncio.TimeoutError()
+            raise TimeoutError()
         return reply
 
     def topic_partition_failed(self, tp: TopicPartition) -> KafkaError | None:

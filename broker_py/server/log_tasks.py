@@ -20,7 +20,6 @@ import asyncio
 import logging
 
 import logstore
-
 from broker_py.log.log_cleaner_manager import LogCleaner
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.utils.time import Time
@@ -42,11 +41,19 @@ class LogTasks:
 
     def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._retention_loop(), name="log-retention"))
-        self._tasks.append(asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration"))
-        self._tasks.append(asyncio.create_task(self._high_watermark_checkpoint_loop(), name="high-watermark-checkpoint"))
+        self._tasks.append(
+            asyncio.create_task(self._producer_expiration_loop(), name="producer-expiration")
+        )
+        self._tasks.append(
+            asyncio.create_task(
+                self._high_watermark_checkpoint_loop(), name="high-watermark-checkpoint"
+            )
+        )
         self._tasks.append(asyncio.create_task(self._idle_files_loop(), name="idle-segment-files"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
-            self.cleaner = LogCleaner(self.config, lambda: [p.log for p in self.partitions_with_policy("compact")])
+            self.cleaner = LogCleaner(
+                self.config, lambda: [p.log for p in self.partitions_with_policy("compact")]
+            )
             self._tasks.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
     async def stop(self) -> None:
@@ -71,16 +78,19 @@ class LogTasks:
         while True:
             await self._time.sleep(interval)
             replica_manager = self._apis.replica_manager
-            await asyncio.to_thread(replica_manager.checkpoint_high_watermarks, replica_manager.high_watermarks_by_dir())
+            await asyncio.to_thread(
+                replica_manager.checkpoint_high_watermarks, replica_manager.high_watermarks_by_dir()
+            )
 
     def partitions_with_policy(self, policy: str) -> list:
         """Partitions the cleaner or retention may work on: not those moving to another dir."""
         mover = self._apis.log_dir_mover
         admin = self._apis.admin_manager
         return [
-            p for p in self._apis.replica_manager.online_partitions()
+            p
+            for p in self._apis.replica_manager.online_partitions()
             if not mover.moving(p.topic, p.index) and policy in admin.cleanup_policy(p.topic)
-        ]  # fmt: skip
+        ]
 
     def enforce_retention(self) -> int:
         """Time and size retention, for topics whose cleanup.policy includes delete."""
@@ -114,6 +124,8 @@ class LogTasks:
             now = self._time.milliseconds()
             expiration_ms = self.config["producer.id.expiration.ms"]
             partitions = self._apis.replica_manager.online_partitions()
-            removed = sum(p.log.producer_state.remove_expired(now, expiration_ms) for p in partitions)
+            removed = sum(
+                p.log.producer_state.remove_expired(now, expiration_ms) for p in partitions
+            )
             if removed:
                 log.info("expired %d idle producer ids", removed)

@@ -38,13 +38,19 @@ def stored_broker_id(log_dirs: list[str]) -> int | None:
                 try:
                     found.setdefault(int(raw), d)
                 except ValueError:
-                    raise ConfigError("log.dirs", d, f"meta.properties has broker.id {raw!r}, not a number") from None
+                    raise ConfigError(
+                        "log.dirs", d, f"meta.properties has broker.id {raw!r}, not a number"
+                    ) from None
     if len(found) > 1:
-        raise ConfigError("log.dirs", ",".join(log_dirs), f"log dirs belong to broker ids {sorted(found)}")
+        raise ConfigError(
+            "log.dirs", ",".join(log_dirs), f"log dirs belong to broker ids {sorted(found)}"
+        )
     return next(iter(found), None)
 
 
-def resolve_broker_id(config_id: int, given: bool, stored: int | None, generate: Callable[[], int] | None) -> int:
+def resolve_broker_id(
+    config_id: int, given: bool, stored: int | None, generate: Callable[[], int] | None
+) -> int:
     """Kafka's ``getOrGenerateBrokerId``: a given id (which the log dirs must not
     contradict), else the log dirs' id, else a generated one (``generate`` is None when
     generation is off or there is no ZooKeeper: then the configured id, if it is one)."""
@@ -57,11 +63,17 @@ def resolve_broker_id(config_id: int, given: bool, stored: int | None, generate:
     if generate is not None:
         return generate()
     if config_id < 0:
-        raise ConfigError("broker.id", config_id, "is not set and broker.id.generation.enable is false (or there is no zookeeper.connect)")
+        raise ConfigError(
+            "broker.id",
+            config_id,
+            "is not set and broker.id.generation.enable is false (or there is no zookeeper.connect)",
+        )
     return config_id
 
 
-def check_log_dirs(log_dirs: list[str], broker_id: int, cluster_id_of: Callable[[str], str] | None = None) -> str:
+def check_log_dirs(
+    log_dirs: list[str], broker_id: int, cluster_id_of: Callable[[str], str] | None = None
+) -> str:
     """Returns the cluster id, creating ``meta.properties`` where missing. In a cluster,
     ``cluster_id_of(proposed)`` gives the cluster's id (ZooKeeper's ``/cluster/id``, which
     takes ``proposed``, the log dirs' id or a new one, if it has none); log dirs of
@@ -72,7 +84,9 @@ def check_log_dirs(log_dirs: list[str], broker_id: int, cluster_id_of: Callable[
         if os.path.exists(path):
             props = read_properties(path)
             if props.get("broker.id") not in (None, str(broker_id)):
-                raise ConfigError("broker.id", broker_id, f"log dir {d} belongs to broker.id {props['broker.id']}")
+                raise ConfigError(
+                    "broker.id", broker_id, f"log dir {d} belongs to broker.id {props['broker.id']}"
+                )
             if cluster_id is not None and props.get("cluster.id") not in (None, cluster_id):
                 raise ConfigError("log.dirs", d, "log dirs belong to different clusters")
             cluster_id = props.get("cluster.id", cluster_id)
@@ -83,9 +97,10 @@ def check_log_dirs(log_dirs: list[str], broker_id: int, cluster_id_of: Callable[
         cluster_id = cluster_id_of(cluster_id)
         if local is not None and local != cluster_id:
             raise ConfigError(
-                "log.dirs", ",".join(log_dirs),
+                "log.dirs",
+                ",".join(log_dirs),
                 f"the log dirs belong to cluster {local}, but ZooKeeper holds cluster {cluster_id}",
-            )  # fmt: skip
+            )
     for d in log_dirs:
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "meta.properties")

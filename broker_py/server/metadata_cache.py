@@ -28,7 +28,10 @@ import dataclasses
 import uuid
 from collections.abc import Iterable
 
-from broker_py.controller.controller_request_batch import UpdateMetadataPartitionState, UpdateMetadataRequestData
+from broker_py.controller.controller_request_batch import (
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequestData,
+)
 from broker_py.controller.controller_store import BrokerRegistration
 from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.zk.zk_data import LEADER_DURING_DELETE
@@ -115,7 +118,11 @@ class MetadataCache:
 
     @property
     def controller_id(self) -> int:
-        return -1 if self._controller_id is None or self._controller_id not in self._brokers else self._controller_id
+        return (
+            -1
+            if self._controller_id is None or self._controller_id not in self._brokers
+            else self._controller_id
+        )
 
     def alive_broker_ids(self) -> list[int]:
         return sorted(self._brokers)
@@ -128,7 +135,11 @@ class MetadataCache:
         nodes = []
         for broker_id in sorted(self._brokers):
             if broker_id == self.broker_id and self.local_listeners:
-                nodes.append(Node(broker_id, listener.host, listener.port, self._brokers[broker_id].info.rack))
+                nodes.append(
+                    Node(
+                        broker_id, listener.host, listener.port, self._brokers[broker_id].info.rack
+                    )
+                )
                 continue
             info = self._brokers[broker_id].info
             endpoint = next((e for e in info.endpoints if e.listener_name == listener.name), None)
@@ -140,7 +151,9 @@ class MetadataCache:
         registration = self._brokers.get(broker_id)
         if registration is None:
             return None
-        return next((e for e in registration.info.endpoints if e.listener_name == listener_name), None)
+        return next(
+            (e for e in registration.info.endpoints if e.listener_name == listener_name), None
+        )
 
     # ---- topics ----
 
@@ -148,9 +161,15 @@ class MetadataCache:
     def topics(self) -> dict[str, TopicInfo]:
         if self._topics is None:
             self._topics = {
-                name: TopicInfo(name, self._topic_ids.get(name, uuid.UUID(int=0)), max(parts) + 1, self.topic_configs.setdefault(name, {}))
-                for name, parts in sorted(self._partitions.items()) if parts
-            }  # fmt: skip
+                name: TopicInfo(
+                    name,
+                    self._topic_ids.get(name, uuid.UUID(int=0)),
+                    max(parts) + 1,
+                    self.topic_configs.setdefault(name, {}),
+                )
+                for name, parts in sorted(self._partitions.items())
+                if parts
+            }
         return self._topics
 
     def get(self, name: str) -> TopicInfo | None:
@@ -177,7 +196,13 @@ class MetadataCache:
         state = self._partitions.get(topic, {}).get(index)
         if state is None or state.leader < 0 or state.leader not in self._brokers:
             return None
-        return PartitionState(state.leader, state.leader_epoch, list(state.replicas), list(state.isr), list(state.offline_replicas))
+        return PartitionState(
+            state.leader,
+            state.leader_epoch,
+            list(state.replicas),
+            list(state.isr),
+            list(state.offline_replicas),
+        )
 
     def raw_partition_state(self, topic: str, index: int) -> UpdateMetadataPartitionState | None:
         return self._partitions.get(topic, {}).get(index)

@@ -61,7 +61,9 @@ def restrict(path: str, mode: int = SECRET_MODE) -> None:
     except FileNotFoundError:
         pass
     except OSError as e:
-        raise KafkaStorageError(f"restricting the permissions of {path}: {e.strerror or e}") from None
+        raise KafkaStorageError(
+            f"restricting the permissions of {path}: {e.strerror or e}"
+        ) from None
 
 
 def sync_dir(directory: str) -> None:
@@ -76,7 +78,11 @@ def sync_dir(directory: str) -> None:
 def write(path: str, doc: Any, compact: bool = False, mode: int = 0o644) -> None:
     """Replaces the file with ``doc`` as JSON (see :func:`write_text`): indented, or on
     one line with ``compact`` (several times faster to encode, for large files)."""
-    text = json.dumps(doc, separators=(",", ":"), sort_keys=True) if compact else json.dumps(doc, indent=1, sort_keys=True)
+    text = (
+        json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        if compact
+        else json.dumps(doc, indent=1, sort_keys=True)
+    )
     write_text(path, text, mode)
 
 

@@ -33,7 +33,12 @@ from collections.abc import Iterable
 from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.network import fd_budget
 from broker_py.zk.zk_data import TopicAssignment
-from logstore.protocol.errors import InvalidRequestError, KafkaError, PolicyViolationError, UnknownTopicOrPartitionError
+from logstore.protocol.errors import (
+    InvalidRequestError,
+    KafkaError,
+    PolicyViolationError,
+    UnknownTopicOrPartitionError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +50,9 @@ class PartitionLimits:
     def __init__(self, config, metadata_cache) -> None:
         self.config = config
         self.cache = metadata_cache
-        self.reserved_replicas: dict[int, int] = {}  # broker -> replicas planned, not yet in the metadata
+        self.reserved_replicas: dict[
+            int, int
+        ] = {}  # broker -> replicas planned, not yet in the metadata
         self.reserved_partitions = 0
         self._counted: tuple[object, tuple[int, dict[int, int]]] | None = None
 
@@ -77,18 +84,25 @@ class PartitionLimits:
                     replicas[b] = replicas.get(b, 0) + 1
         return partitions, replicas
 
-    def check_count(self, new_partitions: int, replication_factor: int, brokers: Iterable[int]) -> None:
+    def check_count(
+        self, new_partitions: int, replication_factor: int, brokers: Iterable[int]
+    ) -> None:
         """Before placement: refuses what could not fit even spread evenly."""
         partitions, replicas = self._counts()
         cluster_max = self.config["max.partitions"]
-        if cluster_max >= 0 and partitions + self.reserved_partitions + new_partitions > cluster_max:
+        if (
+            cluster_max >= 0
+            and partitions + self.reserved_partitions + new_partitions > cluster_max
+        ):
             raise PolicyViolationError(
                 f"{new_partitions} new partitions would exceed max.partitions={cluster_max} "
                 f"(the cluster has {partitions + self.reserved_partitions})"
             )
         limit = self.max_broker_partitions
         brokers = list(brokers)
-        room = sum(max(0, limit - replicas.get(b, 0) - self.reserved_replicas.get(b, 0)) for b in brokers)
+        room = sum(
+            max(0, limit - replicas.get(b, 0) - self.reserved_replicas.get(b, 0)) for b in brokers
+        )
         needed = new_partitions * max(replication_factor, 1)
         if needed > room:
             raise PolicyViolationError(
@@ -137,10 +151,14 @@ class LocalPartitionCreator:
 
     def claim(self, name: str) -> None:
         if name in self.busy:
-            raise InvalidRequestError(f"topic {name!r} is already being created or given partitions; retry once that is done")
+            raise InvalidRequestError(
+                f"topic {name!r} is already being created or given partitions; retry once that is done"
+            )
         self.busy.add(name)
 
-    async def create_topic(self, name: str, assignment: TopicAssignment, configs: dict[str, str]) -> None:
+    async def create_topic(
+        self, name: str, assignment: TopicAssignment, configs: dict[str, str]
+    ) -> None:
         """Creates the topic in steps; KafkaError leaves nothing of it."""
         admin = self.admin
         parts = sorted(assignment.partitions)
@@ -154,7 +172,11 @@ class LocalPartitionCreator:
             raise
         admin._created_here(name, len(first))
         try:
-            await self.grow(name, TopicAssignment(assignment.topic_id, first), {p: assignment.partitions[p] for p in parts[STEP_PARTITIONS:]})
+            await self.grow(
+                name,
+                TopicAssignment(assignment.topic_id, first),
+                {p: assignment.partitions[p] for p in parts[STEP_PARTITIONS:]},
+            )
         except KafkaError:
             admin.support.store.mark_topic_for_deletion(name)
             raise
@@ -169,7 +191,9 @@ class LocalPartitionCreator:
             step = {p: added[p] for p in parts[i : i + STEP_PARTITIONS]}
             info = admin._metadata.get(name)
             if info is None:
-                raise UnknownTopicOrPartitionError(f"topic {name!r} was deleted while it was given partitions")
+                raise UnknownTopicOrPartitionError(
+                    f"topic {name!r} was deleted while it was given partitions"
+                )
             await self._open_logs(dataclasses.replace(info, partitions=max(step) + 1), list(step))
             grown = dataclasses.replace(current, partitions={**current.partitions, **step})
             try:
@@ -178,7 +202,10 @@ class LocalPartitionCreator:
                 self._delete_logs(name, list(step))
                 raise
             current = grown
-            failure = next((f for p in step if (f := admin.support.log_failures.get((name, p))) is not None), None)
+            failure = next(
+                (f for p in step if (f := admin.support.log_failures.get((name, p))) is not None),
+                None,
+            )
             if failure is not None:
                 raise failure
             await asyncio.sleep(0)
@@ -213,11 +240,13 @@ class LocalPartitionCreator:
                 log.exception("deleting the log of %s-%d after a failed creation", name, p)
 
 
-def _open_chunk(lm, topic: TopicInfo, places: list[tuple[int, str, bool]], config: dict[str, str]) -> list:
+def _open_chunk(
+    lm, topic: TopicInfo, places: list[tuple[int, str, bool]], config: dict[str, str]
+) -> list:
     """On a worker thread: opens each log; on failure closes and deletes the new ones of
     this chunk and raises."""
-    import shutil
     import os
+    import shutil
 
     logs = []
     try:

@@ -34,7 +34,10 @@ from broker_py.config.dynamic_broker_config import ZkDynamicBrokerConfigStore
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_channel_manager import ControllerChannelManager
 from broker_py.controller.controller_event_manager import ControllerEventManager
-from broker_py.controller.controller_request_batch import ControllerRequest, UpdateMetadataRequestData
+from broker_py.controller.controller_request_batch import (
+    ControllerRequest,
+    UpdateMetadataRequestData,
+)
 from broker_py.controller.controller_requests import response_errors, to_wire
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
@@ -75,9 +78,17 @@ class NetworkControllerChannel:
     def add_broker(self, registration: BrokerRegistration) -> None:
         endpoint = registration_endpoint(registration, self.support.channel_builder.listener_name)
         if endpoint is None:
-            log.error("broker %d has no %s endpoint: the controller cannot reach it", registration.id, self.support.channel_builder.listener_name)
+            log.error(
+                "broker %d has no %s endpoint: the controller cannot reach it",
+                registration.id,
+                self.support.channel_builder.listener_name,
+            )
             return
-        self._call(self.support.channel_manager.add_broker, registration.id, (endpoint.host or "127.0.0.1", endpoint.port))
+        self._call(
+            self.support.channel_manager.add_broker,
+            registration.id,
+            (endpoint.host or "127.0.0.1", endpoint.port),
+        )
 
     def remove_broker(self, broker_id: int) -> None:
         self._call(self.support.channel_manager.remove_broker, broker_id)
@@ -85,14 +96,31 @@ class NetworkControllerChannel:
     def _to_wire(self, request: ControllerRequest):
         if isinstance(request, UpdateMetadataRequestData):
             cached = self._metadata
-            if cached is not None and cached[0] is request.partitions and cached[1] is request.live_brokers and cached[2] == request.controller_epoch:
-                return ApiKey.UPDATE_METADATA, dataclasses.replace(cached[3], broker_epoch=request.broker_epoch)
+            if (
+                cached is not None
+                and cached[0] is request.partitions
+                and cached[1] is request.live_brokers
+                and cached[2] == request.controller_epoch
+            ):
+                return ApiKey.UPDATE_METADATA, dataclasses.replace(
+                    cached[3], broker_epoch=request.broker_epoch
+                )
             api_key, message = to_wire(request)
-            self._metadata = (request.partitions, request.live_brokers, request.controller_epoch, message)
+            self._metadata = (
+                request.partitions,
+                request.live_brokers,
+                request.controller_epoch,
+                message,
+            )
             return api_key, message
         return to_wire(request, self.support.channel_builder.listener_name)
 
-    def send(self, broker_id: int, request: ControllerRequest, on_response: Callable[[object], None] | None = None) -> None:
+    def send(
+        self,
+        broker_id: int,
+        request: ControllerRequest,
+        on_response: Callable[[object], None] | None = None,
+    ) -> None:
         api_key, message = self._to_wire(request)
         callback = None
         if on_response is not None:
@@ -109,7 +137,11 @@ def broker_id_generator(config) -> Callable[[], int]:
     number from ``/brokers/seqid`` (on a short session of its own, before the broker's)."""
 
     def generate() -> int:
-        zk = KafkaZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"], config["zookeeper.connection.timeout.ms"])
+        zk = KafkaZkClient(
+            config["zookeeper.connect"],
+            config["zookeeper.session.timeout.ms"],
+            config["zookeeper.connection.timeout.ms"],
+        )
         zk.start()
         try:
             broker_id = config["reserved.broker.max.id"] + zk.generate_broker_sequence_id()
@@ -128,26 +160,39 @@ class ZkSupport:
         self.time = time
         self.loop = asyncio.get_running_loop()
         self.zk = KafkaZkClient(
-            config["zookeeper.connect"], config["zookeeper.session.timeout.ms"], config["zookeeper.connection.timeout.ms"]
+            config["zookeeper.connect"],
+            config["zookeeper.session.timeout.ms"],
+            config["zookeeper.connection.timeout.ms"],
         )
         self.store = ZkControllerStore(self.zk, self.broker_id, time=time)
         self.channel_builder = InterBrokerChannelBuilder(config)
         self.metadata_cache = MetadataCache(self.broker_id)
         self.broker_epoch = -1
         self.controller = KafkaController(
-            self.broker_id, self.store, NetworkControllerChannel(self), ControllerConfig.from_broker_config(config), time,
+            self.broker_id,
+            self.store,
+            NetworkControllerChannel(self),
+            ControllerConfig.from_broker_config(config),
+            time,
             unclean_default=lambda: bool(config["unclean.leader.election.enable"]),
-        )  # fmt: skip
+        )
         self.event_manager = ControllerEventManager(self.controller, time)
         self.channel_manager = ControllerChannelManager(
-            self.broker_id, self.channel_builder.client, request_timeout_ms=config["controller.socket.timeout.ms"]
+            self.broker_id,
+            self.channel_builder.client,
+            request_timeout_ms=config["controller.socket.timeout.ms"],
         )
         self.to_controller = BrokerToControllerChannelManager(
-            self.broker_id, self._controller_endpoint, self.channel_builder.client, request_timeout_ms=config["request.timeout.ms"]
+            self.broker_id,
+            self._controller_endpoint,
+            self.channel_builder.client,
+            request_timeout_ms=config["request.timeout.ms"],
         )
         self._zk_state = KazooState.CONNECTED
         self._tasks: set[asyncio.Task] = set()
-        self.on_topic_config: list[Callable[[str], None]] = []  # called after a topic's configs changed
+        self.on_topic_config: list[
+            Callable[[str], None]
+        ] = []  # called after a topic's configs changed
         self._registration: BrokerInfo | None = None
         self.apis = None
         self.alter_partition_manager: AlterPartitionManager | None = None
@@ -167,8 +212,16 @@ class ZkSupport:
         return self.zk.create_or_get_cluster_id(proposed_cluster_id)
 
     def registration(self, advertised, protocol_of: Callable[[str], str]) -> BrokerInfo:
-        endpoints = [EndPoint(listener.name, listener.host, listener.port, protocol_of(listener.name)) for listener in advertised]
-        return BrokerInfo(self.broker_id, endpoints, self.config["broker.rack"], timestamp_ms=self.time.milliseconds())
+        endpoints = [
+            EndPoint(listener.name, listener.host, listener.port, protocol_of(listener.name))
+            for listener in advertised
+        ]
+        return BrokerInfo(
+            self.broker_id,
+            endpoints,
+            self.config["broker.rack"],
+            timestamp_ms=self.time.milliseconds(),
+        )
 
     async def start(self, registration: BrokerInfo) -> None:
         """Registers the broker and starts the controller machinery (after the listeners
@@ -179,8 +232,12 @@ class ZkSupport:
         # A crashed run of this broker may still hold the registration until its session
         # expires: wait that long (and a little) before calling the id taken.
         wait_ms = self.config["zookeeper.session.timeout.ms"] + 2000
-        self.broker_epoch = await asyncio.to_thread(self.store.register_broker, registration, wait_ms)
-        log.info("registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch)
+        self.broker_epoch = await asyncio.to_thread(
+            self.store.register_broker, registration, wait_ms
+        )
+        log.info(
+            "registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch
+        )
         self.event_manager.start()
         self.event_manager.put(ev.Startup())
         self._spawn(self._isr_shrink_loop())
@@ -189,29 +246,46 @@ class ZkSupport:
         """Wires the leader partitions' ISR proposals to the controller."""
         self.apis = apis
         self.alter_partition_manager = AlterPartitionManager(
-            self.broker_id, lambda: self.broker_epoch,
-            lambda topic: (i.topic_id if (i := self.metadata_cache.get(topic)) else apis.replica_manager.topic_ids.get(topic)),
-            self.to_controller.send, self.config["request.timeout.ms"],
-        )  # fmt: skip
+            self.broker_id,
+            lambda: self.broker_epoch,
+            lambda topic: (
+                i.topic_id
+                if (i := self.metadata_cache.get(topic))
+                else apis.replica_manager.topic_ids.get(topic)
+            ),
+            self.to_controller.send,
+            self.config["request.timeout.ms"],
+        )
         apis.replica_manager.alter_isr = self.alter_partition_manager.submit
         config = self.config
         self.replica_fetcher_manager = ReplicaFetcherManager(
-            self.broker_id, apis.replica_manager, config["num.replica.fetchers"],
+            self.broker_id,
+            apis.replica_manager,
+            config["num.replica.fetchers"],
             lambda host, port, client_id: self.channel_builder.client(host, port, client_id),
             self._fetch_endpoint,
             FetchConfig(
-                config["replica.fetch.wait.max.ms"], config["replica.fetch.min.bytes"],
-                config["replica.fetch.response.max.bytes"], config["replica.fetch.max.bytes"], config["request.timeout.ms"],
+                config["replica.fetch.wait.max.ms"],
+                config["replica.fetch.min.bytes"],
+                config["replica.fetch.response.max.bytes"],
+                config["replica.fetch.max.bytes"],
+                config["request.timeout.ms"],
             ),
             config["replica.fetch.backoff.ms"],
-        )  # fmt: skip
+        )
         apis.replica_manager.replica_fetcher_manager = self.replica_fetcher_manager
-        apis.replica_manager.partition_exists = lambda topic, index: self.metadata_cache.partition_state(topic, index) is not None
-        apis.replica_manager.isr_eligible = lambda broker_id: self.metadata_cache.alive_broker(broker_id) is not None
+        apis.replica_manager.partition_exists = lambda topic, index: (
+            self.metadata_cache.partition_state(topic, index) is not None
+        )
+        apis.replica_manager.isr_eligible = lambda broker_id: (
+            self.metadata_cache.alive_broker(broker_id) is not None
+        )
 
     # ---- cluster-wide state other than the controller's (blocking: at construction) ----
 
-    def dynamic_config_store(self, apply: Callable[[str, dict[str, str]], None]) -> ZkDynamicBrokerConfigStore:
+    def dynamic_config_store(
+        self, apply: Callable[[str, dict[str, str]], None]
+    ) -> ZkDynamicBrokerConfigStore:
         """Dynamic broker configs in ``/config/brokers``; ``apply(resource, configs)`` runs
         on the event loop when the default's or this broker's change."""
         store = ZkDynamicBrokerConfigStore(self.zk, self.loop, self.config, apply)
@@ -247,7 +321,9 @@ class ZkSupport:
         """(host, port) of a leader's inter-broker listener: from the LeaderAndIsr that
         named it, else from the metadata cache."""
         listener = self.channel_builder.listener_name
-        endpoint = registration_endpoint(registration, listener) if registration is not None else None
+        endpoint = (
+            registration_endpoint(registration, listener) if registration is not None else None
+        )
         if endpoint is None:
             endpoint = self.metadata_cache.endpoint(broker_id, listener)
         return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
@@ -293,12 +369,23 @@ class ZkSupport:
         assert self._registration is not None
         for attempt in range(60):
             try:
-                self.broker_epoch = await asyncio.to_thread(self.store.register_broker, self._registration)
+                self.broker_epoch = await asyncio.to_thread(
+                    self.store.register_broker, self._registration
+                )
                 break
             except Exception as e:  # ZooKeeper not reachable yet, or our old node lingering
-                log.warning("registering broker %d again failed (attempt %d): %s", self.broker_id, attempt + 1, e)
+                log.warning(
+                    "registering broker %d again failed (attempt %d): %s",
+                    self.broker_id,
+                    attempt + 1,
+                    e,
+                )
                 await asyncio.sleep(1)
-        log.info("registered broker %d again after a session expiry (broker epoch %d)", self.broker_id, self.broker_epoch)
+        log.info(
+            "registered broker %d again after a session expiry (broker epoch %d)",
+            self.broker_id,
+            self.broker_epoch,
+        )
         self.event_manager.put(ev.Startup())
 
     # ---- topic configs (every broker reads them from ZooKeeper) ----
@@ -324,12 +411,23 @@ class ZkSupport:
     def _controller_endpoint(self):
         controller_id = self.metadata_cache.controller_id
         if controller_id < 0:
-            controller_id = self.controller.active_controller_id if self.controller.active_controller_id is not None else -1
+            controller_id = (
+                self.controller.active_controller_id
+                if self.controller.active_controller_id is not None
+                else -1
+            )
         if controller_id < 0:
             return None
         endpoint = self.metadata_cache.endpoint(controller_id, self.channel_builder.listener_name)
         if endpoint is None and controller_id == self.broker_id and self._registration is not None:
-            endpoint = next((e for e in self._registration.endpoints if e.listener_name == self.channel_builder.listener_name), None)
+            endpoint = next(
+                (
+                    e
+                    for e in self._registration.endpoints
+                    if e.listener_name == self.channel_builder.listener_name
+                ),
+                None,
+            )
         return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
 
     local = False
@@ -342,7 +440,9 @@ class ZkSupport:
         """A blocking store call, off the event loop."""
         return await asyncio.to_thread(fn, *args)
 
-    async def ask_controller(self, make_event: Callable[[Callable[..., None]], object], timeout_ms: int):
+    async def ask_controller(
+        self, make_event: Callable[[Callable[..., None]], object], timeout_ms: int
+    ):
         """Puts the event ``make_event(reply)`` in the controller's queue and waits for its
         reply (the reply's arguments, a tuple), at most ``timeout_ms``."""
         future = self.loop.create_future()
@@ -362,13 +462,20 @@ class ZkSupport:
         for attempt in range(retries + 1):
             try:
                 response = await self.to_controller.send(
-                    ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch),
+                    ApiKey.CONTROLLED_SHUTDOWN,
+                    ControlledShutdownRequest(
+                        broker_id=self.broker_id, broker_epoch=self.broker_epoch
+                    ),
                     self.config["request.timeout.ms"],
-                )  # fmt: skip
+                )
                 if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
                     log.info("controlled shutdown of broker %d done", self.broker_id)
                     return True
-                log.info("controlled shutdown: error %d, %d partitions still led", response.error_code, len(response.remaining_partitions))
+                log.info(
+                    "controlled shutdown: error %d, %d partitions still led",
+                    response.error_code,
+                    len(response.remaining_partitions),
+                )
             except Exception as e:
                 log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, e)
             if attempt < retries:

@@ -49,7 +49,9 @@ class SystemTime:
     def monotonic(self) -> float:
         return time.monotonic()
 
-    def call_later(self, delay_s: float, callback: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
+    def call_later(
+        self, delay_s: float, callback: Callable[..., Any], *args: Any
+    ) -> asyncio.TimerHandle:
         return asyncio.get_running_loop().call_later(max(0.0, delay_s), callback, *args)
 
     async def sleep(self, delay_s: float) -> None:

@@ -50,10 +50,22 @@ from broker_py.zk import zk_data
 from logstore.protocol.errors import KafkaError, KafkaException, UnknownServerError
 
 __all__ = [
-    "BATCH", "BrokerIdInUseError", "ControllerEpoch", "ControllerMovedError", "CreateOp", "DeleteOp", "KafkaZkClient",
-    "PERSISTENT_PATHS", "PIPELINE", "SetDataOp", "ZkOp", "ZooKeeperClientTimeoutError", "ZooKeeperError", "first_error",
+    "BATCH",
+    "BrokerIdInUseError",
+    "ControllerEpoch",
+    "ControllerMovedError",
+    "CreateOp",
+    "DeleteOp",
+    "KafkaZkClient",
+    "PERSISTENT_PATHS",
+    "PIPELINE",
+    "SetDataOp",
+    "ZkOp",
+    "ZooKeeperClientTimeoutError",
+    "ZooKeeperError",
+    "first_error",
     "zk_failure",
-]  # fmt: skip
+]
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +156,9 @@ def first_error(results: Sequence[object]) -> Exception | None:
     """The error that failed a multi: its first result that is an exception other than the
     RolledBackError / RuntimeInconsistency ZooKeeper gives the operations around it."""
     for result in results:
-        if isinstance(result, Exception) and not isinstance(result, (RolledBackError, RuntimeInconsistency)):
+        if isinstance(result, Exception) and not isinstance(
+            result, (RolledBackError, RuntimeInconsistency)
+        ):
             return result
     return None
 
@@ -160,7 +174,9 @@ class KafkaZkClient:
         self.connect = connect
         self._hosts, self._chroot = zk_data.split_chroot(connect)
         self.session_timeout_ms = session_timeout_ms
-        self.connection_timeout_ms = connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
+        self.connection_timeout_ms = (
+            connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
+        )
         self._on_state = on_state
         self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
         self._zk.add_listener(self._state_changed)
@@ -234,7 +250,9 @@ class KafkaZkClient:
     def create_or_get_cluster_id(self, proposed: str) -> str:
         """The cluster's id: ``/cluster/id`` if some broker wrote it, else ``proposed``."""
         try:
-            self._zk.create(zk_data.ClusterIdZNode.PATH, zk_data.ClusterIdZNode.encode(proposed), makepath=True)
+            self._zk.create(
+                zk_data.ClusterIdZNode.PATH, zk_data.ClusterIdZNode.encode(proposed), makepath=True
+            )
             return proposed
         except NodeExistsError:
             data, _ = self._zk.get(zk_data.ClusterIdZNode.PATH)
@@ -311,7 +329,12 @@ class KafkaZkClient:
                     continue
                 if time.monotonic() < deadline:
                     if attempts == 1:
-                        log.info("%s is held by session 0x%x; waiting up to %d ms for it to expire", path, owner, wait_ms)
+                        log.info(
+                            "%s is held by session 0x%x; waiting up to %d ms for it to expire",
+                            path,
+                            owner,
+                            wait_ms,
+                        )
                     time.sleep(0.2)
                     continue
                 raise BrokerIdInUseError(
@@ -333,7 +356,9 @@ class KafkaZkClient:
         return stat.czxid
 
     def get_broker_ids(self) -> list[int]:
-        return sorted(int(c) for c in self._zk.get_children(zk_data.BrokerIdsZNode.PATH) if c.isdigit())
+        return sorted(
+            int(c) for c in self._zk.get_children(zk_data.BrokerIdsZNode.PATH) if c.isdigit()
+        )
 
     def get_broker(self, broker_id: int) -> tuple[bytes, int] | None:
         """(the registration's data, the broker epoch), or None if not registered."""
@@ -359,22 +384,34 @@ class KafkaZkClient:
             return None
         return ControllerEpoch(zk_data.ControllerEpochZNode.decode(data), stat.version)
 
-    def register_controller_and_increment_epoch(self, controller_id: int, timestamp_ms: int) -> ControllerEpoch:
+    def register_controller_and_increment_epoch(
+        self, controller_id: int, timestamp_ms: int
+    ) -> ControllerEpoch:
         """Tries to become the controller: creates ``/controller`` and bumps
         ``/controller_epoch`` in one multi. Returns the new epoch and its zkVersion;
         ControllerMovedError when another broker is (or just became) the controller."""
         current = self.get_controller_epoch()
         if current is None:
             try:
-                self._zk.create(zk_data.ControllerEpochZNode.PATH, zk_data.ControllerEpochZNode.encode(0))
+                self._zk.create(
+                    zk_data.ControllerEpochZNode.PATH, zk_data.ControllerEpochZNode.encode(0)
+                )
             except NodeExistsError:
                 pass
             current = self.get_controller_epoch()
             assert current is not None
         new_epoch = current.epoch + 1
         transaction = self._zk.transaction()
-        transaction.create(zk_data.ControllerZNode.PATH, zk_data.ControllerZNode.encode(controller_id, timestamp_ms), ephemeral=True)
-        transaction.set_data(zk_data.ControllerEpochZNode.PATH, zk_data.ControllerEpochZNode.encode(new_epoch), version=current.zk_version)
+        transaction.create(
+            zk_data.ControllerZNode.PATH,
+            zk_data.ControllerZNode.encode(controller_id, timestamp_ms),
+            ephemeral=True,
+        )
+        transaction.set_data(
+            zk_data.ControllerEpochZNode.PATH,
+            zk_data.ControllerEpochZNode.encode(new_epoch),
+            version=current.zk_version,
+        )
         results = transaction.commit()
         if not any(isinstance(r, Exception) for r in results):
             return ControllerEpoch(new_epoch, results[1].version)
@@ -388,7 +425,9 @@ class KafkaZkClient:
                 stat = None
             if stat is not None and stat.ephemeralOwner == self.session_id:
                 return after
-        raise ControllerMovedError(f"broker {holder} is the controller (epoch {after.epoch if after else '?'})")
+        raise ControllerMovedError(
+            f"broker {holder} is the controller (epoch {after.epoch if after else '?'})"
+        )
 
     def _controller_id_or_none(self) -> int | None:
         """The controller's id; None also when ``/controller`` does not decode (as Kafka
@@ -399,7 +438,9 @@ class KafkaZkClient:
             log.warning("/controller does not decode: %s", e)
             return None
 
-    def controller_transaction(self, epoch_zk_version: int, build: Callable[[object], None]) -> list:
+    def controller_transaction(
+        self, epoch_zk_version: int, build: Callable[[object], None]
+    ) -> list:
         """Runs ``build(transaction)``'s operations in one multi behind
         ``check(/controller_epoch, epoch_zk_version)``; returns their results (the
         check's left out). ControllerMovedError if the epoch moved; the first error of
@@ -426,7 +467,9 @@ class KafkaZkClient:
         again one per multi. Multis are pipelined. ControllerMovedError once a check fails
         (items answered before it stand)."""
         results: list[list[object]] = [[] for _ in items]
-        chunks = [range(at, min(at + batch, len(items))) for at in range(0, len(items), max(1, batch))]
+        chunks = [
+            range(at, min(at + batch, len(items))) for at in range(0, len(items), max(1, batch))
+        ]
         retry: list[int] = []
         multis = [[op for i in chunk for op in items[i]] for chunk in chunks]
         for chunk, answer in zip(chunks, self._fenced_multis(epoch_zk_version, multis)):
@@ -438,7 +481,9 @@ class KafkaZkClient:
                 at = 0
                 for i in chunk:
                     results[i], at = answer[at : at + len(items[i])], at + len(items[i])
-        for i, answer in zip(retry, self._fenced_multis(epoch_zk_version, [items[i] for i in retry])):
+        for i, answer in zip(
+            retry, self._fenced_multis(epoch_zk_version, [items[i] for i in retry])
+        ):
             results[i] = answer
         return results
 
@@ -470,8 +515,13 @@ class KafkaZkClient:
     # ---- OffsetCommit v0 ----
 
     @_zk_failures
-    def set_or_create_consumer_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
-        self.set_or_create(zk_data.ConsumerOffsetZNode.path(group, topic, partition), zk_data.ConsumerOffsetZNode.encode(offset))
+    def set_or_create_consumer_offset(
+        self, group: str, topic: str, partition: int, offset: int
+    ) -> None:
+        self.set_or_create(
+            zk_data.ConsumerOffsetZNode.path(group, topic, partition),
+            zk_data.ConsumerOffsetZNode.encode(offset),
+        )
 
     @_zk_failures
     def get_consumer_offset(self, group: str, topic: str, partition: int) -> int | None:
@@ -543,7 +593,9 @@ class KafkaZkClient:
             raise error
         return True
 
-    def create(self, path: str, data: bytes, *, makepath: bool = False, sequence: bool = False) -> str:
+    def create(
+        self, path: str, data: bytes, *, makepath: bool = False, sequence: bool = False
+    ) -> str:
         """Creates a persistent node; returns its path (with the sequence number when
         ``sequence``). kazoo's NodeExistsError / NoNodeError as they come."""
         return self._zk.create(path, data, makepath=makepath, sequence=sequence)
@@ -596,7 +648,9 @@ class KafkaZkClient:
     @_zk_failures
     def read_versioned_many(self, paths: Iterable[str]) -> list[tuple[bytes, int] | None]:
         """:meth:`read_versioned` of each path, pipelined."""
-        return [None if got is None else (got[0], got[1].version) for got in self.get_data_many(paths)]
+        return [
+            None if got is None else (got[0], got[1].version) for got in self.get_data_many(paths)
+        ]
 
     @_zk_failures
     def list_children(self, path: str) -> list[str]:
@@ -662,7 +716,9 @@ class KafkaZkClient:
         kazoo thread; ``func`` returning False ends the watch. ``path`` must exist."""
         return ChildrenWatch(self._zk, path, func)
 
-    def data_watch(self, path: str, func: Callable[[bytes | None, ZnodeStat | None, object], bool | None]) -> DataWatch:
+    def data_watch(
+        self, path: str, func: Callable[[bytes | None, ZnodeStat | None, object], bool | None]
+    ) -> DataWatch:
         """Calls ``func(data, stat, event)`` now and whenever ``path`` is created, changed
         or deleted (data and stat None while there is no node), on a kazoo thread;
         ``func`` returning False ends the watch."""
@@ -670,4 +726,6 @@ class KafkaZkClient:
 
 
 def _controller_moved(epoch_zk_version: int) -> ControllerMovedError:
-    return ControllerMovedError(f"/controller_epoch is no longer at version {epoch_zk_version}: another controller exists")
+    return ControllerMovedError(
+        f"/controller_epoch is no longer at version {epoch_zk_version}: another controller exists"
+    )

@@ -113,11 +113,20 @@ class ResourceZNode:
 
     @staticmethod
     def encode(entries: Iterable[AccessControlEntry]) -> bytes:
-        return _dumps({"version": 1, "acls": [
-            {"principal": e.principal, "permissionType": pascal_case(e.permission_type.name),
-             "operation": pascal_case(e.operation.name), "host": e.host}
-            for e in entries
-        ]})  # fmt: skip
+        return _dumps(
+            {
+                "version": 1,
+                "acls": [
+                    {
+                        "principal": e.principal,
+                        "permissionType": pascal_case(e.permission_type.name),
+                        "operation": pascal_case(e.operation.name),
+                        "host": e.host,
+                    }
+                    for e in entries
+                ],
+            }
+        )
 
     @staticmethod
     def decode(data: bytes, *, path: str = "/kafka-acl/<type>/<name>") -> list[AccessControlEntry]:
@@ -131,11 +140,22 @@ class ResourceZNode:
             kind, sep, name = principal.partition(":")
             if not (kind and sep and name):
                 raise ZkDataError(path, f"principal {principal!r:.60} is not Type:name")
-            permission = _security_name(_PERMISSIONS, _get(path, item, "permissionType", "str"), AclPermissionType.UNKNOWN)
-            operation = _security_name(_OPERATIONS, _get(path, item, "operation", "str"), AclOperation.UNKNOWN)
-            if permission in (AclPermissionType.UNKNOWN, AclPermissionType.ANY) or operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+            permission = _security_name(
+                _PERMISSIONS, _get(path, item, "permissionType", "str"), AclPermissionType.UNKNOWN
+            )
+            operation = _security_name(
+                _OPERATIONS, _get(path, item, "operation", "str"), AclOperation.UNKNOWN
+            )
+            if permission in (AclPermissionType.UNKNOWN, AclPermissionType.ANY) or operation in (
+                AclOperation.UNKNOWN,
+                AclOperation.ANY,
+            ):
                 raise ZkDataError(path, f"unknown permission type or operation in {item!r:.100}")
-            out[AccessControlEntry(principal, _get(path, item, "host", "str"), operation, permission)] = None
+            out[
+                AccessControlEntry(
+                    principal, _get(path, item, "host", "str"), operation, permission
+                )
+            ] = None
         return list(out)
 
 
@@ -173,8 +193,14 @@ class ExtendedAclChangeStore:
     def encode(pattern: ResourcePattern) -> bytes:
         if pattern.pattern_type == PatternType.LITERAL:
             raise ValueError("literal resource patterns go to /kafka-acl-changes")
-        return _dumps({"version": 1, "resourceType": pattern.resource_type.name, "name": pattern.name,
-                       "patternType": pattern.pattern_type.name})
+        return _dumps(
+            {
+                "version": 1,
+                "resourceType": pattern.resource_type.name,
+                "name": pattern.name,
+                "patternType": pattern.pattern_type.name,
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> ResourcePattern:
@@ -182,12 +208,17 @@ class ExtendedAclChangeStore:
         obj = _object(path, data, 1)
         resource_type = _enum_from_string(ResourceType, _get(path, obj, "resourceType", "str"))
         pattern_type = _enum_from_string(PatternType, _get(path, obj, "patternType", "str"))
-        if resource_type in (ResourceType.UNKNOWN, ResourceType.ANY) or pattern_type not in PATTERN_TYPES:
+        if (
+            resource_type in (ResourceType.UNKNOWN, ResourceType.ANY)
+            or pattern_type not in PATTERN_TYPES
+        ):
             raise ZkDataError(path, f"unknown resource or pattern type in {obj!r:.100}")
         return ResourcePattern(resource_type, _get(path, obj, "name", "str"), pattern_type)
 
 
-def change_store(pattern_type: PatternType) -> type[LiteralAclChangeStore] | type[ExtendedAclChangeStore]:
+def change_store(
+    pattern_type: PatternType,
+) -> type[LiteralAclChangeStore] | type[ExtendedAclChangeStore]:
     return LiteralAclChangeStore if pattern_type == PatternType.LITERAL else ExtendedAclChangeStore
 
 

@@ -57,7 +57,9 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args
         try:
             fn(*args)
         except Exception:
-            log.exception("applying a change from ZooKeeper failed (%s)", getattr(fn, "__qualname__", fn))
+            log.exception(
+                "applying a change from ZooKeeper failed (%s)", getattr(fn, "__qualname__", fn)
+            )
 
     try:
         running = asyncio.get_running_loop()
@@ -74,8 +76,8 @@ def call_on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args
 
 def sequence_number(name: str, prefix: str) -> int | None:
     """The sequence number of child ``<prefix><digits>``, None for any other name."""
-    if name.startswith(prefix) and name[len(prefix):].isdigit():
-        return int(name[len(prefix):])
+    if name.startswith(prefix) and name[len(prefix) :].isdigit():
+        return int(name[len(prefix) :])
     return None
 
 
@@ -105,7 +107,9 @@ class ZkNodeChangeNotificationListener:
         self._last = -1  # the last notification processed
         self._started = False
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=f"zk-changes-{root.strip('/')}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"zk-changes-{root.strip('/')}", daemon=True
+        )
 
     def start(self) -> None:
         """Arms the watch (the notifications there now count as processed) and starts the
@@ -121,7 +125,10 @@ class ZkNodeChangeNotificationListener:
                 return False
             if first[0]:  # on the caller's thread, within children_watch()
                 first[0] = False
-                self._last = max((s for c in children if (s := sequence_number(c, self.prefix)) is not None), default=-1)
+                self._last = max(
+                    (s for c in children if (s := sequence_number(c, self.prefix)) is not None),
+                    default=-1,
+                )
                 return None
             self._signals.put(True)
             return None
@@ -164,7 +171,11 @@ class ZkNodeChangeNotificationListener:
         """One pass: handles each fresh notification in order, then purges the expired
         ones. False when ZooKeeper failed part way (the rest is left for a retry)."""
         now = self._time.milliseconds()
-        named = sorted((seq, c) for c in self.zk.list_children(self.root) if (seq := sequence_number(c, self.prefix)) is not None)
+        named = sorted(
+            (seq, c)
+            for c in self.zk.list_children(self.root)
+            if (seq := sequence_number(c, self.prefix)) is not None
+        )
         fresh = [(seq, f"{self.root}/{c}") for seq, c in named if seq > self._last]
         for (seq, path), got in zip(fresh, self.zk.read_versioned_many(p for _, p in fresh)):
             if self._closed:
@@ -196,9 +207,12 @@ class ConfigChangeListener:
     def __init__(self, zk: KafkaZkClient, *, time: Time = SYSTEM_TIME) -> None:
         self._handlers: dict[str, Callable[[str], None]] = {}
         self._listener = ZkNodeChangeNotificationListener(
-            zk, zk_data.ConfigEntityChangeNotificationZNode.PATH, ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX,
-            self._on_notification, time=time,
-        )  # fmt: skip
+            zk,
+            zk_data.ConfigEntityChangeNotificationZNode.PATH,
+            ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX,
+            self._on_notification,
+            time=time,
+        )
 
     def register(self, entity_type: str, handler: Callable[[str], None]) -> None:
         """Registers the handler, then starts listening if not yet (blocking). The owner

@@ -57,7 +57,6 @@ from kazoo.handlers.threading import KazooTimeoutError
 from broker_py.controller.controller_store import (
     BrokerRegistration,
     ControllerEpoch,
-    ControllerMovedError,
     PartitionEpochMismatch,
     StoreChange,
     StoreChangeKind,
@@ -65,7 +64,14 @@ from broker_py.controller.controller_store import (
 )
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
-from broker_py.zk.kafka_zk_client import CreateOp, DeleteOp, KafkaZkClient, SetDataOp, ZooKeeperError, first_error
+from broker_py.zk.kafka_zk_client import (
+    CreateOp,
+    DeleteOp,
+    KafkaZkClient,
+    SetDataOp,
+    ZooKeeperError,
+    first_error,
+)
 from broker_py.zk.zk_data import (
     BrokerIdZNode,
     BrokerInfo,
@@ -107,8 +113,8 @@ def has_collision(a: str, b: str) -> bool:
 
 
 def _sequence(name: str) -> int | None:
-    if name.startswith(_CHANGE_PREFIX) and name[len(_CHANGE_PREFIX):].isdigit():
-        return int(name[len(_CHANGE_PREFIX):])
+    if name.startswith(_CHANGE_PREFIX) and name[len(_CHANGE_PREFIX) :].isdigit():
+        return int(name[len(_CHANGE_PREFIX) :])
     return None
 
 
@@ -144,9 +150,13 @@ class ZkControllerStore:
             if got is None:
                 continue  # its session ended between the listing and the read
             try:
-                out[broker_id] = BrokerRegistration(BrokerIdZNode.decode(broker_id, got[0]), got[1].czxid)
+                out[broker_id] = BrokerRegistration(
+                    BrokerIdZNode.decode(broker_id, got[0]), got[1].czxid
+                )
             except ZkDataError as e:
-                log.warning("leaving out broker %d, whose registration does not decode: %s", broker_id, e)
+                log.warning(
+                    "leaving out broker %d, whose registration does not decode: %s", broker_id, e
+                )
         return out
 
     @_zk_errors
@@ -184,7 +194,9 @@ class ZkControllerStore:
         return out
 
     @_zk_errors
-    def partition_states(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    def partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         partitions = list(partitions)
         paths = [TopicPartitionStateZNode.path(*tp) for tp in partitions]
         out = {}
@@ -253,7 +265,9 @@ class ZkControllerStore:
         dir_exists: list[TopicPartition] = []
 
         def create_state(tp: TopicPartition) -> CreateOp:
-            return CreateOp(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(states[tp]))
+            return CreateOp(
+                TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(states[tp])
+            )
 
         items = [[CreateOp(zk_data.TopicPartitionZNode.path(*tp)), create_state(tp)] for tp in todo]
         for tp, result in zip(todo, self.zk.controller_ops(v, items)):
@@ -266,7 +280,9 @@ class ZkControllerStore:
                 failed.append(tp)
             else:
                 raise error
-        for tp, result in zip(dir_exists, self.zk.controller_ops(v, [[create_state(tp)] for tp in dir_exists])):
+        for tp, result in zip(
+            dir_exists, self.zk.controller_ops(v, [[create_state(tp)] for tp in dir_exists])
+        ):
             error = first_error(result)
             if error is None:
                 created.append(tp)
@@ -278,10 +294,15 @@ class ZkControllerStore:
         out.update(self._mismatches(failed))
         return {tp: out[tp] for tp in states}
 
-    def _mismatches(self, partitions: list[TopicPartition]) -> dict[TopicPartition, PartitionEpochMismatch]:
+    def _mismatches(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, PartitionEpochMismatch]:
         """The current partition epochs of states a write missed (-1: no state)."""
         stats = self.zk.get_stat_many(TopicPartitionStateZNode.path(*tp) for tp in partitions)
-        return {tp: PartitionEpochMismatch(-1 if stat is None else stat.version) for tp, stat in zip(partitions, stats)}
+        return {
+            tp: PartitionEpochMismatch(-1 if stat is None else stat.version)
+            for tp, stat in zip(partitions, stats)
+        }
 
     @_zk_errors
     def controller_update_partition_states(
@@ -289,9 +310,15 @@ class ZkControllerStore:
     ) -> dict[TopicPartition, int | PartitionEpochMismatch]:
         partitions = list(states)
         items = [
-            [SetDataOp(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(s), s.partition_epoch)]
+            [
+                SetDataOp(
+                    TopicPartitionStateZNode.path(*tp),
+                    TopicPartitionStateZNode.encode(s),
+                    s.partition_epoch,
+                )
+            ]
             for tp, s in states.items()
-        ]  # fmt: skip
+        ]
         out: dict[TopicPartition, int | PartitionEpochMismatch] = {}
         failed = []
         for tp, result in zip(partitions, self.zk.controller_ops(epoch_zk_version, items)):
@@ -306,7 +333,9 @@ class ZkControllerStore:
         return {tp: out[tp] for tp in partitions}
 
     @_zk_errors
-    def controller_set_topic_assignment(self, epoch_zk_version: int, topic: str, assignment: TopicAssignment) -> None:
+    def controller_set_topic_assignment(
+        self, epoch_zk_version: int, topic: str, assignment: TopicAssignment
+    ) -> None:
         """UnknownTopicOrPartitionError if the topic's node is gone."""
         write = SetDataOp(TopicZNode.path(topic), TopicZNode.encode(assignment))
         (result,) = self.zk.controller_ops(epoch_zk_version, [[write]])
@@ -329,7 +358,9 @@ class ZkControllerStore:
             if first_error(result) is not None:
                 self._delete_recursive(v, f"{partitions}/{p}")
         self._delete_recursive(v, TopicZNode.path(topic))
-        self._fenced_deletes(v, [ConfigEntityZNode.path("topics", topic), zk_data.DeleteTopicsTopicZNode.path(topic)])
+        self._fenced_deletes(
+            v, [ConfigEntityZNode.path("topics", topic), zk_data.DeleteTopicsTopicZNode.path(topic)]
+        )
 
     def _delete_recursive(self, epoch_zk_version: int, path: str) -> None:
         for level in self.zk.get_subtree(path):
@@ -353,7 +384,9 @@ class ZkControllerStore:
     # ---- admin writes ----
 
     @_zk_errors
-    def create_topic(self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]) -> None:
+    def create_topic(
+        self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]
+    ) -> None:
         if self.zk.get_stat_many([TopicZNode.path(topic)])[0] is not None:
             raise TopicExistsInStoreError(f"topic {topic!r} already exists")
         if "." in topic or "_" in topic:
@@ -361,8 +394,12 @@ class ZkControllerStore:
             if topic in existing:
                 raise TopicExistsInStoreError(f"topic {topic!r} already exists")
             if colliding := sorted(t for t in existing if has_collision(topic, t)):
-                raise TopicExistsInStoreError(f"topic {topic!r} collides with existing topics: {', '.join(colliding)}")
-        self.zk.set_or_create(ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs))
+                raise TopicExistsInStoreError(
+                    f"topic {topic!r} collides with existing topics: {', '.join(colliding)}"
+                )
+        self.zk.set_or_create(
+            ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs)
+        )
         try:
             self.zk.create(TopicZNode.path(topic), TopicZNode.encode(assignment))
         except NodeExistsError:
@@ -382,7 +419,9 @@ class ZkControllerStore:
         ``AdminZkClient.changeTopicConfig``)."""
         if self.zk.get_stat_many([TopicZNode.path(topic)])[0] is None:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-        self.zk.set_or_create(ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs))
+        self.zk.set_or_create(
+            ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs)
+        )
         self.zk.create(
             ConfigEntityChangeNotificationSequenceZNode.create_path(),
             ConfigEntityChangeNotificationSequenceZNode.encode(_TOPIC_ENTITY + topic),
@@ -401,7 +440,10 @@ class ZkControllerStore:
 
     @_zk_errors
     def request_reassignment(self, reassignment: Mapping[TopicPartition, list[int]]) -> None:
-        self.zk.set_or_create(zk_data.ReassignPartitionsZNode.PATH, zk_data.ReassignPartitionsZNode.encode(reassignment))
+        self.zk.set_or_create(
+            zk_data.ReassignPartitionsZNode.PATH,
+            zk_data.ReassignPartitionsZNode.encode(reassignment),
+        )
 
     @_zk_errors
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
@@ -421,7 +463,10 @@ class ZkControllerStore:
             self._session_lost = False
             self._changes_queue = changes = queue.SimpleQueue()
         threading.Thread(
-            target=self._process_config_changes, args=(generation, changes), name="zk-config-changes", daemon=True
+            target=self._process_config_changes,
+            args=(generation, changes),
+            name="zk-config-changes",
+            daemon=True,
         ).start()
         self.zk.add_state_listener(self._state_changed)
         for path, kind in (
@@ -463,7 +508,9 @@ class ZkControllerStore:
         self._watch_topic(generation, topic)
 
     def _watch_topic(self, generation: int, topic: str) -> None:
-        report = self._data_reporter(generation, StoreChange(StoreChangeKind.PARTITION_MODIFICATIONS, topic), False, topic)
+        report = self._data_reporter(
+            generation, StoreChange(StoreChangeKind.PARTITION_MODIFICATIONS, topic), False, topic
+        )
         self.zk.data_watch(TopicZNode.path(topic), report)
 
     def _report(self, generation: int, change: StoreChange) -> bool:
@@ -478,7 +525,9 @@ class ZkControllerStore:
             log.exception("reporting %s failed", change)
         return True
 
-    def _children_reporter(self, generation: int, kind: StoreChangeKind) -> Callable[[list[str]], bool | None]:
+    def _children_reporter(
+        self, generation: int, kind: StoreChangeKind
+    ) -> Callable[[list[str]], bool | None]:
         first = [True]
 
         def on_children(children: list[str]) -> bool | None:
@@ -489,7 +538,9 @@ class ZkControllerStore:
 
         return on_children
 
-    def _data_reporter(self, generation: int, change: StoreChange, on_delete: bool, topic: str | None = None) -> Callable:
+    def _data_reporter(
+        self, generation: int, change: StoreChange, on_delete: bool, topic: str | None = None
+    ) -> Callable:
         first = [True]
 
         def on_data(data: bytes | None, stat: Any, event: Any = None) -> bool | None:
@@ -511,13 +562,17 @@ class ZkControllerStore:
         with self._lock:
             return generation == self._generation
 
-    def _changes_reporter(self, generation: int, changes: queue.SimpleQueue) -> Callable[[list[str]], bool | None]:
+    def _changes_reporter(
+        self, generation: int, changes: queue.SimpleQueue
+    ) -> Callable[[list[str]], bool | None]:
         first = [True]
 
         def on_children(children: list[str]) -> bool | None:
             if first[0]:  # on the caller's thread, in watch(): what exists now counts as processed
                 first[0] = False
-                self._last_change = max((s for c in children if (s := _sequence(c)) is not None), default=-1)
+                self._last_change = max(
+                    (s for c in children if (s := _sequence(c)) is not None), default=-1
+                )
             if not self._is_current(generation):
                 return False
             changes.put(generation)
@@ -535,7 +590,10 @@ class ZkControllerStore:
                     break
             try:
                 self._process_notifications(generation)
-            except (KazooException, KazooTimeoutError) as e:  # the session is down: the next change retries
+            except (
+                KazooException,
+                KazooTimeoutError,
+            ) as e:  # the session is down: the next change retries
                 log.warning("processing %s: %r", _CHANGES, e)
             except Exception:
                 log.exception("processing %s failed", _CHANGES)
@@ -544,7 +602,9 @@ class ZkControllerStore:
         """Kafka's ``ZkNodeChangeNotificationListener.processNotifications``: reports each
         notification after the last one processed, then purges the expired ones."""
         now = self._time.milliseconds()
-        named = sorted((seq, c) for c in self.zk.get_children(_CHANGES) if (seq := _sequence(c)) is not None)
+        named = sorted(
+            (seq, c) for c in self.zk.get_children(_CHANGES) if (seq := _sequence(c)) is not None
+        )
         fresh = [(seq, f"{_CHANGES}/{c}") for seq, c in named if seq > self._last_change]
         for (seq, path), got in zip(fresh, self.zk.get_data_many(p for _, p in fresh)):
             if not self._is_current(generation):
@@ -558,7 +618,10 @@ class ZkControllerStore:
                 log.warning("skipping a config change notification: %s", e)
                 continue
             if entity_path.startswith(_TOPIC_ENTITY):
-                self._report(generation, StoreChange(StoreChangeKind.TOPIC_CONFIG, entity_path[len(_TOPIC_ENTITY):]))
+                self._report(
+                    generation,
+                    StoreChange(StoreChangeKind.TOPIC_CONFIG, entity_path[len(_TOPIC_ENTITY) :]),
+                )
         paths = [f"{_CHANGES}/{c}" for _, c in named]
         for path, stat in zip(paths, self.zk.get_stat_many(paths)):
             if stat is not None and now - stat.ctime > CHANGE_EXPIRATION_MS:
@@ -574,4 +637,3 @@ class ZkControllerStore:
             with self._lock:
                 generation = self._generation
             self._report(generation, StoreChange(StoreChangeKind.SESSION_EXPIRED))
-

@@ -92,7 +92,15 @@ class EndPoint(NamedTuple):
 
 # ---- writing: Jackson's compact JSON, and the key orders of Kafka's maps ----
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
 _SPECIAL = re.compile('[\x00-\x1f"\\\\\U00010000-\U0010ffff]')
 
 
@@ -101,7 +109,11 @@ def _escape(m: re.Match[str]) -> str:
     o = ord(c) - 0x10000
     if c in _ESCAPES:
         return _ESCAPES[c]
-    return "\\u%04X" % ord(c) if o < 0 else "\\u%04X\\u%04X" % (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))
+    return (
+        "\\u%04X" % ord(c)
+        if o < 0
+        else "\\u%04X\\u%04X" % (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))
+    )
 
 
 def _json(v: Any) -> str:
@@ -144,7 +156,9 @@ def _scala_mutable_order(keys: Sequence[str]) -> list[str]:
     for k in keys:
         h = _java_hash(k) ^ (_java_hash(k) >> 16)
         hashes.append(h - ((h & 0x80000000) << 1))  # signed
-    return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (hashes[i] & (n - 1), hashes[i], i))]
+    return [
+        keys[i] for i in sorted(range(len(keys)), key=lambda i: (hashes[i] & (n - 1), hashes[i], i))
+    ]
 
 
 def _champ_order(entries: list[tuple[int, str]], shift: int) -> list[str]:
@@ -176,7 +190,9 @@ def _java_hashmap_order(keys: Sequence[str]) -> list[str]:
     n = 16
     while len(keys) > n * 3 // 4:
         n *= 2
-    return sorted(keys, key=lambda k: (_java_hash(k) ^ (_java_hash(k) >> 16)) & (n - 1))  # stable: insertion
+    return sorted(
+        keys, key=lambda k: (_java_hash(k) ^ (_java_hash(k) >> 16)) & (n - 1)
+    )  # stable: insertion
 
 
 def _properties_order(keys: Sequence[str]) -> list[str]:
@@ -202,7 +218,9 @@ def _properties_order(keys: Sequence[str]) -> list[str]:
 # ---- reading ----
 
 _INT32, _INT64 = 1 << 31, 1 << 63
-_DECIMAL = re.compile(r"[+-]?0*[0-9]{1,19}", re.ASCII)  # Java's parseInt/parseLong syntax, up to 19 digits
+_DECIMAL = re.compile(
+    r"[+-]?0*[0-9]{1,19}", re.ASCII
+)  # Java's parseInt/parseLong syntax, up to 19 digits
 _REQUIRED = object()
 
 
@@ -214,8 +232,14 @@ _KINDS: dict[str, tuple[Any, str]] = {
     "int": (_is_int, "a 32-bit integer"),
     "short": (lambda v: _is_int(v, 1 << 15), "a 16-bit integer"),
     "str": (lambda v: type(v) is str, "a string"),
-    "long": (lambda v: type(v) is str and _DECIMAL.fullmatch(v) and _is_int(int(v), _INT64), "a decimal string"),
-    "int string": (lambda v: type(v) is str and _DECIMAL.fullmatch(v) and _is_int(int(v)), "a 32-bit decimal string"),
+    "long": (
+        lambda v: type(v) is str and _DECIMAL.fullmatch(v) and _is_int(int(v), _INT64),
+        "a decimal string",
+    ),
+    "int string": (
+        lambda v: type(v) is str and _DECIMAL.fullmatch(v) and _is_int(int(v)),
+        "a 32-bit decimal string",
+    ),
     "object": (lambda v: isinstance(v, dict), "an object"),
     "list": (lambda v: isinstance(v, list), "a list"),
     "ints": (lambda v: isinstance(v, list) and all(map(_is_int, v)), "a list of 32-bit integers"),
@@ -253,7 +277,9 @@ def _object(path: str, data: bytes, *versions: Any) -> dict[str, Any]:
     return obj
 
 
-def _partition_list(path: str, data: bytes, with_replicas: bool = False) -> list[tuple[TopicPartition, list[int]]]:
+def _partition_list(
+    path: str, data: bytes, with_replicas: bool = False
+) -> list[tuple[TopicPartition, list[int]]]:
     out = []
     for item in _get(path, _object(path, data, 1), "partitions", "list"):
         item = _check(path, "partition", item, "object")
@@ -303,7 +329,12 @@ _INVALID_NODE_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff
 def is_valid_node_name(name: str) -> bool:
     """Whether ``name`` can be one znode's name: not empty, no ``/``, not ``.`` nor ``..``,
     none of the characters ZooKeeper refuses."""
-    return bool(name) and "/" not in name and name not in (".", "..") and not _INVALID_NODE_CHARS.search(name)
+    return (
+        bool(name)
+        and "/" not in name
+        and name not in (".", "..")
+        and not _INVALID_NODE_CHARS.search(name)
+    )
 
 
 def split_chroot(connect: str) -> tuple[str, str]:
@@ -332,7 +363,9 @@ BrokerIdsZNode = _fixed("BrokerIdsZNode", "/brokers/ids")
 BrokerSequenceIdZNode = _fixed("BrokerSequenceIdZNode", "/brokers/seqid")
 TopicsZNode = _fixed("TopicsZNode", "/brokers/topics")
 ConfigZNode = _fixed("ConfigZNode", "/config")
-ConfigEntityChangeNotificationZNode = _fixed("ConfigEntityChangeNotificationZNode", "/config/changes")
+ConfigEntityChangeNotificationZNode = _fixed(
+    "ConfigEntityChangeNotificationZNode", "/config/changes"
+)
 IsrChangeNotificationZNode = _fixed("IsrChangeNotificationZNode", "/isr_change_notification")
 AdminZNode = _fixed("AdminZNode", "/admin")
 DeleteTopicsZNode = _fixed("DeleteTopicsZNode", "/admin/delete_topics")
@@ -351,8 +384,14 @@ class ControllerZNode(_ZNode):
 
     @staticmethod
     def encode(broker_id: int, timestamp_ms: int, kraft_controller_epoch: int = -1) -> bytes:
-        return _dumps({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
-                       "kraftControllerEpoch": kraft_controller_epoch})
+        return _dumps(
+            {
+                "version": 2,
+                "brokerid": broker_id,
+                "timestamp": str(timestamp_ms),
+                "kraftControllerEpoch": kraft_controller_epoch,
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> int:
@@ -365,8 +404,11 @@ class ControllerZNode(_ZNode):
         if re.fullmatch(rb"[+-]?[0-9]+", data):  # the oldest form (Kafka 0.8): the broker id alone
             return ControllerRegistration(_check(p, "broker id", data.decode(), "int string"))
         obj = _object(p, data, 1, 2)
-        return ControllerRegistration(_get(p, obj, "brokerid", "int"), _get(p, obj, "timestamp", "long", None),
-                                      _get(p, obj, "kraftControllerEpoch", "int", None))
+        return ControllerRegistration(
+            _get(p, obj, "brokerid", "int"),
+            _get(p, obj, "timestamp", "long", None),
+            _get(p, obj, "kraftControllerEpoch", "int", None),
+        )
 
 
 class ControllerEpochZNode(_ZNode):
@@ -378,7 +420,9 @@ class ControllerEpochZNode(_ZNode):
 
     @staticmethod
     def decode(data: bytes) -> int:
-        return _check(ControllerEpochZNode.PATH, "epoch", data.decode("utf-8", "replace"), "int string")
+        return _check(
+            ControllerEpochZNode.PATH, "epoch", data.decode("utf-8", "replace"), "int string"
+        )
 
 
 @dataclass(frozen=True)
@@ -386,7 +430,9 @@ class BrokerInfo:
     id: int
     endpoints: list[EndPoint]
     rack: str | None = None
-    features: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> supported (min, max)
+    features: dict[str, tuple[int, int]] = field(
+        default_factory=dict
+    )  # name -> supported (min, max)
     jmx_port: int = -1
     timestamp_ms: int | None = None  # required to encode
     version: int = 5
@@ -408,16 +454,27 @@ class BrokerIdZNode:
         protocols = {e.listener_name: e.security_protocol for e in info.endpoints}
         fields: dict[str, Any] = {}
         if info.version >= 5:
-            fields["features"] = {f: {"min_version": info.features[f][0], "max_version": info.features[f][1]}
-                                  for f in _java_hashmap_order(list(info.features))}
+            fields["features"] = {
+                f: {"min_version": info.features[f][0], "max_version": info.features[f][1]}
+                for f in _java_hashmap_order(list(info.features))
+            }
         if info.version >= 4:
-            fields["listener_security_protocol_map"] = {n: protocols[n] for n in _scala_immutable_order(list(protocols))}
+            fields["listener_security_protocol_map"] = {
+                n: protocols[n] for n in _scala_immutable_order(list(protocols))
+            }
         fields["endpoints"] = [e.connection_string for e in info.endpoints]
         if info.rack is not None and info.version >= 3:
             fields["rack"] = info.rack
-        return _dumps(fields | {"jmx_port": info.jmx_port, "port": plain.port if plain else -1,
-                                "host": plain.host if plain else None, "version": info.version,
-                                "timestamp": str(info.timestamp_ms)})
+        return _dumps(
+            fields
+            | {
+                "jmx_port": info.jmx_port,
+                "port": plain.port if plain else -1,
+                "host": plain.host if plain else None,
+                "version": info.version,
+                "timestamp": str(info.timestamp_ms),
+            }
+        )
 
     @staticmethod
     def decode(broker_id: int, data: bytes) -> BrokerInfo:
@@ -426,30 +483,56 @@ class BrokerIdZNode:
         if (version := _get(p, obj, "version", "int")) < 1:
             raise ZkDataError(p, f"unknown version {version}")
         if version == 1:
-            endpoints = [EndPoint("PLAINTEXT", _get(p, obj, "host", "str"), _get(p, obj, "port", "int"), "PLAINTEXT")]
+            endpoints = [
+                EndPoint(
+                    "PLAINTEXT",
+                    _get(p, obj, "host", "str"),
+                    _get(p, obj, "port", "int"),
+                    "PLAINTEXT",
+                )
+            ]
         else:
             raw = _get(p, obj, "listener_security_protocol_map", "object", None)
-            protocols = {n: n for n in SECURITY_PROTOCOLS} if raw is None else {
-                k: _check(p, "security protocol", v, "str").upper() for k, v in raw.items()}
+            protocols = (
+                {n: n for n in SECURITY_PROTOCOLS}
+                if raw is None
+                else {k: _check(p, "security protocol", v, "str").upper() for k, v in raw.items()}
+            )
             if not set(protocols.values()) <= set(SECURITY_PROTOCOLS):
                 raise ZkDataError(p, f"unknown security protocol in {raw!r:.80}")
             # Kafka joins the list with commas and parses that as a `listeners` value
-            joined = ",".join(_check(p, "endpoint", e, "str") for e in _get(p, obj, "endpoints", "list"))
+            joined = ",".join(
+                _check(p, "endpoint", e, "str") for e in _get(p, obj, "endpoints", "list")
+            )
             endpoints = []
             for entry in filter(None, re.split(r"\s*,\s*", joined.strip())):
                 if not (m := _ENDPOINT.fullmatch(entry)):
                     raise ZkDataError(p, f"endpoint {entry!r:.60} is not LISTENER://host:port")
                 if (name := m[1].upper()) not in protocols:
                     raise ZkDataError(p, f"no security protocol for listener {name!r:.40}")
-                endpoints.append(EndPoint(name, m[2] or None, _check(p, "port", m[3], "int string"), protocols[name]))
+                endpoints.append(
+                    EndPoint(
+                        name, m[2] or None, _check(p, "port", m[3], "int string"), protocols[name]
+                    )
+                )
         features = {}
         for name, rng in _get(p, obj, "features", "object", {}).items():
             rng = _check(p, f"feature {name!r:.40}", rng, "object")
-            features[name] = lo, hi = _get(p, rng, "min_version", "short"), _get(p, rng, "max_version", "short")
+            features[name] = lo, hi = (
+                _get(p, rng, "min_version", "short"),
+                _get(p, rng, "max_version", "short"),
+            )
             if not 0 <= lo <= hi:
                 raise ZkDataError(p, f"feature {name!r:.40}: bad version range [{lo}, {hi}]")
-        return BrokerInfo(broker_id, endpoints, _get(p, obj, "rack", "str", None), features,
-                          _get(p, obj, "jmx_port", "int"), _get(p, obj, "timestamp", "long", None), version)
+        return BrokerInfo(
+            broker_id,
+            endpoints,
+            _get(p, obj, "rack", "str", None),
+            features,
+            _get(p, obj, "jmx_port", "int"),
+            _get(p, obj, "timestamp", "long", None),
+            version,
+        )
 
 
 @dataclass(frozen=True)
@@ -474,8 +557,14 @@ class TopicZNode:
         fields: dict[str, Any] = {"partitions": json_map(assignment.partitions, every=True)}
         if assignment.topic_id is not None:
             fields["topic_id"] = uuid_to_base64(assignment.topic_id)
-        return _dumps(fields | {"adding_replicas": json_map(assignment.adding),
-                                "removing_replicas": json_map(assignment.removing), "version": 3})
+        return _dumps(
+            fields
+            | {
+                "adding_replicas": json_map(assignment.adding),
+                "removing_replicas": json_map(assignment.removing),
+                "version": 3,
+            }
+        )
 
     @staticmethod
     def decode(data: bytes, *, path: str = "/brokers/topics/<topic>") -> TopicAssignment:
@@ -493,8 +582,12 @@ class TopicZNode:
                     raise ZkDataError(path, f"{key}: bad partition {k!r:.20}")
                 maps[-1][int(k)] = _check(path, f"{key}[{k}]", v, "ints")
         parts, adding, removing = maps  # Kafka reads adding/removing of assigned partitions only
-        return TopicAssignment(topic_id, parts, {p: r for p, r in adding.items() if p in parts and r},
-                               {p: r for p, r in removing.items() if p in parts and r})
+        return TopicAssignment(
+            topic_id,
+            parts,
+            {p: r for p, r in adding.items() if p in parts and r},
+            {p: r for p, r in removing.items() if p in parts and r},
+        )
 
 
 class TopicPartitionsZNode:
@@ -526,20 +619,36 @@ class TopicPartitionStateZNode:
 
     @staticmethod
     def encode(state: LeaderIsrAndControllerEpoch) -> bytes:
-        fields: dict[str, Any] = {"controller_epoch": state.controller_epoch, "leader": state.leader, "version": 1}
+        fields: dict[str, Any] = {
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "version": 1,
+        }
         if state.leader_recovery_state != RECOVERED:
             fields["leader_recovery_state"] = state.leader_recovery_state
         return _dumps(fields | {"leader_epoch": state.leader_epoch, "isr": list(state.isr)})
 
     @staticmethod
-    def decode(data: bytes, partition_epoch: int = -1, *,
-               path: str = "/brokers/topics/<topic>/partitions/<partition>/state") -> LeaderIsrAndControllerEpoch:
+    def decode(
+        data: bytes,
+        partition_epoch: int = -1,
+        *,
+        path: str = "/brokers/topics/<topic>/partitions/<partition>/state",
+    ) -> LeaderIsrAndControllerEpoch:
         obj = _object(path, data, 1)
-        if (recovery := _get(path, obj, "leader_recovery_state", "int", RECOVERED)) not in (RECOVERED, RECOVERING):
+        if (recovery := _get(path, obj, "leader_recovery_state", "int", RECOVERED)) not in (
+            RECOVERED,
+            RECOVERING,
+        ):
             raise ZkDataError(path, f"unknown leader_recovery_state {recovery}")
         return LeaderIsrAndControllerEpoch(
-            _get(path, obj, "leader", "int"), _get(path, obj, "leader_epoch", "int"), _get(path, obj, "isr", "ints"),
-            _get(path, obj, "controller_epoch", "int"), recovery, partition_epoch)
+            _get(path, obj, "leader", "int"),
+            _get(path, obj, "leader_epoch", "int"),
+            _get(path, obj, "isr", "ints"),
+            _get(path, obj, "controller_epoch", "int"),
+            recovery,
+            partition_epoch,
+        )
 
 
 class ConfigEntityTypeZNode:
@@ -556,7 +665,9 @@ class ConfigEntityZNode:
 
     @staticmethod
     def encode(config: Mapping[str, str]) -> bytes:
-        return _dumps({"version": 1, "config": {k: config[k] for k in _properties_order(list(config))}})
+        return _dumps(
+            {"version": 1, "config": {k: config[k] for k in _properties_order(list(config))}}
+        )
 
     @staticmethod
     def decode(data: bytes, *, path: str = "/config/<type>/<name>") -> dict[str, str]:
@@ -600,11 +711,13 @@ class IsrChangeNotificationSequenceZNode:
 
     @staticmethod
     def sequence_number(path: str) -> str:
-        return path[path.rfind("isr_change_") + len("isr_change_"):]
+        return path[path.rfind("isr_change_") + len("isr_change_") :]
 
     @staticmethod
     def encode(partitions: Iterable[TopicPartition]) -> bytes:
-        return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+        return _dumps(
+            {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+        )
 
     @staticmethod
     def decode(data: bytes) -> set[TopicPartition]:
@@ -622,8 +735,15 @@ class ReassignPartitionsZNode(_ZNode):
 
     @staticmethod
     def encode(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
-        return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r)}
-                                                    for (t, p), r in reassignment.items()]})
+        return _dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": t, "partition": p, "replicas": list(r)}
+                    for (t, p), r in reassignment.items()
+                ],
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> dict[TopicPartition, list[int]]:
@@ -635,7 +755,9 @@ class PreferredReplicaElectionZNode(_ZNode):
 
     @staticmethod
     def encode(partitions: Iterable[TopicPartition]) -> bytes:
-        return _dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+        return _dumps(
+            {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+        )
 
     @staticmethod
     def decode(data: bytes) -> set[TopicPartition]:
@@ -671,8 +793,14 @@ class ProducerIdBlockZNode(_ZNode):
 
     @staticmethod
     def encode(block: ProducerIdsBlock) -> bytes:
-        return _dumps({"version": 1, "broker": block.assigned_broker_id,
-                       "block_start": str(block.first_producer_id), "block_end": str(block.last_producer_id)})
+        return _dumps(
+            {
+                "version": 1,
+                "broker": block.assigned_broker_id,
+                "block_start": str(block.first_producer_id),
+                "block_end": str(block.last_producer_id),
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> ProducerIdsBlock:

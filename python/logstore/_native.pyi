@@ -143,7 +143,9 @@ def up_convert_records(records: bytes | bytearray | memoryview, now_ms: int) -> 
     ``now_ms``) and the codec. Raises CorruptRecordError for a malformed set, a bad CRC
     or a codec message format v0/v1 lacks."""
 
-def down_convert_slice(slice: FileSlice, to_magic: int, first_offset: int, max_bytes: int) -> tuple[bytes, int, int]:
+def down_convert_slice(
+    slice: FileSlice, to_magic: int, first_offset: int, max_bytes: int
+) -> tuple[bytes, int, int]:
     """The whole v2 batches of ``slice`` as a message set of ``to_magic`` (0 or 1) from
     ``first_offset``, at most ``max_bytes`` long unless its first message alone is
     longer: ``(records, next_offset, records_converted)``; next_offset is the offset
@@ -190,7 +192,18 @@ def crc32c(data: bytes, value: int = 0) -> int:
 
 def parse_produce_request(
     frame: bytes,
-) -> tuple[int, int, str | None, str | None, int, int, tuple[tuple[str, tuple[tuple[int, int, int, bool], ...]], ...]] | None:
+) -> (
+    tuple[
+        int,
+        int,
+        str | None,
+        str | None,
+        int,
+        int,
+        tuple[tuple[str, tuple[tuple[int, int, int, bool], ...]], ...],
+    ]
+    | None
+):
     """A Produce request frame (after its size prefix) in the common shape, read in place:
     ``(api_version, correlation_id, client_id, transactional_id, acks, timeout_ms,
     ((topic, ((partition, records_start, records_end, has_producer_id), ...)), ...))``;
@@ -209,7 +222,16 @@ def encode_produce_response(
             str,
             list[
                 tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]]]
-                | tuple[int, int, int, int, int, str | None, list[tuple[int, str | None]], tuple[int, int] | None]
+                | tuple[
+                    int,
+                    int,
+                    int,
+                    int,
+                    int,
+                    str | None,
+                    list[tuple[int, str | None]],
+                    tuple[int, int] | None,
+                ]
             ],
         ]
     ],
@@ -235,8 +257,16 @@ def encode_fetch_response(
             int,
             list[
                 tuple[
-                    int, int, int, int, int, list[tuple[int, int]] | None, int, int,
-                    tuple[int, int] | None, tuple[int, int] | None,
+                    int,
+                    int,
+                    int,
+                    int,
+                    int,
+                    list[tuple[int, int]] | None,
+                    int,
+                    int,
+                    tuple[int, int] | None,
+                    tuple[int, int] | None,
                 ]
             ],
         ]
@@ -389,9 +419,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None: ...
     def delete_records(self, before_offset: int) -> int:
         """Advance the log start offset to ``before_offset``; returns the new log start offset."""
-    def enforce_retention(
-        self, *, now_ms: int | None = None, max_offset: int | None = None
-    ) -> int:
+    def enforce_retention(self, *, now_ms: int | None = None, max_offset: int | None = None) -> int:
         """Delete whole expired non-active segments by retention.ms / retention.bytes.
 
         Segments at or above ``max_offset`` (the high watermark) are kept. Returns

@@ -10,7 +10,6 @@ import pytest
 
 from broker_py.network import allocator
 
-
 _FAULTS = """
 import resource, sys
 if sys.argv[1] == "retain":
@@ -31,7 +30,9 @@ print(faults() - before)
 
 
 def _page_faults(mode: str) -> int:
-    out = subprocess.run([sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, check=True
+    )
     return int(out.stdout)
 
 
@@ -57,7 +58,10 @@ def test_the_thresholds_set_are_glibcs_ceiling_and_the_trim_threshold(monkeypatc
 
     monkeypatch.setattr(allocator.ctypes, "CDLL", lambda _name: Recorder())
     assert allocator.retain_request_buffers() is True
-    assert calls == [(allocator.M_MMAP_THRESHOLD, 32 << 20), (allocator.M_TRIM_THRESHOLD, allocator.TRIM_THRESHOLD)]
+    assert calls == [
+        (allocator.M_MMAP_THRESHOLD, 32 << 20),
+        (allocator.M_TRIM_THRESHOLD, allocator.TRIM_THRESHOLD),
+    ]
 
 
 def test_without_mallopt_nothing_changes(monkeypatch):

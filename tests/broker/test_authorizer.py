@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker_py.config.kafka_config import BrokerConfig
 from broker_py.security.authorizer.acl_binding import (
     AclBinding,
     AclBindingFilter,
@@ -12,10 +13,9 @@ from broker_py.security.authorizer.acl_binding import (
     PatternType,
     ResourceType,
 )
-from broker_py.config.kafka_config import BrokerConfig
-from logstore.protocol.errors import InvalidRequestError
-from broker_py.security.ssl.ssl_context import distinguished_name
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
+from broker_py.security.ssl.ssl_context import distinguished_name
+from logstore.protocol.errors import InvalidRequestError
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
@@ -30,7 +30,9 @@ def binding(rtype, name, ptype, principal, op, perm=ALLOW, host="*") -> AclBindi
 
 def test_nothing_is_allowed_without_a_binding_unless_configured(tmp_path):
     assert not StandardAuthorizer(str(tmp_path)).authorize(ALICE, "127.0.0.1", Op.READ, TOPIC, "t")
-    assert StandardAuthorizer(str(tmp_path), allow_everyone_if_no_acl_found=True).authorize(ALICE, "h", Op.READ, TOPIC, "t")
+    assert StandardAuthorizer(str(tmp_path), allow_everyone_if_no_acl_found=True).authorize(
+        ALICE, "h", Op.READ, TOPIC, "t"
+    )
 
 
 def test_super_users_may_do_anything(tmp_path):
@@ -42,11 +44,13 @@ def test_super_users_may_do_anything(tmp_path):
 
 def test_literal_wildcard_and_prefixed_patterns(tmp_path):
     a = StandardAuthorizer(str(tmp_path))
-    a.create([
-        binding(TOPIC, "orders", LITERAL, ALICE, Op.WRITE),
-        binding(TOPIC, "logs-", PREFIXED, ALICE, Op.READ),
-        binding(GROUP, "*", LITERAL, "User:*", Op.READ),
-    ])  # fmt: skip
+    a.create(
+        [
+            binding(TOPIC, "orders", LITERAL, ALICE, Op.WRITE),
+            binding(TOPIC, "logs-", PREFIXED, ALICE, Op.READ),
+            binding(GROUP, "*", LITERAL, "User:*", Op.READ),
+        ]
+    )
     assert a.authorize(ALICE, "h", Op.WRITE, TOPIC, "orders")
     assert not a.authorize(ALICE, "h", Op.WRITE, TOPIC, "orders2")
     assert a.authorize(ALICE, "h", Op.READ, TOPIC, "logs-app")
@@ -57,12 +61,14 @@ def test_literal_wildcard_and_prefixed_patterns(tmp_path):
 
 def test_implied_operations_and_deny_precedence(tmp_path):
     a = StandardAuthorizer(str(tmp_path))
-    a.create([
-        binding(TOPIC, "t", LITERAL, ALICE, Op.READ),
-        binding(TOPIC, "t", LITERAL, ALICE, Op.ALTER_CONFIGS),
-        binding(TOPIC, "t", LITERAL, ALICE, Op.WRITE),
-        binding(TOPIC, "t", PREFIXED, ALICE, Op.WRITE, DENY),
-    ])  # fmt: skip
+    a.create(
+        [
+            binding(TOPIC, "t", LITERAL, ALICE, Op.READ),
+            binding(TOPIC, "t", LITERAL, ALICE, Op.ALTER_CONFIGS),
+            binding(TOPIC, "t", LITERAL, ALICE, Op.WRITE),
+            binding(TOPIC, "t", PREFIXED, ALICE, Op.WRITE, DENY),
+        ]
+    )
     # READ implies DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS; DENY wins over ALLOW.
     assert a.authorize(ALICE, "h", Op.DESCRIBE, TOPIC, "t")
     assert a.authorize(ALICE, "h", Op.DESCRIBE_CONFIGS, TOPIC, "t")
@@ -72,7 +78,9 @@ def test_implied_operations_and_deny_precedence(tmp_path):
     a.create([binding(TOPIC, "t", LITERAL, ALICE, Op.READ, DENY)])
     assert not a.authorize(ALICE, "h", Op.READ, TOPIC, "t")
     assert a.authorize(ALICE, "h", Op.DESCRIBE, TOPIC, "t")
-    assert a.authorized_operations(ALICE, "h", TOPIC, "t") == (1 << Op.DESCRIBE) | (1 << Op.DESCRIBE_CONFIGS) | (1 << Op.ALTER_CONFIGS)
+    assert a.authorized_operations(ALICE, "h", TOPIC, "t") == (1 << Op.DESCRIBE) | (
+        1 << Op.DESCRIBE_CONFIGS
+    ) | (1 << Op.ALTER_CONFIGS)
 
 
 def test_hosts_and_the_all_operation(tmp_path):
@@ -104,8 +112,13 @@ def test_bindings_persist_and_deletes_report_what_matched(tmp_path):
     ]
     a.create(made + made[:1])
     assert StandardAuthorizer(str(tmp_path)).bindings == made
-    everything_of_alice = AclBindingFilter.create(ResourceType.ANY, None, PatternType.ANY, ALICE, None, Op.ANY, AclPermissionType.ANY)
-    assert a.delete([everything_of_alice, everything_of_alice]) == [[made[0], made[2]], [made[0], made[2]]]
+    everything_of_alice = AclBindingFilter.create(
+        ResourceType.ANY, None, PatternType.ANY, ALICE, None, Op.ANY, AclPermissionType.ANY
+    )
+    assert a.delete([everything_of_alice, everything_of_alice]) == [
+        [made[0], made[2]],
+        [made[0], made[2]],
+    ]
     assert StandardAuthorizer(str(tmp_path)).bindings == [made[1]]
 
 
@@ -115,8 +128,18 @@ def test_filters(tmp_path):
     prefixed = binding(TOPIC, "t-", PREFIXED, ALICE, Op.READ)
 
     def f(name, ptype, **kw):
-        args = dict(principal=None, host=None, operation=Op.ANY, permission=AclPermissionType.ANY) | kw
-        return AclBindingFilter.create(TOPIC, name, ptype, args["principal"], args["host"], args["operation"], args["permission"])
+        args = (
+            dict(principal=None, host=None, operation=Op.ANY, permission=AclPermissionType.ANY) | kw
+        )
+        return AclBindingFilter.create(
+            TOPIC,
+            name,
+            ptype,
+            args["principal"],
+            args["host"],
+            args["operation"],
+            args["permission"],
+        )
 
     every = [literal, wildcard, prefixed]
     assert [b for b in every if f("t-1", PatternType.MATCH).matches(b)] == every
@@ -146,16 +169,22 @@ def test_invalid_bindings_name_the_problem(args, problem):
 
 
 def test_config_keys():
-    config = BrokerConfig({
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin; User:CN=broker,O=example",
-        "allow.everyone.if.no.acl.found": "true",
-    })  # fmt: skip
+    config = BrokerConfig(
+        {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin; User:CN=broker,O=example",
+            "allow.everyone.if.no.acl.found": "true",
+        }
+    )
     assert config["super.users"] == ["User:admin", "User:CN=broker,O=example"]
     assert config["allow.everyone.if.no.acl.found"] is True
     assert BrokerConfig({})["authorizer.class.name"] == ""
 
 
 def test_certificate_subject_as_rfc_2253():
-    subject = ((("countryName", "US"),), (("organizationName", "Example, Inc."),), (("commonName", "client"),))
+    subject = (
+        (("countryName", "US"),),
+        (("organizationName", "Example, Inc."),),
+        (("commonName", "client"),),
+    )
     assert distinguished_name(subject) == "CN=client,O=Example\\, Inc.,C=US"

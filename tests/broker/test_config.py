@@ -107,9 +107,15 @@ def test_an_empty_cleanup_policy_is_allowed():
 def test_dynamic_layers_win_in_kafkas_order_and_refuse_static_keys():
     c = BrokerConfig({"log.retention.hours": "10", "log.retention.ms": "5000"})
     assert c.layers("log.retention.ms") == [("static", "5000")]
-    c.set_dynamic({"log.retention.ms": "7000"}, {"log.retention.ms": "9000", "message.max.bytes": "2000"})
+    c.set_dynamic(
+        {"log.retention.ms": "7000"}, {"log.retention.ms": "9000", "message.max.bytes": "2000"}
+    )
     assert c.retention_ms == 9000 and c["message.max.bytes"] == 2000
-    assert c.layers("log.retention.ms") == [("dynamic_broker", "9000"), ("dynamic_default", "7000"), ("static", "5000")]
+    assert c.layers("log.retention.ms") == [
+        ("dynamic_broker", "9000"),
+        ("dynamic_default", "7000"),
+        ("static", "5000"),
+    ]
     assert c.layers("log.retention.hours") == [("static", "10"), ("default", "168")]
     assert c.topic_defaults()["max.message.bytes"] == "2000"
     for bad in ({"log.dirs": "/x"}, {"no.such.key": "1"}, {"log.retention.ms": "soon"}):
@@ -126,7 +132,10 @@ def test_advertised_listeners_change_per_broker_only_and_must_name_a_listener():
     assert not c.is_set("advertised.listeners")
     c.set_dynamic({}, {"advertised.listeners": "PLAINTEXT://kafka.example:9092"})
     assert c.is_set("advertised.listeners") and c.advertised_listener().host == "kafka.example"
-    for default, per_broker in (({"advertised.listeners": "PLAINTEXT://a:1"}, {}), ({}, {"advertised.listeners": "SSL://a:1"})):
+    for default, per_broker in (
+        ({"advertised.listeners": "PLAINTEXT://a:1"}, {}),
+        ({}, {"advertised.listeners": "SSL://a:1"}),
+    ):
         with pytest.raises(ConfigError) as e:
             c.set_dynamic(default, per_broker)
         assert e.value.key == "advertised.listeners"
@@ -141,10 +150,16 @@ def test_listeners_change_per_broker_only_and_need_a_security_protocol():
     with pytest.raises(ConfigError) as e:
         c.set_dynamic({}, {"listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093"})
     assert e.value.key == "listener.security.protocol.map"
-    c.set_dynamic({}, {
-        "listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
-    })
-    assert [str(x) for x in c["listeners"]] == ["PLAINTEXT://127.0.0.1:9092", "EXTRA://127.0.0.1:9093"]
+    c.set_dynamic(
+        {},
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+        },
+    )
+    assert [str(x) for x in c["listeners"]] == [
+        "PLAINTEXT://127.0.0.1:9092",
+        "EXTRA://127.0.0.1:9093",
+    ]
     # advertised.listeners, unset, follows them
     assert c.advertised_listener("EXTRA").port == 9093

@@ -36,9 +36,17 @@ def test_overrides_parse_and_refuse_bad_values():
 
 
 def test_quotas_per_ip_total_and_fd_share():
-    c = BrokerConfig({"max.connections": "3", "max.connections.per.ip": "2", "max.connections.per.ip.overrides": "10.0.0.9:0"})
+    c = BrokerConfig(
+        {
+            "max.connections": "3",
+            "max.connections.per.ip": "2",
+            "max.connections.per.ip.overrides": "10.0.0.9:0",
+        }
+    )
     q = ConnectionQuotas(c, fd_connections=100)
-    assert q.refusal("10.0.0.9") is not None and "max.connections.per.ip.overrides" in q.refusal("10.0.0.9")
+    assert q.refusal("10.0.0.9") is not None and "max.connections.per.ip.overrides" in q.refusal(
+        "10.0.0.9"
+    )
     q.acquire("a")
     q.acquire("a")
     assert "max.connections.per.ip allows (2)" in q.refusal("a")
@@ -58,7 +66,11 @@ def test_fd_budget_leaves_headroom_and_splits_the_rest():
     b = FdBudget.for_limit(20000)
     assert b.headroom == 256 and b.storage + b.connections + b.headroom == 20000
     small = FdBudget.for_limit(1024)
-    assert small.storage > 0 and small.connections > 0 and small.storage + small.connections + small.headroom == 1024
+    assert (
+        small.storage > 0
+        and small.connections > 0
+        and small.storage + small.connections + small.headroom == 1024
+    )
 
 
 def test_rate_limited_log_counts_what_it_holds_back(caplog):
@@ -117,9 +129,14 @@ def _serve(cfg: BrokerConfig, fd_connections: int = 1 << 20):
         return ApiVersionsResponse(error_code=0, api_keys=[], throttle_time_ms=0)
 
     return SocketServer(
-        "127.0.0.1", 0, {ApiKey.API_VERSIONS: api_versions}, lambda e: None, 1 << 20,
-        config=cfg, quotas=ConnectionQuotas(cfg, fd_connections),
-    )  # fmt: skip
+        "127.0.0.1",
+        0,
+        {ApiKey.API_VERSIONS: api_versions},
+        lambda e: None,
+        1 << 20,
+        config=cfg,
+        quotas=ConnectionQuotas(cfg, fd_connections),
+    )
 
 
 async def _connect(port: int, source: str = "127.0.0.1"):
@@ -149,7 +166,9 @@ async def _answered(sock: socket.socket, timeout: float = 5.0) -> bool:
 
 def test_per_ip_limit_closes_the_extra_connection_and_others_are_served():
     async def main():
-        cfg = BrokerConfig({"max.connections.per.ip": "2", "max.connections.per.ip.overrides": "127.0.0.1:50"})
+        cfg = BrokerConfig(
+            {"max.connections.per.ip": "2", "max.connections.per.ip.overrides": "127.0.0.1:50"}
+        )
         server = _serve(cfg)
         await server.start()
         try:
@@ -223,7 +242,9 @@ def test_malformed_requests_are_logged_once_per_interval(caplog):
         try:
             for _ in range(50):
                 s = await _connect(server.port)
-                await loop.sock_sendall(s, struct.pack(">i", 2) + b"xx")  # below the smallest request
+                await loop.sock_sendall(
+                    s, struct.pack(">i", 2) + b"xx"
+                )  # below the smallest request
                 try:
                     await asyncio.wait_for(loop.sock_recv(s, 10), 2)
                 except (ConnectionError, OSError):

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker_py.network.socket_server import SocketServer
 from broker_py.server.error_response import error_response
 from broker_py.server.handlers import served_api_keys
-from broker_py.network.socket_server import SocketServer
 from logstore.protocol import ApiKey, Request, RequestHeader, decode_response, encode_request
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages import request_class
@@ -44,9 +44,16 @@ def _error_codes(value, version, out):
 
 
 @pytest.mark.parametrize(("key", "version"), CASES)
-@settings(max_examples=5, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=5,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
-def test_every_request_gets_an_error_response_it_can_encode(key: ApiKey, version: int, data) -> None:
+def test_every_request_gets_an_error_response_it_can_encode(
+    key: ApiKey, version: int, data
+) -> None:
     body = data.draw(message_strategy(request_class(key), version))
     if key == ApiKey.PRODUCE:
         body.acks = 1
@@ -59,13 +66,22 @@ def test_every_request_gets_an_error_response_it_can_encode(key: ApiKey, version
 
 
 def test_partitions_asked_for_are_answered_each():
-    body = ProduceRequest(acks=-1, timeout_ms=100, topic_data=[
-        ProduceRequest.TopicProduceData(name="a", partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=b""),
-            ProduceRequest.PartitionProduceData(index=3, records=b""),
-        ]),
-    ])  # fmt: skip
-    header = RequestHeader(api_key=int(ApiKey.PRODUCE), api_version=9, correlation_id=1, client_id="c")
+    body = ProduceRequest(
+        acks=-1,
+        timeout_ms=100,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="a",
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=b""),
+                    ProduceRequest.PartitionProduceData(index=3, records=b""),
+                ],
+            ),
+        ],
+    )
+    header = RequestHeader(
+        api_key=int(ApiKey.PRODUCE), api_version=9, correlation_id=1, client_id="c"
+    )
     response = error_response(Request(header=header, body=body, size=0))
     [topic] = response.responses
     assert topic.name == "a"
@@ -84,16 +100,37 @@ def test_a_failing_handler_answers_and_keeps_the_connection():
 
             return MetadataResponse(brokers=[], topics=[])
 
-        server = SocketServer("127.0.0.1", 0, {ApiKey.PRODUCE: broken, ApiKey.METADATA: metadata}, lambda e: None,
-                              1 << 20, on_error=error_response)  # fmt: skip
+        server = SocketServer(
+            "127.0.0.1",
+            0,
+            {ApiKey.PRODUCE: broken, ApiKey.METADATA: metadata},
+            lambda e: None,
+            1 << 20,
+            on_error=error_response,
+        )
         await server.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         try:
-            produce = ProduceRequest(acks=1, timeout_ms=100, topic_data=[
-                ProduceRequest.TopicProduceData(name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"")]),
-            ])  # fmt: skip
-            for correlation_id, key, version, body in ((1, ApiKey.PRODUCE, 8, produce), (2, ApiKey.METADATA, 9, MetadataRequest(topics=None))):
-                header = RequestHeader(api_key=int(key), api_version=version, correlation_id=correlation_id, client_id="c")
+            produce = ProduceRequest(
+                acks=1,
+                timeout_ms=100,
+                topic_data=[
+                    ProduceRequest.TopicProduceData(
+                        name="t",
+                        partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"")],
+                    ),
+                ],
+            )
+            for correlation_id, key, version, body in (
+                (1, ApiKey.PRODUCE, 8, produce),
+                (2, ApiKey.METADATA, 9, MetadataRequest(topics=None)),
+            ):
+                header = RequestHeader(
+                    api_key=int(key),
+                    api_version=version,
+                    correlation_id=correlation_id,
+                    client_id="c",
+                )
                 writer.write(encode_request(header, body))
             await writer.drain()
             answers = []
@@ -102,11 +139,14 @@ def test_a_failing_handler_answers_and_keeps_the_connection():
                 frame = await reader.readexactly(size)
                 answers.append(decode_response(frame, key, version))
             (cid, produced), (cid2, meta) = answers
-            assert cid == 1 and produced.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+            assert (
+                cid == 1
+                and produced.responses[0].partition_responses[0].error_code
+                == ErrorCode.UNKNOWN_SERVER_ERROR
+            )
             assert cid2 == 2 and meta.brokers == []
         finally:
             writer.close()
             await server.stop()
 
     asyncio.run(run())
-

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from logstore.protocol import errors
-from logstore.protocol.errors import KafkaException, ErrorCode, KafkaError, error_class, raise_for_code
-from logstore.protocol.errors import ProtocolError
+from logstore.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    KafkaException,
+    ProtocolError,
+    error_class,
+    raise_for_code,
+)
 
 
 def test_every_code_has_exactly_one_class() -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import uuid
 
-import logstore
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import logstore
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.errors import EncodeError
 from logstore.protocol.frame import decode_response, encode_response_chunks, splice_records
@@ -44,9 +44,13 @@ def _tagged(epoch_end, leader) -> dict:
     """The generic PartitionData's tagged fields; absent ones keep their defaults."""
     out = {}
     if epoch_end is not None:
-        out["diverging_epoch"] = FetchResponse.EpochEndOffset(epoch=epoch_end[0], end_offset=epoch_end[1])
+        out["diverging_epoch"] = FetchResponse.EpochEndOffset(
+            epoch=epoch_end[0], end_offset=epoch_end[1]
+        )
     if leader is not None:
-        out["current_leader"] = FetchResponse.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+        out["current_leader"] = FetchResponse.LeaderIdAndEpoch(
+            leader_id=leader[0], leader_epoch=leader[1]
+        )
     return out
 
 
@@ -66,8 +70,11 @@ def _generic(correlation_id, version, error_code, session_id, topics, endpoints=
                         high_watermark=hw,
                         last_stable_offset=lso,
                         log_start_offset=log_start,
-                        aborted_transactions=None if aborted is None else [
-                            FetchResponse.AbortedTransaction(producer_id=p, first_offset=f) for p, f in aborted
+                        aborted_transactions=None
+                        if aborted is None
+                        else [
+                            FetchResponse.AbortedTransaction(producer_id=p, first_offset=f)
+                            for p, f in aborted
                         ],
                         preferred_read_replica=preferred,
                         records=DeferredRecords(len(records), records) if records else b"",
@@ -78,16 +85,29 @@ def _generic(correlation_id, version, error_code, session_id, topics, endpoints=
             )
             for name, topic_id, parts in topics
         ],
-        node_endpoints=[FetchResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints],
+        node_endpoints=[
+            FetchResponse.NodeEndpoint(node_id=n, host=h, port=p, rack=r)
+            for n, h, p, r in endpoints
+        ],
     )
     return _flatten(encode_response_chunks(correlation_id, ApiKey.FETCH, version, body))
 
 
 def _native(correlation_id, version, error_code, session_id, topics, endpoints=None) -> bytes:
     head, records_at = logstore.encode_fetch_response(
-        correlation_id, version, error_code, session_id,
+        correlation_id,
+        version,
+        error_code,
+        session_id,
         [
-            (name, topic_id.int, [(i, e, hw, lso, ls, ab, len(rec), *tags) for i, e, hw, lso, ls, ab, rec, *tags in parts])
+            (
+                name,
+                topic_id.int,
+                [
+                    (i, e, hw, lso, ls, ab, len(rec), *tags)
+                    for i, e, hw, lso, ls, ab, rec, *tags in parts
+                ],
+            )
             for name, topic_id, parts in topics
         ],
         node_endpoints=endpoints,
@@ -97,9 +117,17 @@ def _native(correlation_id, version, error_code, session_id, topics, endpoints=N
 
 
 @settings(max_examples=300, deadline=None)
-@given(version=VERSIONS, correlation_id=st.integers(-(2**31), 2**31 - 1), error_code=st.integers(0, 120),
-       session_id=st.integers(0, 2**31 - 1), topics=TOPICS, endpoints=ENDPOINTS)
-def test_native_encoding_matches_the_schema_codec(version, correlation_id, error_code, session_id, topics, endpoints):
+@given(
+    version=VERSIONS,
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    error_code=st.integers(0, 120),
+    session_id=st.integers(0, 2**31 - 1),
+    topics=TOPICS,
+    endpoints=ENDPOINTS,
+)
+def test_native_encoding_matches_the_schema_codec(
+    version, correlation_id, error_code, session_id, topics, endpoints
+):
     assert _native(correlation_id, version, error_code, session_id, topics, endpoints) == _generic(
         correlation_id, version, error_code, session_id, topics, endpoints
     )
@@ -108,9 +136,22 @@ def test_native_encoding_matches_the_schema_codec(version, correlation_id, error
 def test_a_spliced_frame_decodes_with_its_records():
     topic_id = uuid.uuid4()
     for version in (4, 11, 12, 13, 17):
-        frame = _native(3, version, 0, 99, [("t", topic_id, [
-            (0, 0, 5, 5, 0, [(7, 1)], b"abc", -1, None, None), (1, 0, 2, 2, 0, None, b"", -1, None, None),
-        ])])
+        frame = _native(
+            3,
+            version,
+            0,
+            99,
+            [
+                (
+                    "t",
+                    topic_id,
+                    [
+                        (0, 0, 5, 5, 0, [(7, 1)], b"abc", -1, None, None),
+                        (1, 0, 2, 2, 0, None, b"", -1, None, None),
+                    ],
+                )
+            ],
+        )
         assert int.from_bytes(frame[:4], "big") == len(frame) - 4
         correlation_id, body = decode_response(frame[4:], ApiKey.FETCH, version)
         assert correlation_id == 3
@@ -125,7 +166,10 @@ def test_a_spliced_frame_decodes_with_its_records():
 def test_tagged_fields_decode_around_the_records():
     topic_id = uuid.uuid4()
     endpoints = [(1, "broker-1", 9092, None), (2, "broker-2", 9093, "rack-b")]
-    parts = [(0, 0, 5, 5, 0, None, b"abc", 2, (3, 40), (1, 7)), (1, 0, 2, 2, 0, None, b"xy", -1, None, (2, 8))]
+    parts = [
+        (0, 0, 5, 5, 0, None, b"abc", 2, (3, 40), (1, 7)),
+        (1, 0, 2, 2, 0, None, b"xy", -1, None, (2, 8)),
+    ]
     for version in range(4, 18):
         frame = _native(3, version, 0, 99, [("t", topic_id, parts)], endpoints)
         assert int.from_bytes(frame[:4], "big") == len(frame) - 4

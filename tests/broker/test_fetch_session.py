@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from logstore.protocol.error_codes import ErrorCode
 from broker_py.server.fetch_context import (
-    PartitionRead,
     FullFetchContext,
     IncrementalFetchContext,
+    PartitionRead,
     SessionErrorContext,
     SessionlessFetchContext,
     new_context,
@@ -22,6 +21,7 @@ from broker_py.server.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.types import DeferredRecords
 
 
@@ -33,12 +33,22 @@ class FakeClock:
         return self.now
 
 
-def part(p: int, topic: str = "t", offset: int = 0, topic_id: uuid.UUID = NULL_UUID) -> CachedPartition:
+def part(
+    p: int, topic: str = "t", offset: int = 0, topic_id: uuid.UUID = NULL_UUID
+) -> CachedPartition:
     return CachedPartition(topic, topic_id, p, offset, 1 << 20)
 
 
-def read(fp: CachedPartition, hw: int, records: int = 0, error: ErrorCode = ErrorCode.NONE, log_start: int = 0):
-    return PartitionRead(fp, int(error), hw, log_start, DeferredRecords(records) if records else b"")
+def read(
+    fp: CachedPartition,
+    hw: int,
+    records: int = 0,
+    error: ErrorCode = ErrorCode.NONE,
+    log_start: int = 0,
+):
+    return PartitionRead(
+        fp, int(error), hw, log_start, DeferredRecords(records) if records else b""
+    )
 
 
 def full_session(cache: FetchSessionCache, n: int = 3, hw: int = 5) -> int:
@@ -66,7 +76,11 @@ def test_full_request_creates_a_session_and_incremental_ones_send_only_news():
     error, got_sid, sent = ctx.respond([read(p, 5) for p in ctx.partitions])
     assert (error, got_sid, sent) == (0, sid, [])
     ctx = new_context(cache, 12, sid, 2, [], [])
-    updates = [read(ctx.partitions[0], 5), read(ctx.partitions[1], 7, records=100), read(ctx.partitions[2], 6)]
+    updates = [
+        read(ctx.partitions[0], 5),
+        read(ctx.partitions[1], 7, records=100),
+        read(ctx.partitions[2], 6),
+    ]
     _, _, sent = ctx.respond(updates)
     assert [r.fetch.partition for r in sent] == [1, 2]
     # Partition 1 returned records, so it moved to the end of the session.
@@ -78,7 +92,9 @@ def test_an_error_is_always_sent_and_the_recovery_too():
     sid = full_session(cache, n=1)
     for epoch in (1, 2):
         ctx = new_context(cache, 12, sid, epoch, [], [])
-        _, _, sent = ctx.respond([read(ctx.partitions[0], -1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)])
+        _, _, sent = ctx.respond(
+            [read(ctx.partitions[0], -1, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)]
+        )
         assert len(sent) == 1
     ctx = new_context(cache, 12, sid, 3, [], [])
     _, _, sent = ctx.respond([read(ctx.partitions[0], 5)])
@@ -90,9 +106,15 @@ def test_incremental_request_updates_adds_and_forgets_partitions():
     sid = full_session(cache)
     ctx = new_context(cache, 12, sid, 1, [part(1, offset=40), part(7, offset=3)], [("t", 0)])
     session = cache.get(sid)
-    assert [(p.partition, p.fetch_offset) for p in session.partitions.values()] == [(1, 40), (2, 0), (7, 3)]
+    assert [(p.partition, p.fetch_offset) for p in session.partitions.values()] == [
+        (1, 40),
+        (2, 0),
+        (7, 3),
+    ]
     _, _, sent = ctx.respond([read(p, 5) for p in ctx.partitions])
-    assert [r.fetch.partition for r in sent] == [7], "only the new partition's high watermark is news"
+    assert [r.fetch.partition for r in sent] == [7], (
+        "only the new partition's high watermark is news"
+    )
 
 
 def test_forgetting_every_partition_closes_the_session():
@@ -108,7 +130,10 @@ def test_session_errors():
     cache = FetchSessionCache(10)
     sid = full_session(cache)
     unknown = new_context(cache, 12, sid + 1 if sid < INT32_MAX else 1, 1, [], [])
-    assert isinstance(unknown, SessionErrorContext) and unknown.respond([])[0] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert (
+        isinstance(unknown, SessionErrorContext)
+        and unknown.respond([])[0] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    )
     wrong_epoch = new_context(cache, 12, sid, 2, [], [])
     assert wrong_epoch.respond([])[0] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
     ids = new_context(cache, 13, sid, 1, [], [])
@@ -171,7 +196,10 @@ def test_eviction_of_a_busy_cache_prefers_bigger_sessions_and_protects_young_one
     small = full_session(cache, n=1)
     big = full_session(cache, n=5)
     # Both young: a new session of any size is refused.
-    assert new_context(cache, 12, 0, 0, [part(i) for i in range(9)], []).respond([])[1] == INVALID_SESSION_ID
+    assert (
+        new_context(cache, 12, 0, 0, [part(i) for i in range(9)], []).respond([])[1]
+        == INVALID_SESSION_ID
+    )
     clock.now += 200
     for sid, epoch in ((small, 1), (big, 1)):  # both in use, so neither is stale
         new_context(cache, 12, sid, epoch, [], [])

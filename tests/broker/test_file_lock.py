@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.log.file_lock import LOCK_FILE, FileLock, LogDirInUseError, lock_log_dirs
+from broker_py.server.kafka_server import KafkaServer
 
 HOLD = """
 import fcntl, os, sys, time
@@ -26,7 +26,9 @@ time.sleep(60)
 
 
 def _hold(path: str, kind: str) -> subprocess.Popen[str]:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, path, kind], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, path, kind], stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     return holder
 

@@ -19,14 +19,11 @@ import contextlib
 import time
 import types
 
-import logstore
 import pytest
 
-from broker_py.server.kafka_server import KafkaServer
+import logstore
 from broker_py.config.kafka_config import BrokerConfig
-from logstore.protocol.error_codes import ErrorCode
 from broker_py.coordinator.group.group_coordinator import GroupCoordinator
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -35,10 +32,13 @@ from broker_py.coordinator.group.group_metadata_records import (
     decode_offset_commit_value,
     partition_for,
 )
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.server.handlers import call
 from broker_py.server.handlers.groups import HANDLERS
+from broker_py.server.kafka_server import KafkaServer
 from broker_py.utils.time import MockTime
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.frame import Request
 from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -125,8 +125,15 @@ class Cluster:
     async def call(self, api_key: ApiKey, version: int, body, client_id: str = "consumer-1"):
         wire = body.encode(version)
         decoded = type(body).decode(wire, version)
-        header = RequestHeader(api_key=int(api_key), api_version=version, correlation_id=1, client_id=client_id)
-        response = await call(HANDLERS[api_key], self.apis, Request(header=header, body=decoded, size=len(wire)), CONNECTION)
+        header = RequestHeader(
+            api_key=int(api_key), api_version=version, correlation_id=1, client_id=client_id
+        )
+        response = await call(
+            HANDLERS[api_key],
+            self.apis,
+            Request(header=header, body=decoded, size=len(wire)),
+            CONNECTION,
+        )
         return type(response).decode(response.encode(version), version)
 
     # ---- group calls ----
@@ -151,7 +158,9 @@ class Cluster:
             member_id=member_id,
             group_instance_id=instance,
             protocol_type=protocol_type,
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols
+            ],
         )
         return await self.call(ApiKey.JOIN_GROUP, version, body, client_id)
 
@@ -161,27 +170,38 @@ class Cluster:
         assert first.error_code == E.MEMBER_ID_REQUIRED
         return await self.join(group, first.member_id, **kwargs)
 
-    async def sync(self, member_id, generation, assignments=None, group="g", version=3, instance=None):
+    async def sync(
+        self, member_id, generation, assignments=None, group="g", version=3, instance=None
+    ):
         body = SyncGroupRequest(
             group_id=group,
             generation_id=generation,
             member_id=member_id,
             group_instance_id=instance,
             assignments=[
-                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in (assignments or {}).items()
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                for m, a in (assignments or {}).items()
             ],
         )
         return await self.call(ApiKey.SYNC_GROUP, version, body)
 
     async def heartbeat(self, member_id, generation, group="g", version=3, instance=None):
-        body = HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id, group_instance_id=instance)
+        body = HeartbeatRequest(
+            group_id=group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance,
+        )
         return (await self.call(ApiKey.HEARTBEAT, version, body)).error_code
 
     async def leave(self, member_ids, group="g", version=3):
         if version < 3:
             body = LeaveGroupRequest(group_id=group, member_id=member_ids[0])
         else:
-            body = LeaveGroupRequest(group_id=group, members=[LeaveGroupRequest.MemberIdentity(member_id=m) for m in member_ids])
+            body = LeaveGroupRequest(
+                group_id=group,
+                members=[LeaveGroupRequest.MemberIdentity(member_id=m) for m in member_ids],
+            )
         return await self.call(ApiKey.LEAVE_GROUP, version, body)
 
     async def commit(self, offsets, group="g", generation=-1, member_id="", version=8):
@@ -201,10 +221,15 @@ class Cluster:
             group_id=group,
             generation_id_or_member_epoch=generation,
             member_id=member_id,
-            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
+                for t, ps in topics.items()
+            ],
         )
         response = await self.call(ApiKey.OFFSET_COMMIT, version, body)
-        return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+        return {
+            (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+        }
 
     async def fetch(self, partitions=None, group="g", version=7):
         """{(topic, partition): (offset, leader_epoch, metadata, error)}; top-level error."""
@@ -222,7 +247,12 @@ class Cluster:
                         group_id=group,
                         topics=None
                         if topics is None
-                        else [OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps) for t, ps in topics],
+                        else [
+                            OffsetFetchRequest.OffsetFetchRequestTopics(
+                                name=t, partition_indexes=ps
+                            )
+                            for t, ps in topics
+                        ],
                     )
                 ]
             )
@@ -235,26 +265,42 @@ class Cluster:
                 group_id=group,
                 topics=None
                 if topics is None
-                else [OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in topics],
+                else [
+                    OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
+                    for t, ps in topics
+                ],
             )
             response = await self.call(ApiKey.OFFSET_FETCH, version, body)
             error, response_topics = response.error_code, response.topics
         out = {
-            (t.name, p.partition_index): (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+            (t.name, p.partition_index): (
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.metadata,
+                p.error_code,
+            )
             for t in response_topics
             for p in t.partitions
         }
         return out, error
 
     async def describe(self, group="g", version=5):
-        response = await self.call(ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest(groups=[group]))
+        response = await self.call(
+            ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest(groups=[group])
+        )
         (described,) = response.groups
         return described
 
     def offsets_log_records(self, group="g"):
         """(key, value) of every record in the group's __consumer_offsets partition."""
-        log = self.apis.replica_manager.get_partition(OFFSETS_TOPIC, partition_for(group, PARTITIONS)).log.local_log
-        data = log.read(log.log_start_offset, 1 << 20) if log.log_end_offset > log.log_start_offset else b""
+        log = self.apis.replica_manager.get_partition(
+            OFFSETS_TOPIC, partition_for(group, PARTITIONS)
+        ).log.local_log
+        data = (
+            log.read(log.log_start_offset, 1 << 20)
+            if log.log_end_offset > log.log_start_offset
+            else b""
+        )
         return [(r.key, r.value) for b in logstore.decode_batches(data) for r in b.records]
 
 
@@ -282,7 +328,9 @@ async def stable_group(c: Cluster, n: int, group="g", **join_kwargs):
     the first delay make the group wait once more) and 10 ms: timers are due at float
     deadlines, and the margin keeps every advance off them."""
     joins = await c.completed(
-        asyncio.gather(*(c.join_new(group, client_id=f"consumer-{i}", **join_kwargs) for i in range(n))),
+        asyncio.gather(
+            *(c.join_new(group, client_id=f"consumer-{i}", **join_kwargs) for i in range(n))
+        ),
         after=2 * c.initial_delay_s() + 0.01,
     )
     assert {j.error_code for j in joins} == {0}
@@ -309,7 +357,12 @@ def test_three_members_one_leader_and_everyone_gets_its_assignment(tmp_path):
         # The initial delay lets all three join the first generation together.
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=150) as c:
             metadata = {f"consumer-{i}": f"subscription-{i}".encode() for i in range(3)}
-            joining = asyncio.gather(*(c.join_new(client_id=cid, protocols=[("range", md)]) for cid, md in metadata.items()))
+            joining = asyncio.gather(
+                *(
+                    c.join_new(client_id=cid, protocols=[("range", md)])
+                    for cid, md in metadata.items()
+                )
+            )
             await c.advance(0.1)
             assert not joining.done()
             # 150 ms: members joined during the delay, so the group waits 150 ms more.
@@ -348,23 +401,37 @@ def test_three_members_one_leader_and_everyone_gets_its_assignment(tmp_path):
                 assert (r.error_code, r.assignment) == (0, assignments[m])
 
             described = await c.describe()
-            assert (described.error_code, described.group_state, described.protocol_type, described.protocol_data) == (
+            assert (
+                described.error_code,
+                described.group_state,
+                described.protocol_type,
+                described.protocol_data,
+            ) == (
                 0,
                 "Stable",
                 "consumer",
                 "range",
             )
-            assert {m.member_id: (m.member_metadata, m.member_assignment) for m in described.members} == {
-                mid: (metadata[cid], assignments[mid]) for mid, cid in zip(member_ids, metadata)
-            }
+            assert {
+                m.member_id: (m.member_metadata, m.member_assignment) for m in described.members
+            } == {mid: (metadata[cid], assignments[mid]) for mid, cid in zip(member_ids, metadata)}
             assert {m.client_host for m in described.members} == {"/10.1.2.3"}
             for m in member_ids:
                 assert await c.heartbeat(m, 1) == E.NONE
 
             # The completed rebalance is in __consumer_offsets as GroupMetadata v3.
-            (_key, value) = [(k, v) for k, v in c.offsets_log_records() if isinstance(decode_key(k), GroupMetadataKey)][-1]
+            (_key, value) = [
+                (k, v)
+                for k, v in c.offsets_log_records()
+                if isinstance(decode_key(k), GroupMetadataKey)
+            ][-1]
             stored = decode_group_metadata_value(value)
-            assert (stored.generation, stored.protocol_type, stored.protocol, stored.leader) == (1, "consumer", "range", leader)
+            assert (stored.generation, stored.protocol_type, stored.protocol, stored.leader) == (
+                1,
+                "consumer",
+                "range",
+                leader,
+            )
             assert {m.member_id: (m.subscription, m.assignment) for m in stored.members} == {
                 mid: (metadata[cid], assignments[mid]) for mid, cid in zip(member_ids, metadata)
             }
@@ -395,10 +462,15 @@ def test_member_id_required_flow(tmp_path):
         async with cluster(tmp_path) as c:
             first = await c.join(version=4, client_id="rdkafka")
             assert first.error_code == E.MEMBER_ID_REQUIRED
-            assert first.member_id.startswith("rdkafka-") and len(first.member_id) > len("rdkafka-") + 30
+            assert (
+                first.member_id.startswith("rdkafka-")
+                and len(first.member_id) > len("rdkafka-") + 30
+            )
             assert first.generation_id == -1
             # No initial delay: the rebalance completes when the clock runs its due timers.
-            second = await c.completed(c.join(member_id=first.member_id, version=4, client_id="rdkafka"))
+            second = await c.completed(
+                c.join(member_id=first.member_id, version=4, client_id="rdkafka")
+            )
             assert (second.error_code, second.member_id, second.generation_id, second.leader) == (
                 0,
                 first.member_id,
@@ -411,7 +483,9 @@ def test_member_id_required_flow(tmp_path):
             # A member id that was never handed out is unknown.
             bogus = await c.join(member_id="nobody", version=4)
             assert bogus.error_code == E.UNKNOWN_MEMBER_ID
-            assert (await c.join("no-such-group", member_id="nobody")).error_code == E.UNKNOWN_MEMBER_ID
+            assert (
+                await c.join("no-such-group", member_id="nobody")
+            ).error_code == E.UNKNOWN_MEMBER_ID
 
     run(main())
 
@@ -445,7 +519,11 @@ def test_leave_group_rebalances_with_a_new_generation(tmp_path, leave_version):
             assert await c.heartbeat(leader, generation) == E.REBALANCE_IN_PROGRESS
             assert (await c.describe()).group_state == "PreparingRebalance"
             rejoin = await c.join(member_id=leader)  # every remaining member rejoined: done
-            assert (rejoin.error_code, rejoin.generation_id, rejoin.leader) == (0, generation + 1, leader)
+            assert (rejoin.error_code, rejoin.generation_id, rejoin.leader) == (
+                0,
+                generation + 1,
+                leader,
+            )
             assert [m.member_id for m in rejoin.members] == [leader]
             assert (await c.sync(leader, generation + 1, {leader: b"all"})).assignment == b"all"
             assert await c.heartbeat(follower, generation + 1) == E.UNKNOWN_MEMBER_ID
@@ -480,7 +558,10 @@ def test_session_expiry_removes_the_member(tmp_path):
             assert errors[:3] == [E.NONE] * 3 and errors[4:] == [E.REBALANCE_IN_PROGRESS] * 4
             assert follower not in c.coordinator.groups["g"].members
             rejoin = await c.join(member_id=leader, session=200)
-            assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (generation + 1, [leader])
+            assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (
+                generation + 1,
+                [leader],
+            )
             assert await c.heartbeat(follower, generation) == E.UNKNOWN_MEMBER_ID
 
     run(main())
@@ -498,7 +579,10 @@ def test_members_that_do_not_rejoin_are_dropped_after_the_rebalance_timeout(tmp_
             await c.advance(0.02)  # past the 300 ms rebalance timeout
             rejoin = await rejoining
             assert 0.25 <= c.time.monotonic() - started < 2
-            assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (generation + 1, [leader])
+            assert (rejoin.generation_id, [m.member_id for m in rejoin.members]) == (
+                generation + 1,
+                [leader],
+            )
             assert len(c.coordinator.groups["g"].members) == 1
 
     run(main())
@@ -508,7 +592,10 @@ def test_follower_that_never_syncs_is_removed(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
             joins = await c.completed(
-                asyncio.gather(c.join_new(rebalance=250), c.join_new(rebalance=250, client_id="c2")), after=0.11
+                asyncio.gather(
+                    c.join_new(rebalance=250), c.join_new(rebalance=250, client_id="c2")
+                ),
+                after=0.11,
             )
             leader = joins[0].leader
             follower = next(j.member_id for j in joins if j.member_id != leader)
@@ -529,11 +616,20 @@ def test_rejoin_without_changes_keeps_the_generation(tmp_path):
             generation, leader, members = await stable_group(c, 2)
             follower = next(m for m in members if m != leader)
             same = await c.join(member_id=follower)
-            assert (same.error_code, same.generation_id, same.leader, same.members) == (0, generation, leader, [])
+            assert (same.error_code, same.generation_id, same.leader, same.members) == (
+                0,
+                generation,
+                leader,
+                [],
+            )
             assert (await c.describe()).group_state == "Stable"
-            assert (await c.sync(follower, generation)).assignment == f"assignment-of-{follower}".encode()
+            assert (
+                await c.sync(follower, generation)
+            ).assignment == f"assignment-of-{follower}".encode()
             # Changed metadata does rebalance.
-            changed = asyncio.ensure_future(c.join(member_id=follower, protocols=[("range", b"new-subscription")]))
+            changed = asyncio.ensure_future(
+                c.join(member_id=follower, protocols=[("range", b"new-subscription")])
+            )
             await c.advance(0.05)
             assert (await c.describe()).group_state == "PreparingRebalance"
             lead = await c.join(member_id=leader)
@@ -549,7 +645,10 @@ def test_protocol_selection_by_vote(tmp_path):
             joins = await c.completed(
                 asyncio.gather(
                     c.join_new(protocols=[("roundrobin", b"1"), ("range", b"1")]),
-                    c.join_new(protocols=[("range", b"2"), ("roundrobin", b"2"), ("sticky", b"2")], client_id="c2"),
+                    c.join_new(
+                        protocols=[("range", b"2"), ("roundrobin", b"2"), ("sticky", b"2")],
+                        client_id="c2",
+                    ),
                     c.join_new(protocols=[("range", b"3"), ("roundrobin", b"3")], client_id="c3"),
                 ),
                 after=0.21,
@@ -566,14 +665,18 @@ def test_protocol_selection_by_vote(tmp_path):
 
 def test_error_codes(tmp_path):
     async def main():
-        async with cluster(tmp_path, group_initial_rebalance_delay_ms=50, group_max_session_timeout_ms=60000) as c:
+        async with cluster(
+            tmp_path, group_initial_rebalance_delay_ms=50, group_max_session_timeout_ms=60000
+        ) as c:
             assert (await c.join(group="")).error_code == E.INVALID_GROUP_ID
             assert (await c.join(session=5)).error_code == E.INVALID_SESSION_TIMEOUT
             assert (await c.join(session=60001)).error_code == E.INVALID_SESSION_TIMEOUT
             assert (await c.join(protocols=[])).error_code == E.INCONSISTENT_GROUP_PROTOCOL
             assert await c.heartbeat("m", 0, group="") == E.INVALID_GROUP_ID
             assert await c.heartbeat("nobody", 1, group="no-such-group") == E.UNKNOWN_MEMBER_ID
-            assert (await c.sync("nobody", 1, group="no-such-group")).error_code == E.UNKNOWN_MEMBER_ID
+            assert (
+                await c.sync("nobody", 1, group="no-such-group")
+            ).error_code == E.UNKNOWN_MEMBER_ID
 
             generation, leader, members = await stable_group(c, 2)
             follower = next(m for m in members if m != leader)
@@ -584,29 +687,41 @@ def test_error_codes(tmp_path):
 
             make_topic(c)
             tp = ("orders", 0)
-            assert (await c.commit({tp: (5, "")}, generation=generation + 1, member_id=leader))[tp] == E.ILLEGAL_GENERATION
-            assert (await c.commit({tp: (5, "")}, generation=generation, member_id="stranger"))[tp] == E.UNKNOWN_MEMBER_ID
+            assert (await c.commit({tp: (5, "")}, generation=generation + 1, member_id=leader))[
+                tp
+            ] == E.ILLEGAL_GENERATION
+            assert (await c.commit({tp: (5, "")}, generation=generation, member_id="stranger"))[
+                tp
+            ] == E.UNKNOWN_MEMBER_ID
             # A simple (generation -1) commit is not allowed into a group with members.
             assert (await c.commit({tp: (5, "")}))[tp] == E.UNKNOWN_MEMBER_ID
             # An unknown generation for a group that does not exist.
-            assert (await c.commit({tp: (5, "")}, group="gone", generation=3, member_id="m"))[tp] == E.ILLEGAL_GENERATION
+            assert (await c.commit({tp: (5, "")}, group="gone", generation=3, member_id="m"))[
+                tp
+            ] == E.ILLEGAL_GENERATION
 
             # PreparingRebalance: heartbeats and syncs say so; commits still work.
             rejoin = asyncio.ensure_future(c.join(member_id=leader))
             await c.advance(0.02)
             assert await c.heartbeat(follower, generation) == E.REBALANCE_IN_PROGRESS
             assert (await c.sync(follower, generation)).error_code == E.REBALANCE_IN_PROGRESS
-            assert (await c.commit({tp: (6, "")}, generation=generation, member_id=follower))[tp] == E.NONE
+            assert (await c.commit({tp: (6, "")}, generation=generation, member_id=follower))[
+                tp
+            ] == E.NONE
             follower_join = await c.join(member_id=follower)
             lead = await rejoin
             assert lead.generation_id == follower_join.generation_id == generation + 1
             # CompletingRebalance: a commit must wait for the assignment; heartbeats are fine.
-            assert (await c.commit({tp: (7, "")}, generation=generation + 1, member_id=follower))[tp] == E.REBALANCE_IN_PROGRESS
+            assert (await c.commit({tp: (7, "")}, generation=generation + 1, member_id=follower))[
+                tp
+            ] == E.REBALANCE_IN_PROGRESS
             assert await c.heartbeat(follower, generation + 1) == E.NONE
             # A follower waiting in SyncGroup is told to rejoin when a rebalance starts.
             waiting = asyncio.ensure_future(c.sync(follower, generation + 1))
             await c.advance(0.02)
-            changed = asyncio.ensure_future(c.join(member_id=leader, protocols=[("range", b"changed")]))
+            changed = asyncio.ensure_future(
+                c.join(member_id=leader, protocols=[("range", b"changed")])
+            )
             assert (await waiting).error_code == E.REBALANCE_IN_PROGRESS
             await c.join(member_id=follower)
             assert (await changed).error_code == 0
@@ -627,24 +742,40 @@ def test_group_max_size(tmp_path):
 def test_static_member_rejoin_keeps_its_assignment(tmp_path):
     async def main():
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
-            a, b = await c.completed(asyncio.gather(c.join(instance="i-a"), c.join(instance="i-b", client_id="c2")), after=0.11)
+            a, b = await c.completed(
+                asyncio.gather(c.join(instance="i-a"), c.join(instance="i-b", client_id="c2")),
+                after=0.11,
+            )
             assert {a.error_code, b.error_code} == {0}  # static members need no MEMBER_ID_REQUIRED
             leader = a.leader
             assignments = {a.member_id: b"A", b.member_id: b"B"}
-            await asyncio.gather(*(c.sync(m, 1, assignments if m == leader else None) for m in assignments))
-            follower, follower_instance = (b.member_id, "i-b") if leader == a.member_id else (a.member_id, "i-a")
+            await asyncio.gather(
+                *(c.sync(m, 1, assignments if m == leader else None) for m in assignments)
+            )
+            follower, follower_instance = (
+                (b.member_id, "i-b") if leader == a.member_id else (a.member_id, "i-a")
+            )
             # The follower restarts: same instance id, no member id, same subscription.
             again = await c.join(instance=follower_instance)
             assert again.error_code == 0 and again.member_id != follower
             assert (again.generation_id, again.leader) == (1, leader)
             assert (await c.describe()).group_state == "Stable"
-            assert (await c.sync(again.member_id, 1, instance=follower_instance)).assignment == assignments[follower]
+            assert (
+                await c.sync(again.member_id, 1, instance=follower_instance)
+            ).assignment == assignments[follower]
             # The old member id of that instance is fenced.
-            assert await c.heartbeat(follower, 1, instance=follower_instance) == E.FENCED_INSTANCE_ID
+            assert (
+                await c.heartbeat(follower, 1, instance=follower_instance) == E.FENCED_INSTANCE_ID
+            )
             assert await c.heartbeat(again.member_id, 1, instance=follower_instance) == E.NONE
             # LeaveGroup by instance id alone removes the member.
             body = LeaveGroupRequest(
-                group_id="g", members=[LeaveGroupRequest.MemberIdentity(member_id="", group_instance_id=follower_instance)]
+                group_id="g",
+                members=[
+                    LeaveGroupRequest.MemberIdentity(
+                        member_id="", group_instance_id=follower_instance
+                    )
+                ],
             )
             left = await c.call(ApiKey.LEAVE_GROUP, 4, body)
             assert left.members[0].error_code == 0
@@ -656,7 +787,9 @@ def test_static_member_rejoin_keeps_its_assignment(tmp_path):
 def test_stop_answers_waiting_joins(tmp_path):
     async def main():
         broker = make_broker(tmp_path, group_initial_rebalance_delay_ms=10_000)
-        broker.apis.group_coordinator = coordinator = GroupCoordinator(broker.apis, time=mock_time())
+        broker.apis.group_coordinator = coordinator = GroupCoordinator(
+            broker.apis, time=mock_time()
+        )
         await coordinator.start()
         c = Cluster(broker)
         joining = asyncio.ensure_future(c.join_new())
@@ -666,7 +799,9 @@ def test_stop_answers_waiting_joins(tmp_path):
         assert (await joining).error_code == E.NOT_COORDINATOR
         assert await c.heartbeat("m", 1) == E.COORDINATOR_NOT_AVAILABLE
         group = coordinator.groups["g"]
-        assert group.delayed_join is None and all(m.heartbeat_timer is None for m in group.members.values())
+        assert group.delayed_join is None and all(
+            m.heartbeat_timer is None for m in group.members.values()
+        )
         broker.log_manager.shutdown()
 
     run(main())
@@ -715,14 +850,20 @@ def test_commit_and_fetch_offsets(tmp_path):
             old, _ = await c.fetch([("orders", 0)], group="simple", version=1)
             assert old == {("orders", 0): (100, -1, "worker-7 checkpoint", 0)}
             # Unknown group: -1 for everything asked, nothing when asking for all.
-            assert (await c.fetch([("orders", 0)], group="nobody"))[0] == {("orders", 0): (-1, -1, "", 0)}
+            assert (await c.fetch([("orders", 0)], group="nobody"))[0] == {
+                ("orders", 0): (-1, -1, "", 0)
+            }
             assert (await c.fetch(None, group="nobody"))[0] == {}
             # A later commit wins; OffsetCommit v2 carries no leader epoch.
             await c.commit({("orders", 0): (150, "later", 9)}, group="simple", version=2)
-            assert (await c.fetch([("orders", 0)], group="simple"))[0] == {("orders", 0): (150, -1, "later", 0)}
+            assert (await c.fetch([("orders", 0)], group="simple"))[0] == {
+                ("orders", 0): (150, -1, "later", 0)
+            }
             # The group shows up as an Empty group without protocol type.
             listed = await c.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
-            assert [(g.group_id, g.protocol_type, g.group_state) for g in listed.groups] == [("simple", "", "Empty")]
+            assert [(g.group_id, g.protocol_type, g.group_state) for g in listed.groups] == [
+                ("simple", "", "Empty")
+            ]
 
     run(main())
 
@@ -745,10 +886,15 @@ def test_group_members_commit_with_their_generation(tmp_path):
             make_topic(c)
             generation, _leader, members = await stable_group(c, 2)
             for i, m in enumerate(members):
-                errors = await c.commit({("orders", i): (10 * (i + 1), f"by {m}")}, generation=generation, member_id=m)
+                errors = await c.commit(
+                    {("orders", i): (10 * (i + 1), f"by {m}")}, generation=generation, member_id=m
+                )
                 assert errors == {("orders", i): 0}
             fetched, _ = await c.fetch([("orders", 0), ("orders", 1)], version=8)
-            assert fetched == {("orders", 0): (10, -1, f"by {members[0]}", 0), ("orders", 1): (20, -1, f"by {members[1]}", 0)}
+            assert fetched == {
+                ("orders", 0): (10, -1, f"by {members[0]}", 0),
+                ("orders", 1): (20, -1, f"by {members[1]}", 0),
+            }
 
     run(main())
 
@@ -780,11 +926,15 @@ def test_restart_reloads_the_stable_group_with_its_members_and_offsets(tmp_path)
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
             make_topic(c)
             generation, leader, members = await stable_group(c, 2)
-            await c.commit({("orders", 0): (42, "first", 2)}, generation=generation, member_id=leader)
+            await c.commit(
+                {("orders", 0): (42, "first", 2)}, generation=generation, member_id=leader
+            )
             await c.commit({("orders", 1): (7, "")}, group="simple")
             await c.commit({("orders", 1): (8, "newer")}, group="simple")
             await c.commit({("orders", 0): (1, "")}, group="deleted")
-            assert (await c.call(ApiKey.DELETE_GROUPS, 1, DeleteGroupsRequest(groups_names=["deleted"]))).results[0].error_code == 0
+            assert (
+                await c.call(ApiKey.DELETE_GROUPS, 1, DeleteGroupsRequest(groups_names=["deleted"]))
+            ).results[0].error_code == 0
 
         async with cluster(tmp_path, group_initial_rebalance_delay_ms=50) as c:
             assert (await c.fetch([("orders", 0)]))[0] == {("orders", 0): (42, 2, "first", 0)}
@@ -801,7 +951,11 @@ def test_restart_reloads_the_stable_group_with_its_members_and_offsets(tmp_path)
             (follower,) = [m for m in members if m != leader]
             assert await c.heartbeat(follower, generation) == E.NONE
             rejoined = await c.join(member_id=follower)  # same metadata: no rebalance
-            assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (0, generation, leader)
+            assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (
+                0,
+                generation,
+                leader,
+            )
             # The leader never comes back: it is removed once its session (10 s, from
             # the load) is up, and the group rebalances without it.
             await c.advance(6)
@@ -809,7 +963,11 @@ def test_restart_reloads_the_stable_group_with_its_members_and_offsets(tmp_path)
             await c.advance(5)
             assert await c.heartbeat(follower, generation) == E.REBALANCE_IN_PROGRESS
             rejoin = await c.completed(c.join(member_id=follower), after=0.01)
-            assert (rejoin.error_code, rejoin.generation_id, rejoin.leader) == (0, generation + 1, follower)
+            assert (rejoin.error_code, rejoin.generation_id, rejoin.leader) == (
+                0,
+                generation + 1,
+                follower,
+            )
             listed = await c.call(ApiKey.LIST_GROUPS, 0, ListGroupsRequest())
             assert sorted(g.group_id for g in listed.groups) == ["g", "simple"]
 
@@ -837,7 +995,11 @@ def test_offsets_expire_from_empty_groups(tmp_path):
             await c.commit({("orders", 0): (5, "")}, group="old")
             manager = c.coordinator.manager
             assert manager.expire_offsets() == 0  # within offsets.retention.minutes
-            far_future = manager.groups["old"].offsets[("orders", 0)].commit_timestamp + 7 * 24 * 3600 * 1000 + 1
+            far_future = (
+                manager.groups["old"].offsets[("orders", 0)].commit_timestamp
+                + 7 * 24 * 3600 * 1000
+                + 1
+            )
             assert manager.expire_offsets(far_future) == 1
             assert "old" not in c.coordinator.groups
             assert c.offsets_log_records("old")[-1][1] is None  # tombstone
@@ -889,24 +1051,41 @@ def test_describe_list_and_delete_groups(tmp_path):
             unknown = await c.describe("nope")
             assert (unknown.error_code, unknown.group_state, unknown.members) == (0, "Dead", [])
             with_ops = await c.call(
-                ApiKey.DESCRIBE_GROUPS, 3, DescribeGroupsRequest(groups=["active"], include_authorized_operations=True)
+                ApiKey.DESCRIBE_GROUPS,
+                3,
+                DescribeGroupsRequest(groups=["active"], include_authorized_operations=True),
             )
             assert with_ops.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
 
-            listed = await c.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["stable"]))
+            listed = await c.call(
+                ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["stable"])
+            )
             assert [(g.group_id, g.group_state) for g in listed.groups] == [("active", "Stable")]
-            listed = await c.call(ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["consumer"]))
+            listed = await c.call(
+                ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["consumer"])
+            )
             assert listed.groups == []
-            listed = await c.call(ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["classic"]))
-            assert sorted((g.group_id, g.group_type) for g in listed.groups) == [("active", "classic"), ("idle", "classic")]
+            listed = await c.call(
+                ApiKey.LIST_GROUPS, 5, ListGroupsRequest(types_filter=["classic"])
+            )
+            assert sorted((g.group_id, g.group_type) for g in listed.groups) == [
+                ("active", "classic"),
+                ("idle", "classic"),
+            ]
 
-            deleted = await c.call(ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["active", "idle", "nope"]))
+            deleted = await c.call(
+                ApiKey.DELETE_GROUPS,
+                2,
+                DeleteGroupsRequest(groups_names=["active", "idle", "nope"]),
+            )
             assert [(r.group_id, r.error_code) for r in deleted.results] == [
                 ("active", E.NON_EMPTY_GROUP),
                 ("idle", 0),
                 ("nope", E.GROUP_ID_NOT_FOUND),
             ]
-            assert (await c.fetch([("orders", 0)], group="idle"))[0] == {("orders", 0): (-1, -1, "", 0)}
+            assert (await c.fetch([("orders", 0)], group="idle"))[0] == {
+                ("orders", 0): (-1, -1, "", 0)
+            }
             assert c.offsets_log_records("idle")[-1][1] is None  # the offset's tombstone
             listed = await c.call(ApiKey.LIST_GROUPS, 0, ListGroupsRequest())
             assert [g.group_id for g in listed.groups] == ["active"]
@@ -923,11 +1102,27 @@ def test_find_coordinator(tmp_path):
                 assert (r.error_code, r.node_id, r.host, r.port) == (0, 0, "127.0.0.1", 19092)
             topic = c.apis.metadata_cache.get(OFFSETS_TOPIC)
             assert topic.partitions == PARTITIONS and topic.configs["cleanup.policy"] == "compact"
-            r = await c.call(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]))
-            assert [(x.key, x.error_code, x.node_id, x.port) for x in r.coordinators] == [("a", 0, 0, 19092), ("b", 0, 0, 19092)]
-            r = await c.call(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=["txn"]))
-            assert (r.coordinators[0].error_code, r.coordinators[0].node_id) == (E.COORDINATOR_NOT_AVAILABLE, -1)
-            r = await c.call(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=1))
+            r = await c.call(
+                ApiKey.FIND_COORDINATOR,
+                4,
+                FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]),
+            )
+            assert [(x.key, x.error_code, x.node_id, x.port) for x in r.coordinators] == [
+                ("a", 0, 0, 19092),
+                ("b", 0, 0, 19092),
+            ]
+            r = await c.call(
+                ApiKey.FIND_COORDINATOR,
+                4,
+                FindCoordinatorRequest(key_type=1, coordinator_keys=["txn"]),
+            )
+            assert (r.coordinators[0].error_code, r.coordinators[0].node_id) == (
+                E.COORDINATOR_NOT_AVAILABLE,
+                -1,
+            )
+            r = await c.call(
+                ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="txn", key_type=1)
+            )
             assert r.error_code == E.COORDINATOR_NOT_AVAILABLE
 
     run(main())

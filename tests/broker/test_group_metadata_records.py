@@ -113,7 +113,13 @@ def test_offset_commit_value_older_versions():
     v0 = struct.pack(">h", 0) + struct.pack(">q", 42) + s16("m") + struct.pack(">q", 1000)
     v = decode_offset_commit_value(v0)
     assert (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp) == (42, -1, "m", 1000)
-    v1 = struct.pack(">h", 1) + struct.pack(">q", 43) + s16("") + struct.pack(">q", 1000) + struct.pack(">q", 2000)
+    v1 = (
+        struct.pack(">h", 1)
+        + struct.pack(">q", 43)
+        + s16("")
+        + struct.pack(">q", 1000)
+        + struct.pack(">q", 2000)
+    )
     v = decode_offset_commit_value(v1)
     assert (v.offset, v.metadata, v.commit_timestamp, v.expire_timestamp) == (43, "", 1000, 2000)
     v2 = struct.pack(">h", 2) + struct.pack(">q", 44) + s16(None) + struct.pack(">q", 1000)
@@ -146,8 +152,12 @@ def test_unknown_value_version_is_an_error():
 
 def _members():
     return [
-        MemberMetadataValue("m-1", None, "client-a", "/10.0.0.1", 60000, 10000, b"\x00\x01sub", b"\x00\x01asg"),
-        MemberMetadataValue("m-2", "instance-2", "client-b", "/10.0.0.2", 45000, 6000, b"", b"assignment-2"),
+        MemberMetadataValue(
+            "m-1", None, "client-a", "/10.0.0.1", 60000, 10000, b"\x00\x01sub", b"\x00\x01asg"
+        ),
+        MemberMetadataValue(
+            "m-2", "instance-2", "client-b", "/10.0.0.2", 45000, 6000, b"", b"assignment-2"
+        ),
     ]
 
 
@@ -218,7 +228,12 @@ def test_group_metadata_value_older_versions():
     v = decode_group_metadata_value(v0)
     assert (v.generation, v.protocol, v.leader, v.current_state_timestamp) == (1, "range", "m", -1)
     m = v.members[0]
-    assert (m.member_id, m.group_instance_id, m.session_timeout, m.rebalance_timeout) == ("m", None, 30000, 30000)
+    assert (m.member_id, m.group_instance_id, m.session_timeout, m.rebalance_timeout) == (
+        "m",
+        None,
+        30000,
+        30000,
+    )
     assert (m.subscription, m.assignment) == (b"s", b"a")
     # v1: rebalance timeout before session timeout.
     v1 = (
@@ -239,7 +254,15 @@ def test_group_metadata_value_older_versions():
     m = decode_group_metadata_value(v1).members[0]
     assert (m.rebalance_timeout, m.session_timeout) == (50000, 10000)
     # v2: adds the state timestamp.
-    v2 = struct.pack(">h", 2) + s16("") + struct.pack(">i", 4) + s16(None) + s16(None) + struct.pack(">q", 99) + struct.pack(">i", 0)
+    v2 = (
+        struct.pack(">h", 2)
+        + s16("")
+        + struct.pack(">i", 4)
+        + s16(None)
+        + s16(None)
+        + struct.pack(">q", 99)
+        + struct.pack(">i", 0)
+    )
     v = decode_group_metadata_value(v2)
     assert (v.protocol_type, v.generation, v.current_state_timestamp, v.members) == ("", 4, 99, [])
 
@@ -302,7 +325,9 @@ def test_java_string_hashcode(s, expected):
         assert java_string_hashcode(s) == expected
 
 
-@pytest.mark.parametrize("group", ["", "my-group", "test-consumer-group", "polygenelubricants", "grüppe", "😀"])
+@pytest.mark.parametrize(
+    "group", ["", "my-group", "test-consumer-group", "polygenelubricants", "grüppe", "😀"]
+)
 def test_partition_for_is_abs_hash_mod_partitions(group):
     # Kafka's Utils.abs(x) is x & 0x7fffffff (so MIN_VALUE maps to 0, not to itself).
     assert partition_for(group, 50) == (reference_hashcode(group) & 0x7FFFFFFF) % 50

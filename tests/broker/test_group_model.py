@@ -152,7 +152,10 @@ class GroupMachine(RuleBasedStateMachine):
         if c.sync is not None and c.sync.done():
             result, c.sync = c.sync.result(), None
             if result.error == E.NONE:
-                assert result.assignment == f"{c.sync_generation}:{c.member_id}".encode(), (c.name, result)
+                assert result.assignment == f"{c.sync_generation}:{c.member_id}".encode(), (
+                    c.name,
+                    result,
+                )
             elif result.error == E.UNKNOWN_MEMBER_ID:
                 c.forget()
 
@@ -176,9 +179,18 @@ class GroupMachine(RuleBasedStateMachine):
             c.metadata = b"b" if c.metadata == b"a" else b"a"
         c.join = self.loop.create_task(
             self.coordinator.join_group(
-                GROUP, c.member_id, None, require_known, False, c.name, "/10.0.0.1",
-                rebalance_ms, session_ms, "consumer", [("range", c.metadata)],
-            )  # fmt: skip
+                GROUP,
+                c.member_id,
+                None,
+                require_known,
+                False,
+                c.name,
+                "/10.0.0.1",
+                rebalance_ms,
+                session_ms,
+                "consumer",
+                [("range", c.metadata)],
+            )
         )
         self.settle()
 
@@ -190,7 +202,9 @@ class GroupMachine(RuleBasedStateMachine):
         assignments = {m: f"{c.generation}:{m}".encode() for m in c.members} if c.leader else {}
         c.sync_generation = c.generation
         c.sync = self.loop.create_task(
-            self.coordinator.sync_group(GROUP, c.generation, c.member_id, "consumer", "range", None, assignments)
+            self.coordinator.sync_group(
+                GROUP, c.generation, c.member_id, "consumer", "range", None, assignments
+            )
         )
         self.settle()
 
@@ -215,7 +229,11 @@ class GroupMachine(RuleBasedStateMachine):
         for i in order:
             self.sync(i)
 
-    @rule(session_ms=st.sampled_from([100, 300]), rebalance_ms=st.sampled_from([100, 500]), require_known=st.booleans())
+    @rule(
+        session_ms=st.sampled_from([100, 300]),
+        rebalance_ms=st.sampled_from([100, 500]),
+        require_known=st.booleans(),
+    )
     def rebalance_round(self, session_ms, rebalance_ms, require_known):
         """Every idle client rejoins, the rebalance gets the time it needs (its initial
         delay, twice), and every client syncs: a Stable group, unless one was busy."""
@@ -282,7 +300,11 @@ class GroupMachine(RuleBasedStateMachine):
         before = self.group()
         kept = None
         if before is not None and before.is_(STABLE):
-            kept = (before.generation_id, before.leader_id, {m.member_id: m.assignment for m in before.members.values()})
+            kept = (
+                before.generation_id,
+                before.leader_id,
+                {m.member_id: m.assignment for m in before.members.values()},
+            )
         self.on_loop(self.coordinator.on_resignation, p)
         self.settle()
         self.on_loop(self.coordinator.on_election, p)
@@ -295,7 +317,11 @@ class GroupMachine(RuleBasedStateMachine):
         after = self.group()
         if kept is not None:
             assert after is not None and after.is_(STABLE), after
-            assert (after.generation_id, after.leader_id, {m.member_id: m.assignment for m in after.members.values()}) == kept
+            assert (
+                after.generation_id,
+                after.leader_id,
+                {m.member_id: m.assignment for m in after.members.values()},
+            ) == kept
 
     # ---- invariants ----
 
@@ -307,7 +333,10 @@ class GroupMachine(RuleBasedStateMachine):
         assert group.leader_id in group.members
         for member in group.members.values():
             assert not member.is_awaiting_join, member
-            assert member.assignment == f"{group.generation_id}:{member.member_id}".encode(), (group, member)
+            assert member.assignment == f"{group.generation_id}:{member.member_id}".encode(), (
+                group,
+                member,
+            )
 
     @invariant()
     def generation_never_goes_down(self):
@@ -329,7 +358,11 @@ class GroupMachine(RuleBasedStateMachine):
                 continue  # its expiry is ignored while it waits; the rebalance times it
             timer = member.heartbeat_timer
             assert timer is not None and not timer.cancelled(), member
-            limit = self.coordinator.new_member_join_timeout_ms if member.is_new else member.session_timeout_ms
+            limit = (
+                self.coordinator.new_member_join_timeout_ms
+                if member.is_new
+                else member.session_timeout_ms
+            )
             assert now < timer.deadline <= now + limit / 1000 + 1e-9, (member, timer.deadline - now)
         for member_id in group.pending_members:
             timer = group.pending_member_timers.get(member_id)

@@ -9,7 +9,6 @@ import time
 from types import SimpleNamespace
 
 import logstore
-
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.log.log_cleaner_manager import LogCleaner
 

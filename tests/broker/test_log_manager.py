@@ -206,7 +206,6 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     import asyncio
 
     import logstore
-
     from broker_py.log import log_dir_mover
 
     a, b = _dirs(tmp_path)
@@ -264,7 +263,6 @@ def _moving_broker(tmp_path, monkeypatch, dirs=("a", "b", "c")):
     import threading
 
     import logstore
-
     from broker_py.log import log_dir_mover
 
     paths = []
@@ -369,5 +367,7 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     # u-0 starts again, empty, for the topic id the metadata names
     assert again.apis.replica_manager.get_partition("u", 0).log_end_offset == 0
     assert os.path.isdir(t0)
-    assert again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics) == []  # nothing left to set aside
+    assert (
+        again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics) == []
+    )  # nothing left to set aside
     again.log_manager.shutdown()

@@ -18,12 +18,19 @@ ME = 2
 
 
 def update(*broker_ids: int) -> UpdateMetadataRequestData:
-    live = tuple(BrokerRegistration(BrokerInfo(b, [EndPoint("PLAINTEXT", "127.0.0.1", 9000 + b, "PLAINTEXT")]), 10 + b) for b in broker_ids)
+    live = tuple(
+        BrokerRegistration(
+            BrokerInfo(b, [EndPoint("PLAINTEXT", "127.0.0.1", 9000 + b, "PLAINTEXT")]), 10 + b
+        )
+        for b in broker_ids
+    )
     return UpdateMetadataRequestData(1, 1, 11, (), {}, live)
 
 
 def apis_with(cache: MetadataCache, request_timeout_ms: int = 30_000):
-    return types.SimpleNamespace(metadata_cache=cache, config={"request.timeout.ms": request_timeout_ms})
+    return types.SimpleNamespace(
+        metadata_cache=cache, config={"request.timeout.ms": request_timeout_ms}
+    )
 
 
 def answer(apis, request, connection):

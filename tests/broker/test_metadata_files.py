@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from broker_py.server.kafka_server import KafkaServer
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.server.metadata_file import MetadataFileError
 from broker_py.controller.topic_metadata import METADATA_DIR
+from broker_py.server.kafka_server import KafkaServer
+from broker_py.server.metadata_file import MetadataFileError
 
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
 GOOD_UUID = "0" * 31 + "1"
@@ -21,21 +21,47 @@ GOOD_UUID = "0" * 31 + "1"
     [
         ("topics.json", '{"version": 1, "topics": {"t": {"topic_id"', "is not valid JSON"),
         ("topics.json", "[1, 2]", "holds a JSON list, not an object"),
-        ("topics.json", '{"topics": {"t": {"partitions": 1}}}', "lacks the key or names an unknown value 'topic_id'"),
-        ("topics.json", '{"topics": {"t": {"topic_id": "zz", "partitions": 1}}}', "badly formed hexadecimal UUID"),
-        ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": "3"}}}' % GOOD_UUID, "not a positive integer"),
-        ("topics.json", '{"topics": {"t": {"topic_id": "%s", "partitions": 0}}}' % GOOD_UUID, "not a positive integer"),
+        (
+            "topics.json",
+            '{"topics": {"t": {"partitions": 1}}}',
+            "lacks the key or names an unknown value 'topic_id'",
+        ),
+        (
+            "topics.json",
+            '{"topics": {"t": {"topic_id": "zz", "partitions": 1}}}',
+            "badly formed hexadecimal UUID",
+        ),
+        (
+            "topics.json",
+            '{"topics": {"t": {"topic_id": "%s", "partitions": "3"}}}' % GOOD_UUID,
+            "not a positive integer",
+        ),
+        (
+            "topics.json",
+            '{"topics": {"t": {"topic_id": "%s", "partitions": 0}}}' % GOOD_UUID,
+            "not a positive integer",
+        ),
         ("topics.json", b"\xff\xfe{}", "cannot be read"),
         ("cluster-metadata.json", '{"version": 1, "topics": ', "is not valid JSON"),
         ("cluster-metadata.json", "[1, 2]", "holds a JSON list, not an object"),
         ("acls.json", '{"acls": [["TOPIC", "t", "LITERAL"]]}', "malformed entry"),
-        ("acls.json", '{"acls": [["NOPE", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"]]}', "lacks the key or names an unknown value 'NOPE'"),
-        ("scram-credentials.json", '{"users": {"a": {"SCRAM-SHA-256": {"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}', "malformed entry"),
+        (
+            "acls.json",
+            '{"acls": [["NOPE", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"]]}',
+            "lacks the key or names an unknown value 'NOPE'",
+        ),
+        (
+            "scram-credentials.json",
+            '{"users": {"a": {"SCRAM-SHA-256": {"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}',
+            "malformed entry",
+        ),
         ("broker-configs.json", '{"default": ["x"]}', "malformed entry"),
         ("producer-id-block", "next: 4000\n", "not the next producer id block"),
     ],
 )
-def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(tmp_path, name, content, reason):
+def test_a_damaged_metadata_file_stops_the_broker_and_stays_as_it_was(
+    tmp_path, name, content, reason
+):
     d = tmp_path / "data"
     KafkaServer(BrokerConfig({"log.dirs": str(d)})).log_manager.shutdown()
     path = d / METADATA_DIR / name
@@ -58,15 +84,26 @@ def test_topics_of_an_older_data_dir_are_taken_over(tmp_path):
     import uuid
 
     import logstore
-
     from broker_py.controller.topic_metadata import partition_metadata_text
 
     d = tmp_path / "data"
     meta = d / METADATA_DIR
     meta.mkdir(parents=True)
     topic_id = uuid.UUID(int=5)
-    (meta / "topics.json").write_text(json.dumps({"version": 1, "topics": {
-        "old": {"topic_id": topic_id.hex, "partitions": 2, "configs": {"retention.ms": "1000"}}}}))  # fmt: skip
+    (meta / "topics.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "topics": {
+                    "old": {
+                        "topic_id": topic_id.hex,
+                        "partitions": 2,
+                        "configs": {"retention.ms": "1000"},
+                    }
+                },
+            }
+        )
+    )
     part = d / "old-1"
     part.mkdir()
     (part / "partition.metadata").write_text(partition_metadata_text(topic_id))

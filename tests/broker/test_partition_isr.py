@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import tempfile
 
-import logstore
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.cluster.replica import Replica
 from broker_py.log.unified_log import UnifiedLog
@@ -25,16 +25,26 @@ LAG_MS = 30_000
 
 def test_last_caught_up_time_follows_kafkas_rule():
     r = Replica(2)
-    r.update_fetch_state(fetch_offset=5, log_start_offset=0, leader_end_offset=5, fetch_time_ms=1000)
+    r.update_fetch_state(
+        fetch_offset=5, log_start_offset=0, leader_end_offset=5, fetch_time_ms=1000
+    )
     assert r.last_caught_up_time_ms == 1000 and r.log_end_offset == 5
     # behind the leader now, but at what the leader had at the previous fetch
-    r.update_fetch_state(fetch_offset=5, log_start_offset=0, leader_end_offset=9, fetch_time_ms=2000)
+    r.update_fetch_state(
+        fetch_offset=5, log_start_offset=0, leader_end_offset=9, fetch_time_ms=2000
+    )
     assert r.last_caught_up_time_ms == 1000
-    r.update_fetch_state(fetch_offset=9, log_start_offset=0, leader_end_offset=12, fetch_time_ms=3000)
+    r.update_fetch_state(
+        fetch_offset=9, log_start_offset=0, leader_end_offset=12, fetch_time_ms=3000
+    )
     assert r.last_caught_up_time_ms == 2000  # it now has what the leader had at 2000
-    r.update_fetch_state(fetch_offset=10, log_start_offset=0, leader_end_offset=14, fetch_time_ms=4000)
+    r.update_fetch_state(
+        fetch_offset=10, log_start_offset=0, leader_end_offset=14, fetch_time_ms=4000
+    )
     assert r.last_caught_up_time_ms == 2000  # not yet at 12
-    assert r.is_caught_up(14, 2000 + LAG_MS, LAG_MS) and not r.is_caught_up(14, 2001 + LAG_MS, LAG_MS)
+    assert r.is_caught_up(14, 2000 + LAG_MS, LAG_MS) and not r.is_caught_up(
+        14, 2001 + LAG_MS, LAG_MS
+    )
     assert r.is_caught_up(10, 10**9, LAG_MS)  # same LEO as the leader: never lagging
 
 
@@ -55,7 +65,9 @@ def test_a_follower_joins_once_at_the_high_watermark_and_the_epoch_start(logs):
     p.update_follower_fetch_state(3, 2, now_ms=10)  # below the high watermark
     assert proposals == []
     p.update_follower_fetch_state(3, 4, now_ms=20)
-    assert len(proposals) == 1 and proposals[0].expanding and proposals[0].proposed_isr == {ME, 2, 3}
+    assert (
+        len(proposals) == 1 and proposals[0].expanding and proposals[0].proposed_isr == {ME, 2, 3}
+    )
     # the high watermark already waits for 3, which is at it; one change at a time
     p.append_records_to_leader(batch(1), 1)
     p.update_follower_fetch_state(2, 5, now_ms=30)
@@ -158,7 +170,13 @@ class IsrMachine(RuleBasedStateMachine):
     def controller_answers(self, ok):
         change = self.p.pending_isr_change
         if ok:
-            self.p.on_isr_change_result(change, ErrorCode.NONE, self.epoch, sorted(change.proposed_isr), self.p.partition_epoch + 1)
+            self.p.on_isr_change_result(
+                change,
+                ErrorCode.NONE,
+                self.epoch,
+                sorted(change.proposed_isr),
+                self.p.partition_epoch + 1,
+            )
         else:
             self.p.on_isr_change_result(change, ErrorCode.INVALID_UPDATE_VERSION)
 

@@ -53,7 +53,12 @@ def test_the_minimum_sizes_follow_the_version() -> None:
 
 def test_a_million_empty_group_ids_cost_a_bounded_number_of_bytes() -> None:
     n = 1_000_000
-    frame = request_header_v2(ApiKey.DESCRIBE_GROUPS, 5, 1, "c") + uvarint(n + 1) + b"\x01" * n + b"\x00\x00"
+    frame = (
+        request_header_v2(ApiKey.DESCRIBE_GROUPS, 5, 1, "c")
+        + uvarint(n + 1)
+        + b"\x01" * n
+        + b"\x00\x00"
+    )
     request, peak = _peak_mb(lambda: decode_request(frame))
     assert len(request.body.groups) == n
     assert peak < 10 * len(frame) / 1e6  # a list of references to one empty string
@@ -62,7 +67,12 @@ def test_a_million_empty_group_ids_cost_a_bounded_number_of_bytes() -> None:
 def test_a_million_topic_ids_stay_within_a_few_times_the_request() -> None:
     n = 1_000_000
     element = bytes(16) + b"\x00\x00"  # the zero uuid, null name, no tags
-    frame = request_header_v2(ApiKey.METADATA, 12, 1, "c") + uvarint(n + 1) + element * n + b"\x01\x00\x00"
+    frame = (
+        request_header_v2(ApiKey.METADATA, 12, 1, "c")
+        + uvarint(n + 1)
+        + element * n
+        + b"\x01\x00\x00"
+    )
     request, peak = _peak_mb(lambda: decode_request(frame))
     topics = request.body.topics
     assert len(topics) == n
@@ -71,7 +81,13 @@ def test_a_million_topic_ids_stay_within_a_few_times_the_request() -> None:
 
 
 def test_the_shared_empty_tag_map_cannot_be_changed() -> None:
-    frame = request_header_v2(ApiKey.METADATA, 12, 1, "c") + uvarint(2) + bytes(16) + b"\x00\x00" + b"\x01\x00\x00"
+    frame = (
+        request_header_v2(ApiKey.METADATA, 12, 1, "c")
+        + uvarint(2)
+        + bytes(16)
+        + b"\x00\x00"
+        + b"\x01\x00\x00"
+    )
     topic = decode_request(frame).body.topics[0]
     with pytest.raises(TypeError):
         topic.unknown_tagged_fields[1] = b"x"

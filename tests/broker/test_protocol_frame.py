@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from logstore.protocol.errors import ErrorCode
 from logstore.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
     ApiKey,
@@ -13,9 +12,9 @@ from logstore.protocol import (
     EncodeError,
     FrameTooLargeError,
     MalformedMessageError,
+    ProduceFrame,
     ProtocolError,
     Request,
-    ProduceFrame,
     RequestDecoder,
     RequestHeader,
     UnsupportedRequest,
@@ -25,6 +24,7 @@ from logstore.protocol import (
     encode_response,
     encode_response_chunks,
 )
+from logstore.protocol.errors import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
 from logstore.protocol.messages.fetch import FetchResponse
 from logstore.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
@@ -283,18 +283,32 @@ def test_an_unsupported_version_keeps_the_body_read_at_the_nearest_version() -> 
     from broker_py.server.handlers.api_versions import unsupported_version_answer
     from logstore.protocol.messages.produce import ProduceRequest
 
-    body = ProduceRequest(acks=1, timeout_ms=5, topic_data=[
-        ProduceRequest.TopicProduceData(name="t", partition_data=[ProduceRequest.PartitionProduceData(index=2, records=b"")]),
-    ])  # fmt: skip
+    body = ProduceRequest(
+        acks=1,
+        timeout_ms=5,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t", partition_data=[ProduceRequest.PartitionProduceData(index=2, records=b"")]
+            ),
+        ],
+    )
     v11 = fx.request_header_v2(ApiKey.PRODUCE, 11, 9, "c") + body.encode(11)
     v13 = v11[:2] + fx.i16(13) + v11[4:]
     event = decode_request(v13)
     assert isinstance(event, UnsupportedRequest)
-    assert (event.known_api, event.nearest_version, event.body.topic_data[0].name) == (True, 11, "t")
+    assert (event.known_api, event.nearest_version, event.body.topic_data[0].name) == (
+        True,
+        11,
+        "t",
+    )
     answer = unsupported_version_answer(event)
     correlation_id, response = decode_response(answer[4:], ApiKey.PRODUCE, 11)
     partition = response.responses[0].partition_responses[0]
-    assert (correlation_id, partition.index, partition.error_code) == (9, 2, ErrorCode.UNSUPPORTED_VERSION)
+    assert (correlation_id, partition.index, partition.error_code) == (
+        9,
+        2,
+        ErrorCode.UNSUPPORTED_VERSION,
+    )
     unknown = decode_request(fx.i16(999) + v11[2:])
     assert (unknown.known_api, unknown.body) == (False, None)
     assert unsupported_version_answer(unknown) is None

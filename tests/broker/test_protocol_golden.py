@@ -8,8 +8,8 @@ import pytest
 
 from logstore.protocol import (
     ApiKey,
-    Request,
     ProduceFrame,
+    Request,
     RequestDecoder,
     decode_response,
     encode_request,

@@ -10,8 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas, rack_alternated, validate_assignment
-from logstore.protocol.errors import InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError
+from broker_py.controller.replica_assignment import (
+    BrokerMetadata,
+    assign_replicas,
+    rack_alternated,
+    validate_assignment,
+)
+from logstore.protocol.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+)
 
 
 def brokers(*ids, racks=None):
@@ -21,9 +30,17 @@ def brokers(*ids, racks=None):
 def test_kafkas_rack_unaware_example():
     # Kafka's AdminTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, fixed start 0.
     assert assign_replicas(brokers(0, 1, 2, 3, 4), 10, 3, fixed_start_index=0) == {
-        0: [0, 1, 2], 1: [1, 2, 3], 2: [2, 3, 4], 3: [3, 4, 0], 4: [4, 0, 1],
-        5: [0, 2, 3], 6: [1, 3, 4], 7: [2, 4, 0], 8: [3, 0, 1], 9: [4, 1, 2],
-    }  # fmt: skip
+        0: [0, 1, 2],
+        1: [1, 2, 3],
+        2: [2, 3, 4],
+        3: [3, 4, 0],
+        4: [4, 0, 1],
+        5: [0, 2, 3],
+        6: [1, 3, 4],
+        7: [2, 4, 0],
+        8: [3, 0, 1],
+        9: [4, 1, 2],
+    }
 
 
 def test_kafkas_rack_aware_example():
@@ -31,7 +48,13 @@ def test_kafkas_rack_aware_example():
     assert rack_alternated(racks) == [0, 3, 1, 5, 4, 2]
     assignment = assign_replicas(brokers(*racks, racks=racks), 7, 3, fixed_start_index=0)
     assert assignment == {
-        0: [0, 3, 1], 1: [3, 1, 5], 2: [1, 5, 4], 3: [5, 4, 2], 4: [4, 2, 0], 5: [2, 0, 3], 6: [0, 4, 2],
+        0: [0, 3, 1],
+        1: [3, 1, 5],
+        2: [1, 5, 4],
+        3: [5, 4, 2],
+        4: [4, 2, 0],
+        5: [2, 0, 3],
+        6: [0, 4, 2],
     }
 
 
@@ -82,8 +105,14 @@ def test_explicit_assignments_are_checked():
 def test_every_assignment_is_valid_and_spreads(ids, partitions, data, rack_count, seed):
     rf = data.draw(st.integers(1, len(ids)))
     ids = sorted(ids)
-    racks = None if rack_count == 0 else {b: f"r{data.draw(st.integers(0, rack_count - 1))}" for b in ids}
-    assignment = assign_replicas(brokers(*ids, racks=racks), partitions, rf, rng=random.Random(seed))
+    racks = (
+        None
+        if rack_count == 0
+        else {b: f"r{data.draw(st.integers(0, rack_count - 1))}" for b in ids}
+    )
+    assignment = assign_replicas(
+        brokers(*ids, racks=racks), partitions, rf, rng=random.Random(seed)
+    )
     assert sorted(assignment) == list(range(partitions))
     validate_assignment(assignment, ids)
     for replicas in assignment.values():

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-import logstore
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
@@ -90,7 +90,9 @@ def test_complete_all_answers_every_watcher_of_a_key():
     assert [op.outcome for op in ops] == ["done"] * 3
 
 
-def leader(logs, name="t-0", isr=(ME,), replicas=(ME,)) -> tuple[ReplicaManager, Partition, MockTime]:
+def leader(
+    logs, name="t-0", isr=(ME,), replicas=(ME,)
+) -> tuple[ReplicaManager, Partition, MockTime]:
     time = MockTime()
     manager = ReplicaManager(ME, lambda topic: 2, time)
     topic, index = name.rsplit("-", 1)
@@ -157,7 +159,9 @@ def test_losing_the_partition_answers_waiting_produces(logs):
 def test_coordinator_appends_go_the_same_way(logs):
     manager, partition, _ = leader(logs, name="__consumer_offsets-0")
     answers = []
-    manager.append_records(5000, -1, [("__consumer_offsets", [(0, batch(2), False)])], answers.append, COORDINATOR)
+    manager.append_records(
+        5000, -1, [("__consumer_offsets", [(0, batch(2), False)])], answers.append, COORDINATOR
+    )
     assert answers[0][0][1][0][:3] == (0, 0, 0) and partition.high_watermark == 2
 
 
@@ -202,7 +206,9 @@ class HighWatermarkModel(RuleBasedStateMachine):
         self.time = MockTime()
         self.manager = ReplicaManager(ME, lambda topic: 2, self.time)
         self.epoch = 0
-        self.partition = self.manager.make_leader("t", 0, UnifiedLog("t", 0, self.plog), 0, [ME, 2, 3], [ME, 2, 3])
+        self.partition = self.manager.make_leader(
+            "t", 0, UnifiedLog("t", 0, self.plog), 0, [ME, 2, 3], [ME, 2, 3]
+        )
         self.follower_leo = {2: 0, 3: 0}
         self.last_hw = 0
         self.acked: list[tuple[int, int]] = []  # (required offset, error)
@@ -218,6 +224,7 @@ class HighWatermarkModel(RuleBasedStateMachine):
             _, error, base, *_ = results[0][1][0]
             if error == ErrorCode.NONE and acks == -1:
                 self.acked.append((base + n, self.partition.high_watermark))
+
         self.manager.append_records(10_000, acks, [("t", [(0, batch(n), None)])], answer)
 
     @rule(replica=st.sampled_from([2, 3]), data=st.data())
@@ -260,17 +267,41 @@ class HighWatermarkModel(RuleBasedStateMachine):
             assert hw_at_ack >= required
 
 
-HighWatermarkModel.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+HighWatermarkModel.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=30, deadline=None
+)
 test_high_watermark_model = HighWatermarkModel.TestCase
 
 
 def _lai(controller_epoch, *states):
-    from broker_py.controller.controller_request_batch import LeaderAndIsrPartitionState, LeaderAndIsrRequestData
+    from broker_py.controller.controller_request_batch import (
+        LeaderAndIsrPartitionState,
+        LeaderAndIsrRequestData,
+    )
     from broker_py.zk.zk_data import TopicPartition
 
-    return LeaderAndIsrRequestData(1, controller_epoch, -1, tuple(
-        LeaderAndIsrPartitionState(TopicPartition(t, p), controller_epoch, leader, epoch, tuple(isr), pe, tuple(replicas), (), (), True)
-        for t, p, leader, epoch, isr, replicas, pe in states), {}, ())  # fmt: skip
+    return LeaderAndIsrRequestData(
+        1,
+        controller_epoch,
+        -1,
+        tuple(
+            LeaderAndIsrPartitionState(
+                TopicPartition(t, p),
+                controller_epoch,
+                leader,
+                epoch,
+                tuple(isr),
+                pe,
+                tuple(replicas),
+                (),
+                (),
+                True,
+            )
+            for t, p, leader, epoch, isr, replicas, pe in states
+        ),
+        {},
+        (),
+    )
 
 
 def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
@@ -284,37 +315,72 @@ def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
         return logs(f"{topic}-{index}")
 
     tp = TopicPartition("t", 0)
-    error, errors = manager.become_leader_or_follower(_lai(2, ("t", 0, ME, 3, [ME, 2], [ME, 2], 0), ("u", 0, 2, 0, [2], [2], 0)), get_log)
-    assert error == ErrorCode.NONE and errors == {tp: ErrorCode.NONE, TopicPartition("u", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    error, errors = manager.become_leader_or_follower(
+        _lai(2, ("t", 0, ME, 3, [ME, 2], [ME, 2], 0), ("u", 0, 2, 0, [2], [2], 0)), get_log
+    )
+    assert error == ErrorCode.NONE and errors == {
+        tp: ErrorCode.NONE,
+        TopicPartition("u", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
     partition = manager.get_partition("t", 0)
     assert partition.is_leader and partition.leader_epoch == 3 and opened == [("t", 0)]
     # the new epoch starts at the log end in the leader-epoch cache
     assert partition.log.end_offset_for_epoch(3) == (3, 0)
     # an older controller epoch is refused whole; an older leader epoch per partition
-    assert manager.become_leader_or_follower(_lai(1, ("t", 0, 2, 9, [2], [ME, 2], 1)), get_log) == (ErrorCode.STALE_CONTROLLER_EPOCH, {})
-    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 2, [2], [ME, 2], 1)), get_log)[1] == {tp: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert manager.become_leader_or_follower(_lai(1, ("t", 0, 2, 9, [2], [ME, 2], 1)), get_log) == (
+        ErrorCode.STALE_CONTROLLER_EPOCH,
+        {},
+    )
+    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 2, [2], [ME, 2], 1)), get_log)[
+        1
+    ] == {tp: ErrorCode.STALE_CONTROLLER_EPOCH}
     assert partition.is_leader
     # a waiting acks=all produce is answered NOT_LEADER_OR_FOLLOWER when leadership moves
     answers = []
     manager.append_records(10_000, -1, [("t", [(0, batch(1), None)])], answers.append)
     assert answers == []
-    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 4, [2, ME], [ME, 2], 1)), get_log)[1] == {tp: ErrorCode.NONE}
+    assert manager.become_leader_or_follower(_lai(2, ("t", 0, 2, 4, [2, ME], [ME, 2], 1)), get_log)[
+        1
+    ] == {tp: ErrorCode.NONE}
     assert not partition.is_leader and partition.leader_id == 2 and partition.leader_epoch == 4
     ((_, [(index, code, *_)]),) = answers[0]
     assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_stop_replica_deletes_and_fences_old_epochs(logs):
-    from broker_py.controller.controller_request_batch import StopReplicaPartitionState, StopReplicaRequestData
+    from broker_py.controller.controller_request_batch import (
+        StopReplicaPartitionState,
+        StopReplicaRequestData,
+    )
     from broker_py.zk.zk_data import TopicPartition
 
     manager = ReplicaManager(ME, lambda topic: 1, MockTime())
-    manager.become_leader_or_follower(_lai(2, ("t", 0, ME, 3, [ME], [ME], 0), ("t", 1, ME, 3, [ME], [ME], 0)), lambda t, i: logs(f"{t}-{i}"))
+    manager.become_leader_or_follower(
+        _lai(2, ("t", 0, ME, 3, [ME], [ME], 0), ("t", 1, ME, 3, [ME], [ME], 0)),
+        lambda t, i: logs(f"{t}-{i}"),
+    )
     deleted = []
-    request = StopReplicaRequestData(1, 2, -1, (
-        StopReplicaPartitionState(TopicPartition("t", 0), 1, False), StopReplicaPartitionState(TopicPartition("t", 1), -2, True)))  # fmt: skip
+    request = StopReplicaRequestData(
+        1,
+        2,
+        -1,
+        (
+            StopReplicaPartitionState(TopicPartition("t", 0), 1, False),
+            StopReplicaPartitionState(TopicPartition("t", 1), -2, True),
+        ),
+    )
     error, errors = manager.stop_replicas(request, lambda t, i: deleted.append((t, i)))
     assert error == ErrorCode.NONE
-    assert errors == {TopicPartition("t", 0): ErrorCode.FENCED_LEADER_EPOCH, TopicPartition("t", 1): ErrorCode.NONE}
-    assert deleted == [("t", 1)] and manager.get_partition("t", 1) is None and manager.get_partition("t", 0).is_leader
-    assert manager.stop_replicas(StopReplicaRequestData(1, 1, -1, ()), lambda t, i: None) == (ErrorCode.STALE_CONTROLLER_EPOCH, {})
+    assert errors == {
+        TopicPartition("t", 0): ErrorCode.FENCED_LEADER_EPOCH,
+        TopicPartition("t", 1): ErrorCode.NONE,
+    }
+    assert (
+        deleted == [("t", 1)]
+        and manager.get_partition("t", 1) is None
+        and manager.get_partition("t", 0).is_leader
+    )
+    assert manager.stop_replicas(StopReplicaRequestData(1, 1, -1, ()), lambda t, i: None) == (
+        ErrorCode.STALE_CONTROLLER_EPOCH,
+        {},
+    )

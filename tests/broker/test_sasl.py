@@ -9,29 +9,41 @@ import hmac
 
 import pytest
 
-from broker_py.security.sasl import jaas
-
-from broker_py.security.sasl import scram_sasl_server
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
-from logstore.protocol.errors import IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from broker_py.security.sasl import jaas, scram_sasl_server
 from broker_py.security.sasl.plain_sasl_server import PlainSaslServer
 from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
 from broker_py.security.sasl.scram_credentials import HASHES, ScramCredential, ScramCredentialStore
 from broker_py.security.sasl.scram_sasl_server import ScramSaslServer
+from logstore.protocol.errors import (
+    IllegalSaslStateError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+)
 
 
-def _store(tmp_path, mechanism="SCRAM-SHA-256", user="user", password="pencil", salt=None, iterations=4096):
+def _store(
+    tmp_path, mechanism="SCRAM-SHA-256", user="user", password="pencil", salt=None, iterations=4096
+):
     store = ScramCredentialStore(str(tmp_path))
-    store.apply([(user, mechanism, ScramCredential.from_password(mechanism, password, iterations, salt))], [])
+    store.apply(
+        [(user, mechanism, ScramCredential.from_password(mechanism, password, iterations, salt))],
+        [],
+    )
     return store
 
 
 def test_scram_sha_256_matches_the_rfc_7677_exchange(tmp_path, monkeypatch):
     store = _store(tmp_path, salt=base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="))
-    monkeypatch.setattr(scram_sasl_server.secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    monkeypatch.setattr(
+        scram_sasl_server.secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+    )
     server = ScramSaslServer("SCRAM-SHA-256", store)
     first = server.evaluate(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
-    assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    assert (
+        first
+        == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    )
     final = server.evaluate(
         b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
     )
@@ -44,7 +56,9 @@ def test_scram_sha_256_matches_the_rfc_7677_exchange(tmp_path, monkeypatch):
 def _client_final(mechanism, password, client_first_bare, server_first, gs2=b"n,,"):
     attrs = dict(a.split("=", 1) for a in server_first.decode().split(","))
     h = HASHES[mechanism]
-    salted = hashlib.pbkdf2_hmac(h, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    salted = hashlib.pbkdf2_hmac(
+        h, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"])
+    )
     client_key = hmac.digest(salted, b"Client Key", h)
     without_proof = f"c={base64.b64encode(gs2).decode()},r={attrs['r']}"
     auth_message = f"{client_first_bare},{server_first.decode()},{without_proof}".encode()
@@ -90,7 +104,9 @@ def test_scram_refuses_a_final_message_with_another_nonce_or_binding(tmp_path):
         server = ScramSaslServer("SCRAM-SHA-256", store)
         server_first = server.evaluate(b"n,,n=user,r=abc")
         with pytest.raises(SaslAuthenticationFailedError):
-            server.evaluate(tamper(_client_final("SCRAM-SHA-256", "pencil", "n=user,r=abc", server_first)))
+            server.evaluate(
+                tamper(_client_final("SCRAM-SHA-256", "pencil", "n=user,r=abc", server_first))
+            )
 
 
 def test_plain_checks_user_password_and_authorization_id():
@@ -98,7 +114,14 @@ def test_plain_checks_user_password_and_authorization_id():
     ok = PlainSaslServer(users)
     assert ok.evaluate(b"\0alice\0alice-secret") == b"" and ok.authorization_id == "alice"
     assert PlainSaslServer(users).evaluate(b"alice\0alice\0alice-secret") == b""
-    for bad in (b"\0alice\0nope", b"\0bob\0alice-secret", b"bob\0alice\0alice-secret", b"alice-secret", b"\0\0x", b"\0alice\0"):
+    for bad in (
+        b"\0alice\0nope",
+        b"\0bob\0alice-secret",
+        b"bob\0alice\0alice-secret",
+        b"alice-secret",
+        b"\0\0x",
+        b"\0alice\0",
+    ):
         with pytest.raises(SaslAuthenticationFailedError):
             PlainSaslServer(users).evaluate(bad)
 
@@ -152,39 +175,86 @@ def test_listener_security_configs_are_checked_at_startup():
         BrokerConfig({"listeners": "INTERNAL://127.0.0.1:9093"})
     assert e.value.key == "listener.security.protocol.map"
     with pytest.raises(ConfigError) as e:
-        BrokerConfig(sasl).sasl_mechanisms("SASL_PLAINTEXT")  # Kafka's default, GSSAPI, is not served
+        BrokerConfig(sasl).sasl_mechanisms(
+            "SASL_PLAINTEXT"
+        )  # Kafka's default, GSSAPI, is not served
     assert e.value.key == "sasl.enabled.mechanisms"
-    c = BrokerConfig({**sasl, "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "scram-sha-512", "sasl.enabled.mechanisms": "PLAIN"})
+    c = BrokerConfig(
+        {
+            **sasl,
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "scram-sha-512",
+            "sasl.enabled.mechanisms": "PLAIN",
+        }
+    )
     assert c.sasl_mechanisms("SASL_PLAINTEXT") == ["SCRAM-SHA-512"]
     assert "listener.name.sasl_plaintext.sasl.enabled.mechanisms" not in c.unknown
     c = BrokerConfig({**sasl, "sasl.jaas.config": "X required;"})
     assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("sasl.jaas.config", "X required;")
-    c = BrokerConfig({**sasl, "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Y required;", "sasl.jaas.config": "X required;"})
-    assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == ("listener.name.sasl_plaintext.plain.sasl.jaas.config", "Y required;")
+    c = BrokerConfig(
+        {
+            **sasl,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": "Y required;",
+            "sasl.jaas.config": "X required;",
+        }
+    )
+    assert c.jaas_config("SASL_PLAINTEXT", "PLAIN") == (
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+        "Y required;",
+    )
 
 
 def test_alter_user_scram_credentials_checks_each_user_alone(tmp_path):
     from types import SimpleNamespace
 
-    from broker_py.server.handlers.sasl import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+    from broker_py.server.handlers.sasl import (
+        handle_alter_user_scram_credentials,
+        handle_describe_user_scram_credentials,
+    )
     from logstore.protocol.messages.scram import AlterUserScramCredentialsRequest as Alter
     from logstore.protocol.messages.scram import DescribeUserScramCredentialsRequest as Describe
 
     def up(name, mechanism=1, iterations=4096):
-        return Alter.ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations, salt=b"s", salted_password=b"p" * 32)
+        return Alter.ScramCredentialUpsertion(
+            name=name,
+            mechanism=mechanism,
+            iterations=iterations,
+            salt=b"s",
+            salted_password=b"p" * 32,
+        )
 
     broker = SimpleNamespace(scram_credentials=ScramCredentialStore(str(tmp_path)))
     body = Alter(
         deletions=[Alter.ScramCredentialDeletion(name="gone", mechanism=1)],
-        upsertions=[up("twice"), up("twice"), up(""), up("odd", mechanism=9), up("few", iterations=10), up("ok", mechanism=2, iterations=8192)],
+        upsertions=[
+            up("twice"),
+            up("twice"),
+            up(""),
+            up("odd", mechanism=9),
+            up("few", iterations=10),
+            up("ok", mechanism=2, iterations=8192),
+        ],
     )
     r = handle_alter_user_scram_credentials(broker, SimpleNamespace(body=body), None)
-    assert {x.user: x.error_code for x in r.results} == {"gone": 91, "twice": 92, "": 93, "odd": 33, "few": 93, "ok": 0}
+    assert {x.user: x.error_code for x in r.results} == {
+        "gone": 91,
+        "twice": 92,
+        "": 93,
+        "odd": 33,
+        "few": 93,
+        "ok": 0,
+    }
     assert broker.scram_credentials.describe() == {"ok": {"SCRAM-SHA-512": 8192}}
     d = handle_describe_user_scram_credentials(
-        broker, SimpleNamespace(body=Describe(users=[Describe.UserName(name="ok"), Describe.UserName(name="nobody")])), None
+        broker,
+        SimpleNamespace(
+            body=Describe(users=[Describe.UserName(name="ok"), Describe.UserName(name="nobody")])
+        ),
+        None,
     )
-    assert [(x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos]) for x in d.results] == [
+    assert [
+        (x.user, x.error_code, [(c.mechanism, c.iterations) for c in x.credential_infos])
+        for x in d.results
+    ] == [
         ("ok", 0, [(2, 8192)]),
         ("nobody", 91, []),
     ]
@@ -210,9 +280,14 @@ NOW = 1_800_000_000.0
 
 
 def _oauth(**options):
-    from broker_py.security.sasl.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
+    from broker_py.security.sasl.oauthbearer_sasl_server import (
+        OAuthBearerSaslServer,
+        UnsecuredValidatorOptions,
+    )
 
-    return OAuthBearerSaslServer(UnsecuredValidatorOptions.from_jaas_options(options), clock=lambda: NOW)
+    return OAuthBearerSaslServer(
+        UnsecuredValidatorOptions.from_jaas_options(options), clock=lambda: NOW
+    )
 
 
 def test_oauthbearer_accepts_an_unsecured_token_and_its_principal():
@@ -221,7 +296,10 @@ def test_oauthbearer_accepts_an_unsecured_token_and_its_principal():
     assert server.evaluate(_first_message(token, extensions="traceId=abc\x01")) == b""
     assert server.complete and server.authorization_id == "alice"
     server = _oauth(unsecuredValidatorPrincipalClaimName="user")
-    assert server.evaluate(_first_message(_jwt({"user": "bob", "exp": NOW + 60}), authzid="bob")) == b""
+    assert (
+        server.evaluate(_first_message(_jwt({"user": "bob", "exp": NOW + 60}), authzid="bob"))
+        == b""
+    )
     assert server.authorization_id == "bob"
 
 
@@ -246,15 +324,34 @@ def test_oauthbearer_refuses_an_invalid_token_after_an_error_challenge(claims, h
 
 def test_oauthbearer_required_scope_clock_skew_and_malformed_messages():
     server = _oauth(unsecuredValidatorRequiredScope="read write")
-    challenge = server.evaluate(_first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": "read"})))
+    challenge = server.evaluate(
+        _first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": "read"}))
+    )
     assert challenge == b'{"status":"insufficient_scope","scope":"read write"}'
-    assert _oauth(unsecuredValidatorRequiredScope="read").evaluate(
-        _first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": ["read", "x"]}))
-    ) == b""
-    assert _oauth(unsecuredValidatorAllowableClockSkewMs="5000").evaluate(_first_message(_jwt({"sub": "a", "exp": NOW - 2}))) == b""
+    assert (
+        _oauth(unsecuredValidatorRequiredScope="read").evaluate(
+            _first_message(_jwt({"sub": "a", "exp": NOW + 60, "scope": ["read", "x"]}))
+        )
+        == b""
+    )
+    assert (
+        _oauth(unsecuredValidatorAllowableClockSkewMs="5000").evaluate(
+            _first_message(_jwt({"sub": "a", "exp": NOW - 2}))
+        )
+        == b""
+    )
     with pytest.raises(SaslAuthenticationFailedError, match="authorization id"):
-        _oauth().evaluate(_first_message(_jwt({"sub": "alice", "exp": NOW + 60}), authzid="mallory"))
-    for bad in (b"", b"\xff", b"n,,auth=Bearer x\x01\x01", b"y,,\x01auth=Bearer x\x01\x01", b"n,,\x01auth=Basic x\x01\x01", b"n,,\x01novalue\x01\x01"):
+        _oauth().evaluate(
+            _first_message(_jwt({"sub": "alice", "exp": NOW + 60}), authzid="mallory")
+        )
+    for bad in (
+        b"",
+        b"\xff",
+        b"n,,auth=Bearer x\x01\x01",
+        b"y,,\x01auth=Bearer x\x01\x01",
+        b"n,,\x01auth=Basic x\x01\x01",
+        b"n,,\x01novalue\x01\x01",
+    ):
         with pytest.raises(SaslAuthenticationFailedError):
             _oauth().evaluate(bad)
     with pytest.raises(ValueError, match="unsecuredValidatorAllowableClockSkewMs"):
@@ -266,12 +363,24 @@ def test_oauthbearer_listener_needs_its_login_module(tmp_path):
 
     base = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "OAUTHBEARER"}
     with pytest.raises(ConfigError) as e:
-        authenticators(BrokerConfig({**base, "log.dirs": str(tmp_path / "a")}), "SASL_PLAINTEXT", None)
+        authenticators(
+            BrokerConfig({**base, "log.dirs": str(tmp_path / "a")}), "SASL_PLAINTEXT", None
+        )
     assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
     module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
     with pytest.raises(ConfigError) as e:
-        authenticators(BrokerConfig({
-            **base, "log.dirs": str(tmp_path / "b"), "sasl.jaas.config": module,
-            "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
-        }), "SASL_PLAINTEXT", None)  # fmt: skip
-    assert e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"
+        authenticators(
+            BrokerConfig(
+                {
+                    **base,
+                    "log.dirs": str(tmp_path / "b"),
+                    "sasl.jaas.config": module,
+                    "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
+                }
+            ),
+            "SASL_PLAINTEXT",
+            None,
+        )
+    assert (
+        e.value.key == "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"
+    )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.controller.topic_metadata import check_collision, colliding_topics, validate_topic_name
+from broker_py.controller.topic_metadata import (
+    check_collision,
+    colliding_topics,
+    validate_topic_name,
+)
 from logstore.protocol.errors import InvalidTopicError
 
 
@@ -34,6 +38,8 @@ def test_illegal_names_name_the_rule(name, message):
 def test_collisions_between_dot_and_underscore():
     assert colliding_topics("a.b", ["a_b", "a-b", "a.b", "x"]) == ["a_b"]
     assert colliding_topics("ab", ["ab"]) == []
-    with pytest.raises(InvalidTopicError, match="Topic 'a_b.c' collides with existing topics: a.b.c, a_b_c"):
+    with pytest.raises(
+        InvalidTopicError, match="Topic 'a_b.c' collides with existing topics: a.b.c, a_b_c"
+    ):
         check_collision("a_b.c", ["a_b_c", "a.b.c", "other"])
     check_collision("a_b", ["a_b"])  # the same name is TOPIC_ALREADY_EXISTS, decided elsewhere

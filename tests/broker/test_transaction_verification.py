@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-import logstore
 import pytest
 
+import logstore
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.utils.time import MockTime
@@ -21,8 +21,12 @@ PID, EPOCH, TID = 7, 0, "tx"
 
 def txn_batch(seq: int) -> bytes:
     return logstore.encode_batch(
-        [(b"k", b"v%d" % seq, [], 1_700_000_000_000)], producer_id=PID, producer_epoch=EPOCH, base_sequence=seq, transactional=True
-    )  # fmt: skip
+        [(b"k", b"v%d" % seq, [], 1_700_000_000_000)],
+        producer_id=PID,
+        producer_epoch=EPOCH,
+        base_sequence=seq,
+        transactional=True,
+    )
 
 
 class ScriptedVerifier:

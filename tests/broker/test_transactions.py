@@ -9,21 +9,34 @@ import asyncio
 import os
 import struct
 
-import logstore
 import pytest
 
-from broker_py.server.kafka_server import KafkaServer
-from broker_py.config.kafka_config import BrokerConfig
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
+import logstore
 from broker_py.cluster.partition import Partition
-from broker_py.log.unified_log import UnifiedLog
-from broker_py.log.producer_state import ProducerStateManager
-from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
-from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
-from broker_py.coordinator.transaction.transaction_log import InvalidTransactionRecordError, decode_key, decode_value, encode_key, encode_value
-from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState
+from broker_py.config.kafka_config import BrokerConfig
 from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
+from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from broker_py.coordinator.transaction.transaction_log import (
+    InvalidTransactionRecordError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from broker_py.coordinator.transaction.transaction_metadata import (
+    TransactionMetadata,
+    TransactionState,
+)
+from broker_py.log.producer_state import ProducerStateManager
+from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
+from broker_py.log.unified_log import UnifiedLog
+from broker_py.server.kafka_server import KafkaServer
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    TransactionCoordinatorFencedError,
+)
 
 E = ErrorCode
 S = TransactionState
@@ -46,13 +59,20 @@ def _kafka_value_v0(pid, epoch, timeout, status, partitions, last_update, start)
 
 
 def test_transaction_log_records_match_kafkas_bytes():
-    txn = TransactionMetadata("app-1", 42, 3, 60000, S.ONGOING, {("orders", 1), ("orders", 0), ("audit", 2)}, 1000, 2000)
+    txn = TransactionMetadata(
+        "app-1", 42, 3, 60000, S.ONGOING, {("orders", 1), ("orders", 0), ("audit", 2)}, 1000, 2000
+    )
     assert encode_key("app-1") == struct.pack(">hh", 0, 5) + b"app-1"
     assert decode_key(encode_key("app-1")) == "app-1"
     expected = _kafka_value_v0(42, 3, 60000, 1, [("audit", [2]), ("orders", [0, 1])], 2000, 1000)
     assert encode_value(txn) == expected
     back = decode_value("app-1", expected)
-    assert (back.producer_id, back.producer_epoch, back.txn_timeout_ms, back.state) == (42, 3, 60000, S.ONGOING)
+    assert (back.producer_id, back.producer_epoch, back.txn_timeout_ms, back.state) == (
+        42,
+        3,
+        60000,
+        S.ONGOING,
+    )
     assert back.partitions == txn.partitions
     assert (back.txn_start_timestamp, back.txn_last_update_timestamp) == (1000, 2000)
     # A null partition list (as Kafka writes for Empty) reads as no partitions.
@@ -67,7 +87,12 @@ def test_transaction_log_reads_the_flexible_v1_value():
     body += struct.pack(">qq", 11, 10)
     body += bytes([1, 0, 8]) + struct.pack(">q", 6)  # tag 0 (PreviousProducerId) = 6
     txn = decode_value("id", body)
-    assert (txn.producer_id, txn.producer_epoch, txn.state, txn.partitions) == (7, 2, S.COMPLETE_COMMIT, {("t", 3)})
+    assert (txn.producer_id, txn.producer_epoch, txn.state, txn.partitions) == (
+        7,
+        2,
+        S.COMPLETE_COMMIT,
+        {("t", 3)},
+    )
 
 
 @pytest.mark.parametrize(
@@ -100,9 +125,15 @@ def test_transaction_index_appends_collects_and_reloads(tmp_path):
     idx.append(AbortedTxn(1, 0, 5, 6), 0)
     idx.append(AbortedTxn(2, 3, 9, 10), 0)
     idx.append(AbortedTxn(1, 20, 30, 31), 20)
-    assert sorted(os.listdir(d)) == ["00000000000000000000.txnindex", "00000000000000000020.txnindex"]
+    assert sorted(os.listdir(d)) == [
+        "00000000000000000000.txnindex",
+        "00000000000000000020.txnindex",
+    ]
     assert os.path.getsize(os.path.join(d, "00000000000000000000.txnindex")) == 2 * 34
-    assert [t.producer_id for t in idx.collect(6, 25)] == [2, 1]  # [6, 25): 2's txn (ends 9) and 1's (starts 20)
+    assert [t.producer_id for t in idx.collect(6, 25)] == [
+        2,
+        1,
+    ]  # [6, 25): 2's txn (ends 9) and 1's (starts 20)
     assert idx.collect(10, 20) == []
     assert idx.collect(0, 1) == [AbortedTxn(1, 0, 5, 6)]
     reloaded = TransactionIndex(d, 0, 100)
@@ -169,7 +200,9 @@ def leader(plog) -> Partition:
 
 def append(partition: Partition, data: bytes) -> int:
     """Appends as the leader would, the batch's transaction verified."""
-    first, *_ = partition.append_records_to_leader(data, 1, 1, verify_transaction=lambda pid, epoch: ErrorCode.NONE)
+    first, *_ = partition.append_records_to_leader(
+        data, 1, 1, verify_transaction=lambda pid, epoch: ErrorCode.NONE
+    )
     return first
 
 
@@ -180,7 +213,9 @@ def test_ongoing_transactions_set_the_last_stable_offset(plog):
     append(part, txn_batch(1, 0, 2))  # 4-5
     assert (part.last_stable_offset, part.high_watermark) == (0, 6)
     with pytest.raises(InvalidTxnStateError):
-        part.log.producer_state.check(logstore.decode_batches(txn_batch(1, 0, 4, transactional=False), records=False)[0])
+        part.log.producer_state.check(
+            logstore.decode_batches(txn_batch(1, 0, 4, transactional=False), records=False)[0]
+        )
     offset, txn = part.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 6
     assert offset == 6
     assert (txn.first_offset, txn.last_offset, txn.aborted) == (0, 6, True)
@@ -222,7 +257,9 @@ def test_ongoing_transactions_survive_a_snapshot_and_a_replay(tmp_path):
     log = logstore.Log.open(path)
     part = leader(log)
     assert part.log.producer_state.ongoing_transactions() == {1: 3, 2: 5}
-    assert [(t.producer_id, t.first_offset, t.last_offset) for t in part.aborted_transactions(0, 10)] == [(1, 0, 2)]
+    assert [
+        (t.producer_id, t.first_offset, t.last_offset) for t in part.aborted_transactions(0, 10)
+    ] == [(1, 0, 2)]
     log.close()
 
 
@@ -276,29 +313,45 @@ def test_coordinator_runs_a_transaction_and_reloads_its_state(tmp_path):
         error, pid, epoch = await c.init_producer_id("app", 60000)
         assert (error, epoch) == (E.NONE, 0)
         assert await c.end_txn("app", pid, epoch, True) == E.INVALID_TXN_STATE  # nothing begun
-        assert await c.add_partitions("app", pid + 1, epoch, [("data", 0)]) == {("data", 0): E.INVALID_PRODUCER_ID_MAPPING}
-        assert await c.add_partitions("app", pid, epoch + 1, [("data", 0)]) == {("data", 0): E.PRODUCER_FENCED}
+        assert await c.add_partitions("app", pid + 1, epoch, [("data", 0)]) == {
+            ("data", 0): E.INVALID_PRODUCER_ID_MAPPING
+        }
+        assert await c.add_partitions("app", pid, epoch + 1, [("data", 0)]) == {
+            ("data", 0): E.PRODUCER_FENCED
+        }
         assert await c.add_partitions("app", pid, epoch, [("data", 0), ("nope", 0)]) == {
             ("data", 0): E.OPERATION_NOT_ATTEMPTED,
             ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
         }
         assert c.verify_partition(pid, epoch, "data", 0) == E.INVALID_TXN_STATE
-        assert await c.add_partitions("app", pid, epoch, [("data", 0), ("data", 1)]) == {("data", 0): E.NONE, ("data", 1): E.NONE}
+        assert await c.add_partitions("app", pid, epoch, [("data", 0), ("data", 1)]) == {
+            ("data", 0): E.NONE,
+            ("data", 1): E.NONE,
+        }
         assert c.verify_partition(pid, epoch, "data", 1) == E.NONE
         assert c.verify_partition(pid, epoch - 1, "data", 1) == E.INVALID_PRODUCER_EPOCH
         assert await c.end_txn("app", pid, epoch, True) == E.NONE
         assert await c.end_txn("app", pid, epoch, True) == E.NONE  # a retry
         assert await c.end_txn("app", pid, epoch, False) == E.INVALID_TXN_STATE
         for p in (0, 1):
-            batches = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", p).log.local_log.read(0, 1 << 20))
-            assert [(b.is_control, b.control_type, b.producer_id) for b in batches] == [(True, 1, pid)]
+            batches = logstore.decode_batches(
+                broker.apis.replica_manager.get_partition("data", p).log.local_log.read(0, 1 << 20)
+            )
+            assert [(b.is_control, b.control_type, b.producer_id) for b in batches] == [
+                (True, 1, pid)
+            ]
         return pid
 
     pid = with_coordinator(tmp_path, first)
 
     async def second(broker, c):
         txn = c.transactions["app"]
-        assert (txn.producer_id, txn.producer_epoch, txn.state, txn.partitions) == (pid, 0, S.COMPLETE_COMMIT, set())
+        assert (txn.producer_id, txn.producer_epoch, txn.state, txn.partitions) == (
+            pid,
+            0,
+            S.COMPLETE_COMMIT,
+            set(),
+        )
         assert await c.init_producer_id("app", 60000) == (E.NONE, pid, 1)
         # KIP-360: the previous instance's id and epoch are fenced, a retry is answered again.
         assert await c.init_producer_id("app", 60000, pid, 0) == (E.NONE, pid, 1)
@@ -318,7 +371,9 @@ def test_coordinator_aborts_at_the_timeout_and_expires_ids(tmp_path):
         txn = c.transactions["slow"]
         assert (txn.state, txn.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
         assert await c.end_txn("slow", pid, epoch, True) == E.PRODUCER_FENCED
-        (marker,) = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20))
+        (marker,) = logstore.decode_batches(
+            broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20)
+        )
         assert (marker.control_type, marker.producer_epoch) == (0, epoch + 1)
         assert await c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 1000) == 0
         assert await c.expire_transactional_ids(now=txn.txn_last_update_timestamp + 10**10) == 1
@@ -346,7 +401,9 @@ def test_coordinator_finishes_a_prepared_transaction_on_load(tmp_path):
 
     async def check(broker, c):
         assert c.transactions["crashy"].state == S.COMPLETE_COMMIT
-        (marker,) = logstore.decode_batches(broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20))
+        (marker,) = logstore.decode_batches(
+            broker.apis.replica_manager.get_partition("data", 0).log.local_log.read(0, 1 << 20)
+        )
         assert (marker.control_type, marker.producer_id) == (1, pid)
         assert broker.apis.metadata_cache.get(TRANSACTION_STATE_TOPIC).partitions == 3
 
@@ -364,9 +421,16 @@ def test_state_writes_wait_for_acks_all_and_map_their_errors(tmp_path):
 
     async def run():
         time = MockTime()
-        broker = KafkaServer(BrokerConfig({
-            "log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:19092", "transaction.state.log.num.partitions": "1",
-        }), time=time)  # fmt: skip
+        broker = KafkaServer(
+            BrokerConfig(
+                {
+                    "log.dirs": str(tmp_path),
+                    "listeners": "PLAINTEXT://127.0.0.1:19092",
+                    "transaction.state.log.num.partitions": "1",
+                }
+            ),
+            time=time,
+        )
         coordinator = TransactionCoordinator(broker.apis, time)
         broker.apis.transaction_coordinator = coordinator
         await coordinator.start()
@@ -379,7 +443,11 @@ def test_state_writes_wait_for_acks_all_and_map_their_errors(tmp_path):
             first = asyncio.ensure_future(coordinator.init_producer_id("slow", 60000))
             await asyncio.sleep(0)
             assert not first.done()
-            assert await coordinator.init_producer_id("slow", 60000) == (E.CONCURRENT_TRANSACTIONS, -1, -1)
+            assert await coordinator.init_producer_id("slow", 60000) == (
+                E.CONCURRENT_TRANSACTIONS,
+                -1,
+                -1,
+            )
             time.advance(30.0)  # request.timeout.ms
             assert await first == (E.COORDINATOR_NOT_AVAILABLE, -1, -1)
             assert "slow" not in coordinator.transactions

@@ -33,11 +33,22 @@ class Cli:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
 
-    def __call__(self, *args: object, input: str | None = None, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "LOGSTORE_BROKERS": self.bootstrap,
-               "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
-        result = subprocess.run([sys.executable, "-m", "logstore", *map(str, args)], capture_output=True, text=True,
-                                input=input, timeout=timeout, env=env)
+    def __call__(
+        self, *args: object, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "LOGSTORE_BROKERS": self.bootstrap,
+            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "logstore", *map(str, args)],
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=timeout,
+            env=env,
+        )
         if check:
             assert result.returncode == 0, (args, result.stdout, result.stderr)
             assert "Traceback" not in result.stderr, result.stderr

@@ -18,20 +18,37 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ")
 
 
 def broker(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "broker_py", *args], capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "broker_py", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def test_missing_properties_file(tmp_path: Path) -> None:
     result = broker(str(tmp_path / "server.properties"), cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == f"logstore-broker: properties file {tmp_path / 'server.properties'}: no such file"
+    assert (
+        result.stderr.strip()
+        == f"logstore-broker: properties file {tmp_path / 'server.properties'}: no such file"
+    )
 
 
 def test_every_bad_value_at_once(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
-    props.write_text("num.partitions=many\nlog.retention.ms=soon\nlisteners=PLAINTEXT://127.0.0.1:9092\n")
-    result = broker(str(props), "--override", "min.insync.replicas=0", "--override", "oops", cwd=tmp_path)
+    props.write_text(
+        "num.partitions=many\nlog.retention.ms=soon\nlisteners=PLAINTEXT://127.0.0.1:9092\n"
+    )
+    result = broker(
+        str(props), "--override", "min.insync.replicas=0", "--override", "oops", cwd=tmp_path
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "4 invalid configuration values" in result.stderr
     for key in ("num.partitions", "log.retention.ms", "min.insync.replicas", "--override"):
@@ -41,8 +58,13 @@ def test_every_bad_value_at_once(tmp_path: Path) -> None:
 def test_unwritable_data_dir_names_log_dirs(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    result = broker("--override", f"log.dirs={blocker / 'data'}", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
-                    cwd=tmp_path)
+    result = broker(
+        "--override",
+        f"log.dirs={blocker / 'data'}",
+        "--override",
+        f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     assert "configuration log.dirs" in result.stderr and "cannot be written" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -53,22 +75,45 @@ def test_port_in_use_names_the_listeners_entry(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = broker("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={tmp_path / 'data'}",
-                        cwd=tmp_path)
+        result = broker(
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override",
+            f"log.dirs={tmp_path / 'data'}",
+            cwd=tmp_path,
+        )
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert last == (f"logstore-broker: listeners entry PLAINTEXT://127.0.0.1:{port}: cannot listen on 127.0.0.1:{port}: "
-                    f"port {port} is already in use (another broker or program listens there)")
+    assert last == (
+        f"logstore-broker: listeners entry PLAINTEXT://127.0.0.1:{port}: cannot listen on 127.0.0.1:{port}: "
+        f"port {port} is already in use (another broker or program listens there)"
+    )
 
 
 def test_json_logs(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+    }
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker_py", "--log-format", "json", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={tmp_path / 'json-data'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "broker_py",
+            "--log-format",
+            "json",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override",
+            f"log.dirs={tmp_path / 'json-data'}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -80,7 +125,9 @@ def test_json_logs(tmp_path: Path) -> None:
         assert proc.returncode == 0
         assert json.loads(out.splitlines()[-1])["message"] == "logstore broker stopped cleanly"
         lines = [json.loads(line) for line in err.splitlines() if line.strip()]
-        assert lines and all({"time", "level", "logger", "message"} <= line.keys() for line in lines)
+        assert lines and all(
+            {"time", "level", "logger", "message"} <= line.keys() for line in lines
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -88,12 +135,26 @@ def test_json_logs(tmp_path: Path) -> None:
 
 
 def test_text_banner_is_timestamped(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker_py", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
-         "--override", f"log.dirs={tmp_path / 'data'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "broker_py",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+            "--override",
+            f"log.dirs={tmp_path / 'data'}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

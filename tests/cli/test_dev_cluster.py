@@ -26,9 +26,25 @@ def _alive(pid: int) -> bool:
 def dev_cluster(tmp_path_factory: pytest.TempPathFactory):
     directory = tmp_path_factory.mktemp("dev-cluster")
     local = Cli("127.0.0.1:1")  # dev-cluster itself needs no broker
-    up = local("dev-cluster", "up", "--brokers", "3", "--dir", directory, "--override", "offsets.topic.num.partitions=3",
-               "--format", "json", timeout=240, check=False)
-    state = json.loads((directory / "cluster.json").read_text()) if (directory / "cluster.json").exists() else None
+    up = local(
+        "dev-cluster",
+        "up",
+        "--brokers",
+        "3",
+        "--dir",
+        directory,
+        "--override",
+        "offsets.topic.num.partitions=3",
+        "--format",
+        "json",
+        timeout=240,
+        check=False,
+    )
+    state = (
+        json.loads((directory / "cluster.json").read_text())
+        if (directory / "cluster.json").exists()
+        else None
+    )
     try:
         assert up.returncode == 0, up.stderr
         yield directory, json.loads(up.stdout)
@@ -44,7 +60,9 @@ def dev_cluster(tmp_path_factory: pytest.TempPathFactory):
 def test_up_prints_the_bootstrap_servers(dev_cluster) -> None:
     directory, state = dev_cluster
     assert len(state["brokers"]) == 3
-    assert state["bootstrap_servers"] == ",".join(f"127.0.0.1:{b['port']}" for b in state["brokers"])
+    assert state["bootstrap_servers"] == ",".join(
+        f"127.0.0.1:{b['port']}" for b in state["brokers"]
+    )
     assert all(n["alive"] for n in state["nodes"])
     status = Cli("127.0.0.1:1")("dev-cluster", "status", "--dir", directory)
     assert f"Bootstrap servers: {state['bootstrap_servers']}" in status.stdout
@@ -82,7 +100,9 @@ def test_commands_against_three_brokers(dev_cluster) -> None:
     cli("group", "seek", group, "--to", "start", "--topics", topic, "--execute")
     (g,) = cli.json("group", "describe", group)
     assert len(g["partitions"]) == 3 and g["total_lag"] == 30
-    assert sorted(cli("consume", topic, "-g", group, "-e").stdout.splitlines()) == sorted(f"r{i}" for i in range(30))
+    assert sorted(cli("consume", topic, "-g", group, "-e").stdout.splitlines()) == sorted(
+        f"r{i}" for i in range(30)
+    )
 
     assert cli.json("cluster", "config", "set", "log.retention.ms", "7200000")[0]["error"] is None
     for broker in (1, 2, 3):
@@ -98,9 +118,13 @@ def test_down_stops_everything(tmp_path: Path) -> None:
     state = json.loads((directory / "cluster.json").read_text())
     pids = [state["zookeeper"]["pid"], state["brokers"][0]["pid"]]
     try:
-        down = local("dev-cluster", "down", "--dir", directory, "--purge", "--format", "json", timeout=180)
+        down = local(
+            "dev-cluster", "down", "--dir", directory, "--purge", "--format", "json", timeout=180
+        )
         stopped = json.loads(down.stdout)["stopped"]
-        assert [s["node"] for s in stopped] == ["broker 1", "zookeeper"] and all(s["clean"] for s in stopped)
+        assert [s["node"] for s in stopped] == ["broker 1", "zookeeper"] and all(
+            s["clean"] for s in stopped
+        )
         assert not any(_alive(pid) for pid in pids)
         assert not (directory / "cluster.json").exists() and not (directory / "b1").exists()
         missing = local("dev-cluster", "down", "--dir", directory, check=False)

@@ -14,15 +14,25 @@ from tests.cli.test_topic import produce
 def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        c.commit(
+            offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
+        )
     finally:
         c.close()
 
 
-def first_offsets(bootstrap: str, group: str, topic: str, partitions: int, timeout: float = 30.0) -> dict[int, int]:
+def first_offsets(
+    bootstrap: str, group: str, topic: str, partitions: int, timeout: float = 30.0
+) -> dict[int, int]:
     """The offset of the first record a member of ``group`` reads on each partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "latest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "latest",
+        }
+    )
     c.subscribe([topic])
     seen: dict[int, int] = {}
     deadline = time.monotonic() + timeout
@@ -47,10 +57,20 @@ def setup_group(logstore: Cli, bootstrap: str) -> tuple[str, str]:
 def test_describe_lag(logstore: Cli, cli_broker) -> None:
     topic, group = setup_group(logstore, cli_broker.bootstrap)
     (described,) = logstore.json("group", "describe", group)
-    assert described["group"] == group and described["state"] == "EMPTY" and described["members"] == []
+    assert (
+        described["group"] == group and described["state"] == "EMPTY" and described["members"] == []
+    )
     rows = {(p["topic"], p["partition"]): p for p in described["partitions"]}
-    assert rows[(topic, 0)]["current_offset"] == 7 and rows[(topic, 0)]["log_end_offset"] == 10 and rows[(topic, 0)]["lag"] == 3
-    assert rows[(topic, 1)]["current_offset"] == 2 and rows[(topic, 1)]["log_end_offset"] == 6 and rows[(topic, 1)]["lag"] == 4
+    assert (
+        rows[(topic, 0)]["current_offset"] == 7
+        and rows[(topic, 0)]["log_end_offset"] == 10
+        and rows[(topic, 0)]["lag"] == 3
+    )
+    assert (
+        rows[(topic, 1)]["current_offset"] == 2
+        and rows[(topic, 1)]["log_end_offset"] == 6
+        and rows[(topic, 1)]["lag"] == 4
+    )
     assert described["total_lag"] == 7
 
     text = logstore("group", "describe", group).stdout
@@ -58,8 +78,9 @@ def test_describe_lag(logstore: Cli, cli_broker) -> None:
     assert ["TOTAL-LAG", "7"] in table
     assert [topic, "0", "7", "10", "3", "-", "-", "-"] in table
 
-    assert {"group": group, "state": "EMPTY", "simple": False} in logstore.json("group", "list") or any(
-        g["group"] == group for g in logstore.json("group", "list"))
+    assert {"group": group, "state": "EMPTY", "simple": False} in logstore.json(
+        "group", "list"
+    ) or any(g["group"] == group for g in logstore.json("group", "list"))
     assert group in logstore("group", "list").stdout
 
 
@@ -67,8 +88,14 @@ def test_describe_shows_members(logstore: Cli, cli_broker) -> None:
     topic, group = unique("members"), unique("g")
     logstore("topic", "create", topic, "-p", "2")
     produce(cli_broker.bootstrap, topic, {0: 3, 1: 3})
-    c = Consumer({"bootstrap.servers": cli_broker.bootstrap, "group.id": group, "client.id": "cli-test-member",
-                  "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": cli_broker.bootstrap,
+            "group.id": group,
+            "client.id": "cli-test-member",
+            "auto.offset.reset": "earliest",
+        }
+    )
     c.subscribe([topic])
     try:
         deadline = time.monotonic() + 30
@@ -81,7 +108,9 @@ def test_describe_shows_members(logstore: Cli, cli_broker) -> None:
         assert sorted(member["partitions"]) == [f"{topic}-0", f"{topic}-1"]
         assert {p["client_id"] for p in described["partitions"]} == {"cli-test-member"}
         # An active group cannot be moved.
-        refused = logstore("group", "seek", group, "--to", "start", "--topics", topic, "--execute", check=False)
+        refused = logstore(
+            "group", "seek", group, "--to", "start", "--topics", topic, "--execute", check=False
+        )
         assert refused.returncode == 1 and "NON_EMPTY_GROUP" in refused.stderr
     finally:
         c.close()
@@ -91,7 +120,10 @@ def test_seek_dry_run_then_execute(logstore: Cli, cli_broker) -> None:
     topic, group = setup_group(logstore, cli_broker.bootstrap)
     plan = logstore.json("group", "seek", group, "--to", "start")
     assert plan["dry_run"] is True
-    assert [(p["partition"], p["current_offset"], p["new_offset"]) for p in plan["partitions"]] == [(0, 7, 0), (1, 2, 0)]
+    assert [(p["partition"], p["current_offset"], p["new_offset"]) for p in plan["partitions"]] == [
+        (0, 7, 0),
+        (1, 2, 0),
+    ]
     assert "Dry run" in logstore("group", "seek", group, "--to", "start").stdout
     # The dry run changed nothing.
     assert logstore.json("group", "describe", group)[0]["total_lag"] == 7
@@ -101,7 +133,10 @@ def test_seek_dry_run_then_execute(logstore: Cli, cli_broker) -> None:
     assert first_offsets(cli_broker.bootstrap, group, topic, 2) == {0: 0, 1: 0}
 
     logstore("group", "seek", group, "--to", "5", "--execute")
-    offsets = {p["partition"]: p["current_offset"] for p in logstore.json("group", "describe", group)[0]["partitions"]}
+    offsets = {
+        p["partition"]: p["current_offset"]
+        for p in logstore.json("group", "describe", group)[0]["partitions"]
+    }
     assert offsets == {0: 5, 1: 5}
     logstore("group", "seek", group, "--to", "-1", "--topics", f"{topic}:1", "--execute")
     assert first_offsets(cli_broker.bootstrap, group, topic, 2) == {0: 5, 1: 5}
@@ -117,7 +152,10 @@ def test_seek_to_timestamp_and_to_group(logstore: Cli, cli_broker) -> None:
     time.sleep(0.05)
     produce(cli_broker.bootstrap, topic, {0: 2, 1: 2})  # offsets 10, 11 and 6, 7 after the mark
     logstore("group", "seek", group, "--to", f"@{mark}", "--execute")
-    offsets = {p["partition"]: p["current_offset"] for p in logstore.json("group", "describe", group)[0]["partitions"]}
+    offsets = {
+        p["partition"]: p["current_offset"]
+        for p in logstore.json("group", "describe", group)[0]["partitions"]
+    }
     assert offsets == {0: 10, 1: 6}
 
     other = unique("copy")

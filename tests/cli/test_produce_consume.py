@@ -11,15 +11,29 @@ from tests.cli.conftest import Cli, unique
 def test_produce_keys_headers_and_consume_formats(logstore: Cli) -> None:
     topic = unique("pc")
     logstore("topic", "create", topic, "-p", "1")
-    result = logstore("produce", topic, "-f", "%k:%v", "-H", "src=cli", "-H", "n=1", input="a:1\nb:2:x\nc:3\n")
-    assert result.stdout.splitlines() == [f"Produced to partition 0 at offset {i}." for i in range(3)]
+    result = logstore(
+        "produce", topic, "-f", "%k:%v", "-H", "src=cli", "-H", "n=1", input="a:1\nb:2:x\nc:3\n"
+    )
+    assert result.stdout.splitlines() == [
+        f"Produced to partition 0 at offset {i}." for i in range(3)
+    ]
     acks = logstore.lines_json("produce", topic, "--value", "plain", "-k", "k4")
     assert acks == [{"topic": topic, "partition": 0, "offset": 3}]
 
     text = logstore("consume", topic, "-e", "-f", "%o %k=%v %h\\n").stdout
-    assert text.splitlines() == ["0 a=1 src=cli,n=1", "1 b=2:x src=cli,n=1", "2 c=3 src=cli,n=1", "3 k4=plain "]
+    assert text.splitlines() == [
+        "0 a=1 src=cli,n=1",
+        "1 b=2:x src=cli,n=1",
+        "2 c=3 src=cli,n=1",
+        "3 k4=plain ",
+    ]
     records = logstore.lines_json("consume", topic, "-e")
-    assert [(r["offset"], r["key"], r["value"]) for r in records] == [(0, "a", "1"), (1, "b", "2:x"), (2, "c", "3"), (3, "k4", "plain")]
+    assert [(r["offset"], r["key"], r["value"]) for r in records] == [
+        (0, "a", "1"),
+        (1, "b", "2:x"),
+        (2, "c", "3"),
+        (3, "k4", "plain"),
+    ]
     assert records[0]["headers"] == [["src", "cli"], ["n", "1"]] and records[0]["topic"] == topic
     assert all(isinstance(r["timestamp"], int) and r["timestamp"] > 0 for r in records)
     # The default output is the value, one per line.
@@ -59,7 +73,10 @@ def test_consume_in_a_group_commits(logstore: Cli) -> None:
     got = logstore("consume", topic, "-g", group, "-e").stdout.splitlines()
     assert sorted(got) == ["a", "b", "c", "d"]
     (described,) = logstore.json("group", "describe", group)
-    assert {p["partition"]: (p["current_offset"], p["lag"]) for p in described["partitions"]} == {0: (3, 0), 1: (1, 0)}
+    assert {p["partition"]: (p["current_offset"], p["lag"]) for p in described["partitions"]} == {
+        0: (3, 0),
+        1: (1, 0),
+    }
     # The next member of the group starts where the group left off.
     logstore("produce", topic, "-p", "1", input="e\n")
     assert logstore("consume", topic, "-g", group, "-e").stdout.splitlines() == ["e"]

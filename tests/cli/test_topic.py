@@ -19,7 +19,17 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 def test_create_list_describe(logstore: Cli) -> None:
     topic = unique("orders")
-    result = logstore("topic", "create", topic, "-p", "3", "-c", "retention.ms=3600000", "-c", "cleanup.policy=compact")
+    result = logstore(
+        "topic",
+        "create",
+        topic,
+        "-p",
+        "3",
+        "-c",
+        "retention.ms=3600000",
+        "-c",
+        "cleanup.policy=compact",
+    )
     assert table_rows(result.stdout) == [["TOPIC", "STATUS"], [topic, "OK"]]
 
     listed = logstore.json("topic", "list")
@@ -27,7 +37,10 @@ def test_create_list_describe(logstore: Cli) -> None:
     assert all(not t["internal"] for t in listed)
     with_internal = logstore.json("topic", "list", "-i")
     assert {t["name"] for t in listed} <= {t["name"] for t in with_internal}
-    assert [r[0] for r in table_rows(logstore("topic", "list", f"^{topic}$").stdout)] == ["NAME", topic]
+    assert [r[0] for r in table_rows(logstore("topic", "list", f"^{topic}$").stdout)] == [
+        "NAME",
+        topic,
+    ]
 
     (described,) = logstore.json("topic", "describe", topic)
     assert described["name"] == topic and described["partition_count"] == 3
@@ -44,7 +57,15 @@ def test_create_list_describe(logstore: Cli) -> None:
     text = logstore("topic", "describe", topic).stdout
     assert "PARTITIONS" in text and "CONFIGS" in text and "DYNAMIC_TOPIC_CONFIG" in text
     rows = table_rows(text)
-    assert ["PARTITION", "LEADER", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"] in rows
+    assert [
+        "PARTITION",
+        "LEADER",
+        "REPLICAS",
+        "ISR",
+        "LOG-START-OFFSET",
+        "HIGH-WATERMARK",
+        "ERROR",
+    ] in rows
     assert ["retention.ms", "3600000", "DYNAMIC_TOPIC_CONFIG"] in rows
 
 
@@ -53,7 +74,10 @@ def test_describe_shows_offsets(logstore: Cli, cli_broker) -> None:
     logstore("topic", "create", topic, "-p", "2")
     produce(cli_broker.bootstrap, topic, {0: 5, 1: 3})
     (described,) = logstore.json("topic", "describe", topic, "-p")
-    assert [(p["log_start_offset"], p["high_watermark"]) for p in described["partitions"]] == [(0, 5), (0, 3)]
+    assert [(p["log_start_offset"], p["high_watermark"]) for p in described["partitions"]] == [
+        (0, 5),
+        (0, 3),
+    ]
 
 
 def test_errors_are_named_and_set_the_exit_status(logstore: Cli) -> None:
@@ -90,9 +114,14 @@ def test_unreachable_broker_exits_2(tmp_path) -> None:
 def test_alter_config_add_partitions_delete(logstore: Cli) -> None:
     topic = unique("alter")
     logstore("topic", "create", topic, "-p", "1", "-c", "retention.ms=1000")
-    logstore("topic", "alter-config", topic, "--set", "segment.bytes=1048576", "--delete", "retention.ms")
+    logstore(
+        "topic", "alter-config", topic, "--set", "segment.bytes=1048576", "--delete", "retention.ms"
+    )
     configs = {c["key"]: c for c in logstore.json("topic", "describe", topic, "-c")[0]["configs"]}
-    assert configs["segment.bytes"]["value"] == "1048576" and configs["segment.bytes"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert (
+        configs["segment.bytes"]["value"] == "1048576"
+        and configs["segment.bytes"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    )
     assert configs["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG"
 
     bad = logstore("topic", "alter-config", topic, "--set", "min.insync.replicas=zero", check=False)
@@ -118,14 +147,18 @@ def test_trim_prefix(logstore: Cli, cli_broker) -> None:
     assert [(p["log_start_offset"], p["high_watermark"]) for p in parts] == [(4, 10), (0, 10)]
     # A consumer from the start now begins at offset 4 on partition 0.
     values = consume_values(cli_broker.bootstrap, topic, 16)
-    assert sorted(v for v in values if v.startswith(b"0-")) == sorted(f"0-{i}".encode() for i in range(4, 10))
+    assert sorted(v for v in values if v.startswith(b"0-")) == sorted(
+        f"0-{i}".encode() for i in range(4, 10)
+    )
 
     past = logstore("topic", "trim-prefix", topic, "-o", "11", "--no-confirm", check=False)
     assert past.returncode == 1 and "OFFSET_OUT_OF_RANGE" in past.stderr
     # Without --no-confirm and a "no" answer nothing is deleted.
     refused = logstore("topic", "trim-prefix", topic, "-o", "end", input="n\n", check=False)
     assert refused.returncode != 0
-    assert logstore.json("topic", "describe", topic, "-p")[0]["partitions"][1]["log_start_offset"] == 0
+    assert (
+        logstore.json("topic", "describe", topic, "-p")[0]["partitions"][1]["log_start_offset"] == 0
+    )
     logstore("topic", "trim-prefix", topic, "-o", "end", input="y\n")
     parts = logstore.json("topic", "describe", topic, "-p")[0]["partitions"]
     assert [p["log_start_offset"] for p in parts] == [10, 10]

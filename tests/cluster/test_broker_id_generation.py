@@ -45,7 +45,10 @@ def test_stored_ids_of_the_log_dirs(tmp_path) -> None:
 def test_a_given_id_above_the_reserved_range_is_refused() -> None:
     with pytest.raises(ConfigError, match="reserved.broker.max.id"):
         BrokerConfig({"broker.id": "1001"})
-    assert BrokerConfig({"broker.id": "1001", "broker.id.generation.enable": "false"}).broker_id == 1001
+    assert (
+        BrokerConfig({"broker.id": "1001", "broker.id.generation.enable": "false"}).broker_id
+        == 1001
+    )
     assert BrokerConfig({"broker.id": "1001", "reserved.broker.max.id": "2000"}).broker_id == 1001
 
 
@@ -72,19 +75,29 @@ def _registered(zk_connect: str) -> list[int]:
 
 
 def test_brokers_without_broker_id_generate_ids_and_keep_them(tmp_path, zk_connect) -> None:
-    settings = {"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1"}
+    settings = {
+        "zookeeper.connect": zk_connect,
+        "zookeeper.session.timeout.ms": "6000",
+        "offsets.topic.replication.factor": "1",
+    }
     brokers = [BrokerProcess(str(tmp_path / f"b{i}"), settings) for i in range(2)]
     for b in brokers:
         os.makedirs(b.workdir)
     try:
         for b in brokers:
             b.start()
-        ids = [int(read_properties(os.path.join(b.data_dir, "meta.properties"))["broker.id"]) for b in brokers]
+        ids = [
+            int(read_properties(os.path.join(b.data_dir, "meta.properties"))["broker.id"])
+            for b in brokers
+        ]
         assert ids == [1001, 1002]
         assert _registered(zk_connect) == [1001, 1002]
         # A restart takes the id from meta.properties: no new id is generated.
         brokers[0].restart()
-        assert int(read_properties(os.path.join(brokers[0].data_dir, "meta.properties"))["broker.id"]) == 1001
+        assert (
+            int(read_properties(os.path.join(brokers[0].data_dir, "meta.properties"))["broker.id"])
+            == 1001
+        )
         assert _registered(zk_connect) == [1001, 1002]
         assert brokers[0].log_text().count("generated broker.id") == 1  # the first start's
         # A given broker.id that the log dirs contradict stops startup, naming the key.

@@ -20,11 +20,22 @@ SESSION_MS = 4000
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides={
-        "controlled.shutdown.retry.backoff.ms": "200", "auto.leader.rebalance.enable": "false"})  # fmt: skip
+    c = Cluster(
+        tmp_path,
+        n_brokers=3,
+        zk_session_timeout_ms=SESSION_MS,
+        overrides={
+            "controlled.shutdown.retry.backoff.ms": "200",
+            "auto.leader.rebalance.enable": "false",
+        },
+    )
     with c:
         a = admin(c)
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         yield c
 
 
@@ -69,7 +80,9 @@ def zk_exists(c: Cluster, path: str) -> bool:
 def test_three_brokers_a_controller_and_topics_created_through_each(cluster):
     c = cluster
     a = admin(c)
-    wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers in metadata")
+    wait_until(
+        lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers in metadata"
+    )
     controller = controller_id(a)
     assert controller in (1, 2, 3)
     assert zk_json(c, "/controller")["brokerid"] == controller
@@ -81,7 +94,10 @@ def test_three_brokers_a_controller_and_topics_created_through_each(cluster):
         for j in (1, 2, 3):
             parts = partitions(admin(c, j), f"via{i}")
             assert sorted(p.leader for p in parts.values()) == [1, 2, 3]
-            assert all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] for p in parts.values())
+            assert all(
+                sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
+                for p in parts.values()
+            )
     state = zk_json(c, "/brokers/topics/via2/partitions/0/state")
     assert state["leader_epoch"] == 0 and sorted(state["isr"]) == [1, 2, 3]
     assert sorted(zk_json(c, "/brokers/topics/via2")["partitions"]) == ["0", "1", "2"]
@@ -90,7 +106,13 @@ def test_three_brokers_a_controller_and_topics_created_through_each(cluster):
 def test_kcat_and_clients_see_the_cluster(cluster):
     c = cluster
     c.create_topic("seen", 3, 3)
-    out = subprocess.run(["kcat", "-b", c.bootstrap(2), "-L", "-J"], capture_output=True, text=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        ["kcat", "-b", c.bootstrap(2), "-L", "-J"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     md = json.loads(out)
     assert sorted(b["id"] for b in md["brokers"]) == [1, 2, 3]
     topic = next(t for t in md["topics"] if t["topic"] == "seen")
@@ -136,7 +158,11 @@ def test_partitions_added_and_topic_deleted_through_a_broker_that_is_not_the_con
     wait_until(lambda: len(partitions(a, "grow")) == 5, 10, 0.1, "five partitions in the metadata")
     through.delete_topics(["grow"])["grow"].result(20)
     wait_until(lambda: "grow" not in a.list_topics(timeout=5).topics, 20, message="topic gone")
-    wait_until(lambda: not any(b.partition_dir("grow", p).exists() for b in c.brokers for p in range(5)), 10, message="logs deleted")
+    wait_until(
+        lambda: not any(b.partition_dir("grow", p).exists() for b in c.brokers for p in range(5)),
+        10,
+        message="logs deleted",
+    )
 
 
 def test_a_killed_leader_loses_its_leaderships_and_rejoins(cluster):
@@ -150,13 +176,24 @@ def test_a_killed_leader_loses_its_leaderships_and_rejoins(cluster):
     c.broker(victim).kill()
     # (a partition whose dead leader the metadata already lacks, before its new leader is
     # elected, answers LEADER_NOT_AVAILABLE with leader -1, as Kafka's does)
-    wait_until(lambda: all(leader not in (victim, -1) for leader in leaders(watcher, "t").values()), SESSION_MS / 1000 + 2 + 3, 0.1, "leaderships moved")
+    wait_until(
+        lambda: all(leader not in (victim, -1) for leader in leaders(watcher, "t").values()),
+        SESSION_MS / 1000 + 2 + 3,
+        0.1,
+        "leaderships moved",
+    )
     moved_after = time.monotonic() - killed_at
-    assert moved_after < SESSION_MS / 1000 + 2 + 1  # the session timeout + 2 s (+1 s of polling slack)
+    assert (
+        moved_after < SESSION_MS / 1000 + 2 + 1
+    )  # the session timeout + 2 s (+1 s of polling slack)
     for p in partitions(watcher, "t").values():
         assert victim not in p.isrs and p.leader in p.isrs
     c.broker(victim).start()
-    wait_until(lambda: victim in admin(c, survivor).list_topics(timeout=5).brokers, 20, message="broker back")
+    wait_until(
+        lambda: victim in admin(c, survivor).list_topics(timeout=5).brokers,
+        20,
+        message="broker back",
+    )
 
 
 def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster):
@@ -166,8 +203,16 @@ def test_sigterm_moves_leadership_away_before_the_broker_stops(cluster):
     leader = leaders(a, "cs")[0]
     errors = []
     delivered = []
-    producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "1", "linger.ms": 0, "retries": 1_000_000,
-                         "retry.backoff.ms": 50, "message.timeout.ms": 30000})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "acks": "1",
+            "linger.ms": 0,
+            "retries": 1_000_000,
+            "retry.backoff.ms": 50,
+            "message.timeout.ms": 30000,
+        }
+    )
 
     def report(err, msg):
         (errors if err else delivered).append(err or msg.offset())
@@ -194,10 +239,19 @@ def test_a_killed_controller_is_replaced_within_the_session_timeout(cluster):
     c.broker(old).kill()
     started = time.monotonic()
     survivor = next(i for i in (1, 2, 3) if i != old)
-    wait_until(lambda: controller_id(admin(c, survivor)) not in (old, -1), SESSION_MS / 1000 + 5, 0.1, "a new controller")
+    wait_until(
+        lambda: controller_id(admin(c, survivor)) not in (old, -1),
+        SESSION_MS / 1000 + 5,
+        0.1,
+        "a new controller",
+    )
     assert time.monotonic() - started < SESSION_MS / 1000 + 2
     assert zk_json(c, "/controller_epoch") == before + 1
-    wait_until(lambda: old not in leaders(admin(c, survivor), "k").values(), 10, message="leaderships moved")
+    wait_until(
+        lambda: old not in leaders(admin(c, survivor), "k").values(),
+        10,
+        message="leaderships moved",
+    )
 
 
 def test_a_paused_controller_is_fenced_when_it_wakes(cluster):
@@ -208,14 +262,27 @@ def test_a_paused_controller_is_fenced_when_it_wakes(cluster):
     survivor = next(i for i in (1, 2, 3) if i != old)
     c.broker(old).pause()
     try:
-        wait_until(lambda: controller_id(admin(c, survivor)) not in (old, -1), SESSION_MS / 1000 + 10, 0.2, "a new controller")
+        wait_until(
+            lambda: controller_id(admin(c, survivor)) not in (old, -1),
+            SESSION_MS / 1000 + 10,
+            0.2,
+            "a new controller",
+        )
     finally:
         c.broker(old).resume()
     new = controller_id(admin(c, survivor))
-    wait_until(lambda: "resigns as controller" in c.broker(old).log_text(), 15, message="the old controller resigns")
+    wait_until(
+        lambda: "resigns as controller" in c.broker(old).log_text(),
+        15,
+        message="the old controller resigns",
+    )
     assert zk_json(c, "/controller")["brokerid"] == new
     # it registers again with a new session and serves as an ordinary broker
-    wait_until(lambda: old in admin(c, survivor).list_topics(timeout=5).brokers, 20, message="the old controller is back")
+    wait_until(
+        lambda: old in admin(c, survivor).list_topics(timeout=5).brokers,
+        20,
+        message="the old controller is back",
+    )
     assert controller_id(admin(c, old)) == new
 
 
@@ -227,7 +294,12 @@ def test_deletion_completes_after_a_controller_failover(cluster):
     replica = next(i for i in (1, 2, 3) if i != controller)
     c.broker(replica).kill()  # a dead replica pauses the deletion
     survivor = next(i for i in (1, 2, 3) if i not in (controller, replica))
-    wait_until(lambda: replica not in admin(c, survivor).list_topics(timeout=5).brokers, SESSION_MS / 1000 + 5, 0.1, "replica gone")
+    wait_until(
+        lambda: replica not in admin(c, survivor).list_topics(timeout=5).brokers,
+        SESSION_MS / 1000 + 5,
+        0.1,
+        "replica gone",
+    )
     through = admin(c, survivor)
     through.delete_topics(["gone"], operation_timeout=1)
     wait_until(lambda: zk_exists(c, "/admin/delete_topics/gone"), 10, message="deletion queued")
@@ -235,8 +307,23 @@ def test_deletion_completes_after_a_controller_failover(cluster):
     assert zk_exists(c, "/brokers/topics/gone")  # paused by the dead replica
     c.broker(controller).kill()  # the controller dies in the middle
     c.broker(replica).start()
-    wait_until(lambda: "gone" not in admin(c, survivor).list_topics(timeout=5).topics, SESSION_MS / 1000 + 20, 0.2, "deletion done")
-    wait_until(lambda: not any(c.broker(i).partition_dir("gone", p).exists() for i in (replica, survivor) for p in range(2)), 10, message="logs deleted")
+    wait_until(
+        lambda: "gone" not in admin(c, survivor).list_topics(timeout=5).topics,
+        SESSION_MS / 1000 + 20,
+        0.2,
+        "deletion done",
+    )
+    wait_until(
+        lambda: (
+            not any(
+                c.broker(i).partition_dir("gone", p).exists()
+                for i in (replica, survivor)
+                for p in range(2)
+            )
+        ),
+        10,
+        message="logs deleted",
+    )
 
 
 def test_only_the_leader_serves_and_leader_epochs_are_checked(cluster):
@@ -258,23 +345,78 @@ def test_only_the_leader_serves_and_leader_epochs_are_checked(cluster):
 
     def requests(current_epoch: int):
         return [
-            (ApiKey.LIST_OFFSETS, ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
-                name="lo", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, current_leader_epoch=current_epoch, timestamp=-1)])]),
-             lambda r: r.topics[0].partitions[0].error_code),
-            (ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
-                topic="lo", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, current_leader_epoch=current_epoch, leader_epoch=0)])]),
-             lambda r: r.topics[0].partitions[0].error_code),
-            (ApiKey.FETCH, FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=0, session_id=0, topics=[FetchRequest.FetchTopic(
-                topic="lo", topic_id=parts_topic_id(c), partitions=[FetchRequest.FetchPartition(partition=0, current_leader_epoch=current_epoch, fetch_offset=0, partition_max_bytes=1024)])],
-                forgotten_topics_data=[], rack_id=""),
-             lambda r: r.responses[0].partitions[0].error_code),
-        ]  # fmt: skip
+            (
+                ApiKey.LIST_OFFSETS,
+                ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=0,
+                    topics=[
+                        ListOffsetsRequest.ListOffsetsTopic(
+                            name="lo",
+                            partitions=[
+                                ListOffsetsRequest.ListOffsetsPartition(
+                                    partition_index=0,
+                                    current_leader_epoch=current_epoch,
+                                    timestamp=-1,
+                                )
+                            ],
+                        )
+                    ],
+                ),
+                lambda r: r.topics[0].partitions[0].error_code,
+            ),
+            (
+                ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                OffsetForLeaderEpochRequest(
+                    topics=[
+                        OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                            topic="lo",
+                            partitions=[
+                                OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                                    partition=0, current_leader_epoch=current_epoch, leader_epoch=0
+                                )
+                            ],
+                        )
+                    ]
+                ),
+                lambda r: r.topics[0].partitions[0].error_code,
+            ),
+            (
+                ApiKey.FETCH,
+                FetchRequest(
+                    max_wait_ms=0,
+                    min_bytes=0,
+                    isolation_level=0,
+                    session_id=0,
+                    topics=[
+                        FetchRequest.FetchTopic(
+                            topic="lo",
+                            topic_id=parts_topic_id(c),
+                            partitions=[
+                                FetchRequest.FetchPartition(
+                                    partition=0,
+                                    current_leader_epoch=current_epoch,
+                                    fetch_offset=0,
+                                    partition_max_bytes=1024,
+                                )
+                            ],
+                        )
+                    ],
+                    forgotten_topics_data=[],
+                    rack_id="",
+                ),
+                lambda r: r.responses[0].partitions[0].error_code,
+            ),
+        ]
 
     async def ask(broker: int, current_epoch: int) -> list[int]:
         host, port = c.bootstrap(broker).split(":")
         client = NetworkClient(host, int(port), "leader-only-test")
         try:
-            return [pick(await client.send(key, request, 10000)) for key, request, pick in requests(current_epoch)]
+            return [
+                pick(await client.send(key, request, 10000))
+                for key, request, pick in requests(current_epoch)
+            ]
         finally:
             await client.close()
 
@@ -282,8 +424,23 @@ def test_only_the_leader_serves_and_leader_epochs_are_checked(cluster):
         host, port = c.bootstrap(broker).split(":")
         client = NetworkClient(host, int(port), "leader-only-test")
         try:
-            r = await client.send(ApiKey.DELETE_RECORDS, DeleteRecordsRequest(topics=[DeleteRecordsRequest.DeleteRecordsTopic(
-                name="lo", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=0)])], timeout_ms=5000), 10000)  # fmt: skip
+            r = await client.send(
+                ApiKey.DELETE_RECORDS,
+                DeleteRecordsRequest(
+                    topics=[
+                        DeleteRecordsRequest.DeleteRecordsTopic(
+                            name="lo",
+                            partitions=[
+                                DeleteRecordsRequest.DeleteRecordsPartition(
+                                    partition_index=0, offset=0
+                                )
+                            ],
+                        )
+                    ],
+                    timeout_ms=5000,
+                ),
+                10000,
+            )
             return r.topics[0].partitions[0].error_code
         finally:
             await client.close()
@@ -296,8 +453,15 @@ def test_only_the_leader_serves_and_leader_epochs_are_checked(cluster):
     assert asyncio.run(ask(leader, epoch)) == [0, 0, 0]
     assert asyncio.run(ask(leader, epoch + 1)) == [UNKNOWN_EPOCH] * 3
     c.broker(follower).kill()  # the controller takes it out of the ISR: a new leader epoch
-    wait_until(lambda: zk_json(c, "/brokers/topics/lo/partitions/0/state")["leader_epoch"] > epoch, SESSION_MS / 1000 + 5, 0.1, "a new epoch")
-    wait_until(lambda: asyncio.run(ask(leader, epoch)) == [FENCED] * 3, 10, 0.2, "the old epoch fenced")
+    wait_until(
+        lambda: zk_json(c, "/brokers/topics/lo/partitions/0/state")["leader_epoch"] > epoch,
+        SESSION_MS / 1000 + 5,
+        0.1,
+        "a new epoch",
+    )
+    wait_until(
+        lambda: asyncio.run(ask(leader, epoch)) == [FENCED] * 3, 10, 0.2, "the old epoch fenced"
+    )
 
 
 def parts_topic_id(c: Cluster):
@@ -318,8 +482,10 @@ def test_brokers_talk_over_a_sasl_inter_broker_listener_with_acls(tmp_path):
     from logstore.protocol.api_keys import ApiKey
     from logstore.protocol.messages.controller import ControlledShutdownRequest
 
-    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
-            'username="admin" password="admin-secret" user_admin="admin-secret";')  # fmt: skip
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" user_admin="admin-secret";'
+    )
     overrides = {
         "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
@@ -331,7 +497,11 @@ def test_brokers_talk_over_a_sasl_inter_broker_listener_with_acls(tmp_path):
     }
     with Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=overrides) as c:
         a = admin(c)
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         c.create_topic("secure", 3, 3)
         assert sorted(leaders(a, "secure").values()) == [1, 2, 3]
         assert not any("Authentication failed" in b.log_text() for b in c.brokers)
@@ -341,7 +511,11 @@ def test_brokers_talk_over_a_sasl_inter_broker_listener_with_acls(tmp_path):
         async def unauthenticated():
             client = NetworkClient(host, int(port), "intruder")
             try:
-                return await client.send(ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=1, broker_epoch=-1), 5000)
+                return await client.send(
+                    ApiKey.CONTROLLED_SHUTDOWN,
+                    ControlledShutdownRequest(broker_id=1, broker_epoch=-1),
+                    5000,
+                )
             finally:
                 await client.close()
 
@@ -356,7 +530,11 @@ def test_a_leader_whose_followers_do_not_fetch_shrinks_its_isr_through_the_contr
     overrides = {"replica.lag.time.max.ms": "1500", "auto.leader.rebalance.enable": "false"}
     with Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=overrides) as c:
         a = admin(c)
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         c.create_topic("shrink", 1, 3)
         leader = leaders(a, "shrink")[0]
         before = zk_json(c, "/brokers/topics/shrink/partitions/0/state")
@@ -372,18 +550,49 @@ def test_a_leader_whose_followers_do_not_fetch_shrinks_its_isr_through_the_contr
             p.produce("shrink", b"v%d" % i)
         assert p.flush(30) == 0
         try:
-            wait_until(lambda: sorted(zk_json(c, "/brokers/topics/shrink/partitions/0/state")["isr"]) == expected, 15, 0.2, "the ISR shrunk")
+            wait_until(
+                lambda: (
+                    sorted(zk_json(c, "/brokers/topics/shrink/partitions/0/state")["isr"])
+                    == expected
+                ),
+                15,
+                0.2,
+                "the ISR shrunk",
+            )
             after = zk_json(c, "/brokers/topics/shrink/partitions/0/state")
-            assert after["leader"] == leader and after["leader_epoch"] == before["leader_epoch"]  # the leader's change keeps the epoch
+            assert (
+                after["leader"] == leader and after["leader_epoch"] == before["leader_epoch"]
+            )  # the leader's change keeps the epoch
             live = admin(c, leader)
-            wait_until(lambda: sorted(partitions(live, "shrink")[0].isrs) == expected, 10, 0.2, "metadata shows the ISR")
+            wait_until(
+                lambda: sorted(partitions(live, "shrink")[0].isrs) == expected,
+                10,
+                0.2,
+                "metadata shows the ISR",
+            )
         finally:
             for b in followers:
                 c.broker(b).resume()
         # the records are committed now (read without a group: group coordinators are per
         # broker until the coordinators follow the cluster)
-        out = subprocess.run(["kcat", "-C", "-b", c.bootstrap_servers, "-t", "shrink", "-o", "beginning", "-e", "-q"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [
+                "kcat",
+                "-C",
+                "-b",
+                c.bootstrap_servers,
+                "-t",
+                "shrink",
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
         assert out.split() == ["v%d" % i for i in range(5)]
 
 
@@ -401,7 +610,11 @@ def test_every_broker_names_the_same_group_coordinator_the_leader_of_its_offsets
         host, port = c.bootstrap(broker).split(":")
         client = NetworkClient(host, int(port), "coordinator-test")
         try:
-            r = await client.send(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key="g", key_type=0, coordinator_keys=["g"]), 10000)
+            r = await client.send(
+                ApiKey.FIND_COORDINATOR,
+                FindCoordinatorRequest(key="g", key_type=0, coordinator_keys=["g"]),
+                10000,
+            )
             return r.coordinators[0].error_code, r.coordinators[0].node_id
         finally:
             await client.close()
@@ -420,8 +633,26 @@ def zk_assignment(c: Cluster, topic: str) -> dict[int, list[int]]:
 def read_all(c: Cluster, topic: str) -> dict[int, list[tuple[int, str]]]:
     """Every record of ``topic`` from the beginning, per partition as (offset, value)
     (kcat, no consumer group)."""
-    out = subprocess.run(["kcat", "-C", "-b", c.bootstrap_servers, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %o %s\n"],
-                         capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [
+            "kcat",
+            "-C",
+            "-b",
+            c.bootstrap_servers,
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-f",
+            "%p %o %s\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     records: dict[int, list[tuple[int, str]]] = {}
     for line in out.splitlines():
         p, o, v = line.split(" ", 2)
@@ -429,7 +660,9 @@ def read_all(c: Cluster, topic: str) -> dict[int, list[tuple[int, str]]]:
     return {p: sorted(rs) for p, rs in records.items()}
 
 
-def produce_acks_all(c: Cluster, topic: str, values: list[tuple[int, str]]) -> dict[int, list[tuple[int, str]]]:
+def produce_acks_all(
+    c: Cluster, topic: str, values: list[tuple[int, str]]
+) -> dict[int, list[tuple[int, str]]]:
     """Produces (partition, value) pairs with acks=all; returns what was acknowledged,
     per partition as (offset, value). Every record must be acknowledged."""
     errors: list = []
@@ -441,7 +674,14 @@ def produce_acks_all(c: Cluster, topic: str, values: list[tuple[int, str]]) -> d
         else:
             acked.setdefault(msg.partition(), []).append((msg.offset(), msg.value().decode()))
 
-    producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "linger.ms": 5, "message.timeout.ms": 30000})
+    producer = Producer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 30000,
+        }
+    )
     for partition, value in values:
         producer.produce(topic, value.encode(), partition=partition, on_delivery=report)
         producer.poll(0)
@@ -466,11 +706,17 @@ def test_preferred_leaders_return_after_a_restart(tmp_path):
     topic = "pref"
     with Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=overrides) as c:
         a = admin(c)
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         c.create_topic(topic, 3, 3)
         assignment = zk_assignment(c, topic)
         preferred = {p: replicas[0] for p, replicas in assignment.items()}
-        assert sorted(preferred) == [0, 1, 2] and all(sorted(r) == [1, 2, 3] for r in assignment.values())
+        assert sorted(preferred) == [0, 1, 2] and all(
+            sorted(r) == [1, 2, 3] for r in assignment.values()
+        )
         # a new partition's leader is its first live replica
         wait_until(lambda: leaders(a, topic) == preferred, 30, 0.2, "the preferred leaders lead")
         acked = produce_acks_all(c, topic, [(n % 3, f"before-{n}") for n in range(300)])
@@ -480,13 +726,27 @@ def test_preferred_leaders_return_after_a_restart(tmp_path):
         survivor = next(b for b in (1, 2, 3) if b != victim)
         assert c.broker(victim).terminate() == 0
         watcher = admin(c, survivor)
-        wait_until(lambda: victim not in leaders(watcher, topic).values() and all(victim not in p.isrs for p in partitions(watcher, topic).values()),
-                   30, 0.2, "the victim's leaderships and ISR memberships moved")  # fmt: skip
-        for p, more in produce_acks_all(c, topic, [(n % 3, f"during-{n}") for n in range(300)]).items():
+        wait_until(
+            lambda: (
+                victim not in leaders(watcher, topic).values()
+                and all(victim not in p.isrs for p in partitions(watcher, topic).values())
+            ),
+            30,
+            0.2,
+            "the victim's leaderships and ISR memberships moved",
+        )
+        for p, more in produce_acks_all(
+            c, topic, [(n % 3, f"during-{n}") for n in range(300)]
+        ).items():
             acked.setdefault(p, []).extend(more)
 
         c.broker(victim).start()
-        wait_until(lambda: all(sorted(p.isrs) == [1, 2, 3] for p in partitions(watcher, topic).values()), 30, 0.2, "the victim back in every ISR")
+        wait_until(
+            lambda: all(sorted(p.isrs) == [1, 2, 3] for p in partitions(watcher, topic).values()),
+            30,
+            0.2,
+            "the victim back in every ISR",
+        )
 
         def preferred_everywhere() -> bool:
             try:
@@ -494,10 +754,15 @@ def test_preferred_leaders_return_after_a_restart(tmp_path):
                     return False
             except Exception:  # noqa: BLE001 - a broker answering late; ask again
                 return False
-            return all(zk_json(c, f"/brokers/topics/{topic}/partitions/{p}/state")["leader"] == leader for p, leader in preferred.items())
+            return all(
+                zk_json(c, f"/brokers/topics/{topic}/partitions/{p}/state")["leader"] == leader
+                for p, leader in preferred.items()
+            )
 
         wait_until(preferred_everywhere, 30, 0.2, "every partition led by its first replica again")
-        assert "auto leader rebalance: preferred election" in "".join(c.broker(b).log_text() for b in (1, 2, 3))
+        assert "auto leader rebalance: preferred election" in "".join(
+            c.broker(b).log_text() for b in (1, 2, 3)
+        )
         assert zk_assignment(c, topic) == assignment  # the preference order never changed
         assert read_all(c, topic) == {p: sorted(rs) for p, rs in acked.items()}
 
@@ -514,16 +779,29 @@ def test_reassignment_adding_replicas_completes_across_a_controller_failover(tmp
 
     from tests.cluster.harness.faults import high_watermarks, replica_check
 
-    overrides = {"controlled.shutdown.retry.backoff.ms": "200", "auto.leader.rebalance.enable": "false"}
+    overrides = {
+        "controlled.shutdown.retry.backoff.ms": "200",
+        "auto.leader.rebalance.enable": "false",
+    }
     topic = "moving"
     with Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=overrides) as c:
         a = admin(c)
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         controller = controller_id(a)
-        leader = next(b for b in (1, 2, 3) if b != controller)  # the only replica, off the controller
+        leader = next(
+            b for b in (1, 2, 3) if b != controller
+        )  # the only replica, off the controller
         third = next(b for b in (1, 2, 3) if b not in (controller, leader))
-        a.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[leader]])])[topic].result(20)
-        wait_until(lambda: leaders(a, topic) == {0: leader}, 20, 0.1, "the topic led by its only replica")
+        a.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[leader]])])[
+            topic
+        ].result(20)
+        wait_until(
+            lambda: leaders(a, topic) == {0: leader}, 20, 0.1, "the topic led by its only replica"
+        )
         value = "x" * 1000
         acked = produce_acks_all(c, topic, [(0, f"{n}-{value}") for n in range(2000)])
         assert [o for o, _ in acked[0]] == list(range(2000))
@@ -538,7 +816,9 @@ def test_reassignment_adding_replicas_completes_across_a_controller_failover(tmp
             # progress when the controller dies.
             c.broker(third).pause()
             try:
-                assert kp.alter_partition_reassignments({KTopicPartition(topic, 0): target}, timeout_ms=15000) == {KTopicPartition(topic, 0): None}
+                assert kp.alter_partition_reassignments(
+                    {KTopicPartition(topic, 0): target}, timeout_ms=15000
+                ) == {KTopicPartition(topic, 0): None}
                 znode = zk_json(c, f"/brokers/topics/{topic}")
                 assert sorted(znode["adding_replicas"]["0"]) == sorted([controller, third]), znode
                 c.broker(controller).kill()
@@ -551,8 +831,12 @@ def test_reassignment_adding_replicas_completes_across_a_controller_failover(tmp
         def done() -> bool:
             znode = zk_json(c, f"/brokers/topics/{topic}")
             state = zk_json(c, f"/brokers/topics/{topic}/partitions/0/state")
-            return (znode["partitions"] == {"0": target} and not znode.get("adding_replicas") and not znode.get("removing_replicas")
-                    and sorted(state["isr"]) == [1, 2, 3])  # fmt: skip
+            return (
+                znode["partitions"] == {"0": target}
+                and not znode.get("adding_replicas")
+                and not znode.get("removing_replicas")
+                and sorted(state["isr"]) == [1, 2, 3]
+            )
 
         wait_until(done, 30, 0.2, "the reassignment to three replicas complete in ZooKeeper")
         assert not zk_exists(c, "/admin/reassign_partitions")
@@ -573,11 +857,17 @@ def test_reassignment_adding_replicas_completes_across_a_controller_failover(tmp
 
         def metadata_in_sync() -> bool:
             try:
-                return all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] for b in (1, 2, 3) for p in partitions(admin(c, b), topic).values())
+                return all(
+                    sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3]
+                    for b in (1, 2, 3)
+                    for p in partitions(admin(c, b), topic).values()
+                )
             except Exception:  # noqa: BLE001 - a broker answering late; ask again
                 return False
 
-        wait_until(metadata_in_sync, 30, 0.2, "every broker's metadata shows three replicas in sync")
+        wait_until(
+            metadata_in_sync, 30, 0.2, "every broker's metadata shows three replicas in sync"
+        )
         assert high_watermarks(c, topic, 1) == {0: 2000}
         comparison = replica_check(c, topic, 1)[0]
         assert comparison.identical, comparison.detail

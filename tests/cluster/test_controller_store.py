@@ -29,7 +29,13 @@ from broker_py.utils.time import MockTime
 from broker_py.zk import zk_data
 from broker_py.zk.kafka_zk_client import BrokerIdInUseError, KafkaZkClient
 from broker_py.zk.zk_controller_store import CHANGE_EXPIRATION_MS, ZkControllerStore
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from broker_py.zk.zk_data import (
+    BrokerInfo,
+    EndPoint,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
 from logstore.protocol.errors import UnknownTopicOrPartitionError
 
 from .test_kafka_zk_client import expire_session
@@ -39,16 +45,25 @@ TS = 1_700_000_000_000
 
 
 def broker(broker_id: int, rack: str | None = None) -> BrokerInfo:
-    return BrokerInfo(broker_id, [EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id, "PLAINTEXT")], rack,
-                      {"metadata.version": (1, 21)}, timestamp_ms=TS)  # fmt: skip
+    return BrokerInfo(
+        broker_id,
+        [EndPoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id, "PLAINTEXT")],
+        rack,
+        {"metadata.version": (1, 21)},
+        timestamp_ms=TS,
+    )
 
 
 def assignment(partitions: dict[int, list[int]], **kwargs) -> TopicAssignment:
     return TopicAssignment(kwargs.pop("topic_id", uuid.UUID(int=7 << 64)), partitions, **kwargs)
 
 
-def state(leader: int, isr: list[int], leader_epoch: int = 0, partition_epoch: int = -1) -> LeaderIsrAndControllerEpoch:
-    return LeaderIsrAndControllerEpoch(leader, leader_epoch, isr, 1, partition_epoch=partition_epoch)
+def state(
+    leader: int, isr: list[int], leader_epoch: int = 0, partition_epoch: int = -1
+) -> LeaderIsrAndControllerEpoch:
+    return LeaderIsrAndControllerEpoch(
+        leader, leader_epoch, isr, 1, partition_epoch=partition_epoch
+    )
 
 
 class LocalCluster:
@@ -74,7 +89,9 @@ class ZkCluster:
         self.stores: list[ZkControllerStore] = []
 
     def new(self, broker_id: int) -> ZkControllerStore:
-        client = KafkaZkClient(self.zk_connect, session_timeout_ms=6000, connection_timeout_ms=15_000)
+        client = KafkaZkClient(
+            self.zk_connect, session_timeout_ms=6000, connection_timeout_ms=15_000
+        )
         client.start()
         self.stores.append(ZkControllerStore(client, broker_id, **self.store_kwargs))
         return self.stores[-1]
@@ -93,7 +110,9 @@ def cluster(request):
     if request.param == "local":
         made = LocalCluster()
     else:
-        made = ZkCluster(request.getfixturevalue("zk_connect"), request.getfixturevalue("zookeeper"))
+        made = ZkCluster(
+            request.getfixturevalue("zk_connect"), request.getfixturevalue("zookeeper")
+        )
     yield made
     made.close()
 
@@ -187,7 +206,9 @@ def test_a_fenced_controller_changes_nothing(cluster, controller):
     store, old = controller
     tp = TopicPartition("t", 0)
     store.create_topic("t", assignment({0: [1, 2]}), {})
-    assert store.controller_create_partition_states(old.zk_version, {tp: state(1, [1, 2])}) == {tp: 0}
+    assert store.controller_create_partition_states(old.zk_version, {tp: state(1, [1, 2])}) == {
+        tp: 0
+    }
     store.request_reassignment({tp: [2, 1]})
     store.request_preferred_election([tp])
     store.mark_topic_for_deletion("t")
@@ -196,8 +217,12 @@ def test_a_fenced_controller_changes_nothing(cluster, controller):
     assert new.epoch == old.epoch + 1
     stale = old.zk_version
     writes = [
-        lambda: store.controller_create_partition_states(stale, {TopicPartition("t", 1): state(1, [1])}),
-        lambda: store.controller_update_partition_states(stale, {tp: state(2, [2], 1, partition_epoch=0)}),
+        lambda: store.controller_create_partition_states(
+            stale, {TopicPartition("t", 1): state(1, [1])}
+        ),
+        lambda: store.controller_update_partition_states(
+            stale, {tp: state(2, [2], 1, partition_epoch=0)}
+        ),
         lambda: store.controller_set_topic_assignment(stale, "t", assignment({0: [2]})),
         lambda: store.controller_delete_topic(stale, "t"),
         lambda: store.controller_delete_reassignment_request(stale),
@@ -206,12 +231,18 @@ def test_a_fenced_controller_changes_nothing(cluster, controller):
     for write in writes:
         with pytest.raises(ControllerMovedError):
             write()
-    assert store.partition_states([tp, TopicPartition("t", 1)]) == {tp: state(1, [1, 2], partition_epoch=0)}
+    assert store.partition_states([tp, TopicPartition("t", 1)]) == {
+        tp: state(1, [1, 2], partition_epoch=0)
+    }
     assert store.topic_assignments(["t"]) == {"t": assignment({0: [1, 2]})}
     assert store.topics_to_delete() == {"t"} and store.all_topics() == {"t"}
-    assert store.reassignment_request() == {tp: [2, 1]} and store.preferred_election_request() == {tp}
+    assert store.reassignment_request() == {tp: [2, 1]} and store.preferred_election_request() == {
+        tp
+    }
     with pytest.raises(ControllerMovedError):
-        store.controller_create_partition_states(new.zk_version + 1, {TopicPartition("t", 1): state(1, [1])})
+        store.controller_create_partition_states(
+            new.zk_version + 1, {TopicPartition("t", 1): state(1, [1])}
+        )
 
 
 def test_partition_states_are_written_only_at_their_partition_epoch(controller):
@@ -219,20 +250,36 @@ def test_partition_states_are_written_only_at_their_partition_epoch(controller):
     v = epoch.zk_version
     p0, p1, p2 = (TopicPartition("t", p) for p in range(3))
     store.create_topic("t", assignment({0: [1, 2], 1: [2, 1], 2: [1, 2]}), {})
-    assert store.controller_create_partition_states(v, {p0: state(1, [1, 2]), p1: state(2, [2, 1])}) == {p0: 0, p1: 0}
+    assert store.controller_create_partition_states(
+        v, {p0: state(1, [1, 2]), p1: state(2, [2, 1])}
+    ) == {p0: 0, p1: 0}
     assert store.controller_create_partition_states(v, {p0: state(2, [2]), p2: state(1, [1])}) == {
-        p0: PartitionEpochMismatch(0), p2: 0}  # fmt: skip
+        p0: PartitionEpochMismatch(0),
+        p2: 0,
+    }
     assert store.partition_states([p0, p1, TopicPartition("t", 9)]) == {
-        p0: state(1, [1, 2], partition_epoch=0), p1: state(2, [2, 1], partition_epoch=0)}  # fmt: skip
-    assert store.controller_update_partition_states(v, {p0: state(2, [2], 1, partition_epoch=0)}) == {p0: 1}
-    stale = store.controller_update_partition_states(v, {p0: state(1, [1], 1, partition_epoch=0), p1: state(1, [1], 1, partition_epoch=0)})
+        p0: state(1, [1, 2], partition_epoch=0),
+        p1: state(2, [2, 1], partition_epoch=0),
+    }
+    assert store.controller_update_partition_states(
+        v, {p0: state(2, [2], 1, partition_epoch=0)}
+    ) == {p0: 1}
+    stale = store.controller_update_partition_states(
+        v, {p0: state(1, [1], 1, partition_epoch=0), p1: state(1, [1], 1, partition_epoch=0)}
+    )
     assert stale == {p0: PartitionEpochMismatch(1), p1: 1}
-    assert store.partition_states([p0, p1]) == {p0: state(2, [2], 1, partition_epoch=1), p1: state(1, [1], 1, partition_epoch=1)}
+    assert store.partition_states([p0, p1]) == {
+        p0: state(2, [2], 1, partition_epoch=1),
+        p1: state(1, [1], 1, partition_epoch=1),
+    }
     missing = TopicPartition("t", 7)
-    assert store.controller_update_partition_states(v, {missing: state(1, [1], partition_epoch=0)}) == {
-        missing: PartitionEpochMismatch(-1)}  # fmt: skip
+    assert store.controller_update_partition_states(
+        v, {missing: state(1, [1], partition_epoch=0)}
+    ) == {missing: PartitionEpochMismatch(-1)}
     gone = TopicPartition("nope", 0)
-    assert store.controller_create_partition_states(v, {gone: state(1, [1])}) == {gone: PartitionEpochMismatch(-1)}
+    assert store.controller_create_partition_states(v, {gone: state(1, [1])}) == {
+        gone: PartitionEpochMismatch(-1)
+    }
     assert store.partition_states([gone, missing]) == {}
 
 
@@ -250,7 +297,9 @@ def test_a_created_topic_has_its_assignment_and_configs_and_names_may_not_collid
     store.create_topic("plain", assignment({0: [1]}), {})
     with pytest.raises(TopicExistsInStoreError):
         store.create_topic("plain", assignment({0: [2]}), {"retention.ms": "1"})
-    assert store.topic_configs("plain") == {} and store.topic_assignments(["plain"])["plain"].partitions == {0: [1]}
+    assert store.topic_configs("plain") == {} and store.topic_assignments(["plain"])[
+        "plain"
+    ].partitions == {0: [1]}
     store.create_topic("a-b", assignment({0: [1]}, topic_id=None), {})
     assert store.all_topics() == {"a.b", "plain", "a-b"}
     assert store.topic_assignments(["a-b"])["a-b"].topic_id is None
@@ -295,7 +344,11 @@ def test_a_topic_marked_for_deletion_is_deleted_whole_by_the_controller(controll
         store.mark_topic_for_deletion("nope")
     store.controller_delete_topic(v, "t")
     assert store.all_topics() == {"u"} and store.topics_to_delete() == set()
-    assert store.topic_assignments(["t"]) == {} and store.partition_states(tps) == {} and store.topic_configs("t") == {}
+    assert (
+        store.topic_assignments(["t"]) == {}
+        and store.partition_states(tps) == {}
+        and store.topic_configs("t") == {}
+    )
     store.controller_delete_topic(v, "t")  # already gone: nothing to do
     store.create_topic("t", assignment({0: [1]}), {})
     assert store.controller_create_partition_states(v, {tps[0]: state(1, [1])}) == {tps[0]: 0}
@@ -354,7 +407,9 @@ def test_watch_reports_each_kind_of_change_but_not_the_state_at_registration(clu
     seen.wait_for(StoreChange(K.CONTROLLER))
     store.controller_delete_topic(epoch.zk_version, "u")
     seen.wait_for(StoreChange(K.TOPICS), StoreChange(K.TOPIC_DELETIONS))
-    store.controller_delete_reassignment_request(epoch.zk_version)  # a request's removal is not reported
+    store.controller_delete_reassignment_request(
+        epoch.zk_version
+    )  # a request's removal is not reported
     store.request_preferred_election([tp])
     seen.wait_for(StoreChange(K.PREFERRED_ELECTION))
     assert StoreChange(K.REASSIGNMENT) not in seen.take()
@@ -424,7 +479,7 @@ def raw(zk_connect, zookeeper):
     """A plain kazoo client on the test's chroot."""
     root = KazooClient(hosts=zookeeper.connect)
     root.start(10)
-    root.ensure_path(zk_connect[len(zookeeper.connect):])
+    root.ensure_path(zk_connect[len(zookeeper.connect) :])
     root.stop()
     root.close()
     client = KazooClient(hosts=zk_connect)
@@ -439,7 +494,11 @@ def test_znodes_hold_exactly_kafkas_encodings(zk_cluster, raw):
     info = broker(1, rack="r")
     epoch_of_broker = store.register_broker(info)
     data, stat = raw.get("/brokers/ids/1")
-    assert data == zk_data.BrokerIdZNode.encode(info) and stat.czxid == epoch_of_broker and stat.ephemeralOwner != 0
+    assert (
+        data == zk_data.BrokerIdZNode.encode(info)
+        and stat.czxid == epoch_of_broker
+        and stat.ephemeralOwner != 0
+    )
     epoch = store.elect_controller(1, TS)
     assert raw.get("/controller")[0] == zk_data.ControllerZNode.encode(1, TS)
     data, stat = raw.get("/controller_epoch")
@@ -454,9 +513,13 @@ def test_znodes_hold_exactly_kafkas_encodings(zk_cluster, raw):
     store.controller_create_partition_states(epoch.zk_version, {tp: recovering})
     data, stat = raw.get("/brokers/topics/t/partitions/1/state")
     assert data == zk_data.TopicPartitionStateZNode.encode(recovering) and stat.version == 0
-    store.controller_update_partition_states(epoch.zk_version, {tp: state(2, [2, 1], 4, partition_epoch=0)})
+    store.controller_update_partition_states(
+        epoch.zk_version, {tp: state(2, [2, 1], 4, partition_epoch=0)}
+    )
     data, stat = raw.get("/brokers/topics/t/partitions/1/state")
-    assert data == zk_data.TopicPartitionStateZNode.encode(state(2, [2, 1], 4)) and stat.version == 1
+    assert (
+        data == zk_data.TopicPartitionStateZNode.encode(state(2, [2, 1], 4)) and stat.version == 1
+    )
     store.set_topic_configs("t", {"retention.ms": "5"})
     (change,) = raw.get_children("/config/changes")
     assert change.startswith("config_change_")
@@ -464,9 +527,13 @@ def test_znodes_hold_exactly_kafkas_encodings(zk_cluster, raw):
     store.mark_topic_for_deletion("t")
     assert raw.get("/admin/delete_topics/t")[0] == b""
     store.request_reassignment({tp: [1, 2]})
-    assert raw.get("/admin/reassign_partitions")[0] == zk_data.ReassignPartitionsZNode.encode({tp: [1, 2]})
+    assert raw.get("/admin/reassign_partitions")[0] == zk_data.ReassignPartitionsZNode.encode(
+        {tp: [1, 2]}
+    )
     store.request_preferred_election([tp])
-    assert raw.get("/admin/preferred_replica_election")[0] == zk_data.PreferredReplicaElectionZNode.encode([tp])
+    assert raw.get("/admin/preferred_replica_election")[
+        0
+    ] == zk_data.PreferredReplicaElectionZNode.encode([tp])
     raw.create("/brokers/topics/t/partitions/5")  # a partition without its state
     raw.create("/brokers/topics/t/partitions/1/extra/deeper", makepath=True)  # and one with more
     store.controller_delete_topic(epoch.zk_version, "t")
@@ -498,7 +565,11 @@ def test_only_new_topic_config_notifications_are_reported(zk_cluster, raw):
     admin.set_topic_configs("t", {"retention.ms": "1"})  # before watching: counts as processed
     seen = Recorder()
     store.watch(seen)
-    raw.create("/config/changes/config_change_", b'{"version":2,"entity_path":"brokers/<default>"}', sequence=True)
+    raw.create(
+        "/config/changes/config_change_",
+        b'{"version":2,"entity_path":"brokers/<default>"}',
+        sequence=True,
+    )
     raw.create("/config/changes/config_change_", b"corrupt", sequence=True)
     admin.set_topic_configs("u", {"retention.ms": "2"})
     admin.set_topic_configs("t", {"retention.ms": "3"})
@@ -531,10 +602,14 @@ def test_partition_epochs_are_the_state_nodes_zk_versions(zk_cluster, raw):
     tp = TopicPartition("t", 0)
     store.create_topic("t", assignment({0: [1]}), {})
     store.controller_create_partition_states(epoch.zk_version, {tp: state(1, [1])})
-    raw.set("/brokers/topics/t/partitions/0/state", zk_data.TopicPartitionStateZNode.encode(state(1, [1], 5)))
+    raw.set(
+        "/brokers/topics/t/partitions/0/state",
+        zk_data.TopicPartitionStateZNode.encode(state(1, [1], 5)),
+    )
     assert store.partition_states([tp])[tp].partition_epoch == 1
-    assert store.controller_update_partition_states(epoch.zk_version, {tp: state(1, [1], 6, partition_epoch=0)}) == {
-        tp: PartitionEpochMismatch(1)}  # fmt: skip
+    assert store.controller_update_partition_states(
+        epoch.zk_version, {tp: state(1, [1], 6, partition_epoch=0)}
+    ) == {tp: PartitionEpochMismatch(1)}
     raw.set("/brokers/topics/t/partitions/0/state", b"{broken")
     assert store.partition_states([tp]) == {}
 
@@ -545,8 +620,14 @@ def test_many_partitions_are_written_in_pipelined_multis(zk_cluster):
     store.create_topic("big", assignment({p: [1] for p in range(1500)}), {})
     tps = [TopicPartition("big", p) for p in range(1500)]
     started = time.monotonic()
-    assert set(store.controller_create_partition_states(epoch.zk_version, {tp: state(1, [1]) for tp in tps}).values()) == {0}
-    updated = store.controller_update_partition_states(epoch.zk_version, {tp: state(1, [1], 1, partition_epoch=0) for tp in tps})
+    assert set(
+        store.controller_create_partition_states(
+            epoch.zk_version, {tp: state(1, [1]) for tp in tps}
+        ).values()
+    ) == {0}
+    updated = store.controller_update_partition_states(
+        epoch.zk_version, {tp: state(1, [1], 1, partition_epoch=0) for tp in tps}
+    )
     assert set(updated.values()) == {1}
     assert len(store.partition_states(tps)) == 1500
     store.controller_delete_topic(epoch.zk_version, "big")
@@ -566,8 +647,12 @@ def test_the_local_store_keeps_everything_but_ephemerals_in_its_file(tmp_path):
     store.create_topic("t", a, {"retention.ms": "7"})
     store.create_topic("u", assignment({0: [1]}, topic_id=None), {})
     tp = TopicPartition("t", 0)
-    store.controller_create_partition_states(epoch.zk_version, {tp: LeaderIsrAndControllerEpoch(1, 2, [1, 2], 1, 1)})
-    store.controller_update_partition_states(epoch.zk_version, {tp: state(2, [2, 1], 3, partition_epoch=0)})
+    store.controller_create_partition_states(
+        epoch.zk_version, {tp: LeaderIsrAndControllerEpoch(1, 2, [1, 2], 1, 1)}
+    )
+    store.controller_update_partition_states(
+        epoch.zk_version, {tp: state(2, [2, 1], 3, partition_epoch=0)}
+    )
     store.mark_topic_for_deletion("u")
     store.request_reassignment({tp: [2, 1]})
     store.request_preferred_election([tp])
@@ -579,11 +664,15 @@ def test_the_local_store_keeps_everything_but_ephemerals_in_its_file(tmp_path):
     assert again.topic_assignments(["t", "u"]) == store.topic_assignments(["t", "u"])
     assert again.partition_states([tp]) == {tp: state(2, [2, 1], 3, partition_epoch=1)}
     assert again.topic_configs("t") == {"retention.ms": "7"} and again.topics_to_delete() == {"u"}
-    assert again.reassignment_request() == {tp: [2, 1]} and again.preferred_election_request() == {tp}
+    assert again.reassignment_request() == {tp: [2, 1]} and again.preferred_election_request() == {
+        tp
+    }
     assert again.register_broker(broker(1)) > first_epoch
     assert again.elect_controller(1, TS) == type(epoch)(2, 2)
     with pytest.raises(ControllerMovedError):
-        again.controller_update_partition_states(epoch.zk_version, {tp: state(2, [2], 4, partition_epoch=1)})
+        again.controller_update_partition_states(
+            epoch.zk_version, {tp: state(2, [2], 4, partition_epoch=1)}
+        )
 
 
 @pytest.mark.parametrize(
@@ -592,10 +681,16 @@ def test_the_local_store_keeps_everything_but_ephemerals_in_its_file(tmp_path):
         ("{not json", "not valid JSON"),
         ("[]", "not an object"),
         ('{"version": 1}', "lacks the key"),
-        ('{"version": 1, "zxid": 1, "controller_epoch": null, "topics": {"t": {"version": 3, "partitions": {"x": [1]}}}, "partition_states": {},'
-         ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}', "malformed"),
-        ('{"version": 1, "zxid": "1", "controller_epoch": null, "topics": {}, "partition_states": {},'
-         ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}', "malformed"),
+        (
+            '{"version": 1, "zxid": 1, "controller_epoch": null, "topics": {"t": {"version": 3, "partitions": {"x": [1]}}}, "partition_states": {},'
+            ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}',
+            "malformed",
+        ),
+        (
+            '{"version": 1, "zxid": "1", "controller_epoch": null, "topics": {}, "partition_states": {},'
+            ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}',
+            "malformed",
+        ),
     ],
 )
 def test_a_corrupt_local_file_is_refused_naming_it(tmp_path, text, reason):
@@ -621,7 +716,11 @@ def test_the_local_store_simulates_other_brokers_and_their_expiry():
     store.elect_controller(1, TS)
     seen.take()
     store.expire_broker(1)  # this store's own session
-    assert seen.take() == [StoreChange(K.SESSION_EXPIRED), StoreChange(K.BROKERS), StoreChange(K.CONTROLLER)]
+    assert seen.take() == [
+        StoreChange(K.SESSION_EXPIRED),
+        StoreChange(K.BROKERS),
+        StoreChange(K.CONTROLLER),
+    ]
     assert store.live_brokers() == {} and store.controller_id() is None
     store.expire_broker(5)  # not registered: nothing
     assert seen.changes == []

@@ -40,7 +40,11 @@ def cluster(request, tmp_path):
     c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=4000, overrides=OVERRIDES)
     with c, logs_on_failure(request, c, 80):
         a = AdminClient({"bootstrap.servers": c.bootstrap_servers})
-        wait_until(lambda: len(a.list_topics(timeout=5).brokers) == 3, 20, message="three brokers registered")
+        wait_until(
+            lambda: len(a.list_topics(timeout=5).brokers) == 3,
+            20,
+            message="three brokers registered",
+        )
         yield c
 
 
@@ -71,8 +75,16 @@ def _offset_fetch_error(c: Cluster, broker: int, group: str) -> int:
 
 
 def _consume(c: Cluster, group: str, topic: str, want: int, **config) -> list:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "session.timeout.ms": 6000, **config})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            **config,
+        }
+    )
     got = []
     try:
         consumer.subscribe([topic])
@@ -90,7 +102,9 @@ def _consume(c: Cluster, group: str, topic: str, want: int, **config) -> list:
 
 def test_a_group_keeps_its_offsets_when_its_coordinator_dies(cluster):
     c = cluster
-    c.create_topic("g-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    c.create_topic(
+        "g-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
     p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
     for i in range(300):
         p.produce("g-data", b"a%d" % i, partition=i % 3)
@@ -114,8 +128,16 @@ def test_a_group_keeps_its_offsets_when_its_coordinator_dies(cluster):
 
 
 def _txn_producer(c: Cluster, tid: str, **config) -> Producer:
-    p = Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": tid, "acks": "all",
-                  "transaction.timeout.ms": 20000, "message.timeout.ms": 20000, **config})  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "transactional.id": tid,
+            "acks": "all",
+            "transaction.timeout.ms": 20000,
+            "message.timeout.ms": 20000,
+            **config,
+        }
+    )
     p.init_transactions(30)
     return p
 
@@ -134,15 +156,25 @@ def _end_offset(consumer: Consumer, topic: str, index: int) -> int:
 
 
 def _read_committed(c: Cluster, topic: str, partitions: int) -> list:
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": f"rc-{time.monotonic_ns()}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "group.id": f"rc-{time.monotonic_ns()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         ends = {i: _end_offset(consumer, topic, i) for i in range(partitions)}
         consumer.assign([TopicPartition(topic, i, 0) for i in range(partitions)])
         got = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if all(consumer.position([TopicPartition(topic, i)])[0].offset >= ends[i] for i in range(partitions) if ends[i] > 0):
+            if all(
+                consumer.position([TopicPartition(topic, i)])[0].offset >= ends[i]
+                for i in range(partitions)
+                if ends[i] > 0
+            ):
                 break
             m = consumer.poll(0.3)
             if m is not None and not m.error():
@@ -154,8 +186,12 @@ def _read_committed(c: Cluster, topic: str, partitions: int) -> list:
 
 def test_a_transaction_over_partitions_of_every_broker_commits_or_aborts_whole(cluster):
     c = cluster
-    c.create_topic("t-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-    assert len({_leader_of(c, "t-data", i) for i in range(3)}) > 1  # leaders on more than one broker
+    c.create_topic(
+        "t-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
+    assert (
+        len({_leader_of(c, "t-data", i) for i in range(3)}) > 1
+    )  # leaders on more than one broker
     p = _txn_producer(c, "spread")
     p.begin_transaction()
     for i in range(30):
@@ -174,12 +210,16 @@ def test_a_transaction_over_partitions_of_every_broker_commits_or_aborts_whole(c
 
 def test_a_transactional_producer_survives_its_coordinators_death(cluster):
     c = cluster
-    c.create_topic("t-move", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"})
+    c.create_topic(
+        "t-move", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
     p = _txn_producer(c, "mover")
     p.begin_transaction()
     p.produce("t-move", b"before", partition=0)
     p.commit_transaction(30)
-    coordinator = _leader_of(c, "__transaction_state", partition_for("mover", 6))  # the same hash as groups
+    coordinator = _leader_of(
+        c, "__transaction_state", partition_for("mover", 6)
+    )  # the same hash as groups
     c.broker(coordinator).kill()
     committed = False
     deadline = time.monotonic() + 60
@@ -229,9 +269,19 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     rdkafka_log.setLevel(logging.DEBUG)
 
     def member(i: int) -> None:
-        consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "g12", "auto.offset.reset": "earliest",
-                             "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                             "client.id": f"m{i}", "logger": rdkafka_log, "debug": "cgrp,topic"})  # fmt: skip
+        consumer = Consumer(
+            {
+                "bootstrap.servers": c.bootstrap_servers,
+                "group.id": "g12",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "client.id": f"m{i}",
+                "logger": rdkafka_log,
+                "debug": "cgrp,topic",
+            }
+        )
         try:
             consumer.subscribe([topic])
             since_commit = 0
@@ -248,7 +298,11 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
                     try:
                         done = consumer.commit(asynchronous=False)
                         with lock:
-                            commits.extend((tp.partition, tp.offset, time.monotonic()) for tp in done if tp.error is None and tp.offset >= 0)
+                            commits.extend(
+                                (tp.partition, tp.offset, time.monotonic())
+                                for tp in done
+                                if tp.error is None and tp.offset >= 0
+                            )
                         since_commit = 0
                     except KafkaException:
                         pass  # the coordinator moved: delivered again after the rebalance, as allowed
@@ -260,7 +314,9 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(3)]
     for t in threads:
         t.start()
-    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    p = Producer(
+        {"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+    )
     for i in range(n // 2):
         p.produce(topic, b"%d" % i, partition=i % 12)
     assert p.flush(60) == 0
@@ -269,7 +325,12 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     for i in range(n // 2, 3 * n // 4):
         p.produce(topic, b"%d" % i, partition=i % 12)
     assert p.flush(60) == 0
-    second = wait_until(lambda: (b := _leader_of(c, "__consumer_offsets", partition_for("g12", 6))) != first and b, 30, 0.2, "a new coordinator")
+    second = wait_until(
+        lambda: (b := _leader_of(c, "__consumer_offsets", partition_for("g12", 6))) != first and b,
+        30,
+        0.2,
+        "a new coordinator",
+    )
     c.broker(first).start()
     c.broker(second).terminate()
     for i in range(3 * n // 4, n):
@@ -292,7 +353,13 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
     for part, offset, at in sorted(deliveries, key=lambda d: d[2]):
         if (part, offset) in seen:
             covered = [o for q, o, t in commits if q == part and t < at and o > offset]
-            context = "\n".join([e for e in events if "reset" in e or "runcat" in e or "poll:" in e or f"[{part}]" in e][-300:])
+            context = "\n".join(
+                [
+                    e
+                    for e in events
+                    if "reset" in e or "runcat" in e or "poll:" in e or f"[{part}]" in e
+                ][-300:]
+            )
             assert not covered, (
                 f"{part}@{offset} delivered again at {at:.3f} after a commit of {covered[0]} had succeeded; "
                 f"commits: {[(o, round(t, 3)) for q, o, t in commits if q == part]}\n{context}"
@@ -346,7 +413,9 @@ def test_transactions_stay_whole_while_their_coordinator_dies_and_returns(cluste
     for values in aborted:
         assert not set(values) & got, f"aborted transaction {values[0]} visible"
     for values in unknown:
-        assert set(values) <= got or not set(values) & got, f"transaction {values[0]} partly visible"
+        assert set(values) <= got or not set(values) & got, (
+            f"transaction {values[0]} partly visible"
+        )
 
 
 def test_producer_ids_handed_out_by_different_brokers_never_collide(cluster):

@@ -14,8 +14,12 @@ from tests.cluster.chaos.scenario import _client_debug
 from tests.cluster.test_coordinators import _read_committed, _txn_producer, cluster  # noqa: F401 - the fixture
 
 # What OffsetFetch answers while the group's coordinator moves (a bounce): asked again.
-_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                       KafkaError._TIMED_OUT}  # fmt: skip
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+}
 
 
 def _committed(consumer: Consumer) -> list[TopicPartition]:
@@ -26,7 +30,9 @@ def _committed(consumer: Consumer) -> list[TopicPartition]:
         try:
             return consumer.committed(consumer.assignment(), 30)
         except KafkaException as e:
-            if (e.args[0].code() not in _COORDINATOR_MOVING and not e.args[0].retriable()) or time.monotonic() > deadline:
+            if (
+                e.args[0].code() not in _COORDINATOR_MOVING and not e.args[0].retriable()
+            ) or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
 
@@ -41,9 +47,15 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
 
     c = cluster
     n = 2000
-    c.create_topic("eos-in", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-    c.create_topic("eos-out", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
-    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    c.create_topic(
+        "eos-in", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
+    c.create_topic(
+        "eos-out", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
+    p = Producer(
+        {"bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+    )
     for i in range(n):
         p.produce("eos-in", b"%d" % i, partition=i % 3)
     assert p.flush(60) == 0
@@ -65,9 +77,17 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
 
     stop = threading.Event()
     bouncer = threading.Thread(target=bounce, args=(stop,), daemon=True)
-    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "copier", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                         **_client_debug(c, "consumer").get("confluent", {})})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "group.id": "copier",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+            **_client_debug(c, "consumer").get("confluent", {}),
+        }
+    )
     producer = _txn_producer(c, "copier-tx", **_client_debug(c, "producer").get("confluent", {}))
     copied = 0
     transactions: list[int] = []
@@ -76,7 +96,9 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
         consumer.subscribe(["eos-in"])
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
-            msgs = [m for m in consumer.consume(20, 0.5) if not m.error()]  # many small transactions
+            msgs = [
+                m for m in consumer.consume(20, 0.5) if not m.error()
+            ]  # many small transactions
             if not msgs:
                 if copied >= n and not bouncer.is_alive():
                     break
@@ -85,7 +107,9 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
                 producer.begin_transaction()
                 for m in msgs:
                     producer.produce("eos-out", m.value(), partition=m.partition())
-                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30)
+                producer.send_offsets_to_transaction(
+                    consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+                )
                 producer.commit_transaction(30)
                 copied += len(msgs)
                 transactions.append(len(msgs))
@@ -97,12 +121,16 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
                 # rewind to what the group committed: the batch is copied again
                 committed = _committed(consumer)
                 for tp in committed:
-                    consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+                    consumer.seek(
+                        TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0)
+                    )
     finally:
         stop.set()
         bouncer.join(90)
         consumer.close()
     assert not bounce_errors and bounced == [1, 2], (bounced, bounce_errors)
     out = _read_committed(c, "eos-out", 3)
-    assert sorted(out) == sorted(b"%d" % i for i in range(n)), f"{len(out)} records, {len(set(out))} distinct"
+    assert sorted(out) == sorted(b"%d" % i for i in range(n)), (
+        f"{len(out)} records, {len(set(out))} distinct"
+    )
     assert len(transactions) >= 10  # many small transactions, some across the bounces

@@ -68,7 +68,9 @@ class Wire:
 
     def send(self) -> int:
         self.corr += 1
-        body = struct.pack(">hhih", API_VERSIONS, 0, self.corr, len(self.client_id)) + self.client_id
+        body = (
+            struct.pack(">hhih", API_VERSIONS, 0, self.corr, len(self.client_id)) + self.client_id
+        )
         self.sock.sendall(struct.pack(">i", len(body)) + body)
         return self.corr
 
@@ -104,7 +106,15 @@ class Wire:
 
 
 def _producer(bootstrap: str, **conf) -> Producer:
-    return Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 0, **conf})
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            **conf,
+        }
+    )
 
 
 def test_source_of_reads_the_broker_id_from_the_client_id():
@@ -124,7 +134,9 @@ def test_the_proxies_relay_kafka_traffic_and_brokers_advertise_them(c):
     for i in range(20):
         p.produce(topic, f"v{i}".encode(), partition=0)
     assert p.flush(15) == 0
-    cons = Consumer({"bootstrap.servers": c.bootstrap(1), "group.id": topic, "auto.offset.reset": "earliest"})
+    cons = Consumer(
+        {"bootstrap.servers": c.bootstrap(1), "group.id": topic, "auto.offset.reset": "earliest"}
+    )
     cons.assign([TopicPartition(topic, 0, 0)])
     got: list[bytes] = []
     deadline = time.monotonic() + 15
@@ -170,7 +182,12 @@ def test_produce_under_partition_is_acknowledged_after_heal(c):
     assert p.flush(15) == 0
     reports: list = []
     c.net.partition("client", "b1")
-    p.produce(topic, b"during", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    p.produce(
+        topic,
+        b"during",
+        partition=0,
+        on_delivery=lambda err, msg: reports.append((err, msg.offset())),
+    )
     assert p.flush(1.5) == 1 and reports == []
     c.net.heal()
     assert p.flush(15) == 0
@@ -256,7 +273,9 @@ def test_isolate_cuts_a_node_from_everything_or_keeps_clients():
         net.add_zk_proxy("b2", 1)
         assert net.nodes == {"b1", "b2", "zk", "client"}
         net.isolate("b1")
-        assert net.blocked == {(x, y) for o in ("b2", "zk", "client") for x, y in (("b1", o), (o, "b1"))}
+        assert net.blocked == {
+            (x, y) for o in ("b2", "zk", "client") for x, y in (("b1", o), (o, "b1"))
+        }
         net.heal()
         net.isolate("b1", keep_clients=True)
         assert not net.is_blocked("b1", "client") and not net.is_blocked("client", "b1")
@@ -342,7 +361,11 @@ def test_workload_under_a_partition_and_replica_comparison(c, tmp_path):
     for d in (a, bad, short):
         shutil.copytree(src, d)
     same = compare_replicas({"b1": src, "a": a}, hw)
-    assert same.identical and same.batches_compared == len(read_batches(src)) and same.end_offsets == {"b1": hw, "a": hw}
+    assert (
+        same.identical
+        and same.batches_compared == len(read_batches(src))
+        and same.end_offsets == {"b1": hw, "a": hw}
+    )
 
     batches = read_batches(bad)
     victim = batches[len(batches) // 2]
@@ -368,7 +391,12 @@ def test_workload_under_a_partition_and_replica_comparison(c, tmp_path):
 
 @pytest.fixture(scope="module")
 def zk_cluster(tmp_path_factory):
-    with Cluster(tmp_path_factory.mktemp("zkcluster"), n_brokers=2, zookeeper=True, zk_session_timeout_ms=6000) as c:
+    with Cluster(
+        tmp_path_factory.mktemp("zkcluster"),
+        n_brokers=2,
+        zookeeper=True,
+        zk_session_timeout_ms=6000,
+    ) as c:
         yield c
 
 
@@ -380,7 +408,10 @@ def test_zookeeper_mode_gives_each_broker_its_own_zookeeper_proxy(zk_cluster):
         assert o["zookeeper.connect"] == f"127.0.0.1:{c.zk_proxies[i].port}{c.chroot}"
         assert o["zookeeper.session.timeout.ms"] == "6000"
         assert o["broker.id"] == str(i) and o["inter.broker.listener.name"] == "INTERNAL"
-        assert o["advertised.listeners"] == f"CLIENT://{c.bootstrap(i)},INTERNAL://{c.internal_proxies[i].address}"
+        assert (
+            o["advertised.listeners"]
+            == f"CLIENT://{c.bootstrap(i)},INTERNAL://{c.internal_proxies[i].address}"
+        )
         assert c.broker(i).alive()
     assert c.node_names == ["zk", "b1", "b2"]
 
@@ -392,14 +423,20 @@ def test_a_cut_zookeeper_proxy_suspends_only_its_client(zk_cluster):
     clients, states = {}, {}
     for node in ("b1", "b2"):
         proxy = c.add_zk_proxy(node)
-        k = KazooClient(hosts=proxy.address, timeout=1.5, connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5})
+        k = KazooClient(
+            hosts=proxy.address,
+            timeout=1.5,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5},
+        )
         states[node] = []
         k.add_listener(states[node].append)
         k.start(10)
         clients[node] = k
     try:
         c.net.partition("b1", "zk")
-        wait_until(lambda: KazooState.SUSPENDED in states["b1"], 15, message="b1's kazoo client suspended")
+        wait_until(
+            lambda: KazooState.SUSPENDED in states["b1"], 15, message="b1's kazoo client suspended"
+        )
         assert clients["b2"].get_children("/") is not None
         assert KazooState.SUSPENDED not in states["b2"] and clients["b2"].connected
         c.net.heal()
@@ -417,7 +454,11 @@ def test_zookeeper_process_pauses_and_restarts(zk_cluster):
 
     c = zk_cluster
     zk = c.node("zk")
-    k = KazooClient(hosts=c.add_zk_proxy("client").address, timeout=3, connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5})
+    k = KazooClient(
+        hosts=c.add_zk_proxy("client").address,
+        timeout=3,
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5},
+    )
     k.start(10)
     try:
         k.ensure_path("/harness")

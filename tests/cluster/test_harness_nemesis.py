@@ -24,7 +24,9 @@ NODES = ["zk", "b1", "b2", "b3"]
     max_faults=st.integers(0, 50),
     nodes=st.lists(st.sampled_from(NODES), min_size=1, max_size=4, unique=True),
 )
-def test_a_schedule_is_deterministic_bounded_and_sequential(seed, seconds, kinds, max_faults, nodes):
+def test_a_schedule_is_deterministic_bounded_and_sequential(
+    seed, seconds, kinds, max_faults, nodes
+):
     faults = schedule(seed, seconds, nodes, kinds, max_faults=max_faults)
     assert faults == schedule(seed, seconds, nodes, kinds, max_faults=max_faults)
     assert len(faults) <= max_faults
@@ -73,7 +75,9 @@ def test_the_nemesis_applies_and_undoes_faults_on_real_processes(tmp_path):
             original(f)
             if f.kind in PROCESS_KINDS:
                 b = c.node(f.targets[0])
-                seen.append(f"{f.kind}:{'alive' if b.alive() else 'dead'}:{'paused' if b.paused else '-'}")
+                seen.append(
+                    f"{f.kind}:{'alive' if b.alive() else 'dead'}:{'paused' if b.paused else '-'}"
+                )
             else:
                 seen.append(f"{f.kind}:{len(c.net.blocked)}:{len(c.net.delays)}")
             if f.kind == "partition-one-way":
@@ -81,7 +85,15 @@ def test_the_nemesis_applies_and_undoes_faults_on_real_processes(tmp_path):
 
         nemesis.apply = apply  # type: ignore[method-assign]
         nemesis.run(faults, stop)
-        assert seen == ["kill:dead:-", "pause:alive:paused", "partition:4:0", "delay:0:4", "terminate:dead:-", "isolate:4:0", "partition-one-way:1:0"]
+        assert seen == [
+            "kill:dead:-",
+            "pause:alive:paused",
+            "partition:4:0",
+            "delay:0:4",
+            "terminate:dead:-",
+            "isolate:4:0",
+            "partition-one-way:1:0",
+        ]
         assert all(b.alive() and not b.paused for b in c.brokers)
         assert c.net.blocked == frozenset() and c.net.delays == {}
         assert [b.exit_codes for b in c.brokers] == [[-9], [0]]

@@ -8,7 +8,12 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 
-from broker_py.zk.kafka_zk_client import BrokerIdInUseError, ControllerMovedError, KafkaZkClient, PERSISTENT_PATHS
+from broker_py.zk.kafka_zk_client import (
+    PERSISTENT_PATHS,
+    BrokerIdInUseError,
+    ControllerMovedError,
+    KafkaZkClient,
+)
 
 
 @pytest.fixture
@@ -16,7 +21,9 @@ def clients(zk_connect):
     opened = []
 
     def new(**kwargs) -> KafkaZkClient:
-        client = KafkaZkClient(zk_connect, session_timeout_ms=kwargs.pop("session_timeout_ms", 6000), **kwargs)
+        client = KafkaZkClient(
+            zk_connect, session_timeout_ms=kwargs.pop("session_timeout_ms", 6000), **kwargs
+        )
         client.start()
         opened.append(client)
         return client
@@ -47,7 +54,9 @@ def expire_session(client: KafkaZkClient, zookeeper) -> None:
     assert lost.wait(15) and reconnected.wait(15)
 
 
-def test_start_makes_the_chroot_and_kafkas_paths_and_the_cluster_id_is_the_first_proposed(clients, zk_connect):
+def test_start_makes_the_chroot_and_kafkas_paths_and_the_cluster_id_is_the_first_proposed(
+    clients, zk_connect
+):
     a, b = clients(), clients()
     for path in PERSISTENT_PATHS:
         assert a._zk.exists(path) is not None
@@ -130,7 +139,9 @@ def test_a_controller_whose_session_expired_is_fenced(clients, zookeeper):
     new = b.register_controller_and_increment_epoch(2, 1_700_000_000_001)
     assert new.epoch == old.epoch + 1
     with pytest.raises(ControllerMovedError):
-        a.controller_transaction(old.zk_version, lambda t: t.create("/brokers/topics/zombie", b"{}"))
+        a.controller_transaction(
+            old.zk_version, lambda t: t.create("/brokers/topics/zombie", b"{}")
+        )
     assert b._zk.exists("/brokers/topics/zombie") is None
     assert b._zk.exists("/brokers/topics/kept") is not None
     b.controller_transaction(new.zk_version, lambda t: t.create("/brokers/topics/fresh", b"{}"))

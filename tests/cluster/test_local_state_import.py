@@ -46,10 +46,16 @@ def _zk_json(zk_connect: str, path: str):
 
 
 def _produce_as(b: BrokerProcess, sasl_port: int, user: str, password: str, topic: str) -> None:
-    p = Producer({
-        "bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-        "sasl.username": user, "sasl.password": password, "message.timeout.ms": 15000,
-    })  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{sasl_port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user,
+            "sasl.password": password,
+            "message.timeout.ms": 15000,
+        }
+    )
     errors: list = []
     p.produce(topic, b"v", on_delivery=lambda err, _msg: errors.append(err))
     p.flush(20)
@@ -60,7 +66,12 @@ def _read_from_start(c: Consumer, topic: str, partitions: int, n: int) -> list[b
     """The values of the first ``n`` records of ``topic``'s partitions, sorted."""
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[bytes] = []
-    wait_until(lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= n, 30, 0.1, "the data")
+    wait_until(
+        lambda: got.extend(m.value() for m in c.consume(10, 0.5) if not m.error()) or len(got) >= n,
+        30,
+        0.1,
+        "the data",
+    )
     return sorted(got)
 
 
@@ -73,28 +84,48 @@ def _committed(c: Consumer, topic: str) -> dict[int, int] | None:
     return offsets if all(o >= 0 for o in offsets.values()) else None
 
 
-def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeeper(tmp_path, zk_connect) -> None:
+def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeeper(
+    tmp_path, zk_connect
+) -> None:
     b = BrokerProcess(str(tmp_path))
     sasl_port = free_port()
-    b.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:ANONYMOUS",  # the PLAINTEXT listener administers
-    })  # fmt: skip
+    b.overrides.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:ANONYMOUS",  # the PLAINTEXT listener administers
+        }
+    )
     topic = "imported-acl-topic"
     b.start()
     try:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         create_topic(b.bootstrap, topic)
-        upsert = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret")
+        upsert = UserScramCredentialUpsertion(
+            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-secret"
+        )
         for f in admin.alter_user_scram_credentials([upsert]).values():
             assert f.result(15) is None
-        grant = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW)
+        grant = AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        )
         assert admin.create_acls([grant])[grant].result(15) is None
-        broker = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
-            ConfigEntry("log.retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
-        ])  # fmt: skip
+        broker = ConfigResource(
+            ResourceType.BROKER,
+            "0",
+            incremental_configs=[
+                ConfigEntry(
+                    "log.retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET
+                ),
+            ],
+        )
         admin.incremental_alter_configs([broker])[broker].result(15)
         _produce_as(b, sasl_port, "alice", "alice-secret", topic)
         data = "imported-data"
@@ -104,18 +135,28 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
             p.produce(data, b"v%d" % i, partition=i % 2)
         assert p.flush(15) == 0
         group = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "imported-group"})
-        group.commit(offsets=[TopicPartition(data, 0, 3), TopicPartition(data, 1, 4)], asynchronous=False)
+        group.commit(
+            offsets=[TopicPartition(data, 0, 3), TopicPartition(data, 1, 4)], asynchronous=False
+        )
         group.close()
         assert b.stop() == 0
 
         # The same broker (its id from meta.properties), now in a cluster.
-        b.overrides.update({"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1"})
+        b.overrides.update(
+            {
+                "zookeeper.connect": zk_connect,
+                "zookeeper.session.timeout.ms": "6000",
+                "offsets.topic.replication.factor": "1",
+            }
+        )
         b.start()
         user = _zk_json(zk_connect, "/config/users/alice")
         assert user is not None and "SCRAM-SHA-256" in user["config"]
         acl = _zk_json(zk_connect, f"/kafka-acl/Topic/{topic}")
         assert acl is not None and {a["principal"] for a in acl["acls"]} == {"User:alice"}
-        assert _zk_json(zk_connect, "/config/brokers/0")["config"] == {"log.retention.ms": "3600000"}
+        assert _zk_json(zk_connect, "/config/brokers/0")["config"] == {
+            "log.retention.ms": "3600000"
+        }
         meta = os.path.join(b.data_dir, METADATA)
         for name in ("scram-credentials.json", "acls.json", "broker-configs.json"):
             assert not os.path.exists(os.path.join(meta, name)), name
@@ -128,14 +169,26 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
         # user logs in, its ACL holds, the config applies.
         c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "imported-group"})
         try:
-            committed = wait_until(lambda: _committed(c, data), 30, 0.5, "the group's committed offsets")
+            committed = wait_until(
+                lambda: _committed(c, data), 30, 0.5, "the group's committed offsets"
+            )
             assert committed == {0: 3, 1: 4}
             assert _read_from_start(c, data, 2, 10) == [b"v%d" % i for i in range(10)]
         finally:
             c.close()
         _produce_as(b, sasl_port, "alice", "alice-secret", topic)
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        found = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None, None, AclOperation.ANY, AclPermissionType.ANY)).result(15)
+        found = admin.describe_acls(
+            AclBindingFilter(
+                ResourceType.TOPIC,
+                topic,
+                ResourcePatternType.LITERAL,
+                None,
+                None,
+                AclOperation.ANY,
+                AclPermissionType.ANY,
+            )
+        ).result(15)
         assert [a.principal for a in found] == ["User:alice"]
         described = admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")])
         entries = next(iter(described.values())).result(15)
@@ -145,12 +198,16 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
         b.restart()
         assert b.log_text().count("into ZooKeeper; the file is now") == 4
         assert _zk_json(zk_connect, "/config/users/alice") is not None
-        wait_until(lambda: admin.list_topics(timeout=5).brokers, message="the broker back in the cluster")
+        wait_until(
+            lambda: admin.list_topics(timeout=5).brokers, message="the broker back in the cluster"
+        )
     finally:
         b.kill()
 
 
-def test_a_data_dir_with_only_the_old_topics_file_joins_a_cluster_with_its_topics(tmp_path, zk_connect) -> None:
+def test_a_data_dir_with_only_the_old_topics_file_joins_a_cluster_with_its_topics(
+    tmp_path, zk_connect
+) -> None:
     """A data dir from before ``cluster-metadata.json`` (its topics in ``topics.json``)
     started straight in a cluster: its topics are imported with their ids, so their
     data is served; both files are renamed, and a second start imports nothing."""
@@ -169,17 +226,39 @@ def test_a_data_dir_with_only_the_old_topics_file_joins_a_cluster_with_its_topic
         # What an older logstore left: topics.json, and no cluster-metadata.json.
         meta = os.path.join(b.data_dir, METADATA)
         with open(os.path.join(b.data_dir, f"{data}-0", "partition.metadata")) as f:
-            topic_id = uuid_from_base64(dict(line.split(": ", 1) for line in f.read().splitlines())["topic_id"])
+            topic_id = uuid_from_base64(
+                dict(line.split(": ", 1) for line in f.read().splitlines())["topic_id"]
+            )
         os.remove(os.path.join(meta, "cluster-metadata.json"))
         with open(os.path.join(meta, "topics.json"), "w") as f:
-            json.dump({"version": 1, "topics": {data: {"topic_id": topic_id.hex, "partitions": 2, "configs": {"retention.ms": "86400000"}}}}, f)
+            json.dump(
+                {
+                    "version": 1,
+                    "topics": {
+                        data: {
+                            "topic_id": topic_id.hex,
+                            "partitions": 2,
+                            "configs": {"retention.ms": "86400000"},
+                        }
+                    },
+                },
+                f,
+            )
 
-        b.overrides.update({"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1"})
+        b.overrides.update(
+            {
+                "zookeeper.connect": zk_connect,
+                "zookeeper.session.timeout.ms": "6000",
+                "offsets.topic.replication.factor": "1",
+            }
+        )
         b.start()
         znode = _zk_json(zk_connect, f"/brokers/topics/{data}")
         assert znode["partitions"] == {"0": [0], "1": [0]}
         assert uuid_from_base64(znode["topic_id"]) == topic_id
-        assert _zk_json(zk_connect, f"/config/topics/{data}")["config"] == {"retention.ms": "86400000"}
+        assert _zk_json(zk_connect, f"/config/topics/{data}")["config"] == {
+            "retention.ms": "86400000"
+        }
         for name in ("topics.json", "cluster-metadata.json"):
             assert not os.path.exists(os.path.join(meta, name)), name
             assert os.path.exists(os.path.join(meta, name + ".imported")), name

@@ -45,7 +45,9 @@ class _Brokers:
 
     async def coordinator(self, key: str, key_type: int) -> int:
         for _ in range(100):
-            r = await self.send(1, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=key, key_type=key_type), 3)
+            r = await self.send(
+                1, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=key, key_type=key_type), 3
+            )
             if r.error_code == 0:
                 return r.node_id
             await asyncio.sleep(0.2)
@@ -57,45 +59,94 @@ class _Brokers:
 
 async def _init_producer(brokers: _Brokers, coordinator: int, tid: str) -> tuple[int, int]:
     for _ in range(100):
-        r = await brokers.send(coordinator, ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000), 3)
+        r = await brokers.send(
+            coordinator,
+            ApiKey.INIT_PRODUCER_ID,
+            InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000),
+            3,
+        )
         if r.error_code == 0:
             return r.producer_id, r.producer_epoch
         await asyncio.sleep(0.2)
     raise AssertionError(f"InitProducerId for {tid}: {ErrorCode(r.error_code).name}")
 
 
-async def _add_partition(brokers: _Brokers, coordinator: int, tid: str, pid: int, epoch: int, topic: str, index: int) -> None:
+async def _add_partition(
+    brokers: _Brokers, coordinator: int, tid: str, pid: int, epoch: int, topic: str, index: int
+) -> None:
     body = AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
-        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[index])],
-    )  # fmt: skip
+        v3_and_below_transactional_id=tid,
+        v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[index])
+        ],
+    )
     r = await brokers.send(coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, body, 3)
-    assert [p.partition_error_code for t in r.results_by_topic_v3_and_below for p in t.results_by_partition] == [0]
+    assert [
+        p.partition_error_code
+        for t in r.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    ] == [0]
 
 
-async def _produce(brokers: _Brokers, leader: int, tid: str, pid: int, epoch: int, topic: str, index: int, seq: int) -> int:
+async def _produce(
+    brokers: _Brokers, leader: int, tid: str, pid: int, epoch: int, topic: str, index: int, seq: int
+) -> int:
     records = logstore.encode_batch(
-        [(b"k", b"v%d" % seq, [], 1_700_000_000_000)], producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True
-    )  # fmt: skip
-    body = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=TIMEOUT_MS, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=index, records=records)],
-    )])  # fmt: skip
+        [(b"k", b"v%d" % seq, [], 1_700_000_000_000)],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=True,
+    )
+    body = ProduceRequest(
+        transactional_id=tid,
+        acks=-1,
+        timeout_ms=TIMEOUT_MS,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[ProduceRequest.PartitionProduceData(index=index, records=records)],
+            )
+        ],
+    )
     r = await brokers.send(leader, ApiKey.PRODUCE, body, 9)
     return r.responses[0].partition_responses[0].error_code
 
 
-async def _end_txn(brokers: _Brokers, coordinator: int, tid: str, pid: int, epoch: int, commit: bool) -> None:
-    r = await brokers.send(coordinator, ApiKey.END_TXN, EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit), 3)
+async def _end_txn(
+    brokers: _Brokers, coordinator: int, tid: str, pid: int, epoch: int, commit: bool
+) -> None:
+    r = await brokers.send(
+        coordinator,
+        ApiKey.END_TXN,
+        EndTxnRequest(
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit
+        ),
+        3,
+    )
     assert r.error_code == 0, ErrorCode(r.error_code).name
 
 
-async def _stable_and_high(brokers: _Brokers, leader: int, topic: str, index: int) -> tuple[int, int]:
+async def _stable_and_high(
+    brokers: _Brokers, leader: int, topic: str, index: int
+) -> tuple[int, int]:
     """(last stable offset, high watermark) of the partition at its leader."""
     out = []
     for isolation in (1, 0):
-        body = ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[ListOffsetsRequest.ListOffsetsTopic(
-            name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=index, timestamp=-1)],
-        )])  # fmt: skip
+        body = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=isolation,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(partition_index=index, timestamp=-1)
+                    ],
+                )
+            ],
+        )
         r = await brokers.send(leader, ApiKey.LIST_OFFSETS, body, 5)
         out.append(r.topics[0].partitions[0].offset)
     return out[0], out[1]
@@ -115,7 +166,9 @@ def _away_from(c, coordinator_of, topic: str, partitions: int) -> tuple[str, int
 
 def test_a_late_batch_of_an_aborted_transaction_is_refused_by_a_remote_leader(cluster):  # noqa: F811
     c = cluster
-    c.create_topic("v-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    c.create_topic(
+        "v-data", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
 
     async def go() -> None:
         brokers = _Brokers(c)
@@ -127,7 +180,9 @@ def test_a_late_batch_of_an_aborted_transaction_is_refused_by_a_remote_leader(cl
             leader = _leader_of(c, "v-data", index)
             pid, epoch = await _init_producer(brokers, coordinator, tid)
             await _add_partition(brokers, coordinator, tid, pid, epoch, "v-data", index)
-            assert await _produce(brokers, leader, tid, pid, epoch, "v-data", index, 0) == 0  # verified remotely: in the txn
+            assert (
+                await _produce(brokers, leader, tid, pid, epoch, "v-data", index, 0) == 0
+            )  # verified remotely: in the txn
             await _end_txn(brokers, coordinator, tid, pid, epoch, commit=False)
 
             # a late retry of the aborted transaction, without AddPartitionsToTxn
@@ -156,7 +211,9 @@ def test_a_late_batch_of_an_aborted_transaction_is_refused_by_a_remote_leader(cl
     asyncio.run(go())
 
 
-def test_a_late_offset_commit_of_an_aborted_transaction_is_refused_by_a_remote_group_coordinator(cluster):  # noqa: F811
+def test_a_late_offset_commit_of_an_aborted_transaction_is_refused_by_a_remote_group_coordinator(
+    cluster,
+):  # noqa: F811
     c = cluster
     c.create_topic("v-in", partitions=1, replication_factor=3)
 
@@ -171,23 +228,48 @@ def test_a_late_offset_commit_of_an_aborted_transaction_is_refused_by_a_remote_g
                 group_coordinator = await brokers.coordinator(group, 0)
                 if group_coordinator != coordinator:
                     break
-            assert group_coordinator != coordinator, "every group coordinated by the transaction coordinator"
+            assert group_coordinator != coordinator, (
+                "every group coordinated by the transaction coordinator"
+            )
             pid, epoch = await _init_producer(brokers, coordinator, tid)
-            r = await brokers.send(coordinator, ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest(
-                transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group), 3)  # fmt: skip
+            r = await brokers.send(
+                coordinator,
+                ApiKey.ADD_OFFSETS_TO_TXN,
+                AddOffsetsToTxnRequest(
+                    transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group
+                ),
+                3,
+            )
             assert r.error_code == 0
 
             def commit_body(offset: int):
-                return TxnOffsetCommitRequest(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
-                                              member_id="", topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
-                    name="v-in", partitions=[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
-                        partition_index=0, committed_offset=offset, committed_metadata="")])])  # fmt: skip
+                return TxnOffsetCommitRequest(
+                    transactional_id=tid,
+                    group_id=group,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    member_id="",
+                    topics=[
+                        TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                            name="v-in",
+                            partitions=[
+                                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                    partition_index=0,
+                                    committed_offset=offset,
+                                    committed_metadata="",
+                                )
+                            ],
+                        )
+                    ],
+                )
 
             r = await brokers.send(group_coordinator, ApiKey.TXN_OFFSET_COMMIT, commit_body(5), 3)
             assert [p.error_code for t in r.topics for p in t.partitions] == [0]
             await _end_txn(brokers, coordinator, tid, pid, epoch, commit=False)
             r = await brokers.send(group_coordinator, ApiKey.TXN_OFFSET_COMMIT, commit_body(7), 3)
-            assert [ErrorCode(p.error_code) for t in r.topics for p in t.partitions] == [ErrorCode.INVALID_TXN_STATE]
+            assert [ErrorCode(p.error_code) for t in r.topics for p in t.partitions] == [
+                ErrorCode.INVALID_TXN_STATE
+            ]
         finally:
             await brokers.close()
 

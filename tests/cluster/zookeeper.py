@@ -30,7 +30,9 @@ def free_port() -> int:
 class ZooKeeperServer:
     def __init__(self, workdir: Path, tick_ms: int = 200) -> None:
         if not os.path.exists("/usr/share/java/zookeeper.jar") or not os.path.exists(JAVA):
-            raise RuntimeError("ZooKeeper is not installed: run scripts/test.sh (apt-get install zookeeper)")
+            raise RuntimeError(
+                "ZooKeeper is not installed: run scripts/test.sh (apt-get install zookeeper)"
+            )
         self.workdir = Path(workdir)
         self.data_dir = self.workdir / "data"
         self.port = free_port()
@@ -61,9 +63,18 @@ class ZooKeeperServer:
         config = self._config()
         log = open(self.workdir / "zookeeper.log", "ab")
         self.proc = subprocess.Popen(
-            [JAVA, "-Xmx256m", "-cp", CLASSPATH, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
-        )  # fmt: skip
+            [
+                JAVA,
+                "-Xmx256m",
+                "-cp",
+                CLASSPATH,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(config),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while not self.ok():

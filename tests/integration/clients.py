@@ -27,7 +27,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.05, message: str = "condition"):
+def wait_until(
+    predicate, timeout: float = 15.0, interval: float = 0.05, message: str = "condition"
+):
     """Polls ``predicate`` until it returns something truthy; fails after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -90,7 +92,11 @@ def sample_records(
             if h == 0:
                 headers = []
             elif h == 1:
-                headers = [("h1", b"a"), ("h2", None if null_header_values else b"not-null"), ("h1", b"b")]
+                headers = [
+                    ("h1", b"a"),
+                    ("h2", None if null_header_values else b"not-null"),
+                    ("h1", b"b"),
+                ]
             elif h == 2:
                 headers = [("bin", bytes(range(256))), ("utf8-\u00e9", "\u2603".encode())]
             else:
@@ -109,20 +115,30 @@ def by_partition(records: list[Rec]) -> dict[int, list[Rec]]:
     return out
 
 
-def assert_partition_contents(expected: list[Rec], consumed: dict[int, list[tuple]], first_offset: int = 0) -> None:
+def assert_partition_contents(
+    expected: list[Rec], consumed: dict[int, list[tuple]], first_offset: int = 0
+) -> None:
     """``consumed``: partition -> [(offset, key, value, headers, timestamp)] in consume order.
 
     Every partition must hold exactly the expected records, in produce order, at
     consecutive offsets from ``first_offset``.
     """
     want = by_partition(expected)
-    assert sorted(consumed) == sorted(want), f"partitions consumed {sorted(consumed)} != produced {sorted(want)}"
+    assert sorted(consumed) == sorted(want), (
+        f"partitions consumed {sorted(consumed)} != produced {sorted(want)}"
+    )
     for p, recs in want.items():
         got = consumed[p]
-        assert [g[0] for g in got] == list(range(first_offset, first_offset + len(recs))), f"partition {p} offsets"
+        assert [g[0] for g in got] == list(range(first_offset, first_offset + len(recs))), (
+            f"partition {p} offsets"
+        )
         for n, (r, g) in enumerate(zip(recs, got)):
-            assert (g[1], g[2], list(g[3]), g[4]) == r.as_tuple(), f"partition {p} record {n} (offset {g[0]})"
-        assert len(got) == len(recs), f"partition {p}: {len(got)} records consumed, {len(recs)} produced"
+            assert (g[1], g[2], list(g[3]), g[4]) == r.as_tuple(), (
+                f"partition {p} record {n} (offset {g[0]})"
+            )
+        assert len(got) == len(recs), (
+            f"partition {p}: {len(got)} records consumed, {len(recs)} produced"
+        )
 
 
 # --- the broker's segment files -------------------------------------------------------
@@ -169,31 +185,50 @@ def assert_stored_codec(data_dir: str, topic: str, partitions: int, codec: str) 
             assert b.magic == 2
             seen.append(b.codec)
     assert seen, f"no batches stored for {topic}"
-    assert set(seen) <= {0, want}, f"stored codecs {sorted(set(seen))}, expected only {want} ({codec}) or 0"
+    assert set(seen) <= {0, want}, (
+        f"stored codecs {sorted(set(seen))}, expected only {want} ({codec}) or 0"
+    )
     assert want in seen, f"no batch stored with codec {codec}: {seen}"
 
 
 # --- kcat ------------------------------------------------------------------------------
 
 
-def kcat(bootstrap: str, *args: str, input: bytes | None = None, timeout: float = 30.0, check: bool = True) -> subprocess.CompletedProcess:
+def kcat(
+    bootstrap: str,
+    *args: str,
+    input: bytes | None = None,
+    timeout: float = 30.0,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     r = subprocess.run(
-        ["kcat", "-b", bootstrap, *args], input=input, capture_output=True, timeout=timeout, check=False
+        ["kcat", "-b", bootstrap, *args],
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
     )
     if check and r.returncode != 0:
-        raise AssertionError(f"kcat {' '.join(args)} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
+        raise AssertionError(
+            f"kcat {' '.join(args)} exited {r.returncode}: {r.stderr.decode(errors='replace')}"
+        )
     return r
 
 
 # --- topic setup through confluent-kafka (used where the client under test has no admin) -
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> None:
+def create_topic(
+    bootstrap: str, name: str, partitions: int = 1, config: dict | None = None
+) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(15)
-    wait_until(lambda: len(admin.list_topics(name, timeout=5).topics[name].partitions) == partitions, message=f"metadata of {name}")
+    wait_until(
+        lambda: len(admin.list_topics(name, timeout=5).topics[name].partitions) == partitions,
+        message=f"metadata of {name}",
+    )
 
 
 def wire_call(bootstrap: str, body, version: int):
@@ -203,7 +238,9 @@ def wire_call(bootstrap: str, body, version: int):
     from logstore.protocol import RequestHeader, encode_request
 
     host, port = bootstrap.rsplit(":", 1)
-    header = RequestHeader(api_key=int(body.API_KEY), api_version=version, correlation_id=7, client_id="logstore-tests")
+    header = RequestHeader(
+        api_key=int(body.API_KEY), api_version=version, correlation_id=7, client_id="logstore-tests"
+    )
     with socket.create_connection((host, int(port)), timeout=15) as s:
         s.sendall(encode_request(header, body))
         correlation_id, response = read_response(s, body.API_KEY, version)

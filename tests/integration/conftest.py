@@ -34,7 +34,13 @@ def consume_values(bootstrap: str, topic: str, count: int, timeout: float = 30.0
     group of its own until ``count`` arrived or ``timeout`` passed (every error fails)."""
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}-{time.monotonic_ns()}", "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{topic}-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+        }
+    )
     c.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -76,8 +82,18 @@ class BrokerProcess:
         log = open(self.log_path, "ab")
         # The repository's broker_py (identical to the wheel's; an editable install of
         # the native module does not carry it).
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env, preexec_fn=self.preexec_fn)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+        }
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=self.workdir,
+            env=env,
+            preexec_fn=self.preexec_fn,
+        )
         log.close()
         deadline = time.monotonic() + timeout
         out = b""

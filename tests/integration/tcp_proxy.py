@@ -91,7 +91,9 @@ class TcpProxy:
         self.produce_requests = 0
         self.connections = 0
         self._server: asyncio.base_events.Server | None = None
-        self._thread = threading.Thread(target=self._run, name=f"tcp-proxy-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"tcp-proxy-{self.port}", daemon=True
+        )
         self._started = threading.Event()
         self._thread.start()
         if not self._started.wait(10):

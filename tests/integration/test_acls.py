@@ -67,11 +67,15 @@ def _grant(b: BrokerProcess, *bindings: AclBinding) -> None:
         assert f.result(15) is None
 
 
-def _allow(rtype, name, op, pattern=ResourcePatternType.LITERAL, principal="User:alice") -> AclBinding:
+def _allow(
+    rtype, name, op, pattern=ResourcePatternType.LITERAL, principal="User:alice"
+) -> AclBinding:
     return AclBinding(rtype, name, pattern, principal, "*", op, AclPermissionType.ALLOW)
 
 
-def _produce(b: BrokerProcess, user: str, topic: str, extra: dict | None = None) -> KafkaError | None:
+def _produce(
+    b: BrokerProcess, user: str, topic: str, extra: dict | None = None
+) -> KafkaError | None:
     """The delivery error of one message, or None once it is stored."""
     reports: list = []
     p = Producer({**_conf(b, user), "message.timeout.ms": 10000, **(extra or {})})
@@ -81,9 +85,18 @@ def _produce(b: BrokerProcess, user: str, topic: str, extra: dict | None = None)
     return reports[0]
 
 
-def _consume(b: BrokerProcess, user: str, topic: str, group: str, count: int) -> tuple[list[bytes], list[KafkaError]]:
+def _consume(
+    b: BrokerProcess, user: str, topic: str, group: str, count: int
+) -> tuple[list[bytes], list[KafkaError]]:
     errors: list[KafkaError] = []
-    c = Consumer({**_conf(b, user), "group.id": group, "auto.offset.reset": "earliest", "error_cb": errors.append})
+    c = Consumer(
+        {
+            **_conf(b, user),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "error_cb": errors.append,
+        }
+    )
     c.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + 20
@@ -93,7 +106,10 @@ def _consume(b: BrokerProcess, user: str, topic: str, group: str, count: int) ->
             continue
         if m.error() is not None:
             errors.append(m.error())
-            if m.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+            if m.error().code() in (
+                KafkaError.GROUP_AUTHORIZATION_FAILED,
+                KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            ):
                 break
             continue
         got.append(m.value())
@@ -103,17 +119,36 @@ def _consume(b: BrokerProcess, user: str, topic: str, group: str, count: int) ->
 
 def test_without_an_authorizer_the_acl_apis_are_disabled(broker):
     a = AdminClient({"bootstrap.servers": broker.bootstrap})
-    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        "t",
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
     with pytest.raises(KafkaException) as e:
         a.create_acls([binding])[binding].result(15)
     assert e.value.args[0].code() == KafkaError.SECURITY_DISABLED
     # librdkafka drops DescribeAcls' top-level error (it returns no bindings): the wire shows it.
-    any_ = dict(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
-                host_filter=None, operation=1, permission_type=1)  # fmt: skip
+    any_ = dict(
+        resource_type_filter=1,
+        resource_name_filter=None,
+        pattern_type_filter=1,
+        principal_filter=None,
+        host_filter=None,
+        operation=1,
+        permission_type=1,
+    )
     for version in (0, 1, 2, 3):
         described = wire_call(broker.bootstrap, DescribeAclsRequest(**any_), version)
         assert described.error_code == KafkaError.SECURITY_DISABLED and described.resources == []
-        deleted = wire_call(broker.bootstrap, DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**any_)]), version)
+        deleted = wire_call(
+            broker.bootstrap,
+            DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**any_)]),
+            version,
+        )
         assert [r.error_code for r in deleted.filter_results] == [KafkaError.SECURITY_DISABLED]
 
 
@@ -159,23 +194,67 @@ def test_acls_are_described_deleted_and_persist_across_a_restart(acl_broker):
     bindings = [
         _allow(ResourceType.TOPIC, topic, AclOperation.READ),
         _allow(ResourceType.TOPIC, topic + "-", AclOperation.WRITE, ResourcePatternType.PREFIXED),
-        AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.ALL, AclPermissionType.DENY),
+        AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            "User:bob",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.DENY,
+        ),
     ]
     _grant(acl_broker, *bindings)
-    match = AclBindingFilter(ResourceType.TOPIC, topic + "-x", ResourcePatternType.MATCH, None, None, AclOperation.ANY, AclPermissionType.ANY)
+    match = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic + "-x",
+        ResourcePatternType.MATCH,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     assert a.describe_acls(match).result(15) == [bindings[1]]
-    exact = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None, None, AclOperation.ANY, AclPermissionType.ANY)
-    assert sorted(a.describe_acls(exact).result(15), key=str) == sorted([bindings[0], bindings[2]], key=str)
+    exact = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert sorted(a.describe_acls(exact).result(15), key=str) == sorted(
+        [bindings[0], bindings[2]], key=str
+    )
 
     acl_broker.restart()
     a = _admin(acl_broker)
-    assert sorted(a.describe_acls(exact).result(15), key=str) == sorted([bindings[0], bindings[2]], key=str)
-    deny_bob = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:bob", None, AclOperation.ANY, AclPermissionType.DENY)
+    assert sorted(a.describe_acls(exact).result(15), key=str) == sorted(
+        [bindings[0], bindings[2]], key=str
+    )
+    deny_bob = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        "User:bob",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.DENY,
+    )
     assert a.delete_acls([deny_bob])[deny_bob].result(15) == [bindings[2]]
     assert a.describe_acls(exact).result(15) == [bindings[0]]
 
     # A binding Kafka refuses: the CLUSTER resource has one name.
-    bad = AclBinding(ResourceType.BROKER, "other", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.ALTER, AclPermissionType.ALLOW)
+    bad = AclBinding(
+        ResourceType.BROKER,
+        "other",
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.ALTER,
+        AclPermissionType.ALLOW,
+    )
     with pytest.raises(KafkaException) as e:
         a.create_acls([bad])[bad].result(15)
     assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
@@ -203,34 +282,54 @@ def test_kafka_python_admin_and_clients(acl_broker):
     from kafka.errors import TopicAuthorizationFailedError
 
     sasl = dict(
-        bootstrap_servers=acl_broker.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-    )  # fmt: skip
-    admin = KafkaAdminClient(**sasl, sasl_plain_username="admin", sasl_plain_password="admin-secret")
+        bootstrap_servers=acl_broker.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+    )
+    admin = KafkaAdminClient(
+        **sasl, sasl_plain_username="admin", sasl_plain_password="admin-secret"
+    )
     topic = topic_name("kp-acl")
     admin.create_topics([KNewTopic(topic, 1, 1)])
     acl = ACL(
-        principal="User:alice", host="*", operation=ACLOperation.WRITE, permission_type=ACLPermissionType.ALLOW,
-        resource_pattern=ResourcePattern(KResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL),
-    )  # fmt: skip
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.WRITE,
+        permission_type=ACLPermissionType.ALLOW,
+        resource_pattern=ResourcePattern(
+            KResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL
+        ),
+    )
     result = admin.create_acls([acl])
     assert result["failed"] == [] and len(result["succeeded"]) == 1
     acl_filter = ACLFilter(
-        principal="User:alice", host="*", operation=ACLOperation.ANY, permission_type=ACLPermissionType.ANY,
-        resource_pattern=ResourcePatternFilter(KResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL),
-    )  # fmt: skip
+        principal="User:alice",
+        host="*",
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            KResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL
+        ),
+    )
     described, error = admin.describe_acls(acl_filter)
     assert error.errno == 0 and described == [acl]
 
-    producer = KafkaProducer(**sasl, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    producer = KafkaProducer(
+        **sasl, sasl_plain_username="alice", sasl_plain_password="alice-secret"
+    )
     producer.send(topic, b"from kafka-python").get(timeout=20)
     producer.close()
 
     deleted = admin.delete_acls([acl_filter])
     assert deleted[0][1] == [acl] and deleted[0][2].errno == 0
-    producer = KafkaProducer(**sasl, sasl_plain_username="alice", sasl_plain_password="alice-secret", max_block_ms=5000)
+    producer = KafkaProducer(
+        **sasl, sasl_plain_username="alice", sasl_plain_password="alice-secret", max_block_ms=5000
+    )
     with pytest.raises(Exception) as e:
         producer.send(topic, b"refused").get(timeout=20)
-    assert isinstance(e.value, TopicAuthorizationFailedError) or "TopicAuthorizationFailed" in repr(e.value)
+    assert isinstance(e.value, TopicAuthorizationFailedError) or "TopicAuthorizationFailed" in repr(
+        e.value
+    )
     producer.close(timeout=1)
     admin.close()
 
@@ -241,7 +340,16 @@ def test_kcat_sees_only_what_it_may_describe(acl_broker):
     for f in a.create_topics([NewTopic(visible, 1), NewTopic(hidden, 1)]).values():
         f.result(15)
     _grant(acl_broker, _allow(ResourceType.TOPIC, visible, AclOperation.DESCRIBE))
-    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]
+    sasl = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanisms=PLAIN",
+        "-X",
+        "sasl.username=alice",
+        "-X",
+        "sasl.password=alice-secret",
+    ]
     out = kcat(acl_broker.bootstrap, "-L", *sasl).stdout.decode()
     assert f'topic "{visible}"' in out and hidden not in out
     # DESCRIBE alone does not let kcat produce.
@@ -250,7 +358,9 @@ def test_kcat_sees_only_what_it_may_describe(acl_broker):
 
 
 @pytest.mark.parametrize(
-    "rules,principal", [(None, "User:CN=client"), ("RULE:^CN=([a-z]*)$/$1/U,DEFAULT", "User:CLIENT")], ids=["dn", "mapped"]
+    "rules,principal",
+    [(None, "User:CN=client"), ("RULE:^CN=([a-z]*)$/$1/U,DEFAULT", "User:CLIENT")],
+    ids=["dn", "mapped"],
 )
 def test_a_tls_client_certificate_is_the_principal(tmp_path, rules, principal):
     from tests.integration.conftest import free_port
@@ -282,12 +392,24 @@ def test_a_tls_client_certificate_is_the_principal(tmp_path, rules, principal):
         a = AdminClient({"bootstrap.servers": b.bootstrap})
         for f in a.create_topics([NewTopic(allowed, 1), NewTopic(refused, 1)]).values():
             f.result(15)
-        grant = AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.LITERAL, principal, "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+        grant = AclBinding(
+            ResourceType.TOPIC,
+            allowed,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.ALLOW,
+        )
         assert a.create_acls([grant])[grant].result(15) is None
         conf = {
-            "bootstrap.servers": f"127.0.0.1:{mtls}", "security.protocol": "SSL", "ssl.ca.location": pki["ca.pem"],
-            "ssl.certificate.location": pki["client.pem"], "ssl.key.location": pki["client.key"], "message.timeout.ms": 10000,
-        }  # fmt: skip
+            "bootstrap.servers": f"127.0.0.1:{mtls}",
+            "security.protocol": "SSL",
+            "ssl.ca.location": pki["ca.pem"],
+            "ssl.certificate.location": pki["client.pem"],
+            "ssl.key.location": pki["client.key"],
+            "message.timeout.ms": 10000,
+        }
         reports: list = []
         p = Producer(conf)
         for topic in (allowed, refused):

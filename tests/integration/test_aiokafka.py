@@ -15,6 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
 from tests.integration.clients import (
     Rec,
     assert_partition_contents,
@@ -33,7 +34,15 @@ CODEC_LIBS = {
     "zstd": (aiokafka.codec.has_zstd, "cramjam"),
 }
 
-ERR = {"none": 0, "unknown": 3, "invalid_topic": 17, "exists": 36, "partitions": 37, "replication": 38, "config": 40}
+ERR = {
+    "none": 0,
+    "unknown": 3,
+    "invalid_topic": 17,
+    "exists": 36,
+    "partitions": 37,
+    "replication": 38,
+    "config": 40,
+}
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -61,16 +70,34 @@ async def create(bootstrap: str, name: str, partitions: int, configs: dict | Non
         assert [(t[0], t[1]) for t in r.topic_errors] == [(name, 0)], r
 
 
-async def produce(bootstrap: str, topic: str, records, p: AIOKafkaProducer | None = None, flush_every: int | None = None, **extra) -> list:
+async def produce(
+    bootstrap: str,
+    topic: str,
+    records,
+    p: AIOKafkaProducer | None = None,
+    flush_every: int | None = None,
+    **extra,
+) -> list:
     """Sends ``records``; their RecordMetadata in produce order."""
     own = p is None
     if own:
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, **{"linger_ms": 20, "request_timeout_ms": 15000, **extra})
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, **{"linger_ms": 20, "request_timeout_ms": 15000, **extra}
+        )
         await p.start()
     try:
         futures = []
         for n, r in enumerate(records):
-            futures.append(await p.send(topic, value=r.value, key=r.key, partition=r.partition, timestamp_ms=r.timestamp, headers=list(r.headers)))
+            futures.append(
+                await p.send(
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    partition=r.partition,
+                    timestamp_ms=r.timestamp,
+                    headers=list(r.headers),
+                )
+            )
             if flush_every and (n + 1) % flush_every == 0:
                 await p.flush()
         await p.flush()
@@ -101,13 +128,17 @@ async def drain(c: AIOKafkaConsumer, count: int, timeout: float = 30) -> dict:
         for tp, recs in (await c.getmany(timeout_ms=200)).items():
             for r in recs:
                 assert r.timestamp_type == 0
-                out.setdefault(tp.partition, []).append((r.offset, r.key, r.value, list(r.headers or ()), r.timestamp))
+                out.setdefault(tp.partition, []).append(
+                    (r.offset, r.key, r.value, list(r.headers or ()), r.timestamp)
+                )
                 n += 1
     assert not await c.getmany(timeout_ms=300), "more records than produced"
     return out
 
 
-async def consume_partitions(bootstrap: str, topic: str, partitions: int, count: int, start: int | None = None, **extra) -> dict:
+async def consume_partitions(
+    bootstrap: str, topic: str, partitions: int, count: int, start: int | None = None, **extra
+) -> dict:
     c = consumer(bootstrap, **extra)
     await c.start()
     try:
@@ -146,7 +177,12 @@ def test_round_trip_every_codec(module_broker, codec):
 
     async def main():
         await create(module_broker.bootstrap, topic, 3)
-        metas = await produce(module_broker.bootstrap, topic, records, compression_type=None if codec == "none" else codec)
+        metas = await produce(
+            module_broker.bootstrap,
+            topic,
+            records,
+            compression_type=None if codec == "none" else codec,
+        )
         per_partition: dict[int, list] = {}
         for r, m in zip(records, metas):
             # Not m.timestamp: aiokafka 0.14's MessageBatch.done() overwrites its loop
@@ -159,7 +195,9 @@ def test_round_trip_every_codec(module_broker, codec):
 
     assert_partition_contents(records, run(main()))
     if codec == "none":
-        assert {b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)} == {0}
+        assert {
+            b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)
+        } == {0}
     else:
         assert_stored_codec(module_broker.data_dir, topic, 3, codec)
 
@@ -170,7 +208,14 @@ def test_idempotent_producer(module_broker):
 
     async def main():
         await create(module_broker.bootstrap, topic, 2)
-        await produce(module_broker.bootstrap, topic, records, flush_every=6, enable_idempotence=True, acks="all")
+        await produce(
+            module_broker.bootstrap,
+            topic,
+            records,
+            flush_every=6,
+            enable_idempotence=True,
+            acks="all",
+        )
         return await consume_partitions(module_broker.bootstrap, topic, 2, len(records))
 
     assert_partition_contents(records, run(main()))
@@ -184,6 +229,7 @@ def test_create_and_delete_topics_with_errors(module_broker):
 
     async def main():
         async with Admin(module_broker.bootstrap) as a:
+
             def codes(resp):
                 return [(t[0], t[1]) for t in resp.topic_errors]
 
@@ -193,16 +239,28 @@ def test_create_and_delete_topics_with_errors(module_broker):
             assert name in await a.list_topics()
             assert codes(await a.create_topics([NewTopic(name, 3, 1)])) == [(name, ERR["exists"])]
             for bad in ["bad name!", "y" * 250, ".", "a/b"]:
-                assert codes(await a.create_topics([NewTopic(bad, 1, 1)])) == [(bad, ERR["invalid_topic"])]
+                assert codes(await a.create_topics([NewTopic(bad, 1, 1)])) == [
+                    (bad, ERR["invalid_topic"])
+                ]
             zero = topic_name("ak-zero")
-            assert codes(await a.create_topics([NewTopic(zero, 0, 1)])) == [(zero, ERR["partitions"])]
+            assert codes(await a.create_topics([NewTopic(zero, 0, 1)])) == [
+                (zero, ERR["partitions"])
+            ]
             rf = topic_name("ak-rf")
             assert codes(await a.create_topics([NewTopic(rf, 1, 2)])) == [(rf, ERR["replication"])]
             badcfg = topic_name("ak-badcfg")
-            for cfg in ({"retention.ms": "abc"}, {"cleanup.policy": "both"}, {"no.such.config": "1"}):
-                assert codes(await a.create_topics([NewTopic(badcfg, 1, 1, topic_configs=cfg)])) == [(badcfg, ERR["config"])], cfg
+            for cfg in (
+                {"retention.ms": "abc"},
+                {"cleanup.policy": "both"},
+                {"no.such.config": "1"},
+            ):
+                assert codes(
+                    await a.create_topics([NewTopic(badcfg, 1, 1, topic_configs=cfg)])
+                ) == [(badcfg, ERR["config"])], cfg
             vo = topic_name("ak-vo")
-            assert codes(await a.create_topics([NewTopic(vo, 1, 1)], validate_only=True)) == [(vo, 0)]
+            assert codes(await a.create_topics([NewTopic(vo, 1, 1)], validate_only=True)) == [
+                (vo, 0)
+            ]
             topics = await a.list_topics()
             assert not {zero, rf, badcfg, vo} & set(topics)
 
@@ -237,7 +295,9 @@ def test_create_partitions(module_broker):
                 await a.create_partitions({topic_name("ak-parts-none"): NewPartitions(3)})
             md = await a.describe_topics([name])
             assert sorted(p["partition"] for p in md[0]["partitions"]) == [0, 1, 2]
-        metas = await produce(module_broker.bootstrap, name, [Rec(p, b"k", b"v", [], now_ms()) for p in range(3)])
+        metas = await produce(
+            module_broker.bootstrap, name, [Rec(p, b"k", b"v", [], now_ms()) for p in range(3)]
+        )
         assert [(m.partition, m.offset) for m in metas] == [(0, 0), (1, 0), (2, 0)]
 
     run(main())
@@ -247,7 +307,9 @@ def test_configs_describe_alter_and_persist(broker):
     name = topic_name("ak-cfg")
 
     async def alter(a, configs, topic=name):
-        [resp] = await a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)])
+        [resp] = await a.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)]
+        )
         return [r[0] for r in resp.resources]
 
     async def describe(a, topic=name):
@@ -262,13 +324,17 @@ def test_configs_describe_alter_and_persist(broker):
             assert cfg["cleanup.policy"] == ("delete", 5)
             assert cfg["retention.bytes"] == ("5000000", 1)  # TOPIC_CONFIG
             # AlterConfigs replaces the whole set of overrides.
-            assert await alter(a, {"retention.ms": "86400000", "cleanup.policy": "compact,delete"}) == [0]
+            assert await alter(
+                a, {"retention.ms": "86400000", "cleanup.policy": "compact,delete"}
+            ) == [0]
             cfg = _configs(await describe(a))
             assert cfg["retention.ms"] == ("86400000", 1)
             assert cfg["cleanup.policy"] == ("compact,delete", 1)
             assert cfg["retention.bytes"] == ("-1", 5)
             assert await alter(a, {"retention.ms": "never"}) == [ERR["config"]]
-            assert await alter(a, {"retention.ms": "1000"}, topic=topic_name("ak-cfg-none")) == [ERR["unknown"]]
+            assert await alter(a, {"retention.ms": "1000"}, topic=topic_name("ak-cfg-none")) == [
+                ERR["unknown"]
+            ]
             [res] = (await describe(a, topic_name("ak-cfg-none"))).resources
             assert res[0] == ERR["unknown"]
             assert _configs(await describe(a))["retention.ms"] == ("86400000", 1)
@@ -296,7 +362,10 @@ def test_offsets_for_times_and_watermarks(module_broker):
     async def main():
         await create(module_broker.bootstrap, name, 2)
         recs = [Rec(0, None, b"p0-%d" % i, [], base + i * 1000) for i in range(10)]
-        recs += [Rec(1, None, b"p1-%d" % i, [], base + d) for i, d in enumerate((0, 5000, 2000, 6000, 1000))]
+        recs += [
+            Rec(1, None, b"p1-%d" % i, [], base + d)
+            for i, d in enumerate((0, 5000, 2000, 6000, 1000))
+        ]
         await produce(module_broker.bootstrap, name, recs, flush_every=4)
         c = consumer(module_broker.bootstrap)
         await c.start()
@@ -336,7 +405,9 @@ def test_out_of_range_offset_resets(module_broker):
     async def main():
         await create(module_broker.bootstrap, name, 1)
         await produce(module_broker.bootstrap, name, _values(10))
-        got = await consume_partitions(module_broker.bootstrap, name, 1, 10, start=100, auto_offset_reset="earliest")
+        got = await consume_partitions(
+            module_broker.bootstrap, name, 1, 10, start=100, auto_offset_reset="earliest"
+        )
         assert [g[0] for g in got[0]] == list(range(10))
 
         tp = TopicPartition(name, 0)
@@ -397,7 +468,9 @@ def test_long_poll_receives_record_produced_while_waiting(module_broker):
             got = []
             deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
             while not got:
-                assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
+                assert time.monotonic() < deadline, (
+                    "the record produced during the long poll never arrived"
+                )
                 got = (await c.getmany(timeout_ms=50)).get(tp, [])
             await task
             assert [(r.offset, r.value) for r in got] == [(2, b"wake")]
@@ -414,10 +487,23 @@ def test_partition_fetch_bytes_smaller_than_a_batch(module_broker):
 
     async def main():
         await create(module_broker.bootstrap, name, 1)
-        await produce(module_broker.bootstrap, name, [Rec(0, None, v, [], now_ms()) for v in values], linger_ms=500, max_batch_size=100_000)
+        await produce(
+            module_broker.bootstrap,
+            name,
+            [Rec(0, None, v, [], now_ms()) for v in values],
+            linger_ms=500,
+            max_batch_size=100_000,
+        )
         batches = stored_batches(module_broker.data_dir, name, 0)
         assert len(batches) == 1 and batches[0].records == 40, batches
-        return await consume_partitions(module_broker.bootstrap, name, 1, 40, max_partition_fetch_bytes=1024, fetch_max_bytes=1024)
+        return await consume_partitions(
+            module_broker.bootstrap,
+            name,
+            1,
+            40,
+            max_partition_fetch_bytes=1024,
+            fetch_max_bytes=1024,
+        )
 
     got = run(main())[0]
     assert [g[2] for g in got] == values and [g[0] for g in got] == list(range(40))
@@ -468,7 +554,12 @@ def test_restart_keeps_everything_and_continues_offsets(broker):
         consumed = await consume_partitions(broker.bootstrap, name, 2, len(records))
         assert_partition_contents(records, consumed)
         metas = await produce(broker.bootstrap, name, more)
-        assert sorted((m.partition, m.offset) for m in metas) == [(0, 12), (0, 13), (1, 12), (1, 13)]
+        assert sorted((m.partition, m.offset) for m in metas) == [
+            (0, 12),
+            (0, 13),
+            (1, 12),
+            (1, 13),
+        ]
         return await consume_partitions(broker.bootstrap, name, 2, len(records) + len(more))
 
     run(before())

@@ -36,9 +36,22 @@ def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     [
         (["num.partitions=zero"], "num.partitions"),
         (["listeners=INTERNAL://127.0.0.1:0"], "listener.security.protocol.map"),
-        (["listeners=SASL_PLAINTEXT://127.0.0.1:0"], "sasl.enabled.mechanisms"),  # Kafka's default, GSSAPI
-        (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN"], "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
-        (["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN", "sasl.jaas.config=Plain required user_a=\"secret\""], "sasl.jaas.config"),
+        (
+            ["listeners=SASL_PLAINTEXT://127.0.0.1:0"],
+            "sasl.enabled.mechanisms",
+        ),  # Kafka's default, GSSAPI
+        (
+            ["listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN"],
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+        ),
+        (
+            [
+                "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.enabled.mechanisms=PLAIN",
+                'sasl.jaas.config=Plain required user_a="secret"',
+            ],
+            "sasl.jaas.config",
+        ),
     ],
 )
 def test_bad_config_value_names_the_key(tmp_path, overrides, key):
@@ -47,7 +60,10 @@ def test_bad_config_value_names_the_key(tmp_path, overrides, key):
     args = [arg for o in overrides for arg in ("--override", o)]
     r = subprocess.run(
         [sys.executable, "-m", "broker_py", *args, "--override", f"log.dirs={tmp_path}"],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
     )
     assert r.returncode == 2, r.stderr
     assert f"for configuration {key}:" in r.stderr, r.stderr
@@ -72,12 +88,24 @@ def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(
     from tests.integration.conftest import REPO_ROOT, free_port
 
     r = subprocess.run(
-        [sys.executable, "-m", "broker_py", "--override", f"log.dirs={broker.data_dir}",
-         "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}"],
-        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "broker_py",
+            "--override",
+            f"log.dirs={broker.data_dir}",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
     assert r.returncode == 1, r.stderr
-    assert f"failed to acquire the lock on {os.path.join(broker.data_dir, '.lock')}" in r.stderr, r.stderr
+    assert f"failed to acquire the lock on {os.path.join(broker.data_dir, '.lock')}" in r.stderr, (
+        r.stderr
+    )
     assert "recovered" not in r.stderr and "listening" not in r.stdout
     assert {f: (os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in before} == before
     for i in range(100, 200):
@@ -102,7 +130,9 @@ def test_a_damaged_metadata_file_stops_startup_with_a_message(broker):
         broker.start()
     assert broker.proc is not None and broker.proc.wait(10) == 1
     text = broker.log_text()
-    assert f"logstore-broker: {path}: is not valid JSON" in text and "Traceback" not in text, text[-2000:]
+    assert f"logstore-broker: {path}: is not valid JSON" in text and "Traceback" not in text, text[
+        -2000:
+    ]
     with open(path, "wb") as f:
         f.write(good)
     broker.start()
@@ -125,8 +155,14 @@ def test_unparsable_offset_checkpoints_are_set_aside_and_every_record_kept(broke
             f.write(b"\x00garbage\n")
     broker.start()
     text = broker.log_text()
-    assert "ckpt-0: recovery-point-offset-checkpoint: " in text and "every segment is recovered" in text
-    assert "ckpt-0: log-start-offset-checkpoint: " in text and "the log starts at its first segment" in text
+    assert (
+        "ckpt-0: recovery-point-offset-checkpoint: " in text
+        and "every segment is recovered" in text
+    )
+    assert (
+        "ckpt-0: log-start-offset-checkpoint: " in text
+        and "the log starts at its first segment" in text
+    )
     assert consume_values(broker.bootstrap, "ckpt", 10) == [b"%d" % i for i in range(10)]
 
 
@@ -147,14 +183,22 @@ def test_a_topic_created_again_after_a_cut_short_deletion_starts_empty(broker):
     path = os.path.join(broker.data_dir, "__logstore_metadata", "cluster-metadata.json")
     with open(path) as f:
         doc = json.load(f)
-    for key in ("topics", "partition_states", "configs"):  # the deletion's last step, then the crash
+    for key in (
+        "topics",
+        "partition_states",
+        "configs",
+    ):  # the deletion's last step, then the crash
         doc[key].pop("again", None)
     with open(path, "w") as f:
         json.dump(doc, f)
     broker.start()
-    strays = [n for n in os.listdir(broker.data_dir) if n.startswith("again-0.") and n.endswith("-stray")]
+    strays = [
+        n for n in os.listdir(broker.data_dir) if n.startswith("again-0.") and n.endswith("-stray")
+    ]
     assert len(strays) == 1 and "set aside the stray log" in broker.log_text()
-    assert os.path.getsize(os.path.join(broker.data_dir, strays[0], "00000000000000000000.log")) > 0  # kept
+    assert (
+        os.path.getsize(os.path.join(broker.data_dir, strays[0], "00000000000000000000.log")) > 0
+    )  # kept
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("again", 1)])["again"].result(30)

@@ -8,8 +8,16 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def _consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[tuple[int, bytes, bytes | None]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{time.monotonic_ns()}", "enable.auto.commit": False})
+def _consume_all(
+    bootstrap: str, topic: str, timeout: float = 30.0
+) -> list[tuple[int, bytes, bytes | None]]:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+        }
+    )
     low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
     c.assign([TopicPartition(topic, 0, low)])
     out, deadline = [], time.monotonic() + timeout
@@ -24,7 +32,12 @@ def _consume_all(bootstrap: str, topic: str, timeout: float = 30.0) -> list[tupl
 def test_compacted_topic_keeps_the_latest_value_per_key(broker_factory):
     b = broker_factory({"log.cleaner.backoff.ms": "200", "log.retention.check.interval.ms": "200"})
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01", "retention.ms": "1"}
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01",
+        "retention.ms": "1",
+    }
     for f in admin.create_topics([NewTopic("compacted", 1, 1, config=configs)]).values():
         f.result()
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
@@ -47,7 +60,9 @@ def test_compacted_topic_keeps_the_latest_value_per_key(broker_factory):
     last_seen = {}
     for _, key, value in records:
         last_seen[key] = value
-    assert last_seen == latest  # nothing retained was lost; retention.ms=1 does not apply to compact
+    assert (
+        last_seen == latest
+    )  # nothing retained was lost; retention.ms=1 does not apply to compact
     assert "Traceback" not in b.log_text()
 
 
@@ -57,7 +72,9 @@ def _create(bootstrap: str, name: str, configs: dict[str, str]) -> None:
         f.result()
 
 
-def _scan(bootstrap: str, topic: str, start: int, end: int, reset: str = "earliest", timeout: float = 30.0):
+def _scan(
+    bootstrap: str, topic: str, start: int, end: int, reset: str = "earliest", timeout: float = 30.0
+):
     """Records of [start, end) read by a fresh consumer assigned at ``start``."""
     c = Consumer(
         {
@@ -82,7 +99,11 @@ def _scan(bootstrap: str, topic: str, start: int, end: int, reset: str = "earlie
 
 def test_a_consumer_sees_a_consistent_view_while_cleaning_runs(broker_factory):
     b = broker_factory({"log.cleaner.backoff.ms": "100", "log.cleaner.threads": "2"})
-    configs = {"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"}
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
     _create(b.bootstrap, "busy", configs)
     produced: dict[int, tuple[bytes, bytes]] = {}
 
@@ -94,7 +115,9 @@ def test_a_consumer_sees_a_consistent_view_while_cleaning_runs(broker_factory):
     scans = 0
     for round_ in range(60):
         for k in range(20):
-            p.produce("busy", key=b"key-%d" % k, value=b"v-%d-%d" % (k, round_), on_delivery=delivered)
+            p.produce(
+                "busy", key=b"key-%d" % k, value=b"v-%d-%d" % (k, round_), on_delivery=delivered
+            )
         p.flush(10)
         if round_ % 15 == 14:
             # A full read while the cleaner rewrites segments under it.
@@ -130,7 +153,11 @@ def test_a_consumer_sees_a_consistent_view_while_cleaning_runs(broker_factory):
 
 def test_below_the_log_start_offset_is_out_of_range(broker_factory):
     b = broker_factory({"log.cleaner.backoff.ms": "100", "log.retention.check.interval.ms": "100"})
-    configs = {"cleanup.policy": "compact,delete", "segment.bytes": "4096", "retention.bytes": "8192"}
+    configs = {
+        "cleanup.policy": "compact,delete",
+        "segment.bytes": "4096",
+        "retention.bytes": "8192",
+    }
     _create(b.bootstrap, "trimmed", configs)
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
     for i in range(400):
@@ -140,7 +167,9 @@ def test_below_the_log_start_offset_is_out_of_range(broker_factory):
     p.flush(10)
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "wm"})
     deadline = time.monotonic() + 30
-    while (low := c.get_watermark_offsets(TopicPartition("trimmed", 0), timeout=10)[0]) == 0 and time.monotonic() < deadline:
+    while (
+        low := c.get_watermark_offsets(TopicPartition("trimmed", 0), timeout=10)[0]
+    ) == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     c.close()
     assert low > 0, "retention.bytes deleted no segment"

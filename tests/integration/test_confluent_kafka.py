@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     NewTopic,
     OffsetSpec,
 )
+
 from tests.integration.clients import CODECS as CODEC_IDS
 from tests.integration.clients import (
     Rec,
@@ -58,7 +59,10 @@ def admin(bootstrap: str) -> AdminClient:
 def create(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> AdminClient:
     a = admin(bootstrap)
     a.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(15)
-    wait_until(lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == partitions, message=f"metadata of {name}")
+    wait_until(
+        lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == partitions,
+        message=f"metadata of {name}",
+    )
     return a
 
 
@@ -70,7 +74,9 @@ def error_of(future, timeout: float = 15) -> KafkaError | None:
     return None
 
 
-def produce(bootstrap: str, topic: str, records, config: dict | None = None, flush_every: int | None = None) -> list:
+def produce(
+    bootstrap: str, topic: str, records, config: dict | None = None, flush_every: int | None = None
+) -> list:
     """Produces ``records`` (Rec) and returns the delivery reports (partition, offset, ts)
     in produce order; fails on any delivery error."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, **(config or {})})
@@ -87,7 +93,15 @@ def produce(bootstrap: str, topic: str, records, config: dict | None = None, flu
         return cb
 
     for n, r in enumerate(records):
-        p.produce(topic, value=r.value, key=r.key, partition=r.partition, timestamp=r.timestamp, headers=list(r.headers), on_delivery=make_cb(n))
+        p.produce(
+            topic,
+            value=r.value,
+            key=r.key,
+            partition=r.partition,
+            timestamp=r.timestamp,
+            headers=list(r.headers),
+            on_delivery=make_cb(n),
+        )
         if flush_every and (n + 1) % flush_every == 0:
             assert p.flush(30) == 0
     assert p.flush(30) == 0
@@ -108,7 +122,15 @@ def consumer(bootstrap: str, **extra) -> Consumer:
     return Consumer(conf)
 
 
-def consume_partitions(bootstrap: str, topic: str, partitions: int, count: int, start=OFFSET_BEGINNING, timeout: float = 30, **extra) -> dict:
+def consume_partitions(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    count: int,
+    start=OFFSET_BEGINNING,
+    timeout: float = 30,
+    **extra,
+) -> dict:
     """Reads ``partitions`` partitions from ``start`` until ``count`` records arrived and
     every partition reported EOF; partition -> [(offset, key, value, headers, ts)]."""
     c = consumer(bootstrap, **extra)
@@ -131,7 +153,9 @@ def consume_partitions(bootstrap: str, topic: str, partitions: int, count: int, 
             eof.discard(m.partition())
             ts_type, ts = m.timestamp()
             assert ts_type == TIMESTAMP_CREATE_TIME
-            out.setdefault(m.partition(), []).append((m.offset(), m.key(), m.value(), m.headers() or [], ts))
+            out.setdefault(m.partition(), []).append(
+                (m.offset(), m.key(), m.value(), m.headers() or [], ts)
+            )
             n += 1
         assert n == count, f"consumed {n} records, expected {count}"
         return out
@@ -158,7 +182,9 @@ def test_round_trip_every_codec(module_broker, codec):
     consumed = consume_partitions(module_broker.bootstrap, topic, 3, len(records))
     assert_partition_contents(records, consumed)
     if codec == "none":
-        assert {b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)} == {0}
+        assert {
+            b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)
+        } == {0}
     else:
         assert_stored_codec(module_broker.data_dir, topic, 3, codec)
 
@@ -167,19 +193,31 @@ def test_idempotent_producer_round_trip(module_broker):
     topic = topic_name("ck-idem")
     create(module_broker.bootstrap, topic, 2)
     records = sample_records(2, 30, now_ms() - 60_000)
-    produce(module_broker.bootstrap, topic, records, {"enable.idempotence": True, "acks": "all", "compression.type": "lz4"}, flush_every=7)
+    produce(
+        module_broker.bootstrap,
+        topic,
+        records,
+        {"enable.idempotence": True, "acks": "all", "compression.type": "lz4"},
+        flush_every=7,
+    )
     consumed = consume_partitions(module_broker.bootstrap, topic, 2, len(records))
     assert_partition_contents(records, consumed)
 
 
-@pytest.mark.parametrize("producer_codec,topic_codec", [("none", "zstd"), ("gzip", "lz4"), ("snappy", "uncompressed")])
-def test_topic_compression_type_re_encodes_what_producers_send(module_broker, producer_codec, topic_codec):
+@pytest.mark.parametrize(
+    "producer_codec,topic_codec", [("none", "zstd"), ("gzip", "lz4"), ("snappy", "uncompressed")]
+)
+def test_topic_compression_type_re_encodes_what_producers_send(
+    module_broker, producer_codec, topic_codec
+):
     topic = topic_name("ck-topic-codec")
     create(module_broker.bootstrap, topic, 2, {"compression.type": topic_codec})
     records = sample_records(2, 25, now_ms() - 60_000)
     config = {"enable.idempotence": True, "acks": "all", "compression.type": producer_codec}
     produce(module_broker.bootstrap, topic, records, config, flush_every=9)
-    assert_partition_contents(records, consume_partitions(module_broker.bootstrap, topic, 2, len(records)))
+    assert_partition_contents(
+        records, consume_partitions(module_broker.bootstrap, topic, 2, len(records))
+    )
     stored = {b.codec for p in range(2) for b in stored_batches(module_broker.data_dir, topic, p)}
     assert stored == {CODEC_IDS["none" if topic_codec == "uncompressed" else topic_codec]}, stored
 
@@ -187,7 +225,13 @@ def test_topic_compression_type_re_encodes_what_producers_send(module_broker, pr
 def test_large_record_and_many_small_batches(module_broker):
     topic = topic_name("ck-large")
     create(module_broker.bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": module_broker.bootstrap, "linger.ms": 0, "message.max.bytes": 1_000_000})
+    p = Producer(
+        {
+            "bootstrap.servers": module_broker.bootstrap,
+            "linger.ms": 0,
+            "message.max.bytes": 1_000_000,
+        }
+    )
     big = bytes(range(256)) * 3000  # 768000 bytes, under the 1048588 default max.message.bytes
     p.produce(topic, value=big, key=b"big", partition=0)
     for i in range(200):
@@ -203,17 +247,21 @@ def test_large_record_and_many_small_batches(module_broker):
 def test_record_too_large_is_refused(module_broker):
     topic = topic_name("ck-toolarge")
     create(module_broker.bootstrap, topic, 1, {"max.message.bytes": "10000"})
-    p = Producer({"bootstrap.servers": module_broker.bootstrap, "linger.ms": 0, "compression.type": "none"})
+    p = Producer(
+        {"bootstrap.servers": module_broker.bootstrap, "linger.ms": 0, "compression.type": "none"}
+    )
     errors = []
-    p.produce(topic, value=b"x" * 20000, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.produce(
+        topic, value=b"x" * 20000, partition=0, on_delivery=lambda err, msg: errors.append(err)
+    )
     p.flush(30)
     assert len(errors) == 1 and errors[0] is not None
     assert errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors[0]
 
 
-
-
-def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, int | None]], **config) -> list:
+def _deliveries(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, int | None]], **config
+) -> list:
     """Produces (key, timestamp) records to partition 0 in one batch; each record's
     delivery error (None when it landed). The linger is long enough that a starved
     test process cannot split the batch; ``flush`` sends it without waiting it out.
@@ -221,7 +269,10 @@ def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, in
     in librdkafka's unassigned queue, and a flush that finds some of them already moved
     to the partition sends those alone."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5000, "retries": 0, **config})
-    wait_until(lambda: p.list_topics(topic, timeout=5).topics[topic].partitions[0].leader >= 0, message="leader")
+    wait_until(
+        lambda: p.list_topics(topic, timeout=5).topics[topic].partitions[0].leader >= 0,
+        message="leader",
+    )
     errors: list = [None] * len(records)
     done = []
 
@@ -233,7 +284,9 @@ def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, in
         return cb
 
     for n, (key, ts) in enumerate(records):
-        p.produce(topic, value=b"v%d" % n, key=key, partition=0, timestamp=ts or 0, on_delivery=make_cb(n))
+        p.produce(
+            topic, value=b"v%d" % n, key=key, partition=0, timestamp=ts or 0, on_delivery=make_cb(n)
+        )
     assert p.flush(30) == 0
     assert sorted(done) == list(range(len(records)))
     return errors
@@ -242,7 +295,9 @@ def _deliveries(bootstrap: str, topic: str, records: list[tuple[bytes | None, in
 def test_compacted_topic_refuses_records_without_a_key(module_broker):
     topic = topic_name("ck-compact-nokey")
     create(module_broker.bootstrap, topic, 1, {"cleanup.policy": "compact"})
-    errors = _deliveries(module_broker.bootstrap, topic, [(b"k0", None), (None, None), (b"k2", None), (None, None)])
+    errors = _deliveries(
+        module_broker.bootstrap, topic, [(b"k0", None), (None, None), (b"k2", None), (None, None)]
+    )
     # The batch is refused whole. From the response's record_errors librdkafka fails
     # the key-less records with INVALID_RECORD and the others with
     # _INVALID_DIFFERENT_RECORD (with a single record error, all get the partition's).
@@ -252,18 +307,31 @@ def test_compacted_topic_refuses_records_without_a_key(module_broker):
         KafkaError._INVALID_DIFFERENT_RECORD,
         KafkaError.INVALID_RECORD,
     ], errors
-    assert _deliveries(module_broker.bootstrap, topic, [(b"k0", None), (b"k1", None)]) == [None, None]
+    assert _deliveries(module_broker.bootstrap, topic, [(b"k0", None), (b"k1", None)]) == [
+        None,
+        None,
+    ]
     got = consume_partitions(module_broker.bootstrap, topic, 1, 2)[0]
     assert [(offset, key) for offset, key, *_ in got] == [(0, b"k0"), (1, b"k1")]
 
 
 def test_timestamps_outside_the_topic_window_are_refused(module_broker):
     topic = topic_name("ck-ts-window")
-    create(module_broker.bootstrap, topic, 1, {"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"})
+    create(
+        module_broker.bootstrap,
+        topic,
+        1,
+        {"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"},
+    )
     now = now_ms()
     errors = _deliveries(module_broker.bootstrap, topic, [(b"a", now), (b"b", now - 3_600_000)])
     assert [e.code() if e else None for e in errors] == [KafkaError.INVALID_TIMESTAMP] * 2, errors
-    assert _deliveries(module_broker.bootstrap, topic, [(b"a", now), (b"b", now + 30_000)]) == [None, None]
+    assert _deliveries(module_broker.bootstrap, topic, [(b"a", now), (b"b", now + 30_000)]) == [
+        None,
+        None,
+    ]
+
+
 # --- admin -----------------------------------------------------------------------------
 
 
@@ -271,15 +339,23 @@ def test_create_and_delete_topics_with_errors(module_broker):
     a = admin(module_broker.bootstrap)
     name = topic_name("ck-admin")
     assert error_of(a.create_topics([NewTopic(name, 3, 1)])[name]) is None
-    md = wait_until(lambda: (t := a.list_topics(name, timeout=5).topics[name]).error is None and t, message="metadata")
+    md = wait_until(
+        lambda: (t := a.list_topics(name, timeout=5).topics[name]).error is None and t,
+        message="metadata",
+    )
     assert sorted(md.partitions) == [0, 1, 2]
-    assert all(pm.leader == 0 and pm.replicas == [0] and pm.isrs == [0] for pm in md.partitions.values())
+    assert all(
+        pm.leader == 0 and pm.replicas == [0] and pm.isrs == [0] for pm in md.partitions.values()
+    )
 
     err = error_of(a.create_topics([NewTopic(name, 3, 1)])[name])
     assert err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS, err
     for bad in ["bad name!", "a" * 250, ".", "..", "sl/ash"]:
         err = error_of(a.create_topics([NewTopic(bad, 1, 1)])[bad])
-        assert err is not None and err.code() == KafkaError.TOPIC_EXCEPTION, (bad, err)  # INVALID_TOPIC_EXCEPTION (17)
+        assert err is not None and err.code() == KafkaError.TOPIC_EXCEPTION, (
+            bad,
+            err,
+        )  # INVALID_TOPIC_EXCEPTION (17)
     zero = topic_name("ck-zero")
     err = error_of(a.create_topics([NewTopic(zero, 0, 1)])[zero])
     assert err is not None and err.code() == KafkaError.INVALID_PARTITIONS, err
@@ -297,7 +373,9 @@ def test_create_and_delete_topics_with_errors(module_broker):
     err = error_of(a.delete_topics([nosuch])[nosuch])
     assert err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, err
     assert error_of(a.delete_topics([name])[name]) is None
-    wait_until(lambda: name not in a.list_topics(timeout=5).topics, message="topic gone from metadata")
+    wait_until(
+        lambda: name not in a.list_topics(timeout=5).topics, message="topic gone from metadata"
+    )
     err = error_of(a.delete_topics([name])[name])
     assert err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, err
 
@@ -324,13 +402,28 @@ def test_authorized_operations_are_everything_the_resource_supports(module_broke
     name = topic_name("ck-authops")
     a = create(module_broker.bootstrap, name, 1)
     op = AclOperation
-    (topic,) = a.describe_topics(TopicCollection([name]), include_authorized_operations=True).values()
+    (topic,) = a.describe_topics(
+        TopicCollection([name]), include_authorized_operations=True
+    ).values()
     assert set(topic.result(15).authorized_operations) == {
-        op.READ, op.WRITE, op.CREATE, op.DELETE, op.ALTER, op.DESCRIBE, op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS
+        op.READ,
+        op.WRITE,
+        op.CREATE,
+        op.DELETE,
+        op.ALTER,
+        op.DESCRIBE,
+        op.DESCRIBE_CONFIGS,
+        op.ALTER_CONFIGS,
     }
     cluster = a.describe_cluster(include_authorized_operations=True).result(15)
     assert set(cluster.authorized_operations) == {
-        op.CREATE, op.ALTER, op.DESCRIBE, op.CLUSTER_ACTION, op.DESCRIBE_CONFIGS, op.ALTER_CONFIGS, op.IDEMPOTENT_WRITE
+        op.CREATE,
+        op.ALTER,
+        op.DESCRIBE,
+        op.CLUSTER_ACTION,
+        op.DESCRIBE_CONFIGS,
+        op.ALTER_CONFIGS,
+        op.IDEMPOTENT_WRITE,
     }
     (topic,) = a.describe_topics(TopicCollection([name])).values()
     assert topic.result(15).authorized_operations is None
@@ -339,7 +432,9 @@ def test_authorized_operations_are_everything_the_resource_supports(module_broke
 def test_elect_leaders_is_never_needed_on_the_only_replica(module_broker):
     name = topic_name("ck-elect")
     a = create(module_broker.bootstrap, name, 2)
-    result = a.elect_leaders(ElectionType.PREFERRED, [TopicPartition(name, 0), TopicPartition(name, 1)]).result(15)
+    result = a.elect_leaders(
+        ElectionType.PREFERRED, [TopicPartition(name, 0), TopicPartition(name, 1)]
+    ).result(15)
     assert {tp.partition: e.code() for tp, e in result.items()} == {
         0: KafkaError.ELECTION_NOT_NEEDED,
         1: KafkaError.ELECTION_NOT_NEEDED,
@@ -354,7 +449,10 @@ def test_create_partitions_grows_and_never_shrinks(module_broker):
     name = topic_name("ck-parts")
     a = create(module_broker.bootstrap, name, 2)
     assert error_of(a.create_partitions([NewPartitions(name, 5)])[name]) is None
-    wait_until(lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == 5, message="5 partitions")
+    wait_until(
+        lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == 5,
+        message="5 partitions",
+    )
     for count in (3, 5):
         err = error_of(a.create_partitions([NewPartitions(name, count)])[name])
         assert err is not None and err.code() == KafkaError.INVALID_PARTITIONS, (count, err)
@@ -378,7 +476,10 @@ def test_describe_configs_defaults(module_broker):
     a = create(module_broker.bootstrap, name, 1, {"retention.bytes": "123456"})
     entries = _describe(a, name)
     assert entries["retention.ms"].value == "604800000"
-    assert entries["retention.ms"].is_default and entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert (
+        entries["retention.ms"].is_default
+        and entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    )
     assert entries["cleanup.policy"].value == "delete"
     assert entries["segment.bytes"].value == "1073741824"
     assert entries["max.message.bytes"].value == "1048588"
@@ -404,7 +505,9 @@ def test_describe_configs_defaults(module_broker):
 def test_alter_configs_and_persistence_across_restart(broker):
     name = topic_name("ck-alter")
     a = create(broker.bootstrap, name, 2)
-    res = ConfigResource("topic", name, set_config={"retention.ms": "3600000", "cleanup.policy": "compact"})
+    res = ConfigResource(
+        "topic", name, set_config={"retention.ms": "3600000", "cleanup.policy": "compact"}
+    )
     assert error_of(a.alter_configs([res])[res]) is None
     e = _describe(a, name)
     assert (e["retention.ms"].value, e["cleanup.policy"].value) == ("3600000", "compact")
@@ -414,7 +517,11 @@ def test_alter_configs_and_persistence_across_restart(broker):
     res = ConfigResource("topic", name, set_config={"max.message.bytes": "2000000"})
     assert error_of(a.alter_configs([res])[res]) is None
     e = _describe(a, name)
-    assert (e["retention.ms"].value, e["cleanup.policy"].value, e["max.message.bytes"].value) == ("604800000", "delete", "2000000")
+    assert (e["retention.ms"].value, e["cleanup.policy"].value, e["max.message.bytes"].value) == (
+        "604800000",
+        "delete",
+        "2000000",
+    )
 
     inc = ConfigResource(
         "topic",
@@ -422,7 +529,9 @@ def test_alter_configs_and_persistence_across_restart(broker):
         incremental_configs=[
             ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET),
             ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE),
-            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+            ConfigEntry(
+                "cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND
+            ),
         ],
     )
     assert error_of(a.incremental_alter_configs([inc])[inc]) is None
@@ -432,13 +541,21 @@ def test_alter_configs_and_persistence_across_restart(broker):
     assert e["cleanup.policy"].value == "delete,compact"
 
     # Invalid values and unknown topics are refused, and change nothing.
-    bad = ConfigResource("topic", name, incremental_configs=[ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
+    bad = ConfigResource(
+        "topic",
+        name,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     err = error_of(a.incremental_alter_configs([bad])[bad])
     assert err is not None and err.code() == KafkaError.INVALID_CONFIG, err
     bad = ConfigResource("topic", name, set_config={"segment.bytes": "-5"})
     err = error_of(a.alter_configs([bad])[bad])
     assert err is not None and err.code() == KafkaError.INVALID_CONFIG, err
-    missing = ConfigResource("topic", topic_name("ck-alter-none"), set_config={"retention.ms": "1000"})
+    missing = ConfigResource(
+        "topic", topic_name("ck-alter-none"), set_config={"retention.ms": "1000"}
+    )
     err = error_of(a.alter_configs([missing])[missing])
     assert err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, err
     assert _describe(a, name)["retention.ms"].value == "7200000"
@@ -456,7 +573,13 @@ def test_alter_configs_and_persistence_across_restart(broker):
 def _incremental(a: AdminClient, resource: str, **ops) -> KafkaError | None:
     """IncrementalAlterConfigs on BROKER ``resource``: key=value sets, key=None deletes."""
     entries = [
-        ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE)
+        ConfigEntry(
+            k.replace("_", "."),
+            v,
+            incremental_operation=AlterConfigOpType.SET
+            if v is not None
+            else AlterConfigOpType.DELETE,
+        )
         for k, v in ops.items()
     ]
     res = ConfigResource("broker", resource, incremental_configs=entries)
@@ -467,7 +590,10 @@ def _cluster_default(bootstrap: str, resource: str = "", **ops) -> dict:
     """IncrementalAlterConfigs on the cluster-wide BROKER resource ``""``, as
     ``kafka-configs.sh --entity-default`` sends it (the Python clients cannot name
     it), then that resource's described configs: key -> (value, source)."""
-    from logstore.protocol.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+    from logstore.protocol.messages.configs import (
+        DescribeConfigsRequest,
+        IncrementalAlterConfigsRequest,
+    )
 
     alter = IncrementalAlterConfigsRequest(
         resources=[
@@ -475,7 +601,11 @@ def _cluster_default(bootstrap: str, resource: str = "", **ops) -> dict:
                 resource_type=4,
                 resource_name=resource,
                 configs=[
-                    IncrementalAlterConfigsRequest.AlterableConfig(name=k.replace("_", "."), config_operation=0 if v is not None else 1, value=v)
+                    IncrementalAlterConfigsRequest.AlterableConfig(
+                        name=k.replace("_", "."),
+                        config_operation=0 if v is not None else 1,
+                        value=v,
+                    )
                     for k, v in ops.items()
                 ],
             )
@@ -485,7 +615,11 @@ def _cluster_default(bootstrap: str, resource: str = "", **ops) -> dict:
     (result,) = wire_call(bootstrap, alter, 1).responses
     assert result.error_code == 0, result
     describe = DescribeConfigsRequest(
-        resources=[DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="", configuration_keys=None)],
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=4, resource_name="", configuration_keys=None
+            )
+        ],
         include_synonyms=False,
         include_documentation=False,
     )
@@ -503,7 +637,9 @@ def test_dynamic_broker_configs_layer_over_static_ones_and_persist(broker):
     assert not e["log.retention.ms"].is_read_only and e["log.dirs"].is_read_only
 
     # The cluster-wide default, then this broker's own value over it.
-    assert _cluster_default(broker.bootstrap, log_retention_ms="3600000", message_max_bytes="10000") == {
+    assert _cluster_default(
+        broker.bootstrap, log_retention_ms="3600000", message_max_bytes="10000"
+    ) == {
         "log.retention.ms": ("3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
         "message.max.bytes": ("10000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
     }
@@ -517,17 +653,30 @@ def test_dynamic_broker_configs_layer_over_static_ones_and_persist(broker):
     assert e["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
     synonyms = e["retention.ms"].synonyms  # confluent-kafka keys them by name
     assert synonyms["log.retention.ms"].value in ("7200000", "3600000")
-    assert (synonyms["log.retention.hours"].value, synonyms["log.retention.hours"].source) == ("168", ConfigSource.DEFAULT_CONFIG.value)
+    assert (synonyms["log.retention.hours"].value, synonyms["log.retention.hours"].source) == (
+        "168",
+        ConfigSource.DEFAULT_CONFIG.value,
+    )
 
     # The new default applies to the running logs at once.
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     errors = []
-    p.produce(plain, value=b"x" * 20000, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.produce(
+        plain, value=b"x" * 20000, partition=0, on_delivery=lambda err, msg: errors.append(err)
+    )
     p.flush(30)
-    assert len(errors) == 1 and errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors
+    assert (
+        len(errors) == 1
+        and errors[0] is not None
+        and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    ), errors
 
     # Keys that cannot change at runtime, bad values and other brokers are refused.
-    for resource, ops in [("0", {"log_dirs": "/elsewhere"}), ("0", {"log_retention_ms": "soon"}), ("0", {"no.such.key": "1"})]:
+    for resource, ops in [
+        ("0", {"log_dirs": "/elsewhere"}),
+        ("0", {"log_retention_ms": "soon"}),
+        ("0", {"no.such.key": "1"}),
+    ]:
         err = _incremental(a, resource, **ops)
         assert err is not None and err.code() == KafkaError.INVALID_CONFIG, (ops, err)
     with pytest.raises(AssertionError, match="error_code=42"):  # INVALID_REQUEST: not this broker
@@ -559,6 +708,7 @@ def test_offsets_for_times_and_watermarks(module_broker):
 
     c = consumer(module_broker.bootstrap)
     try:
+
         def oft(p, ts):
             [tp] = c.offsets_for_times([TopicPartition(name, p, ts)], 10)
             assert tp.error is None
@@ -598,7 +748,9 @@ def test_offsets_for_times_and_watermarks(module_broker):
 
 
 def _fill(bootstrap, name, n, partition=0, size=10):
-    return produce(bootstrap, name, [Rec(partition, None, b"%0*d" % (size, i), [], now_ms()) for i in range(n)])
+    return produce(
+        bootstrap, name, [Rec(partition, None, b"%0*d" % (size, i), [], now_ms()) for i in range(n)]
+    )
 
 
 def _wait_eof(c: Consumer, offset: int, timeout: float = 15) -> None:
@@ -624,7 +776,10 @@ def test_out_of_range_offset_resets_earliest_latest_error(module_broker):
     c = consumer(module_broker.bootstrap, auto_offset_reset="earliest")
     try:
         c.assign([TopicPartition(name, 0, 100)])
-        m = wait_until(lambda: (m := c.poll(0.2)) is not None and m.error() is None and m, message="a record after reset")
+        m = wait_until(
+            lambda: (m := c.poll(0.2)) is not None and m.error() is None and m,
+            message="a record after reset",
+        )
         assert (m.offset(), m.value()) == (0, b"%010d" % 0)
     finally:
         c.close()
@@ -636,7 +791,10 @@ def test_out_of_range_offset_resets_earliest_latest_error(module_broker):
 
         _wait_eof(c, 10)  # reset to the end
         _fill(module_broker.bootstrap, name, 1)
-        m = wait_until(lambda: (m := c.poll(0.2)) is not None and m.error() is None and m, message="the new record")
+        m = wait_until(
+            lambda: (m := c.poll(0.2)) is not None and m.error() is None and m,
+            message="the new record",
+        )
         assert m.offset() == 10
     finally:
         c.close()
@@ -644,7 +802,15 @@ def test_out_of_range_offset_resets_earliest_latest_error(module_broker):
     c = consumer(module_broker.bootstrap, auto_offset_reset="error")
     try:
         c.assign([TopicPartition(name, 0, 100)])
-        m = wait_until(lambda: (m := c.poll(0.2)) is not None and m.error() is not None and m.error().code() != KafkaError._PARTITION_EOF and m, message="an error")
+        m = wait_until(
+            lambda: (
+                (m := c.poll(0.2)) is not None
+                and m.error() is not None
+                and m.error().code() != KafkaError._PARTITION_EOF
+                and m
+            ),
+            message="an error",
+        )
         assert m.error().code() == KafkaError._AUTO_OFFSET_RESET, m.error()
     finally:
         c.close()
@@ -669,13 +835,19 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
 
         def quiet_poll(timeout):
             m = c.poll(timeout)
-            assert m is None or (m.error() and m.error().code() == KafkaError._PARTITION_EOF), m and (m.error(), m.offset())
+            assert m is None or (m.error() and m.error().code() == KafkaError._PARTITION_EOF), (
+                m and (m.error(), m.offset())
+            )
 
         def fetch_requests():
             quiet_poll(0.1)
             if not stats:
                 return 0
-            return sum(b.get("req", {}).get("Fetch", 0) for b in stats[-1]["brokers"].values() if b.get("nodeid", -1) >= 0)
+            return sum(
+                b.get("req", {}).get("Fetch", 0)
+                for b in stats[-1]["brokers"].values()
+                if b.get("nodeid", -1) >= 0
+            )
 
         # Idle: each Fetch is held up to fetch.wait.max.ms, so few requests are made.
         before = wait_until(fetch_requests, message="a first Fetch request in the statistics")
@@ -683,7 +855,9 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
         while time.monotonic() - t_before < 4.0:
             quiet_poll(0.1)
         idle_fetches = fetch_requests() - before
-        assert idle_fetches <= 3, f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=30000: the broker does not hold them"
+        assert idle_fetches <= 3, (
+            f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=30000: the broker does not hold them"
+        )
 
         def send_later():
             time.sleep(0.7)
@@ -694,7 +868,9 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
         th.start()
         deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
         while True:
-            assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
+            assert time.monotonic() < deadline, (
+                "the record produced during the long poll never arrived"
+            )
             m = c.poll(0.05)
             if m is not None and not m.error():
                 break
@@ -708,7 +884,14 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
 def test_partition_fetch_bytes_smaller_than_a_batch(module_broker):
     name = topic_name("ck-smallfetch")
     create(module_broker.bootstrap, name, 1)
-    p = Producer({"bootstrap.servers": module_broker.bootstrap, "linger.ms": 500, "batch.num.messages": 1000, "compression.type": "none"})
+    p = Producer(
+        {
+            "bootstrap.servers": module_broker.bootstrap,
+            "linger.ms": 500,
+            "batch.num.messages": 1000,
+            "compression.type": "none",
+        }
+    )
     values = [b"%04d" % i + b"x" * 996 for i in range(40)]
     for v in values:
         p.produce(name, value=v, partition=0)
@@ -716,7 +899,13 @@ def test_partition_fetch_bytes_smaller_than_a_batch(module_broker):
     batches = stored_batches(module_broker.data_dir, name, 0)
     assert len(batches) == 1 and batches[0].records == 40, batches  # one ~40 KB batch
     got = consume_partitions(
-        module_broker.bootstrap, name, 1, 40, max_partition_fetch_bytes=1024, fetch_max_bytes=1024, message_max_bytes=1000
+        module_broker.bootstrap,
+        name,
+        1,
+        40,
+        max_partition_fetch_bytes=1024,
+        fetch_max_bytes=1024,
+        message_max_bytes=1000,
     )[0]
     assert [g[2] for g in got] == values
     assert [g[0] for g in got] == list(range(40))
@@ -766,6 +955,13 @@ def test_restart_keeps_everything_and_continues_offsets(broker):
     assert_partition_contents(records, consumed)
     more = sample_records(2, 3, now_ms())
     reports = produce(broker.bootstrap, name, more)
-    assert sorted((r[0], r[1]) for r in reports) == [(0, 15), (0, 16), (0, 17), (1, 15), (1, 16), (1, 17)]
+    assert sorted((r[0], r[1]) for r in reports) == [
+        (0, 15),
+        (0, 16),
+        (0, 17),
+        (1, 15),
+        (1, 16),
+        (1, 17),
+    ]
     consumed = consume_partitions(broker.bootstrap, name, 2, len(records) + len(more))
     assert_partition_contents(records + more, consumed)

@@ -23,6 +23,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from tests.integration.clients import topic_name, wait_until
 
 GROUP_TIMEOUTS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
@@ -31,7 +32,10 @@ GROUP_TIMEOUTS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
 def create(bootstrap: str, name: str, partitions: int) -> None:
     a = AdminClient({"bootstrap.servers": bootstrap})
     a.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
-    wait_until(lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == partitions, message="metadata")
+    wait_until(
+        lambda: len(a.list_topics(name, timeout=5).topics[name].partitions) == partitions,
+        message="metadata",
+    )
 
 
 # --- confluent-kafka -------------------------------------------------------------------
@@ -59,7 +63,12 @@ class BackgroundProducer(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.is_set():
             for _ in range(6):
-                self.p.produce(self.topic, value=b"%s-%d" % (self.prefix.encode(), self.n), partition=self.n % self.partitions, on_delivery=self._cb)
+                self.p.produce(
+                    self.topic,
+                    value=b"%s-%d" % (self.prefix.encode(), self.n),
+                    partition=self.n % self.partitions,
+                    on_delivery=self._cb,
+                )
                 self.n += 1
             self.p.poll(0)
             time.sleep(0.01)  # about 500 records a second
@@ -79,7 +88,9 @@ class Member(threading.Thread):
     rebalance callbacks) and every record it processes, and commits synchronously after
     each processed batch and before giving partitions up."""
 
-    def __init__(self, name: str, bootstrap: str, group: str, topic: str, events: list, lock: threading.Lock) -> None:
+    def __init__(
+        self, name: str, bootstrap: str, group: str, topic: str, events: list, lock: threading.Lock
+    ) -> None:
         super().__init__(daemon=True, name=name)
         self.conf = {
             "bootstrap.servers": bootstrap,
@@ -101,7 +112,9 @@ class Member(threading.Thread):
 
     def _event(self, kind: str, partitions) -> None:
         with self.lock:
-            self.events.append((time.monotonic(), self.name, kind, frozenset(p.partition for p in partitions)))
+            self.events.append(
+                (time.monotonic(), self.name, kind, frozenset(p.partition for p in partitions))
+            )
 
     def _commit(self, c: Consumer) -> None:
         try:
@@ -117,7 +130,9 @@ class Member(threading.Thread):
     def on_revoke(self, c, partitions) -> None:
         self._commit(c)
         self.assigned = frozenset()
-        self._event("revoke", partitions)  # recorded after the commit, just before librdkafka unassigns
+        self._event(
+            "revoke", partitions
+        )  # recorded after the commit, just before librdkafka unassigns
 
     def run(self) -> None:
         c = Consumer(self.conf)
@@ -145,7 +160,11 @@ class Member(threading.Thread):
 
 def _stable(members: list[Member], partitions: int) -> bool:
     sets = [m.assigned for m in members]
-    return all(sets) and sum(len(s) for s in sets) == partitions and frozenset().union(*sets) == frozenset(range(partitions))
+    return (
+        all(sets)
+        and sum(len(s) for s in sets) == partitions
+        and frozenset().union(*sets) == frozenset(range(partitions))
+    )
 
 
 def _ownership_intervals(events: list) -> dict[str, list[tuple[float, float, frozenset]]]:
@@ -178,7 +197,9 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
     try:
         for m in members:
             m.start()
-        wait_until(lambda: _stable(members, 6), timeout=30, message="3 members sharing 6 partitions")
+        wait_until(
+            lambda: _stable(members, 6), timeout=30, message="3 members sharing 6 partitions"
+        )
         stable_sets.append({m.name: m.assigned for m in members})
         time.sleep(1.0)
 
@@ -194,7 +215,11 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
         newcomer.start()
         members.append(newcomer)
         live = members[1:]
-        wait_until(lambda: _stable(live, 6), timeout=30, message="3 members (with the newcomer) sharing 6 partitions")
+        wait_until(
+            lambda: _stable(live, 6),
+            timeout=30,
+            message="3 members (with the newcomer) sharing 6 partitions",
+        )
         stable_sets.append({m.name: m.assigned for m in live})
         time.sleep(1.0)
 
@@ -228,7 +253,13 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
     for m in members:
         assert not m.errors, (m.name, m.errors)
         assert not m.commit_failures or all(
-            f.code() in (KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID) for f in m.commit_failures
+            f.code()
+            in (
+                KafkaError.REBALANCE_IN_PROGRESS,
+                KafkaError.ILLEGAL_GENERATION,
+                KafkaError.UNKNOWN_MEMBER_ID,
+            )
+            for f in m.commit_failures
         ), (m.name, m.commit_failures)
 
     # Every stable assignment was a partition of the six partitions among the members.
@@ -240,11 +271,18 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
     for i, (n1, a1, b1, p1) in enumerate(flat):
         for n2, a2, b2, p2 in flat[i + 1 :]:
             if n1 != n2 and a1 < b2 and a2 < b1:
-                assert not (p1 & p2), f"{n1} and {n2} both owned {sorted(p1 & p2)} between {max(a1, a2):.3f} and {min(b1, b2):.3f}"
+                assert not (p1 & p2), (
+                    f"{n1} and {n2} both owned {sorted(p1 & p2)} between {max(a1, a2):.3f} and {min(b1, b2):.3f}"
+                )
     # Each member consumed only partitions it owned at the time.
     for m in members:
         for t, p, o, _ in m.consumed:
-            assert any(a <= t <= b and p in parts for (a, b, parts) in intervals.get(m.name, [])), (m.name, p, o, t)
+            assert any(a <= t <= b and p in parts for (a, b, parts) in intervals.get(m.name, [])), (
+                m.name,
+                p,
+                o,
+                t,
+            )
     # Content: nothing consumed that was not produced; every record's value matches.
     consumed = {(p, o): v for m in members for (_, p, o, v) in m.consumed}
     assert consumed == delivered
@@ -255,18 +293,30 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
     after = BackgroundProducer(broker.bootstrap, topic, 6, "b")
     for _ in range(5):
         for _ in range(6):
-            after.p.produce(topic, value=b"b-%d" % after.n, partition=after.n % 6, on_delivery=after._cb)
+            after.p.produce(
+                topic, value=b"b-%d" % after.n, partition=after.n % 6, on_delivery=after._cb
+            )
             after.n += 1
     assert after.p.flush(30) == 0
     broker.restart()
     for _ in range(3):
         for _ in range(6):
-            after.p.produce(topic, value=b"b-%d" % after.n, partition=after.n % 6, on_delivery=after._cb)
+            after.p.produce(
+                topic, value=b"b-%d" % after.n, partition=after.n % 6, on_delivery=after._cb
+            )
             after.n += 1
     assert after.p.flush(30) == 0
     assert len(after.delivered) == 48 and not after.failed
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest", **GROUP_TIMEOUTS})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **GROUP_TIMEOUTS,
+        }
+    )
     try:
         c.subscribe([topic])
         got: dict = {}
@@ -277,7 +327,9 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
             if m is None:
                 continue
             assert not m.error(), m.error()
-            assert (m.partition(), m.offset()) not in delivered, f"re-read committed record {m.partition()}/{m.offset()}"
+            assert (m.partition(), m.offset()) not in delivered, (
+                f"re-read committed record {m.partition()}/{m.offset()}"
+            )
             got[(m.partition(), m.offset())] = m.value()
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
@@ -293,10 +345,25 @@ def test_confluent_commit_metadata_round_trips(module_broker):
     topic = topic_name("cg-meta")
     group = topic_name("cg-meta-g")
     create(module_broker.bootstrap, topic, 2)
-    c = Consumer({"bootstrap.servers": module_broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": module_broker.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+        }
+    )
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, 5, metadata="hello"), TopicPartition(topic, 1, 7, metadata="")], asynchronous=False)
-        got = {tp.partition: (tp.offset, tp.metadata) for tp in c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)}
+        c.commit(
+            offsets=[
+                TopicPartition(topic, 0, 5, metadata="hello"),
+                TopicPartition(topic, 1, 7, metadata=""),
+            ],
+            asynchronous=False,
+        )
+        got = {
+            tp.partition: (tp.offset, tp.metadata)
+            for tp in c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+        }
         assert got[0] == (5, "hello")
         assert got[1][0] == 7 and got[1][1] in ("", None)
         long = "x" * 3000
@@ -356,11 +423,25 @@ def test_kafka_python_group(module_broker):
                 def on_partitions_revoked(self, revoked):
                     member.assigned = frozenset()
                     with lock:
-                        events.append((time.monotonic(), member.name, "revoke", frozenset(tp.partition for tp in revoked)))
+                        events.append(
+                            (
+                                time.monotonic(),
+                                member.name,
+                                "revoke",
+                                frozenset(tp.partition for tp in revoked),
+                            )
+                        )
 
                 def on_partitions_assigned(self, assigned):
                     with lock:
-                        events.append((time.monotonic(), member.name, "assign", frozenset(tp.partition for tp in assigned)))
+                        events.append(
+                            (
+                                time.monotonic(),
+                                member.name,
+                                "assign",
+                                frozenset(tp.partition for tp in assigned),
+                            )
+                        )
                     member.assigned = frozenset(tp.partition for tp in assigned)
 
             try:
@@ -378,7 +459,11 @@ def test_kafka_python_group(module_broker):
                         try:
                             c.commit()
                         except Exception as e:  # a rebalance may interrupt a commit
-                            if "Rebalance" not in type(e).__name__ and "Generation" not in type(e).__name__ and "CommitFailed" not in type(e).__name__:
+                            if (
+                                "Rebalance" not in type(e).__name__
+                                and "Generation" not in type(e).__name__
+                                and "CommitFailed" not in type(e).__name__
+                            ):
                                 raise
             except Exception as e:  # noqa: BLE001  (reported by the test)
                 self.failure = e
@@ -391,21 +476,41 @@ def test_kafka_python_group(module_broker):
         for m in members:
             m.start()
         try:
-            wait_until(lambda: _stable(members, 4), timeout=30, message="2 kafka-python members sharing 4 partitions")
+            wait_until(
+                lambda: _stable(members, 4),
+                timeout=30,
+                message="2 kafka-python members sharing 4 partitions",
+            )
         except AssertionError as e:
-            raise AssertionError(f"{e}; events {events}; failures {[m.failure for m in members]}; broker log:\n{module_broker.log_text()[-3000:]}") from None
+            raise AssertionError(
+                f"{e}; events {events}; failures {[m.failure for m in members]}; broker log:\n{module_broker.log_text()[-3000:]}"
+            ) from None
         first = [m.assigned for m in members]
         for i in range(40):
             p.send(topic, value=b"k-%d" % i, partition=i % 4)
         p.flush(30)
-        wait_until(lambda: sum(len(m.consumed) for m in members) >= 40, timeout=30, message="40 records consumed")
+        wait_until(
+            lambda: sum(len(m.consumed) for m in members) >= 40,
+            timeout=30,
+            message="40 records consumed",
+        )
         members[0].stop_event.set()
         members[0].join(20)
-        wait_until(lambda: members[1].assigned == frozenset(range(4)), timeout=30, message="survivor owns all 4 partitions")
+        wait_until(
+            lambda: members[1].assigned == frozenset(range(4)),
+            timeout=30,
+            message="survivor owns all 4 partitions",
+        )
         for i in range(40, 60):
             p.send(topic, value=b"k-%d" % i, partition=i % 4)
         p.flush(30)
-        wait_until(lambda: {v for m in members for (_, _, v) in m.consumed} >= {b"k-%d" % i for i in range(60)}, timeout=30, message="all 60 consumed")
+        wait_until(
+            lambda: (
+                {v for m in members for (_, _, v) in m.consumed} >= {b"k-%d" % i for i in range(60)}
+            ),
+            timeout=30,
+            message="all 60 consumed",
+        )
     finally:
         for m in members:
             m.stop_event.set()
@@ -421,9 +526,13 @@ def test_kafka_python_group(module_broker):
     assert all(len(v) == 1 for v in by_key.values())
     assert sorted(by_key) == sorted((i % 4, i // 4) for i in range(60))
 
-    c = KafkaConsumer(bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False)
+    c = KafkaConsumer(
+        bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False
+    )
     try:
-        assert {part: c.committed(KTP(topic, part)) for part in range(4)} == {part: 15 for part in range(4)}
+        assert {part: c.committed(KTP(topic, part)) for part in range(4)} == {
+            part: 15 for part in range(4)
+        }
         # Commit metadata round-trips (a consumer outside any generation may commit).
         c.commit({KTP(topic, 0): OffsetAndMetadata(12, "kp-meta", -1)})
         got = c.committed(KTP(topic, 0), metadata=True)
@@ -487,7 +596,11 @@ def test_aiokafka_group(module_broker):
                         try:
                             await c.commit()
                         except Exception as e:
-                            if "Rebalance" not in type(e).__name__ and "CommitFailed" not in type(e).__name__ and "Generation" not in type(e).__name__:
+                            if (
+                                "Rebalance" not in type(e).__name__
+                                and "CommitFailed" not in type(e).__name__
+                                and "Generation" not in type(e).__name__
+                            ):
                                 raise
             finally:
                 await c.stop()
@@ -502,6 +615,7 @@ def test_aiokafka_group(module_broker):
         p = AIOKafkaProducer(bootstrap_servers=module_broker.bootstrap, linger_ms=5)
         await p.start()
         try:
+
             def stable(names):
                 sets = [assigned.get(n, frozenset()) for n in names]
                 return all(sets) and sorted(x for s in sets for x in s) == [0, 1, 2, 3]
@@ -513,11 +627,20 @@ def test_aiokafka_group(module_broker):
             await until(lambda: sum(len(v) for v in consumed.values()) >= 40, 30, "40 consumed")
             stop["a0"].set()
             await tasks["a0"]
-            await until(lambda: assigned.get("a1") == frozenset(range(4)), 30, "survivor owns all 4")
+            await until(
+                lambda: assigned.get("a1") == frozenset(range(4)), 30, "survivor owns all 4"
+            )
             for i in range(40, 60):
                 await p.send(topic, value=b"a-%d" % i, partition=i % 4)
             await p.flush()
-            await until(lambda: {v for vs in consumed.values() for (_, _, v) in vs} >= {b"a-%d" % i for i in range(60)}, 30, "all 60 consumed")
+            await until(
+                lambda: (
+                    {v for vs in consumed.values() for (_, _, v) in vs}
+                    >= {b"a-%d" % i for i in range(60)}
+                ),
+                30,
+                "all 60 consumed",
+            )
         finally:
             for n in consumers:
                 stop[n].set()
@@ -528,13 +651,19 @@ def test_aiokafka_group(module_broker):
         assert offsets == {(i % 4, i // 4) for i in range(60)}
 
         # Committed offsets, and commit metadata through the admin client.
-        c = AIOKafkaConsumer(bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False)
+        c = AIOKafkaConsumer(
+            bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False
+        )
         await c.start()
         try:
-            assert {part: await c.committed(ATP(topic, part)) for part in range(4)} == {part: 15 for part in range(4)}
+            assert {part: await c.committed(ATP(topic, part)) for part in range(4)} == {
+                part: 15 for part in range(4)
+            }
         finally:
             await c.stop()
-        c = AIOKafkaConsumer(bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False)
+        c = AIOKafkaConsumer(
+            bootstrap_servers=module_broker.bootstrap, group_id=group, enable_auto_commit=False
+        )
         await c.start()
         try:
             c.assign([ATP(topic, 1)])

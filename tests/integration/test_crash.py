@@ -67,7 +67,12 @@ class ProducerThread:
             for _ in range(200):
                 seq = self.produced
                 try:
-                    p.produce(TOPIC, value=b"%d" % seq, partition=seq % PARTITIONS, on_delivery=self._on_delivery)
+                    p.produce(
+                        TOPIC,
+                        value=b"%d" % seq,
+                        partition=seq % PARTITIONS,
+                        on_delivery=self._on_delivery,
+                    )
                 except BufferError:
                     break
                 self.produced += 1
@@ -94,7 +99,9 @@ class ProducerThread:
         return False
 
 
-def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> dict[int, list[tuple[int, bytes]]]:
+def read_partitions(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 60.0
+) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of every partition, from offset 0 to the high watermark."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -107,11 +114,16 @@ def read_partitions(bootstrap: str, topic: str, partitions: int, timeout: float 
         }
     )
     try:
-        hw = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        hw = {
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any((out[p][-1][0] + 1 if out[p] else 0) < hw[p] for p in range(partitions)):
+        while time.monotonic() < deadline and any(
+            (out[p][-1][0] + 1 if out[p] else 0) < hw[p] for p in range(partitions)
+        ):
             for m in c.consume(num_messages=10000, timeout=0.5):
                 assert m.error() is None, m.error()
                 out[m.partition()].append((m.offset(), m.value()))
@@ -161,16 +173,24 @@ def test_restart_during_acks_all_produce_loses_nothing_acknowledged(broker, how)
     for part in range(PARTITIONS):
         records = data[part]
         offsets = [o for o, _ in records]
-        assert offsets == list(range(len(records))), f"partition {part}: offsets are not contiguous from 0"
+        assert offsets == list(range(len(records))), (
+            f"partition {part}: offsets are not contiguous from 0"
+        )
         stored = {o: v for o, v in records}
         mine = sorted((off, seq) for seq, (p, off, _) in acked.items() if p == part)
         for off, seq in mine:
-            assert off in stored, f"partition {part}: acknowledged seq {seq} at offset {off} is missing (log end {len(records)})"
-            assert stored[off] == b"%d" % seq, f"partition {part} offset {off}: {stored[off]!r}, acknowledged {seq}"
+            assert off in stored, (
+                f"partition {part}: acknowledged seq {seq} at offset {off} is missing (log end {len(records)})"
+            )
+            assert stored[off] == b"%d" % seq, (
+                f"partition {part} offset {off}: {stored[off]!r}, acknowledged {seq}"
+            )
         # produce order, no duplicates, nothing that was not produced
         seqs = [int(v) for _, v in records]
         assert seqs == sorted(seqs), f"partition {part}: records out of produce order"
-        assert len(set(seqs)) == len(seqs), f"partition {part}: {len(seqs) - len(set(seqs))} duplicates"
+        assert len(set(seqs)) == len(seqs), (
+            f"partition {part}: {len(seqs) - len(set(seqs))} duplicates"
+        )
         assert all(s % PARTITIONS == part for s in seqs)
     # what was acknowledged after each restart follows what was acknowledged before the kill
     for k, cut in enumerate(acked_before_kill):
@@ -178,12 +198,20 @@ def test_restart_during_acks_all_produce_loses_nothing_acknowledged(broker, how)
             before = [off for p, off, order in acked.values() if p == part and order < cut]
             after = [off for p, off, order in acked.values() if p == part and order >= cut]
             if before and after:
-                assert max(before) < min(after), f"kill {k}, partition {part}: offsets after the restart do not follow"
+                assert max(before) < min(after), (
+                    f"kill {k}, partition {part}: offsets after the restart do not follow"
+                )
     total = sum(len(r) for r in data.values())
-    print(f"crash ({how}): {ROUNDS} kills, acked before each kill {acked_before_kill}, {total} records in the end")
-    assert total == producer.produced, f"{total} records stored, {producer.produced} produced and acknowledged"
+    print(
+        f"crash ({how}): {ROUNDS} kills, acked before each kill {acked_before_kill}, {total} records in the end"
+    )
+    assert total == producer.produced, (
+        f"{total} records stored, {producer.produced} produced and acknowledged"
+    )
     if how == "sigkill":
-        assert broker.log_text().count("recovered") >= 1, "the broker never reported a recovery after SIGKILL"
+        assert broker.log_text().count("recovered") >= 1, (
+            "the broker never reported a recovery after SIGKILL"
+        )
     assert "Traceback" not in broker.log_text(), broker.log_text()[-4000:]
 
 
@@ -211,9 +239,13 @@ def test_sigkill_keeps_committed_group_offsets(broker):
 
     c = consumer("g-crash")
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, 17), TopicPartition(topic, 1, 42)], asynchronous=False)
+        c.commit(
+            offsets=[TopicPartition(topic, 0, 17), TopicPartition(topic, 1, 42)], asynchronous=False
+        )
         # a second commit overwrites the first
-        c.commit(offsets=[TopicPartition(topic, 0, 23, metadata="after-crash?")], asynchronous=False)
+        c.commit(
+            offsets=[TopicPartition(topic, 0, 23, metadata="after-crash?")], asynchronous=False
+        )
     finally:
         c.close()
     c = consumer("g-other")
@@ -262,7 +294,14 @@ def test_sigkill_during_a_log_dir_move_keeps_the_partition_whole(broker_factory,
     topic = "crash-move"
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 5, "queue.buffering.max.messages": 200_000})
+    p = Producer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 200_000,
+        }
+    )
     count, payload = 100_000, b"x" * 1000
     for i in range(count):
         while True:
@@ -276,13 +315,22 @@ def test_sigkill_during_a_log_dir_move_keeps_the_partition_whole(broker_factory,
     there = next(d for d in dirs if d != here)
 
     move = AlterReplicaLogDirsRequest(
-        dirs=[AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=there, topics=[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=topic, partitions=[0])])]
+        dirs=[
+            AlterReplicaLogDirsRequest.AlterReplicaLogDir(
+                path=there,
+                topics=[
+                    AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name=topic, partitions=[0])
+                ],
+            )
+        ]
     )
     (result,) = wire_call(b.bootstrap, move, 2).results
     assert [x.error_code for x in result.partitions] == [0]
     deadline = time.monotonic() + 10
     while not any(n.endswith("-future") for n in os.listdir(there)):
-        assert time.monotonic() < deadline and not os.path.isdir(os.path.join(there, f"{topic}-0")), "the copy was not seen"
+        assert time.monotonic() < deadline and not os.path.isdir(
+            os.path.join(there, f"{topic}-0")
+        ), "the copy was not seen"
         time.sleep(0.001)
     b.kill()
 

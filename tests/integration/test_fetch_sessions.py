@@ -10,8 +10,8 @@ from threading import Timer
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from logstore.protocol.error_codes import ErrorCode
 from broker_py.server.fetch_session import NULL_UUID
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.fetch import FetchRequest
 from logstore.protocol.messages.metadata import MetadataRequest
 from tests.integration.clients import create_topic, topic_name, wire_call
@@ -19,20 +19,55 @@ from tests.integration.clients import create_topic, topic_name, wire_call
 V12, V13 = 12, 13
 
 
-def fetch(bootstrap, session_id, epoch, parts=(), forget=(), topic="", topic_id=None, version=V12,
-          max_wait_ms=0, max_bytes=1 << 20, partition_max_bytes=1 << 20):
+def fetch(
+    bootstrap,
+    session_id,
+    epoch,
+    parts=(),
+    forget=(),
+    topic="",
+    topic_id=None,
+    version=V12,
+    max_wait_ms=0,
+    max_bytes=1 << 20,
+    partition_max_bytes=1 << 20,
+):
     """A Fetch with ``parts`` as (partition, fetch_offset) and ``forget`` as partitions."""
+
     def topic_fields():
         return {"topic_id": topic_id} if version >= 13 else {"topic": topic}
 
     body = FetchRequest(
-        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
-        session_id=session_id, session_epoch=epoch,
-        topics=[FetchRequest.FetchTopic(**topic_fields(), partitions=[
-            FetchRequest.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
-                                        log_start_offset=-1, partition_max_bytes=partition_max_bytes)
-            for p, o in parts])] if parts else [],
-        forgotten_topics_data=[FetchRequest.ForgottenTopic(**topic_fields(), partitions=list(forget))] if forget else [],
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=[
+            FetchRequest.FetchTopic(
+                **topic_fields(),
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=p,
+                        current_leader_epoch=-1,
+                        fetch_offset=o,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=partition_max_bytes,
+                    )
+                    for p, o in parts
+                ],
+            )
+        ]
+        if parts
+        else [],
+        forgotten_topics_data=[
+            FetchRequest.ForgottenTopic(**topic_fields(), partitions=list(forget))
+        ]
+        if forget
+        else [],
         rack_id="",
     )
     return wire_call(bootstrap, body, version)
@@ -128,7 +163,13 @@ def test_a_topic_id_session_reports_a_deleted_topic(module_broker):
     b = module_broker.bootstrap
     topic = topic_name("sess-del")
     create_topic(b, topic, partitions=1)
-    meta = wire_call(b, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=NULL_UUID, name=topic)]), 12)
+    meta = wire_call(
+        b,
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(topic_id=NULL_UUID, name=topic)]
+        ),
+        12,
+    )
     topic_id = meta.topics[0].topic_id
     sid = fetch(b, 0, 0, parts=[(0, 0)], topic_id=topic_id, version=V13).session_id
     assert sid != 0
@@ -150,8 +191,14 @@ def test_kafka_python_consumes_through_incremental_sessions(module_broker, caplo
         produce(b, topic, p, n=20)
         expected |= {(p, o) for o in range(20)}
     caplog.set_level(logging.DEBUG, logger="kafka.consumer.fetcher")
-    consumer = KafkaConsumer(topic, bootstrap_servers=b, auto_offset_reset="earliest", group_id=None,
-                             fetch_max_wait_ms=100, max_partition_fetch_bytes=300)
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=b,
+        auto_offset_reset="earliest",
+        group_id=None,
+        fetch_max_wait_ms=100,
+        max_partition_fetch_bytes=300,
+    )
     try:
         seen: set[tuple[int, int]] = set()
         deadline = time.monotonic() + 30

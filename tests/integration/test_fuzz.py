@@ -26,7 +26,6 @@ import time
 import uuid
 
 import logstore
-
 from broker_py.server.handlers import served_api_keys
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.frame import encode_request
@@ -52,8 +51,15 @@ _NOT_MUTATED = {ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS}
 # ---------------------------------------------------------------------------
 
 
-def _frame(key: ApiKey, version: int, body, corr: int = 1, client_id: str | None = "fuzzer") -> bytes:
-    return encode_request(RequestHeader(api_key=int(key), api_version=version, correlation_id=corr, client_id=client_id), body)
+def _frame(
+    key: ApiKey, version: int, body, corr: int = 1, client_id: str | None = "fuzzer"
+) -> bytes:
+    return encode_request(
+        RequestHeader(
+            api_key=int(key), api_version=version, correlation_id=corr, client_id=client_id
+        ),
+        body,
+    )
 
 
 def valid_requests() -> list[tuple[str, bytes]]:
@@ -73,7 +79,10 @@ def valid_requests() -> list[tuple[str, bytes]]:
                 timeout_ms=1000,
                 topic_data=[
                     ProduceRequest.TopicProduceData(
-                        name="fuzz-prod", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)]
+                        name="fuzz-prod",
+                        partition_data=[
+                            ProduceRequest.PartitionProduceData(index=0, records=records)
+                        ],
                     )
                 ],
             )
@@ -89,7 +98,11 @@ def valid_requests() -> list[tuple[str, bytes]]:
             topics=[
                 FetchRequest.FetchTopic(
                     topic="fuzz-prod",
-                    partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)],
+                    partitions=[
+                        FetchRequest.FetchPartition(
+                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                        )
+                    ],
                 )
             ],
         )
@@ -99,7 +112,10 @@ def valid_requests() -> list[tuple[str, bytes]]:
             replica_id=-1,
             topics=[
                 ListOffsetsRequest.ListOffsetsTopic(
-                    name="fuzz-prod", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)]
+                    name="fuzz-prod",
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)
+                    ],
                 )
             ],
         )
@@ -130,7 +146,9 @@ def valid_requests() -> list[tuple[str, bytes]]:
 
 def _mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     buf = bytearray(data)
-    kind = rng.choice(["bitflip", "bytes", "truncate", "size", "insert", "delete", "splice", "int-edge"])
+    kind = rng.choice(
+        ["bitflip", "bytes", "truncate", "size", "insert", "delete", "splice", "int-edge"]
+    )
     if kind == "bitflip":
         for _ in range(rng.randint(1, 8)):
             i = rng.randrange(4, len(buf)) if len(buf) > 4 else 0
@@ -145,7 +163,21 @@ def _mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
         if rng.random() < 0.7 and len(buf) >= 4:
             struct.pack_into(">i", buf, 0, len(buf) - 4)  # consistent size: a cut-off body
     elif kind == "size" and len(buf) >= 4:
-        size = rng.choice([-1, 0, 1, 7, 9, len(buf) - 5, len(buf) - 3, len(buf) + 100, 0x7FFFFFFF, -0x80000000, rng.randrange(1 << 31)])
+        size = rng.choice(
+            [
+                -1,
+                0,
+                1,
+                7,
+                9,
+                len(buf) - 5,
+                len(buf) - 3,
+                len(buf) + 100,
+                0x7FFFFFFF,
+                -0x80000000,
+                rng.randrange(1 << 31),
+            ]
+        )
         struct.pack_into(">i", buf, 0, size)
     elif kind == "insert" and len(buf) >= 4:
         i = rng.randrange(4, len(buf) + 1)
@@ -164,12 +196,16 @@ def _mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     elif kind == "int-edge" and len(buf) >= 12:
         # overwrite an int32 somewhere in the body with an edge value
         i = rng.randrange(4, len(buf) - 3)
-        struct.pack_into(">i", buf, i, rng.choice([-1, 0, 0x7FFFFFFF, -0x80000000, 0x10000000, 65536]))
+        struct.pack_into(
+            ">i", buf, i, rng.choice([-1, 0, 0x7FFFFFFF, -0x80000000, 0x10000000, 65536])
+        )
     return kind, bytes(buf)
 
 
 class Fuzzer(threading.Thread):
-    def __init__(self, n: int, port: int, seed: int, deadline: float, corpus: list[tuple[str, bytes]]) -> None:
+    def __init__(
+        self, n: int, port: int, seed: int, deadline: float, corpus: list[tuple[str, bytes]]
+    ) -> None:
         super().__init__(name=f"fuzzer-{n}", daemon=True)
         self.port = port
         self.seed = seed
@@ -203,7 +239,9 @@ class Fuzzer(threading.Thread):
             key = rng.choice(sorted(self.served)) if rng.random() < 0.9 else rng.randint(-5, 100)
             version = rng.randint(0, 17) if rng.random() < 0.9 else rng.randint(-32768, 32767)
             cid = rng.choice([None, "", "fz", "x" * rng.randint(0, 300)])
-            cid_bytes = struct.pack(">h", -1) if cid is None else struct.pack(">h", len(cid)) + cid.encode()
+            cid_bytes = (
+                struct.pack(">h", -1) if cid is None else struct.pack(">h", len(cid)) + cid.encode()
+            )
             body = struct.pack(">hhi", key, version, rng.randint(-(2**31), 2**31 - 1)) + cid_bytes
             body += rng.choice([b"", b"\x00"]) + rng.randbytes(rng.randint(0, 512))
             return f"header-{key}v{version}+random", struct.pack(">i", len(body)) + body
@@ -243,7 +281,11 @@ class Fuzzer(threading.Thread):
                         time.sleep(0.005)
                 else:
                     s.sendall(data)
-                if label.startswith(("huge", "midframe")) and self.rng.random() < 0.3 and len(held) < 4:
+                if (
+                    label.startswith(("huge", "midframe"))
+                    and self.rng.random() < 0.3
+                    and len(held) < 4
+                ):
                     keep = True
                 elif self.rng.random() < 0.5:
                     # read whatever comes back for a moment
@@ -289,7 +331,14 @@ class GoodClients(threading.Thread):
         def on_error(err):
             self.errors.append(f"client error: {err}")
 
-        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 0, "error_cb": on_error})
+        p = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": "all",
+                "linger.ms": 0,
+                "error_cb": on_error,
+            }
+        )
         c = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -308,7 +357,12 @@ class GoodClients(threading.Thread):
                 start = time.monotonic()
                 delivered: list[str | None] = []
                 for v in values:
-                    p.produce(GOOD_TOPIC, value=v, partition=0, on_delivery=lambda err, msg, d=delivered: d.append(err and str(err)))
+                    p.produce(
+                        GOOD_TOPIC,
+                        value=v,
+                        partition=0,
+                        on_delivery=lambda err, msg, d=delivered: d.append(err and str(err)),
+                    )
                     self.sent.append(v)
                 if p.flush(15) != 0 or len(delivered) != len(values):
                     self.errors.append(f"produce of round {n} not delivered in 15 s")
@@ -353,7 +407,11 @@ def _fds(pid: int) -> int:
 
 
 def _partition_dirs(data_dir: str) -> int:
-    return sum(1 for n in os.listdir(data_dir) if os.path.isdir(os.path.join(data_dir, n)) and n.rpartition("-")[2].isdigit())
+    return sum(
+        1
+        for n in os.listdir(data_dir)
+        if os.path.isdir(os.path.join(data_dir, n)) and n.rpartition("-")[2].isdigit()
+    )
 
 
 def _api_versions_ok(port: int) -> bool:
@@ -399,18 +457,36 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
         with open(path, "w") as out:
             out.write(f"seed {seed}\n")
             for f in fuzzers:
-                out.writelines(f"{f.name} {t:.3f} {label} {data.hex()}\n" for t, label, data in f.recent)
-        last = [f"{f.name}: {label} {data[:48].hex()}" for f in fuzzers for _, label, data in list(f.recent)[-3:]]
-        return f"seed {seed}; last inputs in {path}:\n" + "\n".join(last) + "\n--- broker log tail ---\n" + broker.log_text()[-3000:]
+                out.writelines(
+                    f"{f.name} {t:.3f} {label} {data.hex()}\n" for t, label, data in f.recent
+                )
+        last = [
+            f"{f.name}: {label} {data[:48].hex()}"
+            for f in fuzzers
+            for _, label, data in list(f.recent)[-3:]
+        ]
+        return (
+            f"seed {seed}; last inputs in {path}:\n"
+            + "\n".join(last)
+            + "\n--- broker log tail ---\n"
+            + broker.log_text()[-3000:]
+        )
 
-    assert died_at is None and broker.alive(), f"broker died {died_at or FUZZ_SECONDS:.1f}s into the fuzz (rc {broker.proc.returncode}); " + evidence()
+    assert died_at is None and broker.alive(), (
+        f"broker died {died_at or FUZZ_SECONDS:.1f}s into the fuzz (rc {broker.proc.returncode}); "
+        + evidence()
+    )
     sent = collections.Counter()
     for f in fuzzers:
         sent.update(f.sent)
-    print(f"fuzz: seed {seed}, inputs {dict(sent)}, good round trips {good.round_trips}, max rtt {good.max_rtt:.3f}s")
+    print(
+        f"fuzz: seed {seed}, inputs {dict(sent)}, good round trips {good.round_trips}, max rtt {good.max_rtt:.3f}s"
+    )
 
     assert not good.errors, f"good clients saw errors: {good.errors[:10]}; " + evidence()
-    assert good.round_trips >= 10, f"only {good.round_trips} good round trips in {FUZZ_SECONDS}s; " + evidence()
+    assert good.round_trips >= 10, (
+        f"only {good.round_trips} good round trips in {FUZZ_SECONDS}s; " + evidence()
+    )
     assert set(good.received) >= set(good.sent[: 5 * good.round_trips])
     assert len(good.received) == len(set(good.received)), "good consumer saw duplicates"
 
@@ -418,9 +494,13 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
     rss = [r for _, r in samples]
     half = len(rss) // 2
     first, second = max(rss[:half]), max(rss[half:])
-    print(f"fuzz: RSS first half max {first:.1f} MB, second half max {second:.1f} MB, end {rss[-1]:.1f} MB")
+    print(
+        f"fuzz: RSS first half max {first:.1f} MB, second half max {second:.1f} MB, end {rss[-1]:.1f} MB"
+    )
     assert max(rss) < MAX_RSS_MB, f"RSS reached {max(rss):.0f} MB; " + evidence()
-    assert second <= first * 1.25 + 20, f"RSS grew from {first:.0f} MB to {second:.0f} MB; " + evidence()
+    assert second <= first * 1.25 + 20, (
+        f"RSS grew from {first:.0f} MB to {second:.0f} MB; " + evidence()
+    )
 
     # still serving, and the fuzz connections are gone (partitions the fuzz auto-created
     # legitimately hold a few files open each)
@@ -430,8 +510,12 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
     deadline = time.monotonic() + 10
     while _fds(pid) > allowed and time.monotonic() < deadline:
         time.sleep(0.2)
-    print(f"fuzz: broker fds {fds_before} before, {_fds(pid)} after; {new_partitions} partitions auto-created")
-    assert _fds(pid) <= allowed, f"broker holds {_fds(pid)} fds, {fds_before} before the fuzz, {new_partitions} new partitions"
+    print(
+        f"fuzz: broker fds {fds_before} before, {_fds(pid)} after; {new_partitions} partitions auto-created"
+    )
+    assert _fds(pid) <= allowed, (
+        f"broker holds {_fds(pid)} fds, {fds_before} before the fuzz, {new_partitions} new partitions"
+    )
 
     log_text = broker.log_text()
     tracebacks = [block for block in log_text.split("Traceback (most recent call last):")[1:]]

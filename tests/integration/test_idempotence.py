@@ -21,13 +21,13 @@ import subprocess
 import sys
 import time
 
-import logstore
 import pytest
 
-from logstore.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+import logstore
 from broker_py.cluster.partition import Partition
-from broker_py.log.unified_log import UnifiedLog
 from broker_py.log.producer_state import ProducerStateManager
+from broker_py.log.unified_log import UnifiedLog
+from logstore.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 
 from .conftest import REPO_ROOT
 from .tcp_proxy import TcpProxy
@@ -64,7 +64,10 @@ def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int, tim
                 got += 1
             if got >= expected:
                 if hw is None:
-                    hw = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+                    hw = {
+                        p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        for p in range(partitions)
+                    }
                 if all((out[p][-1][0] + 1 if out[p] else 0) >= hw[p] for p in range(partitions)):
                     break
         return out
@@ -147,9 +150,13 @@ def test_idempotent_producer_retries_cut_connections_without_duplicates_or_gaps(
                 f"first difference at index "
                 f"{next((k for k, (x, y) in enumerate(zip(values, expected[part])) if x != y), min(len(values), len(expected[part])))}"
             )
-            assert [o for o, _ in got] == list(range(len(got))), f"partition {part}: offsets are not 0..n-1"
+            assert [o for o, _ in got] == list(range(len(got))), (
+                f"partition {part}: offsets are not 0..n-1"
+            )
             for offset, value in got:
-                assert acked[value] == (part, offset), f"{value!r} acknowledged at {acked[value]}, stored at {(part, offset)}"
+                assert acked[value] == (part, offset), (
+                    f"{value!r} acknowledged at {acked[value]}, stored at {(part, offset)}"
+                )
         assert "Traceback" not in b.log_text(), b.log_text()[-4000:]
 
 
@@ -223,12 +230,16 @@ def test_idle_producers_expire_and_may_then_start_at_any_sequence(plog):
     t0 = 1_700_000_000_000
 
     def at(pid: int, seq: int, ts: int) -> bytes:
-        return logstore.encode_batch([(None, b"v", [], ts)], producer_id=pid, producer_epoch=0, base_sequence=seq)
+        return logstore.encode_batch(
+            [(None, b"v", [], ts)], producer_id=pid, producer_epoch=0, base_sequence=seq
+        )
 
     produce(plog, state, at(1, 0, t0))
     produce(plog, state, at(2, 0, t0 + 5_000))
     assert state.remove_expired(t0 + 9_999, expiration_ms=10_000) == 0
-    assert state.remove_expired(t0 + 10_000, expiration_ms=10_000) == 1  # producer 1, by its last batch
+    assert (
+        state.remove_expired(t0 + 10_000, expiration_ms=10_000) == 1
+    )  # producer 1, by its last batch
     assert set(state.producers) == {2}
     # A forgotten producer is a new one: its next sequence is taken as it comes.
     assert produce(plog, state, at(1, 7, t0 + 20_000))[2] is False
@@ -239,17 +250,29 @@ def test_idle_producers_expire_and_may_then_start_at_any_sequence(plog):
 def test_the_broker_expires_idle_producers_on_its_interval(broker_factory):
     from confluent_kafka import Producer
 
-    b = broker_factory({"producer.id.expiration.ms": "1000", "producer.id.expiration.check.interval.ms": "200"})
+    b = broker_factory(
+        {"producer.id.expiration.ms": "1000", "producer.id.expiration.check.interval.ms": "200"}
+    )
     p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True})
     reports = []
-    p.produce("expiring", b"v", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    p.produce(
+        "expiring",
+        b"v",
+        partition=0,
+        on_delivery=lambda err, msg: reports.append((err, msg.offset())),
+    )
     assert p.flush(30) == 0
     deadline = time.monotonic() + 15
     while "expired 1 idle producer ids" not in b.log_text():
         assert time.monotonic() < deadline, b.log_text()[-2000:]
         time.sleep(0.1)
     # The producer goes on after being forgotten: its next sequence is accepted.
-    p.produce("expiring", b"w", partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    p.produce(
+        "expiring",
+        b"w",
+        partition=0,
+        on_delivery=lambda err, msg: reports.append((err, msg.offset())),
+    )
     assert p.flush(30) == 0
     assert reports == [(None, 0), (None, 1)], reports
 
@@ -285,7 +308,9 @@ def test_older_epoch_is_fenced(plog):
     assert state.last_epoch(PID) == 1
 
 
-def _check_restored(plog: logstore.Log, state: ProducerStateManager, last_seq_first: int, last_first_offset: int):
+def _check_restored(
+    plog: logstore.Log, state: ProducerStateManager, last_seq_first: int, last_first_offset: int
+):
     """PID (epoch 1) and PID+1 (epoch 0) continue where they were."""
     end = plog.log_end_offset
     # the last batch of each producer is a duplicate with its original offsets
@@ -359,17 +384,35 @@ os._exit(0)  # no close, no flush, no snapshot: an unclean stop
 """
 
 
-def _unclean_write(path: str, specs: list[tuple[int, int, int]], snapshot_after: int = 0) -> list[int]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
+def _unclean_write(
+    path: str, specs: list[tuple[int, int, int]], snapshot_after: int = 0
+) -> list[int]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+    }
     r = subprocess.run(
         [sys.executable, "-c", _UNCLEAN_WRITER, path, json.dumps(specs), str(snapshot_after)],
-        capture_output=True, text=True, timeout=60, env=env, cwd=REPO_ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=REPO_ROOT,
+        check=False,
     )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
 
-SPECS = [(PID, 0, 0), (PID + 1, 0, 0), (PID, 0, 4), (PID, 1, 0), (PID + 1, 0, 4), (PID, 1, 4), (PID, 1, 8)]
+SPECS = [
+    (PID, 0, 0),
+    (PID + 1, 0, 0),
+    (PID, 0, 4),
+    (PID, 1, 0),
+    (PID + 1, 0, 4),
+    (PID, 1, 4),
+    (PID, 1, 8),
+]
 
 
 def test_state_survives_unclean_stop_by_log_replay(tmp_path):

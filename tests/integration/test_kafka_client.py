@@ -20,8 +20,8 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import logstore
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol import ApiKey, ProduceFrame, Request, RequestDecoder, encode_response
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsResponse, api_versions_response
 from logstore.protocol.messages.fetch import FetchResponse
 from logstore.protocol.messages.metadata import MetadataResponse
@@ -58,8 +58,14 @@ def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes, int]], c
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "compression.type": codec})
     errors = []
     for partition, value, ts in records:
-        p.produce(topic, value=value, key=b"k%d" % ts, partition=partition, timestamp=ts,
-                  on_delivery=lambda err, _msg: err and errors.append(err))
+        p.produce(
+            topic,
+            value=value,
+            key=b"k%d" % ts,
+            partition=partition,
+            timestamp=ts,
+            on_delivery=lambda err, _msg: err and errors.append(err),
+        )
     assert p.flush(30) == 0
     assert not errors, errors
 
@@ -164,7 +170,10 @@ def test_fetch_errors(module_broker, filled):
         assert (err.value.errno, err.value.topic, err.value.partition) == (1, name, 0)
         assert not err.value.retriable
         missing = topic_name("kc-missing")
-        for call in (lambda: client.fetch(missing, 0, 0), lambda: client.list_offset(missing, 0, -1)):
+        for call in (
+            lambda: client.fetch(missing, 0, 0),
+            lambda: client.list_offset(missing, 0, -1),
+        ):
             with pytest.raises(UnknownTopicOrPartition) as err:
                 call()
             assert err.value.errno == 3
@@ -179,7 +188,9 @@ def test_fetch_errors(module_broker, filled):
 def test_fetch_below_log_start_is_out_of_range(module_broker):
     name = topic_name("kc-delrec")
     create_topic(module_broker.bootstrap, name, 1)
-    produce(module_broker.bootstrap, name, [(0, b"v%d" % i, BASE_TS + i) for i in range(10)], "none")
+    produce(
+        module_broker.bootstrap, name, [(0, b"v%d" % i, BASE_TS + i) for i in range(10)], "none"
+    )
     admin = AdminClient({"bootstrap.servers": module_broker.bootstrap})
     [future] = admin.delete_records([TopicPartition(name, 0, 4)]).values()
     assert future.result(15).low_watermark == 4
@@ -216,7 +227,10 @@ def test_nothing_listening_raises_broker_unavailable():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, not listening: connections are refused
         started = time.monotonic()
-        with KafkaClient(f"127.0.0.1:{port}", timeout_s=2) as client, pytest.raises(BrokerUnavailable):
+        with (
+            KafkaClient(f"127.0.0.1:{port}", timeout_s=2) as client,
+            pytest.raises(BrokerUnavailable),
+        ):
             client.partitions()
         assert time.monotonic() - started < 5
 
@@ -278,17 +292,24 @@ class ScriptedBroker:
             ]
             partitions = [
                 MetadataResponse.MetadataResponsePartition(
-                    partition_index=p, leader_id=leader_id, replica_nodes=[leader_id], isr_nodes=[leader_id]
+                    partition_index=p,
+                    leader_id=leader_id,
+                    replica_nodes=[leader_id],
+                    isr_nodes=[leader_id],
                 )
                 for p in (0, 1)
             ]
             topics = [
-                MetadataResponse.MetadataResponseTopic(name=t.name, topic_id=self.TOPIC_ID, partitions=partitions)
+                MetadataResponse.MetadataResponseTopic(
+                    name=t.name, topic_id=self.TOPIC_ID, partitions=partitions
+                )
                 for t in request.body.topics or ()
             ]
             return MetadataResponse(brokers=brokers, controller_id=1, topics=topics)
         if request.api_key is ApiKey.FETCH:
-            return self.fetch_answers.pop(0) if len(self.fetch_answers) > 1 else self.fetch_answers[0]
+            return (
+                self.fetch_answers.pop(0) if len(self.fetch_answers) > 1 else self.fetch_answers[0]
+            )
         raise AssertionError(f"unexpected {request.api_key.api_name}")
 
     def _accept(self) -> None:
@@ -322,7 +343,9 @@ class ScriptedBroker:
                     if body is not None:
                         corr = request.correlation_id + self.correlation_offset
                         with contextlib.suppress(OSError):
-                            conn.sendall(encode_response(corr, request.api_key, request.api_version, body))
+                            conn.sendall(
+                                encode_response(corr, request.api_key, request.api_version, body)
+                            )
 
     def fetches(self) -> list:
         return [body for key, _, body in self.requests if key is ApiKey.FETCH]
@@ -335,10 +358,15 @@ def fetch_answer(records: bytes, error: int = 0, aborted=None) -> FetchResponse:
         high_watermark=100,
         last_stable_offset=100,
         log_start_offset=0,
-        aborted_transactions=[FetchResponse.AbortedTransaction(producer_id=p, first_offset=o) for p, o in aborted or []],
+        aborted_transactions=[
+            FetchResponse.AbortedTransaction(producer_id=p, first_offset=o)
+            for p, o in aborted or []
+        ],
         records=records,
     )
-    topic = FetchResponse.FetchableTopicResponse(topic="t", topic_id=ScriptedBroker.TOPIC_ID, partitions=[part])
+    topic = FetchResponse.FetchableTopicResponse(
+        topic="t", topic_id=ScriptedBroker.TOPIC_ID, partitions=[part]
+    )
     return FetchResponse(responses=[topic])
 
 
@@ -369,7 +397,10 @@ def test_trailing_partial_batch_is_dropped_and_a_large_first_batch_refetched():
 
         fake.fetch_answers = [fetch_answer(a[:16]), fetch_answer(a + b[:16])]
         assert client.fetch("t", 0, 0, max_bytes=16) == a
-        assert [f.topics[0].partitions[0].partition_max_bytes for f in fake.fetches()[1:]] == [16, len(a)]
+        assert [f.topics[0].partitions[0].partition_max_bytes for f in fake.fetches()[1:]] == [
+            16,
+            len(a),
+        ]
 
 
 def test_aborted_transactions_are_dropped():
@@ -403,7 +434,11 @@ def test_not_leader_refreshes_metadata_and_retries_a_bounded_number_of_times():
 def test_requests_follow_the_leader_from_broker_to_broker():
     first, second = batch(0, 1), batch(1, 1)
     not_leader = fetch_answer(b"", error=int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
-    with ScriptedBroker() as a, ScriptedBroker() as b, KafkaClient(a.bootstrap, timeout_s=5) as client:
+    with (
+        ScriptedBroker() as a,
+        ScriptedBroker() as b,
+        KafkaClient(a.bootstrap, timeout_s=5) as client,
+    ):
         a.leader = (2, b.port)
         a.fetch_answers, b.fetch_answers = [not_leader], [fetch_answer(first)]
         assert client.fetch("t", 0, 0) == first
@@ -440,13 +475,25 @@ def test_api_versions_falls_back_to_the_brokers_highest():
             if request.api_key is ApiKey.API_VERSIONS and request.api_version > 2:
                 return ApiVersionsResponse(
                     error_code=int(ErrorCode.UNSUPPORTED_VERSION),
-                    api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)],
+                    api_keys=[
+                        ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)
+                    ],
                 )
             if request.api_key is ApiKey.API_VERSIONS:
-                ranges = {ApiKey.API_VERSIONS: (0, 2), ApiKey.METADATA: (0, 8), ApiKey.FETCH: (4, 11), ApiKey.LIST_OFFSETS: (1, 5)}
-                return ApiVersionsResponse(api_keys=[
-                    ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi) for k, (lo, hi) in ranges.items()
-                ])
+                ranges = {
+                    ApiKey.API_VERSIONS: (0, 2),
+                    ApiKey.METADATA: (0, 8),
+                    ApiKey.FETCH: (4, 11),
+                    ApiKey.LIST_OFFSETS: (1, 5),
+                }
+                return ApiVersionsResponse(
+                    api_keys=[
+                        ApiVersionsResponse.ApiVersion(
+                            api_key=int(k), min_version=lo, max_version=hi
+                        )
+                        for k, (lo, hi) in ranges.items()
+                    ]
+                )
             return served(request)
 
         fake.answer = old_api_versions
@@ -454,5 +501,8 @@ def test_api_versions_falls_back_to_the_brokers_highest():
         assert client.partitions(["t"]) == {"t": [0, 1]}
         client.fetch("t", 0, 0)
         versions = [(key, version) for key, version, _ in fake.requests]
-        assert versions[:2] == [(ApiKey.API_VERSIONS, ApiKey.API_VERSIONS.max_version), (ApiKey.API_VERSIONS, 2)]
+        assert versions[:2] == [
+            (ApiKey.API_VERSIONS, ApiKey.API_VERSIONS.max_version),
+            (ApiKey.API_VERSIONS, 2),
+        ]
         assert (ApiKey.METADATA, 8) in versions and (ApiKey.FETCH, 11) in versions

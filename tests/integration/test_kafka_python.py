@@ -11,9 +11,16 @@ import time
 import kafka.codec
 import kafka.errors as Errors
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition, TopicPartitionReplica
-from kafka.structs import OffsetAndMetadata
+from kafka import (
+    KafkaAdminClient,
+    KafkaConsumer,
+    KafkaProducer,
+    TopicPartition,
+    TopicPartitionReplica,
+)
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from kafka.structs import OffsetAndMetadata
+
 from tests.integration.clients import (
     Rec,
     assert_partition_contents,
@@ -45,23 +52,50 @@ def admin(bootstrap: str) -> KafkaAdminClient:
 def create(bootstrap: str, name: str, partitions: int, configs: dict | None = None) -> None:
     a = admin(bootstrap)
     try:
-        a.create_topics({name: {"num_partitions": partitions, "replication_factor": 1, "configs": configs or {}}}, wait_for_metadata=True)
+        a.create_topics(
+            {
+                name: {
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "configs": configs or {},
+                }
+            },
+            wait_for_metadata=True,
+        )
     finally:
         a.close()
 
 
 def producer(bootstrap: str, **extra) -> KafkaProducer:
-    return KafkaProducer(**{"bootstrap_servers": bootstrap, "linger_ms": 20, "request_timeout_ms": 15000, **extra})
+    return KafkaProducer(
+        **{"bootstrap_servers": bootstrap, "linger_ms": 20, "request_timeout_ms": 15000, **extra}
+    )
 
 
-def produce(bootstrap: str, topic: str, records, flush_every: int | None = None, p: KafkaProducer | None = None, **extra) -> list:
+def produce(
+    bootstrap: str,
+    topic: str,
+    records,
+    flush_every: int | None = None,
+    p: KafkaProducer | None = None,
+    **extra,
+) -> list:
     """Sends ``records`` and returns their RecordMetadata in produce order."""
     own = p is None
     p = p or producer(bootstrap, **extra)
     try:
         futures = []
         for n, r in enumerate(records):
-            futures.append(p.send(topic, value=r.value, key=r.key, headers=list(r.headers), partition=r.partition, timestamp_ms=r.timestamp))
+            futures.append(
+                p.send(
+                    topic,
+                    value=r.value,
+                    key=r.key,
+                    headers=list(r.headers),
+                    partition=r.partition,
+                    timestamp_ms=r.timestamp,
+                )
+            )
             if flush_every and (n + 1) % flush_every == 0:
                 p.flush(30)
         p.flush(30)
@@ -93,14 +127,18 @@ def drain(c: KafkaConsumer, count: int, timeout: float = 30) -> dict:
         for tp, recs in c.poll(timeout_ms=200).items():
             for r in recs:
                 assert r.timestamp_type == 0  # CreateTime
-                out.setdefault(tp.partition, []).append((r.offset, r.key, r.value, list(r.headers or []), r.timestamp))
+                out.setdefault(tp.partition, []).append(
+                    (r.offset, r.key, r.value, list(r.headers or []), r.timestamp)
+                )
                 n += 1
     # Nothing more arrives.
     assert not c.poll(timeout_ms=300), "more records than produced"
     return out
 
 
-def consume_partitions(bootstrap: str, topic: str, partitions: int, count: int, start: int | None = None, **extra) -> dict:
+def consume_partitions(
+    bootstrap: str, topic: str, partitions: int, count: int, start: int | None = None, **extra
+) -> dict:
     c = consumer(bootstrap, **extra)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -117,7 +155,9 @@ def consume_partitions(bootstrap: str, topic: str, partitions: int, count: int, 
 
 def kp_records(partitions: int, per_partition: int, base_ts: int) -> list[Rec]:
     # kafka-python refuses null header values and records with neither key nor value.
-    return sample_records(partitions, per_partition, base_ts, null_header_values=False, null_key_and_value=False)
+    return sample_records(
+        partitions, per_partition, base_ts, null_header_values=False, null_key_and_value=False
+    )
 
 
 # --- produce / consume -----------------------------------------------------------------
@@ -130,7 +170,9 @@ def test_round_trip_every_codec(module_broker, codec):
     topic = topic_name(f"kp-rt-{codec}")
     create(module_broker.bootstrap, topic, 3)
     records = kp_records(3, 24, now_ms() - 3_600_000)
-    metas = produce(module_broker.bootstrap, topic, records, compression_type=None if codec == "none" else codec)
+    metas = produce(
+        module_broker.bootstrap, topic, records, compression_type=None if codec == "none" else codec
+    )
     per_partition: dict[int, list] = {}
     for r, m in zip(records, metas):
         assert (m.topic, m.partition, m.timestamp) == (topic, r.partition, r.timestamp)
@@ -139,7 +181,9 @@ def test_round_trip_every_codec(module_broker, codec):
     consumed = consume_partitions(module_broker.bootstrap, topic, 3, len(records))
     assert_partition_contents(records, consumed)
     if codec == "none":
-        assert {b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)} == {0}
+        assert {
+            b.codec for p in range(3) for b in stored_batches(module_broker.data_dir, topic, p)
+        } == {0}
     else:
         assert_stored_codec(module_broker.data_dir, topic, 3, codec)
 
@@ -151,12 +195,21 @@ def test_create_and_delete_topics_with_errors(module_broker):
     a = admin(module_broker.bootstrap)
     try:
         name = topic_name("kp-admin")
-        r = a.create_topics({name: {"num_partitions": 3, "replication_factor": 1}}, wait_for_metadata=True)
+        r = a.create_topics(
+            {name: {"num_partitions": 3, "replication_factor": 1}}, wait_for_metadata=True
+        )
         [t] = r["topics"]
-        assert (t["name"], t["error_code"], t["num_partitions"], t["replication_factor"]) == (name, 0, 3, 1)
+        assert (t["name"], t["error_code"], t["num_partitions"], t["replication_factor"]) == (
+            name,
+            0,
+            3,
+            1,
+        )
         assert t["configs"]["retention.ms"]["value"] == "604800000"
         [desc] = a.describe_topics([name])
-        assert desc["error_code"] == 0 and sorted(p["partition_index"] for p in desc["partitions"]) == [0, 1, 2]
+        assert desc["error_code"] == 0 and sorted(
+            p["partition_index"] for p in desc["partitions"]
+        ) == [0, 1, 2]
         assert name in a.list_topics()
 
         with pytest.raises(Errors.TopicAlreadyExistsError):
@@ -180,14 +233,29 @@ def test_create_and_delete_topics_with_errors(module_broker):
         with pytest.raises(Errors.UnknownTopicOrPartitionError):
             a.delete_topics([topic_name("kp-nosuch")])
         r = a.delete_topics([name, dflt])
-        assert sorted((t["name"], t["error_code"]) for t in r["topics"]) == sorted([(name, 0), (dflt, 0)])
+        assert sorted((t["name"], t["error_code"]) for t in r["topics"]) == sorted(
+            [(name, 0), (dflt, 0)]
+        )
         wait_until(lambda: name not in a.list_topics(), message="topic gone")
         with pytest.raises(Errors.UnknownTopicOrPartitionError):
             a.delete_topics([name])
         # Invalid topic configs (Kafka's validators: min.insync.replicas >= 1, ratio in [0, 1]).
-        for cfg in ({"retention.ms": "abc"}, {"no.such.config": "1"}, {"min.insync.replicas": "0"}, {"min.cleanable.dirty.ratio": "1.5"}):
+        for cfg in (
+            {"retention.ms": "abc"},
+            {"no.such.config": "1"},
+            {"min.insync.replicas": "0"},
+            {"min.cleanable.dirty.ratio": "1.5"},
+        ):
             with pytest.raises(Errors.InvalidConfigurationError):
-                a.create_topics({topic_name("kp-badcfg"): {"num_partitions": 1, "replication_factor": 1, "configs": cfg}})
+                a.create_topics(
+                    {
+                        topic_name("kp-badcfg"): {
+                            "num_partitions": 1,
+                            "replication_factor": 1,
+                            "configs": cfg,
+                        }
+                    }
+                )
     finally:
         a.close()
 
@@ -199,7 +267,9 @@ def test_create_partitions(module_broker):
     try:
         r = a.create_partitions({name: 4})
         assert [x.error_code for x in r.results] == [0]
-        wait_until(lambda: len(a.describe_topics([name])[0]["partitions"]) == 4, message="4 partitions")
+        wait_until(
+            lambda: len(a.describe_topics([name])[0]["partitions"]) == 4, message="4 partitions"
+        )
         for count in (1, 4):
             with pytest.raises(Errors.InvalidPartitionsError):
                 a.create_partitions({name: count})
@@ -207,7 +277,9 @@ def test_create_partitions(module_broker):
             a.create_partitions({topic_name("kp-parts-none"): 3})
     finally:
         a.close()
-    metas = produce(module_broker.bootstrap, name, [Rec(p, None, b"v%d" % p, [], now_ms()) for p in range(4)])
+    metas = produce(
+        module_broker.bootstrap, name, [Rec(p, None, b"v%d" % p, [], now_ms()) for p in range(4)]
+    )
     assert [(m.partition, m.offset) for m in metas] == [(0, 0), (1, 0), (2, 0), (3, 0)]
 
 
@@ -217,7 +289,9 @@ def _topic_configs(a: KafkaAdminClient, name: str) -> dict:
 
 
 def _logger_levels(a: KafkaAdminClient) -> dict:
-    r = a.describe_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0")], config_filter="all")
+    r = a.describe_configs(
+        [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0")], config_filter="all"
+    )
     return {name: (c["value"], c["config_source"]) for name, c in r["broker_logger"]["0"].items()}
 
 
@@ -225,42 +299,84 @@ def test_broker_logger_levels_change_at_runtime(module_broker):
     a = admin(module_broker.bootstrap)
     try:
         levels = _logger_levels(a)
-        assert levels["root"][0] == "INFO" and levels["broker_py.coordinator.group.group_coordinator"] == ("INFO", "DYNAMIC_BROKER_LOGGER_CONFIG")
+        assert levels["root"][0] == "INFO" and levels[
+            "broker_py.coordinator.group.group_coordinator"
+        ] == ("INFO", "DYNAMIC_BROKER_LOGGER_CONFIG")
         r = a.alter_configs(
-            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.coordinator.group.group_coordinator": (AlterConfigOp.SET, "DEBUG")})],
+            [
+                ConfigResource(
+                    ConfigResourceType.BROKER_LOGGER,
+                    "0",
+                    configs={
+                        "broker_py.coordinator.group.group_coordinator": (
+                            AlterConfigOp.SET,
+                            "DEBUG",
+                        )
+                    },
+                )
+            ],
             incremental=True,
         )
         assert r == {"broker_logger": {"0": "OK"}}, r
         assert _logger_levels(a)["broker_py.coordinator.group.group_coordinator"][0] == "DEBUG"
         # A bad level or logger changes nothing, even beside a good change.
-        bad = {"broker_py.network.socket_server": (AlterConfigOp.SET, "WARN"), "broker_py.coordinator.group.group_coordinator": (AlterConfigOp.SET, "LOUD")}
-        r = a.alter_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs=bad)], incremental=True)
+        bad = {
+            "broker_py.network.socket_server": (AlterConfigOp.SET, "WARN"),
+            "broker_py.coordinator.group.group_coordinator": (AlterConfigOp.SET, "LOUD"),
+        }
+        r = a.alter_configs(
+            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs=bad)], incremental=True
+        )
         assert "InvalidConfigurationError" in r["broker_logger"]["0"], r
         assert _logger_levels(a)["broker_py.network.socket_server"][0] == "INFO"
         a.alter_configs(
-            [ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"broker_py.coordinator.group.group_coordinator": (AlterConfigOp.DELETE, None)})],
+            [
+                ConfigResource(
+                    ConfigResourceType.BROKER_LOGGER,
+                    "0",
+                    configs={
+                        "broker_py.coordinator.group.group_coordinator": (
+                            AlterConfigOp.DELETE,
+                            None,
+                        )
+                    },
+                )
+            ],
             incremental=True,
         )
-        assert _logger_levels(a)["broker_py.coordinator.group.group_coordinator"][0] == "INFO"  # the root's again
+        assert (
+            _logger_levels(a)["broker_py.coordinator.group.group_coordinator"][0] == "INFO"
+        )  # the root's again
     finally:
         a.close()
 
 
 def _request_log(broker) -> list[dict]:
     """The broker's ``kafka.request.logger`` lines, parsed: api, version, client id, phases."""
-    pattern = re.compile(r"Completed request:\{apiKey:(\w+),apiVersion:(\d+),correlationId:(\d+),clientId:([^}]*)\} from connection \S+;(.*)")
+    pattern = re.compile(
+        r"Completed request:\{apiKey:(\w+),apiVersion:(\d+),correlationId:(\d+),clientId:([^}]*)\} from connection \S+;(.*)"
+    )
     out = []
     for line in broker.log_text().splitlines():
         if m := pattern.search(line):
             fields = dict(kv.split(":", 1) for kv in m.group(5).split(","))
             phases = {k: float(v) for k, v in fields.items() if k.endswith("Time")}
-            out.append({"api": m.group(1), "version": int(m.group(2)), "client": m.group(4), **phases})
+            out.append(
+                {"api": m.group(1), "version": int(m.group(2)), "client": m.group(4), **phases}
+            )
     return out
 
 
 def _set_request_logger(a: KafkaAdminClient, level: str | None) -> None:
     op = (AlterConfigOp.SET, level) if level is not None else (AlterConfigOp.DELETE, None)
-    r = a.alter_configs([ConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"kafka.request.logger": op})], incremental=True)
+    r = a.alter_configs(
+        [
+            ConfigResource(
+                ConfigResourceType.BROKER_LOGGER, "0", configs={"kafka.request.logger": op}
+            )
+        ],
+        incremental=True,
+    )
     assert r == {"broker_logger": {"0": "OK"}}, r
 
 
@@ -273,9 +389,17 @@ def test_request_log_times_each_request_while_turned_on(broker):
         _set_request_logger(a, "DEBUG")
         assert _logger_levels(a)["kafka.request.logger"][0] == "DEBUG"
 
-        produce(broker.bootstrap, name, [Rec(0, None, b"v%d" % i) for i in range(5)], client_id="reqlog-producer", acks="all")
+        produce(
+            broker.bootstrap,
+            name,
+            [Rec(0, None, b"v%d" % i) for i in range(5)],
+            client_id="reqlog-producer",
+            acks="all",
+        )
         # An idle partition: the Fetch waits out fetch.max.wait.ms, which is remote time.
-        c = KafkaConsumer(bootstrap_servers=broker.bootstrap, client_id="reqlog-consumer", fetch_max_wait_ms=300)
+        c = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap, client_id="reqlog-consumer", fetch_max_wait_ms=300
+        )
         try:
             c.assign([TopicPartition(name, 0)])
             c.seek(TopicPartition(name, 0), 5)
@@ -287,10 +411,20 @@ def test_request_log_times_each_request_while_turned_on(broker):
         produces = [r for r in lines if r["api"] == "Produce" and r["client"] == "reqlog-producer"]
         assert produces and all(r["totalTime"] < 250 for r in produces), produces
         for r in lines:
-            parts = r["requestQueueTime"] + r["localTime"] + r["remoteTime"] + r["responseQueueTime"] + r["sendTime"]
+            parts = (
+                r["requestQueueTime"]
+                + r["localTime"]
+                + r["remoteTime"]
+                + r["responseQueueTime"]
+                + r["sendTime"]
+            )
             assert all(r[k] >= 0 for k in r if k.endswith("Time")), r
             assert abs(r["totalTime"] - parts) < 0.01, r  # each phase is printed to 3 decimals
-        waits = [r for r in lines if r["api"] == "Fetch" and r["client"] == "reqlog-consumer" and r["remoteTime"] >= 250]
+        waits = [
+            r
+            for r in lines
+            if r["api"] == "Fetch" and r["client"] == "reqlog-consumer" and r["remoteTime"] >= 250
+        ]
         assert waits, [r for r in lines if r["api"] == "Fetch"]
 
         _set_request_logger(a, None)
@@ -336,7 +470,11 @@ def test_log_dirs_described_and_a_partition_moved_while_it_takes_writes(broker_f
         assert {placed[(name, 0)][0], placed[(name, 1)][0]} == set(dirs)
         assert placed[(name, 0)][1] > 300 * 1000 and placed[(name, 1)][1] == 0
         (only,) = a.describe_log_dirs(topic_partitions={name: [1]})
-        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for d in only["log_dirs"] for t in d["topics"]] == [(name, [1])]
+        assert [
+            (t["name"], [p["partition_index"] for p in t["partitions"]])
+            for d in only["log_dirs"]
+            for t in d["topics"]
+        ] == [(name, [1])]
 
         here, there = placed[(name, 0)][0], placed[(name, 1)][0]
         result = a.alter_replica_log_dirs(
@@ -350,7 +488,9 @@ def test_log_dirs_described_and_a_partition_moved_while_it_takes_writes(broker_f
             TopicPartitionReplica(name, 1, 0): Errors.LogDirNotFoundError,
             TopicPartitionReplica(name, 7, 0): Errors.ReplicaNotAvailableError,
         }
-        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): there}) == {TopicPartitionReplica(name, 1, 0): Errors.NoError}
+        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): there}) == {
+            TopicPartitionReplica(name, 1, 0): Errors.NoError
+        }
 
         # Move partition 0 while a producer keeps writing to it.
         stop, more, errors = threading.Event(), [], []
@@ -372,21 +512,33 @@ def test_log_dirs_described_and_a_partition_moved_while_it_takes_writes(broker_f
         writer = threading.Thread(target=keep_producing)
         writer.start()
         wait_until(lambda: len(more) >= 50, message="the producer got going")
-        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 0, 0): there}) == {TopicPartitionReplica(name, 0, 0): Errors.NoError}
-        wait_until(lambda: _placement(a, name, 0) == [(there, False)], timeout=60, message="the move to finish")
+        assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 0, 0): there}) == {
+            TopicPartitionReplica(name, 0, 0): Errors.NoError
+        }
+        wait_until(
+            lambda: _placement(a, name, 0) == [(there, False)],
+            timeout=60,
+            message="the move to finish",
+        )
         time.sleep(0.3)  # the producer goes on writing to the moved log
         stop.set()
         writer.join(60)
         assert not errors, errors
-        assert os.listdir(here) == [d for d in os.listdir(here) if not d.startswith(f"{name}-0")]  # nothing left behind
+        assert os.listdir(here) == [
+            d for d in os.listdir(here) if not d.startswith(f"{name}-0")
+        ]  # nothing left behind
 
         # A second request redirects a move under way: the partition ends where the
         # last request asked (here, back in its own dir), with no future log left.
         for dest in (here, there):
-            assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): dest}) == {TopicPartitionReplica(name, 1, 0): Errors.NoError}
+            assert a.alter_replica_log_dirs({TopicPartitionReplica(name, 1, 0): dest}) == {
+                TopicPartitionReplica(name, 1, 0): Errors.NoError
+            }
         wait_until(
-            lambda: _placement(a, name, 1) == [(there, False)]
-            and not [n for d in dirs for n in os.listdir(d) if n.endswith("-future")],
+            lambda: (
+                _placement(a, name, 1) == [(there, False)]
+                and not [n for d in dirs for n in os.listdir(d) if n.endswith("-future")]
+            ),
             timeout=60,
             message="partition 1 to settle in its own dir, with no future log",
         )
@@ -413,7 +565,13 @@ def test_elect_leaders_and_reassignments_on_the_only_replica(module_broker):
     try:
         r = a.elect_leaders(0, {name: [0, 1]})
         assert [(t, sorted((p[0], p[1]) for p in ps)) for t, ps in r.replica_election_results] == [
-            (name, [(0, Errors.ElectionNotNeededError.errno), (1, Errors.ElectionNotNeededError.errno)])
+            (
+                name,
+                [
+                    (0, Errors.ElectionNotNeededError.errno),
+                    (1, Errors.ElectionNotNeededError.errno),
+                ],
+            )
         ]
         with pytest.raises(Errors.UnknownTopicOrPartitionError):
             a.elect_leaders(1, {name: [5]})
@@ -421,18 +579,32 @@ def test_elect_leaders_and_reassignments_on_the_only_replica(module_broker):
         # --all-topic-partitions sends null): only partitions that needed an election.
         from logstore.protocol.messages.elect_leaders import ElectLeadersRequest
 
-        every = wire_call(module_broker.bootstrap, ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=1000), 2)
+        every = wire_call(
+            module_broker.bootstrap,
+            ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=1000),
+            2,
+        )
         assert (every.error_code, every.replica_election_results) == (0, [])
-        bad = wire_call(module_broker.bootstrap, ElectLeadersRequest(election_type=5, topic_partitions=None, timeout_ms=1000), 2)
+        bad = wire_call(
+            module_broker.bootstrap,
+            ElectLeadersRequest(election_type=5, topic_partitions=None, timeout_ms=1000),
+            2,
+        )
         assert bad.error_code == Errors.InvalidRequestError.errno
 
-        tp0, tp1, missing = TopicPartition(name, 0), TopicPartition(name, 1), TopicPartition(name, 9)
+        tp0, tp1, missing = (
+            TopicPartition(name, 0),
+            TopicPartition(name, 1),
+            TopicPartition(name, 9),
+        )
         assert a.alter_partition_reassignments({tp0: [0], tp1: [0, 3], missing: [0]}) == {
             tp0: None,
             tp1: Errors.InvalidReplicationAssignmentError,
             missing: Errors.UnknownTopicOrPartitionError,
         }
-        assert a.alter_partition_reassignments({tp0: None}) == {tp0: Errors.NoReassignmentInProgressError}
+        assert a.alter_partition_reassignments({tp0: None}) == {
+            tp0: Errors.NoReassignmentInProgressError
+        }
         assert a.list_partition_reassignments() == {}
         assert a.list_partition_reassignments([tp0, missing]) == {}
     finally:
@@ -444,33 +616,47 @@ def test_advertised_listeners_change_at_runtime(broker):
     resource = lambda configs=None: ConfigResource(ConfigResourceType.BROKER, "0", configs=configs)  # noqa: E731
 
     def described(a) -> dict:
-        return a.describe_configs([resource()], config_filter="all")["broker"]["0"]["advertised.listeners"]
+        return a.describe_configs([resource()], config_filter="all")["broker"]["0"][
+            "advertised.listeners"
+        ]
 
     try:
         entry = described(a)
         assert (entry["config_source"], entry["read_only"]) == ("DEFAULT_CONFIG", False)
         moved = f"PLAINTEXT://localhost:{broker.port}"
-        r = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.SET, moved)})], incremental=True)
+        r = a.alter_configs(
+            [resource({"advertised.listeners": (AlterConfigOp.SET, moved)})], incremental=True
+        )
         assert r == {"broker": {"0": "OK"}}, r
         entry = described(a)
         assert (entry["value"], entry["config_source"]) == (moved, "DYNAMIC_BROKER_CONFIG")
-        bad = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.SET, "OTHER://localhost:1")})], incremental=True)
+        bad = a.alter_configs(
+            [resource({"advertised.listeners": (AlterConfigOp.SET, "OTHER://localhost:1")})],
+            incremental=True,
+        )
         assert "InvalidConfigurationError" in bad["broker"]["0"], bad
     finally:
         a.close()
     # New clients are sent to the new address, and it works.
     c = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
-        assert {(n.host, n.port) for n in c._client.cluster.brokers()} in (set(), {("localhost", broker.port)})
+        assert {(n.host, n.port) for n in c._client.cluster.brokers()} in (
+            set(),
+            {("localhost", broker.port)},
+        )
         c.topics()
-        assert {(n.host, n.port) for n in c._client.cluster.brokers()} == {("localhost", broker.port)}
+        assert {(n.host, n.port) for n in c._client.cluster.brokers()} == {
+            ("localhost", broker.port)
+        }
     finally:
         c.close()
     broker.restart()
     a = admin(broker.bootstrap)
     try:
         assert described(a)["value"] == f"PLAINTEXT://localhost:{broker.port}"
-        r = a.alter_configs([resource({"advertised.listeners": (AlterConfigOp.DELETE, None)})], incremental=True)
+        r = a.alter_configs(
+            [resource({"advertised.listeners": (AlterConfigOp.DELETE, None)})], incremental=True
+        )
         assert r == {"broker": {"0": "OK"}}, r
         assert described(a)["config_source"] == "DEFAULT_CONFIG"
     finally:
@@ -485,12 +671,22 @@ def test_listeners_added_and_removed_at_runtime(broker):
     extra = free_port()
     first = f"PLAINTEXT://127.0.0.1:{broker.port}"
     both = f"{first},EXTRA://127.0.0.1:{extra}"
-    resource = lambda configs=None, name="0": ConfigResource(ConfigResourceType.BROKER, name, configs=configs)  # noqa: E731
+    resource = lambda configs=None, name="0": ConfigResource(
+        ConfigResourceType.BROKER, name, configs=configs
+    )  # noqa: E731
     protocol_map = (AlterConfigOp.SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT")
 
     def alter(a, listeners: str, name: str = "0") -> str:
         r = a.alter_configs(
-            [resource({"listeners": (AlterConfigOp.SET, listeners), "listener.security.protocol.map": protocol_map}, name)],
+            [
+                resource(
+                    {
+                        "listeners": (AlterConfigOp.SET, listeners),
+                        "listener.security.protocol.map": protocol_map,
+                    },
+                    name,
+                )
+            ],
             incremental=True,
         )
         return r["broker"][name]
@@ -502,16 +698,35 @@ def test_listeners_added_and_removed_at_runtime(broker):
         # An address already in use and an existing listener's new address are
         # refused, and nothing changes.
         r = a.alter_configs(
-            [resource({
-                "listeners": (AlterConfigOp.SET, f"{both},TAKEN://127.0.0.1:{taken.getsockname()[1]}"),
-                "listener.security.protocol.map": (AlterConfigOp.SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT,TAKEN:PLAINTEXT"),
-            })],
+            [
+                resource(
+                    {
+                        "listeners": (
+                            AlterConfigOp.SET,
+                            f"{both},TAKEN://127.0.0.1:{taken.getsockname()[1]}",
+                        ),
+                        "listener.security.protocol.map": (
+                            AlterConfigOp.SET,
+                            "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT,TAKEN:PLAINTEXT",
+                        ),
+                    }
+                )
+            ],
             incremental=True,
         )
-        assert "InvalidConfigurationError" in r["broker"]["0"] and "cannot listen on" in r["broker"]["0"], r
-        assert "InvalidConfigurationError" in alter(a, f"PLAINTEXT://127.0.0.1:{free_port()},EXTRA://127.0.0.1:{extra}")
+        assert (
+            "InvalidConfigurationError" in r["broker"]["0"]
+            and "cannot listen on" in r["broker"]["0"]
+        ), r
+        assert "InvalidConfigurationError" in alter(
+            a, f"PLAINTEXT://127.0.0.1:{free_port()},EXTRA://127.0.0.1:{extra}"
+        )
         entry = a.describe_configs([resource()], config_filter="all")["broker"]["0"]["listeners"]
-        assert (entry["value"], entry["config_source"], entry["read_only"]) == (both, "DYNAMIC_BROKER_CONFIG", False)
+        assert (entry["value"], entry["config_source"], entry["read_only"]) == (
+            both,
+            "DYNAMIC_BROKER_CONFIG",
+            False,
+        )
     finally:
         taken.close()
         a.close()
@@ -568,11 +783,22 @@ def test_describe_configs(module_broker):
         r = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
         assert list(r["topic"][name]) == ["retention.bytes"]
         # Selected keys only.
-        r = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.ms": None, "cleanup.policy": None})], config_filter="all")
+        r = a.describe_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    name,
+                    configs={"retention.ms": None, "cleanup.policy": None},
+                )
+            ],
+            config_filter="all",
+        )
         assert sorted(r["topic"][name]) == ["cleanup.policy", "retention.ms"]
         # kafka-python drops per-resource errors here (confluent's test checks the error code).
         unknown = topic_name("kp-cfg-none")
-        assert a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, unknown)], config_filter="all") == {"topic": {unknown: {}}}
+        assert a.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, unknown)], config_filter="all"
+        ) == {"topic": {unknown: {}}}
     finally:
         a.close()
 
@@ -583,11 +809,25 @@ def test_alter_configs_and_persistence_across_restart(broker):
     a = admin(broker.bootstrap)
     try:
         # AlterConfigs (the whole set; kafka-python carries the other overrides along).
-        r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.ms": "3600000", "cleanup.policy": "compact"})], incremental=False)
+        r = a.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    name,
+                    configs={"retention.ms": "3600000", "cleanup.policy": "compact"},
+                )
+            ],
+            incremental=False,
+        )
         assert r == {"topic": {name: "OK"}}
-        r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={"segment.bytes": "1048576"})], incremental=False)
+        r = a.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs={"segment.bytes": "1048576"})],
+            incremental=False,
+        )
         cfg = _topic_configs(a, name)
-        assert {k: cfg[k]["value"] for k in ("retention.ms", "cleanup.policy", "segment.bytes")} == {
+        assert {
+            k: cfg[k]["value"] for k in ("retention.ms", "cleanup.policy", "segment.bytes")
+        } == {
             "retention.ms": "3600000",
             "cleanup.policy": "compact",
             "segment.bytes": "1048576",
@@ -609,15 +849,34 @@ def test_alter_configs_and_persistence_across_restart(broker):
         )
         cfg = _topic_configs(a, name)
         assert cfg["retention.ms"]["value"] == "7200000"
-        assert (cfg["segment.bytes"]["value"], cfg["segment.bytes"]["config_source"]) == ("1073741824", "DEFAULT_CONFIG")
+        assert (cfg["segment.bytes"]["value"], cfg["segment.bytes"]["config_source"]) == (
+            "1073741824",
+            "DEFAULT_CONFIG",
+        )
         assert cfg["cleanup.policy"]["value"] == "compact,delete"
-        a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={"cleanup.policy": (AlterConfigOp.SUBTRACT, "compact")})], incremental=True)
+        a.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    name,
+                    configs={"cleanup.policy": (AlterConfigOp.SUBTRACT, "compact")},
+                )
+            ],
+            incremental=True,
+        )
         assert _topic_configs(a, name)["cleanup.policy"]["value"] == "delete"
         # Invalid values are refused and change nothing.
-        r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.ms": "later"})], incremental=True)
+        r = a.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.ms": "later"})],
+            incremental=True,
+        )
         assert r["topic"][name].startswith("[Error 40] InvalidConfigurationError"), r
         nosuch = topic_name("kp-nosuch")
-        r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, nosuch, configs={"retention.ms": "1"})], incremental=True, raise_on_unknown=False)
+        r = a.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, nosuch, configs={"retention.ms": "1"})],
+            incremental=True,
+            raise_on_unknown=False,
+        )
         assert r["topic"][nosuch].startswith("[Error 3] UnknownTopicOrPartitionError"), r
         assert _topic_configs(a, name)["retention.ms"]["value"] == "7200000"
     finally:
@@ -627,13 +886,20 @@ def test_alter_configs_and_persistence_across_restart(broker):
     a = admin(broker.bootstrap)
     try:
         cfg = _topic_configs(a, name)
-        assert (cfg["retention.ms"]["value"], cfg["retention.ms"]["config_source"]) == ("7200000", "DYNAMIC_TOPIC_CONFIG")
+        assert (cfg["retention.ms"]["value"], cfg["retention.ms"]["config_source"]) == (
+            "7200000",
+            "DYNAMIC_TOPIC_CONFIG",
+        )
         assert cfg["cleanup.policy"]["value"] == "delete"
         assert cfg["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
         # reset_configs puts everything back to the defaults.
-        a.reset_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs={})])  # {}: every key (None trips a kafka-python bug)
+        a.reset_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs={})]
+        )  # {}: every key (None trips a kafka-python bug)
         cfg = _topic_configs(a, name)
-        assert all(v["config_source"] == "DEFAULT_CONFIG" for v in cfg.values()), {k: v for k, v in cfg.items() if v["config_source"] != "DEFAULT_CONFIG"}
+        assert all(v["config_source"] == "DEFAULT_CONFIG" for v in cfg.values()), {
+            k: v for k, v in cfg.items() if v["config_source"] != "DEFAULT_CONFIG"
+        }
         assert cfg["retention.ms"]["value"] == "604800000"
     finally:
         a.close()
@@ -647,7 +913,9 @@ def test_offsets_for_times_and_watermarks(module_broker):
     create(module_broker.bootstrap, name, 2)
     base = now_ms() - 600_000
     recs = [Rec(0, None, b"p0-%d" % i, [], base + i * 1000) for i in range(10)]
-    recs += [Rec(1, None, b"p1-%d" % i, [], base + d) for i, d in enumerate((0, 5000, 2000, 6000, 1000))]
+    recs += [
+        Rec(1, None, b"p1-%d" % i, [], base + d) for i, d in enumerate((0, 5000, 2000, 6000, 1000))
+    ]
     produce(module_broker.bootstrap, name, recs, flush_every=4)
     c = consumer(module_broker.bootstrap)
     try:
@@ -681,7 +949,12 @@ def test_offsets_for_times_and_watermarks(module_broker):
 
 
 def _fill(bootstrap, name, n, partition=0, size=10, p=None):
-    return produce(bootstrap, name, [Rec(partition, None, b"%0*d" % (size, i), [], now_ms()) for i in range(n)], p=p)
+    return produce(
+        bootstrap,
+        name,
+        [Rec(partition, None, b"%0*d" % (size, i), [], now_ms()) for i in range(n)],
+        p=p,
+    )
 
 
 def test_out_of_range_offset_resets(module_broker):
@@ -690,7 +963,9 @@ def test_out_of_range_offset_resets(module_broker):
     _fill(module_broker.bootstrap, name, 10)
     tp = TopicPartition(name, 0)
 
-    got = consume_partitions(module_broker.bootstrap, name, 1, 10, start=100, auto_offset_reset="earliest")
+    got = consume_partitions(
+        module_broker.bootstrap, name, 1, 10, start=100, auto_offset_reset="earliest"
+    )
     assert [g[0] for g in got[0]] == list(range(10))
 
     c = consumer(module_broker.bootstrap, auto_offset_reset="latest")
@@ -727,7 +1002,12 @@ def test_long_poll_receives_record_produced_while_waiting(module_broker):
     _fill(module_broker.bootstrap, name, 2)
     tp = TopicPartition(name, 0)
     p = producer(module_broker.bootstrap, linger_ms=0)
-    c = consumer(module_broker.bootstrap, fetch_max_wait_ms=30000, fetch_min_bytes=1, request_timeout_ms=45000)
+    c = consumer(
+        module_broker.bootstrap,
+        fetch_max_wait_ms=30000,
+        fetch_min_bytes=1,
+        request_timeout_ms=45000,
+    )
     try:
         c.assign([tp])
         c.seek_to_end(tp)
@@ -743,7 +1023,9 @@ def test_long_poll_receives_record_produced_while_waiting(module_broker):
         got = []
         deadline = time.monotonic() + 20  # before the 30 s fetch wait ends: woken by the append
         while not got:
-            assert time.monotonic() < deadline, "the record produced during the long poll never arrived"
+            assert time.monotonic() < deadline, (
+                "the record produced during the long poll never arrived"
+            )
             got = c.poll(timeout_ms=50).get(tp, [])
         th.join()
         assert [(r.offset, r.value) for r in got] == [(2, b"wake")]
@@ -756,10 +1038,18 @@ def test_partition_fetch_bytes_smaller_than_a_batch(module_broker):
     name = topic_name("kp-smallfetch")
     create(module_broker.bootstrap, name, 1)
     values = [b"%04d" % i + b"y" * 996 for i in range(40)]
-    produce(module_broker.bootstrap, name, [Rec(0, None, v, [], now_ms()) for v in values], linger_ms=500, batch_size=100_000)
+    produce(
+        module_broker.bootstrap,
+        name,
+        [Rec(0, None, v, [], now_ms()) for v in values],
+        linger_ms=500,
+        batch_size=100_000,
+    )
     batches = stored_batches(module_broker.data_dir, name, 0)
     assert len(batches) == 1 and batches[0].records == 40, batches
-    got = consume_partitions(module_broker.bootstrap, name, 1, 40, max_partition_fetch_bytes=1024, fetch_max_bytes=1024)[0]
+    got = consume_partitions(
+        module_broker.bootstrap, name, 1, 40, max_partition_fetch_bytes=1024, fetch_max_bytes=1024
+    )[0]
     assert [g[2] for g in got] == values and [g[0] for g in got] == list(range(40))
 
 
@@ -789,7 +1079,9 @@ def test_delete_records(module_broker):
         c.close()
     got = consume_partitions(module_broker.bootstrap, name, 2, 4)
     assert [g[0] for g in got[0]] == [6, 7, 8, 9] and 1 not in got
-    got = consume_partitions(module_broker.bootstrap, name, 1, 4, start=2)  # below the log start: reset to earliest
+    got = consume_partitions(
+        module_broker.bootstrap, name, 1, 4, start=2
+    )  # below the log start: reset to earliest
     assert [g[0] for g in got[0]] == [6, 7, 8, 9]
 
 
@@ -845,7 +1137,12 @@ def test_restart_keeps_everything_and_continues_offsets(broker):
         # The same producer reconnects; offsets continue.
         more = kp_records(2, 2, now_ms())
         metas = produce(broker.bootstrap, name, more, p=p)
-        assert sorted((m.partition, m.offset) for m in metas) == [(0, 12), (0, 13), (1, 12), (1, 13)]
+        assert sorted((m.partition, m.offset) for m in metas) == [
+            (0, 12),
+            (0, 13),
+            (1, 12),
+            (1, 13),
+        ]
     finally:
         p.close(timeout=10)
     consumed = consume_partitions(broker.bootstrap, name, 2, len(records) + len(more))

@@ -13,6 +13,7 @@ import time
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+
 from tests.integration.clients import (
     assert_stored_codec,
     kcat,
@@ -88,10 +89,37 @@ def test_round_trip_every_codec(kbroker, codec):
     expected: dict[int, list[tuple]] = {}
     for p in range(3):
         lines, want = _lines(p, 16)
-        kcat(kbroker.bootstrap, "-P", "-t", topic, "-p", str(p), "-K", ":", "-z", codec, *HEADER_FLAGS, input=b"\n".join(lines) + b"\n")
+        kcat(
+            kbroker.bootstrap,
+            "-P",
+            "-t",
+            topic,
+            "-p",
+            str(p),
+            "-K",
+            ":",
+            "-z",
+            codec,
+            *HEADER_FLAGS,
+            input=b"\n".join(lines) + b"\n",
+        )
         expected[p] = want
     # -Z: empty keys and values become null: a tombstone and a null-keyed record.
-    kcat(kbroker.bootstrap, "-P", "-t", topic, "-p", "0", "-K", ":", "-Z", "-z", codec, *HEADER_FLAGS, input=b"tomb:\n:nullkey\n")
+    kcat(
+        kbroker.bootstrap,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-K",
+        ":",
+        "-Z",
+        "-z",
+        codec,
+        *HEADER_FLAGS,
+        input=b"tomb:\n:nullkey\n",
+    )
     expected[0] += [("tomb", None), (None, "nullkey")]
     t1 = now_ms()
 
@@ -102,9 +130,13 @@ def test_round_trip_every_codec(kbroker, codec):
         assert [m["offset"] for m in msgs] == list(range(len(want))), p
         assert [(m["key"], m["payload"]) for m in msgs] == want, p
         assert all(m["headers"] == HEADERS_JSON for m in msgs), msgs[0]["headers"]
-        assert all(m["tstype"] == "create" and t0 - 1000 <= m["ts"] <= t1 + 1000 for m in msgs), [m["ts"] for m in msgs]
+        assert all(m["tstype"] == "create" and t0 - 1000 <= m["ts"] <= t1 + 1000 for m in msgs), [
+            m["ts"] for m in msgs
+        ]
     if codec == "none":
-        assert {b.codec for p in range(3) for b in stored_batches(kbroker.data_dir, topic, p)} == {0}
+        assert {b.codec for p in range(3) for b in stored_batches(kbroker.data_dir, topic, p)} == {
+            0
+        }
     else:
         try:
             assert_stored_codec(kbroker.data_dir, topic, 3, codec)
@@ -157,8 +189,12 @@ def test_metadata_and_auto_creation(kbroker):
     assert md["brokers"] == [{"id": 0, "name": kbroker.bootstrap}]
     [t] = md["topics"]
     assert t["topic"] == topic and "error" not in t
-    assert [(p["partition"], p["leader"], p["replicas"], p["isrs"]) for p in sorted(t["partitions"], key=lambda p: p["partition"])] == [
-        (i, 0, [{"id": 0}], [{"id": 0}]) for i in range(3)  # num.partitions=3
+    assert [
+        (p["partition"], p["leader"], p["replicas"], p["isrs"])
+        for p in sorted(t["partitions"], key=lambda p: p["partition"])
+    ] == [
+        (i, 0, [{"id": 0}], [{"id": 0}])
+        for i in range(3)  # num.partitions=3
     ]
     # A metadata request for a missing topic creates it too.
     other = topic_name("kc-auto-md")
@@ -181,7 +217,18 @@ def test_auto_creation_disabled(broker_factory):
     md = json.loads(kcat(b.bootstrap, "-L", "-J", "-t", "missing").stdout)
     [t] = md["topics"]
     assert t["error"] == "Broker: Unknown topic or partition" and t["partitions"] == []
-    r = kcat(b.bootstrap, "-P", "-t", "missing", "-X", "topic.metadata.propagation.max.ms=1000", "-X", "message.timeout.ms=5000", input=b"x\n", check=False)
+    r = kcat(
+        b.bootstrap,
+        "-P",
+        "-t",
+        "missing",
+        "-X",
+        "topic.metadata.propagation.max.ms=1000",
+        "-X",
+        "message.timeout.ms=5000",
+        input=b"x\n",
+        check=False,
+    )
     assert r.returncode != 0
     assert b"Unknown topic or partition" in r.stderr
     md = json.loads(kcat(b.bootstrap, "-L", "-J").stdout)
@@ -194,7 +241,9 @@ def test_auto_creation_disabled(broker_factory):
 def test_offsets_for_times(kbroker):
     topic = topic_name("kc-oft")
     base = now_ms() - 600_000
-    confluent_produce(kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], base + i * 1000) for i in range(10)])
+    confluent_produce(
+        kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], base + i * 1000) for i in range(10)]
+    )
 
     def offsets(*args):
         return [m["offset"] for m in consume_json(kbroker.bootstrap, topic, "-p", "0", *args)]
@@ -217,12 +266,31 @@ def test_offsets_for_times(kbroker):
 
 def test_offset_out_of_range_and_relative_offsets(kbroker):
     topic = topic_name("kc-oor")
-    confluent_produce(kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], now_ms()) for i in range(10)])
-    got = consume_json(kbroker.bootstrap, topic, "-p", "0", "-o", "100", "-X", "auto.offset.reset=earliest")
+    confluent_produce(
+        kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], now_ms()) for i in range(10)]
+    )
+    got = consume_json(
+        kbroker.bootstrap, topic, "-p", "0", "-o", "100", "-X", "auto.offset.reset=earliest"
+    )
     assert [m["offset"] for m in got] == list(range(10))
-    got = consume_json(kbroker.bootstrap, topic, "-p", "0", "-o", "100", "-X", "auto.offset.reset=latest")
+    got = consume_json(
+        kbroker.bootstrap, topic, "-p", "0", "-o", "100", "-X", "auto.offset.reset=latest"
+    )
     assert got == []
-    r = kcat(kbroker.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "100", "-e", "-X", "auto.offset.reset=error", check=False)
+    r = kcat(
+        kbroker.bootstrap,
+        "-C",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-o",
+        "100",
+        "-e",
+        "-X",
+        "auto.offset.reset=error",
+        check=False,
+    )
     assert b"Offset out of range" in r.stderr and r.stdout == b""
     got = consume_json(kbroker.bootstrap, topic, "-p", "0", "-o", "-3")
     assert [(m["offset"], m["payload"]) for m in got] == [(7, "m7"), (8, "m8"), (9, "m9")]
@@ -234,7 +302,24 @@ def test_long_poll_delivers_promptly(kbroker):
     topic = topic_name("kc-longpoll")
     confluent_produce(kbroker.bootstrap, topic, [(0, None, b"old", [], now_ms())])
     proc = subprocess.Popen(
-        ["kcat", "-b", kbroker.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "end", "-u", "-J", "-X", "fetch.wait.max.ms=30000", "-c", "1"],
+        [
+            "kcat",
+            "-b",
+            kbroker.bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "end",
+            "-u",
+            "-J",
+            "-X",
+            "fetch.wait.max.ms=30000",
+            "-c",
+            "1",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -263,12 +348,34 @@ def test_partition_fetch_bytes_smaller_than_a_batch(kbroker):
     values = [f"{i:04d}" + "w" * 996 for i in range(40)]
     # kcat sends what it holds when it exits: the 40 lines go as one batch unless reading
     # them takes longer than linger.ms (a loaded host); batches of several records are enough
-    kcat(kbroker.bootstrap, "-P", "-t", topic, "-p", "0", "-X", "linger.ms=5000", input="\n".join(values).encode() + b"\n")
+    kcat(
+        kbroker.bootstrap,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-X",
+        "linger.ms=5000",
+        input="\n".join(values).encode() + b"\n",
+    )
     batches = stored_batches(kbroker.data_dir, topic, 0)
-    assert sum(b.records for b in batches) == 40 and max(b.records for b in batches) > 1, batches  # a batch > fetch size
+    assert sum(b.records for b in batches) == 40 and max(b.records for b in batches) > 1, (
+        batches
+    )  # a batch > fetch size
     got = consume_json(
-        kbroker.bootstrap, topic, "-p", "0", "-o", "beginning",
-        "-X", "max.partition.fetch.bytes=1024", "-X", "fetch.max.bytes=1024", "-X", "message.max.bytes=1000",
+        kbroker.bootstrap,
+        topic,
+        "-p",
+        "0",
+        "-o",
+        "beginning",
+        "-X",
+        "max.partition.fetch.bytes=1024",
+        "-X",
+        "fetch.max.bytes=1024",
+        "-X",
+        "message.max.bytes=1000",
     )
     assert [(m["offset"], m["payload"]) for m in got] == list(enumerate(values))
 
@@ -278,14 +385,18 @@ def test_partition_fetch_bytes_smaller_than_a_batch(kbroker):
 
 def test_consume_after_delete_records(kbroker):
     topic = topic_name("kc-delrec")
-    confluent_produce(kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], now_ms()) for i in range(10)])
+    confluent_produce(
+        kbroker.bootstrap, topic, [(0, None, b"m%d" % i, [], now_ms()) for i in range(10)]
+    )
     a = AdminClient({"bootstrap.servers": kbroker.bootstrap})
     [f] = a.delete_records([TopicPartition(topic, 0, 6)]).values()
     assert f.result(15).low_watermark == 6
     assert query(kbroker.bootstrap, topic, 0, -2) == 6
     got = consume_json(kbroker.bootstrap, topic, "-p", "0", "-o", "beginning")
     assert [m["offset"] for m in got] == [6, 7, 8, 9]
-    got = consume_json(kbroker.bootstrap, topic, "-p", "0", "-o", "2", "-X", "auto.offset.reset=earliest")
+    got = consume_json(
+        kbroker.bootstrap, topic, "-p", "0", "-o", "2", "-X", "auto.offset.reset=earliest"
+    )
     assert [m["offset"] for m in got] == [6, 7, 8, 9]
 
 
@@ -295,13 +406,35 @@ def test_consume_after_delete_records(kbroker):
 def test_balanced_consumer_commits(kbroker):
     topic = topic_name("kc-group")
     group = topic_name("kc-g")
-    confluent_produce(kbroker.bootstrap, topic, [(i % 3, None, b"m%d" % i, [], now_ms()) for i in range(12)])
-    r = kcat(kbroker.bootstrap, "-G", group, "-e", "-J", "-X", "auto.offset.reset=earliest", topic, timeout=60)
+    confluent_produce(
+        kbroker.bootstrap, topic, [(i % 3, None, b"m%d" % i, [], now_ms()) for i in range(12)]
+    )
+    r = kcat(
+        kbroker.bootstrap,
+        "-G",
+        group,
+        "-e",
+        "-J",
+        "-X",
+        "auto.offset.reset=earliest",
+        topic,
+        timeout=60,
+    )
     msgs = [json.loads(line) for line in r.stdout.decode().splitlines() if line.strip()]
     assert sorted(m["payload"] for m in msgs) == sorted(f"m{i}" for i in range(12))
     # The group committed its position: a second run sees only the new records.
     confluent_produce(kbroker.bootstrap, topic, [(0, None, b"new", [], now_ms())])
-    r = kcat(kbroker.bootstrap, "-G", group, "-e", "-J", "-X", "auto.offset.reset=earliest", topic, timeout=60)
+    r = kcat(
+        kbroker.bootstrap,
+        "-G",
+        group,
+        "-e",
+        "-J",
+        "-X",
+        "auto.offset.reset=earliest",
+        topic,
+        timeout=60,
+    )
     msgs = [json.loads(line) for line in r.stdout.decode().splitlines() if line.strip()]
     assert [(m["partition"], m["offset"], m["payload"]) for m in msgs] == [(0, 4, "new")]
 
@@ -313,11 +446,25 @@ def test_restart_keeps_everything_and_continues_offsets(broker_factory):
     b = broker_factory({"num.partitions": "2"})
     topic = topic_name("kc-restart")
     for p in range(2):
-        kcat(b.bootstrap, "-P", "-t", topic, "-p", str(p), "-K", ":", "-z", "lz4", input=b"".join(b"k%d:v%d-%d\n" % (i, p, i) for i in range(10)))
+        kcat(
+            b.bootstrap,
+            "-P",
+            "-t",
+            topic,
+            "-p",
+            str(p),
+            "-K",
+            ":",
+            "-z",
+            "lz4",
+            input=b"".join(b"k%d:v%d-%d\n" % (i, p, i) for i in range(10)),
+        )
     b.restart()
     got = by_partition(consume_json(b.bootstrap, topic, "-o", "beginning"))
     for p in range(2):
-        assert [(m["offset"], m["key"], m["payload"]) for m in got[p]] == [(i, f"k{i}", f"v{p}-{i}") for i in range(10)]
+        assert [(m["offset"], m["key"], m["payload"]) for m in got[p]] == [
+            (i, f"k{i}", f"v{p}-{i}") for i in range(10)
+        ]
     kcat(b.bootstrap, "-P", "-t", topic, "-p", "1", input=b"after\n")
     got = by_partition(consume_json(b.bootstrap, topic, "-o", "beginning"))
     assert [len(got[0]), len(got[1])] == [10, 11]

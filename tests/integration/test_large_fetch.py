@@ -17,14 +17,16 @@ def test_large_fetches_complete(broker):
         if i % 10_000 == 0:
             p.poll(0)
     assert p.flush(60) == 0
-    c = Consumer({
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": "big",
-        "enable.auto.commit": False,
-        "fetch.max.bytes": 64 << 20,
-        "max.partition.fetch.bytes": 32 << 20,
-        "fetch.wait.max.ms": 100,
-    })
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "big",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 64 << 20,
+            "max.partition.fetch.bytes": 32 << 20,
+            "fetch.wait.max.ms": 100,
+        }
+    )
     c.assign([TopicPartition("big", 0, 0)])
     got, last_offset, deadline = 0, -1, time.monotonic() + 60
     while got < n and time.monotonic() < deadline:

@@ -27,7 +27,9 @@ PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 class PrometheusServer:
     def __init__(self, workdir: Path, target: str) -> None:
         if not os.path.exists(PROMETHEUS):
-            raise RuntimeError("Prometheus is not installed: run scripts/test.sh (apt-get install prometheus)")
+            raise RuntimeError(
+                "Prometheus is not installed: run scripts/test.sh (apt-get install prometheus)"
+            )
         self.workdir = workdir
         self.port = free_port()
         config = workdir / "prometheus.yml"
@@ -38,13 +40,20 @@ class PrometheusServer:
         )
         self.log = open(workdir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=self.log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def query(self, expr: str) -> list[dict[str, Any]]:
-        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr}
+        )
         with urllib.request.urlopen(url, timeout=5) as r:
             body = json.load(r)
         assert body["status"] == "success", body
@@ -66,7 +75,9 @@ class PrometheusServer:
             if last is not None and ok(last):
                 return last
             time.sleep(0.5)
-        raise AssertionError(f"{expr}: last value {last}\n{(self.workdir / 'prometheus.log').read_text()[-2000:]}")
+        raise AssertionError(
+            f"{expr}: last value {last}\n{(self.workdir / 'prometheus.log').read_text()[-2000:]}"
+        )
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -80,8 +91,14 @@ class PrometheusServer:
 
 def test_prometheus_scrapes_a_broker_under_load(tmp_path: Path) -> None:
     metrics_port = free_port()
-    broker = BrokerProcess(str(tmp_path / "broker"), {"metrics.port": str(metrics_port), "metrics.host": "127.0.0.1",
-                                                      "offsets.topic.num.partitions": "4"})
+    broker = BrokerProcess(
+        str(tmp_path / "broker"),
+        {
+            "metrics.port": str(metrics_port),
+            "metrics.host": "127.0.0.1",
+            "offsets.topic.num.partitions": "4",
+        },
+    )
     os.makedirs(broker.workdir, exist_ok=True)
     broker.start()
     prometheus = PrometheusServer(tmp_path, f"127.0.0.1:{metrics_port}")
@@ -107,33 +124,70 @@ def test_prometheus_scrapes_a_broker_under_load(tmp_path: Path) -> None:
         loader.start()
 
         assert prometheus.wait_value('up{job="logstore"}', lambda v: v == 1) == 1
-        first = prometheus.wait_value(f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}', lambda v: v > 0)
+        first = prometheus.wait_value(
+            f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}', lambda v: v > 0
+        )
         # The counter moves between scrapes while the load runs.
-        prometheus.wait_value(f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}', lambda v: v > first + 100)
-        prometheus.wait_value(f'rate(kafka_server_brokertopicmetrics_bytesin_total{{topic="{topic}"}}[5s])', lambda v: v > 0)
-        prometheus.wait_value('kafka_network_requestmetrics_requests_total{request="Produce"}', lambda v: v > 0)
-        prometheus.wait_value('sum(kafka_network_requestmetrics_totaltime_seconds_bucket{request="Produce",le="+Inf"})', lambda v: v > 0)
-        prometheus.wait_value('kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}', lambda v: v >= 0)
+        prometheus.wait_value(
+            f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}',
+            lambda v: v > first + 100,
+        )
+        prometheus.wait_value(
+            f'rate(kafka_server_brokertopicmetrics_bytesin_total{{topic="{topic}"}}[5s])',
+            lambda v: v > 0,
+        )
+        prometheus.wait_value(
+            'kafka_network_requestmetrics_requests_total{request="Produce"}', lambda v: v > 0
+        )
+        prometheus.wait_value(
+            'sum(kafka_network_requestmetrics_totaltime_seconds_bucket{request="Produce",le="+Inf"})',
+            lambda v: v > 0,
+        )
+        prometheus.wait_value(
+            'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}',
+            lambda v: v >= 0,
+        )
         prometheus.wait_value(f'sum(kafka_log_log_size{{topic="{topic}"}})', lambda v: v > 0)
-        prometheus.wait_value('kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT"}', lambda v: v >= 1)
+        prometheus.wait_value(
+            'kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT"}',
+            lambda v: v >= 1,
+        )
         assert prometheus.value("kafka_controller_kafkacontroller_activecontrollercount") == 1
         assert prometheus.value("kafka_server_replicamanager_underreplicatedpartitions") == 0
         assert prometheus.value("kafka_server_replicamanager_leadercount") >= 2
-        assert prometheus.value('kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}') is not None
+        assert (
+            prometheus.value(
+                'kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}'
+            )
+            is not None
+        )
 
         # A consumer reads some records and commits: bytes out move, and the lag is there.
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                      "enable.auto.commit": False})
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
         read = 0
         deadline = time.monotonic() + 30
         while read < 100 and time.monotonic() < deadline:
             read += sum(1 for m in c.consume(100, 0.5) if m.error() is None)
         assert read >= 100
-        committed = {0: 30, 1: 20}  # both partitions hold more: the load wrote 50 to each before any read
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
+        committed = {
+            0: 30,
+            1: 20,
+        }  # both partitions hold more: the load wrote 50 to each before any read
+        c.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False
+        )
         c.close()
-        prometheus.wait_value(f'kafka_server_brokertopicmetrics_bytesout_total{{topic="{topic}"}}', lambda v: v > 0)
+        prometheus.wait_value(
+            f'kafka_server_brokertopicmetrics_bytesout_total{{topic="{topic}"}}', lambda v: v > 0
+        )
 
         stop.set()
         loader.join(30)
@@ -145,9 +199,14 @@ def test_prometheus_scrapes_a_broker_under_load(tmp_path: Path) -> None:
         assert sum(ends.values()) == produced[0]
         for p in (0, 1):
             lag = f'kafka_consumergroup_lag{{consumergroup="{group}",topic="{topic}",partition="{p}"}}'
-            assert prometheus.wait_value(lag, lambda v, p=p: v == ends[p] - committed[p]) == ends[p] - committed[p]
-        total = prometheus.wait_value(f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}',
-                                      lambda v: v == produced[0])
+            assert (
+                prometheus.wait_value(lag, lambda v, p=p: v == ends[p] - committed[p])
+                == ends[p] - committed[p]
+            )
+        total = prometheus.wait_value(
+            f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}',
+            lambda v: v == produced[0],
+        )
         assert total == produced[0]
     finally:
         stop.set()
@@ -168,7 +227,10 @@ def test_metrics_are_off_by_default_and_a_busy_port_names_metrics_port(tmp_path:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        busy = BrokerProcess(str(tmp_path / "busy"), {"metrics.port": str(taken.getsockname()[1]), "metrics.host": "127.0.0.1"})
+        busy = BrokerProcess(
+            str(tmp_path / "busy"),
+            {"metrics.port": str(taken.getsockname()[1]), "metrics.host": "127.0.0.1"},
+        )
         os.makedirs(busy.workdir, exist_ok=True)
         with pytest.raises(RuntimeError):
             busy.start(timeout=30)

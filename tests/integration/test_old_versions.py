@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
@@ -34,19 +35,34 @@ def _codecs(version: tuple) -> list[str | None]:
 
 
 def _records(n: int) -> list[tuple[bytes | None, bytes | None]]:
-    out: list[tuple[bytes | None, bytes | None]] = [(b"k%d" % i, b"value-%d-" % i + b"x" * (i * 37 % 300)) for i in range(n)]
+    out: list[tuple[bytes | None, bytes | None]] = [
+        (b"k%d" % i, b"value-%d-" % i + b"x" * (i * 37 % 300)) for i in range(n)
+    ]
     out[1] = (None, out[1][1])  # a null key
     out[2] = (out[2][0], None)  # a tombstone
     return out
 
 
 def _old_producer(bootstrap: str, version: tuple, codec: str | None) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=bootstrap, api_version=version, compression_type=codec, linger_ms=5, request_timeout_ms=15000)
+    return KafkaProducer(
+        bootstrap_servers=bootstrap,
+        api_version=version,
+        compression_type=codec,
+        linger_ms=5,
+        request_timeout_ms=15000,
+    )
 
 
-def _read_old(bootstrap: str, version: tuple, topic: str, count: int, timeout: float = 20.0) -> list:
+def _read_old(
+    bootstrap: str, version: tuple, topic: str, count: int, timeout: float = 20.0
+) -> list:
     """(offset, key, value, timestamp) of ``topic``-0 from the start, by kafka-python at ``version``."""
-    c = KafkaConsumer(bootstrap_servers=bootstrap, api_version=version, auto_offset_reset="earliest", enable_auto_commit=False)
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        api_version=version,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     c.assign([TopicPartition(topic, 0)])
     c.seek_to_beginning()
     got = []
@@ -89,7 +105,13 @@ def _produce_librdkafka(conf: dict, topic: str, records, codec: str = "none", he
     p = Producer({**conf, "compression.codec": codec, "linger.ms": 5})
     errors = []
     for k, v in records:
-        p.produce(topic, key=k, value=v, headers=headers, on_delivery=lambda e, m: errors.append(e) if e else None)
+        p.produce(
+            topic,
+            key=k,
+            value=v,
+            headers=headers,
+            on_delivery=lambda e, m: errors.append(e) if e else None,
+        )
     assert p.flush(20) == 0
     assert errors == []
 
@@ -108,12 +130,16 @@ def test_kafka_python_old_versions_write_what_new_clients_read(module_broker, ve
         p.close()
         assert [m.offset for m in metas] == list(range(len(records)))
         got = _read_librdkafka(_conf(module_broker.bootstrap), topic, len(records))
-        assert [(o, k, v) for o, k, v, _ in got] == [(i, k, v) for i, (k, v) in enumerate(records)], codec
+        assert [(o, k, v) for o, k, v, _ in got] == [
+            (i, k, v) for i, (k, v) in enumerate(records)
+        ], codec
         if version >= MAGIC_1_FROM:  # the producer's timestamps are kept
             assert [ts for *_, ts in got] == [m.timestamp for m in metas], codec
         # ... and by the old client itself
         old = _read_old(module_broker.bootstrap, version, topic, len(records))
-        assert [(o, k, v) for o, k, v, _ in old] == [(i, k, v) for i, (k, v) in enumerate(records)], codec
+        assert [(o, k, v) for o, k, v, _ in old] == [
+            (i, k, v) for i, (k, v) in enumerate(records)
+        ], codec
 
 
 @pytest.mark.parametrize("fallback", FALLBACKS)
@@ -123,9 +149,13 @@ def test_librdkafka_fallback_writes_what_new_clients_read(module_broker, fallbac
         topic = topic_name(f"rd-{fallback}-{codec}")
         _produce_librdkafka(_conf(module_broker.bootstrap, fallback), topic, records, codec)
         got = _read_librdkafka(_conf(module_broker.bootstrap), topic, len(records))
-        assert [(o, k, v) for o, k, v, _ in got] == [(i, k, v) for i, (k, v) in enumerate(records)], codec
+        assert [(o, k, v) for o, k, v, _ in got] == [
+            (i, k, v) for i, (k, v) in enumerate(records)
+        ], codec
         old = _read_librdkafka(_conf(module_broker.bootstrap, fallback), topic, len(records))
-        assert [(o, k, v) for o, k, v, _ in old] == [(i, k, v) for i, (k, v) in enumerate(records)], codec
+        assert [(o, k, v) for o, k, v, _ in old] == [
+            (i, k, v) for i, (k, v) in enumerate(records)
+        ], codec
 
 
 # --- written by a new client, read through old fetch versions -------------------------------
@@ -137,7 +167,9 @@ def test_new_client_records_read_through_every_old_fetch_version(module_broker) 
     for codec in ["none", "gzip", "snappy", "lz4"]:
         topic = topics[codec] = topic_name(f"new-{codec}")
         # Headers cannot be expressed in v0/v1: down-conversion drops them.
-        _produce_librdkafka(_conf(module_broker.bootstrap), topic, records, codec, headers=[("h", b"dropped")])
+        _produce_librdkafka(
+            _conf(module_broker.bootstrap), topic, records, codec, headers=[("h", b"dropped")]
+        )
     want = [(i, k, v) for i, (k, v) in enumerate(records)]
     new = _read_librdkafka(_conf(module_broker.bootstrap), topics["none"], len(records))
     for version in KAFKA_PYTHON_VERSIONS:
@@ -147,7 +179,9 @@ def test_new_client_records_read_through_every_old_fetch_version(module_broker) 
             got = _read_old(module_broker.bootstrap, version, topic, len(records))
             assert [(o, k, v) for o, k, v, _ in got] == want, (version, codec)
             if (0, 10) <= version < (0, 11) and codec == "none":
-                assert [ts for *_, ts in got] == [ts for *_, ts in new]  # message format v1 carries them
+                assert [ts for *_, ts in got] == [
+                    ts for *_, ts in new
+                ]  # message format v1 carries them
     for fallback in FALLBACKS:
         for codec, topic in topics.items():
             got = _read_librdkafka(_conf(module_broker.bootstrap, fallback), topic, len(records))
@@ -158,7 +192,9 @@ def test_old_fetch_from_the_middle_of_a_batch(module_broker) -> None:
     topic = topic_name("mid")
     records = _records(10)
     _produce_librdkafka(_conf(module_broker.bootstrap), topic, records, "none")  # one batch
-    c = KafkaConsumer(bootstrap_servers=module_broker.bootstrap, api_version=(0, 9), enable_auto_commit=False)
+    c = KafkaConsumer(
+        bootstrap_servers=module_broker.bootstrap, api_version=(0, 9), enable_auto_commit=False
+    )
     c.assign([TopicPartition(topic, 0)])
     c.seek(TopicPartition(topic, 0), 6)
     got = []
@@ -175,23 +211,63 @@ def test_kcat_with_old_fallbacks(module_broker) -> None:
         topic = topic_name(f"kcat-{fallback}")
         old = ["-X", "api.version.request=false", "-X", f"broker.version.fallback={fallback}"]
         lines = [f"line-{i}" for i in range(20)]
-        kcat(module_broker.bootstrap, *old, "-P", "-t", topic, "-z", "gzip", input="\n".join(lines).encode() + b"\n")
-        out = kcat(module_broker.bootstrap, *old, "-C", "-t", topic, "-o", "beginning", "-e", "-c", "20", "-f", "%o %s\\n")
+        kcat(
+            module_broker.bootstrap,
+            *old,
+            "-P",
+            "-t",
+            topic,
+            "-z",
+            "gzip",
+            input="\n".join(lines).encode() + b"\n",
+        )
+        out = kcat(
+            module_broker.bootstrap,
+            *old,
+            "-C",
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-c",
+            "20",
+            "-f",
+            "%o %s\\n",
+        )
         assert out.stdout.decode().splitlines() == [f"{i} line-{i}" for i in range(20)]
-        new = kcat(module_broker.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-c", "20", "-f", "%s\\n")
+        new = kcat(
+            module_broker.bootstrap,
+            "-C",
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-c",
+            "20",
+            "-f",
+            "%s\\n",
+        )
         assert new.stdout.decode().splitlines() == lines
 
 
 # --- consumer groups held to old versions ------------------------------------------------
 
 
-def _group_consume(bootstrap: str, version: tuple, topic: str, group: str, count: int) -> list[bytes]:
+def _group_consume(
+    bootstrap: str, version: tuple, topic: str, group: str, count: int
+) -> list[bytes]:
     """Up to ``count`` values read by a kafka-python consumer of ``group`` at ``version``,
     committed, then closed."""
     c = KafkaConsumer(
-        bootstrap_servers=bootstrap, api_version=version, group_id=group, auto_offset_reset="earliest",
-        enable_auto_commit=False, max_poll_records=count,
-    )  # fmt: skip
+        bootstrap_servers=bootstrap,
+        api_version=version,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        max_poll_records=count,
+    )
     if version >= (0, 9):
         c.subscribe([topic])
     else:  # 0.8.2 has no group membership: an assigned consumer that commits to Kafka
@@ -236,7 +312,14 @@ def test_librdkafka_group_commits_and_resumes_after_a_restart(broker, fallback) 
     _produce_librdkafka(_conf(broker.bootstrap, fallback), topic, [(None, v) for v in values])
 
     def consume(count: int) -> list[bytes]:
-        c = Consumer({**_conf(broker.bootstrap, fallback), "group.id": f"rg-{fallback}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c = Consumer(
+            {
+                **_conf(broker.bootstrap, fallback),
+                "group.id": f"rg-{fallback}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         c.subscribe([topic])
         got = []
         deadline = time.monotonic() + 30

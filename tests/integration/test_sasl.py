@@ -104,10 +104,22 @@ def _auth_error(conf: dict) -> KafkaError:
     return errors[0]
 
 
-def _set_scram(b, user: str, password: bytes, mechanisms=(ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)):
+def _set_scram(
+    b,
+    user: str,
+    password: bytes,
+    mechanisms=(ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512),
+):
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     futures = a.alter_user_scram_credentials(
-        [UserScramCredentialUpsertion(user, ScramCredentialInfo(m, 4096 if m == ScramMechanism.SCRAM_SHA_256 else 8192), password) for m in mechanisms]
+        [
+            UserScramCredentialUpsertion(
+                user,
+                ScramCredentialInfo(m, 4096 if m == ScramMechanism.SCRAM_SHA_256 else 8192),
+                password,
+            )
+            for m in mechanisms
+        ]
     )
     for f in futures.values():
         assert f.result(15) is None
@@ -116,7 +128,9 @@ def _set_scram(b, user: str, password: bytes, mechanisms=(ScramMechanism.SCRAM_S
 def test_plain_users_from_the_jaas_config(sasl_broker):
     topic = topic_name("sasl-plain")
     create_topic(sasl_broker.bootstrap, topic)
-    assert _round_trip(_sasl(sasl_broker, "PLAIN", "alice", "alice-secret"), topic) == [b"v%d" % i for i in range(5)]
+    assert _round_trip(_sasl(sasl_broker, "PLAIN", "alice", "alice-secret"), topic) == [
+        b"v%d" % i for i in range(5)
+    ]
     err = _auth_error(_sasl(sasl_broker, "PLAIN", "alice", "wrong"))
     assert err.code() == KafkaError._AUTHENTICATION and "Invalid username or password" in err.str()
 
@@ -132,7 +146,9 @@ def test_scram_credentials_set_described_used_persisted_and_deleted(sasl_broker)
     topic = topic_name("sasl-scram")
     create_topic(sasl_broker.bootstrap, topic)
     for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        assert _round_trip(_sasl(sasl_broker, mechanism, "bob", "bob-secret"), topic)[:5] == [b"v%d" % i for i in range(5)]
+        assert _round_trip(_sasl(sasl_broker, mechanism, "bob", "bob-secret"), topic)[:5] == [
+            b"v%d" % i for i in range(5)
+        ]
         err = _auth_error(_sasl(sasl_broker, mechanism, "bob", "bob-wrong"))
         assert err.code() == KafkaError._AUTHENTICATION and "invalid credentials" in err.str()
     err = _auth_error(_sasl(sasl_broker, "SCRAM-SHA-256", "nobody", "x"))
@@ -144,14 +160,25 @@ def test_scram_credentials_set_described_used_persisted_and_deleted(sasl_broker)
     assert p.flush(30) == 0
 
     a = AdminClient({"bootstrap.servers": sasl_broker.bootstrap})
-    for f in a.alter_user_scram_credentials([UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)]).values():
+    for f in a.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)]
+    ).values():
         assert f.result(15) is None
-    assert _auth_error(_sasl(sasl_broker, "SCRAM-SHA-512", "bob", "bob-secret")).code() == KafkaError._AUTHENTICATION
+    assert (
+        _auth_error(_sasl(sasl_broker, "SCRAM-SHA-512", "bob", "bob-secret")).code()
+        == KafkaError._AUTHENTICATION
+    )
     with pytest.raises(Exception, match="RESOURCE_NOT_FOUND|does not exist"):
-        a.alter_user_scram_credentials([UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)])["bob"].result(15)
+        a.alter_user_scram_credentials(
+            [UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)]
+        )["bob"].result(15)
     with pytest.raises(Exception, match="UNACCEPTABLE_CREDENTIAL|Iterations"):
         a.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 100), b"pw")]
+            [
+                UserScramCredentialUpsertion(
+                    "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 100), b"pw"
+                )
+            ]
         )["carol"].result(15)
 
 
@@ -162,19 +189,41 @@ def test_kafka_python_and_aiokafka_authenticate(sasl_broker):
     _set_scram(sasl_broker, "dave", b"dave-secret", (ScramMechanism.SCRAM_SHA_256,))
     topic = topic_name("sasl-kp")
     create_topic(sasl_broker.bootstrap, topic)
-    common = {"bootstrap_servers": f"127.0.0.1:{sasl_broker.sasl_port}", "security_protocol": "SASL_PLAINTEXT"}
-    for mechanism, user, password in (("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-256", "dave", "dave-secret")):
-        auth = {"sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": password}
+    common = {
+        "bootstrap_servers": f"127.0.0.1:{sasl_broker.sasl_port}",
+        "security_protocol": "SASL_PLAINTEXT",
+    }
+    for mechanism, user, password in (
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-256", "dave", "dave-secret"),
+    ):
+        auth = {
+            "sasl_mechanism": mechanism,
+            "sasl_plain_username": user,
+            "sasl_plain_password": password,
+        }
         p = KafkaProducer(**common, **auth)
         p.send(topic, b"from " + mechanism.encode()).get(timeout=30)
         p.close()
-    c = KafkaConsumer(topic, **common, sasl_mechanism="PLAIN", sasl_plain_username="admin", sasl_plain_password="admin-secret",
-                      auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    c = KafkaConsumer(
+        topic,
+        **common,
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="admin",
+        sasl_plain_password="admin-secret",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+    )
     assert [m.value for m in c] == [b"from PLAIN", b"from SCRAM-SHA-256"]
     c.close()
 
     async def aio():
-        p = AIOKafkaProducer(**common, sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="dave", sasl_plain_password="dave-secret")
+        p = AIOKafkaProducer(
+            **common,
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="dave",
+            sasl_plain_password="dave-secret",
+        )
         await p.start()
         try:
             await p.send_and_wait(topic, b"from aiokafka")
@@ -187,7 +236,16 @@ def test_kafka_python_and_aiokafka_authenticate(sasl_broker):
 def test_kcat_authenticates(sasl_broker):
     topic = topic_name("sasl-kcat")
     create_topic(sasl_broker.bootstrap, topic)
-    auth = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]
+    auth = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanism=PLAIN",
+        "-X",
+        "sasl.username=alice",
+        "-X",
+        "sasl.password=alice-secret",
+    ]
     bootstrap = f"127.0.0.1:{sasl_broker.sasl_port}"
     kcat(bootstrap, *auth, "-P", "-t", topic, input=b"one\ntwo\n")
     assert kcat(bootstrap, *auth, "-C", "-t", topic, "-e", "-q").stdout.split() == [b"one", b"two"]
@@ -202,7 +260,12 @@ class _Wire:
 
     def call(self, body, version: int):
         self.correlation += 1
-        header = RequestHeader(api_key=int(body.API_KEY), api_version=version, correlation_id=self.correlation, client_id="t")
+        header = RequestHeader(
+            api_key=int(body.API_KEY),
+            api_version=version,
+            correlation_id=self.correlation,
+            client_id="t",
+        )
         self.sock.sendall(encode_request(header, body))
         frame = self.raw()
         correlation_id, response = decode_response(frame, body.API_KEY, version)
@@ -232,12 +295,20 @@ class _Wire:
 def test_the_protocol_around_authentication(sasl_broker):
     # A request other than ApiVersions or SASL before authentication closes the connection.
     w = _Wire(sasl_broker.sasl_port)
-    w.sock.sendall(encode_request(RequestHeader(api_key=3, api_version=1, correlation_id=1, client_id="t"), MetadataRequest(topics=None)))
+    w.sock.sendall(
+        encode_request(
+            RequestHeader(api_key=3, api_version=1, correlation_id=1, client_id="t"),
+            MetadataRequest(topics=None),
+        )
+    )
     assert w.closed()
     # An unsupported mechanism is answered with the enabled ones, then the connection closes.
     w = _Wire(sasl_broker.sasl_port)
     r = w.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
-    assert (r.error_code, r.mechanisms) == (33, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+    assert (r.error_code, r.mechanisms) == (
+        33,
+        ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"],
+    )
     assert w.closed()
     # v1: tokens in SaslAuthenticate; a wrong password gets error 58 and its reason.
     w = _Wire(sasl_broker.sasl_port)
@@ -263,7 +334,10 @@ def test_the_jaas_config_is_never_described(sasl_broker):
     entries = future.result(15)
     assert "alice-secret" not in repr({k: v.value for k, v in entries.items()})
     assert entries["sasl.jaas.config"].is_sensitive and entries["sasl.jaas.config"].value is None
-    assert entries["ssl.keystore.password"].is_sensitive and not entries["ssl.keystore.location"].is_sensitive
+    assert (
+        entries["ssl.keystore.password"].is_sensitive
+        and not entries["ssl.keystore.location"].is_sensitive
+    )
 
 
 def test_oauthbearer_with_unsecured_jwts(sasl_broker):
@@ -277,12 +351,23 @@ def test_oauthbearer_with_unsecured_jwts(sasl_broker):
     bootstrap = f"127.0.0.1:{sasl_broker.sasl_port}"
     # librdkafka makes its own unsecured token from sasl.oauthbearer.config.
     rdk = {
-        "bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
-        "enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": "principal=alice",
-    }  # fmt: skip
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": True,
+        "sasl.oauthbearer.config": "principal=alice",
+    }
     assert _round_trip(rdk, topic) == [b"v%d" % i for i in range(5)]
-    kcat_auth = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
-                 "-X", "enable.sasl.oauthbearer.unsecure.jwt=true", "-X", "sasl.oauthbearer.config=principal=carol"]  # fmt: skip
+    kcat_auth = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanism=OAUTHBEARER",
+        "-X",
+        "enable.sasl.oauthbearer.unsecure.jwt=true",
+        "-X",
+        "sasl.oauthbearer.config=principal=carol",
+    ]
     kcat(bootstrap, *kcat_auth, "-P", "-t", topic, input=b"from kcat\n")
 
     class Token(KPTokenProvider):
@@ -292,7 +377,11 @@ def test_oauthbearer_with_unsecured_jwts(sasl_broker):
         def token(self) -> str:
             return unsecured_jwt("bob", self.lifetime_s)
 
-    common = {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"}
+    common = {
+        "bootstrap_servers": bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "OAUTHBEARER",
+    }
     p = KafkaProducer(**common, sasl_oauth_token_provider=Token(3600))
     p.send(topic, b"from kafka-python").get(timeout=30)
     p.close()
@@ -312,7 +401,9 @@ def test_oauthbearer_with_unsecured_jwts(sasl_broker):
             return unsecured_jwt("dora")
 
     async def aio() -> list[bytes]:
-        c = AIOKafkaConsumer(topic, **common, sasl_oauth_token_provider=AioToken(), auto_offset_reset="earliest")
+        c = AIOKafkaConsumer(
+            topic, **common, sasl_oauth_token_provider=AioToken(), auto_offset_reset="earliest"
+        )
         await c.start()
         try:
             got: list[bytes] = []
@@ -350,7 +441,11 @@ def test_reauthentication_kip_368(broker_factory):
     b.start()
     # The request log shows each SaslHandshake.
     a = KafkaAdminClient(bootstrap_servers=b.bootstrap)
-    logger = KPConfigResource(ConfigResourceType.BROKER_LOGGER, "0", configs={"kafka.request.logger": (AlterConfigOp.SET, "DEBUG")})
+    logger = KPConfigResource(
+        ConfigResourceType.BROKER_LOGGER,
+        "0",
+        configs={"kafka.request.logger": (AlterConfigOp.SET, "DEBUG")},
+    )
     assert a.alter_configs([logger], incremental=True) == {"broker_logger": {"0": "OK"}}
     a.close()
     topic = topic_name("reauth")
@@ -367,7 +462,10 @@ def test_reauthentication_kip_368(broker_factory):
         sent += 1
         p.poll(0.05)
     assert p.flush(30) == 0 and not errors, errors
-    wait_until(lambda: b.log_text().count("apiKey:SaslHandshake") >= 4, message="re-authentications in the request log")
+    wait_until(
+        lambda: b.log_text().count("apiKey:SaslHandshake") >= 4,
+        message="re-authentications in the request log",
+    )
 
     def authenticate(w: _Wire, user: str) -> int:
         assert w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
@@ -380,7 +478,12 @@ def test_reauthentication_kip_368(broker_factory):
     assert authenticate(w, "alice") == 1500
     assert w.call(MetadataRequest(topics=None), 1).brokers
     time.sleep(1.6)
-    w.sock.sendall(encode_request(RequestHeader(api_key=3, api_version=1, correlation_id=99, client_id="t"), MetadataRequest(topics=None)))
+    w.sock.sendall(
+        encode_request(
+            RequestHeader(api_key=3, api_version=1, correlation_id=99, client_id="t"),
+            MetadataRequest(topics=None),
+        )
+    )
     assert w.closed()
     # Re-authenticating in time keeps the connection; as someone else it fails.
     w = _Wire(sasl_port)
@@ -396,5 +499,10 @@ def test_reauthentication_kip_368(broker_factory):
     # OAUTHBEARER: the session ends with the token when that is sooner than the mechanism's 60 s.
     w = _Wire(sasl_port)
     assert w.call(SaslHandshakeRequest(mechanism="OAUTHBEARER"), 1).error_code == 0
-    r = w.call(SaslAuthenticateRequest(auth_bytes=f"n,,\x01auth=Bearer {unsecured_jwt('dora', 20)}\x01\x01".encode()), 2)
+    r = w.call(
+        SaslAuthenticateRequest(
+            auth_bytes=f"n,,\x01auth=Bearer {unsecured_jwt('dora', 20)}\x01\x01".encode()
+        ),
+        2,
+    )
     assert r.error_code == 0 and 15_000 < r.session_lifetime_ms <= 20_000

@@ -26,10 +26,14 @@ def test_appends_past_what_the_disk_takes_fail_cleanly_and_lose_nothing(broker_f
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.errors import KafkaStorageError
 
-    b = broker_factory({"log.segment.bytes": str(64 << 20), "log.index.size.max.bytes": str(1 << 20)}, start=False)
+    b = broker_factory(
+        {"log.segment.bytes": str(64 << 20), "log.index.size.max.bytes": str(1 << 20)}, start=False
+    )
     b.preexec_fn = _limit_file_size(LIMIT)
     b.start()
-    p = KafkaProducer(bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE)
+    p = KafkaProducer(
+        bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE
+    )
     acked: list[int] = []
     failure = None
     for i in range(2 * LIMIT // VALUE):
@@ -46,9 +50,15 @@ def test_appends_past_what_the_disk_takes_fail_cleanly_and_lose_nothing(broker_f
     p.close()
     assert b.alive()
     errors = [line for line in b.log_text().splitlines() if "(KAFKA_STORAGE_ERROR)" in line]
-    assert len(errors) == 1 and "appending to full-0 failed" in errors[0] and "File too large" in errors[0], errors
+    assert (
+        len(errors) == 1
+        and "appending to full-0 failed" in errors[0]
+        and "File too large" in errors[0]
+    ), errors
 
-    c = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    c = KafkaConsumer(
+        bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
+    )
     tp = TopicPartition("full", 0)
     c.assign([tp])
     got = [(m.offset, m.value) for m in c]
@@ -61,7 +71,9 @@ def test_appends_past_what_the_disk_takes_fail_cleanly_and_lose_nothing(broker_f
     b.preexec_fn = None
     b.start()
     assert "recovered full-0" not in b.log_text()
-    p = KafkaProducer(bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE)
+    p = KafkaProducer(
+        bootstrap_servers=b.bootstrap, retries=0, acks="all", max_request_size=2 * VALUE
+    )
     assert p.send("full", b"after", partition=0).get(30).offset == len(acked)
     p.close()
 
@@ -80,13 +92,17 @@ def test_a_log_that_cannot_be_opened_stops_startup_with_a_message(broker_factory
         b.start(timeout=30)
     assert b.proc is not None and b.proc.wait(10) == 1
     text = b.log_text()
-    assert "logstore-broker: " in text and "kept-0" in text and "File too large" in text, text[-2000:]
+    assert "logstore-broker: " in text and "kept-0" in text and "File too large" in text, text[
+        -2000:
+    ]
     assert "Traceback" not in text
     b.preexec_fn = None
     b.start()
     from kafka import KafkaConsumer, TopicPartition
 
-    c = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    c = KafkaConsumer(
+        bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
+    )
     c.assign([TopicPartition("kept", 0)])
     assert [m.value for m in c] == [b"v"]
     c.close()
@@ -137,7 +153,9 @@ def test_topic_metadata_the_disk_refuses_changes_nothing(broker_factory, monkeyp
     from kafka.admin import NewTopic
     from kafka.errors import KafkaStorageError
 
-    monkeypatch.setenv("LOGSTORE_LOG_LEVEL", "WARNING")  # the broker's log is a file under the limit too
+    monkeypatch.setenv(
+        "LOGSTORE_LOG_LEVEL", "WARNING"
+    )  # the broker's log is a file under the limit too
     b = broker_factory({"log.index.size.max.bytes": "4096"}, start=False)
     b.preexec_fn = _limit_file_size(64 << 10)
     b.start()
@@ -185,7 +203,11 @@ def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker, transac
     block_tmp = os.path.join(broker.data_dir, "__logstore_metadata", "producer-id-block.tmp")
     os.makedirs(block_tmp)
     delivered: list[int] = []
-    conf = {"bootstrap.servers": broker.bootstrap, "enable.idempotence": True, "retry.backoff.ms": 100}
+    conf = {
+        "bootstrap.servers": broker.bootstrap,
+        "enable.idempotence": True,
+        "retry.backoff.ms": 100,
+    }
     if transactional:
         conf["transactional.id"] = "pids-txn"
     p = Producer(conf)
@@ -194,9 +216,16 @@ def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker, transac
         # calls init_transactions again (as confluent-kafka documents).
         with pytest.raises(KafkaException) as e:
             p.init_transactions(10)
-        assert e.value.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS and e.value.args[0].retriable()
+        assert (
+            e.value.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+            and e.value.args[0].retriable()
+        )
     else:
-        p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
+        p.produce(
+            "pids",
+            value=b"v",
+            on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None,
+        )
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
             p.poll(0.1)
@@ -206,7 +235,11 @@ def test_producer_ids_the_disk_refuses_are_retried_by_the_client(broker, transac
     if transactional:
         p.init_transactions(30)
         p.begin_transaction()
-        p.produce("pids", value=b"v", on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None)
+        p.produce(
+            "pids",
+            value=b"v",
+            on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None,
+        )
         p.commit_transaction(30)
     assert p.flush(30) == 0
     assert delivered == [0]
@@ -231,7 +264,6 @@ def test_a_compression_bomb_is_checked_in_bounded_memory(broker, codec, mib):
     import struct
 
     import logstore
-
     from logstore.protocol.frame import encode_request
     from logstore.protocol.headers import RequestHeader
     from logstore.protocol.messages.produce import ProduceRequest
@@ -241,10 +273,19 @@ def test_a_compression_bomb_is_checked_in_bounded_memory(broker, codec, mib):
     del value
     assert len(batch) < 1_000_000
     body = ProduceRequest(
-        transactional_id=None, acks=-1, timeout_ms=30000,
-        topic_data=[ProduceRequest.TopicProduceData(name="bomb", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])],
-    )  # fmt: skip
-    frame = encode_request(RequestHeader(api_key=0, api_version=9, correlation_id=7, client_id="bomb"), body)
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="bomb",
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+    frame = encode_request(
+        RequestHeader(api_key=0, api_version=9, correlation_id=7, client_id="bomb"), body
+    )
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
@@ -264,5 +305,7 @@ def test_a_compression_bomb_is_checked_in_bounded_memory(broker, codec, mib):
     from kafka import KafkaConsumer, TopicPartition
 
     c = KafkaConsumer(bootstrap_servers=broker.bootstrap)
-    assert c.end_offsets([TopicPartition("bomb", 0)]) == {TopicPartition("bomb", 0): 2}  # stored, both records
+    assert c.end_offsets([TopicPartition("bomb", 0)]) == {
+        TopicPartition("bomb", 0): 2
+    }  # stored, both records
     c.close()

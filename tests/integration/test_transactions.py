@@ -24,9 +24,9 @@ import glob
 import os
 import time
 
-import logstore
 import pytest
 
+import logstore
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.offset_commit import OffsetFetchRequest
 from logstore.protocol.messages.produce import ProduceRequest
@@ -43,12 +43,26 @@ FAST_TIMEOUTS = {
 def _producer(bootstrap: str, transactional_id: str, **extra):
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5, **extra})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "linger.ms": 5,
+            **extra,
+        }
+    )
     p.init_transactions(20)
     return p
 
 
-def _read(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int, timeout: float = 15.0) -> list[tuple[int, int, bytes]]:
+def _read(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    isolation: str,
+    expected: int,
+    timeout: float = 15.0,
+) -> list[tuple[int, int, bytes]]:
     """(partition, offset, key) of every message read from offset 0 (waits for
     ``expected`` of them, then a little more for any extra)."""
     from confluent_kafka import Consumer, TopicPartition
@@ -85,7 +99,9 @@ def _stable_end(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, in
 
     ends = []
     for isolation in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "ends", "isolation.level": isolation})
+        c = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "ends", "isolation.level": isolation}
+        )
         try:
             ends.append(c.get_watermark_offsets(TopicPartition(topic, partition), 10)[1])
         finally:
@@ -100,7 +116,9 @@ def _offset_for_time(bootstrap: str, topic: str, timestamp: int) -> tuple[int, i
 
     found = []
     for isolation in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "times", "isolation.level": isolation})
+        c = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "times", "isolation.level": isolation}
+        )
         try:
             found.append(c.offsets_for_times([TopicPartition(topic, 0, timestamp)], 10)[0].offset)
         finally:
@@ -127,7 +145,9 @@ def test_confluent_commit_and_abort_across_partitions(broker_factory):
     p.commit_transaction(20)
 
     committed = _read(b.bootstrap, "tx", 2, "read_committed", 10)
-    assert sorted(k for _, _, k in committed) == sorted([b"c%d" % i for i in range(6)] + [b"d%d" % i for i in range(4)])
+    assert sorted(k for _, _, k in committed) == sorted(
+        [b"c%d" % i for i in range(6)] + [b"d%d" % i for i in range(4)]
+    )
     everything = _read(b.bootstrap, "tx", 2, "read_uncommitted", 16)
     assert len(everything) == 16
     # Each partition: 3 committed, marker, 3 aborted, marker, 2 committed, marker.
@@ -156,9 +176,15 @@ def test_open_transaction_holds_the_last_stable_offset(broker_factory):
     plain = Producer({"bootstrap.servers": b.bootstrap})
     plain.produce("lso", key=b"plain", value=b"x")
     plain.flush(20)
-    assert [k for _, _, k in _read(b.bootstrap, "lso", 1, "read_committed", 1, timeout=3)] == [b"first"]
+    assert [k for _, _, k in _read(b.bootstrap, "lso", 1, "read_committed", 1, timeout=3)] == [
+        b"first"
+    ]
     p.commit_transaction(20)
-    assert [k for _, _, k in _read(b.bootstrap, "lso", 1, "read_committed", 3)] == [b"first", b"open", b"plain"]
+    assert [k for _, _, k in _read(b.bootstrap, "lso", 1, "read_committed", 3)] == [
+        b"first",
+        b"open",
+        b"plain",
+    ]
     assert _stable_end(b.bootstrap, "lso") == (5, 5)
 
 
@@ -207,10 +233,17 @@ def test_confluent_send_offsets_to_transaction(broker_factory):
     transform(3, commit=False)
     assert c.committed([TopicPartition("in", 0)], 10)[0].offset == 4
     c.close()
-    assert [k for _, _, k in _read(b.bootstrap, "out", 1, "read_committed", 4)] == [b"0", b"1", b"2", b"3"]
+    assert [k for _, _, k in _read(b.bootstrap, "out", 1, "read_committed", 4)] == [
+        b"0",
+        b"1",
+        b"2",
+        b"3",
+    ]
 
     b.restart()
-    c2 = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "eos", "isolation.level": "read_committed"})
+    c2 = Consumer(
+        {"bootstrap.servers": b.bootstrap, "group.id": "eos", "isolation.level": "read_committed"}
+    )
     try:
         assert c2.committed([TopicPartition("in", 0)], 10)[0].offset == 4
     finally:
@@ -253,7 +286,11 @@ def test_kafka_python_transactions(broker_factory):
     p.abort_transaction()
     p.close()
     c = KafkaConsumer(
-        "kp", bootstrap_servers=b.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", consumer_timeout_ms=3000
+        "kp",
+        bootstrap_servers=b.bootstrap,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
     )
     try:
         assert [m.key for m in c] == [b"k0", b"k1", b"k2"]
@@ -286,13 +323,19 @@ def test_aiokafka_transactions_with_offsets(broker_factory):
             with pytest.raises(RuntimeError):
                 async with p.transaction():
                     await p.send("aio-out", key=b"aborted", value=b"v")
-                    await p.send_offsets_to_transaction({TopicPartition("aio-in", 0): 5}, "aio-group")
+                    await p.send_offsets_to_transaction(
+                        {TopicPartition("aio-in", 0): 5}, "aio-group"
+                    )
                     raise RuntimeError("abort")
         finally:
             await p.stop()
 
         c = aiokafka.AIOKafkaConsumer(
-            "aio-out", bootstrap_servers=b.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", group_id="aio-group"
+            "aio-out",
+            bootstrap_servers=b.bootstrap,
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+            group_id="aio-group",
         )
         await c.start()
         try:
@@ -329,20 +372,31 @@ def test_transactions_survive_sigterm_and_sigkill(broker_factory):
     # Clean stop: the producer snapshot carries the open transaction's first offset.
     b.restart()
     assert _stable_end(b.bootstrap, "dur") == (4, 5)
-    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 1, timeout=3)] == [b"committed"]
+    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 1, timeout=3)] == [
+        b"committed"
+    ]
 
     # Unclean stop: the log is replayed; the open transaction times out afterwards.
     b.kill()
     b.start()
-    wait_until(lambda: _stable_end(b.bootstrap, "dur") == (6, 6), timeout=30, message="open transaction aborted at its timeout")
-    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 1, timeout=3)] == [b"committed"]
+    wait_until(
+        lambda: _stable_end(b.bootstrap, "dur") == (6, 6),
+        timeout=30,
+        message="open transaction aborted at its timeout",
+    )
+    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 1, timeout=3)] == [
+        b"committed"
+    ]
     assert len(_read(b.bootstrap, "dur", 1, "read_uncommitted", 3)) == 3
     # The producer that was left open is fenced: its id's epoch moved on.
     survivor = _producer(b.bootstrap, "t-left-open")
     survivor.begin_transaction()
     survivor.produce("dur", key=b"after", value=b"x")
     survivor.commit_transaction(20)
-    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 2)] == [b"committed", b"after"]
+    assert [k for _, _, k in _read(b.bootstrap, "dur", 1, "read_committed", 2)] == [
+        b"committed",
+        b"after",
+    ]
 
 
 def test_lost_transaction_index_is_rebuilt_after_a_crash(broker_factory):
@@ -363,18 +417,23 @@ def test_lost_transaction_index_is_rebuilt_after_a_crash(broker_factory):
     with open(index_files[0], "r+b") as f:
         f.truncate(34 + 10)  # the second entry is cut mid-way, as by a crash
     b.start()
-    assert [k for _, _, k in _read(b.bootstrap, "idx", 1, "read_committed", 1, timeout=3)] == [b"commit"]
+    assert [k for _, _, k in _read(b.bootstrap, "idx", 1, "read_committed", 1, timeout=3)] == [
+        b"commit"
+    ]
     assert os.path.getsize(index_files[0]) == 2 * 34
 
 
-def _produce_request(topic: str, batch: bytes, transactional_id: str | None = None) -> ProduceRequest:
+def _produce_request(
+    topic: str, batch: bytes, transactional_id: str | None = None
+) -> ProduceRequest:
     return ProduceRequest(
         transactional_id=transactional_id,
         acks=-1,
         timeout_ms=5000,
         topic_data=[
             ProduceRequest.TopicProduceData(
-                name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)]
+                name=topic,
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
             )
         ],
     )
@@ -383,7 +442,13 @@ def _produce_request(topic: str, batch: bytes, transactional_id: str | None = No
 def test_wire_errors_for_batches_outside_a_transaction(broker_factory):
     b = broker_factory(FAST_TIMEOUTS)
     create_topic(b.bootstrap, "wire", 1)
-    batch = logstore.encode_batch([(b"k", b"v", [], 0)], producer_id=4242, producer_epoch=0, base_sequence=0, transactional=True)
+    batch = logstore.encode_batch(
+        [(b"k", b"v", [], 0)],
+        producer_id=4242,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
     r = wire_call(b.bootstrap, _produce_request("wire", batch, "nobody"), 9)
     assert r.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_TXN_STATE
     marker = logstore.encode_control_batch(1, producer_id=4242, producer_epoch=0)
@@ -409,7 +474,11 @@ def test_offset_fetch_require_stable_sees_a_pending_commit(broker_factory):
             groups=[
                 OffsetFetchRequest.OffsetFetchRequestGroup(
                     group_id="stable-group",
-                    topics=[OffsetFetchRequest.OffsetFetchRequestTopics(name="stable", partition_indexes=[0])],
+                    topics=[
+                        OffsetFetchRequest.OffsetFetchRequestTopics(
+                            name="stable", partition_indexes=[0]
+                        )
+                    ],
                 )
             ],
             require_stable=require_stable,
@@ -444,9 +513,17 @@ def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(broker_factor
 
     admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)
     try:
-        listed = {t.transactional_id: t.state.value for txns in admin.list_transactions().values() for t in txns}
+        listed = {
+            t.transactional_id: t.state.value
+            for txns in admin.list_transactions().values()
+            for t in txns
+        }
         assert listed == {"t-hanging": "Ongoing", "t-done": "CompleteCommit"}
-        ongoing = [t.transactional_id for txns in admin.list_transactions(state_filters=["Ongoing"]).values() for t in txns]
+        ongoing = [
+            t.transactional_id
+            for txns in admin.list_transactions(state_filters=["Ongoing"]).values()
+            for t in txns
+        ]
         assert ongoing == ["t-hanging"]
         described = admin.describe_transactions(["t-hanging"])["t-hanging"]
         assert described.state.value == "Ongoing"
@@ -454,21 +531,30 @@ def test_kafka_python_admin_finds_and_aborts_a_hanging_transaction(broker_factor
         tp = TopicPartition("hang", 0)
         producers = {s.producer_id: s for s in admin.describe_producers([tp])[tp].active_producers}
         hanging = producers[described.producer_id]
-        assert (hanging.producer_epoch, hanging.current_transaction_start_offset) == (described.producer_epoch, 0)
+        assert (hanging.producer_epoch, hanging.current_transaction_start_offset) == (
+            described.producer_epoch,
+            0,
+        )
         assert _stable_end(b.bootstrap, "hang") == (0, 3)
         # No marker of this producer's coordinator reached the partition yet, so the
         # tool's coordinator epoch -1 passes; an older producer epoch does not.
         assert hanging.coordinator_epoch == -1
         with pytest.raises(InvalidProducerEpochError):
-            admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch - 1, -1))
-        admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1))
+            admin.abort_transaction(
+                AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch - 1, -1)
+            )
+        admin.abort_transaction(
+            AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1)
+        )
         assert _stable_end(b.bootstrap, "hang") == (4, 4)
         assert [k for _, _, k in _read(b.bootstrap, "hang", 1, "read_committed", 1)] == [b"done"]
         # Once the coordinator's marker is there, a marker of an older coordinator epoch is fenced.
         p.abort_transaction(20)
         assert admin.describe_producers([tp])[tp].active_producers[0].coordinator_epoch >= 0
         with pytest.raises(TransactionCoordinatorFencedError):
-            admin.abort_transaction(AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1))
+            admin.abort_transaction(
+                AbortTransactionSpec(tp, hanging.producer_id, hanging.producer_epoch, -1)
+            )
     finally:
         admin.close()
 
@@ -482,7 +568,12 @@ def test_spark_kafka_client_drops_aborted_batches_the_broker_lists(broker_factor
     b = broker_factory(FAST_TIMEOUTS)
     create_topic(b.bootstrap, "spark-tx", 1)
     p = _producer(b.bootstrap, "t-spark")
-    for keys, commit in (([b"a0", b"a1"], False), ([b"c0", b"c1"], True), ([b"a2"], False), ([b"c2"], True)):
+    for keys, commit in (
+        ([b"a0", b"a1"], False),
+        ([b"c0", b"c1"], True),
+        ([b"a2"], False),
+        ([b"c2"], True),
+    ):
         p.begin_transaction()
         for k in keys:
             p.produce("spark-tx", key=k, value=b"v")
@@ -517,9 +608,29 @@ def test_kcat_reads_committed_transactions_only(broker_factory):
             p.commit_transaction(20)
         else:
             p.abort_transaction(20)
-    committed = kcat(b.bootstrap, "-C", "-t", "kcat-tx", "-e", "-f", "%k\n", "-X", "isolation.level=read_committed")
+    committed = kcat(
+        b.bootstrap,
+        "-C",
+        "-t",
+        "kcat-tx",
+        "-e",
+        "-f",
+        "%k\n",
+        "-X",
+        "isolation.level=read_committed",
+    )
     assert committed.stdout.split() == [b"one", b"two"]
-    everything = kcat(b.bootstrap, "-C", "-t", "kcat-tx", "-e", "-f", "%k\n", "-X", "isolation.level=read_uncommitted")
+    everything = kcat(
+        b.bootstrap,
+        "-C",
+        "-t",
+        "kcat-tx",
+        "-e",
+        "-f",
+        "%k\n",
+        "-X",
+        "isolation.level=read_uncommitted",
+    )
     assert everything.stdout.split() == [b"one", b"aborted", b"two"]
 
 
@@ -535,7 +646,9 @@ def test_committed_transactions_survive_sigkill_mid_stream(broker_factory):
 
     b = broker_factory(FAST_TIMEOUTS)
     create_topic(b.bootstrap, "crash-tx", 2)
-    p = _producer(b.bootstrap, "t-crash", **{"transaction.timeout.ms": 3000, "message.timeout.ms": 3000})
+    p = _producer(
+        b.bootstrap, "t-crash", **{"transaction.timeout.ms": 3000, "message.timeout.ms": 3000}
+    )
     committed: list[int] = []
     stop = threading.Event()
 
@@ -564,7 +677,9 @@ def test_committed_transactions_survive_sigkill_mid_stream(broker_factory):
         timeout=30,
         message="every transaction ended after the restart",
     )
-    keys = [k for _, _, k in _read(b.bootstrap, "crash-tx", 2, "read_committed", 10 * len(committed))]
+    keys = [
+        k for _, _, k in _read(b.bootstrap, "crash-tx", 2, "read_committed", 10 * len(committed))
+    ]
     assert len(keys) == len(set(keys))
     by_txn: dict[int, int] = {}
     for k in keys:

@@ -19,8 +19,10 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _cert(subject: str, key, issuer: str, issuer_key, ca: bool, san: list | None = None) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
+def _cert(
+    subject: str, key, issuer: str, issuer_key, ca: bool, san: list | None = None
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
     b = (
         x509.CertificateBuilder()
         .subject_name(_name(subject))
@@ -37,7 +39,11 @@ def _cert(subject: str, key, issuer: str, issuer_key, ca: bool, san: list | None
 
 
 def _pem_key(key, password: bytes | None = None) -> bytes:
-    enc = serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
+    enc = (
+        serialization.BestAvailableEncryption(password)
+        if password
+        else serialization.NoEncryption()
+    )
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, enc)
 
 
@@ -48,8 +54,14 @@ def make_pki(directory: str, password: str = "store-secret") -> dict[str, str]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = _cert("logstore test CA", ca_key, "logstore test CA", ca_key, ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
-    server = _cert("localhost", server_key, "logstore test CA", ca_key, ca=False,
-                   san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    server = _cert(
+        "localhost",
+        server_key,
+        "logstore test CA",
+        ca_key,
+        ca=False,
+        san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
     client_key = ec.generate_private_key(ec.SECP256R1())
     client = _cert("client", client_key, "logstore test CA", ca_key, ca=False)
     pem = lambda c: c.public_bytes(serialization.Encoding.PEM)  # noqa: E731
@@ -58,7 +70,11 @@ def make_pki(directory: str, password: str = "store-secret") -> dict[str, str]:
         "server.pem": _pem_key(server_key) + pem(server) + pem(ca),
         "server-encrypted.pem": _pem_key(server_key, password.encode()) + pem(server) + pem(ca),
         "server.p12": pkcs12.serialize_key_and_certificates(
-            b"server", server_key, server, [ca], serialization.BestAvailableEncryption(password.encode())
+            b"server",
+            server_key,
+            server,
+            [ca],
+            serialization.BestAvailableEncryption(password.encode()),
         ),
         "client.pem": pem(client),
         "client.key": _pem_key(client_key),

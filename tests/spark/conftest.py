@@ -15,7 +15,9 @@ def spark():
     # Python workers run PYSPARK_PYTHON (else `python3` from PATH), and must find
     # broker_py (in the wheel; an editable install of the native module lacks it).
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])
+    )
     from pyspark.sql import SparkSession
 
     import logstore.spark

@@ -51,12 +51,20 @@ def make_log(n: int, per_batch: int) -> list[tuple[int, int, bytes]]:
     for base in range(0, n, per_batch):
         count = min(per_batch, n - base)
         recs = [(None, b"v%d" % (base + i)) for i in range(count)]
-        out.append((base, base + count - 1, logstore.encode_batch(recs, base_offset=base, timestamp_ms=BASE_TS)))
+        out.append(
+            (
+                base,
+                base + count - 1,
+                logstore.encode_batch(recs, base_offset=base, timestamp_ms=BASE_TS),
+            )
+        )
     return out
 
 
 class FakeCluster:
-    def __init__(self, n_brokers: int, n_records: int, per_batch: int = 5, partitions: int = 1) -> None:
+    def __init__(
+        self, n_brokers: int, n_records: int, per_batch: int = 5, partitions: int = 1
+    ) -> None:
         self.lock = threading.Lock()
         self.log = {p: make_log(n_records, per_batch) for p in range(partitions)}
         self.leader = {p: 1 for p in range(partitions)}  # partition -> node id
@@ -92,8 +100,12 @@ class FakeBroker:
         self.stale_view: dict[int, tuple[int, int]] | None = None  # partition -> (leader, epoch)
         self.high_watermark: int | None = None
         self.listed = True  # named among the brokers of its Metadata answers (and other brokers')
-        self.just_started = False  # Metadata answers as before the first UpdateMetadata: no broker, no topic
-        self.forced_errors: list[int] = []  # answer the next ListOffsets / Fetch with these codes, in order
+        self.just_started = (
+            False  # Metadata answers as before the first UpdateMetadata: no broker, no topic
+        )
+        self.forced_errors: list[
+            int
+        ] = []  # answer the next ListOffsets / Fetch with these codes, in order
         self.requests: list[tuple[ApiKey, int, object]] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.1)
@@ -144,23 +156,36 @@ class FakeBroker:
 
     def _metadata(self, body):
         if self.just_started:
-            topics = [MetadataResponse.MetadataResponseTopic(name=t.name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                      for t in body.topics or ()]  # fmt: skip
+            topics = [
+                MetadataResponse.MetadataResponseTopic(
+                    name=t.name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
+                for t in body.topics or ()
+            ]
             return MetadataResponse(brokers=[], controller_id=-1, topics=topics)
         brokers = [
-            MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host="127.0.0.1", port=b.port)
+            MetadataResponse.MetadataResponseBroker(
+                node_id=b.node_id, host="127.0.0.1", port=b.port
+            )
             for b in self.cluster.brokers.values()
             if b.alive and b.listed
         ]
         partitions = []
         for p in sorted(self.cluster.log):
             leader, epoch = self._view(p)
-            partitions.append(MetadataResponse.MetadataResponsePartition(
-                partition_index=p, leader_id=leader, leader_epoch=epoch,
-                replica_nodes=sorted(self.cluster.brokers), isr_nodes=sorted(self.cluster.brokers),
-            ))  # fmt: skip
+            partitions.append(
+                MetadataResponse.MetadataResponsePartition(
+                    partition_index=p,
+                    leader_id=leader,
+                    leader_epoch=epoch,
+                    replica_nodes=sorted(self.cluster.brokers),
+                    isr_nodes=sorted(self.cluster.brokers),
+                )
+            )
         topics = [
-            MetadataResponse.MetadataResponseTopic(name=TOPIC, topic_id=TOPIC_ID, partitions=partitions)
+            MetadataResponse.MetadataResponseTopic(
+                name=TOPIC, topic_id=TOPIC_ID, partitions=partitions
+            )
             for t in body.topics or [None]
             if t is None or t.name == TOPIC
         ]
@@ -179,7 +204,9 @@ class FakeBroker:
         return 0
 
     def _hw(self, partition: int) -> int:
-        return self.cluster.log_end(partition) if self.high_watermark is None else self.high_watermark
+        return (
+            self.cluster.log_end(partition) if self.high_watermark is None else self.high_watermark
+        )
 
     def _list_offsets(self, body):
         topics = []
@@ -188,10 +215,17 @@ class FakeBroker:
             for p in t.partitions:
                 error = self._refusal(p.partition_index, p.current_leader_epoch)
                 offset = -1 if error else 0 if p.timestamp == -2 else self._hw(p.partition_index)
-                parts.append(ListOffsetsResponse.ListOffsetsPartitionResponse(
-                    partition_index=p.partition_index, error_code=error, timestamp=-1, offset=offset,
-                ))  # fmt: skip
-            topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+                parts.append(
+                    ListOffsetsResponse.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=error,
+                        timestamp=-1,
+                        offset=offset,
+                    )
+                )
+            topics.append(
+                ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts)
+            )
         return ListOffsetsResponse(topics=topics)
 
     def _fetch(self, body, version: int):
@@ -204,12 +238,22 @@ class FakeBroker:
                 error = self._refusal(p, fp.current_leader_epoch)
                 hw = self._hw(p)
                 data = FetchResponse.PartitionData(
-                    partition_index=p, error_code=error, high_watermark=hw, last_stable_offset=hw, log_start_offset=0,
-                    aborted_transactions=[], records=b"",
-                )  # fmt: skip
-                if self.hints and error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                    partition_index=p,
+                    error_code=error,
+                    high_watermark=hw,
+                    last_stable_offset=hw,
+                    log_start_offset=0,
+                    aborted_transactions=[],
+                    records=b"",
+                )
+                if self.hints and error in (
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode.FENCED_LEADER_EPOCH,
+                ):
                     leader = self.cluster.leader[p]
-                    data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=self.cluster.epoch[p])
+                    data.current_leader = FetchResponse.LeaderIdAndEpoch(
+                        leader_id=leader, leader_epoch=self.cluster.epoch[p]
+                    )
                     nodes[leader] = self.cluster.brokers[leader]
                 if not error:
                     chunks, size = [], 0
@@ -222,8 +266,15 @@ class FakeBroker:
                         size += len(raw)
                     data.records = b"".join(chunks)
                 parts.append(data)
-            topics.append(FetchResponse.FetchableTopicResponse(topic=TOPIC, topic_id=TOPIC_ID, partitions=parts))
-        endpoints = [FetchResponse.NodeEndpoint(node_id=b.node_id, host="127.0.0.1", port=b.port) for b in nodes.values()]
+            topics.append(
+                FetchResponse.FetchableTopicResponse(
+                    topic=TOPIC, topic_id=TOPIC_ID, partitions=parts
+                )
+            )
+        endpoints = [
+            FetchResponse.NodeEndpoint(node_id=b.node_id, host="127.0.0.1", port=b.port)
+            for b in nodes.values()
+        ]
         return FetchResponse(responses=topics, node_endpoints=endpoints)
 
     # ---- serving ----
@@ -256,4 +307,8 @@ class FakeBroker:
                     with self.cluster.lock:
                         body = self.answer(request)
                     with contextlib.suppress(OSError):
-                        conn.sendall(encode_response(request.correlation_id, request.api_key, request.api_version, body))
+                        conn.sendall(
+                            encode_response(
+                                request.correlation_id, request.api_key, request.api_version, body
+                            )
+                        )

@@ -44,7 +44,11 @@ def write_partition(
             recs = []
             for i in range(b0, min(n, b0 + batch)):
                 key = None if i % 7 == 3 else f"k{i}".encode()
-                value = None if i % 11 == 5 else (f"{topic}/{partition}/{i}:".encode() * value_size)[:value_size]
+                value = (
+                    None
+                    if i % 11 == 5
+                    else (f"{topic}/{partition}/{i}:".encode() * value_size)[:value_size]
+                )
                 headers = (("h", str(i).encode()), ("null", None)) if i % 2 else ()
                 ts = ts0 + i * 1000
                 recs.append((key, value, list(headers), ts))
@@ -59,7 +63,10 @@ def rows_as_produced(rows) -> list[Produced]:  # type: ignore[no-untyped-def]
     """Spark rows (with headers) as ``Produced``, sorted."""
     out = []
     for r in rows:
-        headers = tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in (r["headers"] or []))
+        headers = tuple(
+            (h["key"], None if h["value"] is None else bytes(h["value"]))
+            for h in (r["headers"] or [])
+        )
         ts = int(r["timestamp"].timestamp() * 1000 + 0.5)
         out.append(
             Produced(

@@ -30,7 +30,9 @@ def data(tmp_path_factory):
     produced = {}
     for codec in CODECS:
         for p in range(2):
-            produced[(f"c-{codec}", p)] = write_partition(root, f"c-{codec}", p, 60, codec=codec, batch=7)
+            produced[(f"c-{codec}", p)] = write_partition(
+                root, f"c-{codec}", p, 60, codec=codec, batch=7
+            )
     produced[("seg", 0)] = write_partition(root, "seg", 0, 400, batch=10, segment_bytes=1200)
     write_partition(root, "__consumer_offsets", 0, 5)
     return root, produced
@@ -54,8 +56,10 @@ def test_schema_is_kafka_sources(spark, data):
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
         "timestamp:timestamp,timestampType:int>"
     )
-    assert read(spark, root, topics="c-none", includeHeaders="true").schema.simpleString().endswith(
-        "headers:array<struct<key:string,value:binary>>>"
+    assert (
+        read(spark, root, topics="c-none", includeHeaders="true")
+        .schema.simpleString()
+        .endswith("headers:array<struct<key:string,value:binary>>>")
     )
 
 
@@ -63,7 +67,10 @@ def test_content_equals_produced_for_every_codec_with_headers(spark, data):
     root, produced = data
     topics = ",".join(f"c-{c}" for c in CODECS)
     rows = read(spark, root, topics=topics, includeHeaders="true").collect()
-    want = sorted((r for (t, _), rs in produced.items() if t.startswith("c-") for r in rs), key=lambda p: (p.topic, p.partition, p.offset))
+    want = sorted(
+        (r for (t, _), rs in produced.items() if t.startswith("c-") for r in rs),
+        key=lambda p: (p.topic, p.partition, p.offset),
+    )
     assert rows_as_produced(rows) == want
     assert {r["timestampType"] for r in rows} == {0}
 
@@ -72,14 +79,28 @@ def test_every_topic_but_internal_ones_by_default_and_pattern(spark, data):
     root, produced = data
     topics = {r["topic"] for r in read(spark, root).select("topic").distinct().collect()}
     assert topics == {f"c-{c}" for c in CODECS} | {"seg"}
-    got = {r["topic"] for r in read(spark, root, subscribePattern="c-(lz4|zstd)").select("topic").distinct().collect()}
+    got = {
+        r["topic"]
+        for r in read(spark, root, subscribePattern="c-(lz4|zstd)")
+        .select("topic")
+        .distinct()
+        .collect()
+    }
     assert got == {"c-lz4", "c-zstd"}
 
 
 def test_starting_and_ending_offsets(spark, data):
     root, _ = data
-    assert offsets(read(spark, root, topics="seg", startingOffsets="earliest", endingOffsets="latest")) == list(range(400))
-    df = read(spark, root, topics="c-gzip", startingOffsets='{"c-gzip": {"0": 10, "1": -2}}', endingOffsets='{"c-gzip": {"0": 20, "1": -1}}')
+    assert offsets(
+        read(spark, root, topics="seg", startingOffsets="earliest", endingOffsets="latest")
+    ) == list(range(400))
+    df = read(
+        spark,
+        root,
+        topics="c-gzip",
+        startingOffsets='{"c-gzip": {"0": 10, "1": -2}}',
+        endingOffsets='{"c-gzip": {"0": 20, "1": -1}}',
+    )
     got = sorted((r["partition"], r["offset"]) for r in df.collect())
     assert got == [(0, o) for o in range(10, 20)] + [(1, o) for o in range(60)]
     assert read(spark, root, topics="seg", startingOffsets="latest").count() == 0
@@ -88,18 +109,36 @@ def test_starting_and_ending_offsets(spark, data):
 def test_timestamp_options(spark, data):
     root, _ = data
     # record i has timestamp BASE_TS + i s
-    assert offsets(read(spark, root, topics="seg", startingTimestamp=BASE_TS + 350_500)) == list(range(351, 400))
+    assert offsets(read(spark, root, topics="seg", startingTimestamp=BASE_TS + 350_500)) == list(
+        range(351, 400)
+    )
     by_ts = json.dumps({"c-none": {"0": BASE_TS + 30_000, "1": BASE_TS + 59_000}})
     df = read(spark, root, topics="c-none", startingOffsetsByTimestamp=by_ts)
-    assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [(0, o) for o in range(30, 60)] + [(1, 59)]
-    df = read(spark, root, topics="seg", startingTimestamp=BASE_TS + 100_000, endingTimestamp=BASE_TS + 120_000)
+    assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [
+        (0, o) for o in range(30, 60)
+    ] + [(1, 59)]
+    df = read(
+        spark,
+        root,
+        topics="seg",
+        startingTimestamp=BASE_TS + 100_000,
+        endingTimestamp=BASE_TS + 120_000,
+    )
     assert offsets(df) == list(range(100, 120))
     ending = json.dumps({"c-none": {"0": BASE_TS + 5_000}})
     df = read(spark, root, topics="c-none", endingOffsetsByTimestamp=ending)
-    assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [(0, o) for o in range(5)] + [(1, o) for o in range(60)]
+    assert sorted((r["partition"], r["offset"]) for r in df.collect()) == [
+        (0, o) for o in range(5)
+    ] + [(1, o) for o in range(60)]
     with pytest.raises(Exception, match="OffsetForTimestampNotFound|no record has a timestamp"):
         read(spark, root, topics="seg", startingTimestamp=BASE_TS + 10**9).count()
-    late = read(spark, root, topics="seg", startingTimestamp=BASE_TS + 10**9, startingOffsetsByTimestampStrategy="latest")
+    late = read(
+        spark,
+        root,
+        topics="seg",
+        startingTimestamp=BASE_TS + 10**9,
+        startingOffsetsByTimestampStrategy="latest",
+    )
     assert late.count() == 0
 
 
@@ -136,8 +175,18 @@ def test_control_batches_and_aborted_transactions_are_skipped(spark, tmp_path):
     root = str(tmp_path)
     log = logstore.Log.open(os.path.join(root, "txn-0"))
     try:
+
         def txn(pid: int, vals: list[bytes]) -> None:
-            log.append(logstore.encode_batch([(None, v) for v in vals], "lz4", transactional=True, producer_id=pid, producer_epoch=0, base_sequence=0))
+            log.append(
+                logstore.encode_batch(
+                    [(None, v) for v in vals],
+                    "lz4",
+                    transactional=True,
+                    producer_id=pid,
+                    producer_epoch=0,
+                    base_sequence=0,
+                )
+            )
 
         txn(1, [b"a1", b"a2"])  # aborted below
         txn(2, [b"c1"])  # committed below
@@ -172,13 +221,15 @@ def test_pushdown_skips_segments(spark, data, tmp_path):
         assert m_full["segments_opened"] == n_segments
 
         by_offset = str(tmp_path / "offset")
-        df = read(spark, root, topics="seg", metricsDir=by_offset).filter("offset >= 380 and offset < 390")
+        df = read(spark, root, topics="seg", metricsDir=by_offset).filter(
+            "offset >= 380 and offset < 390"
+        )
         assert offsets(df) == list(range(380, 390))
         (m,) = _metrics(by_offset)
         assert m["segments_opened"] <= 2 and m["bytes_read"] * 5 < m_full["bytes_read"]
 
         by_time = str(tmp_path / "time")
-        t = dt.datetime.fromtimestamp((BASE_TS + 395_000) / 1000, tz=dt.timezone.utc)
+        t = dt.datetime.fromtimestamp((BASE_TS + 395_000) / 1000, tz=dt.UTC)
         df = read(spark, root, topics="seg", metricsDir=by_time)
         df = df.filter(df.timestamp >= t)
         assert offsets(df) == list(range(395, 400))
@@ -186,7 +237,9 @@ def test_pushdown_skips_segments(spark, data, tmp_path):
         assert m["segments_opened"] <= 2 and m["bytes_read"] * 5 < m_full["bytes_read"]
 
         by_partition = str(tmp_path / "partition")
-        df = read(spark, root, topics="c-none,c-lz4", metricsDir=by_partition).filter("partition = 1")
+        df = read(spark, root, topics="c-none,c-lz4", metricsDir=by_partition).filter(
+            "partition = 1"
+        )
         assert {r["partition"] for r in df.collect()} == {1}
         assert {m["partition"] for m in _metrics(by_partition)} == {1}
         # Filters the source cannot take stay with Spark.

@@ -47,7 +47,9 @@ TOPIC = "spark-failover"
 PARTITIONS = 3
 PER_PARTITION = 600
 VALUE_SIZE = 200
-RETRY_BUDGET_MS = 120_000  # far longer than an election takes here (a 4 s ZooKeeper session, then the controller)
+RETRY_BUDGET_MS = (
+    120_000  # far longer than an election takes here (a 4 s ZooKeeper session, then the controller)
+)
 
 Record = tuple[int, int, bytes]  # (partition, offset, value)
 
@@ -58,17 +60,33 @@ def filled(request, tmp_path):
     c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=OVERRIDES)
     with c, logs_on_failure(request, c, 80):
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 30, message="three brokers registered")
-        c.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3, config={"min.insync.replicas": "2"}, timeout=60)
+        wait_until(
+            lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+            30,
+            message="three brokers registered",
+        )
+        c.create_topic(
+            TOPIC,
+            partitions=PARTITIONS,
+            replication_factor=3,
+            config={"min.insync.replicas": "2"},
+            timeout=60,
+        )
         yield c, produce(c)
 
 
 def produce(c: Cluster) -> list[Record]:
     """PER_PARTITION records into each partition with acks=all, in small batches."""
-    p = Producer({
-        "bootstrap.servers": c.bootstrap_servers, "acks": "all", "enable.idempotence": True,
-        "linger.ms": 5, "batch.size": 2048, "message.timeout.ms": 60000,
-    })  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": c.bootstrap_servers,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.size": 2048,
+            "message.timeout.ms": 60000,
+        }
+    )
     acked: list[Record] = []
     errors = []
 
@@ -80,13 +98,20 @@ def produce(c: Cluster) -> list[Record]:
 
     for i in range(PER_PARTITION):
         for part in range(PARTITIONS):
-            p.produce(TOPIC, value=f"p{part} r{i:05d} ".encode().ljust(VALUE_SIZE, b"."), partition=part, on_delivery=done)
+            p.produce(
+                TOPIC,
+                value=f"p{part} r{i:05d} ".encode().ljust(VALUE_SIZE, b"."),
+                partition=part,
+                on_delivery=done,
+            )
         p.poll(0)
     assert p.flush(120) == 0
     assert not errors, errors[:5]
     assert len(acked) == PARTITIONS * PER_PARTITION
     for part in range(PARTITIONS):
-        wait_everywhere(c, part, lambda _leader, isr: isr == [1, 2, 3], f"{TOPIC}-{part} fully replicated")
+        wait_everywhere(
+            c, part, lambda _leader, isr: isr == [1, 2, 3], f"{TOPIC}-{part} fully replicated"
+        )
     return acked
 
 
@@ -102,9 +127,15 @@ def views(c: Cluster, partition: int) -> list[tuple[int, list[int]] | None]:
         if not b.alive():
             continue
         try:
-            md = AdminClient({"bootstrap.servers": c.bootstrap(b.id)}).list_topics(TOPIC, timeout=5).topics[TOPIC]
+            md = (
+                AdminClient({"bootstrap.servers": c.bootstrap(b.id)})
+                .list_topics(TOPIC, timeout=5)
+                .topics[TOPIC]
+            )
             p = md.partitions[partition]
-            out.append(None if md.error is not None or p.error is not None else (p.leader, sorted(p.isrs)))
+            out.append(
+                None if md.error is not None or p.error is not None else (p.leader, sorted(p.isrs))
+            )
         except Exception:  # noqa: BLE001 - a broker starting or stopping
             out.append(None)
     return out
@@ -137,7 +168,9 @@ def test_network_reader_rides_over_a_killed_leader(filled):
     killed_at = None
     for p in range(PARTITIONS):
         r = OffsetRange(TOPIC, p, *spans[p])
-        for batch in log.read(r, RecordBounds(), include_headers=False, fail_on_data_loss=True, max_rows=65536):
+        for batch in log.read(
+            r, RecordBounds(), include_headers=False, fail_on_data_loss=True, max_rows=65536
+        ):
             rows = batch.to_pydict()
             read += [(p, o, v) for o, v in zip(rows["offset"], rows["value"], strict=True)]
             if p == 0 and killed_at is None and rows["offset"][-1] >= 50:
@@ -179,11 +212,19 @@ def test_spark_read_rides_over_a_killed_leader(spark, filled):
     before = delivered()
     reader = threading.Thread(target=run, name="spark-collect", daemon=True)
     reader.start()
-    wait_until(lambda: delivered() - before >= partition_bytes // 4 or not reader.is_alive(), 240, 0.01,
-               f"a quarter of b{victim}'s partition read")  # fmt: skip
+    wait_until(
+        lambda: delivered() - before >= partition_bytes // 4 or not reader.is_alive(),
+        240,
+        0.01,
+        f"a quarter of b{victim}'s partition read",
+    )
     at_kill = delivered() - before
     assert reader.is_alive(), f"the read ended before the kill: {outcome.get('error')!r}"
-    others = {b.id: c.client_proxies[b.id].stats.delivered.get((b.name, "client"), 0) for b in c.brokers if b.id != victim}
+    others = {
+        b.id: c.client_proxies[b.id].stats.delivered.get((b.name, "client"), 0)
+        for b in c.brokers
+        if b.id != victim
+    }
     c.broker(victim).kill()
     assert at_kill < len(led) * partition_bytes  # some of what b{victim} leads was still unread
     reader.join(280)
@@ -217,19 +258,31 @@ def test_client_follows_a_real_brokers_leader_hint(filled):
         [batch, *_] = logstore.decode_batches(fetched.records)
         return batch.records[0].offset, batch.records[0].value
 
-    with CountingClient(c.bootstrap_servers, max_attempts=None, retry_timeout_s=RETRY_BUDGET_MS / 1000) as kc:
+    with CountingClient(
+        c.bootstrap_servers, max_attempts=None, retry_timeout_s=RETRY_BUDGET_MS / 1000
+    ) as kc:
         fetched = kc.fetch_records(TOPIC, 0, 0, 1)
         if fetched.leader == preferred:  # move the leadership away: a controlled shutdown
             c.broker(preferred).terminate()
             fetched = kc.fetch_records(TOPIC, 0, 0, 1)
             assert fetched.leader != preferred
             c.broker(preferred).start()
-            wait_everywhere(c, 0, lambda _leader, isr: preferred in isr, f"b{preferred} back in the ISR of {TOPIC}-0")
+            wait_everywhere(
+                c,
+                0,
+                lambda _leader, isr: preferred in isr,
+                f"b{preferred} back in the ISR of {TOPIC}-0",
+            )
         interim = fetched.leader
         assert first_value(fetched) == (0, values[(0, 0)])
         elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, 0)]).result(30)
         assert all(error is None for error in elected.values()), elected
-        wait_everywhere(c, 0, lambda leader, _isr: leader == preferred, f"b{preferred} leading {TOPIC}-0 everywhere")
+        wait_everywhere(
+            c,
+            0,
+            lambda leader, _isr: leader == preferred,
+            f"b{preferred} leading {TOPIC}-0 everywhere",
+        )
         before = kc.metadata_rounds
         fetched = kc.fetch_records(TOPIC, 0, 100, 1)  # asked of the interim leader first
         assert (fetched.leader, kc.metadata_rounds) == (preferred, before)

@@ -67,9 +67,19 @@ def test_each_partition_is_asked_of_its_leader_under_its_epoch():
                 assert offsets_of(kc.fetch(TOPIC, p, 3), 3)[:2] == [3, 4]
         for p, node in ((0, 1), (1, 2), (2, 3)):
             b = c.brokers[node]
-            assert [(fp.partition, fp.current_leader_epoch, fp.fetch_offset) for fp in fetch_partitions(b)] == [(p, c.epoch[p], 3)]
-            asked = [lp for lo in b.received(ApiKey.LIST_OFFSETS) for t in lo.topics for lp in t.partitions]
-            assert [(lp.partition_index, lp.current_leader_epoch) for lp in asked] == [(p, c.epoch[p])]
+            assert [
+                (fp.partition, fp.current_leader_epoch, fp.fetch_offset)
+                for fp in fetch_partitions(b)
+            ] == [(p, c.epoch[p], 3)]
+            asked = [
+                lp
+                for lo in b.received(ApiKey.LIST_OFFSETS)
+                for t in lo.topics
+                for lp in t.partitions
+            ]
+            assert [(lp.partition_index, lp.current_leader_epoch) for lp in asked] == [
+                (p, c.epoch[p])
+            ]
 
 
 def test_any_live_bootstrap_server_will_do():
@@ -120,7 +130,12 @@ def test_refusals_refresh_metadata_and_retry_at_the_same_offset(code, error):
         c.brokers[1].forced_errors = [int(code)] * 100
         with pytest.raises(error, match=r"Fetch t-0: gave up after 5 attempt") as err:
             kc.fetch(TOPIC, 0, 7)
-        assert (err.value.errno, err.value.topic, err.value.partition, err.value.attempts) == (int(code), TOPIC, 0, 5)
+        assert (err.value.errno, err.value.topic, err.value.partition, err.value.attempts) == (
+            int(code),
+            TOPIC,
+            0,
+            5,
+        )
         assert err.value.retriable
 
 
@@ -133,7 +148,9 @@ def test_a_kip951_hint_goes_to_the_new_leader_without_metadata():
         c.brokers[1].hints = True
         assert offsets_of(kc.fetch(TOPIC, 0, 5, 1)) == list(range(5, 10))
         assert metadata_requests(c) == before
-        assert [(fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[3])] == [(5, 1)]
+        assert [
+            (fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[3])
+        ] == [(5, 1)]
         # Metadata from a broker that has not heard of the election does not take it back.
         c.brokers[3].listed = True
         for b in c.brokers.values():
@@ -146,7 +163,9 @@ def test_a_kip951_hint_goes_to_the_new_leader_without_metadata():
         c.brokers[1].stale_view = None
         c.elect(0, 3)
         assert offsets_of(kc.fetch(TOPIC, 0, 15, 1)) == list(range(15, 20))
-        assert [(fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[3])][-2:] == [(15, 1), (15, 2)]
+        assert [
+            (fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[3])
+        ][-2:] == [(15, 1), (15, 2)]
 
 
 def test_a_dead_leader_is_followed_once_an_election_names_another():
@@ -171,7 +190,9 @@ def test_a_dead_leader_is_followed_once_an_election_names_another():
                 assert offsets_of(kc.fetch(TOPIC, 0, 5, 1)) == list(range(5, 10))
             finally:
                 t.join()
-            assert [(fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[2])] == [(5, 1)]
+            assert [
+                (fp.fetch_offset, fp.current_leader_epoch) for fp in fetch_partitions(c.brokers[2])
+            ] == [(5, 1)]
 
 
 def test_a_spent_time_budget_names_the_partition():
@@ -181,7 +202,9 @@ def test_a_spent_time_budget_names_the_partition():
             assert kc.list_offset(TOPIC, 0, -1) == 20
             c.brokers[1].stop()
             started = time.monotonic()
-            with pytest.raises(BrokerUnavailable, match=r"ListOffsets t-0: gave up after \d+ attempt") as err:
+            with pytest.raises(
+                BrokerUnavailable, match=r"ListOffsets t-0: gave up after \d+ attempt"
+            ) as err:
                 kc.list_offset(TOPIC, 0, -1)
             assert time.monotonic() - started < 10
             assert (err.value.topic, err.value.partition) == (TOPIC, 0) and err.value.attempts > 2
@@ -210,12 +233,22 @@ def test_retry_policy_backoff_doubles_up_to_its_cap_within_the_budget():
 # --- the reader ------------------------------------------------------------------------
 
 
-def read(log: NetworkLog, start: int, end: int, *, fail_on_data_loss: bool = True, after_batch=None):  # noqa: ANN001
+def read(
+    log: NetworkLog, start: int, end: int, *, fail_on_data_loss: bool = True, after_batch=None
+):  # noqa: ANN001
     """(offset, value) of every record NetworkLog.read yields; ``after_batch(i, offset)``
     runs after the i-th Arrow batch."""
     out = []
     r = OffsetRange(TOPIC, 0, start, end)
-    for i, batch in enumerate(log.read(r, RecordBounds(), include_headers=False, fail_on_data_loss=fail_on_data_loss, max_rows=1000)):
+    for i, batch in enumerate(
+        log.read(
+            r,
+            RecordBounds(),
+            include_headers=False,
+            fail_on_data_loss=fail_on_data_loss,
+            max_rows=1000,
+        )
+    ):
         rows = batch.to_pydict()
         out += list(zip(rows["offset"], rows["value"], strict=True))
         if after_batch is not None:
@@ -260,7 +293,9 @@ def test_reader_waits_for_a_new_leaders_high_watermark():
                 c.brokers[1].stop()
                 c.brokers[2].high_watermark = 30
                 c.elect(0, 2)
-                timers.append(threading.Timer(1.0, lambda: setattr(c.brokers[2], "high_watermark", None)))
+                timers.append(
+                    threading.Timer(1.0, lambda: setattr(c.brokers[2], "high_watermark", None))
+                )
                 timers[-1].start()
 
         try:
@@ -276,7 +311,9 @@ def test_reader_gives_up_on_a_planned_end_that_never_comes():
     with FakeCluster(1, 100) as c:
         c.brokers[1].high_watermark = 40  # e.g. an unclean election truncated the log
         log = NetworkLog(c.bootstrap, small_fetches(retry_timeout_s=0.5))
-        with pytest.raises(DataLossError, match=r"t-0: offsets \[40, 100\) were planned but leader 1"):
+        with pytest.raises(
+            DataLossError, match=r"t-0: offsets \[40, 100\) were planned but leader 1"
+        ):
             read(log, 0, 100)
         assert read(log, 0, 100, fail_on_data_loss=False) == expected(0, 40)
 
@@ -294,15 +331,30 @@ def test_network_options_reach_the_reader():
         streaming=False,
     )
     assert opts.network == NetworkSettings(
-        request_timeout_s=5.0, retry_timeout_s=90.0, retry_backoff_s=0.05, retry_backoff_max_s=2.0, fetch_max_bytes=1024
+        request_timeout_s=5.0,
+        retry_timeout_s=90.0,
+        retry_backoff_s=0.05,
+        retry_backoff_max_s=2.0,
+        fetch_max_bytes=1024,
     )
     log = NetworkLog(opts.bootstrap_servers, opts.network)
     copy = pickle.loads(pickle.dumps(log))
     assert copy.settings == opts.network and copy.bootstrap_servers == "h:1,h:2"
     policy = copy.new_client().retry_policy
-    assert (policy.timeout_s, policy.max_attempts, policy.backoff_s, policy.backoff_max_s) == (90.0, None, 0.05, 2.0)
-    assert parse_options({"kafka.bootstrap.servers": "h:1"}, streaming=False).network == NetworkSettings()
-    for bad in ({"kafka.retry.backoff.ms": "500", "kafka.retry.backoff.max.ms": "100"},
-                {"kafka.max.partition.fetch.bytes": "0"}, {"kafka.default.api.timeout.ms": "soon"}):  # fmt: skip
+    assert (policy.timeout_s, policy.max_attempts, policy.backoff_s, policy.backoff_max_s) == (
+        90.0,
+        None,
+        0.05,
+        2.0,
+    )
+    assert (
+        parse_options({"kafka.bootstrap.servers": "h:1"}, streaming=False).network
+        == NetworkSettings()
+    )
+    for bad in (
+        {"kafka.retry.backoff.ms": "500", "kafka.retry.backoff.max.ms": "100"},
+        {"kafka.max.partition.fetch.bytes": "0"},
+        {"kafka.default.api.timeout.ms": "soon"},
+    ):
         with pytest.raises(InvalidOptionError, match="kafka"):
             parse_options({"kafka.bootstrap.servers": "h:1", **bad}, streaming=False)

@@ -8,7 +8,14 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual  # noqa: E402
+from pyspark.sql.datasource import (
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+)  # noqa: E402
 
 from logstore import LogStoreError  # noqa: E402
 from logstore.spark.errors import InvalidOptionError  # noqa: E402
@@ -20,13 +27,24 @@ from logstore.spark.stream_reader import _rate_limit  # noqa: E402
 
 def test_defaults_and_kafka_names():
     o = parse_options({"path": "/a,/b"}, streaming=False)
-    assert o.log_dirs == ("/a", "/b") and o.starting.kind == "earliest" and o.ending.kind == "latest"
-    assert o.fail_on_data_loss and not o.include_headers and o.selects("t") and not o.selects("__consumer_offsets")
+    assert (
+        o.log_dirs == ("/a", "/b") and o.starting.kind == "earliest" and o.ending.kind == "latest"
+    )
+    assert (
+        o.fail_on_data_loss
+        and not o.include_headers
+        and o.selects("t")
+        and not o.selects("__consumer_offsets")
+    )
     s = parse_options({"kafka.bootstrap.servers": "h:1", "subscribePattern": "a.*"}, streaming=True)
     assert s.starting.kind == "latest" and s.selects("abc") and not s.selects("xa")
-    j = parse_options({"path": "/a", "startingOffsets": '{"t": {"0": 5, "1": -2}}'}, streaming=False)
+    j = parse_options(
+        {"path": "/a", "startingOffsets": '{"t": {"0": 5, "1": -2}}'}, streaming=False
+    )
     assert j.starting.per_partition == {("t", 0): 5, ("t", 1): -2}
-    ts = parse_options({"path": "/a", "startingTimestamp": "7", "startingOffsets": "latest"}, streaming=False)
+    ts = parse_options(
+        {"path": "/a", "startingTimestamp": "7", "startingOffsets": "latest"}, streaming=False
+    )
     assert ts.starting.kind == "timestamps" and ts.starting.timestamp == 7
 
 
@@ -62,7 +80,7 @@ def test_ending_offsets_are_batch_only():
 
 
 def test_pushdown_translation():
-    t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     naive = dt.datetime(2026, 1, 1)
     filters = [
         In(("partition",), (1, 3)),
@@ -86,8 +104,18 @@ def test_assign_and_trigger_options():
     assert a.assigned == frozenset({("t", 0), ("t", 2), ("u", 1)})
     assert a.selects("t") and a.selects("t", 2) and not a.selects("t", 1) and not a.selects("v")
     assert parse_options({"path": "/a"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
-    for text, ms in [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("2min", 120_000), ("1h", 3_600_000), ("1d", 86_400_000), ("250", 250)]:
-        o = parse_options({"path": "/a", "maxTriggerDelay": text, "minOffsetsPerTrigger": "10"}, streaming=True)
+    for text, ms in [
+        ("500ms", 500),
+        ("30s", 30_000),
+        ("5m", 300_000),
+        ("2min", 120_000),
+        ("1h", 3_600_000),
+        ("1d", 86_400_000),
+        ("250", 250),
+    ]:
+        o = parse_options(
+            {"path": "/a", "maxTriggerDelay": text, "minOffsetsPerTrigger": "10"}, streaming=True
+        )
         assert (o.max_trigger_delay_ms, o.min_offsets_per_trigger) == (ms, 10), text
 
 
@@ -107,7 +135,7 @@ def test_export_bounds():
 
     assert parse_bound("42", "--from").offset == 42
     t = parse_bound("2026-11-21T10:00:00Z", "--from").time
-    assert t == dt.datetime(2026, 11, 21, 10, tzinfo=dt.timezone.utc)
+    assert t == dt.datetime(2026, 11, 21, 10, tzinfo=dt.UTC)
     assert parse_bound("2026-11-21T10:00:00", "--to").time.tzinfo is not None
     with pytest.raises(InvalidOptionError, match="--to"):
         parse_bound("yesterday", "--to")

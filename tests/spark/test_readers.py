@@ -57,7 +57,9 @@ def test_segment_deleted_between_planning_and_reading(tmp_path):
     os.remove(segs[0])  # retention, after planning
     with pytest.raises(DataLossError):
         [b for p in strict_parts for b in strict.read(p)]
-    offsets = [o for p in lenient_parts for b in lenient.read(p) for o in b.column("offset").to_pylist()]
+    offsets = [
+        o for p in lenient_parts for b in lenient.read(p) for o in b.column("offset").to_pylist()
+    ]
     assert offsets == list(range(int(os.path.basename(segs[1])[:20]), 200))
 
 
@@ -80,7 +82,9 @@ def test_rolled_and_cleaned_segments_stay_readable(tmp_path):
         rest = list(it)
     finally:
         log.close()
-    offsets = first.column("offset").to_pylist() + [o for b in rest for o in b.column("offset").to_pylist()]
+    offsets = first.column("offset").to_pylist() + [
+        o for b in rest for o in b.column("offset").to_pylist()
+    ]
     assert offsets == list(range(100))
 
 
@@ -90,9 +94,9 @@ def test_assign_reads_exactly_the_named_partitions(tmp_path):
         write_partition(root, "t", p, 10 + p)
     write_partition(root, "u", 0, 5)
     table = _read_all(_reader(root, assign='{"t": [0, 2], "u": [0]}'))
-    assert sorted(set(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist()))) == [
-        ("t", 0), ("t", 2), ("u", 0)
-    ]
+    assert sorted(
+        set(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist()))
+    ) == [("t", 0), ("t", 2), ("u", 0)]
     assert table.num_rows == 10 + 12 + 5
     with pytest.raises(UnknownPartitionError, match="t-7"):
         _reader(root, assign='{"t": [0, 7]}').partitions()

@@ -23,7 +23,11 @@ def _run_available_now(df, name: str, checkpoint: str, out: str | None = None): 
     """Runs a query to the end; into the memory table ``name``, or Parquet under ``out``
     (which, unlike the memory sink, resumes from its checkpoint)."""
     w = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-    q = w.format("parquet").option("path", out).start() if out else w.format("memory").queryName(name).start()
+    q = (
+        w.format("parquet").option("path", out).start()
+        if out
+        else w.format("memory").queryName(name).start()
+    )
     q.awaitTermination(120)
     assert q.exception() is None, q.exception()
     return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
@@ -31,12 +35,16 @@ def _run_available_now(df, name: str, checkpoint: str, out: str | None = None): 
 
 def test_micro_batches_respect_max_offsets_per_trigger(spark, tmp_path):
     root = str(tmp_path / "logs")
-    produced = write_partition(root, "s", 0, 500, batch=25) + write_partition(root, "s", 1, 500, batch=25, codec="zstd")
+    produced = write_partition(root, "s", 0, 500, batch=25) + write_partition(
+        root, "s", 1, 500, batch=25, codec="zstd"
+    )
     df = _stream(spark, path=root, startingOffsets="earliest", maxOffsetsPerTrigger=300).load()
     sizes = _run_available_now(df, "limited", str(tmp_path / "ckpt"))
     assert all(n <= 300 for n in sizes) and len(sizes) >= 4, sizes
     got = spark.table("limited").collect()
-    assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p.partition, p.offset) for p in produced)
+    assert sorted((r["partition"], r["offset"]) for r in got) == sorted(
+        (p.partition, p.offset) for p in produced
+    )
 
 
 def test_min_offsets_per_trigger_and_assign_in_a_query(spark, tmp_path):
@@ -45,10 +53,18 @@ def test_min_offsets_per_trigger_and_assign_in_a_query(spark, tmp_path):
     write_partition(root, "few", 2, 500)
     # Spark takes the ReadMinRows default limit; AvailableNow reads what there is
     # although it is fewer offsets than the minimum.
-    df = _stream(spark, path=root, startingOffsets="earliest", minOffsetsPerTrigger=1000, assign='{"few": [0, 1]}').load()
+    df = _stream(
+        spark,
+        path=root,
+        startingOffsets="earliest",
+        minOffsetsPerTrigger=1000,
+        assign='{"few": [0, 1]}',
+    ).load()
     assert sum(_run_available_now(df, "few", str(tmp_path / "ckpt"))) == 100
     got = spark.table("few").collect()
-    assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p.partition, p.offset) for p in produced)
+    assert sorted((r["partition"], r["offset"]) for r in got) == sorted(
+        (p.partition, p.offset) for p in produced
+    )
 
 
 def test_appends_and_new_partitions_between_runs(spark, tmp_path):
@@ -89,7 +105,13 @@ def _produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
 
     p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5})
     for i in range(n):
-        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode() * 3, partition=i % 2, headers=[("i", str(i).encode())])
+        p.produce(
+            topic,
+            key=f"k{i}".encode(),
+            value=f"v{i}".encode() * 3,
+            partition=i % 2,
+            headers=[("i", str(i).encode())],
+        )
     assert p.flush(30) == 0
 
 
@@ -97,7 +119,13 @@ def test_network_mode_batch_and_stream(spark, kafka_broker, tmp_path):
     bootstrap = kafka_broker.bootstrap
     _produce(bootstrap, "net", 400, "zstd")
     _produce(bootstrap, "net2", 50, "lz4")
-    df = spark.read.format("logstore").option("kafka.bootstrap.servers", bootstrap).option("topics", "net").option("includeHeaders", "true").load()
+    df = (
+        spark.read.format("logstore")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topics", "net")
+        .option("includeHeaders", "true")
+        .load()
+    )
     rows = df.collect()
     assert len(rows) == 400
     by_value = {bytes(r["value"]): r for r in rows}
@@ -109,20 +137,47 @@ def test_network_mode_batch_and_stream(spark, kafka_broker, tmp_path):
         assert sorted(r["offset"] for r in rows if r["partition"] == p) == list(range(200))
     # the same files, read from disk, give the same rows
     files = spark.read.format("logstore").option("topics", "net").load(kafka_broker.data_dir)
-    assert sorted(files.select("partition", "offset", "value").collect()) == sorted(df.select("partition", "offset", "value").collect())
+    assert sorted(files.select("partition", "offset", "value").collect()) == sorted(
+        df.select("partition", "offset", "value").collect()
+    )
     # offsets options over the network
-    ranged = spark.read.format("logstore").option("kafka.bootstrap.servers", bootstrap).option("topics", "net").option(
-        "startingOffsets", '{"net": {"0": 150, "1": -2}}'
-    ).option("endingOffsets", '{"net": {"0": -1, "1": 10}}').load()
-    assert sorted((r["partition"], r["offset"]) for r in ranged.collect()) == [(0, o) for o in range(150, 200)] + [(1, o) for o in range(10)]
+    ranged = (
+        spark.read.format("logstore")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topics", "net")
+        .option("startingOffsets", '{"net": {"0": 150, "1": -2}}')
+        .option("endingOffsets", '{"net": {"0": -1, "1": 10}}')
+        .load()
+    )
+    assert sorted((r["partition"], r["offset"]) for r in ranged.collect()) == [
+        (0, o) for o in range(150, 200)
+    ] + [(1, o) for o in range(10)]
     # every non-internal topic by default
-    assert {r["topic"] for r in spark.read.format("logstore").option("kafka.bootstrap.servers", bootstrap).load().select("topic").distinct().collect()} == {"net", "net2"}
+    assert {
+        r["topic"]
+        for r in spark.read.format("logstore")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .load()
+        .select("topic")
+        .distinct()
+        .collect()
+    } == {"net", "net2"}
 
-    stream = _stream(spark, **{"kafka.bootstrap.servers": bootstrap, "topics": "net", "startingOffsets": "earliest", "maxOffsetsPerTrigger": 150}).load()
+    stream = _stream(
+        spark,
+        **{
+            "kafka.bootstrap.servers": bootstrap,
+            "topics": "net",
+            "startingOffsets": "earliest",
+            "maxOffsetsPerTrigger": 150,
+        },
+    ).load()
     sizes = _run_available_now(stream, "netstream", str(tmp_path / "ckpt"))
     assert all(n <= 150 for n in sizes) and sum(sizes) == 400, sizes
     got = spark.table("netstream").collect()
-    assert sorted((r["partition"], r["offset"]) for r in got) == sorted((p, o) for p in (0, 1) for o in range(200))
+    assert sorted((r["partition"], r["offset"]) for r in got) == sorted(
+        (p, o) for p in (0, 1) for o in range(200)
+    )
     assert os.path.isdir(kafka_broker.data_dir)
 
 
@@ -153,7 +208,13 @@ def test_reading_files_of_a_broker_while_it_takes_produce(spark, kafka_broker):
     try:
         last = 0
         for _ in range(3):
-            rows = spark.read.format("logstore").option("topics", "live").load(kafka_broker.data_dir).select("partition", "offset").collect()
+            rows = (
+                spark.read.format("logstore")
+                .option("topics", "live")
+                .load(kafka_broker.data_dir)
+                .select("partition", "offset")
+                .collect()
+            )
             for p in (0, 1):
                 got = sorted(r["offset"] for r in rows if r["partition"] == p)
                 assert got == list(range(len(got)))

@@ -144,22 +144,24 @@ def build_batch(
     records_blob: bytes,
 ) -> bytes:
     """Assemble a RecordBatch v2 with a correct batchLength and CRC-32C."""
-    after_crc = struct.pack(
-        ">hiqqqhii",
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        records_count,
-    ) + records_blob
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
+        )
+        + records_blob
+    )
     crc = crc32c(after_crc)
     batch_length = 4 + 1 + 4 + len(after_crc)  # ple + magic + crc + rest
     return (
-        struct.pack(">qiibI", base_offset, batch_length, partition_leader_epoch, 2, crc)
-        + after_crc
+        struct.pack(">qiibI", base_offset, batch_length, partition_leader_epoch, 2, crc) + after_crc
     )
 
 
@@ -257,7 +259,9 @@ def record_tuples(batches) -> list[tuple]:
     return out
 
 
-def norm_headers(headers: Iterable[tuple[str | bytes, bytes | None]]) -> list[tuple[str, bytes | None]]:
+def norm_headers(
+    headers: Iterable[tuple[str | bytes, bytes | None]],
+) -> list[tuple[str, bytes | None]]:
     return [(k.decode() if isinstance(k, bytes) else k, v) for k, v in headers]
 
 

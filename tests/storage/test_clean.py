@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import time
 
-import logstore as ls
 import pytest
+
+import logstore as ls
 
 from .log_contents import records
 
@@ -167,7 +168,9 @@ def test_segments_whose_records_were_all_superseded_go_unread(open_log):
     history = []
     for i in range(80):
         key = b"k%d" % (i % 5)
-        base, _ = log.append(ls.encode_batch([(key, b"v%d" % i, [], now), (None, b"no key", [], now)]))
+        base, _ = log.append(
+            ls.encode_batch([(key, b"v%d" % i, [], now), (None, b"no key", [], now)])
+        )
         history.append((base, key, b"v%d" % i))
     log.roll()
     size = sum(s.size for s in log.segments())

@@ -18,8 +18,9 @@ import textwrap
 import time
 from pathlib import Path
 
-import logstore as ls
 import pytest
+
+import logstore as ls
 
 from .log_contents import records
 
@@ -115,7 +116,9 @@ def small_log(tmp_path_factory):
     stats = log.clean(now_ms=T0, force=True)
     cleaned = records(log)
     log.close()
-    assert stats["segments_written"] >= 2 and stats["segments_cleaned"] > stats["segments_written"], stats
+    assert (
+        stats["segments_written"] >= 2 and stats["segments_cleaned"] > stats["segments_written"]
+    ), stats
     return path, original, cleaned, stats["segments_written"]
 
 

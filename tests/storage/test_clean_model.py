@@ -23,6 +23,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+
 from logstore import _native as ls
 
 from .helpers import RECENT_T0
@@ -42,7 +43,9 @@ class CleanMachine(RuleBasedStateMachine):
         self.path = os.path.join(self.tmp, "topic-0")
         self.log = None
         self.now = T0
-        self.appended: dict[int, tuple[bytes, bytes | None, int]] = {}  # offset -> key, value, clock
+        self.appended: dict[
+            int, tuple[bytes, bytes | None, int]
+        ] = {}  # offset -> key, value, clock
         self.latest: dict[bytes, int] = {}  # key -> offset of its latest record
 
     @initialize(
@@ -63,9 +66,14 @@ class CleanMachine(RuleBasedStateMachine):
             self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    @rule(records=st.lists(record_st, min_size=1, max_size=5), codec=st.sampled_from(["none", "zstd", "gzip"]))
+    @rule(
+        records=st.lists(record_st, min_size=1, max_size=5),
+        codec=st.sampled_from(["none", "zstd", "gzip"]),
+    )
     def append(self, records, codec):
-        base, _ = self.log.append(ls.encode_batch([(k, v, [], self.now) for k, v in records], codec))
+        base, _ = self.log.append(
+            ls.encode_batch([(k, v, [], self.now) for k, v in records], codec)
+        )
         for i, (key, value) in enumerate(records):
             self.appended[base + i] = (key, value, self.now)
             self.latest[key] = base + i
@@ -118,7 +126,9 @@ class CleanMachine(RuleBasedStateMachine):
             else:
                 _, value, clock = self.appended[latest]
                 assert value is None, f"{key!r}: latest value at {latest} lost"
-                assert self.now - clock >= RETENTION_MS, f"{key!r}: tombstone gone before delete.retention.ms"
+                assert self.now - clock >= RETENTION_MS, (
+                    f"{key!r}: tombstone gone before delete.retention.ms"
+                )
 
 
 TestCleanModel = CleanMachine.TestCase

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+
 from logstore import _native as ls
 
 from .helpers import (
@@ -39,7 +40,15 @@ def _write_dir(path: Path, files: dict[str, bytes]):
 
 def _batch(i, n, vsize):
     return ls.encode_batch(
-        [(b"key-%d-%d" % (i, j), bytes([65 + (i + j) % 26]) * vsize, [("i", b"%d" % i)], T0 + 10 * i + j) for j in range(n)]
+        [
+            (
+                b"key-%d-%d" % (i, j),
+                bytes([65 + (i + j) % 26]) * vsize,
+                [("i", b"%d" % i)],
+                T0 + 10 * i + j,
+            )
+            for j in range(n)
+        ]
     )
 
 
@@ -81,7 +90,9 @@ def _check_recovered(log, whole, end, data):
     # the time index holds nothing past the cut
     decoded = ls.decode_batches(prefix)
     for r in data:
-        assert log.offset_for_timestamp(r.max_timestamp) == linear_offset_for_timestamp(decoded, r.max_timestamp)
+        assert log.offset_for_timestamp(r.max_timestamp) == linear_offset_for_timestamp(
+            decoded, r.max_timestamp
+        )
 
 
 @pytest.mark.parametrize("marker", [False, True], ids=["no-marker", "stale-marker"])
@@ -101,7 +112,9 @@ def test_torn_tail_at_every_byte_of_last_two_batches(tmp_path, eight_batches, ma
         whole, end = _expected_after_cut(raws, cut)
         log = ls.Log.open(str(d), **CONFIG)
         try:
-            if (not marker or cut != whole[-1].position + whole[-1].size) and log.recovered is not True:
+            if (
+                not marker or cut != whole[-1].position + whole[-1].size
+            ) and log.recovered is not True:
                 not_flagged.append(cut)
             assert os.path.getsize(d / log_name) == sum(r.size for r in whole), cut
             _check_recovered(log, whole, end, raws)
@@ -120,7 +133,9 @@ def test_torn_tail_at_every_byte_of_last_two_batches(tmp_path, eight_batches, ma
         finally:
             log.close()
     # a torn tail is a crash: opening must report that it recovered
-    assert not not_flagged, f"recovered was False after repairing a torn tail at cuts {not_flagged[:5]}..."
+    assert not not_flagged, (
+        f"recovered was False after repairing a torn tail at cuts {not_flagged[:5]}..."
+    )
 
 
 @pytest.mark.parametrize("marker", [False, True], ids=["no-marker", "stale-marker"])
@@ -130,7 +145,9 @@ def test_torn_tail_at_every_byte_of_last_two_batches(tmp_path, eight_batches, ma
         pytest.param(b"\x00" * 1000, id="zeros"),
         pytest.param(random.Random(5).randbytes(1000), id="random"),
         pytest.param(b"\x00" * 7, id="few-zeros"),
-        pytest.param(bytes.fromhex("00000000000000ff0000003dffffffff02") + b"\x00" * 44, id="header-like"),
+        pytest.param(
+            bytes.fromhex("00000000000000ff0000003dffffffff02") + b"\x00" * 44, id="header-like"
+        ),
     ],
 )
 def test_garbage_after_last_batch_is_cut(tmp_path, eight_batches, garbage, marker):
@@ -213,7 +230,10 @@ def _corrupt_offset_index(kind, rng, content: bytes, base: int, n_batches: int):
         return (content + rng.randbytes(8))[: max(1, len(content) // 2 * 2 + 3) | 1]
     if kind == "past-end":
         # well-formed, increasing entries whose offsets and positions are past the segment
-        return b"".join((1000 + 7 * k).to_bytes(4, "big") + (10**6 + 999 * k).to_bytes(4, "big") for k in range(6))
+        return b"".join(
+            (1000 + 7 * k).to_bytes(4, "big") + (10**6 + 999 * k).to_bytes(4, "big")
+            for k in range(6)
+        )
     if kind == "empty":
         return b""
     raise AssertionError(kind)
@@ -227,7 +247,9 @@ def _corrupt_time_index(kind, rng, content: bytes, base: int, n_batches: int):
     if kind == "odd-length":
         return (content + rng.randbytes(12))[: max(1, len(content) // 2 * 2 + 5) | 1]
     if kind == "past-end":
-        return b"".join((T0 + 10**9 + k).to_bytes(8, "big") + (1000 + k).to_bytes(4, "big") for k in range(6))
+        return b"".join(
+            (T0 + 10**9 + k).to_bytes(8, "big") + (1000 + k).to_bytes(4, "big") for k in range(6)
+        )
     if kind == "empty":
         return b""
     raise AssertionError(kind)
@@ -284,7 +306,10 @@ def _check_lookups_against_linear_scan(log, decoded):
     for o in range(end):
         got = ls.decode_batches(log.read(o, 1))
         assert len(got) == 1, o
-        assert (got[0].base_offset, got[0].last_offset) == (containing[o].base_offset, containing[o].last_offset), o
+        assert (got[0].base_offset, got[0].last_offset) == (
+            containing[o].base_offset,
+            containing[o].last_offset,
+        ), o
     all_ts = [r.timestamp for b in decoded for r in b.records]
     for t in range(min(all_ts) - 1, max(all_ts) + 2):
         assert log.offset_for_timestamp(t) == linear_offset_for_timestamp(decoded, t), t

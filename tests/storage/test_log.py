@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+
 from logstore import _native as ls
 
 from .helpers import (
@@ -30,7 +31,10 @@ BIG = 1 << 30
 def mk(n, ts=T0, tag="", codec="none", vsize=20, ts_step=1):
     """A batch of n records with timestamps ts, ts+ts_step, ..."""
     return ls.encode_batch(
-        [(f"k{tag}{i}".encode(), (f"v{tag}{i}-".encode() * vsize)[:vsize], [], ts + i * ts_step) for i in range(n)],
+        [
+            (f"k{tag}{i}".encode(), (f"v{tag}{i}-".encode() * vsize)[:vsize], [], ts + i * ts_step)
+            for i in range(n)
+        ],
         codec,
     )
 
@@ -92,9 +96,9 @@ def test_append_assigns_sequential_offsets(open_log):
     assert [r.offset for b in got for r in b.records] == list(range(9))
     assert [r.key for r in got[2].records] == [b"kc0", b"kc1", b"kc2", b"kc3", b"kc4"]
     # stored bytes are the producer's bytes with baseOffset rewritten in place
-    assert log.read(0, BIG) == with_base_offset(mk(1), 0) + with_base_offset(mk(3, tag="b"), 1) + with_base_offset(
-        mk(5, tag="c"), 4
-    )
+    assert log.read(0, BIG) == with_base_offset(mk(1), 0) + with_base_offset(
+        mk(3, tag="b"), 1
+    ) + with_base_offset(mk(5, tag="c"), 4)
     assert log.size_bytes == len(log.read(0, BIG))
 
 
@@ -255,10 +259,14 @@ def test_roll_by_segment_bytes(open_log, partition_dir):
         assert s.size + len(first_of_next) > seg_bytes, "rolled although the batch fitted"
     # every segment's content is its batches, in order
     for s in segs:
-        expect = b"".join(with_base_offset(d, b) for b, _, d in batches if s.base_offset <= b < s.next_offset)
+        expect = b"".join(
+            with_base_offset(d, b) for b, _, d in batches if s.base_offset <= b < s.next_offset
+        )
         with open(s.log_path, "rb") as f:
             assert f.read() == expect
-        assert log.read(s.base_offset, BIG).startswith(with_base_offset(by_base[s.base_offset][2], s.base_offset))
+        assert log.read(s.base_offset, BIG).startswith(
+            with_base_offset(by_base[s.base_offset][2], s.base_offset)
+        )
     # every offset readable, in every segment
     for b, l, d in batches:
         for off in (b, l):
@@ -395,13 +403,13 @@ def test_create_time_keeps_producer_timestamps(open_log):
     assert [r.timestamp for r in b.records] == [T0, T0 + 1, T0 + 2]
 
 
-
-
 def test_compacted_log_refuses_keyless_records_listing_each(open_log):
     log = open_log(cleanup_policy="compact")
     log.append(mk(2))
     before = log.read(0, BIG)
-    keyless = ls.encode_batch([(b"k", b"v", [], T0), (None, b"v", [], T0), (None, b"v", [], T0)], "zstd")
+    keyless = ls.encode_batch(
+        [(b"k", b"v", [], T0), (None, b"v", [], T0), (None, b"v", [], T0)], "zstd"
+    )
     with pytest.raises(ls.InvalidRecordError) as e:
         log.append(keyless)
     assert not isinstance(e.value, ls.InvalidTimestampError)
@@ -418,12 +426,16 @@ def test_timestamps_outside_the_window_raise_invalid_timestamp(open_log):
     assert [i for i, _ in e.value.record_errors] == [2]
     assert log.log_end_offset == 0
     assert log.append(mk(3, ts=T0 - 1000, ts_step=1000), now_ms=T0) == (0, 2)
+
+
 # ---------------------------------------------------------------------------
 # log start offset, retention, truncation
 # ---------------------------------------------------------------------------
 
 
-def _rolled_log(open_log, n_segments=4, per_segment=(2, 3), ts_of=lambda s: T0 + 10_000 * s, **config):
+def _rolled_log(
+    open_log, n_segments=4, per_segment=(2, 3), ts_of=lambda s: T0 + 10_000 * s, **config
+):
     """A log whose segment s holds batches stamped ts_of(s); roll() between segments."""
     log = open_log(**config)
     layout = []
@@ -889,7 +901,9 @@ def test_closed_log_raises(open_log):
     calls = {
         "append": lambda: log.append(mk(1)),
         "append_info": lambda: log.append_info(mk(1)),
-        "append_as_follower": lambda: log.append_as_follower(ls.encode_batch([(None, b"x")], base_offset=2)),
+        "append_as_follower": lambda: log.append_as_follower(
+            ls.encode_batch([(None, b"x")], base_offset=2)
+        ),
         "read": lambda: log.read(0, 100),
         "read_slice": lambda: log.read_slice(0, 100),
         "offset_for_timestamp": lambda: log.offset_for_timestamp(0),
@@ -925,7 +939,15 @@ def test_reopen_keeps_everything(open_log, partition_dir):
     log = open_log(segment_bytes=500, index_interval_bytes=64)
     rng = random.Random(11)
     for i in range(25):
-        log.append(mk(rng.randint(1, 5), ts=T0 + 1000 * i, tag=str(i), codec=rng.choice(ls.COMPRESSION_TYPES)), leader_epoch=i // 10)
+        log.append(
+            mk(
+                rng.randint(1, 5),
+                ts=T0 + 1000 * i,
+                tag=str(i),
+                codec=rng.choice(ls.COMPRESSION_TYPES),
+            ),
+            leader_epoch=i // 10,
+        )
     log.delete_records(3)
     assert log.num_segments > 3
 
@@ -934,8 +956,12 @@ def test_reopen_keeps_everything(open_log, partition_dir):
             "start": lg.log_start_offset,
             "end": lg.log_end_offset,
             "size": lg.size_bytes,
-            "segs": [(s.base_offset, s.size, s.next_offset, s.largest_timestamp) for s in lg.segments()],
-            "reads": {o: lg.read(o, BIG) for o in range(lg.log_start_offset, lg.log_end_offset + 1)},
+            "segs": [
+                (s.base_offset, s.size, s.next_offset, s.largest_timestamp) for s in lg.segments()
+            ],
+            "reads": {
+                o: lg.read(o, BIG) for o in range(lg.log_start_offset, lg.log_end_offset + 1)
+            },
             "ts": {t: lg.offset_for_timestamp(T0 + t) for t in range(-1, 25_000, 250)},
             "epochs": lg.epoch_entries(),
         }
@@ -983,7 +1009,9 @@ def test_index_files_are_kafka_format(open_log, partition_dir):
     log.close()
     for base in bases:
         entries, tentries = check_index_files(partition_dir, base)
-        n_batches = len(parse_raw_batches((partition_dir / segment_name(base, ".log")).read_bytes()))
+        n_batches = len(
+            parse_raw_batches((partition_dir / segment_name(base, ".log")).read_bytes())
+        )
         assert len(entries) >= n_batches - 1  # index.interval.bytes=1: about one per batch
         assert len(tentries) >= 1
     assert dir_snapshot(partition_dir)  # directory readable

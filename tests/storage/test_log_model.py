@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
 from logstore import _native as ls
 
 from .helpers import RECENT_T0, linear_offset_for_timestamp, parse_raw_batches, with_base_offset
@@ -22,8 +23,13 @@ headers_st = st.lists(
     st.tuples(st.text(max_size=4), st.none() | st.binary(max_size=6)),
     max_size=2,
 )
-record_st = st.tuples(st.none() | st.binary(max_size=8), st.none() | st.binary(max_size=60), headers_st)
-batch_st = st.tuples(st.lists(record_st, min_size=1, max_size=4), st.sampled_from(("none", "none", "gzip", "snappy", "lz4", "zstd")))
+record_st = st.tuples(
+    st.none() | st.binary(max_size=8), st.none() | st.binary(max_size=60), headers_st
+)
+batch_st = st.tuples(
+    st.lists(record_st, min_size=1, max_size=4),
+    st.sampled_from(("none", "none", "gzip", "snappy", "lz4", "zstd")),
+)
 
 
 class ModelBatch:
@@ -126,7 +132,9 @@ class LogMachine(RuleBasedStateMachine):
             assert len(got) <= max_bytes
         if raws:
             # as many whole batches as fit, within the segment that was read
-            seg = next(s for s in self.log.segments() if s.base_offset <= first.base < s.next_offset)
+            seg = next(
+                s for s in self.log.segments() if s.base_offset <= first.base < s.next_offset
+            )
             nxt = idx + len(raws)
             if nxt < len(self.batches) and self.batches[nxt].base < seg.next_offset:
                 assert len(got) + self.batches[nxt].size > max_bytes, "read stopped early"
@@ -146,7 +154,9 @@ class LogMachine(RuleBasedStateMachine):
     def offset_for_timestamp(self, data):
         target = data.draw(st.integers(T0 - 2, T0 + self.clock + 2))
         decoded = ls.decode_batches(b"".join(b.data for b in self.batches))
-        assert self.log.offset_for_timestamp(target) == linear_offset_for_timestamp(decoded, target, self.start)
+        assert self.log.offset_for_timestamp(target) == linear_offset_for_timestamp(
+            decoded, target, self.start
+        )
 
     @rule(data=st.data())
     def truncate_to(self, data):
@@ -173,7 +183,9 @@ class LogMachine(RuleBasedStateMachine):
             after = {s.base_offset for s in self.log.segments()}
             for s in before[:-1]:
                 if s.next_offset <= self.start:
-                    assert s.base_offset not in after, "segment wholly below the log start offset kept"
+                    assert s.base_offset not in after, (
+                        "segment wholly below the log start offset kept"
+                    )
 
     @rule()
     def enforce_retention(self):
@@ -186,14 +198,19 @@ class LogMachine(RuleBasedStateMachine):
         while expect < len(non_active) and non_active[expect].next_offset <= self.start:
             expect += 1
         total = sum(s.size for s in segs[expect:])
-        while expect < len(non_active) and total - non_active[expect].size >= self.config["retention_bytes"]:
+        while (
+            expect < len(non_active)
+            and total - non_active[expect].size >= self.config["retention_bytes"]
+        ):
             total -= non_active[expect].size
             expect += 1
         assert self.log.enforce_retention() == expect
         if expect:
             self.start = max(self.start, segs[expect].base_offset)
             self._drop_below_start()
-        assert [s.base_offset for s in self.log.segments()] == [s.base_offset for s in segs[expect:]]
+        assert [s.base_offset for s in self.log.segments()] == [
+            s.base_offset for s in segs[expect:]
+        ]
 
     @rule()
     def reopen(self):

@@ -7,6 +7,7 @@ import random
 import struct
 
 import pytest
+
 from logstore import _native as ls
 
 from .helpers import (
@@ -59,7 +60,12 @@ def _varied_records():
         (None, None),  # no headers, no timestamp: gets timestamp_ms
         (b"k" * 64, b"v" * 64, [("x" * 64, b"y" * 64)], T0 + 5),  # 2-byte varints
         (b"big", bytes(range(256)) * 40, [], T0 + 6),
-        ("ключ".encode(), "значение".encode(), [("заголовок", "ü".encode())], T0 - 1000),  # ts < base
+        (
+            "ключ".encode(),
+            "значение".encode(),
+            [("заголовок", "ü".encode())],
+            T0 - 1000,
+        ),  # ts < base
         (b"last", b"x", [("a", b"1"), ("b", b"2"), ("c", None)], T0 + 9),
     ]
 
@@ -131,7 +137,9 @@ def test_records_false_skips_records(codec):
 
 
 def test_base_timestamp_is_first_record_and_max_is_max():
-    data = ls.encode_batch([(None, b"a", [], T0 + 50), (None, b"b", [], T0 + 10), (None, b"c", [], T0 + 70)])
+    data = ls.encode_batch(
+        [(None, b"a", [], T0 + 50), (None, b"b", [], T0 + 10), (None, b"c", [], T0 + 70)]
+    )
     (b,) = ls.decode_batches(data)
     assert b.base_timestamp == T0 + 50
     assert b.max_timestamp == T0 + 70
@@ -174,7 +182,13 @@ def test_header_fields_producer_and_offsets():
     assert b.attributes & 0x10
     assert b.is_control is False
     raw = parse_raw_batches(data)[0]
-    assert (raw.base_offset, raw.partition_leader_epoch, raw.producer_id, raw.producer_epoch, raw.base_sequence) == (
+    assert (
+        raw.base_offset,
+        raw.partition_leader_epoch,
+        raw.producer_id,
+        raw.producer_epoch,
+        raw.base_sequence,
+    ) == (
         1000,
         7,
         123456789012,
@@ -264,7 +278,9 @@ def test_control_batch_golden_bytes():
         records_count=1,
         records_blob=record,
     )
-    got = ls.encode_control_batch(1, producer_id=7, producer_epoch=3, coordinator_epoch=9, timestamp_ms=T0)
+    got = ls.encode_control_batch(
+        1, producer_id=7, producer_epoch=3, coordinator_epoch=9, timestamp_ms=T0
+    )
     assert got == expected
 
 
@@ -346,7 +362,9 @@ def test_golden_decode():
     assert b.max_timestamp == T0 + 10
     assert b.producer_id == -1 and b.producer_epoch == -1 and b.base_sequence == -1
     assert b.records_count == 3
-    got = [(r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in b.records]
+    got = [
+        (r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in b.records
+    ]
     assert got == [
         (0, T0, b"k1", b"v1", [("h", b"x")]),
         (1, T0 + 5, None, b"v2", []),
@@ -431,7 +449,9 @@ def _with_payload(template: bytes, codec: str, payload: bytes) -> bytes:
     return bytes(fix_crc(b))
 
 
-INTEROP_RECORDS = [(b"key%d" % i, b"value-%d-" % i * 20, [("h", b"%d" % i)], T0 + i) for i in range(20)]
+INTEROP_RECORDS = [
+    (b"key%d" % i, b"value-%d-" % i * 20, [("h", b"%d" % i)], T0 + i) for i in range(20)
+]
 
 
 def test_gzip_payload_is_a_gzip_stream():

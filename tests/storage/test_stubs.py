@@ -7,8 +7,9 @@ import builtins
 import inspect
 from pathlib import Path
 
-import logstore
 import pytest
+
+import logstore
 from logstore import _native
 
 PYI = Path(__file__).resolve().parents[2] / "python" / "logstore" / "_native.pyi"
@@ -28,7 +29,11 @@ def _stub_module_names():
     for node in _stub_tree().body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and _public(node.name):
             out[node.name] = node
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _public(node.target.id):
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and _public(node.target.id)
+        ):
             out[node.target.id] = node
     return out
 
@@ -56,7 +61,9 @@ STUB_FUNCS = {n: node for n, node in STUB.items() if isinstance(node, ast.Functi
 
 
 def test_stub_parses_and_is_not_empty():
-    assert {"Log", "RecordBatch", "Record", "FileSlice", "encode_batch", "decode_batches"} <= set(STUB)
+    assert {"Log", "RecordBatch", "Record", "FileSlice", "encode_batch", "decode_batches"} <= set(
+        STUB
+    )
 
 
 @pytest.mark.parametrize("name", sorted(STUB))
@@ -73,12 +80,16 @@ def test_stub_name_exists_in_native(name):
 def test_native_names_are_in_stub():
     native_public = {n for n in dir(_native) if _public(n)}
     missing = native_public - set(STUB)
-    assert not missing, f"public names of logstore._native missing from _native.pyi: {sorted(missing)}"
+    assert not missing, (
+        f"public names of logstore._native missing from _native.pyi: {sorted(missing)}"
+    )
 
 
 def test_logstore_reexports_native():
     for name in STUB:
-        assert getattr(logstore, name, None) is getattr(_native, name), f"logstore.{name} is not logstore._native.{name}"
+        assert getattr(logstore, name, None) is getattr(_native, name), (
+            f"logstore.{name} is not logstore._native.{name}"
+        )
 
 
 def test_compression_types_value():
@@ -97,7 +108,10 @@ def test_class_bases_match(name):
 
 
 def _is_exception_class(node):
-    return any(isinstance(b, ast.Name) and (b.id.endswith("Error") or b.id == "Exception") for b in node.bases)
+    return any(
+        isinstance(b, ast.Name) and (b.id.endswith("Error") or b.id == "Exception")
+        for b in node.bases
+    )
 
 
 @pytest.mark.parametrize("name", sorted(STUB_CLASSES))
@@ -115,7 +129,9 @@ def test_class_members_both_ways(name):
             assert not inspect.isdatadescriptor(raw), f"{name}.{member} is a property"
         elif kind == "method":
             assert callable(getattr(cls, member)), f"{name}.{member} should be a method"
-            assert not inspect.isdatadescriptor(raw) or inspect.ismethoddescriptor(raw), f"{name}.{member} is a property"
+            assert not inspect.isdatadescriptor(raw) or inspect.ismethoddescriptor(raw), (
+                f"{name}.{member} is a property"
+            )
     if _is_exception_class(node):
         return
     inherited = set(dir(object))
@@ -174,4 +190,6 @@ def test_signatures_match(owner, method, fn):
     if fn.args.kwarg is not None or fn.args.vararg is not None:
         assert var, f"{owner}.{method}: stub takes *args/**kwargs"
     assert pos == stub_pos, f"{owner}.{method}: positional parameters {pos} != stub {stub_pos}"
-    assert sorted(kwonly) == sorted(stub_kwonly), f"{owner}.{method}: keyword-only {kwonly} != stub {stub_kwonly}"
+    assert sorted(kwonly) == sorted(stub_kwonly), (
+        f"{owner}.{method}: keyword-only {kwonly} != stub {stub_kwonly}"
+    )

@@ -6,18 +6,29 @@ import os
 import random
 import struct
 
-import logstore
 import pytest
+
+import logstore
 from logstore import _native as ls
 
-from .helpers import OFF_LAST_OFFSET_DELTA, OFF_LENGTH, OFF_RECORDS_COUNT, RECENT_T0, fix_crc, log_files
+from .helpers import (
+    OFF_LAST_OFFSET_DELTA,
+    OFF_LENGTH,
+    OFF_RECORDS_COUNT,
+    RECENT_T0,
+    fix_crc,
+    log_files,
+)
 
 T0 = RECENT_T0
 
 
 def _batch(n=3, codec="none", tag=b"", value_size=20):
     return ls.encode_batch(
-        [(b"k%d" % i + tag, (b"v%d-" % i + tag) * (value_size // 3 + 1), [], T0 + i) for i in range(n)],
+        [
+            (b"k%d" % i + tag, (b"v%d-" % i + tag) * (value_size // 3 + 1), [], T0 + i)
+            for i in range(n)
+        ],
         codec,
     )
 
@@ -141,7 +152,9 @@ def _large_batch(n, codec, tag):
     """A batch of at least CONCURRENT_CHECK_MIN_BYTES, whatever the codec: its contents are
     checked while it is written, and a failed check must still leave nothing behind."""
     rng = random.Random(tag)
-    return ls.encode_batch([(b"k%d" % i + tag, rng.randbytes(100_000), [], T0 + i) for i in range(n)], codec)
+    return ls.encode_batch(
+        [(b"k%d" % i + tag, rng.randbytes(100_000), [], T0 + i) for i in range(n)], codec
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CORRUPTIONS) + sorted(APPEND_ONLY_CORRUPTIONS))
@@ -178,7 +191,11 @@ def test_multi_batch_append_with_corrupt_batch_writes_nothing(open_log, partitio
         log.append(b"".join(batches))
     assert _state(log, partition_dir) == before
     # The same with an append large enough to be checked while it is written.
-    batches = [_large_batch(1, "none", b"x"), _large_batch(2, "none", b"y"), _large_batch(1, "none", b"z")]
+    batches = [
+        _large_batch(1, "none", b"x"),
+        _large_batch(2, "none", b"y"),
+        _large_batch(1, "none", b"z"),
+    ]
     batches[which] = CORRUPTIONS["crc-flip-middle"](batches[which])
     with pytest.raises(ls.CorruptRecordError):
         log.append(b"".join(batches))
@@ -264,7 +281,17 @@ def test_error_hierarchy():
     assert issubclass(ls.LogStoreError, Exception)
     assert logstore.LogStoreError is ls.LogStoreError
     # distinct classes
-    assert len({ls.CorruptRecordError, ls.OffsetOutOfRangeError, ls.RecordTooLargeError, ls.InvalidConfigError}) == 4
+    assert (
+        len(
+            {
+                ls.CorruptRecordError,
+                ls.OffsetOutOfRangeError,
+                ls.RecordTooLargeError,
+                ls.InvalidConfigError,
+            }
+        )
+        == 4
+    )
 
 
 def _names_key(msg: str, key: str) -> bool:
@@ -296,7 +323,9 @@ def test_bad_config_names_the_key(partition_dir, config, key):
 
 
 def test_good_config_both_spellings(open_log, partition_dir):
-    log = open_log(segment_bytes=4096, **{"retention.ms": 1000, "message.timestamp.type": "LogAppendTime"})
+    log = open_log(
+        segment_bytes=4096, **{"retention.ms": 1000, "message.timestamp.type": "LogAppendTime"}
+    )
     cfg = log.config()
     # values are typed ``object`` in the stub: compare their text, as DescribeConfigs shows them
     val = {k: str(v) for k, v in cfg.items()}

@@ -30,7 +30,9 @@ def subscribed_topics(metadata: bytes) -> list[str]:
             raise InvalidSubscriptionError(f"subscription version {version}")
         (count,) = _I32.unpack_from(metadata, 2)
         if count < 0 or count > len(metadata):
-            raise InvalidSubscriptionError(f"subscription with {count} topics in {len(metadata)} bytes")
+            raise InvalidSubscriptionError(
+                f"subscription with {count} topics in {len(metadata)} bytes"
+            )
         pos, topics = 6, []
         for _ in range(count):
             (n,) = _I16.unpack_from(metadata, pos)

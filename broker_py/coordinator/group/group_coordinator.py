@@ -70,13 +70,13 @@ from broker_py.coordinator.group.group_metadata import (
     SyncGroupResult,
 )
 from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.heartbeat import HeartbeatMixin
 from broker_py.coordinator.group.join_group import JoinGroupMixin
 from broker_py.coordinator.group.leave_group import LeaveGroupMixin
 from broker_py.coordinator.group.offsets import OffsetsMixin
 from broker_py.coordinator.group.rebalance import RebalanceMixin
 from broker_py.coordinator.group.sync_group import SyncGroupMixin
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -89,9 +89,18 @@ log = logging.getLogger(__name__)
 
 
 class MemberSummary:
-    __slots__ = ("assignment", "client_host", "client_id", "group_instance_id", "member_id", "metadata")
+    __slots__ = (
+        "assignment",
+        "client_host",
+        "client_id",
+        "group_instance_id",
+        "member_id",
+        "metadata",
+    )
 
-    def __init__(self, member: MemberMetadata, metadata: bytes = b"", assignment: bytes = b"") -> None:
+    def __init__(
+        self, member: MemberMetadata, metadata: bytes = b"", assignment: bytes = b""
+    ) -> None:
         self.member_id = member.member_id
         self.group_instance_id = member.group_instance_id
         self.client_id = member.client_id
@@ -103,7 +112,9 @@ class MemberSummary:
 class GroupSummary:
     __slots__ = ("members", "protocol", "protocol_type", "state")
 
-    def __init__(self, state: str, protocol_type: str, protocol: str, members: list[MemberSummary]) -> None:
+    def __init__(
+        self, state: str, protocol_type: str, protocol: str, members: list[MemberSummary]
+    ) -> None:
         self.state = state
         self.protocol_type = protocol_type
         self.protocol = protocol
@@ -123,7 +134,9 @@ DEAD_GROUP = GroupSummary(str(DEAD), "", "", [])
 NO_GROUP = GroupSummary("", "", "", [])
 
 
-class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, HeartbeatMixin, LeaveGroupMixin, OffsetsMixin):
+class GroupCoordinator(
+    JoinGroupMixin, RebalanceMixin, SyncGroupMixin, HeartbeatMixin, LeaveGroupMixin, OffsetsMixin
+):
     def __init__(self, apis, *, time: Time = SYSTEM_TIME) -> None:
         self.apis = apis
         self.config = apis.config
@@ -144,7 +157,9 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
         self.apis.replica_manager.on_leadership_change.append(self._leadership_changed)
         await self.manager.load()
         self.active = True
-        self._expiration_task = asyncio.create_task(self._expiration_loop(), name="group-offset-expiration")
+        self._expiration_task = asyncio.create_task(
+            self._expiration_loop(), name="group-offset-expiration"
+        )
 
     async def stop(self) -> None:
         self.active = False
@@ -166,7 +181,9 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
     def groups(self) -> dict[str, Group]:
         return self.manager.groups
 
-    def _leadership_changed(self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]) -> None:
+    def _leadership_changed(
+        self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]
+    ) -> None:
         """Kafka's ``onLeadershipChange`` for the offsets topic's partitions."""
         for topic, index in leaders:
             if topic == OFFSETS_TOPIC:
@@ -180,7 +197,9 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
         from now to heartbeat (which finds the group Stable in the generation they
         know), and a group over ``group.max.size`` rebalances."""
         if group.size > self.config["group.max.size"]:
-            self._prepare_rebalance(group, f"freshly-loaded group is over capacity ({group.size} members)")
+            self._prepare_rebalance(
+                group, f"freshly-loaded group is over capacity ({group.size} members)"
+            )
         for member in group.members.values():
             self._schedule_heartbeat_expiration(group, member)
 
@@ -230,14 +249,25 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
     def validate_group_status(self, group_id: str | None, api: ApiKey) -> ErrorCode | None:
         if group_id is None:
             return ErrorCode.INVALID_GROUP_ID
-        if api not in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS) and not group_id:
+        if (
+            api
+            not in (
+                ApiKey.OFFSET_COMMIT,
+                ApiKey.OFFSET_FETCH,
+                ApiKey.DESCRIBE_GROUPS,
+                ApiKey.DELETE_GROUPS,
+            )
+            and not group_id
+        ):
             return ErrorCode.INVALID_GROUP_ID
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return self.manager.coordinator_error(group_id)
 
     @staticmethod
-    def _validate_current_member(group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+    def _validate_current_member(
+        group: Group, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode | None:
         if group_instance_id is not None:
             current = group.current_static_member_id(group_instance_id)
             if current is None:
@@ -262,7 +292,9 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
         if timer is not None:
             timer.cancel()
 
-    def _remove_member_and_update_group(self, group: Group, member: MemberMetadata, reason: str) -> None:
+    def _remove_member_and_update_group(
+        self, group: Group, member: MemberMetadata, reason: str
+    ) -> None:
         # A new member may time out while its JoinGroup is pending: answer it, so a
         # client still there rejoins.
         member.complete_join(JoinGroupResult("", ErrorCode.UNKNOWN_MEMBER_ID))
@@ -288,12 +320,20 @@ class GroupCoordinator(JoinGroupMixin, RebalanceMixin, SyncGroupMixin, Heartbeat
             return ErrorCode.NONE, DEAD_GROUP
         if group.is_(STABLE):
             protocol = group.protocol_name or ""
-            members = [MemberSummary(m, m.metadata(protocol), m.assignment) for m in group.members.values()]
-            return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", protocol, members)
+            members = [
+                MemberSummary(m, m.metadata(protocol), m.assignment) for m in group.members.values()
+            ]
+            return ErrorCode.NONE, GroupSummary(
+                str(group.state), group.protocol_type or "", protocol, members
+            )
         members = [MemberSummary(m) for m in group.members.values()]
-        return ErrorCode.NONE, GroupSummary(str(group.state), group.protocol_type or "", "", members)
+        return ErrorCode.NONE, GroupSummary(
+            str(group.state), group.protocol_type or "", "", members
+        )
 
-    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> tuple[ErrorCode, list[GroupOverview]]:
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> tuple[ErrorCode, list[GroupOverview]]:
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         wanted_states = {s.lower() for s in states}

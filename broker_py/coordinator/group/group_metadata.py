@@ -32,8 +32,16 @@ import enum
 from collections import Counter
 from collections.abc import Iterable
 
-from broker_py.coordinator.group.consumer_protocol import InvalidSubscriptionError, subscribed_topics
-from broker_py.coordinator.group.member_metadata import JoinGroupResult, MemberMetadata, Protocols, SyncGroupResult
+from broker_py.coordinator.group.consumer_protocol import (
+    InvalidSubscriptionError,
+    subscribed_topics,
+)
+from broker_py.coordinator.group.member_metadata import (
+    JoinGroupResult,
+    MemberMetadata,
+    Protocols,
+    SyncGroupResult,
+)
 from broker_py.utils.time import Timer
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaException
@@ -74,7 +82,11 @@ EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
 
 _VALID_PREVIOUS_STATES = {
     GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
-    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
+    GroupState.PREPARING_REBALANCE: {
+        GroupState.STABLE,
+        GroupState.COMPLETING_REBALANCE,
+        GroupState.EMPTY,
+    },
     GroupState.COMPLETING_REBALANCE: {GroupState.PREPARING_REBALANCE},
     GroupState.STABLE: {GroupState.COMPLETING_REBALANCE},
     GroupState.DEAD: set(GroupState),
@@ -201,7 +213,9 @@ class Group:
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
-    def add(self, member: MemberMetadata, join_future: asyncio.Future[JoinGroupResult] | None = None) -> None:
+    def add(
+        self, member: MemberMetadata, join_future: asyncio.Future[JoinGroupResult] | None = None
+    ) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
@@ -218,7 +232,10 @@ class Group:
         if member is not None:
             self.supported_protocols.subtract(member.protocol_names)
             self.supported_protocols += Counter()  # drop zero counts
-            if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
+            if (
+                member.group_instance_id is not None
+                and self.static_members.get(member.group_instance_id) == member_id
+            ):
                 del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
@@ -245,7 +262,9 @@ class Group:
             member.complete_join(JoinGroupResult(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
         member.join_future = join_future
 
-    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
+    def replace_static_member(
+        self, group_instance_id: str, old_member_id: str, new_member_id: str
+    ) -> MemberMetadata:
         """Moves a static member to a new member id, fencing what the old id awaits."""
         member = self.members.pop(old_member_id)
         member.complete_join(JoinGroupResult(old_member_id, ErrorCode.FENCED_INSTANCE_ID))
@@ -289,7 +308,9 @@ class Group:
         ties go to the leader's preference."""
         candidates = self.candidate_protocols()
         if not candidates:
-            raise IllegalGroupStateError(f"group {self.group_id} has no protocol every member supports")
+            raise IllegalGroupStateError(
+                f"group {self.group_id} has no protocol every member supports"
+            )
         votes = Counter(m.vote(candidates) for m in self.members.values())
         leader = self.members.get(self.leader_id) if self.leader_id is not None else None
         order = leader.protocol_names if leader is not None else []
@@ -311,8 +332,13 @@ class Group:
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         if self.protocol_name is None:
-            raise IllegalGroupStateError(f"group {self.group_id} has no selected protocol in state {self.state}")
-        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
+            raise IllegalGroupStateError(
+                f"group {self.group_id} has no selected protocol in state {self.state}"
+            )
+        return [
+            (m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+            for m in self.members.values()
+        ]
 
     def init_next_generation(self, now_ms: int) -> None:
         self.generation_id += 1
@@ -343,6 +369,11 @@ class Group:
             return [
                 tp
                 for tp, o in self.offsets.items()
-                if expired(self.current_state_timestamp if self.current_state_timestamp is not None else o.commit_timestamp, o)
+                if expired(
+                    self.current_state_timestamp
+                    if self.current_state_timestamp is not None
+                    else o.commit_timestamp,
+                    o,
+                )
             ]
         return []

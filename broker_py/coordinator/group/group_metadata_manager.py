@@ -33,10 +33,12 @@ import logging
 from collections.abc import Callable, Iterable
 
 import logstore
-
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
-from broker_py.coordinator.group.group_metadata import Group, GroupState, MemberMetadata, OffsetAndMetadata
+from broker_py.coordinator.group.group_metadata import (
+    Group,
+    GroupState,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -55,6 +57,8 @@ from broker_py.coordinator.group.group_metadata_records import (
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.replication.replica_manager import COORDINATOR
 from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +69,19 @@ Record = tuple[bytes, bytes | None, list, int]
 
 def _group_append_error(error: ErrorCode) -> ErrorCode:
     """Kafka's mapping of a failed group metadata append to the client's error."""
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.REQUEST_TIMED_OUT):
+    if error in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE):
+    if error in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+    ):
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return error
 
@@ -127,18 +139,27 @@ class GroupMetadataManager:
         return self._admin_manager.ensure_topic(
             OFFSETS_TOPIC,
             self.config["offsets.topic.num.partitions"],
-            {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+            },
         )
 
     def num_partitions(self) -> int:
         topic = self._metadata_cache.get(OFFSETS_TOPIC)
-        return topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
+        return (
+            topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
+        )
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions())
 
     def _append(
-        self, group_id: str, records: list[Record], callback: Callable[[ErrorCode], None], producer: tuple[int, int] | None = None
+        self,
+        group_id: str,
+        records: list[Record],
+        callback: Callable[[ErrorCode], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
         """Appends one batch to the group's partition through the replica manager with
         acks=-1 (``offsets.commit.timeout.ms``), then calls ``callback`` with the append's
@@ -153,16 +174,31 @@ class GroupMetadataManager:
         if producer is None:
             data = logstore.encode_batch(records)
         else:
-            data = logstore.encode_batch(records, producer_id=producer[0], producer_epoch=producer[1], transactional=True)
+            data = logstore.encode_batch(
+                records, producer_id=producer[0], producer_epoch=producer[1], transactional=True
+            )
 
         def appended(results) -> None:
             _, code, _, _, _, message, _ = results[0][1][0]
             if code != ErrorCode.NONE:
-                log.warning("append to %s for group %s failed (%s): %s", OFFSETS_TOPIC, group_id, ErrorCode(code).name, message)
+                log.warning(
+                    "append to %s for group %s failed (%s): %s",
+                    OFFSETS_TOPIC,
+                    group_id,
+                    ErrorCode(code).name,
+                    message,
+                )
             callback(ErrorCode(code))
 
-        entries = [(OFFSETS_TOPIC, [(partition_for(group_id, topic.partitions), data, producer is not None)])]
-        self._replica_manager.append_records(self.config["offsets.commit.timeout.ms"], -1, entries, appended, COORDINATOR)
+        entries = [
+            (
+                OFFSETS_TOPIC,
+                [(partition_for(group_id, topic.partitions), data, producer is not None)],
+            )
+        ]
+        self._replica_manager.append_records(
+            self.config["offsets.commit.timeout.ms"], -1, entries, appended, COORDINATOR
+        )
 
     # ---- writes ----
 
@@ -189,21 +225,35 @@ class GroupMetadataManager:
             generation=group.generation_id,
             protocol=group.protocol_name,
             leader=group.leader_id,
-            current_state_timestamp=group.current_state_timestamp if group.current_state_timestamp is not None else -1,
+            current_state_timestamp=group.current_state_timestamp
+            if group.current_state_timestamp is not None
+            else -1,
             members=members,
         )
         return encode_group_metadata_value(value)
 
-    def store_group(self, group: Group, assignment: dict[str, bytes], callback: Callable[[ErrorCode], None]) -> None:
+    def store_group(
+        self, group: Group, assignment: dict[str, bytes], callback: Callable[[ErrorCode], None]
+    ) -> None:
         """Writes the group's metadata with ``assignment``, then calls ``callback`` with
         the client-facing error."""
         record = (
-            encode_group_metadata_key(group.group_id), self.group_metadata_value(group, assignment), [], self.time.milliseconds()
+            encode_group_metadata_key(group.group_id),
+            self.group_metadata_value(group, assignment),
+            [],
+            self.time.milliseconds(),
         )
-        self._append(group.group_id, [record], lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE))
+        self._append(
+            group.group_id,
+            [record],
+            lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE),
+        )
 
     def store_offsets(
-        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], callback: Callable[[dict], None]
+        self,
+        group: Group,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        callback: Callable[[dict], None],
     ) -> None:
         """Writes offset commits, then calls ``callback`` with each one's error; those
         whose metadata is too long are refused alone. The group takes the offsets once
@@ -217,9 +267,13 @@ class GroupMetadataManager:
         self._write_offsets(group, offsets, written)
 
     def store_txn_offsets(
-        self, group: Group, producer_id: int, producer_epoch: int, offsets: dict[tuple[str, int], OffsetAndMetadata],
+        self,
+        group: Group,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
         callback: Callable[[dict], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Writes offset commits in the producer's transaction, then calls ``callback``
         with each one's error; they stay pending until its marker."""
 
@@ -232,7 +286,11 @@ class GroupMetadataManager:
         self._write_offsets(group, offsets, written, (producer_id, producer_epoch))
 
     def _write_offsets(
-        self, group: Group, offsets: dict[tuple[str, int], OffsetAndMetadata], callback, producer: tuple[int, int] | None = None
+        self,
+        group: Group,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        callback,
+        producer: tuple[int, int] | None = None,
     ) -> None:
         """Appends the offsets whose metadata fits ``offset.metadata.max.bytes`` as one
         batch, then calls ``callback(the error of every offset, the offsets written)``."""
@@ -251,7 +309,9 @@ class GroupMetadataManager:
         records = [
             (
                 encode_offset_commit_key(group.group_id, topic, partition),
-                encode_offset_commit_value(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp),
+                encode_offset_commit_value(
+                    o.offset, o.leader_epoch, o.metadata, o.commit_timestamp
+                ),
                 [],
                 timestamp,
             )
@@ -286,7 +346,9 @@ class GroupMetadataManager:
         if not group_ids:
             del self._txn_groups[producer_id]
 
-    def cleanup_group_metadata(self, groups: Iterable[Group], selector: Callable[[Group], list[tuple[str, int]]]) -> int:
+    def cleanup_group_metadata(
+        self, groups: Iterable[Group], selector: Callable[[Group], list[tuple[str, int]]]
+    ) -> int:
         """Removes the offsets ``selector`` picks from each group and writes their
         tombstones; an Empty group left without offsets becomes Dead and is removed
         (with a group tombstone unless it only ever stored offsets)."""
@@ -296,10 +358,16 @@ class GroupMetadataManager:
             removed = selector(group)
             for tp in removed:
                 group.offsets.pop(tp, None)
-            if group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_txn_offsets and not group.pending_members:
+            if (
+                group.is_(GroupState.EMPTY)
+                and not group.offsets
+                and not group.pending_txn_offsets
+                and not group.pending_members
+            ):
                 group.transition_to(GroupState.DEAD)
             records: list[Record] = [
-                (encode_offset_commit_key(group.group_id, topic, partition), None, [], timestamp) for topic, partition in removed
+                (encode_offset_commit_key(group.group_id, topic, partition), None, [], timestamp)
+                for topic, partition in removed
             ]
             if group.is_(GroupState.DEAD):
                 self.remove_group(group)
@@ -309,7 +377,9 @@ class GroupMetadataManager:
 
                 def written(error: ErrorCode, group_id: str = group.group_id) -> None:
                     if error:
-                        log.warning("tombstones for group %s were not written: %s", group_id, error.name)
+                        log.warning(
+                            "tombstones for group %s were not written: %s", group_id, error.name
+                        )
 
                 self._append(group.group_id, records, written)
             removed_total += len(removed)
@@ -318,7 +388,9 @@ class GroupMetadataManager:
     def expire_offsets(self, now: int | None = None) -> int:
         now = self.time.milliseconds() if now is None else now
         retention_ms = self.config["offsets.retention.minutes"] * 60_000
-        removed = self.cleanup_group_metadata(self.current_groups(), lambda g: g.expired_offsets(now, retention_ms))
+        removed = self.cleanup_group_metadata(
+            self.current_groups(), lambda g: g.expired_offsets(now, retention_ms)
+        )
         if removed:
             log.info("removed %d expired offsets", removed)
         return removed
@@ -341,13 +413,23 @@ class GroupMetadataManager:
         topic = self._metadata_cache.get(OFFSETS_TOPIC)
         if topic is None:
             return []
-        return [p for p in range(topic.partitions) if (part := self._replica_manager.get_partition(OFFSETS_TOPIC, p)) is not None and part.is_leader]
+        return [
+            p
+            for p in range(topic.partitions)
+            if (part := self._replica_manager.get_partition(OFFSETS_TOPIC, p)) is not None
+            and part.is_leader
+        ]
 
     async def load(self) -> None:
         """Loads every offsets partition this broker leads now."""
         for p in self.led_partitions():
             await self.load_partition(p)
-        log.info("loaded %d groups from %d partitions of %s", len(self.groups), len(self.owned), OFFSETS_TOPIC)
+        log.info(
+            "loaded %d groups from %d partitions of %s",
+            len(self.groups),
+            len(self.owned),
+            OFFSETS_TOPIC,
+        )
 
     def on_election(self, p: int) -> None:
         """This broker now leads offsets partition ``p``: its groups load (at once when
@@ -361,7 +443,9 @@ class GroupMetadataManager:
             self.owned.add(p)
             return
         self.loading.add(p)
-        self._load_tasks[p] = asyncio.get_running_loop().create_task(self._load_in_background(p), name=f"load-{OFFSETS_TOPIC}-{p}")
+        self._load_tasks[p] = asyncio.get_running_loop().create_task(
+            self._load_in_background(p), name=f"load-{OFFSETS_TOPIC}-{p}"
+        )
 
     async def _load_in_background(self, p: int) -> None:
         try:
@@ -382,7 +466,9 @@ class GroupMetadataManager:
         if task is not None:
             task.cancel()
         topic = self._metadata_cache.get(OFFSETS_TOPIC)
-        partitions = topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
+        partitions = (
+            topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
+        )
         gone = [g for g in self.groups.values() if partition_for(g.group_id, partitions) == p]
         for group in gone:
             del self.groups[group.group_id]
@@ -392,7 +478,12 @@ class GroupMetadataManager:
             if not self._txn_groups[producer_id]:
                 del self._txn_groups[producer_id]
         if gone:
-            log.info("dropped %d groups of %s-%d: this broker no longer leads it", len(gone), OFFSETS_TOPIC, p)
+            log.info(
+                "dropped %d groups of %s-%d: this broker no longer leads it",
+                len(gone),
+                OFFSETS_TOPIC,
+                p,
+            )
         return gone
 
     async def load_partition(self, p: int) -> None:
@@ -406,7 +497,9 @@ class GroupMetadataManager:
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
-        records, open_txns = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
+        records, open_txns = await asyncio.to_thread(
+            partition.log.read_keyed_records, LOAD_BUFFER_BYTES
+        )
         if p not in self.loading:
             return  # resigned meanwhile
         for key, value in records:
@@ -429,12 +522,20 @@ class GroupMetadataManager:
                 if group is None:
                     group = self.groups[group_id] = Group(group_id, loaded_at)
                     group.current_state_timestamp = None
-                group.pending_txn_offsets.setdefault(producer_id, {})[(topic_name, partition_index)] = o
+                group.pending_txn_offsets.setdefault(producer_id, {})[
+                    (topic_name, partition_index)
+                ] = o
                 self._txn_groups.setdefault(producer_id, set()).add(group_id)
         self.loading.discard(p)
         self.owned.add(p)
         if metadata or offsets:
-            log.info("loaded %d groups and %d offsets from %s-%d", len(metadata), len(offsets), OFFSETS_TOPIC, p)
+            log.info(
+                "loaded %d groups and %d offsets from %s-%d",
+                len(metadata),
+                len(offsets),
+                OFFSETS_TOPIC,
+                p,
+            )
         if self.on_group_loaded is not None:
             for group_id in metadata:
                 self.on_group_loaded(self.groups[group_id])
@@ -449,9 +550,15 @@ def loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group
     group = Group(group_id, now_ms, GroupState.STABLE if members else GroupState.EMPTY)
     for m in members:
         member = MemberMetadata(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout, m.session_timeout,
-            value.protocol_type, [(value.protocol, m.subscription)],
-        )  # fmt: skip
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout,
+            m.session_timeout,
+            value.protocol_type,
+            [(value.protocol, m.subscription)],
+        )
         member.assignment = m.assignment
         group.add(member)
     group.generation_id = value.generation
@@ -479,7 +586,9 @@ def _apply_record(
                 offsets.pop(tp, None)
             else:
                 v = decode_offset_commit_value(value)
-                offsets[tp] = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+                offsets[tp] = OffsetAndMetadata(
+                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp
+                )
         elif isinstance(key, GroupMetadataKey):
             if value is None:
                 metadata.pop(key.group, None)

@@ -170,7 +170,12 @@ def _bytes(b: bytes | None) -> bytes:
 
 def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     """OffsetCommitKey v1."""
-    return _I16.pack(OFFSET_COMMIT_KEY_VERSION) + _string(group) + _string(topic) + _I32.pack(partition)
+    return (
+        _I16.pack(OFFSET_COMMIT_KEY_VERSION)
+        + _string(group)
+        + _string(topic)
+        + _I32.pack(partition)
+    )
 
 
 def encode_group_metadata_key(group: str) -> bytes:
@@ -178,7 +183,9 @@ def encode_group_metadata_key(group: str) -> bytes:
     return _I16.pack(GROUP_METADATA_KEY_VERSION) + _string(group)
 
 
-def encode_offset_commit_value(offset: int, leader_epoch: int, metadata: str, commit_timestamp: int) -> bytes:
+def encode_offset_commit_value(
+    offset: int, leader_epoch: int, metadata: str, commit_timestamp: int
+) -> bytes:
     """OffsetCommitValue v3."""
     return (
         _I16.pack(OFFSET_COMMIT_VALUE_VERSION)
@@ -228,7 +235,9 @@ class _Reader:
     def _take(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.data):
-            raise InvalidGroupRecordError(f"record ends at byte {len(self.data)}, wanted {n} more at {self.pos}")
+            raise InvalidGroupRecordError(
+                f"record ends at byte {len(self.data)}, wanted {n} more at {self.pos}"
+            )
         chunk = self.data[self.pos : end]
         self.pos = end
         return chunk
@@ -350,4 +359,6 @@ def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
             )
         )
     r.tagged_fields()
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp, members)
+    return GroupMetadataValue(
+        protocol_type, generation, protocol, leader, current_state_timestamp, members
+    )

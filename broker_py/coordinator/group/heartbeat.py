@@ -47,7 +47,9 @@ class HeartbeatMixin:
     manager: GroupMetadataManager
     time: Time
 
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
         error = self.validate_group_status(group_id, ApiKey.HEARTBEAT)
         if error is not None:
             return error
@@ -68,11 +70,15 @@ class HeartbeatMixin:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def _schedule_heartbeat_expiration(self, group: Group, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+    def _schedule_heartbeat_expiration(
+        self, group: Group, member: MemberMetadata, timeout_ms: int | None = None
+    ) -> None:
         """The member's next heartbeat is due within ``timeout_ms`` (its session timeout)."""
         member.cancel_heartbeat()
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        member.heartbeat_timer = self.time.call_later(timeout / 1000, self._on_expire_heartbeat, group, member)
+        member.heartbeat_timer = self.time.call_later(
+            timeout / 1000, self._on_expire_heartbeat, group, member
+        )
 
     def _on_expire_heartbeat(self, group: Group, member: MemberMetadata) -> None:
         member.heartbeat_timer = None
@@ -82,8 +88,14 @@ class HeartbeatMixin:
         # except new ones, which have the new-member timeout instead.
         if not member.is_new and (member.is_awaiting_join or member.is_awaiting_sync):
             return
-        log.info("member %s in group %s has failed, removing it from the group", member.member_id, group.group_id)
-        self._remove_member_and_update_group(group, member, f"removing member {member.member_id} on heartbeat expiration")
+        log.info(
+            "member %s in group %s has failed, removing it from the group",
+            member.member_id,
+            group.group_id,
+        )
+        self._remove_member_and_update_group(
+            group, member, f"removing member {member.member_id} on heartbeat expiration"
+        )
 
     def _add_pending_member_expiration(self, group: Group, member_id: str, timeout_ms: int) -> None:
         old = group.pending_member_timers.pop(member_id, None)
@@ -96,5 +108,9 @@ class HeartbeatMixin:
     def _on_expire_pending_member(self, group: Group, member_id: str) -> None:
         group.pending_member_timers.pop(member_id, None)
         if not group.is_(DEAD) and group.is_pending_member(member_id):
-            log.info("pending member %s in group %s has been removed after session timeout expiration", member_id, group.group_id)
+            log.info(
+                "pending member %s in group %s has been removed after session timeout expiration",
+                member_id,
+                group.group_id,
+            )
             self._remove_pending_member_and_update_group(group, member_id)

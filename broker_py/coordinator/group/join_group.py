@@ -128,7 +128,11 @@ class JoinGroupMixin:
         error = self.validate_group_status(group_id, ApiKey.JOIN_GROUP)
         if error is not None:
             return respond(JoinGroupResult(member_id, error))
-        if not self.config["group.min.session.timeout.ms"] <= session_timeout_ms <= self.config["group.max.session.timeout.ms"]:
+        if (
+            not self.config["group.min.session.timeout.ms"]
+            <= session_timeout_ms
+            <= self.config["group.max.session.timeout.ms"]
+        ):
             return respond(JoinGroupResult(member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
         is_unknown_member = member_id == ""
         group = self.manager.get_group(group_id)
@@ -141,14 +145,33 @@ class JoinGroupMixin:
             respond(JoinGroupResult("", ErrorCode.GROUP_MAX_SIZE_REACHED))
         elif is_unknown_member:
             self._do_new_member_join_group(
-                group, group_instance_id, require_known_member_id, support_skipping_assignment, client_id,
-                client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, future, reason,
-            )  # fmt: skip
+                group,
+                group_instance_id,
+                require_known_member_id,
+                support_skipping_assignment,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                future,
+                reason,
+            )
         else:
             self._do_current_member_join_group(
-                group, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
-                session_timeout_ms, protocol_type, protocols, future, reason,
-            )  # fmt: skip
+                group,
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                protocol_type,
+                protocols,
+                future,
+                reason,
+            )
         if group.is_(PREPARING):
             self._try_complete_join(group)
 
@@ -157,52 +180,111 @@ class JoinGroupMixin:
         if group.state in (EMPTY, DEAD):
             return True
         if group.is_(PREPARING):
-            return (group.has(member_id) and group.get(member_id).is_awaiting_join) or group.num_awaiting_join() < max_size
+            return (
+                group.has(member_id) and group.get(member_id).is_awaiting_join
+            ) or group.num_awaiting_join() < max_size
         return group.has(member_id) or group.size < max_size
 
     def _do_new_member_join_group(
-        self, group, group_instance_id, require_known_member_id, support_skipping_assignment, client_id,
-        client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, future, reason,
-    ) -> None:  # fmt: skip
+        self,
+        group,
+        group_instance_id,
+        require_known_member_id,
+        support_skipping_assignment,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        protocol_type,
+        protocols,
+        future,
+        reason,
+    ) -> None:
         if group.is_(DEAD):
             future.set_result(JoinGroupResult("", ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             future.set_result(JoinGroupResult("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
-        new_member_id = f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
+        new_member_id = (
+            f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
+        )
         if group_instance_id is not None:
             old_member_id = group.current_static_member_id(group_instance_id)
             if old_member_id is not None:
                 log.info(
                     "static member %s of group %s rejoins with an unknown member id in state %s; "
                     "replacing member %s",
-                    group_instance_id, group.group_id, group.state, old_member_id,
-                )  # fmt: skip
+                    group_instance_id,
+                    group.group_id,
+                    group.state,
+                    old_member_id,
+                )
                 self._update_static_member_and_rebalance(
-                    group, old_member_id, new_member_id, group_instance_id, protocols, rebalance_timeout_ms,
-                    session_timeout_ms, future, reason, support_skipping_assignment,
-                )  # fmt: skip
+                    group,
+                    old_member_id,
+                    new_member_id,
+                    group_instance_id,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    future,
+                    reason,
+                    support_skipping_assignment,
+                )
             else:
                 self._add_member_and_rebalance(
-                    rebalance_timeout_ms, session_timeout_ms, new_member_id, group_instance_id, client_id,
-                    client_host, protocol_type, protocols, group, future, reason,
-                )  # fmt: skip
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    new_member_id,
+                    group_instance_id,
+                    client_id,
+                    client_host,
+                    protocol_type,
+                    protocols,
+                    group,
+                    future,
+                    reason,
+                )
         elif require_known_member_id:
-            log.info("new member of group %s in state %s gets member id %s", group.group_id, group.state, new_member_id)
+            log.info(
+                "new member of group %s in state %s gets member id %s",
+                group.group_id,
+                group.state,
+                new_member_id,
+            )
             group.pending_members.add(new_member_id)
             self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
             future.set_result(JoinGroupResult(new_member_id, ErrorCode.MEMBER_ID_REQUIRED))
         else:
             self._add_member_and_rebalance(
-                rebalance_timeout_ms, session_timeout_ms, new_member_id, None, client_id, client_host,
-                protocol_type, protocols, group, future, reason,
-            )  # fmt: skip
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                new_member_id,
+                None,
+                client_id,
+                client_host,
+                protocol_type,
+                protocols,
+                group,
+                future,
+                reason,
+            )
 
     def _do_current_member_join_group(
-        self, group, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
-        session_timeout_ms, protocol_type, protocols, future, reason,
-    ) -> None:  # fmt: skip
+        self,
+        group,
+        member_id,
+        group_instance_id,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        protocol_type,
+        protocols,
+        future,
+        reason,
+    ) -> None:
         if group.is_(DEAD):
             future.set_result(JoinGroupResult(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -213,11 +295,25 @@ class JoinGroupMixin:
             if group_instance_id is not None:
                 future.set_result(JoinGroupResult(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
                 return
-            log.info("pending member %s joins group %s in state %s", member_id, group.group_id, group.state)
+            log.info(
+                "pending member %s joins group %s in state %s",
+                member_id,
+                group.group_id,
+                group.state,
+            )
             self._add_member_and_rebalance(
-                rebalance_timeout_ms, session_timeout_ms, member_id, None, client_id, client_host,
-                protocol_type, protocols, group, future, reason,
-            )  # fmt: skip
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                member_id,
+                None,
+                client_id,
+                client_host,
+                protocol_type,
+                protocols,
+                group,
+                future,
+                reason,
+            )
             return
         error = self._validate_current_member(group, member_id, group_instance_id)
         if error is not None:
@@ -226,33 +322,57 @@ class JoinGroupMixin:
         member = group.get(member_id)
         if group.is_(PREPARING):
             self._update_member_and_rebalance(
-                group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future,
+                group,
+                member,
+                protocols,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                future,
                 f"member {member_id} joining group during {group.state}; client reason: {reason}",
-            )  # fmt: skip
+            )
         elif group.is_(COMPLETING):
             if member.matches(protocols):
                 # The member lost the JoinGroup response: the current generation again.
-                future.set_result(self._join_result(group, member, include_members=group.is_leader(member_id)))
+                future.set_result(
+                    self._join_result(group, member, include_members=group.is_leader(member_id))
+                )
             else:
                 self._update_member_and_rebalance(
-                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future,
+                    group,
+                    member,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    future,
                     f"updating metadata for member {member_id} during {group.state}; client reason: {reason}",
-                )  # fmt: skip
+                )
         elif group.is_(STABLE):
             if group.is_leader(member_id) or not member.matches(protocols):
                 # The leader rejoining forces a rebalance: it may have seen metadata change.
                 self._update_member_and_rebalance(
-                    group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future,
+                    group,
+                    member,
+                    protocols,
+                    rebalance_timeout_ms,
+                    session_timeout_ms,
+                    future,
                     f"member {member_id} rejoining group during {group.state}; client reason: {reason}",
-                )  # fmt: skip
+                )
             else:
                 future.set_result(self._join_result(group, member, include_members=False))
         else:
-            log.warning("member %s rejoins group %s in unexpected state %s", member_id, group.group_id, group.state)
+            log.warning(
+                "member %s rejoins group %s in unexpected state %s",
+                member_id,
+                group.group_id,
+                group.state,
+            )
             future.set_result(JoinGroupResult(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
 
     @staticmethod
-    def _join_result(group: Group, member: MemberMetadata, include_members: bool, skip_assignment: bool = False) -> JoinGroupResult:
+    def _join_result(
+        group: Group, member: MemberMetadata, include_members: bool, skip_assignment: bool = False
+    ) -> JoinGroupResult:
         return JoinGroupResult(
             member_id=member.member_id,
             error=ErrorCode.NONE,
@@ -265,13 +385,29 @@ class JoinGroupMixin:
         )
 
     def _add_member_and_rebalance(
-        self, rebalance_timeout_ms, session_timeout_ms, member_id, group_instance_id, client_id, client_host,
-        protocol_type, protocols, group, future, reason,
-    ) -> None:  # fmt: skip
+        self,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        member_id,
+        group_instance_id,
+        client_id,
+        client_host,
+        protocol_type,
+        protocols,
+        group,
+        future,
+        reason,
+    ) -> None:
         member = MemberMetadata(
-            member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
-            protocol_type, protocols,
-        )  # fmt: skip
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout_ms,
+            session_timeout_ms,
+            protocol_type,
+            protocols,
+        )
         member.is_new = True
         # A new member while the first rebalance waits lets it wait a little longer.
         if group.is_(PREPARING) and group.generation_id == 0:
@@ -284,13 +420,23 @@ class JoinGroupMixin:
         # expiry is the (long) new-member timeout, not the session timeout.
         self._schedule_heartbeat_expiration(group, member, self.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance(
-            group, f"adding new member {member_id} with group instance id {group_instance_id}; client reason: {reason}"
+            group,
+            f"adding new member {member_id} with group instance id {group_instance_id}; client reason: {reason}",
         )
 
     def _update_static_member_and_rebalance(
-        self, group, old_member_id, new_member_id, group_instance_id, protocols, rebalance_timeout_ms,
-        session_timeout_ms, future, reason, support_skipping_assignment,
-    ) -> None:  # fmt: skip
+        self,
+        group,
+        old_member_id,
+        new_member_id,
+        group_instance_id,
+        protocols,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        future,
+        reason,
+        support_skipping_assignment,
+    ) -> None:
         current_leader = group.leader_id or ""
         member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
         self._schedule_heartbeat_expiration(group, member)
@@ -305,19 +451,40 @@ class JoinGroupMixin:
 
                 def stored(error: ErrorCode) -> None:
                     if error:
-                        log.warning("failed to persist group %s after static member rejoin: %s", group.group_id, error.name)
-                        group.update_member(member, old_protocols, old_rebalance_timeout_ms, old_session_timeout_ms, None)
-                        old = group.replace_static_member(group_instance_id, new_member_id, old_member_id)
+                        log.warning(
+                            "failed to persist group %s after static member rejoin: %s",
+                            group.group_id,
+                            error.name,
+                        )
+                        group.update_member(
+                            member,
+                            old_protocols,
+                            old_rebalance_timeout_ms,
+                            old_session_timeout_ms,
+                            None,
+                        )
+                        old = group.replace_static_member(
+                            group_instance_id, new_member_id, old_member_id
+                        )
                         self._schedule_heartbeat_expiration(group, old)
                         if not future.done():
                             future.set_result(
                                 JoinGroupResult(
-                                    "", error, group.generation_id, group.protocol_type, group.protocol_name, current_leader
+                                    "",
+                                    error,
+                                    group.generation_id,
+                                    group.protocol_type,
+                                    group.protocol_name,
+                                    current_leader,
                                 )
                             )
                     elif support_skipping_assignment:
                         is_leader = group.is_leader(new_member_id)
-                        member.complete_join(self._join_result(group, member, include_members=is_leader, skip_assignment=is_leader))
+                        member.complete_join(
+                            self._join_result(
+                                group, member, include_members=is_leader, skip_assignment=is_leader
+                            )
+                        )
                     else:
                         # The old leader id is returned so this member does not run a
                         # trivial assignment a Stable group would not broadcast anyway.
@@ -328,12 +495,18 @@ class JoinGroupMixin:
                 self.manager.store_group(group, assignment, stored)
             else:
                 self._maybe_prepare_rebalance(
-                    group, f"static member {new_member_id} ({group_instance_id}) rejoined with other protocols"
+                    group,
+                    f"static member {new_member_id} ({group_instance_id}) rejoined with other protocols",
                 )
         elif group.is_(COMPLETING):
             # The leader may already be assigning to the old member id: start over.
-            self._prepare_rebalance(group, f"static member {new_member_id} ({group_instance_id}) rejoined; client reason: {reason}")
+            self._prepare_rebalance(
+                group,
+                f"static member {new_member_id} ({group_instance_id}) rejoined; client reason: {reason}",
+            )
 
-    def _update_member_and_rebalance(self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future, reason) -> None:
+    def _update_member_and_rebalance(
+        self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future, reason
+    ) -> None:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, future)
         self._maybe_prepare_rebalance(group, reason)

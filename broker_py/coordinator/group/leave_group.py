@@ -37,7 +37,9 @@ class LeaveGroupMixin:
     # The shell's (GroupCoordinator.__init__/start).
     manager: GroupMetadataManager
 
-    def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+    def leave_group(
+        self, group_id: str, members: list[tuple[str, str | None, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
         """``members``: (member_id, group_instance_id, reason). Returns the top-level
         error and one error per member (none when the top-level error is set)."""
         error = self.validate_group_status(group_id, ApiKey.LEAVE_GROUP)
@@ -60,7 +62,11 @@ class LeaveGroupMixin:
                     self._remove_current_member_from_group(group, current, reason)
                     errors.append(ErrorCode.NONE)
             elif group.is_pending_member(member_id):
-                log.info("pending member %s has left group %s through LeaveGroup", member_id, group.group_id)
+                log.info(
+                    "pending member %s has left group %s through LeaveGroup",
+                    member_id,
+                    group.group_id,
+                )
                 self._remove_pending_member_and_update_group(group, member_id)
                 errors.append(ErrorCode.NONE)
             else:
@@ -73,5 +79,12 @@ class LeaveGroupMixin:
 
     def _remove_current_member_from_group(self, group: Group, member_id: str, reason: str) -> None:
         member = group.get(member_id)
-        self._remove_member_and_update_group(group, member, f"removing member {member_id} on LeaveGroup; client reason: {reason}")
-        log.info("member %s has left group %s through LeaveGroup; client reason: %s", member, group.group_id, reason)
+        self._remove_member_and_update_group(
+            group, member, f"removing member {member_id} on LeaveGroup; client reason: {reason}"
+        )
+        log.info(
+            "member %s has left group %s through LeaveGroup; client reason: %s",
+            member,
+            group.group_id,
+            reason,
+        )

@@ -97,7 +97,9 @@ class OffsetsMixin:
         return done.result()
 
     @classmethod
-    def _validate_offset_commit(cls, group: Group, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+    def _validate_offset_commit(
+        cls, group: Group, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode | None:
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(EMPTY):
@@ -135,31 +137,84 @@ class OffsetsMixin:
             state = partition.log.producer_state
             if not state.in_transaction(producer_id):
                 guard = state.verification_guard(producer_id)
-                return asyncio.ensure_future(self._verify_then_commit_txn_offsets(
-                    transactional_id, guard, state, group_id, producer_id, producer_epoch, member_id, group_instance_id,
-                    generation_id, offsets,
-                ))  # fmt: skip
-            return self._commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets)
+                return asyncio.ensure_future(
+                    self._verify_then_commit_txn_offsets(
+                        transactional_id,
+                        guard,
+                        state,
+                        group_id,
+                        producer_id,
+                        producer_epoch,
+                        member_id,
+                        group_instance_id,
+                        generation_id,
+                        offsets,
+                    )
+                )
+            return self._commit_txn_offsets(
+                group_id,
+                producer_id,
+                producer_epoch,
+                member_id,
+                group_instance_id,
+                generation_id,
+                offsets,
+            )
         return self._commit_txn_offsets(
-            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, verify=True
+            group_id,
+            producer_id,
+            producer_epoch,
+            member_id,
+            group_instance_id,
+            generation_id,
+            offsets,
+            verify=True,
         )
 
     async def _verify_then_commit_txn_offsets(
-        self, transactional_id, guard, state, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets
-    ) -> dict[TopicPartition, ErrorCode]:  # fmt: skip
+        self,
+        transactional_id,
+        guard,
+        state,
+        group_id,
+        producer_id,
+        producer_epoch,
+        member_id,
+        group_instance_id,
+        generation_id,
+        offsets,
+    ) -> dict[TopicPartition, ErrorCode]:
         tp = (OFFSETS_TOPIC, self.partition_for(group_id))
-        answer = await self.apis.replica_manager.txn_verifier.verify(transactional_id, producer_id, producer_epoch, [tp])
+        answer = await self.apis.replica_manager.txn_verifier.verify(
+            transactional_id, producer_id, producer_epoch, [tp]
+        )
         error = answer[tp]
         if error == ErrorCode.NONE and not state.verified(producer_id, guard):
             error = ErrorCode.INVALID_TXN_STATE  # a marker ended the transaction meanwhile
         if error != ErrorCode.NONE:
             return dict.fromkeys(offsets, offset_commit_error(error))
-        done = self._commit_txn_offsets(group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets)
+        done = self._commit_txn_offsets(
+            group_id,
+            producer_id,
+            producer_epoch,
+            member_id,
+            group_instance_id,
+            generation_id,
+            offsets,
+        )
         return done if isinstance(done, dict) else await done
 
     def _commit_txn_offsets(
-        self, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, offsets, verify: bool = False
-    ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:  # fmt: skip
+        self,
+        group_id,
+        producer_id,
+        producer_epoch,
+        member_id,
+        group_instance_id,
+        generation_id,
+        offsets,
+        verify: bool = False,
+    ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:
         error = self.validate_group_status(group_id, ApiKey.TXN_OFFSET_COMMIT)
         if error is not None:
             return dict.fromkeys(offsets, error)
@@ -177,7 +232,11 @@ class OffsetsMixin:
         if verify:
             transactions = self.apis.transaction_coordinator
             tp = (OFFSETS_TOPIC, self.partition_for(group_id))
-            error = ErrorCode.INVALID_TXN_STATE if transactions is None else transactions.verify_partition(producer_id, producer_epoch, *tp)
+            error = (
+                ErrorCode.INVALID_TXN_STATE
+                if transactions is None
+                else transactions.verify_partition(producer_id, producer_epoch, *tp)
+            )
             if error != ErrorCode.NONE:
                 return dict.fromkeys(offsets, error)
         done = Completion()
@@ -219,7 +278,9 @@ class OffsetsMixin:
             log.info("removed %d offsets of deleted topic %s", removed, topic)
         return removed
 
-    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """OffsetDelete: removes committed offsets (with tombstones). An Empty group
         loses any; a ``consumer`` group with members only those of topics no member
         subscribes to (the rest: GROUP_SUBSCRIBED_TO_TOPIC); a group of another
@@ -245,7 +306,9 @@ class OffsetsMixin:
             return ErrorCode.NON_EMPTY_GROUP, {}
         if eligible:
             wanted = set(eligible)
-            removed = self.manager.cleanup_group_metadata([group], lambda g: [tp for tp in g.offsets if tp in wanted])
+            removed = self.manager.cleanup_group_metadata(
+                [group], lambda g: [tp for tp in g.offsets if tp in wanted]
+            )
             log.info("deleted %d offsets of group %s", removed, group_id)
             errors.update(dict.fromkeys(eligible, ErrorCode.NONE))
         return ErrorCode.NONE, errors

@@ -73,11 +73,17 @@ class RebalanceMixin:
         group.transition_to(PREPARING)
         log.info(
             "preparing to rebalance group %s with old generation %d (%s-%d) (reason: %s)",
-            group.group_id, group.generation_id, OFFSETS_TOPIC, self.partition_for(group.group_id), reason,
-        )  # fmt: skip
+            group.group_id,
+            group.generation_id,
+            OFFSETS_TOPIC,
+            self.partition_for(group.group_id),
+            reason,
+        )
         if initial:
             delay = self.config["group.initial.rebalance.delay.ms"]
-            self._watch_join(group, DelayedJoin(True, delay, max(group.rebalance_timeout_ms - delay, 0)))
+            self._watch_join(
+                group, DelayedJoin(True, delay, max(group.rebalance_timeout_ms - delay, 0))
+            )
         else:
             self._watch_join(group, DelayedJoin(False, group.rebalance_timeout_ms))
 
@@ -115,7 +121,11 @@ class RebalanceMixin:
     def _on_complete_join(self, group: Group) -> None:
         not_rejoined = [m for m in group.not_yet_rejoined_members() if not m.is_static]
         if not_rejoined:
-            log.info("group %s removed dynamic members who did not rejoin: %s", group.group_id, [m.member_id for m in not_rejoined])
+            log.info(
+                "group %s removed dynamic members who did not rejoin: %s",
+                group.group_id,
+                [m.member_id for m in not_rejoined],
+            )
             for member in not_rejoined:
                 self._remove_member(group, member.member_id)
         if group.is_(DEAD):
@@ -123,25 +133,39 @@ class RebalanceMixin:
         elif not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that did not rejoin are left: wait for them (or for
             # their sessions to expire) one more rebalance timeout.
-            log.error("group %s could not complete rebalance because no members rejoined", group.group_id)
+            log.error(
+                "group %s could not complete rebalance because no members rejoined", group.group_id
+            )
             self._watch_join(group, DelayedJoin(False, group.rebalance_timeout_ms))
         else:
             group.init_next_generation(self.time.milliseconds())
             if group.is_(EMPTY):
-                log.info("group %s with generation %d is now empty", group.group_id, group.generation_id)
+                log.info(
+                    "group %s with generation %d is now empty", group.group_id, group.generation_id
+                )
 
                 def stored(error: ErrorCode, group_id: str = group.group_id) -> None:
                     if error:
-                        log.warning("failed to write empty metadata for group %s: %s", group_id, error.name)
+                        log.warning(
+                            "failed to write empty metadata for group %s: %s", group_id, error.name
+                        )
 
                 self.manager.store_group(group, {}, stored)
             else:
                 log.info(
                     "stabilized group %s generation %d (%s-%d) with %d members",
-                    group.group_id, group.generation_id, OFFSETS_TOPIC, self.partition_for(group.group_id), group.size,
-                )  # fmt: skip
+                    group.group_id,
+                    group.generation_id,
+                    OFFSETS_TOPIC,
+                    self.partition_for(group.group_id),
+                    group.size,
+                )
                 for member in list(group.members.values()):
-                    member.complete_join(self._join_result(group, member, include_members=group.is_leader(member.member_id)))
+                    member.complete_join(
+                        self._join_result(
+                            group, member, include_members=group.is_leader(member.member_id)
+                        )
+                    )
                     self._schedule_heartbeat_expiration(group, member)
                     member.is_new = False
                     group.pending_sync_members.add(member.member_id)

@@ -68,10 +68,29 @@ class SyncGroupMixin:
     ) -> SyncGroupResult:
         assert self._loop is not None, "start() first"
         future: asyncio.Future[SyncGroupResult] = self._loop.create_future()
-        self._handle_sync_group(group_id, generation_id, member_id, protocol_type, protocol_name, group_instance_id, assignments, future)
+        self._handle_sync_group(
+            group_id,
+            generation_id,
+            member_id,
+            protocol_type,
+            protocol_name,
+            group_instance_id,
+            assignments,
+            future,
+        )
         return await future
 
-    def _handle_sync_group(self, group_id, generation_id, member_id, protocol_type, protocol_name, group_instance_id, assignments, future) -> None:
+    def _handle_sync_group(
+        self,
+        group_id,
+        generation_id,
+        member_id,
+        protocol_type,
+        protocol_name,
+        group_instance_id,
+        assignments,
+        future,
+    ) -> None:
         error = self.validate_group_status(group_id, ApiKey.SYNC_GROUP)
         if error is not None:
             future.set_result(SyncGroupResult(error))
@@ -80,7 +99,9 @@ class SyncGroupMixin:
         if group is None:
             future.set_result(SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
             return
-        error = self._validate_sync_group(group, generation_id, member_id, protocol_type, protocol_name, group_instance_id)
+        error = self._validate_sync_group(
+            group, generation_id, member_id, protocol_type, protocol_name, group_instance_id
+        )
         if error is not None:
             future.set_result(SyncGroupResult(error))
         elif group.is_(EMPTY):
@@ -96,12 +117,20 @@ class SyncGroupMixin:
             if group.is_leader(member_id):
                 log.info(
                     "assignment received from leader %s for group %s for generation %d; the group has %d members",
-                    member_id, group.group_id, group.generation_id, group.size,
-                )  # fmt: skip
+                    member_id,
+                    group.group_id,
+                    group.generation_id,
+                    group.size,
+                )
                 assignment = dict(assignments)
                 missing = [m for m in group.members if m not in assignment]
                 if missing:
-                    log.warning("empty assignments for members %s of group %s generation %d", missing, group.group_id, group.generation_id)
+                    log.warning(
+                        "empty assignments for members %s of group %s generation %d",
+                        missing,
+                        group.group_id,
+                        group.generation_id,
+                    )
                 for m in missing:
                     assignment[m] = b""
 
@@ -111,7 +140,10 @@ class SyncGroupMixin:
                     if group.is_(COMPLETING) and generation_id == group.generation_id:
                         if error:
                             self._reset_and_propagate_assignment_error(group, error)
-                            self._maybe_prepare_rebalance(group, f"error {error.name} storing the assignment of group {group.group_id}")
+                            self._maybe_prepare_rebalance(
+                                group,
+                                f"error {error.name} storing the assignment of group {group.group_id}",
+                            )
                         else:
                             self._set_and_propagate_assignment(group, assignment)
                             group.transition_to(STABLE)
@@ -120,10 +152,16 @@ class SyncGroupMixin:
         elif group.is_(STABLE):
             self._remove_pending_sync_member(group, member_id)
             member = group.get(member_id)
-            future.set_result(SyncGroupResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            future.set_result(
+                SyncGroupResult(
+                    ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment
+                )
+            )
             self._schedule_heartbeat_expiration(group, member)
 
-    def _validate_sync_group(self, group, generation_id, member_id, protocol_type, protocol_name, group_instance_id) -> ErrorCode | None:
+    def _validate_sync_group(
+        self, group, generation_id, member_id, protocol_type, protocol_name, group_instance_id
+    ) -> ErrorCode | None:
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         error = self._validate_current_member(group, member_id, group_instance_id)
@@ -148,9 +186,13 @@ class SyncGroupMixin:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: Group, error: ErrorCode) -> None:
-        protocol_type, protocol_name = (group.protocol_type, group.protocol_name) if error == ErrorCode.NONE else (None, None)
+        protocol_type, protocol_name = (
+            (group.protocol_type, group.protocol_name) if error == ErrorCode.NONE else (None, None)
+        )
         for member in group.members.values():
-            if member.complete_sync(SyncGroupResult(error, protocol_type, protocol_name, member.assignment)):
+            if member.complete_sync(
+                SyncGroupResult(error, protocol_type, protocol_name, member.assignment)
+            ):
                 # Expirations are ignored while a member waits in SyncGroup; start anew.
                 self._schedule_heartbeat_expiration(group, member)
 
@@ -158,7 +200,10 @@ class SyncGroupMixin:
         if group.sync_timer is not None:
             group.sync_timer.cancel()
         group.sync_timer = self.time.call_later(
-            group.rebalance_timeout_ms / 1000, self._on_expire_pending_sync, group, group.generation_id
+            group.rebalance_timeout_ms / 1000,
+            self._on_expire_pending_sync,
+            group,
+            group.generation_id,
         )
 
     def _remove_pending_sync_member(self, group: Group, member_id: str) -> None:
@@ -170,7 +215,9 @@ class SyncGroupMixin:
         self._maybe_complete_sync_expiration(group)
 
     def _maybe_complete_sync_expiration(self, group: Group) -> None:
-        if group.sync_timer is not None and (not group.pending_sync_members or group.state in (DEAD, EMPTY, PREPARING)):
+        if group.sync_timer is not None and (
+            not group.pending_sync_members or group.state in (DEAD, EMPTY, PREPARING)
+        ):
             group.sync_timer.cancel()
             group.sync_timer = None
 
@@ -182,5 +229,7 @@ class SyncGroupMixin:
             pending = sorted(group.pending_sync_members)
             for member_id in pending:
                 self._remove_member(group, member_id)
-            log.info("group %s removed members who did not send SyncGroup: %s", group.group_id, pending)
+            log.info(
+                "group %s removed members who did not send SyncGroup: %s", group.group_id, pending
+            )
             self._prepare_rebalance(group, f"removing {pending} on pending sync request expiration")

@@ -21,10 +21,10 @@ import logging
 import os
 from collections.abc import Callable
 
-from broker_py.server import metadata_file
-from logstore.protocol.errors import CoordinatorLoadInProgressError, KafkaStorageError
-from broker_py.server.metadata_file import MetadataFileError
 from broker_py.controller.topic_metadata import METADATA_DIR
+from broker_py.server import metadata_file
+from broker_py.server.metadata_file import MetadataFileError
+from logstore.protocol.errors import CoordinatorLoadInProgressError, KafkaStorageError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,9 @@ class ProducerIdManager:
         except (OSError, UnicodeDecodeError) as e:
             raise MetadataFileError(self._path, f"cannot be read: {e}") from None
         if not text.isdigit():
-            raise MetadataFileError(self._path, f"holds {text[:40]!r}, not the next producer id block")
+            raise MetadataFileError(
+                self._path, f"holds {text[:40]!r}, not the next producer id block"
+            )
         self._next = self._block_end = int(text)
 
     def _reserve(self) -> None:
@@ -107,11 +109,15 @@ class ZkProducerIdManager:
         if self._next >= self._end:
             if self._prefetched is None:
                 self._claim_next()
-                raise CoordinatorLoadInProgressError("claiming a block of producer ids from ZooKeeper")
+                raise CoordinatorLoadInProgressError(
+                    "claiming a block of producer ids from ZooKeeper"
+                )
             self._use(self._prefetched)
             self._prefetched = None
         pid = self._next
         self._next += 1
-        if self._prefetched is None and self._end - self._next <= self._block_size * (1 - self.PREFETCH_AT):
+        if self._prefetched is None and self._end - self._next <= self._block_size * (
+            1 - self.PREFETCH_AT
+        ):
             self._claim_next()
         return pid

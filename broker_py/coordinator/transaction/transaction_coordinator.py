@@ -34,18 +34,20 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.coordinator.transaction.transaction_marker_channel_manager import (
+    TransactionMarkerChannelManager,
+)
 from broker_py.coordinator.transaction.transaction_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_ID,
     TransactionMetadata,
     TransactionState,
 )
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from broker_py.coordinator.transaction.transaction_marker_channel_manager import TransactionMarkerChannelManager
 from broker_py.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +70,20 @@ class TransactionCoordinator:
         # producer id -> transactional id, for checking transactional produce requests
         self._by_producer_id: dict[int, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._finishing: dict[str, asyncio.Task[None]] = {}  # transactional id -> its markers' delivery
+        self._finishing: dict[
+            str, asyncio.Task[None]
+        ] = {}  # transactional id -> its markers' delivery
         self._loading: dict[int, asyncio.Task[None]] = {}
         self.active = False
         support = apis.zk_support
         self.markers = TransactionMarkerChannelManager(
             apis,
-            None if support is None else (lambda broker_id: support.inter_broker_endpoint(broker_id)),
+            None
+            if support is None
+            else (lambda broker_id: support.inter_broker_endpoint(broker_id)),
             None if support is None else support.channel_builder.client,
             self.config["request.timeout.ms"],
-        )  # fmt: skip
+        )
 
     # ---- lifecycle ----
 
@@ -112,7 +118,9 @@ class TransactionCoordinator:
             if txn.state.is_prepare:
                 self._finish_in_background(txn, commit=txn.state == PREPARE_COMMIT)
 
-    def _leadership_changed(self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]) -> None:
+    def _leadership_changed(
+        self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]
+    ) -> None:
         """Kafka's ``onLeadershipChange`` for ``__transaction_state``'s partitions."""
         for topic, index in leaders:
             if topic == TRANSACTION_STATE_TOPIC:
@@ -130,7 +138,9 @@ class TransactionCoordinator:
             self.state.owned.add(p)  # nothing to load
             return
         self.state.loading.add(p)
-        task = asyncio.get_running_loop().create_task(self._load_partition(p), name=f"load-txn-state-{p}")
+        task = asyncio.get_running_loop().create_task(
+            self._load_partition(p), name=f"load-txn-state-{p}"
+        )
         self._loading[p] = task
         task.add_done_callback(lambda _t, p=p: self._loading.pop(p, None))
 
@@ -145,9 +155,15 @@ class TransactionCoordinator:
             finishing = self._finishing.pop(tid, None)
             if finishing is not None:
                 finishing.cancel()
-        self._by_producer_id = {pid: tid for pid, tid in self._by_producer_id.items() if tid not in gone}
+        self._by_producer_id = {
+            pid: tid for pid, tid in self._by_producer_id.items() if tid not in gone
+        }
         if self.state.drop_partition(p):
-            log.info("dropped %d transactional ids of partition %d: this broker no longer leads it", len(gone), p)
+            log.info(
+                "dropped %d transactional ids of partition %d: this broker no longer leads it",
+                len(gone),
+                p,
+            )
 
     def ensure_topic(self) -> None:
         self.state.ensure_topic()
@@ -163,7 +179,11 @@ class TransactionCoordinator:
     # ---- InitProducerId ----
 
     async def init_producer_id(
-        self, transactional_id: str, txn_timeout_ms: int, expected_producer_id: int = NO_PRODUCER_ID, expected_epoch: int = -1
+        self,
+        transactional_id: str,
+        txn_timeout_ms: int,
+        expected_producer_id: int = NO_PRODUCER_ID,
+        expected_epoch: int = -1,
     ) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer starting up."""
         if not transactional_id:
@@ -179,12 +199,22 @@ class TransactionCoordinator:
             if txn is None:
                 now = self.time.milliseconds()
                 txn = TransactionMetadata(
-                    transactional_id, self.apis.producer_ids.next_id(), 0, txn_timeout_ms, EMPTY, set(), -1, now
+                    transactional_id,
+                    self.apis.producer_ids.next_id(),
+                    0,
+                    txn_timeout_ms,
+                    EMPTY,
+                    set(),
+                    -1,
+                    now,
                 )
                 await self._store(txn)
                 return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
             if expected_producer_id != NO_PRODUCER_ID:
-                if (expected_producer_id, expected_epoch) == (txn.last_producer_id, txn.last_producer_epoch) and txn.state == EMPTY:
+                if (expected_producer_id, expected_epoch) == (
+                    txn.last_producer_id,
+                    txn.last_producer_epoch,
+                ) and txn.state == EMPTY:
                     # A retry of the InitProducerId that made the current epoch.
                     return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
                 if not txn.owned_by(expected_producer_id, expected_epoch):
@@ -195,7 +225,11 @@ class TransactionCoordinator:
                 await self._fence_and_abort(txn)
                 txn = self.state.transactions.get(transactional_id)
                 if txn is None or txn.state.is_prepare:
-                    return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, -1  # its markers are still on their way
+                    return (
+                        ErrorCode.CONCURRENT_TRANSACTIONS,
+                        NO_PRODUCER_ID,
+                        -1,
+                    )  # its markers are still on their way
             new = txn.copy()
             new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
             if txn.producer_epoch >= MAX_EPOCH - 1:
@@ -214,7 +248,9 @@ class TransactionCoordinator:
 
     # ---- adding partitions ----
 
-    def _owned(self, transactional_id: str, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, TransactionMetadata | None]:
+    def _owned(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, TransactionMetadata | None]:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, None
         if (error := self.state.coordinator_error(transactional_id)) is not None:
@@ -229,7 +265,11 @@ class TransactionCoordinator:
         return ErrorCode.NONE, txn
 
     async def add_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
     ) -> dict[tuple[str, int], ErrorCode]:
         """The error of each partition: all NONE once they are in the transaction."""
         error, txn = self._owned(transactional_id, producer_id, producer_epoch)
@@ -237,7 +277,12 @@ class TransactionCoordinator:
             return dict.fromkeys(partitions, error)
         unknown = {tp for tp in partitions if not self._exists(*tp)}
         if unknown:
-            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
+            return {
+                tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in partitions
+            }
         if txn.state == ONGOING and txn.partitions.issuperset(partitions):
             return dict.fromkeys(partitions, ErrorCode.NONE)
         new = txn.copy()
@@ -258,7 +303,9 @@ class TransactionCoordinator:
         info = self.apis.metadata_cache.get(topic)
         return info is not None and 0 <= index < info.partitions
 
-    async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> ErrorCode:
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> ErrorCode:
         coordinator = self.apis.group_coordinator
         try:
             coordinator.ensure_offsets_topic()
@@ -268,7 +315,11 @@ class TransactionCoordinator:
         return (await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp]))[tp]
 
     def verify_partitions(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
     ) -> dict[tuple[str, int], ErrorCode]:
         """AddPartitionsToTxn v4 with ``verify_only`` (KIP-890), what a partition leader
         asks before the first transactional batch of a producer: NONE for each
@@ -279,13 +330,20 @@ class TransactionCoordinator:
         error, txn = self._owned(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return dict.fromkeys(partitions, error)
-        return {tp: ErrorCode.NONE if txn.state == ONGOING and tp in txn.partitions else ErrorCode.INVALID_TXN_STATE for tp in partitions}
+        return {
+            tp: ErrorCode.NONE
+            if txn.state == ONGOING and tp in txn.partitions
+            else ErrorCode.INVALID_TXN_STATE
+            for tp in partitions
+        }
 
     def coordinates(self, transactional_id: str) -> bool:
         """Whether this broker coordinates the id now (its partition led and loaded here)."""
         return bool(transactional_id) and self.state.coordinator_error(transactional_id) is None
 
-    def verify_partition(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
+    def verify_partition(
+        self, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode:
         """Whether a transactional batch of this producer may go to this partition: its
         transaction is Ongoing and includes the partition (Kafka's produce-side
         verification, ``transaction.partition.verification.enable``). An older epoch
@@ -299,13 +357,19 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TXN_STATE
         if producer_epoch < txn.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
-        if producer_epoch == txn.producer_epoch and txn.state == ONGOING and (topic, partition) in txn.partitions:
+        if (
+            producer_epoch == txn.producer_epoch
+            and txn.state == ONGOING
+            and (topic, partition) in txn.partitions
+        ):
             return ErrorCode.NONE
         return ErrorCode.INVALID_TXN_STATE
 
     # ---- ending transactions ----
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
         error, txn = self._owned(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return error
@@ -328,33 +392,51 @@ class TransactionCoordinator:
         try:
             await asyncio.wait_for(asyncio.shield(task), self.config["request.timeout.ms"] / 3000)
         except TimeoutError:
-            log.info("markers of %r still being delivered; EndTxn answers now", txn.transactional_id)
+            log.info(
+                "markers of %r still being delivered; EndTxn answers now", txn.transactional_id
+            )
 
     def _finish_in_background(self, txn: TransactionMetadata, commit: bool) -> asyncio.Task[None]:
         tid = txn.transactional_id
         running = self._finishing.get(tid)
         if running is not None and not running.done():
             return running
-        task = asyncio.get_running_loop().create_task(self._finish_logged(txn, commit), name=f"txn-markers-{tid}")
+        task = asyncio.get_running_loop().create_task(
+            self._finish_logged(txn, commit), name=f"txn-markers-{tid}"
+        )
         self._finishing[tid] = task
-        task.add_done_callback(lambda t: self._finishing.pop(tid, None) if self._finishing.get(tid) is t else None)
+        task.add_done_callback(
+            lambda t: self._finishing.pop(tid, None) if self._finishing.get(tid) is t else None
+        )
         return task
 
     async def _finish_logged(self, txn: TransactionMetadata, commit: bool) -> None:
         try:
             await self._finish(txn, commit)
         except KafkaError as e:
-            log.error("transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e)
+            log.error(
+                "transaction of %r left in %s: %s", txn.transactional_id, txn.state.display_name, e
+            )
 
     async def _finish(self, txn: TransactionMetadata, commit: bool) -> None:
         """Delivers the markers of a prepared transaction, then writes its Complete* state."""
         tid = txn.transactional_id
         await self.markers.write_markers(
-            txn.producer_id, txn.producer_epoch, commit, self.state.coordinator_epoch(tid), set(txn.partitions),
+            txn.producer_id,
+            txn.producer_epoch,
+            commit,
+            self.state.coordinator_epoch(tid),
+            set(txn.partitions),
             lambda: self.state.coordinator_error(tid) is None,
-        )  # fmt: skip
-        log.info("%s markers of %r (producer %d, epoch %d) written to %d partitions",
-                 "COMMIT" if commit else "ABORT", tid, txn.producer_id, txn.producer_epoch, len(txn.partitions))
+        )
+        log.info(
+            "%s markers of %r (producer %d, epoch %d) written to %d partitions",
+            "COMMIT" if commit else "ABORT",
+            tid,
+            txn.producer_id,
+            txn.producer_epoch,
+            len(txn.partitions),
+        )
         done = txn.copy()
         done.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         done.partitions = set()
@@ -364,9 +446,15 @@ class TransactionCoordinator:
                 await self._store(done)
                 return
             except KafkaError as e:
-                if attempt == COMPLETE_ATTEMPTS - 1 or self.state.coordinator_error(tid) is not None or e.errno == ErrorCode.NOT_COORDINATOR:
+                if (
+                    attempt == COMPLETE_ATTEMPTS - 1
+                    or self.state.coordinator_error(tid) is not None
+                    or e.errno == ErrorCode.NOT_COORDINATOR
+                ):
                     raise
-                await asyncio.sleep(self.markers.retry_backoff_ms / 1000)  # a transient append error
+                await asyncio.sleep(
+                    self.markers.retry_backoff_ms / 1000
+                )  # a transient append error
 
     async def _fence_and_abort(self, txn: TransactionMetadata) -> None:
         """Aborts an Ongoing transaction under a bumped epoch, fencing its producer."""
@@ -386,12 +474,18 @@ class TransactionCoordinator:
         aborted = 0
         for txn in list(self.state.transactions.values()):
             if txn.state == ONGOING and txn.txn_start_timestamp + txn.txn_timeout_ms < now:
-                log.info("aborting the transaction of %r: it passed its %d ms timeout", txn.transactional_id, txn.txn_timeout_ms)
+                log.info(
+                    "aborting the transaction of %r: it passed its %d ms timeout",
+                    txn.transactional_id,
+                    txn.txn_timeout_ms,
+                )
                 try:
                     await self._fence_and_abort(txn)
                     aborted += 1
                 except KafkaError as e:
-                    log.error("timed-out transaction of %r not aborted: %s", txn.transactional_id, e)
+                    log.error(
+                        "timed-out transaction of %r not aborted: %s", txn.transactional_id, e
+                    )
         return aborted
 
     async def expire_transactional_ids(self, now: int | None = None) -> int:
@@ -401,7 +495,9 @@ class TransactionCoordinator:
         expiration_ms = self.config["transactional.id.expiration.ms"]
         removed = 0
         for txn in list(self.state.transactions.values()):
-            if (txn.state == EMPTY or txn.state.is_complete) and txn.txn_last_update_timestamp + expiration_ms <= now:
+            if (
+                txn.state == EMPTY or txn.state.is_complete
+            ) and txn.txn_last_update_timestamp + expiration_ms <= now:
                 try:
                     await self.state.remove(txn.transactional_id)
                 except KafkaError as e:
@@ -414,12 +510,18 @@ class TransactionCoordinator:
 
     async def _abort_timed_out_loop(self) -> None:
         while True:
-            await self.time.sleep(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000)
+            await self.time.sleep(
+                self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
+            )
             await self.abort_timed_out()
 
     async def _expiration_loop(self) -> None:
         while True:
-            await self.time.sleep(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000)
+            await self.time.sleep(
+                self.config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
+            )
             removed = await self.expire_transactional_ids()
             if removed:
-                log.info("removed %d expired transactional ids from %s", removed, TRANSACTION_STATE_TOPIC)
+                log.info(
+                    "removed %d expired transactional ids from %s", removed, TRANSACTION_STATE_TOPIC
+                )

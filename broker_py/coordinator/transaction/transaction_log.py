@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import struct
 
-from logstore.protocol.errors import KafkaException
 from broker_py.coordinator.group.group_metadata_records import partition_for
-from logstore.protocol.errors import ProtocolError
+from broker_py.coordinator.transaction.transaction_metadata import (
+    TransactionMetadata,
+    TransactionState,
+)
+from logstore.protocol.errors import KafkaException, ProtocolError
 from logstore.protocol.schema import Array, Field, Struct
 from logstore.protocol.types import INT8, INT16, INT32, INT64, STRING, Reader, Writer
-from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState
 
 __all__ = [
     "InvalidTransactionRecordError",
@@ -42,23 +44,29 @@ VALUE_VERSION = 0
 
 _I16 = struct.Struct(">h")
 
-_PARTITIONS = Struct("PartitionsSchema", [
-    Field("topic", STRING, "0+"),
-    Field("partition_ids", Array(INT32), "0+"),
-])
+_PARTITIONS = Struct(
+    "PartitionsSchema",
+    [
+        Field("topic", STRING, "0+"),
+        Field("partition_ids", Array(INT32), "0+"),
+    ],
+)
 
-_VALUE = Struct("TransactionLogValue", [
-    Field("producer_id", INT64, "0+"),
-    Field("previous_producer_id", INT64, "1+", default=-1, tag=0),
-    Field("next_producer_id", INT64, "1+", default=-1, tag=1),
-    Field("producer_epoch", INT16, "0+"),
-    Field("transaction_timeout_ms", INT32, "0+"),
-    Field("transaction_status", INT8, "0+"),
-    Field("transaction_partitions", Array(_PARTITIONS), "0+", nullable="0+"),
-    Field("transaction_last_update_timestamp_ms", INT64, "0+"),
-    Field("transaction_start_timestamp_ms", INT64, "0+"),
-    Field("client_transaction_version", INT16, "1+", default=0, tag=2),
-])  # fmt: skip
+_VALUE = Struct(
+    "TransactionLogValue",
+    [
+        Field("producer_id", INT64, "0+"),
+        Field("previous_producer_id", INT64, "1+", default=-1, tag=0),
+        Field("next_producer_id", INT64, "1+", default=-1, tag=1),
+        Field("producer_epoch", INT16, "0+"),
+        Field("transaction_timeout_ms", INT32, "0+"),
+        Field("transaction_status", INT8, "0+"),
+        Field("transaction_partitions", Array(_PARTITIONS), "0+", nullable="0+"),
+        Field("transaction_last_update_timestamp_ms", INT64, "0+"),
+        Field("transaction_start_timestamp_ms", INT64, "0+"),
+        Field("client_transaction_version", INT16, "1+", default=0, tag=2),
+    ],
+)
 
 _CODECS = {0: _VALUE.codec(0, False), 1: _VALUE.codec(1, True)}
 
@@ -95,7 +103,9 @@ def encode_value(txn: TransactionMetadata) -> bytes:
         producer_epoch=txn.producer_epoch,
         transaction_timeout_ms=txn.txn_timeout_ms,
         transaction_status=int(txn.state),
-        transaction_partitions=[_PARTITIONS.cls(topic=t, partition_ids=ps) for t, ps in by_topic.items()],
+        transaction_partitions=[
+            _PARTITIONS.cls(topic=t, partition_ids=ps) for t, ps in by_topic.items()
+        ],
         transaction_last_update_timestamp_ms=txn.txn_last_update_timestamp,
         transaction_start_timestamp_ms=txn.txn_start_timestamp,
     )
@@ -117,11 +127,15 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
     except (ProtocolError, ValueError) as e:
         raise InvalidTransactionRecordError(f"value of {transactional_id!r}: {e}") from None
     if r.remaining():
-        raise InvalidTransactionRecordError(f"value of {transactional_id!r} has {r.remaining()} bytes after its fields")
+        raise InvalidTransactionRecordError(
+            f"value of {transactional_id!r} has {r.remaining()} bytes after its fields"
+        )
     try:
         state = TransactionState(v.transaction_status)
     except ValueError:
-        raise InvalidTransactionRecordError(f"value of {transactional_id!r} has status {v.transaction_status}") from None
+        raise InvalidTransactionRecordError(
+            f"value of {transactional_id!r} has status {v.transaction_status}"
+        ) from None
     return TransactionMetadata(
         transactional_id=transactional_id,
         producer_id=v.producer_id,

@@ -32,37 +32,58 @@ TopicPartition = tuple[str, int]
 
 class TransactionMarkerChannelManager:
     def __init__(
-        self, apis, endpoint_of: EndpointOf | None = None, make_client: ClientFactory | None = None,
-        request_timeout_ms: int = 30_000, retry_backoff_ms: int = 100,
-    ) -> None:  # fmt: skip
+        self,
+        apis,
+        endpoint_of: EndpointOf | None = None,
+        make_client: ClientFactory | None = None,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+    ) -> None:
         self.apis = apis
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
-        self._clients = InterBrokerClients(f"broker-{apis.broker_id}-txn-markers", endpoint_of, make_client)
+        self._clients = InterBrokerClients(
+            f"broker-{apis.broker_id}-txn-markers", endpoint_of, make_client
+        )
 
     async def write_markers(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-        partitions: set[TopicPartition], still_owner: Callable[[], bool],
-    ) -> None:  # fmt: skip
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: set[TopicPartition],
+        still_owner: Callable[[], bool],
+    ) -> None:
         """Delivers the markers; returns once each partition has its marker (or is gone)."""
         remaining = set(partitions)
         while True:
             if not still_owner():
-                raise NotCoordinatorError(f"markers of producer {producer_id}: no longer its coordinator")
+                raise NotCoordinatorError(
+                    f"markers of producer {producer_id}: no longer its coordinator"
+                )
             by_leader: dict[int, list[TopicPartition]] = {}
             for tp in sorted(remaining):
                 leader = self._leader(*tp)
                 if leader is None:
-                    log.info("no %s marker for %s-%d: the partition is gone", "COMMIT" if commit else "ABORT", *tp)
+                    log.info(
+                        "no %s marker for %s-%d: the partition is gone",
+                        "COMMIT" if commit else "ABORT",
+                        *tp,
+                    )
                     remaining.discard(tp)
                 else:
                     by_leader.setdefault(leader, []).append(tp)
             if not remaining:
                 return
-            outcomes = await asyncio.gather(*(
-                self._deliver(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
-                for leader, tps in by_leader.items()
-            ))  # fmt: skip
+            outcomes = await asyncio.gather(
+                *(
+                    self._deliver(
+                        leader, tps, producer_id, producer_epoch, commit, coordinator_epoch
+                    )
+                    for leader, tps in by_leader.items()
+                )
+            )
             for delivered in outcomes:
                 remaining -= delivered
             if not remaining:
@@ -77,29 +98,55 @@ class TransactionMarkerChannelManager:
         partition = self.apis.replica_manager.get_partition(topic, index)
         return self.apis.broker_id if partition is not None else None
 
-    async def _deliver(self, leader: int, tps: list[TopicPartition], producer_id: int, producer_epoch: int,
-                       commit: bool, coordinator_epoch: int) -> set[TopicPartition]:  # fmt: skip
+    async def _deliver(
+        self,
+        leader: int,
+        tps: list[TopicPartition],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> set[TopicPartition]:
         """The partitions whose marker ``leader`` took."""
         if leader < 0:
             return set()
         if leader == self.apis.broker_id:
-            errors = await self._append_locally(tps, producer_id, producer_epoch, commit, coordinator_epoch)
+            errors = await self._append_locally(
+                tps, producer_id, producer_epoch, commit, coordinator_epoch
+            )
         else:
-            errors = await self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+            errors = await self._send(
+                leader, tps, producer_id, producer_epoch, commit, coordinator_epoch
+            )
         delivered = set()
         for tp in tps:
             error = errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
             if error == ErrorCode.NONE:
                 delivered.add(tp)
-            elif error in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+            elif error in (
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            ):
                 # A newer epoch of the producer or of the coordinator already ended it.
-                log.warning("%s marker for %s-%d refused (%s): dropped", "COMMIT" if commit else "ABORT", *tp, error.name)
+                log.warning(
+                    "%s marker for %s-%d refused (%s): dropped",
+                    "COMMIT" if commit else "ABORT",
+                    *tp,
+                    error.name,
+                )
                 delivered.add(tp)
             else:
-                log.info("%s marker for %s-%d not written yet: %s", "COMMIT" if commit else "ABORT", *tp, error.name)
+                log.info(
+                    "%s marker for %s-%d not written yet: %s",
+                    "COMMIT" if commit else "ABORT",
+                    *tp,
+                    error.name,
+                )
         return delivered
 
-    async def _append_locally(self, tps, producer_id, producer_epoch, commit, coordinator_epoch) -> dict[TopicPartition, ErrorCode]:
+    async def _append_locally(
+        self, tps, producer_id, producer_epoch, commit, coordinator_epoch
+    ) -> dict[TopicPartition, ErrorCode]:
         markers = [(t, i, producer_id, producer_epoch, commit, coordinator_epoch) for t, i in tps]
         results = self.apis.replica_manager.append_markers(self.request_timeout_ms, markers)
         if not isinstance(results, list):
@@ -111,20 +158,33 @@ class TransactionMarkerChannelManager:
                 group_coordinator.complete_txn_offsets(producer_id, index, commit)
         return errors
 
-    async def _send(self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch) -> dict[TopicPartition, ErrorCode]:
+    async def _send(
+        self, leader, tps, producer_id, producer_epoch, commit, coordinator_epoch
+    ) -> dict[TopicPartition, ErrorCode]:
         client = self._clients.get(leader)
         if client is None:
             return {}
         by_topic: dict[str, list[int]] = {}
         for topic, index in tps:
             by_topic.setdefault(topic, []).append(index)
-        request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
-            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
-            topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
-            coordinator_epoch=coordinator_epoch,
-        )])  # fmt: skip
+        request = WriteTxnMarkersRequest(
+            markers=[
+                WriteTxnMarkersRequest.WritableTxnMarker(
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transaction_result=commit,
+                    topics=[
+                        WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                        for t, ps in by_topic.items()
+                    ],
+                    coordinator_epoch=coordinator_epoch,
+                )
+            ]
+        )
         try:
-            response = await client.send(ApiKey.WRITE_TXN_MARKERS, request, self.request_timeout_ms + 5_000)
+            response = await client.send(
+                ApiKey.WRITE_TXN_MARKERS, request, self.request_timeout_ms + 5_000
+            )
         except (KafkaError, OSError, TimeoutError) as e:
             log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)
             return {}
@@ -133,7 +193,11 @@ class TransactionMarkerChannelManager:
             for t in marker.topics:
                 for p in t.partitions:
                     code = p.error_code
-                    out[(t.name, p.partition_index)] = ErrorCode(code) if code in ErrorCode._value2member_map_ else ErrorCode.UNKNOWN_SERVER_ERROR
+                    out[(t.name, p.partition_index)] = (
+                        ErrorCode(code)
+                        if code in ErrorCode._value2member_map_
+                        else ErrorCode.UNKNOWN_SERVER_ERROR
+                    )
         return out
 
     async def close(self) -> None:

@@ -40,7 +40,11 @@ class TransactionState(IntEnum):
 
     @property
     def is_prepare(self) -> bool:
-        return self in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT, TransactionState.PREPARE_EPOCH_FENCE)
+        return self in (
+            TransactionState.PREPARE_COMMIT,
+            TransactionState.PREPARE_ABORT,
+            TransactionState.PREPARE_EPOCH_FENCE,
+        )
 
     @property
     def is_complete(self) -> bool:

@@ -19,7 +19,6 @@ import asyncio
 import logging
 
 import logstore
-
 from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_log import (
@@ -87,7 +86,9 @@ class TransactionStateManager:
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         """The epoch markers for this id carry: its state partition's leader epoch."""
-        partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, self._partition_index(transactional_id))
+        partition = self._replica_manager.get_partition(
+            TRANSACTION_STATE_TOPIC, self._partition_index(transactional_id)
+        )
         return partition.leader_epoch if partition is not None else -1
 
     async def _append(self, transactional_id: str, value: bytes | None) -> None:
@@ -96,11 +97,18 @@ class TransactionStateManager:
         try:
             index = self._partition_index(transactional_id)
         except KafkaError as e:
-            raise error_class(ErrorCode.COORDINATOR_NOT_AVAILABLE)(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {e}") from None
+            raise error_class(ErrorCode.COORDINATOR_NOT_AVAILABLE)(
+                f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {e}"
+            ) from None
         data = logstore.encode_batch([(encode_key(transactional_id), value, [], self.now_ms())])
         self.pending.add(transactional_id)
         try:
-            results = self._replica_manager.append(APPEND_TIMEOUT_MS, -1, [(TRANSACTION_STATE_TOPIC, [(index, data, False)])], COORDINATOR)
+            results = self._replica_manager.append(
+                APPEND_TIMEOUT_MS,
+                -1,
+                [(TRANSACTION_STATE_TOPIC, [(index, data, False)])],
+                COORDINATOR,
+            )
             if not isinstance(results, list):
                 results = await results
         finally:
@@ -108,8 +116,16 @@ class TransactionStateManager:
         _, code, _, _, _, message, _ = results[0][1][0]
         if code != ErrorCode.NONE:
             mapped = _APPEND_ERRORS.get(ErrorCode(code), ErrorCode(code))
-            log.error("append to %s for %r failed (%s): %s", TRANSACTION_STATE_TOPIC, transactional_id, ErrorCode(code).name, message)
-            raise error_class(mapped)(f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {message}")
+            log.error(
+                "append to %s for %r failed (%s): %s",
+                TRANSACTION_STATE_TOPIC,
+                transactional_id,
+                ErrorCode(code).name,
+                message,
+            )
+            raise error_class(mapped)(
+                f"{TRANSACTION_STATE_TOPIC} for {transactional_id!r}: {message}"
+            )
 
     async def store(self, txn: TransactionMetadata) -> None:
         """Writes ``txn`` and makes it the id's state (raises, changing nothing, when
@@ -138,18 +154,31 @@ class TransactionStateManager:
         if topic is None:
             return []
         rm = self._replica_manager
-        return [p for p in range(topic.partitions) if (part := rm.get_partition(TRANSACTION_STATE_TOPIC, p)) is not None and part.is_leader]
+        return [
+            p
+            for p in range(topic.partitions)
+            if (part := rm.get_partition(TRANSACTION_STATE_TOPIC, p)) is not None and part.is_leader
+        ]
 
     def partition_of(self, transactional_id: str) -> int:
         topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
-        partitions = topic.partitions if topic is not None else self.config["transaction.state.log.num.partitions"]
+        partitions = (
+            topic.partitions
+            if topic is not None
+            else self.config["transaction.state.log.num.partitions"]
+        )
         return partition_for(transactional_id, partitions)
 
     async def load(self) -> None:
         """Loads every partition this broker leads now."""
         for p in self.led_partitions():
             await self.load_partition(p)
-        log.info("loaded %d transactional ids from %d partitions of %s", len(self.transactions), len(self.owned), TRANSACTION_STATE_TOPIC)
+        log.info(
+            "loaded %d transactional ids from %d partitions of %s",
+            len(self.transactions),
+            len(self.owned),
+            TRANSACTION_STATE_TOPIC,
+        )
 
     def drop_partition(self, p: int) -> int:
         """This broker no longer leads partition ``p``: its ids go; how many."""
@@ -166,12 +195,18 @@ class TransactionStateManager:
         self.loading.add(p)
         partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
         if partition is None:
-            log.warning("%s-%d is not open; its transactional ids are not loaded", TRANSACTION_STATE_TOPIC, p)
+            log.warning(
+                "%s-%d is not open; its transactional ids are not loaded",
+                TRANSACTION_STATE_TOPIC,
+                p,
+            )
             self.loading.discard(p)
             return []
         loaded: dict[str, TransactionMetadata] = {}
         if partition.log_end_offset > partition.log_start_offset:
-            records, _ = await asyncio.to_thread(partition.log.read_keyed_records, LOAD_BUFFER_BYTES)
+            records, _ = await asyncio.to_thread(
+                partition.log.read_keyed_records, LOAD_BUFFER_BYTES
+            )
             if p not in self.loading:
                 return []
             for key, value in records:
@@ -187,5 +222,7 @@ class TransactionStateManager:
         self.loading.discard(p)
         self.owned.add(p)
         if loaded:
-            log.info("loaded %d transactional ids from %s-%d", len(loaded), TRANSACTION_STATE_TOPIC, p)
+            log.info(
+                "loaded %d transactional ids from %s-%d", len(loaded), TRANSACTION_STATE_TOPIC, p
+            )
         return list(loaded.values())

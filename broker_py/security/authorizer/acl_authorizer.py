@@ -59,15 +59,20 @@ RETRY_BACKOFF_S, RETRY_JITTER_S = 0.1, 0.05  # retryBackoffMs, retryBackoffJitte
 
 class AclAuthorizer(StandardAuthorizer):
     def __init__(
-        self, zk: KafkaZkClient, loop: asyncio.AbstractEventLoop, super_users: Iterable[str] = (),
+        self,
+        zk: KafkaZkClient,
+        loop: asyncio.AbstractEventLoop,
+        super_users: Iterable[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._setup(super_users, allow_everyone_if_no_acl_found, {})
         self._zk = zk
         self._loop = loop
         self._lock = threading.Lock()
         self._listeners = [
-            ZkNodeChangeNotificationListener(zk, store.ROOT, CHANGE_PREFIX, self._notification_handler(store.decode))
+            ZkNodeChangeNotificationListener(
+                zk, store.ROOT, CHANGE_PREFIX, self._notification_handler(store.decode)
+            )
             for store in (zk_acl_data.LiteralAclChangeStore, zk_acl_data.ExtendedAclChangeStore)
         ]
 
@@ -83,7 +88,11 @@ class AclAuthorizer(StandardAuthorizer):
             loaded = self._read_all()
         self._bindings = {AclBinding(p, e): None for p, entries in loaded.items() for e in entries}
         self._index()
-        log.info("loaded %d ACLs of %d resource patterns from ZooKeeper", len(self._bindings), len(loaded))
+        log.info(
+            "loaded %d ACLs of %d resource patterns from ZooKeeper",
+            len(self._bindings),
+            len(loaded),
+        )
 
     def close(self) -> None:
         for listener in self._listeners:
@@ -102,7 +111,9 @@ class AclAuthorizer(StandardAuthorizer):
                 names = self._zk.list_children(f"{root}/{type_name}")
                 patterns.extend(ResourcePattern(resource_type, n, pattern_type) for n in names)
         out = {}
-        for pattern, got in zip(patterns, self._zk.read_versioned_many(ResourceZNode.path(p) for p in patterns)):
+        for pattern, got in zip(
+            patterns, self._zk.read_versioned_many(ResourceZNode.path(p) for p in patterns)
+        ):
             if got is not None:
                 try:
                     out[pattern] = ResourceZNode.decode(got[0], path=ResourceZNode.path(pattern))
@@ -112,7 +123,9 @@ class AclAuthorizer(StandardAuthorizer):
 
     # ---- changes from other brokers ----
 
-    def _notification_handler(self, decode: Callable[[bytes], ResourcePattern]) -> Callable[[bytes], None]:
+    def _notification_handler(
+        self, decode: Callable[[bytes], ResourcePattern]
+    ) -> Callable[[bytes], None]:
         def on_notification(data: bytes) -> None:
             try:
                 pattern = decode(data)
@@ -142,7 +155,13 @@ class AclAuthorizer(StandardAuthorizer):
     def _cache(self, pattern: ResourcePattern, entries: list[AccessControlEntry]) -> None:
         """On the event loop: the pattern's ACLs are now ``entries``."""
         if self._replace_pattern(pattern, entries):
-            log.info("ACLs of %s %r (%s): %d", pattern.resource_type.name, pattern.name, pattern.pattern_type.name, len(entries))
+            log.info(
+                "ACLs of %s %r (%s): %d",
+                pattern.resource_type.name,
+                pattern.name,
+                pattern.pattern_type.name,
+                len(entries),
+            )
 
     # ---- CreateAcls and DeleteAcls ----
 
@@ -154,21 +173,31 @@ class AclAuthorizer(StandardAuthorizer):
         by_pattern: dict[ResourcePattern, list[int]] = {}
         for i, b in enumerate(bindings):
             if not is_valid_node_name(b.pattern.name):
-                results[i] = InvalidRequestError(f"ACL binding contains invalid resource name: {b.pattern.name!r}")
+                results[i] = InvalidRequestError(
+                    f"ACL binding contains invalid resource name: {b.pattern.name!r}"
+                )
             else:
                 by_pattern.setdefault(b.pattern, []).append(i)
 
         def write_all() -> list[KafkaError | None]:
             for pattern, indexes in by_pattern.items():
                 added = [bindings[i].entry for i in indexes]
-                error = self._guarded(pattern, lambda current, added=added: [*current, *(e for e in dict.fromkeys(added) if e not in current)])
+                error = self._guarded(
+                    pattern,
+                    lambda current, added=added: [
+                        *current,
+                        *(e for e in dict.fromkeys(added) if e not in current),
+                    ],
+                )
                 for i in indexes:
                     results[i] = error
             return results
 
         return asyncio.to_thread(write_all)
 
-    def delete(self, filters: list[AclBindingFilter]) -> Awaitable[tuple[list[list[AclBinding]], dict[AclBinding, KafkaError]]]:
+    def delete(
+        self, filters: list[AclBindingFilter]
+    ) -> Awaitable[tuple[list[list[AclBinding]], dict[AclBinding, KafkaError]]]:
         """Removes every binding each filter matches, in ZooKeeper; returns the writes to
         await, which give per filter the bindings it matched, and the error of each one a
         failed write left in place. The patterns looked at are those in the cache and those
@@ -183,7 +212,10 @@ class AclAuthorizer(StandardAuthorizer):
         by_pattern: dict[ResourcePattern, list[AclBinding]] = {}
         for b in self._bindings:
             by_pattern.setdefault(b.pattern, []).append(b)
-        cached = {p: [b for b in by_pattern.get(p, ()) if any(f.matches(b) for f in filters)] for p in patterns}
+        cached = {
+            p: [b for b in by_pattern.get(p, ()) if any(f.matches(b) for f in filters)]
+            for p in patterns
+        }
         matched: list[list[AclBinding]] = [[] for _ in filters]
         errors: dict[AclBinding, KafkaError] = {}
 
@@ -193,7 +225,9 @@ class AclAuthorizer(StandardAuthorizer):
                     continue
                 removed: list[AclBinding] = list(cached[pattern])
 
-                def without(current: list[AccessControlEntry], pattern=pattern, removed=removed) -> list[AccessControlEntry]:
+                def without(
+                    current: list[AccessControlEntry], pattern=pattern, removed=removed
+                ) -> list[AccessControlEntry]:
                     bindings = [AclBinding(pattern, e) for e in current]
                     removed[:] = [b for b in bindings if any(f.matches(b) for f in filters)]
                     return [b.entry for b in bindings if b not in removed]
@@ -209,7 +243,11 @@ class AclAuthorizer(StandardAuthorizer):
 
         return asyncio.to_thread(delete_all)
 
-    def _guarded(self, pattern: ResourcePattern, update: Callable[[list[AccessControlEntry]], list[AccessControlEntry]]) -> KafkaError | None:
+    def _guarded(
+        self,
+        pattern: ResourcePattern,
+        update: Callable[[list[AccessControlEntry]], list[AccessControlEntry]],
+    ) -> KafkaError | None:
         """:meth:`_update_pattern`, its failure as the error to answer."""
         try:
             self._update_pattern(pattern, update)
@@ -222,7 +260,11 @@ class AclAuthorizer(StandardAuthorizer):
             log.exception("updating the ACLs of %s failed", ResourceZNode.path(pattern))
             return UnknownServerError(f"updating the ACLs failed: {e!r}")
 
-    def _update_pattern(self, pattern: ResourcePattern, update: Callable[[list[AccessControlEntry]], list[AccessControlEntry]]) -> None:
+    def _update_pattern(
+        self,
+        pattern: ResourcePattern,
+        update: Callable[[list[AccessControlEntry]], list[AccessControlEntry]],
+    ) -> None:
         """Kafka's ``updateResourceAcls`` (see the module's docstring). On a worker thread."""
         path = ResourceZNode.path(pattern)
         for attempt in range(MAX_UPDATE_RETRIES + 1):
@@ -231,7 +273,9 @@ class AclAuthorizer(StandardAuthorizer):
                 try:
                     current = [] if got is None else ResourceZNode.decode(got[0], path=path)
                 except ZkDataError as e:
-                    raise UnknownServerError(f"the stored ACLs of {path} do not decode, not overwriting them: {e.problem}") from None
+                    raise UnknownServerError(
+                        f"the stored ACLs of {path} do not decode, not overwriting them: {e.problem}"
+                    ) from None
                 new = update(current)
                 if new == current:
                     call_on_loop(self._loop, self._cache, pattern, current)
@@ -245,13 +289,21 @@ class AclAuthorizer(StandardAuthorizer):
                     written = self._zk.conditional_set(path, ResourceZNode.encode(new), got[1])
                 if written:
                     store = change_store(pattern.pattern_type)
-                    self._zk.create_sequential(f"{store.ROOT}/{CHANGE_PREFIX}", store.encode(pattern))
+                    self._zk.create_sequential(
+                        f"{store.ROOT}/{CHANGE_PREFIX}", store.encode(pattern)
+                    )
                     call_on_loop(self._loop, self._cache, pattern, new)
                     log.info("updated the ACLs of %s (%d)", path, len(new))
                     return
-            log.debug("the ACLs of %s changed meanwhile (attempt %d): reading them again", path, attempt + 1)
+            log.debug(
+                "the ACLs of %s changed meanwhile (attempt %d): reading them again",
+                path,
+                attempt + 1,
+            )
             time.sleep(RETRY_BACKOFF_S + random.random() * RETRY_JITTER_S)
-        raise UnknownServerError(f"failed to update the ACLs of {path} after trying {MAX_UPDATE_RETRIES} times")
+        raise UnknownServerError(
+            f"failed to update the ACLs of {path} after trying {MAX_UPDATE_RETRIES} times"
+        )
 
 
 def _named_patterns(f: AclBindingFilter) -> list[ResourcePattern]:

@@ -109,7 +109,16 @@ class AclBinding:
     entry: AccessControlEntry
 
     @classmethod
-    def create(cls, resource_type: int, name: str, pattern_type: int, principal: str, host: str, operation: int, permission: int) -> AclBinding:
+    def create(
+        cls,
+        resource_type: int,
+        name: str,
+        pattern_type: int,
+        principal: str,
+        host: str,
+        operation: int,
+        permission: int,
+    ) -> AclBinding:
         """A binding CreateAcls may store; InvalidRequestError naming what is wrong."""
         rtype = _enum(ResourceType, resource_type)
         ptype = _enum(PatternType, pattern_type)
@@ -118,7 +127,9 @@ class AclBinding:
         if rtype in (ResourceType.UNKNOWN, ResourceType.ANY):
             raise InvalidRequestError(f"invalid resource type {resource_type}")
         if ptype not in (PatternType.LITERAL, PatternType.PREFIXED):
-            raise InvalidRequestError(f"invalid pattern type {pattern_type}: must be LITERAL or PREFIXED")
+            raise InvalidRequestError(
+                f"invalid pattern type {pattern_type}: must be LITERAL or PREFIXED"
+            )
         if op in (AclOperation.UNKNOWN, AclOperation.ANY):
             raise InvalidRequestError(f"invalid operation {operation}")
         if perm in (AclPermissionType.UNKNOWN, AclPermissionType.ANY):
@@ -126,15 +137,27 @@ class AclBinding:
         if not name:
             raise InvalidRequestError("the resource name must not be empty")
         if rtype == ResourceType.CLUSTER and name != CLUSTER_NAME:
-            raise InvalidRequestError(f"the only valid name for the CLUSTER resource is {CLUSTER_NAME}")
+            raise InvalidRequestError(
+                f"the only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+            )
         parse_principal(principal)
         if not host:
             raise InvalidRequestError("the host must not be empty")
-        return cls(ResourcePattern(rtype, name, ptype), AccessControlEntry(principal, host, op, perm))
+        return cls(
+            ResourcePattern(rtype, name, ptype), AccessControlEntry(principal, host, op, perm)
+        )
 
     def to_json(self) -> list:
         p, e = self.pattern, self.entry
-        return [p.resource_type.name, p.name, p.pattern_type.name, e.principal, e.host, e.operation.name, e.permission_type.name]
+        return [
+            p.resource_type.name,
+            p.name,
+            p.pattern_type.name,
+            e.principal,
+            e.host,
+            e.operation.name,
+            e.permission_type.name,
+        ]
 
     @classmethod
     def from_json(cls, doc: list) -> AclBinding:
@@ -156,12 +179,26 @@ class AclBindingFilter:
     permission_type: AclPermissionType
 
     @classmethod
-    def create(cls, resource_type: int, name: str | None, pattern_type: int, principal: str | None, host: str | None, operation: int, permission: int) -> AclBindingFilter:
+    def create(
+        cls,
+        resource_type: int,
+        name: str | None,
+        pattern_type: int,
+        principal: str | None,
+        host: str | None,
+        operation: int,
+        permission: int,
+    ) -> AclBindingFilter:
         """A filter DescribeAcls or DeleteAcls may apply; InvalidRequestError for a
         filter with an UNKNOWN part, which could match nothing."""
         f = cls(
-            _enum(ResourceType, resource_type), name, _enum(PatternType, pattern_type), principal, host,
-            _enum(AclOperation, operation), _enum(AclPermissionType, permission),
+            _enum(ResourceType, resource_type),
+            name,
+            _enum(PatternType, pattern_type),
+            principal,
+            host,
+            _enum(AclOperation, operation),
+            _enum(AclPermissionType, permission),
         )
         if AclOperation.UNKNOWN == f.operation or f.resource_type == ResourceType.UNKNOWN:
             raise InvalidRequestError("the filter has an unknown resource type or operation")
@@ -179,7 +216,10 @@ class AclBindingFilter:
             return False
         if self.operation != AclOperation.ANY and self.operation != e.operation:
             return False
-        return self.permission_type == AclPermissionType.ANY or self.permission_type == e.permission_type
+        return (
+            self.permission_type == AclPermissionType.ANY
+            or self.permission_type == e.permission_type
+        )
 
     def matches_pattern(self, p: ResourcePattern) -> bool:
         """Whether the filter's resource part matches the pattern (Kafka's

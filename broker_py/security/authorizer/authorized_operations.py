@@ -23,7 +23,9 @@ def _bits(*codes: int) -> int:
 # Kafka's AuthorizerUtils.supportedOperations per resource type.
 TOPIC = _bits(READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS)
 GROUP = _bits(READ, DESCRIBE, DELETE)
-CLUSTER = _bits(CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE)
+CLUSTER = _bits(
+    CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE
+)
 
 
 def field(operations: int, requested: bool) -> int:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from broker_py.server import metadata_file
 from broker_py.security.authorizer.acl_binding import (
     AccessControlEntry,
     AclBinding,
@@ -43,6 +42,7 @@ from broker_py.security.authorizer.acl_binding import (
     ResourcePattern,
     ResourceType,
 )
+from broker_py.server import metadata_file
 from broker_py.server.metadata_file import METADATA_DIR
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
@@ -51,24 +51,44 @@ DECISION_CACHE_SIZE = 65536
 # Operations an ALLOW of another operation implies.
 _IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(
-        {AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER, AclOperation.ALL}
+        {
+            AclOperation.DESCRIBE,
+            AclOperation.READ,
+            AclOperation.WRITE,
+            AclOperation.DELETE,
+            AclOperation.ALTER,
+            AclOperation.ALL,
+        }
     ),
-    AclOperation.DESCRIBE_CONFIGS: frozenset({AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.ALL}),
+    AclOperation.DESCRIBE_CONFIGS: frozenset(
+        {AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.ALL}
+    ),
 }
 
 # Kafka's supported operations per resource type (authorized_operations bit sets).
 SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (
-        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
-        AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
     ),
     ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
     ResourceType.CLUSTER: (
-        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-        AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE,
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
     ),
     ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
-}  # fmt: skip
+}
 
 
 def _deny_covers(operation: AclOperation, acl: AclOperation) -> bool:
@@ -83,14 +103,28 @@ def _allow_covers(operation: AclOperation, acl: AclOperation) -> bool:
 
 
 class StandardAuthorizer:
-    def __init__(self, log_dir: str, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False) -> None:
+    def __init__(
+        self,
+        log_dir: str,
+        super_users: Iterable[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
+    ) -> None:
         self._path = os.path.join(log_dir, METADATA_DIR, "acls.json")
-        bindings = metadata_file.load(
-            self._path, lambda doc: dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ()))
-        ) or {}
+        bindings = (
+            metadata_file.load(
+                self._path,
+                lambda doc: dict.fromkeys(AclBinding.from_json(b) for b in doc.get("acls", ())),
+            )
+            or {}
+        )
         self._setup(super_users, allow_everyone_if_no_acl_found, bindings)
 
-    def _setup(self, super_users: Iterable[str], allow_everyone_if_no_acl_found: bool, bindings: dict[AclBinding, None]) -> None:
+    def _setup(
+        self,
+        super_users: Iterable[str],
+        allow_everyone_if_no_acl_found: bool,
+        bindings: dict[AclBinding, None],
+    ) -> None:
         """The decision state over ``bindings`` (shared with the cluster's authorizer)."""
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
@@ -118,14 +152,19 @@ class StandardAuthorizer:
 
     def _covering(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
         """Every binding whose pattern covers the resource."""
-        found = [*self._literal.get((resource_type, name), ()), *self._literal.get((resource_type, "*"), ())]
+        found = [
+            *self._literal.get((resource_type, name), ()),
+            *self._literal.get((resource_type, "*"), ()),
+        ]
         for n in self._prefix_lengths.get(resource_type, ()):
             if n > len(name):
                 break
             found.extend(self._prefixed.get((resource_type, name[:n]), ()))
         return found
 
-    def _replace_pattern(self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]) -> bool:
+    def _replace_pattern(
+        self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]
+    ) -> bool:
         """The bindings of ``pattern`` become ``entries``, where its first binding was (at
         the end if it had none); True if that changed anything (then it is re-indexed)."""
         new = [AclBinding(pattern, e) for e in entries]
@@ -147,7 +186,9 @@ class StandardAuthorizer:
 
     def _save(self) -> None:
         self._index()
-        metadata_file.write(self._path, {"version": 1, "acls": [b.to_json() for b in self._bindings]})
+        metadata_file.write(
+            self._path, {"version": 1, "acls": [b.to_json() for b in self._bindings]}
+        )
 
     @property
     def bindings(self) -> list[AclBinding]:
@@ -179,7 +220,14 @@ class StandardAuthorizer:
             self._save()
         return matched
 
-    def authorize(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
         key = (principal, host, operation, resource_type, name)
         decision = self._decisions.get(key)
         if decision is None:
@@ -189,7 +237,14 @@ class StandardAuthorizer:
             self._decisions[key] = decision
         return decision
 
-    def _decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    def _decide(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
         if principal in self.super_users:
             return True
         covering = self._covering(resource_type, name)
@@ -205,7 +260,9 @@ class StandardAuthorizer:
                 allowed = True
         return allowed or (not covering and self.allow_everyone_if_no_acl_found)
 
-    def authorize_by_resource_type(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType) -> bool:
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
         """Whether the principal may perform the operation on some resource of the type
         (Kafka's Authorizer.authorizeByResourceType): an ALLOW binding for it that no
         DENY binding's pattern covers."""
@@ -218,22 +275,38 @@ class StandardAuthorizer:
         def applies(b: AclBinding) -> bool:
             return b.entry.principal in (principal, "User:*") and b.entry.host in (host, "*")
 
-        denies = [b.pattern for b in bindings if b.entry.permission_type == DENY and applies(b) and _deny_covers(operation, b.entry.operation)]
+        denies = [
+            b.pattern
+            for b in bindings
+            if b.entry.permission_type == DENY
+            and applies(b)
+            and _deny_covers(operation, b.entry.operation)
+        ]
         for b in bindings:
-            if b.entry.permission_type != ALLOW or not applies(b) or not _allow_covers(operation, b.entry.operation):
+            if (
+                b.entry.permission_type != ALLOW
+                or not applies(b)
+                or not _allow_covers(operation, b.entry.operation)
+            ):
                 continue
             p = b.pattern
             covered = any(
                 (d.pattern_type == PatternType.LITERAL and d.name == "*")
                 or (d.pattern_type == PatternType.PREFIXED and p.name.startswith(d.name))
-                or (d.pattern_type == PatternType.LITERAL and p.pattern_type == PatternType.LITERAL and d.name == p.name)
+                or (
+                    d.pattern_type == PatternType.LITERAL
+                    and p.pattern_type == PatternType.LITERAL
+                    and d.name == p.name
+                )
                 for d in denies
             )
             if not covered:
                 return True
         return False
 
-    def authorized_operations(self, principal: str, host: str, resource_type: ResourceType, name: str) -> int:
+    def authorized_operations(
+        self, principal: str, host: str, resource_type: ResourceType, name: str
+    ) -> int:
         """The ``1 << code`` bit set of the type's operations the principal may perform."""
         bits = 0
         for op in SUPPORTED_OPERATIONS.get(resource_type, ()):

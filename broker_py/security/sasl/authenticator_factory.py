@@ -12,14 +12,19 @@ from collections.abc import Callable
 
 from broker_py.config.kafka_config import UNSECURED_VALIDATOR, BrokerConfig, ConfigError
 from broker_py.security.sasl import jaas
-from broker_py.security.sasl.oauthbearer_sasl_server import OAuthBearerSaslServer, UnsecuredValidatorOptions
+from broker_py.security.sasl.oauthbearer_sasl_server import (
+    OAuthBearerSaslServer,
+    UnsecuredValidatorOptions,
+)
 from broker_py.security.sasl.plain_sasl_server import PlainSaslServer
 from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
 from broker_py.security.sasl.scram_sasl_server import ScramSaslServer
 
 
-def authenticators(config: BrokerConfig, listener_name: str, scram_credentials: ScramCredentialStore) -> Callable[[], SaslServerAuthenticator] | None:
+def authenticators(
+    config: BrokerConfig, listener_name: str, scram_credentials: ScramCredentialStore
+) -> Callable[[], SaslServerAuthenticator] | None:
     """A factory of authenticators for a SASL listener; None for any other."""
     if config.security_protocol(listener_name) not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return None
@@ -29,8 +34,14 @@ def authenticators(config: BrokerConfig, listener_name: str, scram_credentials: 
         key, raw = config.jaas_config(listener_name, "PLAIN")
         module = jaas.parse(key, raw) if raw else None
         if module is None or not module.class_name.endswith(".PlainLoginModule"):
-            raise ConfigError(key, "(hidden)" if raw else "", "PLAIN needs a PlainLoginModule config with user_<name>=\"<password>\" options")
-        plain_users = {k[len("user_"):]: v for k, v in module.options.items() if k.startswith("user_")}
+            raise ConfigError(
+                key,
+                "(hidden)" if raw else "",
+                'PLAIN needs a PlainLoginModule config with user_<name>="<password>" options',
+            )
+        plain_users = {
+            k[len("user_") :]: v for k, v in module.options.items() if k.startswith("user_")
+        }
     oauth = _oauthbearer_options(config, listener_name) if "OAUTHBEARER" in mechanisms else None
     reauth_ms = {m: _max_reauth_ms(config, listener_name, m) for m in mechanisms}
 
@@ -67,13 +78,17 @@ def _oauthbearer_options(config: BrokerConfig, listener_name: str) -> UnsecuredV
     config; ConfigError naming the key for a missing module, a bad option or a
     server callback handler other than the unsecured validator (JWKS validation
     is not served)."""
-    key, handler = config.listener_value(listener_name, "oauthbearer.sasl.server.callback.handler.class")
+    key, handler = config.listener_value(
+        listener_name, "oauthbearer.sasl.server.callback.handler.class"
+    )
     if handler is not None and handler.strip() not in ("", UNSECURED_VALIDATOR):
         raise ConfigError(key, handler, f"only {UNSECURED_VALIDATOR} (unsecured JWTs) is served")
     key, raw = config.jaas_config(listener_name, "OAUTHBEARER")
     module = jaas.parse(key, raw) if raw else None
     if module is None or not module.class_name.endswith(".OAuthBearerLoginModule"):
-        raise ConfigError(key, "(hidden)" if raw else "", "OAUTHBEARER needs an OAuthBearerLoginModule config")
+        raise ConfigError(
+            key, "(hidden)" if raw else "", "OAUTHBEARER needs an OAuthBearerLoginModule config"
+        )
     try:
         return UnsecuredValidatorOptions.from_jaas_options(module.options)
     except ValueError as e:

@@ -43,8 +43,17 @@ def parse(key: str, raw: str) -> LoginModule:
             tokens.append(("word", m["word"]))
         elif m["sym"] is not None:
             tokens.append(("sym", m["sym"]))
-    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1] not in (("word", f) for f in _FLAGS) or tokens[-1] != ("sym", ";"):
-        raise ConfigError(key, "(hidden)", "expected '<LoginModule class> <required|requisite|sufficient|optional> name=\"value\" ... ;'")
+    if (
+        len(tokens) < 3
+        or tokens[0][0] != "word"
+        or tokens[1] not in (("word", f) for f in _FLAGS)
+        or tokens[-1] != ("sym", ";")
+    ):
+        raise ConfigError(
+            key,
+            "(hidden)",
+            "expected '<LoginModule class> <required|requisite|sufficient|optional> name=\"value\" ... ;'",
+        )
     options: dict[str, str] = {}
     body = tokens[2:-1]
     if len(body) % 3:

@@ -52,14 +52,20 @@ class UnsecuredValidatorOptions:
         try:
             skew_ms = int(skew)
         except ValueError:
-            raise ValueError(f"unsecuredValidatorAllowableClockSkewMs={skew!r} is not an integer") from None
+            raise ValueError(
+                f"unsecuredValidatorAllowableClockSkewMs={skew!r} is not an integer"
+            ) from None
         if skew_ms < 0:
             raise ValueError("unsecuredValidatorAllowableClockSkewMs must not be negative")
         principal = options.get("unsecuredValidatorPrincipalClaimName", "sub").strip()
         scope = options.get("unsecuredValidatorScopeClaimName", "scope").strip()
         if not principal or not scope:
-            raise ValueError("unsecuredValidatorPrincipalClaimName and unsecuredValidatorScopeClaimName must not be empty")
-        required = tuple(s for s in re.split(r"[\s,]+", options.get("unsecuredValidatorRequiredScope", "")) if s)
+            raise ValueError(
+                "unsecuredValidatorPrincipalClaimName and unsecuredValidatorScopeClaimName must not be empty"
+            )
+        required = tuple(
+            s for s in re.split(r"[\s,]+", options.get("unsecuredValidatorRequiredScope", "")) if s
+        )
         return cls(principal, scope, required, skew_ms)
 
 
@@ -91,40 +97,60 @@ def _time_claim(claims: dict, name: str) -> float | None:
     return value * 1000
 
 
-def validate_unsecured_token(token: str, options: UnsecuredValidatorOptions, now_ms: float) -> tuple[str, float]:
+def validate_unsecured_token(
+    token: str, options: UnsecuredValidatorOptions, now_ms: float
+) -> tuple[str, float]:
     """The token's principal and expiry (ms since the epoch), or InvalidTokenError."""
     parts = token.split(".")
     if len(parts) != 3 or parts[2]:
-        raise InvalidTokenError("an unsecured JWS has 3 dot-separated Base64URL values and the third is empty")
+        raise InvalidTokenError(
+            "an unsecured JWS has 3 dot-separated Base64URL values and the third is empty"
+        )
     header = _b64url_json(parts[0], "header")
     claims = _b64url_json(parts[1], "payload")
     if header.get("alg") != "none":
         raise InvalidTokenError(f"an unsecured token must have alg none, not {header.get('alg')!r}")
     principal = claims.get(options.principal_claim_name)
     if not isinstance(principal, str) or not principal.strip():
-        raise InvalidTokenError(f"no principal claim {options.principal_claim_name!r} (a non-empty string)")
+        raise InvalidTokenError(
+            f"no principal claim {options.principal_claim_name!r} (a non-empty string)"
+        )
     skew = options.allowable_clock_skew_ms
     expires = _time_claim(claims, "exp")
     if expires is None:
         raise InvalidTokenError("the token has no 'exp' claim")
     if now_ms - skew >= expires:
-        raise InvalidTokenError(f"the token expired at {expires / 1000:.0f} (now {now_ms / 1000:.0f})")
+        raise InvalidTokenError(
+            f"the token expired at {expires / 1000:.0f} (now {now_ms / 1000:.0f})"
+        )
     issued = _time_claim(claims, "iat")
     if issued is not None and now_ms + skew < issued:
-        raise InvalidTokenError(f"the token's 'iat' {issued / 1000:.0f} is in the future (now {now_ms / 1000:.0f})")
+        raise InvalidTokenError(
+            f"the token's 'iat' {issued / 1000:.0f} is in the future (now {now_ms / 1000:.0f})"
+        )
     if options.required_scope:
         scope = claims.get(options.scope_claim_name)
-        granted = set(scope.split()) if isinstance(scope, str) else set(scope) if isinstance(scope, list) else set()
+        granted = (
+            set(scope.split())
+            if isinstance(scope, str)
+            else set(scope)
+            if isinstance(scope, list)
+            else set()
+        )
         missing = [s for s in options.required_scope if s not in granted]
         if missing:
-            raise InvalidTokenError(f"the token's scope lacks {', '.join(missing)}", "insufficient_scope")
+            raise InvalidTokenError(
+                f"the token's scope lacks {', '.join(missing)}", "insufficient_scope"
+            )
     return principal, expires
 
 
 class OAuthBearerSaslServer:
     mechanism = "OAUTHBEARER"
 
-    def __init__(self, options: UnsecuredValidatorOptions, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, options: UnsecuredValidatorOptions, clock: Callable[[], float] = time.time
+    ) -> None:
         self._options = options
         self._clock = clock
         self._error: str | None = None
@@ -141,7 +167,9 @@ class OAuthBearerSaslServer:
         try:
             text = response.decode("utf-8")
         except UnicodeDecodeError:
-            raise SaslAuthenticationFailedError("Invalid OAUTHBEARER client first message: not UTF-8") from None
+            raise SaslAuthenticationFailedError(
+                "Invalid OAUTHBEARER client first message: not UTF-8"
+            ) from None
         header, sep, rest = text.partition(CONTROL_A)
         gs2 = _GS2_HEADER.match(header)
         if gs2 is None or not sep or not rest.endswith(CONTROL_A + CONTROL_A):
@@ -150,13 +178,19 @@ class OAuthBearerSaslServer:
         for item in rest[:-2].split(CONTROL_A):
             key, eq, value = item.partition("=")
             if not eq or not key:
-                raise SaslAuthenticationFailedError(f"Invalid OAUTHBEARER client first message: bad key/value {item!r}")
+                raise SaslAuthenticationFailedError(
+                    f"Invalid OAUTHBEARER client first message: bad key/value {item!r}"
+                )
             pairs[key] = value
         bearer = _BEARER.match(pairs.get("auth", ""))
         if bearer is None:
-            raise SaslAuthenticationFailedError("Invalid OAUTHBEARER client first message: no auth=Bearer <token>")
+            raise SaslAuthenticationFailedError(
+                "Invalid OAUTHBEARER client first message: no auth=Bearer <token>"
+            )
         try:
-            principal, expires = validate_unsecured_token(bearer["token"], self._options, self._clock() * 1000)
+            principal, expires = validate_unsecured_token(
+                bearer["token"], self._options, self._clock() * 1000
+            )
         except InvalidTokenError as e:
             self._error = str(e)
             challenge = {"status": e.status}

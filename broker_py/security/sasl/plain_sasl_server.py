@@ -27,16 +27,22 @@ class PlainSaslServer:
         try:
             authzid, user, password = response.decode("utf-8").split("\0")
         except (UnicodeDecodeError, ValueError):
-            raise SaslAuthenticationFailedError("Invalid SASL/PLAIN response: expected 3 tokens") from None
+            raise SaslAuthenticationFailedError(
+                "Invalid SASL/PLAIN response: expected 3 tokens"
+            ) from None
         if not user:
             raise SaslAuthenticationFailedError("Authentication failed: username not specified")
         if not password:
             raise SaslAuthenticationFailedError("Authentication failed: password not specified")
         if authzid and authzid != user:
-            raise SaslAuthenticationFailedError("Authentication failed: Client requested an authorization id that is different from username")
+            raise SaslAuthenticationFailedError(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         expected = self._users.get(user)
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-            raise SaslAuthenticationFailedError("Authentication failed: Invalid username or password")
+            raise SaslAuthenticationFailedError(
+                "Authentication failed: Invalid username or password"
+            )
         self.complete = True
         self.authorization_id = user
         return b""

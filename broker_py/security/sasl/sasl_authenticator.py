@@ -26,7 +26,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from logstore.protocol.errors import IllegalSaslStateError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from logstore.protocol.errors import (
+    IllegalSaslStateError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+)
 
 
 class SaslServer(Protocol):
@@ -82,12 +86,16 @@ class SaslServerAuthenticator:
     def _begin_reauthentication(self, mechanism: str, version: int) -> None:
         assert self.mechanism is not None
         if self._max_reauth_ms(self.mechanism) <= 0:
-            raise IllegalSaslStateError("already authenticated (re-authentication is off: connections.max.reauth.ms is 0)")
+            raise IllegalSaslStateError(
+                "already authenticated (re-authentication is off: connections.max.reauth.ms is 0)"
+            )
         if version < 1:
             raise IllegalSaslStateError("re-authentication needs SaslHandshake v1")
         if mechanism != self.mechanism:
             self.state = "failed"
-            raise IllegalSaslStateError(f"re-authentication must use {self.mechanism}, not {mechanism}")
+            raise IllegalSaslStateError(
+                f"re-authentication must use {self.mechanism}, not {mechanism}"
+            )
         self._server = self._new_server(mechanism)
         self.state = "reauthenticate"
 

@@ -33,10 +33,10 @@ import hmac
 import secrets
 from typing import Protocol
 
-from logstore.protocol.errors import SaslAuthenticationFailedError
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.security.sasl import jaas
 from broker_py.security.sasl.scram_credentials import HASHES, MIN_ITERATIONS, ScramCredential
+from logstore.protocol.errors import SaslAuthenticationFailedError
 
 CLIENT_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -76,7 +76,9 @@ def _escape(name: str) -> str:
 class ScramSaslClient:
     """One SCRAM exchange; states: first -> final -> verify -> complete."""
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+    def __init__(
+        self, mechanism: str, username: str, password: str, nonce: str | None = None
+    ) -> None:
         if mechanism not in HASHES:
             raise ValueError(f"{mechanism} is not a SCRAM mechanism")
         self.mechanism = mechanism
@@ -101,20 +103,28 @@ class ScramSaslClient:
         if self._state == "verify":
             self._verify(message)
             return None
-        raise SaslAuthenticationFailedError(f"unexpected SCRAM server message in state {self._state}")
+        raise SaslAuthenticationFailedError(
+            f"unexpected SCRAM server message in state {self._state}"
+        )
 
     def _client_final(self, server_first: str) -> bytes:
         attrs = dict(part.partition("=")[::2] for part in server_first.split(","))
         nonce, salt, iterations = attrs.get("r", ""), attrs.get("s"), attrs.get("i", "")
         if not nonce.startswith(self._nonce) or len(nonce) <= len(self._nonce):
-            raise SaslAuthenticationFailedError("invalid SCRAM server first message: the nonce does not extend ours")
+            raise SaslAuthenticationFailedError(
+                "invalid SCRAM server first message: the nonce does not extend ours"
+            )
         try:
             salt_bytes = base64.b64decode(salt or "", validate=True)
             count = int(iterations)
         except (binascii.Error, ValueError):
-            raise SaslAuthenticationFailedError("invalid SCRAM server first message: bad salt or iteration count") from None
+            raise SaslAuthenticationFailedError(
+                "invalid SCRAM server first message: bad salt or iteration count"
+            ) from None
         if count < MIN_ITERATIONS:
-            raise SaslAuthenticationFailedError(f"SCRAM iteration count {count} is below the minimum {MIN_ITERATIONS}")
+            raise SaslAuthenticationFailedError(
+                f"SCRAM iteration count {count} is below the minimum {MIN_ITERATIONS}"
+            )
         salted = hashlib.pbkdf2_hmac(self._hash, self._password.encode(), salt_bytes, count)
         credential = ScramCredential.from_salted_password(self.mechanism, salt_bytes, salted, count)
         without_proof = f"c=biws,r={nonce}"
@@ -135,9 +145,13 @@ class ScramSaslClient:
         try:
             signature = base64.b64decode(server_final[2:], validate=True)
         except binascii.Error:
-            raise SaslAuthenticationFailedError("invalid SCRAM server final message: signature is not base64") from None
+            raise SaslAuthenticationFailedError(
+                "invalid SCRAM server final message: signature is not base64"
+            ) from None
         if not hmac.compare_digest(signature, self._server_signature):
-            raise SaslAuthenticationFailedError("SCRAM server signature does not match: the server does not know our credential")
+            raise SaslAuthenticationFailedError(
+                "SCRAM server signature does not match: the server does not know our credential"
+            )
         self._state = "complete"
         self.complete = True
 
@@ -148,23 +162,34 @@ def sasl_client(mechanism: str, username: str, password: str) -> SaslClient:
         return PlainSaslClient(username, password)
     if mechanism in HASHES:
         return ScramSaslClient(mechanism, username, password)
-    raise ValueError(f"SASL mechanism {mechanism} has no client here; use one of {', '.join(CLIENT_MECHANISMS)}")
+    raise ValueError(
+        f"SASL mechanism {mechanism} has no client here; use one of {', '.join(CLIENT_MECHANISMS)}"
+    )
 
 
-def inter_broker_credentials(config: BrokerConfig, listener_name: str, mechanism: str) -> tuple[str, str]:
+def inter_broker_credentials(
+    config: BrokerConfig, listener_name: str, mechanism: str
+) -> tuple[str, str]:
     """(username, password) a broker authenticates with to ``listener_name`` of other
     brokers, from that listener's JAAS config for ``mechanism``; ConfigError naming the
     key when the mechanism has no client or the config lacks them."""
     if mechanism not in CLIENT_MECHANISMS:
         raise ConfigError(
-            "sasl.mechanism.inter.broker.protocol", mechanism,
+            "sasl.mechanism.inter.broker.protocol",
+            mechanism,
             f"inter-broker SASL supports {', '.join(CLIENT_MECHANISMS)}",
         )
     key, raw = config.jaas_config(listener_name, mechanism)
     if not raw:
-        raise ConfigError(key, "", f"inter-broker {mechanism} needs a JAAS config with username and password")
+        raise ConfigError(
+            key, "", f"inter-broker {mechanism} needs a JAAS config with username and password"
+        )
     module = jaas.parse(key, raw)
     username, password = module.options.get("username"), module.options.get("password")
     if not username or password is None:
-        raise ConfigError(key, "(hidden)", f"inter-broker {mechanism} needs username=\"...\" and password=\"...\" options")
+        raise ConfigError(
+            key,
+            "(hidden)",
+            f'inter-broker {mechanism} needs username="..." and password="..." options',
+        )
     return username, password

@@ -42,13 +42,26 @@ class ScramCredential:
     iterations: int
 
     @classmethod
-    def from_salted_password(cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
+    def from_salted_password(
+        cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+    ) -> ScramCredential:
         h = HASHES[mechanism]
         client_key = hmac.digest(salted_password, b"Client Key", h)
-        return cls(salt, hashlib.new(h, client_key).digest(), hmac.digest(salted_password, b"Server Key", h), iterations)
+        return cls(
+            salt,
+            hashlib.new(h, client_key).digest(),
+            hmac.digest(salted_password, b"Server Key", h),
+            iterations,
+        )
 
     @classmethod
-    def from_password(cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
+    def from_password(
+        cls,
+        mechanism: str,
+        password: str,
+        iterations: int = MIN_ITERATIONS,
+        salt: bytes | None = None,
+    ) -> ScramCredential:
         salt = os.urandom(32) if salt is None else salt
         salted = hashlib.pbkdf2_hmac(HASHES[mechanism], password.encode(), salt, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)
@@ -76,13 +89,17 @@ def credential_from_string(text: str) -> ScramCredential:
             raise ValueError("SCRAM credential is not key=value,...")
         fields[key] = value
     if set(fields) != {"salt", "stored_key", "server_key", "iterations"}:
-        raise ValueError(f"SCRAM credential has keys {sorted(fields)}, expected salt, stored_key, server_key, iterations")
+        raise ValueError(
+            f"SCRAM credential has keys {sorted(fields)}, expected salt, stored_key, server_key, iterations"
+        )
     try:
         iterations = int(fields["iterations"])
         return ScramCredential(
-            base64.b64decode(fields["salt"], validate=True), base64.b64decode(fields["stored_key"], validate=True),
-            base64.b64decode(fields["server_key"], validate=True), iterations,
-        )  # fmt: skip
+            base64.b64decode(fields["salt"], validate=True),
+            base64.b64decode(fields["stored_key"], validate=True),
+            base64.b64decode(fields["server_key"], validate=True),
+            iterations,
+        )
     except (ValueError, binascii.Error):
         raise ValueError("SCRAM credential has a value that is not base64 or an integer") from None
 
@@ -90,19 +107,24 @@ def credential_from_string(text: str) -> ScramCredential:
 class ScramCredentialStore:
     def __init__(self, log_dir: str) -> None:
         self._path = os.path.join(log_dir, METADATA_DIR, "scram-credentials.json")
+
         def parse(doc: dict) -> dict[str, dict[str, ScramCredential]]:
             return {
                 user: {
                     mechanism: ScramCredential(
-                        base64.b64decode(c["salt"], validate=True), base64.b64decode(c["stored_key"], validate=True),
-                        base64.b64decode(c["server_key"], validate=True), int(c["iterations"]),
-                    )  # fmt: skip
+                        base64.b64decode(c["salt"], validate=True),
+                        base64.b64decode(c["stored_key"], validate=True),
+                        base64.b64decode(c["server_key"], validate=True),
+                        int(c["iterations"]),
+                    )
                     for mechanism, c in mechanisms.items()
                 }
                 for user, mechanisms in doc.get("users", {}).items()
             }
 
-        self._users: dict[str, dict[str, ScramCredential]] = metadata_file.load(self._path, parse) or {}
+        self._users: dict[str, dict[str, ScramCredential]] = (
+            metadata_file.load(self._path, parse) or {}
+        )
         metadata_file.restrict(self._path)
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -117,7 +139,9 @@ class ScramCredentialStore:
         returns the read of the shared state to await instead)."""
         return None
 
-    def apply(self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]) -> None:
+    def apply(
+        self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]
+    ) -> None:
         """Upserts and deletes (user, mechanism) credentials, then stores them all, at once
         (None returned; a cluster's store returns the writes to await instead)."""
         for user, mechanism in deletions:
@@ -127,11 +151,22 @@ class ScramCredentialStore:
                 self._users.pop(user, None)
         for user, mechanism, credential in upserts:
             self._users.setdefault(user, {})[mechanism] = credential
-        metadata_file.write(self._path, {
-            "version": 1,
-            "users": {
-                u: {m: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key), "server_key": _b64(c.server_key), "iterations": c.iterations}
-                    for m, c in ms.items()}
-                for u, ms in self._users.items()
+        metadata_file.write(
+            self._path,
+            {
+                "version": 1,
+                "users": {
+                    u: {
+                        m: {
+                            "salt": _b64(c.salt),
+                            "stored_key": _b64(c.stored_key),
+                            "server_key": _b64(c.server_key),
+                            "iterations": c.iterations,
+                        }
+                        for m, c in ms.items()
+                    }
+                    for u, ms in self._users.items()
+                },
             },
-        }, mode=metadata_file.SECRET_MODE)
+            mode=metadata_file.SECRET_MODE,
+        )

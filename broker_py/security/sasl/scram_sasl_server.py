@@ -21,8 +21,8 @@ import hashlib
 import hmac
 import secrets
 
-from logstore.protocol.errors import SaslAuthenticationFailedError
 from broker_py.security.sasl.scram_credentials import HASHES, ScramCredentialStore
+from logstore.protocol.errors import SaslAuthenticationFailedError
 
 
 def _attributes(message: str) -> dict[str, str]:
@@ -69,14 +69,21 @@ class ScramSaslServer:
     def _client_first(self, message: str) -> bytes:
         parts = message.split(",", 2)
         if len(parts) != 3 or parts[0] not in ("n", "y"):
-            raise self._fail("Invalid SCRAM client first message (channel binding is not supported)")
+            raise self._fail(
+                "Invalid SCRAM client first message (channel binding is not supported)"
+            )
         authzid = parts[1][2:] if parts[1].startswith("a=") else None
         if parts[1] and authzid is None:
             raise self._fail("Invalid SCRAM client first message: bad authorization id")
         self._gs2_header = f"{parts[0]},{parts[1]},"
         self._client_first_bare = parts[2]
         fields = parts[2].split(",")
-        if len(fields) < 2 or not fields[0].startswith("n=") or not fields[1].startswith("r=") or len(fields[1]) < 3:
+        if (
+            len(fields) < 2
+            or not fields[0].startswith("n=")
+            or not fields[1].startswith("r=")
+            or len(fields[1]) < 3
+        ):
             raise self._fail("Invalid SCRAM client first message: no user name or nonce")
         extensions = dict(f.partition("=")[::2] for f in fields[2:])
         if extensions.get("tokenauth", "false").lower() == "true":
@@ -84,7 +91,9 @@ class ScramSaslServer:
         attrs = {"n": fields[0][2:], "r": fields[1][2:]}
         user = _unescape(attrs["n"])
         if authzid is not None and _unescape(authzid) != user:
-            raise self._fail("Authentication failed: Client requested an authorization id that is different from username")
+            raise self._fail(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         credential = self._credentials.get(user, self.mechanism)
         if credential is None:
             raise self._fail("Authentication failed: Invalid user credentials")
@@ -109,10 +118,16 @@ class ScramSaslServer:
         credential = self._credential
         signature = hmac.digest(credential.stored_key, auth_message, self._hash)
         if len(client_proof) != len(signature):
-            raise self._fail(f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}")
+            raise self._fail(
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+            )
         client_key = bytes(a ^ b for a, b in zip(client_proof, signature, strict=True))
-        if not hmac.compare_digest(hashlib.new(self._hash, client_key).digest(), credential.stored_key):
-            raise self._fail(f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}")
+        if not hmac.compare_digest(
+            hashlib.new(self._hash, client_key).digest(), credential.stored_key
+        ):
+            raise self._fail(
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+            )
         self._state = "complete"
         self.complete = True
         self.authorization_id = self._user

@@ -34,7 +34,12 @@ import threading
 import time
 from collections.abc import Awaitable, Mapping
 
-from broker_py.security.sasl.scram_credentials import HASHES, ScramCredential, credential_from_string, credential_to_string
+from broker_py.security.sasl.scram_credentials import (
+    HASHES,
+    ScramCredential,
+    credential_from_string,
+    credential_to_string,
+)
 from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError, zk_failure
 from broker_py.zk.zk_change_notifications import ConfigChangeListener, call_on_loop
 from broker_py.zk.zk_data import (
@@ -134,7 +139,9 @@ class ZkScramCredentialStore:
             failed: dict[str, KafkaError] = {}
             for user, (upsert, delete) in changes.items():
                 if not is_valid_node_name(sanitize(user)):  # "." and "..", which URLEncoder keeps
-                    failed[user] = UnacceptableCredentialError(f"user name {user!r} cannot be a ZooKeeper node name")
+                    failed[user] = UnacceptableCredentialError(
+                        f"user name {user!r} cannot be a ZooKeeper node name"
+                    )
                     continue
                 try:
                     self._alter_user(user, upsert, delete)
@@ -144,7 +151,9 @@ class ZkScramCredentialStore:
                     failed[user] = e
                 except Exception as e:
                     log.exception("altering the SCRAM credentials of %r failed", user)
-                    failed[user] = UnknownServerError(f"altering the SCRAM credentials failed: {e!r}")
+                    failed[user] = UnknownServerError(
+                        f"altering the SCRAM credentials failed: {e!r}"
+                    )
             return failed
 
         return asyncio.to_thread(write_all)
@@ -161,16 +170,26 @@ class ZkScramCredentialStore:
                 for mechanism, credential in upsert.items():
                     config[mechanism] = credential_to_string(credential)
                 data = ConfigEntityZNode.encode(config)
-                if self._zk.create_if_absent(path, data) if got is None else self._zk.conditional_set(path, data, got[1]):
+                if (
+                    self._zk.create_if_absent(path, data)
+                    if got is None
+                    else self._zk.conditional_set(path, data, got[1])
+                ):
                     self._zk.create_sequential(
                         ConfigEntityChangeNotificationSequenceZNode.create_path(),
                         ConfigEntityChangeNotificationSequenceZNode.encode(f"{USERS}/{name}"),
                     )
                     call_on_loop(self._loop, self._set_user, user, credentials_of(config, user))
                     return
-            log.debug("the SCRAM credentials of %r changed meanwhile (attempt %d): reading them again", user, attempt + 1)
+            log.debug(
+                "the SCRAM credentials of %r changed meanwhile (attempt %d): reading them again",
+                user,
+                attempt + 1,
+            )
             time.sleep(RETRY_BACKOFF_S + random.random() * RETRY_JITTER_S)
-        raise UnknownServerError(f"could not update the SCRAM credentials of {user!r} after {MAX_UPDATE_RETRIES} retries")
+        raise UnknownServerError(
+            f"could not update the SCRAM credentials of {user!r} after {MAX_UPDATE_RETRIES} retries"
+        )
 
     # ---- changes ----
 

@@ -27,7 +27,11 @@ import tempfile
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+_CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "requested": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
 
 
 def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
@@ -66,7 +70,11 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
         elif chain and key:
             _load_chain_text(ctx, chain_key, chain, key, password)
         else:
-            raise ConfigError(location_key, "", f"listener {listener} needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain")
+            raise ConfigError(
+                location_key,
+                "",
+                f"listener {listener} needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain",
+            )
     elif kind == "PKCS12":
         if not location:
             raise ConfigError(location_key, "", f"listener {listener} needs a keystore")
@@ -76,16 +84,25 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
             raise ConfigError(location_key, location, "holds no private key and certificate")
         from cryptography.hazmat.primitives import serialization
 
-        key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
         chain_pem = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in [cert, *extra])
         _load_chain_text(ctx, location_key, chain_pem.decode(), key_pem.decode(), None)
     elif kind == "JKS" and location:
         raise ConfigError(
-            type_key, kind,
+            type_key,
+            kind,
             "JKS keystores are not read here; convert with `keytool -importkeystore -deststoretype PKCS12` or use PEM",
         )
     elif kind == "JKS":
-        raise ConfigError(location_key, "", f"listener {listener} is SSL but has no keystore (ssl.keystore.type PEM or PKCS12)")
+        raise ConfigError(
+            location_key,
+            "",
+            f"listener {listener} is SSL but has no keystore (ssl.keystore.type PEM or PKCS12)",
+        )
     else:
         raise ConfigError(type_key, kind, "must be PEM or PKCS12")
 
@@ -98,10 +115,14 @@ def _load_chain(ctx: ssl.SSLContext, key: str, path: str, password: str | None) 
         raise ConfigError(key, path, "no such file") from None
     except (ssl.SSLError, OSError) as e:
         reason = getattr(e, "reason", None) or e.__class__.__name__
-        raise ConfigError(key, path, f"cannot load the key and certificate chain: {reason}") from None
+        raise ConfigError(
+            key, path, f"cannot load the key and certificate chain: {reason}"
+        ) from None
 
 
-def _load_chain_text(ctx: ssl.SSLContext, key: str, chain: str, private_key: str, password: str | None) -> None:
+def _load_chain_text(
+    ctx: ssl.SSLContext, key: str, chain: str, private_key: str, password: str | None
+) -> None:
     """Loads PEM text through a private temporary file (the ssl module reads files)."""
     with tempfile.TemporaryDirectory(prefix="logstore-tls-") as d:
         path = os.path.join(d, "keystore.pem")
@@ -111,14 +132,22 @@ def _load_chain_text(ctx: ssl.SSLContext, key: str, chain: str, private_key: str
         try:
             ctx.load_cert_chain(path, password=password or None)
         except (ssl.SSLError, OSError) as e:
-            raise ConfigError(key, "(hidden)", f"cannot load the key and certificate chain: {getattr(e, 'reason', None) or e.__class__.__name__}") from None
+            raise ConfigError(
+                key,
+                "(hidden)",
+                f"cannot load the key and certificate chain: {getattr(e, 'reason', None) or e.__class__.__name__}",
+            ) from None
 
 
 def _read_pkcs12(key: str, location: str, password: str | None):
     try:
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError:
-        raise ConfigError(key, location, "PKCS12 stores need the cryptography package (pip install 'logstore[tls]'), or use PEM") from None
+        raise ConfigError(
+            key,
+            location,
+            "PKCS12 stores need the cryptography package (pip install 'logstore[tls]'), or use PEM",
+        ) from None
     try:
         with open(location, "rb") as f:
             data = f.read()
@@ -127,7 +156,9 @@ def _read_pkcs12(key: str, location: str, password: str | None):
     try:
         return pkcs12.load_key_and_certificates(data, password.encode() if password else None)
     except ValueError:
-        raise ConfigError(key, location, "cannot be read as PKCS12 with the given password") from None
+        raise ConfigError(
+            key, location, "cannot be read as PKCS12 with the given password"
+        ) from None
 
 
 def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
@@ -142,35 +173,60 @@ def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
             elif certs:
                 ctx.load_verify_locations(cadata=certs)
             else:
-                raise ConfigError(location_key, "", f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore")
+                raise ConfigError(
+                    location_key,
+                    "",
+                    f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore",
+                )
         except FileNotFoundError:
             raise ConfigError(location_key, location or "", "no such file") from None
         except ssl.SSLError as e:
-            raise ConfigError(location_key if location else certs_key, location or "(text)", f"cannot load certificates: {e.reason or e}") from None
+            raise ConfigError(
+                location_key if location else certs_key,
+                location or "(text)",
+                f"cannot load certificates: {e.reason or e}",
+            ) from None
     elif kind == "PKCS12":
         if not location:
-            raise ConfigError(location_key, "", f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore")
+            raise ConfigError(
+                location_key,
+                "",
+                f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore",
+            )
         _, cert, extra = _read_pkcs12(location_key, location, value("ssl.truststore.password")[1])
         from cryptography.hazmat.primitives import serialization
 
-        pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in [*(c for c in [cert] if c), *extra])
+        pem = "".join(
+            c.public_bytes(serialization.Encoding.PEM).decode()
+            for c in [*(c for c in [cert] if c), *extra]
+        )
         if not pem:
             raise ConfigError(location_key, location, "holds no certificate")
         ctx.load_verify_locations(cadata=pem)
     elif kind == "JKS" and location:
         raise ConfigError(type_key, kind, "JKS truststores are not read here; use PEM or PKCS12")
     elif kind == "JKS":
-        raise ConfigError(location_key, "", f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore (ssl.truststore.type PEM or PKCS12)")
+        raise ConfigError(
+            location_key,
+            "",
+            f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore (ssl.truststore.type PEM or PKCS12)",
+        )
     else:
         raise ConfigError(type_key, kind, "must be PEM or PKCS12")
 
 
 # RFC 2253 keywords for the attribute names Python's ``getpeercert()`` reports.
 _DN_KEYWORDS = {
-    "commonName": "CN", "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST",
-    "organizationName": "O", "organizationalUnitName": "OU", "streetAddress": "STREET",
-    "domainComponent": "DC", "userId": "UID",
-}  # fmt: skip
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
 
 
 def _escape_dn_value(value: str) -> str:

@@ -80,7 +80,9 @@ class SslPrincipalMapper:
             else:
                 m = _RULE.match(rest)
                 if m is None:
-                    raise ConfigError(key, rules, f"{rest[:40]!r} is not DEFAULT or RULE:pattern/replacement/[LU]")
+                    raise ConfigError(
+                        key, rules, f"{rest[:40]!r} is not DEFAULT or RULE:pattern/replacement/[LU]"
+                    )
                 try:
                     pattern = re.compile(_unescape(m[1]))
                 except re.error as e:
@@ -91,7 +93,9 @@ class SslPrincipalMapper:
             if rest.startswith(","):
                 rest = rest[1:].lstrip()
             elif rest:
-                raise ConfigError(key, rules, f"rules must be separated by commas near {rest[:40]!r}")
+                raise ConfigError(
+                    key, rules, f"rules must be separated by commas near {rest[:40]!r}"
+                )
         if not self._rules:
             raise ConfigError(key, rules, "no rule given (DEFAULT maps a DN to itself)")
 

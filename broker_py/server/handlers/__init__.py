@@ -21,8 +21,8 @@ import functools
 import inspect
 from typing import TYPE_CHECKING
 
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.frame import UnsupportedRequest
 from logstore.protocol.messages.api_versions import ApiVersionsResponse
 
@@ -51,9 +51,23 @@ def _modules():
     )
 
     return (
-        acls, api_versions, cluster, configs, controller, fetch, groups, list_offsets, log_dirs, metadata, produce, records, replicas,
-        sasl, topics, transactions,
-    )  # fmt: skip
+        acls,
+        api_versions,
+        cluster,
+        configs,
+        controller,
+        fetch,
+        groups,
+        list_offsets,
+        log_dirs,
+        metadata,
+        produce,
+        records,
+        replicas,
+        sasl,
+        topics,
+        transactions,
+    )
 
 
 # Answers drawn from the brokers the metadata cache knows: a cluster broker just started
@@ -67,7 +81,11 @@ def registry(apis: KafkaApis) -> dict:
         for key, fn in module.HANDLERS.items():
             if key in out:
                 raise RuntimeError(f"two handlers for {key.api_name}")
-            out[key] = _after_cluster_known(apis, fn) if key in _CLUSTER_VIEWS and apis.zk_support is not None else _bind(apis, fn)
+            out[key] = (
+                _after_cluster_known(apis, fn)
+                if key in _CLUSTER_VIEWS and apis.zk_support is not None
+                else _bind(apis, fn)
+            )
     return out
 
 

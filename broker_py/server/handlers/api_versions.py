@@ -8,8 +8,8 @@ v0 body with UNSUPPORTED_VERSION.
 
 from __future__ import annotations
 
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.frame import Request, UnsupportedRequest, encode_response
 from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages import request_class
@@ -66,9 +66,11 @@ def unsupported_version_answer(event: UnsupportedRequest) -> ApiVersionsResponse
         if key is ApiKey.PRODUCE:
             body.acks = -1  # an acks=0 Produce gets no response; this one must
     header = RequestHeader(
-        api_key=int(key), api_version=event.nearest_version, correlation_id=event.correlation_id,
+        api_key=int(key),
+        api_version=event.nearest_version,
+        correlation_id=event.correlation_id,
         client_id=event.client_id,
-    )  # fmt: skip
+    )
     response = error_response(Request(header, body, event.size), ErrorCode.UNSUPPORTED_VERSION)
     if response is None:  # acks=0
         return None

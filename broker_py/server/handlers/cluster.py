@@ -16,9 +16,18 @@ def handle_describe_cluster(apis, request, connection):
         error_message=None,
         cluster_id=apis.cluster_id,
         controller_id=apis.metadata_cache.controller_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=n.id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=n.id, host=n.host, port=n.port, rack=n.rack
+            )
+            for n in nodes
+        ],
         cluster_authorized_operations=auth_helper.authorized_operations(
-            apis, connection, ResourceType.CLUSTER, CLUSTER_NAME, request.body.include_cluster_authorized_operations
+            apis,
+            connection,
+            ResourceType.CLUSTER,
+            CLUSTER_NAME,
+            request.body.include_cluster_authorized_operations,
         ),
     )
 

@@ -18,15 +18,19 @@ and each describes its own.
 
 from __future__ import annotations
 
-from broker_py.security.authorizer import auth_helper
-
-from broker_py.server import broker_loggers
-from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.config.dynamic_broker_config import validate_configs
 from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import InvalidConfigError, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server import broker_loggers
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
 from logstore.protocol.messages.configs import (
     AlterConfigsResponse,
     DescribeConfigsResponse,
@@ -44,11 +48,24 @@ SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 SOURCE_DYNAMIC_BROKER_LOGGER = 6
 
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 4, 5, 6, 7
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+)
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
-_LIST_KEYS = {"cleanup.policy", "log.cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+_LIST_KEYS = {
+    "cleanup.policy",
+    "log.cleanup.policy",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+}
 _TYPES = {
     "cleanup.policy": TYPE_LIST,
     "compression.type": TYPE_STRING,
@@ -90,11 +107,21 @@ def _sensitive(name: str) -> bool:
     return name.endswith(("sasl.jaas.config", ".password", "ssl.keystore.key"))
 
 
-def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), config_type: int | None = None):
+def _entry(
+    name: str,
+    value,
+    source: int,
+    read_only: bool = False,
+    synonyms=(),
+    config_type: int | None = None,
+):
     sensitive = _sensitive(name)
     if sensitive:
         value = None
-        synonyms = [DescribeConfigsResponse.DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in synonyms]
+        synonyms = [
+            DescribeConfigsResponse.DescribeConfigsSynonym(name=s.name, value=None, source=s.source)
+            for s in synonyms
+        ]
     return DescribeConfigsResponse.DescribeConfigsResourceResult(
         name=name,
         value=value,
@@ -111,7 +138,9 @@ def _entry(name: str, value, source: int, read_only: bool = False, synonyms=(), 
 def _broker_synonyms(apis, broker_key: str) -> list:
     """The layers of a broker key, the effective one first, as DescribeConfigs synonyms."""
     return [
-        DescribeConfigsResponse.DescribeConfigsSynonym(name=broker_key, value=value, source=_SOURCES[layer])
+        DescribeConfigsResponse.DescribeConfigsSynonym(
+            name=broker_key, value=value, source=_SOURCES[layer]
+        )
         for layer, value in apis.config.layers(broker_key)
     ]
 
@@ -125,7 +154,11 @@ def _topic_entries(apis, topic, keys, include_synonyms):
         value = effective[key]
         synonyms = []
         if key in topic.configs:
-            synonyms.append(DescribeConfigsResponse.DescribeConfigsSynonym(name=key, value=topic.configs[key], source=SOURCE_TOPIC))
+            synonyms.append(
+                DescribeConfigsResponse.DescribeConfigsSynonym(
+                    name=key, value=topic.configs[key], source=SOURCE_TOPIC
+                )
+            )
         for broker_key in BrokerConfig.synonyms_of(key):
             synonyms += _broker_synonyms(apis, broker_key)
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
@@ -148,7 +181,15 @@ def _broker_entries(apis, resource: str, keys, include_synonyms):
         if resource == "":
             synonyms = [s for s in synonyms if s.source == SOURCE_DYNAMIC_DEFAULT_BROKER]
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
-        out.append(_entry(key, value, source, read_only=key not in DYNAMIC_KEYS, synonyms=synonyms if include_synonyms else ()))
+        out.append(
+            _entry(
+                key,
+                value,
+                source,
+                read_only=key not in DYNAMIC_KEYS,
+                synonyms=synonyms if include_synonyms else (),
+            )
+        )
     return out
 
 
@@ -156,7 +197,9 @@ def _is_this_broker(apis, name: str) -> bool:
     return name in ("", str(apis.broker_id))
 
 
-def _ensure_allowed(apis, connection, operation: AclOperation, resource_type: int, name: str) -> None:
+def _ensure_allowed(
+    apis, connection, operation: AclOperation, resource_type: int, name: str
+) -> None:
     """A topic's configs need the operation on the topic, a broker's and its loggers' on
     the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
     if resource_type == TOPIC:
@@ -171,10 +214,16 @@ def handle_describe_configs(apis, request, connection):
     for r in body.resources:
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         result = DescribeConfigsResponse.DescribeConfigsResult(
-            error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name, configs=[]
+            error_code=0,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+            configs=[],
         )
         try:
-            _ensure_allowed(apis, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+            _ensure_allowed(
+                apis, connection, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name
+            )
         except KafkaError as e:
             result.error_code, result.error_message = int(e.errno), str(e)
         if result.error_code:
@@ -196,7 +245,9 @@ def handle_describe_configs(apis, request, connection):
             ]
         else:
             result.error_code = int(ErrorCode.INVALID_REQUEST)
-            result.error_message = f"unknown resource type {r.resource_type} or broker {r.resource_name!r}"
+            result.error_message = (
+                f"unknown resource type {r.resource_type} or broker {r.resource_name!r}"
+            )
         results.append(result)
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
@@ -250,7 +301,9 @@ async def _incremental_broker_configs(apis, resource, validate_only: bool) -> No
     name = _broker_id_or_default(resource.resource_name)
     configs = await apis.dynamic_configs.read(name)
     effective = {k: v for k, v in apis.config.describe().items() if v is not None}
-    write = _write_broker_configs(apis, name, _incremented(configs, effective, resource.configs), validate_only)
+    write = _write_broker_configs(
+        apis, name, _incremented(configs, effective, resource.configs), validate_only
+    )
     if write is not None:
         await write
 
@@ -267,16 +320,28 @@ def handle_alter_configs(apis, request, connection):
                 if c.value is None:
                     raise InvalidConfigError(f"null value for {c.name}")
                 configs[c.name] = c.value
-            _ensure_allowed(apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
-            pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
+            _ensure_allowed(
+                apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name
+            )
+            pending.append(
+                (
+                    len(responses),
+                    _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only),
+                )
+            )
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(
             AlterConfigsResponse.AlterConfigsResourceResponse(
-                error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+                error_code=int(error),
+                error_message=message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
             )
         )
-    return _answer(AlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending)
+    return _answer(
+        AlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending
+    )
 
 
 def _answer(response, responses, pending):
@@ -306,8 +371,12 @@ def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[
         return dict(topic.configs), apis.admin_manager.effective_config(topic)
     if resource_type == BROKER:
         if not _is_this_broker(apis, name):
-            raise InvalidRequestError(f"broker {name!r} is not this broker ({apis.broker_id}) or the default ('')")
-        return apis.dynamic_configs.get(name), {k: v for k, v in apis.config.describe().items() if v is not None}
+            raise InvalidRequestError(
+                f"broker {name!r} is not this broker ({apis.broker_id}) or the default ('')"
+            )
+        return apis.dynamic_configs.get(name), {
+            k: v for k, v in apis.config.describe().items() if v is not None
+        }
     return {}, {}
 
 
@@ -339,12 +408,20 @@ def _incremented(configs: dict[str, str], effective: dict[str, str], operations)
 def _alter_loggers(apis, resource, validate_only: bool) -> None:
     """SET or DELETE log levels; every change is checked before any is made."""
     if not _is_this_broker(apis, resource.resource_name) or resource.resource_name == "":
-        raise InvalidRequestError(f"broker {resource.resource_name!r} is not this broker ({apis.broker_id})")
+        raise InvalidRequestError(
+            f"broker {resource.resource_name!r} is not this broker ({apis.broker_id})"
+        )
     for final in (False, True):
         for c in resource.configs:
             if c.config_operation not in (OP_SET, OP_DELETE):
-                raise InvalidRequestError(f"log levels take SET and DELETE, not operation {c.config_operation}")
-            broker_loggers.set_level(c.name, c.value if c.config_operation == OP_SET else None, validate_only=not final or validate_only)
+                raise InvalidRequestError(
+                    f"log levels take SET and DELETE, not operation {c.config_operation}"
+                )
+            broker_loggers.set_level(
+                c.name,
+                c.value if c.config_operation == OP_SET else None,
+                validate_only=not final or validate_only,
+            )
 
 
 def handle_incremental_alter_configs(apis, request, connection):
@@ -354,29 +431,46 @@ def handle_incremental_alter_configs(apis, request, connection):
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
-            _ensure_allowed(apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+            _ensure_allowed(
+                apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name
+            )
             if r.resource_type == BROKER_LOGGER:
                 _alter_loggers(apis, r, body.validate_only)
                 responses.append(
                     IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
-                        error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
+                        error_code=0,
+                        error_message=None,
+                        resource_type=r.resource_type,
+                        resource_name=r.resource_name,
                     )
                 )
                 continue
             if r.resource_type == BROKER and apis.zk_support is not None:
-                pending.append((len(responses), _incremental_broker_configs(apis, r, body.validate_only)))
+                pending.append(
+                    (len(responses), _incremental_broker_configs(apis, r, body.validate_only))
+                )
             else:
                 configs, effective = _current(apis, r.resource_type, r.resource_name)
                 configs = _incremented(configs, effective, r.configs)
-                pending.append((len(responses), _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only)))
+                pending.append(
+                    (
+                        len(responses),
+                        _apply(apis, r.resource_type, r.resource_name, configs, body.validate_only),
+                    )
+                )
         except KafkaError as e:
             error, message = e.errno, str(e)
         responses.append(
             IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
-                error_code=int(error), error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+                error_code=int(error),
+                error_message=message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
             )
         )
-    return _answer(IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending)
+    return _answer(
+        IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending
+    )
 
 
 HANDLERS = {

@@ -51,7 +51,12 @@ def _refusal(apis, connection, broker_epoch: int) -> ErrorCode | None:
 
 
 def _topic_info(apis, data, topic: str, index: int) -> TopicInfo:
-    return TopicInfo(topic, data.topic_ids.get(topic) or _known_id(apis, topic), index + 1, apis.metadata_cache.topic_configs.setdefault(topic, {}))
+    return TopicInfo(
+        topic,
+        data.topic_ids.get(topic) or _known_id(apis, topic),
+        index + 1,
+        apis.metadata_cache.topic_configs.setdefault(topic, {}),
+    )
 
 
 async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
@@ -64,9 +69,10 @@ async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
     lm = apis.log_manager
     held = apis.replica_manager.partitions
     wanted = [
-        s.partition for s in data.partitions
+        s.partition
+        for s in data.partitions
         if apis.broker_id in s.replicas and s.partition not in held and lm.get(*s.partition) is None
-    ]  # fmt: skip
+    ]
     opened: dict[TopicPartition, UnifiedLog] = {}
     planned: dict[str, int] = {}
     for i in range(0, len(wanted), OPEN_CHUNK):
@@ -75,8 +81,12 @@ async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
             info = _topic_info(apis, data, topic, index)
             log_dir, existed = lm.place(topic, index, planned)
             planned[log_dir] = planned.get(log_dir, 0) + 1
-            places.append((info, index, log_dir, existed, apis.admin_manager.effective_config(info)))
-        for (info, index, log_dir, _, _), unified in zip(places, await asyncio.to_thread(_open_chunk, lm, places)):
+            places.append(
+                (info, index, log_dir, existed, apis.admin_manager.effective_config(info))
+            )
+        for (info, index, log_dir, _, _), unified in zip(
+            places, await asyncio.to_thread(_open_chunk, lm, places)
+        ):
             if unified is not None:
                 lm.register(info.name, index, unified.local_log, log_dir)
                 opened[(info.name, index)] = unified
@@ -88,13 +98,17 @@ def _open_chunk(lm, places) -> list[UnifiedLog | None]:
     out: list[UnifiedLog | None] = []
     for info, index, log_dir, existed, config in places:
         try:
-            out.append(UnifiedLog(info.name, index, lm.open_files(info, index, log_dir, existed, config)))
+            out.append(
+                UnifiedLog(info.name, index, lm.open_files(info, index, log_dir, existed, config))
+            )
         except KafkaError:
             out.append(None)
     return out
 
 
-def apply_leader_and_isr(apis, data, failures: dict | None = None, opened: dict | None = None) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+def apply_leader_and_isr(
+    apis, data, failures: dict | None = None, opened: dict | None = None
+) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
     """Leads or follows the partitions of a LeaderAndIsr (their topics' configs already in
     the metadata cache), opening their logs as they are first named (``opened``: those
     :func:`open_new_logs` already opened); a log that cannot be opened gets its error
@@ -106,7 +120,9 @@ def apply_leader_and_isr(apis, data, failures: dict | None = None, opened: dict 
             return prepared
         info = _topic_info(apis, data, topic, index)
         try:
-            local_log = apis.log_manager.open_log(info, index, apis.admin_manager.effective_config(info))
+            local_log = apis.log_manager.open_log(
+                info, index, apis.admin_manager.effective_config(info)
+            )
         except KafkaError as e:
             if failures is not None:
                 failures[(topic, index)] = e
@@ -126,7 +142,11 @@ def apply_update_metadata(apis, data) -> ErrorCode:
 
 def apply_stop_replica(apis, data) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
     error, errors = apis.replica_manager.stop_replicas(data, apis.log_manager.delete_log)
-    deleted = {s.partition.topic for s in data.partitions if s.delete and errors.get(s.partition) == ErrorCode.NONE}
+    deleted = {
+        s.partition.topic
+        for s in data.partitions
+        if s.delete and errors.get(s.partition) == ErrorCode.NONE
+    }
     for topic in deleted:
         if not any(t == topic for t, _ in apis.replica_manager.keys()):
             for callback in apis.admin_manager.on_topic_deleted:
@@ -140,11 +160,20 @@ async def handle_leader_and_isr(apis, request, connection):
     if refused is not None:
         return leader_and_isr_response(refused, {}, {})
     await apis.zk_support.load_topic_configs({s.partition.topic for s in data.partitions})
-    opened = await open_new_logs(apis, data) if data.controller_epoch >= apis.replica_manager.controller_epoch else {}
+    opened = (
+        await open_new_logs(apis, data)
+        if data.controller_epoch >= apis.replica_manager.controller_epoch
+        else {}
+    )
     error, errors = apply_leader_and_isr(apis, data, opened=opened)
     if errors:
         moved = sum(1 for e in errors.values() if e == ErrorCode.NONE)
-        log.info("LeaderAndIsr from controller %d (epoch %d): %d partitions applied", data.controller_id, data.controller_epoch, moved)
+        log.info(
+            "LeaderAndIsr from controller %d (epoch %d): %d partitions applied",
+            data.controller_id,
+            data.controller_epoch,
+            moved,
+        )
     return leader_and_isr_response(error, {tp: int(e) for tp, e in errors.items()}, data.topic_ids)
 
 
@@ -175,21 +204,31 @@ async def handle_controlled_shutdown(apis, request, connection):
     body = request.body
     zk = apis.zk_support
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION):
-        return ControlledShutdownResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
+        return ControlledShutdownResponse(
+            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[]
+        )
     if zk is None or not zk.is_controller:
-        return ControlledShutdownResponse(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
+        return ControlledShutdownResponse(
+            error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[]
+        )
     try:
         code, remaining = await zk.ask_controller(
-            lambda reply: ev.ControlledShutdown(body.broker_id, body.broker_epoch, reply), apis.config["request.timeout.ms"]
+            lambda reply: ev.ControlledShutdown(body.broker_id, body.broker_epoch, reply),
+            apis.config["request.timeout.ms"],
         )
-    except asyncio.TimeoutError:
-        return ControlledShutdownResponse(error_code=int(ErrorCode.REQUEST_TIMED_OUT), remaining_partitions=[])
+    except TimeoutError:
+        return ControlledShutdownResponse(
+            error_code=int(ErrorCode.REQUEST_TIMED_OUT), remaining_partitions=[]
+        )
     return ControlledShutdownResponse(
         error_code=int(code),
         remaining_partitions=[
-            ControlledShutdownResponse.RemainingPartition(topic_name=tp.topic, partition_index=tp.partition) for tp in sorted(remaining)
+            ControlledShutdownResponse.RemainingPartition(
+                topic_name=tp.topic, partition_index=tp.partition
+            )
+            for tp in sorted(remaining)
         ],
-    )  # fmt: skip
+    )
 
 
 def _controller_topic_name(zk, topic_id) -> str | None:
@@ -227,27 +266,57 @@ async def handle_alter_partition(apis, request, connection):
         names[name] = t.topic_id
         for p in t.partitions:
             isr = [b.broker_id for b in p.new_isr_with_epochs] if version >= 3 else list(p.new_isr)
-            items.append(ev.AlterPartitionItem(TopicPartition(name, p.partition_index), p.leader_epoch, isr, p.partition_epoch, p.leader_recovery_state))
+            items.append(
+                ev.AlterPartitionItem(
+                    TopicPartition(name, p.partition_index),
+                    p.leader_epoch,
+                    isr,
+                    p.partition_epoch,
+                    p.leader_recovery_state,
+                )
+            )
     try:
         code, results = await zk.ask_controller(
-            lambda reply: ev.AlterPartition(body.broker_id, body.broker_epoch, items, reply), apis.config["request.timeout.ms"]
+            lambda reply: ev.AlterPartition(body.broker_id, body.broker_epoch, items, reply),
+            apis.config["request.timeout.ms"],
         )
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return answer(ErrorCode.REQUEST_TIMED_OUT)
     by_topic: dict[str, list] = {}
     for tp, r in sorted(results.items()):
         by_topic.setdefault(tp.topic, []).append(
             AlterPartitionResponse.PartitionData(
-                partition_index=tp.partition, error_code=int(r.error), leader_id=r.leader, leader_epoch=r.leader_epoch,
-                isr=list(r.isr), leader_recovery_state=r.leader_recovery_state, partition_epoch=r.partition_epoch,
+                partition_index=tp.partition,
+                error_code=int(r.error),
+                leader_id=r.leader,
+                leader_epoch=r.leader_epoch,
+                isr=list(r.isr),
+                leader_recovery_state=r.leader_recovery_state,
+                partition_epoch=r.partition_epoch,
             )
-        )  # fmt: skip
-    topics = [AlterPartitionResponse.TopicData(topic_name=t, topic_id=names.get(t), partitions=ps) for t, ps in by_topic.items()]
+        )
+    topics = [
+        AlterPartitionResponse.TopicData(topic_name=t, topic_id=names.get(t), partitions=ps)
+        for t, ps in by_topic.items()
+    ]
     for t in unknown_ids:
-        topics.append(AlterPartitionResponse.TopicData(topic_name="", topic_id=t.topic_id, partitions=[
-            AlterPartitionResponse.PartitionData(partition_index=p.partition_index, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
-                                                 leader_id=-1, leader_epoch=-1, isr=[], partition_epoch=-1)
-            for p in t.partitions]))  # fmt: skip
+        topics.append(
+            AlterPartitionResponse.TopicData(
+                topic_name="",
+                topic_id=t.topic_id,
+                partitions=[
+                    AlterPartitionResponse.PartitionData(
+                        partition_index=p.partition_index,
+                        error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
+                        leader_id=-1,
+                        leader_epoch=-1,
+                        isr=[],
+                        partition_epoch=-1,
+                    )
+                    for p in t.partitions
+                ],
+            )
+        )
     return AlterPartitionResponse(throttle_time_ms=0, error_code=int(code), topics=topics)
 
 

@@ -34,17 +34,26 @@ from __future__ import annotations
 import asyncio
 
 import logstore
-
 from broker_py.log.storage_errors import kafka_error
 from broker_py.replication import replica_selector
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.fetch_context import FetchContext, PartitionRead, new_context
+from broker_py.server.fetch_session import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    NULL_UUID,
+    CachedPartition,
+)
+from broker_py.server.leader_hints import (
+    FETCH_ENDPOINTS_MIN_VERSION,
+    FETCH_HINT_ERRORS,
+    FETCH_MIN_VERSION,
+    LeaderHints,
+)
+from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
-from broker_py.server.fetch_context import FetchContext, PartitionRead, new_context
-from broker_py.server.leader_hints import FETCH_ENDPOINTS_MIN_VERSION, FETCH_HINT_ERRORS, FETCH_MIN_VERSION, LeaderHints
-from broker_py.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, NULL_UUID, CachedPartition
-from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.frame import splice_records
 from logstore.protocol.types import DeferredRecords
 
@@ -74,12 +83,18 @@ def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
         else:
             name, topic_id = ft.topic, NULL_UUID
         for fp in ft.partitions:
-            out.append(CachedPartition(
-                name, topic_id, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
-                fp.current_leader_epoch if version >= 9 else -1,
-                fp.log_start_offset if version >= 5 else -1,
-                fp.last_fetched_epoch if version >= 12 else -1,
-            ))
+            out.append(
+                CachedPartition(
+                    name,
+                    topic_id,
+                    fp.partition,
+                    fp.fetch_offset,
+                    fp.partition_max_bytes,
+                    fp.current_leader_epoch if version >= 9 else -1,
+                    fp.log_start_offset if version >= 5 else -1,
+                    fp.last_fetched_epoch if version >= 12 else -1,
+                )
+            )
     return out
 
 
@@ -108,7 +123,9 @@ def replica_id(body, version: int) -> int:
     return body.replica_id
 
 
-def _read_for_follower(apis, body, partitions: list[CachedPartition], follower: int, denied: set[str]):
+def _read_for_follower(
+    apis, body, partitions: list[CachedPartition], follower: int, denied: set[str]
+):
     """One pass of a follower's fetch: records up to each log end, a DivergingEpoch
     where its log disagrees, and its fetch offset recorded as its log end offset."""
     remaining = body.max_bytes
@@ -119,7 +136,11 @@ def _read_for_follower(apis, body, partitions: list[CachedPartition], follower: 
     held = apis.replica_manager.partitions
     for fp in partitions:
         if fp.topic is None or fp.topic in denied:
-            out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID if fp.topic is None else TOPIC_AUTHORIZATION_FAILED, -1, -1))
+            out.append(
+                PartitionRead(
+                    fp, UNKNOWN_TOPIC_ID if fp.topic is None else TOPIC_AUTHORIZATION_FAILED, -1, -1
+                )
+            )
             continue
         partition = held.get((fp.topic, fp.partition))
         if partition is None:
@@ -128,27 +149,56 @@ def _read_for_follower(apis, body, partitions: list[CachedPartition], follower: 
         touched.append(partition)
         error = partition.leader_epoch_error(fp.current_leader_epoch)
         if error != ErrorCode.NONE:
-            out.append(PartitionRead(fp, int(error), partition.high_watermark, partition.log_start_offset, partition=partition))
+            out.append(
+                PartitionRead(
+                    fp,
+                    int(error),
+                    partition.high_watermark,
+                    partition.log_start_offset,
+                    partition=partition,
+                )
+            )
             continue
         try:
             diverging, slice_ = partition.read_for_follower(
-                fp.fetch_offset, fp.last_fetched_epoch, max(0, min(fp.max_bytes, remaining)), first_with_data
+                fp.fetch_offset,
+                fp.last_fetched_epoch,
+                max(0, min(fp.max_bytes, remaining)),
+                first_with_data,
             )
         except KafkaError as e:
-            out.append(PartitionRead(fp, int(e.errno), partition.high_watermark, partition.log_start_offset, partition=partition))
+            out.append(
+                PartitionRead(
+                    fp,
+                    int(e.errno),
+                    partition.high_watermark,
+                    partition.log_start_offset,
+                    partition=partition,
+                )
+            )
             continue
         if diverging is None:
-            apis.replica_manager.update_follower_fetch_state(partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset)
+            apis.replica_manager.update_follower_fetch_state(
+                partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset
+            )
         records: object = b""
         if slice_ is not None:
             first_with_data = False
             remaining -= slice_.length
             total += slice_.length
             records = DeferredRecords(slice_.length, slice_)
-        out.append(PartitionRead(
-            fp, 0, partition.high_watermark, partition.log_start_offset, records, None, partition,
-            None if diverging is None else (diverging.epoch, diverging.end_offset),
-        ))  # fmt: skip
+        out.append(
+            PartitionRead(
+                fp,
+                0,
+                partition.high_watermark,
+                partition.log_start_offset,
+                records,
+                None,
+                partition,
+                None if diverging is None else (diverging.epoch, diverging.end_offset),
+            )
+        )
     return out, total, touched
 
 
@@ -186,44 +236,92 @@ def _read(apis, body, version: int, partitions: list[CachedPartition], denied: s
         if fp.current_leader_epoch >= 0 or partition.leader_id != partition.local_broker_id:
             # A consumer naming its rack (v11+) may read from a follower, up to its high watermark.
             error = partition.leader_epoch_error(fp.current_leader_epoch, leader_only=version < 11)
-            if error == ErrorCode.NONE and not partition.is_leader and fp.fetch_offset > partition.log_end_offset:
+            if (
+                error == ErrorCode.NONE
+                and not partition.is_leader
+                and fp.fetch_offset > partition.log_end_offset
+            ):
                 # A follower behind the consumer (or a former leader just truncated) sends
                 # it back to the leader rather than out of range, which would reset it.
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if error != ErrorCode.NONE:
-                out.append(PartitionRead(fp, int(error), high_watermark, log_start_offset, partition=partition))
+                out.append(
+                    PartitionRead(
+                        fp, int(error), high_watermark, log_start_offset, partition=partition
+                    )
+                )
                 continue
         if selector is not None and partition.is_leader:
-            preferred = _preferred_read_replica(apis, selector, body.rack_id, partition, fp.fetch_offset)
+            preferred = _preferred_read_replica(
+                apis, selector, body.rack_id, partition, fp.fetch_offset
+            )
             if preferred >= 0:
-                out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition, None, preferred))
+                out.append(
+                    PartitionRead(
+                        fp,
+                        0,
+                        high_watermark,
+                        log_start_offset,
+                        b"",
+                        no_data,
+                        partition,
+                        None,
+                        preferred,
+                    )
+                )
                 redirected = True  # answered at once, as Kafka does
                 continue
         if fp.fetch_offset == high_watermark:  # caught up: nothing to read
-            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
+            out.append(
+                PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition)
+            )
             continue
         try:
-            slice_ = partition.read_records(fp.fetch_offset, max(0, min(fp.max_bytes, remaining)), read_committed, first_with_data)
+            slice_ = partition.read_records(
+                fp.fetch_offset,
+                max(0, min(fp.max_bytes, remaining)),
+                read_committed,
+                first_with_data,
+            )
         except KafkaError as e:
-            out.append(PartitionRead(fp, int(e.errno), high_watermark, log_start_offset, partition=partition))
+            out.append(
+                PartitionRead(
+                    fp, int(e.errno), high_watermark, log_start_offset, partition=partition
+                )
+            )
             continue
         if slice_ is None:
-            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition))
+            out.append(
+                PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition)
+            )
             continue
         first_with_data = False
         remaining -= slice_.length
         total += slice_.length
         if legacy:
             limit = max(slice_.length, min(fp.max_bytes, remaining + slice_.length))
-            out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, _ToConvert(slice_, limit), None, partition))
+            out.append(
+                PartitionRead(
+                    fp,
+                    0,
+                    high_watermark,
+                    log_start_offset,
+                    _ToConvert(slice_, limit),
+                    None,
+                    partition,
+                )
+            )
             continue
         aborted = None
         if read_committed:
             aborted = [
-                (t.producer_id, t.first_offset) for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
+                (t.producer_id, t.first_offset)
+                for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
             ]
         records = DeferredRecords(slice_.length, slice_)
-        out.append(PartitionRead(fp, 0, high_watermark, log_start_offset, records, aborted, partition))
+        out.append(
+            PartitionRead(fp, 0, high_watermark, log_start_offset, records, aborted, partition)
+        )
     if redirected:
         total = max(total, body.min_bytes)
     return out, total, touched
@@ -233,16 +331,31 @@ def _not_held_error(apis, topic: str, index: int) -> int:
     """NOT_LEADER_OR_FOLLOWER for a partition the cluster has elsewhere (Kafka's answer:
     the client refreshes its metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
     exists = apis.replica_manager.partition_exists
-    return NOT_LEADER_OR_FOLLOWER if exists is not None and exists(topic, index) else UNKNOWN_TOPIC_OR_PARTITION
+    return (
+        NOT_LEADER_OR_FOLLOWER
+        if exists is not None and exists(topic, index)
+        else UNKNOWN_TOPIC_OR_PARTITION
+    )
 
 
-def _preferred_read_replica(apis, selector: str, client_rack: str, partition, fetch_offset: int) -> int:
+def _preferred_read_replica(
+    apis, selector: str, client_rack: str, partition, fetch_offset: int
+) -> int:
     """KIP-392: the follower the consumer should read from, or -1 for this leader."""
     cache = apis.metadata_cache
-    racks = {b: (r.info.rack if (r := cache.alive_broker(b)) is not None else None) for b in partition.assigned_replicas}
-    racks = {b: rack for b, rack in racks.items() if cache.alive_broker(b) is not None or b == partition.local_broker_id}
+    racks = {
+        b: (r.info.rack if (r := cache.alive_broker(b)) is not None else None)
+        for b in partition.assigned_replicas
+    }
+    racks = {
+        b: rack
+        for b, rack in racks.items()
+        if cache.alive_broker(b) is not None or b == partition.local_broker_id
+    }
     racks.setdefault(partition.local_broker_id, apis.config["broker.rack"])
-    leader, followers = replica_selector.candidates(partition, fetch_offset, racks, apis.replica_manager.time.milliseconds())
+    leader, followers = replica_selector.candidates(
+        partition, fetch_offset, racks, apis.replica_manager.time.milliseconds()
+    )
     chosen = replica_selector.select(selector, client_rack or "", leader, followers)
     return -1 if chosen == leader.broker_id else chosen
 
@@ -262,7 +375,9 @@ class _ToConvert:
         return self.slice.length
 
 
-def _down_convert_all(reads: list[PartitionRead], version: int, max_bytes: int, allowed) -> list[PartitionRead]:
+def _down_convert_all(
+    reads: list[PartitionRead], version: int, max_bytes: int, allowed
+) -> list[PartitionRead]:
     """``reads`` with their records converted down, the whole at most ``max_bytes``
     (and :data:`DOWN_CONVERSION_MAX_BYTES`) unless its first message alone is more.
     A partition held here whose topic does not allow it (``allowed(topic)`` false:
@@ -273,7 +388,12 @@ def _down_convert_all(reads: list[PartitionRead], version: int, max_bytes: int, 
     for read in reads:
         if read.partition is not None and not allowed(read.fetch.topic):
             read = read._replace(
-                error_code=UNSUPPORTED_VERSION, high_watermark=-1, log_start_offset=-1, records=b"", aborted=None, partition=None,
+                error_code=UNSUPPORTED_VERSION,
+                high_watermark=-1,
+                log_start_offset=-1,
+                records=b"",
+                aborted=None,
+                partition=None,
             )
         elif type(read.records) is _ToConvert:
             if budget <= 0 and not first:
@@ -292,7 +412,9 @@ def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRea
     todo = read.records
     magic = 0 if version <= 1 else 1
     try:
-        data, next_offset, _ = logstore.down_convert_slice(todo.slice, magic, read.fetch.fetch_offset, limit)
+        data, next_offset, _ = logstore.down_convert_slice(
+            todo.slice, magic, read.fetch.fetch_offset, limit
+        )
         reads = 1
         while not data and next_offset < read.high_watermark and reads < _DOWN_CONVERSION_READS:
             more = read.partition.read_records(next_offset, todo.limit, False, True)
@@ -313,14 +435,18 @@ def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRea
     return read._replace(records=data)
 
 
-def _response(apis, context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints) -> list:
+def _response(
+    apis, context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints
+) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
     partitions of one topic share a topic entry. v0-v3 records are converted down
     here, into bytes chunks."""
     version = request.api_version
     if version <= LAST_MESSAGE_SET_VERSION:
-        reads = _down_convert_all(reads, version, request.body.max_bytes, apis.admin_manager.down_conversion_enabled)
+        reads = _down_convert_all(
+            reads, version, request.body.max_bytes, apis.admin_manager.down_conversion_enabled
+        )
     error_code, session_id, selected = context.respond(reads)
     topics: list[tuple] = []
     records: list[DeferredRecords] = []
@@ -334,12 +460,24 @@ def _response(apis, context: FetchContext, reads: list[PartitionRead], request, 
             topics.append((fp.topic or "", fp.topic_id.int, parts))
             last_key = key
         partition = read.partition
-        parts.append((
-            fp.partition, read.error_code, read.high_watermark,
-            partition.last_stable_offset if partition is not None else -1,
-            read.log_start_offset, read.aborted, len(read.records), read.preferred_read_replica, read.diverging,
-            hints.current_leader(fp.topic, fp.partition) if version >= FETCH_MIN_VERSION and read.error_code in FETCH_HINT_ERRORS and fp.topic else None,
-        ))
+        parts.append(
+            (
+                fp.partition,
+                read.error_code,
+                read.high_watermark,
+                partition.last_stable_offset if partition is not None else -1,
+                read.log_start_offset,
+                read.aborted,
+                len(read.records),
+                read.preferred_read_replica,
+                read.diverging,
+                hints.current_leader(fp.topic, fp.partition)
+                if version >= FETCH_MIN_VERSION
+                and read.error_code in FETCH_HINT_ERRORS
+                and fp.topic
+                else None,
+            )
+        )
         if read.records:
             records.append(read.records)
     endpoints = hints.node_endpoints() if version >= FETCH_ENDPOINTS_MIN_VERSION else None
@@ -355,10 +493,12 @@ def handle_fetch(apis, request, connection):
     body = request.body
     version = request.api_version
     context = new_context(
-        apis.fetch_sessions, version,
+        apis.fetch_sessions,
+        version,
         body.session_id if version >= 7 else INVALID_SESSION_ID,
         body.session_epoch if version >= 7 else FINAL_EPOCH,
-        _fetch_data(apis, body, version), _forgotten(body, version),
+        _fetch_data(apis, body, version),
+        _forgotten(body, version),
     )
     partitions = context.partitions
     denied = _denied_topics(apis, connection, partitions, version, replica_id(body, version) >= 0)
@@ -389,15 +529,23 @@ async def _when_done(pending, respond):
     return respond(await pending)
 
 
-def _denied_topics(apis, connection, partitions: list[CachedPartition], version: int, from_follower: bool = False) -> set[str]:
+def _denied_topics(
+    apis, connection, partitions: list[CachedPartition], version: int, from_follower: bool = False
+) -> set[str]:
     """The requested topics the connection may not READ, or, for a follower's fetch,
     all of them unless it may CLUSTER_ACTION the cluster (TOPIC_AUTHORIZATION_FAILED)."""
     if apis.authorizer is None:
         return set()
     names = {name for fp in partitions if (name := _topic_name(apis, fp, version)) is not None}
     if from_follower:
-        return set() if auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION) else names
-    return auth_helper.denied(apis, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names))
+        return (
+            set()
+            if auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION)
+            else names
+        )
+    return auth_helper.denied(
+        apis, connection, AclOperation.READ, ResourceType.TOPIC, sorted(names)
+    )
 
 
 HANDLERS = {ApiKey.FETCH: handle_fetch}

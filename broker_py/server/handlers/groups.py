@@ -25,16 +25,15 @@ import asyncio
 import logging
 
 import logstore
-
-from broker_py.security.authorizer import auth_helper
-from broker_py.utils.in_steps import for_each
-from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError, KafkaException
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import partition_for
 from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.utils.in_steps import for_each
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError, KafkaException
 from logstore.protocol.messages.find_coordinator import FindCoordinatorResponse
 from logstore.protocol.messages.group import (
     HeartbeatResponse,
@@ -77,9 +76,13 @@ def _client_host(connection) -> str:
 # ---- FindCoordinator ----
 
 
-def _find_coordinator(apis, key: str, key_type: int, connection=None) -> tuple[ErrorCode, int, str, int]:
+def _find_coordinator(
+    apis, key: str, key_type: int, connection=None
+) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) of the coordinator of ``key``."""
-    if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(apis, connection, AclOperation.DESCRIBE, key):
+    if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(
+        apis, connection, AclOperation.DESCRIBE, key
+    ):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == COORDINATOR_KEY_TRANSACTION and not auth_helper.authorize(
         apis, connection, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
@@ -105,7 +108,12 @@ def _find_coordinator(apis, key: str, key_type: int, connection=None) -> tuple[E
         return ErrorCode.INVALID_REQUEST, -1, "", -1
     listener = apis.advertised_listener(connection)
     if apis.zk_support is not None:
-        return _partition_leader(apis, OFFSETS_TOPIC if key_type == COORDINATOR_KEY_GROUP else TRANSACTION_STATE_TOPIC, key, listener)
+        return _partition_leader(
+            apis,
+            OFFSETS_TOPIC if key_type == COORDINATOR_KEY_GROUP else TRANSACTION_STATE_TOPIC,
+            key,
+            listener,
+        )
     return ErrorCode.NONE, apis.broker_id, listener.host, listener.port
 
 
@@ -117,7 +125,13 @@ def _partition_leader(apis, topic: str, key: str, listener) -> tuple[ErrorCode, 
     if info is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     state = apis.metadata_cache.partition_state(topic, partition_for(key, info.partitions))
-    node = None if state is None else next((n for n in apis.metadata_cache.alive_nodes(listener) if n.id == state.leader), None)
+    node = (
+        None
+        if state is None
+        else next(
+            (n for n in apis.metadata_cache.alive_nodes(listener) if n.id == state.leader), None
+        )
+    )
     if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.NONE, node.id, node.host, node.port
@@ -137,13 +151,22 @@ def handle_find_coordinator(apis, request, connection):
             error, node_id, host, port = _find_coordinator(apis, key, key_type, connection)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=node_id, host=host, port=port, error_code=int(error), error_message=_error_message(error)
+                    key=key,
+                    node_id=node_id,
+                    host=host,
+                    port=port,
+                    error_code=int(error),
+                    error_message=_error_message(error),
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
     error, node_id, host, port = _find_coordinator(apis, body.key, key_type, connection)
     return FindCoordinatorResponse(
-        error_code=int(error), error_message=_error_message(error), node_id=node_id, host=host, port=port
+        error_code=int(error),
+        error_message=_error_message(error),
+        node_id=node_id,
+        host=host,
+        port=port,
     )
 
 
@@ -163,7 +186,9 @@ def _join_response(version: int, result: JoinGroupResult) -> JoinGroupResponse:
         skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=[
-            JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=instance, metadata=metadata)
+            JoinGroupResponse.JoinGroupResponseMember(
+                member_id=m, group_instance_id=instance, metadata=metadata
+            )
             for m, instance, metadata in result.members
         ],
     )
@@ -175,9 +200,14 @@ async def handle_join_group(apis, request, connection):
     group_instance_id = body.group_instance_id if version >= 5 else None
     if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return JoinGroupResponse(
-            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), generation_id=-1, protocol_type=None,
-            protocol_name="" if version < 7 else None, leader="", member_id=body.member_id, members=[],
-        )  # fmt: skip
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name="" if version < 7 else None,
+            leader="",
+            member_id=body.member_id,
+            members=[],
+        )
     # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
     result = await apis.group_coordinator.join_group(
@@ -201,7 +231,9 @@ async def handle_sync_group(apis, request, connection):
     body = request.body
     version = request.api_version
     if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
-        return SyncGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), assignment=b"")
+        return SyncGroupResponse(
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), assignment=b""
+        )
     result = await apis.group_coordinator.sync_group(
         group_id=body.group_id,
         generation_id=body.generation_id,
@@ -238,7 +270,10 @@ def handle_leave_group(apis, request, connection):
     if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return LeaveGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), members=[])
     if version >= 3:
-        members = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in body.members]
+        members = [
+            (m.member_id, m.group_instance_id, m.reason if version >= 5 else None)
+            for m in body.members
+        ]
     else:
         members = [(body.member_id, None, None)]
     error, member_errors = apis.group_coordinator.leave_group(body.group_id, members)
@@ -250,7 +285,9 @@ def handle_leave_group(apis, request, connection):
     return LeaveGroupResponse(
         error_code=int(error),
         members=[
-            LeaveGroupResponse.MemberResponse(member_id=m[0], group_instance_id=m[1], error_code=int(e))
+            LeaveGroupResponse.MemberResponse(
+                member_id=m[0], group_instance_id=m[1], error_code=int(e)
+            )
             for m, e in zip(members, member_errors)
         ],
     )
@@ -261,7 +298,9 @@ def handle_leave_group(apis, request, connection):
 
 def topic_denied(apis, connection, topics, operation: AclOperation = AclOperation.READ) -> set[str]:
     """The names of the request's topics the connection may not perform ``operation`` on."""
-    return auth_helper.denied(apis, connection, operation, ResourceType.TOPIC, (t.name for t in topics))
+    return auth_helper.denied(
+        apis, connection, operation, ResourceType.TOPIC, (t.name for t in topics)
+    )
 
 
 def requested_offsets(
@@ -288,7 +327,9 @@ def requested_offsets(
                     offset=p.committed_offset,
                     leader_epoch=p.committed_leader_epoch if with_leader_epoch else -1,
                     metadata=p.committed_metadata or "",
-                    commit_timestamp=p.commit_timestamp if with_commit_timestamp and p.commit_timestamp != -1 else now,
+                    commit_timestamp=p.commit_timestamp
+                    if with_commit_timestamp and p.commit_timestamp != -1
+                    else now,
                 )
     return errors, offsets
 
@@ -297,11 +338,19 @@ def handle_offset_commit(apis, request, connection):
     body = request.body
     version = request.api_version
     if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
-        errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED for t in body.topics for p in t.partitions}
+        errors = {
+            (t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
+            for t in body.topics
+            for p in t.partitions
+        }
         offsets = {}
     else:
         errors, offsets = requested_offsets(
-            apis, body.topics, version >= 6, topic_denied(apis, connection, body.topics), version == 1
+            apis,
+            body.topics,
+            version >= 6,
+            topic_denied(apis, connection, body.topics),
+            version == 1,
         )
     if not offsets:
         return _offset_commit_response(body, errors)
@@ -332,7 +381,9 @@ async def _commit_to_zookeeper(apis, body, errors, offsets) -> OffsetCommitRespo
             if len(o.metadata) > max_metadata:
                 out[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
-            out[(topic, partition)] = _zookeeper_error(zk.set_or_create_consumer_offset, body.group_id, topic, partition, o.offset)[0]
+            out[(topic, partition)] = _zookeeper_error(
+                zk.set_or_create_consumer_offset, body.group_id, topic, partition, o.offset
+            )[0]
         return out
 
     errors.update(await asyncio.to_thread(write))
@@ -362,7 +413,8 @@ def _offset_commit_response(body, errors) -> OffsetCommitResponse:
                 name=topic.name,
                 partitions=[
                     OffsetCommitResponse.OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=int(errors[(topic.name, p.partition_index)])
+                        partition_index=p.partition_index,
+                        error_code=int(errors[(topic.name, p.partition_index)]),
                     )
                     for p in topic.partitions
                 ],
@@ -372,18 +424,24 @@ def _offset_commit_response(body, errors) -> OffsetCommitResponse:
     )
 
 
-def _fetch_group_offsets(apis, connection, group_id: str, topics, require_stable: bool = False) -> tuple[ErrorCode, list[tuple[str, list]]]:
+def _fetch_group_offsets(
+    apis, connection, group_id: str, topics, require_stable: bool = False
+) -> tuple[ErrorCode, list[tuple[str, list]]]:
     """(error, [(topic, [(partition, OffsetAndMetadata | None, error)])]) in request
     order; ``topics`` None means every committed offset of the group. With
     ``require_stable`` (v7+), a partition with a transactional commit not yet ended
     gets UNSTABLE_OFFSET_COMMIT and no offset."""
     if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
-    partitions = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    partitions = (
+        None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    )
     error, offsets = apis.group_coordinator.fetch_offsets(group_id, partitions)
     if apis.authorizer is not None and error == ErrorCode.NONE:
         names = {tp[0] for tp in offsets} | {t.name for t in topics or ()}
-        denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        denied = auth_helper.denied(
+            apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names
+        )
         if topics is None:
             offsets = {tp: o for tp, o in offsets.items() if tp[0] not in denied}
         else:
@@ -397,7 +455,9 @@ def _fetch_group_offsets(apis, connection, group_id: str, topics, require_stable
             by_topic.setdefault(t.name, [])
     for tp, o in offsets.items():
         if o is _DENIED:
-            by_topic.setdefault(tp[0], []).append((tp[1], None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            by_topic.setdefault(tp[0], []).append(
+                (tp[1], None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            )
         elif tp in unstable:
             by_topic.setdefault(tp[0], []).append((tp[1], None, ErrorCode.UNSTABLE_OFFSET_COMMIT))
         else:
@@ -409,9 +469,17 @@ def _fetch_group_offsets(apis, connection, group_id: str, topics, require_stable
 _DENIED = OffsetAndMetadata(offset=-1, leader_epoch=-1, metadata="", commit_timestamp=-1)
 
 
-def _partition_fields(partition: int, o: OffsetAndMetadata | None, error: ErrorCode = ErrorCode.NONE) -> dict:
+def _partition_fields(
+    partition: int, o: OffsetAndMetadata | None, error: ErrorCode = ErrorCode.NONE
+) -> dict:
     if o is None:
-        return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "", "error_code": int(error)}
+        return {
+            "partition_index": partition,
+            "committed_offset": -1,
+            "committed_leader_epoch": -1,
+            "metadata": "",
+            "error_code": int(error),
+        }
     return {
         "partition_index": partition,
         "committed_offset": o.offset,
@@ -427,7 +495,9 @@ def handle_offset_fetch(apis, request, connection):
     if version >= 8:
         groups = []
         for g in body.groups:
-            error, topics = _fetch_group_offsets(apis, connection, g.group_id, g.topics, body.require_stable)
+            error, topics = _fetch_group_offsets(
+                apis, connection, g.group_id, g.topics, body.require_stable
+            )
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=g.group_id,
@@ -435,7 +505,12 @@ def handle_offset_fetch(apis, request, connection):
                     topics=[
                         OffsetFetchResponse.OffsetFetchResponseTopics(
                             name=name,
-                            partitions=[OffsetFetchResponse.OffsetFetchResponsePartitions(**_partition_fields(p, o, e)) for p, o, e in parts],
+                            partitions=[
+                                OffsetFetchResponse.OffsetFetchResponsePartitions(
+                                    **_partition_fields(p, o, e)
+                                )
+                                for p, o, e in parts
+                            ],
                         )
                         for name, parts in topics
                     ],
@@ -447,11 +522,15 @@ def handle_offset_fetch(apis, request, connection):
         topics_requested = []
     if version == 0 and apis.zk_support is not None:
         return _fetch_from_zookeeper(apis, connection, body.group_id, topics_requested)
-    error, topics = _fetch_group_offsets(apis, connection, body.group_id, topics_requested, version >= 7 and body.require_stable)
+    error, topics = _fetch_group_offsets(
+        apis, connection, body.group_id, topics_requested, version >= 7 and body.require_stable
+    )
     return _offset_fetch_response(version, error, topics, topics_requested)
 
 
-async def _fetch_from_zookeeper(apis, connection, group_id: str, topics_requested) -> OffsetFetchResponse:
+async def _fetch_from_zookeeper(
+    apis, connection, group_id: str, topics_requested
+) -> OffsetFetchResponse:
     """OffsetFetch v0 in a cluster (Kafka's ZooKeeper mode): each partition's offset from
     its ZooKeeper node; -1 where there is none or the topic does not exist,
     TOPIC_AUTHORIZATION_FAILED for a topic the connection may not DESCRIBE."""
@@ -472,19 +551,30 @@ async def _fetch_from_zookeeper(apis, connection, group_id: str, topics_requeste
                     parts.append((p, None, ErrorCode.NONE))
                 else:
                     error, offset = _zookeeper_error(zk.get_consumer_offset, group_id, t.name, p)
-                    found = None if offset is None else OffsetAndMetadata(offset=offset, leader_epoch=-1, metadata="")
+                    found = (
+                        None
+                        if offset is None
+                        else OffsetAndMetadata(offset=offset, leader_epoch=-1, metadata="")
+                    )
                     parts.append((p, found, error))
             out.append((t.name, parts))
         return out
 
-    return _offset_fetch_response(0, ErrorCode.NONE, await asyncio.to_thread(read), topics_requested)
+    return _offset_fetch_response(
+        0, ErrorCode.NONE, await asyncio.to_thread(read), topics_requested
+    )
 
 
-def _offset_fetch_response(version: int, error: ErrorCode, topics, topics_requested) -> OffsetFetchResponse:
+def _offset_fetch_response(
+    version: int, error: ErrorCode, topics, topics_requested
+) -> OffsetFetchResponse:
     """OffsetFetch v0-v7: ``topics`` as (name, [(partition, offset or None, error)])."""
     if error != ErrorCode.NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
-        topics = [(t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes]) for t in topics_requested]
+        topics = [
+            (t.name, [(p, None, ErrorCode.NONE) for p in t.partition_indexes])
+            for t in topics_requested
+        ]
     partition_error = error if version < 2 else ErrorCode.NONE
     return OffsetFetchResponse(
         error_code=int(error),
@@ -492,7 +582,9 @@ def _offset_fetch_response(version: int, error: ErrorCode, topics, topics_reques
             OffsetFetchResponse.OffsetFetchResponseTopic(
                 name=name,
                 partitions=[
-                    OffsetFetchResponse.OffsetFetchResponsePartition(**_partition_fields(p, o, e or partition_error))
+                    OffsetFetchResponse.OffsetFetchResponsePartition(
+                        **_partition_fields(p, o, e or partition_error)
+                    )
                     for p, o, e in parts
                 ],
             )
@@ -515,18 +607,26 @@ def handle_describe_groups(apis, request, connection):
     def describe(group_id: str) -> None:
         entry = described.get(group_id)
         if entry is None:
-            entry = described[group_id] = _describe_group(apis, connection, group_id, include_operations)
+            entry = described[group_id] = _describe_group(
+                apis, connection, group_id, include_operations
+            )
         out.append(entry)
 
     return for_each(body.groups, describe, lambda: DescribeGroupsResponse(groups=out))
 
 
-def _describe_group(apis, connection, group_id: str, include_operations: bool) -> DescribeGroupsResponse.DescribedGroup:
+def _describe_group(
+    apis, connection, group_id: str, include_operations: bool
+) -> DescribeGroupsResponse.DescribedGroup:
     if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
         return DescribeGroupsResponse.DescribedGroup(
-            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id, group_state="",
-            protocol_type="", protocol_data="", members=[],
-        )  # fmt: skip
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+        )
     error, summary = apis.group_coordinator.describe_group(group_id)
     return DescribeGroupsResponse.DescribedGroup(
         error_code=int(error),
@@ -558,12 +658,17 @@ def handle_list_groups(apis, request, connection):
     types = (body.types_filter or []) if version >= 5 else []
     error, groups = apis.group_coordinator.list_groups(states, types)
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
-        groups = [g for g in groups if _group_allowed(apis, connection, AclOperation.DESCRIBE, g.group_id)]
+        groups = [
+            g for g in groups if _group_allowed(apis, connection, AclOperation.DESCRIBE, g.group_id)
+        ]
     return ListGroupsResponse(
         error_code=int(error),
         groups=[
             ListGroupsResponse.ListedGroup(
-                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state, group_type="classic"
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type="classic",
             )
             for g in groups
         ],
@@ -581,7 +686,9 @@ def handle_delete_groups(apis, request, connection):
         if name in seen:
             continue
         seen.add(name)
-        results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=int(errors[name])))
+        results.append(
+            DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=int(errors[name]))
+        )
     return DeleteGroupsResponse(results=results)
 
 

@@ -21,9 +21,9 @@ import os
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, OffsetNotAvailableError
-from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.list_offsets import ListOffsetsResponse
 
 LATEST = -1
@@ -36,11 +36,15 @@ READ_COMMITTED = 1
 _FIRST_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 
-def legacy_offsets(partition, timestamp: int, max_num_offsets: int, from_consumer: bool, now_ms: int) -> list[int]:
+def legacy_offsets(
+    partition, timestamp: int, max_num_offsets: int, from_consumer: bool, now_ms: int
+) -> list[int]:
     """ListOffsets v0's answer (see the module docstring), offsets descending."""
     # Partition has no segment accessor of its own; the log's segment list is read-only here.
     segments = partition.log.local_log.segments()
-    pairs = [(max(s.base_offset, partition.log_start_offset), _modified_ms(s.log_path)) for s in segments]
+    pairs = [
+        (max(s.base_offset, partition.log_start_offset), _modified_ms(s.log_path)) for s in segments
+    ]
     if segments and segments[-1].size > 0:
         pairs.append((partition.log_end_offset, now_ms))
     if timestamp == LATEST:
@@ -51,7 +55,10 @@ def legacy_offsets(partition, timestamp: int, max_num_offsets: int, from_consume
         start = len(pairs) - 1
         while start >= 0 and pairs[start][1] > timestamp:
             start -= 1
-    offsets = sorted((pairs[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)), reverse=True)
+    offsets = sorted(
+        (pairs[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)),
+        reverse=True,
+    )
     if from_consumer:
         hw = partition.high_watermark
         if any(o > hw for o in offsets):
@@ -66,7 +73,9 @@ def _modified_ms(path: str) -> int:
         return 0
 
 
-def lookup(partition, timestamp: int, isolation_level: int, replica_id: int = -1) -> tuple[int, int]:
+def lookup(
+    partition, timestamp: int, isolation_level: int, replica_id: int = -1
+) -> tuple[int, int]:
     """(timestamp, offset) that ListOffsets answers; (-1, -1) when no record qualifies.
 
     Reads stop at the last stable offset (read_committed) or the high watermark: a
@@ -76,7 +85,11 @@ def lookup(partition, timestamp: int, isolation_level: int, replica_id: int = -1
         return -1, partition.log_start_offset
     if replica_id >= 0 and timestamp == LATEST:
         return -1, partition.log_end_offset
-    if replica_id < 0 and partition.is_leader and partition.leader_epoch_start_offset > partition.high_watermark:
+    if (
+        replica_id < 0
+        and partition.is_leader
+        and partition.leader_epoch_start_offset > partition.high_watermark
+    ):
         raise OffsetNotAvailableError(
             f"{partition.name}: the high watermark {partition.high_watermark} is below the start of "
             f"leader epoch {partition.leader_epoch} at {partition.leader_epoch_start_offset}"
@@ -92,7 +105,9 @@ def lookup(partition, timestamp: int, isolation_level: int, replica_id: int = -1
 
 def handle_list_offsets(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics))
+    denied = auth_helper.denied(
+        apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     topics = []
     for t in body.topics:
         parts = []
@@ -111,19 +126,29 @@ def handle_list_offsets(apis, request, connection):
             elif request.api_version == 0:
                 try:
                     old_style = legacy_offsets(
-                        partition, p.timestamp, p.max_num_offsets, body.replica_id < 0, apis.time.milliseconds()
+                        partition,
+                        p.timestamp,
+                        p.max_num_offsets,
+                        body.replica_id < 0,
+                        apis.time.milliseconds(),
                     )
                 except KafkaError as e:
                     error = e.errno
             else:
                 try:
-                    ts, offset = lookup(partition, p.timestamp, body.isolation_level, body.replica_id)
+                    ts, offset = lookup(
+                        partition, p.timestamp, body.isolation_level, body.replica_id
+                    )
                     epoch = partition.leader_epoch if offset >= 0 else -1
                 except KafkaError as e:
                     error = e.errno
             parts.append(
                 ListOffsetsResponse.ListOffsetsPartitionResponse(
-                    partition_index=p.partition_index, error_code=int(error), timestamp=ts, offset=offset, leader_epoch=epoch,
+                    partition_index=p.partition_index,
+                    error_code=int(error),
+                    timestamp=ts,
+                    offset=offset,
+                    leader_epoch=epoch,
                     old_style_offsets=old_style,
                 )
             )

@@ -23,8 +23,8 @@ import os
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ def _requested(apis, topics) -> set[tuple[str, int]]:
 
 def handle_describe_log_dirs(apis, request, connection):
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
-        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[]
+        )
     wanted = _requested(apis, request.body.topics)
     manager = apis.log_manager
     results = []
@@ -53,7 +55,10 @@ def handle_describe_log_dirs(apis, request, connection):
             if manager.dir_of(topic, index) == log_dir:
                 by_topic.setdefault(topic, []).append(
                     DescribeLogDirsResponse.DescribeLogDirsPartition(
-                        partition_index=index, partition_size=partition.size_bytes, offset_lag=0, is_future_key=False
+                        partition_index=index,
+                        partition_size=partition.size_bytes,
+                        offset_lag=0,
+                        is_future_key=False,
                     )
                 )
             move = apis.log_dir_mover.moves.get((topic, index))
@@ -68,7 +73,11 @@ def handle_describe_log_dirs(apis, request, connection):
                 )
         try:
             fs = os.statvfs(log_dir)
-            total, usable, error = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize, ErrorCode.NONE
+            total, usable, error = (
+                fs.f_blocks * fs.f_frsize,
+                fs.f_bavail * fs.f_frsize,
+                ErrorCode.NONE,
+            )
         except OSError as e:
             log.warning("log dir %s: %s", log_dir, e)
             total, usable, error = -1, -1, ErrorCode.KAFKA_STORAGE_ERROR
@@ -76,7 +85,10 @@ def handle_describe_log_dirs(apis, request, connection):
             DescribeLogDirsResponse.DescribeLogDirsResult(
                 error_code=int(error),
                 log_dir=log_dir,
-                topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+                topics=[
+                    DescribeLogDirsResponse.DescribeLogDirsTopic(name=t, partitions=ps)
+                    for t, ps in by_topic.items()
+                ],
                 total_bytes=total,
                 usable_bytes=usable,
             )
@@ -108,14 +120,26 @@ def handle_alter_replica_log_dirs(apis, request, connection):
     for d in request.body.dirs:
         for t in d.topics:
             for index in t.partitions:
-                error = _alter_one(apis, d.path, t.name, index) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                error = (
+                    _alter_one(apis, d.path, t.name, index)
+                    if allowed
+                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                )
                 by_topic.setdefault(t.name, []).append(
-                    AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(partition_index=index, error_code=int(error))
+                    AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
+                        partition_index=index, error_code=int(error)
+                    )
                 )
     return AlterReplicaLogDirsResponse(
         throttle_time_ms=0,
-        results=[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=t, partitions=ps) for t, ps in by_topic.items()],
+        results=[
+            AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=t, partitions=ps)
+            for t, ps in by_topic.items()
+        ],
     )
 
 
-HANDLERS = {ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs, ApiKey.ALTER_REPLICA_LOG_DIRS: handle_alter_replica_log_dirs}
+HANDLERS = {
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.ALTER_REPLICA_LOG_DIRS: handle_alter_replica_log_dirs,
+}

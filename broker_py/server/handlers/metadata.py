@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import uuid
 
-from broker_py.security.authorizer import auth_helper
-from broker_py.utils.in_steps import for_each
-from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
-from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.messages.metadata import MetadataResponse
 from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.coordinator.internal_topics import is_internal_topic
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
+from broker_py.utils.in_steps import for_each
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+from logstore.protocol.messages.metadata import MetadataResponse
 
 NULL_UUID = uuid.UUID(int=0)
 
@@ -36,11 +36,14 @@ def _partition_response(apis, topic: str, index: int) -> MetadataResponse.Metada
     if state is None:
         raw = getattr(apis.metadata_cache, "raw_partition_state", lambda t, i: None)(topic, index)
         return MetadataResponse.MetadataResponsePartition(
-            error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), partition_index=index, leader_id=-1,
+            error_code=int(ErrorCode.LEADER_NOT_AVAILABLE),
+            partition_index=index,
+            leader_id=-1,
             leader_epoch=-1 if raw is None else raw.leader_epoch,
-            replica_nodes=[] if raw is None else list(raw.replicas), isr_nodes=[] if raw is None else list(raw.isr),
+            replica_nodes=[] if raw is None else list(raw.replicas),
+            isr_nodes=[] if raw is None else list(raw.isr),
             offline_replicas=[] if raw is None else list(raw.offline_replicas),
-        )  # fmt: skip
+        )
     return MetadataResponse.MetadataResponsePartition(
         error_code=0,
         partition_index=index,
@@ -52,7 +55,9 @@ def _partition_response(apis, topic: str, index: int) -> MetadataResponse.Metada
     )
 
 
-def topic_response(apis, topic: TopicInfo, connection, with_operations: bool) -> MetadataResponse.MetadataResponseTopic:
+def topic_response(
+    apis, topic: TopicInfo, connection, with_operations: bool
+) -> MetadataResponse.MetadataResponseTopic:
     return MetadataResponse.MetadataResponseTopic(
         error_code=0,
         name=topic.name,
@@ -82,17 +87,21 @@ _NO_TAGGED_FIELDS: dict = {}
 def handle_metadata(apis, request, connection):
     body = request.body
     version = request.api_version
-    allow_create = apis.config["auto.create.topics.enable"] and (version < 4 or body.allow_auto_topic_creation)
+    allow_create = apis.config["auto.create.topics.enable"] and (
+        version < 4 or body.allow_auto_topic_creation
+    )
     with_operations = version >= 8 and body.include_topic_authorized_operations
     topics_out = []
 
     def describable(name: str) -> bool:
-        return auth_helper.authorize(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        return auth_helper.authorize(
+            apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name
+        )
 
     def creatable(name: str) -> bool:
-        return auth_helper.authorize_cluster(apis, connection, AclOperation.CREATE) or auth_helper.authorize(
-            apis, connection, AclOperation.CREATE, ResourceType.TOPIC, name
-        )
+        return auth_helper.authorize_cluster(
+            apis, connection, AclOperation.CREATE
+        ) or auth_helper.authorize(apis, connection, AclOperation.CREATE, ResourceType.TOPIC, name)
 
     def refused(name: str | None, topic_id=NULL_UUID) -> MetadataResponse.MetadataResponseTopic:
         return MetadataResponse.MetadataResponseTopic(
@@ -112,10 +121,15 @@ def handle_metadata(apis, request, connection):
         if req.name is None and req.topic_id not in (None, NULL_UUID):
             topic = apis.metadata_cache.by_id(req.topic_id)
             if topic is None:
-                topics_out.append(MetadataResponse.MetadataResponseTopic(
-                    error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=req.topic_id,
-                    partitions=_NO_PARTITIONS, unknown_tagged_fields=_NO_TAGGED_FIELDS,
-                ))  # fmt: skip
+                topics_out.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
+                        name=None,
+                        topic_id=req.topic_id,
+                        partitions=_NO_PARTITIONS,
+                        unknown_tagged_fields=_NO_TAGGED_FIELDS,
+                    )
+                )
                 return
             if not describable(topic.name):
                 topics_out.append(refused(None, req.topic_id))
@@ -137,9 +151,14 @@ def handle_metadata(apis, request, connection):
                         error = ErrorCode.LEADER_NOT_AVAILABLE
                     except KafkaError as e:
                         error = e.errno
-                topics_out.append(MetadataResponse.MetadataResponseTopic(
-                    error_code=int(error), name=name, topic_id=NULL_UUID, is_internal=is_internal_topic(name),
-                ))  # fmt: skip
+                topics_out.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=int(error),
+                        name=name,
+                        topic_id=NULL_UUID,
+                        is_internal=is_internal_topic(name),
+                    )
+                )
                 return
         topics_out.append(topic_response(apis, topic, connection, with_operations))
 
@@ -150,13 +169,20 @@ def handle_metadata(apis, request, connection):
             controller_id=apis.metadata_cache.controller_id,
             topics=topics_out,
             cluster_authorized_operations=auth_helper.authorized_operations(
-                apis, connection, ResourceType.CLUSTER, CLUSTER_NAME,
+                apis,
+                connection,
+                ResourceType.CLUSTER,
+                CLUSTER_NAME,
                 8 <= version <= 10 and body.include_cluster_authorized_operations,
-            ),  # fmt: skip
+            ),
         )
 
     if body.topics is None or (version == 0 and not body.topics):
-        topics_out.extend(topic_response(apis, t, connection, with_operations) for t in apis.metadata_cache.select() if describable(t.name))
+        topics_out.extend(
+            topic_response(apis, t, connection, with_operations)
+            for t in apis.metadata_cache.select()
+            if describable(t.name)
+        )
         return response()
     return for_each(body.topics, answer, response)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
-from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.delete_records import DeleteRecordsResponse
 from logstore.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 
@@ -18,7 +18,9 @@ HIGH_WATERMARK = -1
 
 def handle_delete_records(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(apis, connection, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics))
+    denied = auth_helper.denied(
+        apis, connection, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in body.topics)
+    )
     topics = []
     for t in body.topics:
         parts = []
@@ -35,14 +37,20 @@ def handle_delete_records(apis, request, connection):
                     low = partition.delete_records_on_leader(offset)
                 except KafkaError as e:
                     error = e.errno
-            parts.append(DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=low, error_code=int(error)))
+            parts.append(
+                DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=low, error_code=int(error)
+                )
+            )
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
 def handle_offset_for_leader_epoch(apis, request, connection):
     body = request.body
-    denied = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in body.topics))
+    denied = auth_helper.denied(
+        apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in body.topics)
+    )
     topics = []
     for t in body.topics:
         parts = []
@@ -57,9 +65,18 @@ def handle_offset_for_leader_epoch(apis, request, connection):
                 pass
             else:
                 epoch, end = partition.last_offset_for_leader_epoch(p.leader_epoch)
-            parts.append(OffsetForLeaderEpochResponse.EpochEndOffset(error_code=int(error), partition=p.partition, leader_epoch=epoch, end_offset=end))
-        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+            parts.append(
+                OffsetForLeaderEpochResponse.EpochEndOffset(
+                    error_code=int(error), partition=p.partition, leader_epoch=epoch, end_offset=end
+                )
+            )
+        topics.append(
+            OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts)
+        )
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
 
 
-HANDLERS = {ApiKey.DELETE_RECORDS: handle_delete_records, ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch}
+HANDLERS = {
+    ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+}

@@ -25,12 +25,24 @@ from __future__ import annotations
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import IllegalSaslStateError, KafkaError, SaslAuthenticationFailedError
+from broker_py.security.sasl.scram_credentials import (
+    MAX_ITERATIONS,
+    MECHANISM_IDS,
+    MIN_ITERATIONS,
+    ScramCredential,
+)
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import (
+    IllegalSaslStateError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+)
 from logstore.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
-from logstore.protocol.messages.scram import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
-from broker_py.security.sasl.scram_credentials import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, ScramCredential
+from logstore.protocol.messages.scram import (
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponse,
+)
 
 _IDS = {name: i for i, name in MECHANISM_IDS.items()}
 
@@ -51,24 +63,33 @@ def handle_sasl_authenticate(apis, request, connection):
     auth = getattr(connection, "sasl", None)
     if auth is None:
         return SaslAuthenticateResponse(
-            error_code=int(ErrorCode.ILLEGAL_SASL_STATE), error_message="this listener does not authenticate", auth_bytes=b""
+            error_code=int(ErrorCode.ILLEGAL_SASL_STATE),
+            error_message="this listener does not authenticate",
+            auth_bytes=b"",
         )
     try:
         challenge = auth.authenticate(bytes(request.body.auth_bytes))
     except (SaslAuthenticationFailedError, IllegalSaslStateError) as e:
         connection.close_after_response()
-        return SaslAuthenticateResponse(error_code=int(e.errno), error_message=str(e), auth_bytes=b"")
+        return SaslAuthenticateResponse(
+            error_code=int(e.errno), error_message=str(e), auth_bytes=b""
+        )
     return SaslAuthenticateResponse(
-        error_code=0, error_message=None, auth_bytes=challenge, session_lifetime_ms=auth.session_lifetime_ms if auth.state == "complete" else 0
+        error_code=0,
+        error_message=None,
+        auth_bytes=challenge,
+        session_lifetime_ms=auth.session_lifetime_ms if auth.state == "complete" else 0,
     )
 
 
 def handle_describe_user_scram_credentials(apis, request, connection):
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
         return DescribeUserScramCredentialsResponse(
-            throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-            error_message="DESCRIBE on the cluster is not authorized", results=[],
-        )  # fmt: skip
+            throttle_time_ms=0,
+            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            error_message="DESCRIBE on the cluster is not authorized",
+            results=[],
+        )
     # A broker alone answers from its store; a cluster's reads ZooKeeper (to await).
     shared = apis.scram_credentials.describe_shared()
     if shared is None:
@@ -78,7 +99,9 @@ def handle_describe_user_scram_credentials(apis, request, connection):
         try:
             known = await shared
         except KafkaError as e:
-            return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=int(e.errno), error_message=str(e), results=[])
+            return DescribeUserScramCredentialsResponse(
+                throttle_time_ms=0, error_code=int(e.errno), error_message=str(e), results=[]
+            )
         return _describe(known, request)
 
     return described()
@@ -89,9 +112,14 @@ def _describe(known: dict[str, dict[str, int]], request):
     results = []
 
     def result(user: str, error: ErrorCode = ErrorCode.NONE, message: str | None = None):
-        infos = [] if error else [
-            DescribeUserScramCredentialsResponse.CredentialInfo(mechanism=_IDS[m], iterations=i) for m, i in sorted(known[user].items())
-        ]
+        infos = (
+            []
+            if error
+            else [
+                DescribeUserScramCredentialsResponse.CredentialInfo(mechanism=_IDS[m], iterations=i)
+                for m, i in sorted(known[user].items())
+            ]
+        )
         return DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult(
             user=user, error_code=int(error), error_message=message, credential_infos=infos
         )
@@ -102,9 +130,21 @@ def _describe(known: dict[str, dict[str, int]], request):
         names = [u.name for u in asked]
         for name in dict.fromkeys(names):
             if names.count(name) > 1:
-                results.append(result(name, ErrorCode.DUPLICATE_RESOURCE, f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"))
+                results.append(
+                    result(
+                        name,
+                        ErrorCode.DUPLICATE_RESOURCE,
+                        f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
+                    )
+                )
             elif name not in known:
-                results.append(result(name, ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"))
+                results.append(
+                    result(
+                        name,
+                        ErrorCode.RESOURCE_NOT_FOUND,
+                        f"Attempt to describe a user credential that does not exist: {name}",
+                    )
+                )
             else:
                 results.append(result(name))
     return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, results=results)
@@ -125,10 +165,19 @@ def handle_alter_user_scram_credentials(apis, request, connection):
 
     if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
         for user in users:
-            refuse(user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER on the cluster is not authorized")
+            refuse(
+                user,
+                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "ALTER on the cluster is not authorized",
+            )
     for (user, mechanism), count in seen.items():
         if count > 1:
-            refuse(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+            refuse(
+                user,
+                ErrorCode.DUPLICATE_RESOURCE,
+                "A user credential cannot be altered twice in the same request",
+            )
+
     def item_error(item) -> tuple[ErrorCode, str] | None:
         """What every deletion and upsertion must get right."""
         if not item.name:
@@ -141,17 +190,38 @@ def handle_alter_user_scram_credentials(apis, request, connection):
         if (error := item_error(d)) is not None:
             refuse(d.name, *error)
         elif store.get(d.name, MECHANISM_IDS[d.mechanism]) is None:
-            refuse(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+            refuse(
+                d.name,
+                ErrorCode.RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist",
+            )
     for u in body.upsertions:
         if (error := item_error(u)) is not None:
             refuse(u.name, *error)
         elif not MIN_ITERATIONS <= u.iterations <= MAX_ITERATIONS:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
+            refuse(
+                u.name,
+                ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                f"Iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}",
+            )
         elif not u.salt or not u.salted_password:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
+            refuse(
+                u.name,
+                ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                "Salt and salted password must not be empty",
+            )
     writes = store.apply(
         [
-            (u.name, MECHANISM_IDS[u.mechanism], ScramCredential.from_salted_password(MECHANISM_IDS[u.mechanism], bytes(u.salt), bytes(u.salted_password), u.iterations))
+            (
+                u.name,
+                MECHANISM_IDS[u.mechanism],
+                ScramCredential.from_salted_password(
+                    MECHANISM_IDS[u.mechanism],
+                    bytes(u.salt),
+                    bytes(u.salted_password),
+                    u.iterations,
+                ),
+            )
             for u in body.upsertions
             if u.name not in errors
         ],
@@ -162,7 +232,11 @@ def handle_alter_user_scram_credentials(apis, request, connection):
         results = []
         for user in dict.fromkeys(users):
             error, message = errors.get(user, (ErrorCode.NONE, None))
-            results.append(AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(user=user, error_code=int(error), error_message=message))
+            results.append(
+                AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(
+                    user=user, error_code=int(error), error_message=message
+                )
+            )
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)
 
     # A broker alone stored them at once (None); a cluster's store returns the ZooKeeper

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 
+from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
+from broker_py.coordinator.transaction.transaction_metadata import MAX_EPOCH, TransactionState
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.server.handlers.groups import requested_offsets, topic_denied
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 from logstore.protocol.messages.transaction_admin import (
     DescribeProducersResponse,
     DescribeTransactionsResponse,
@@ -47,18 +48,20 @@ from logstore.protocol.messages.transactions import (
     TxnOffsetCommitResponse,
     WriteTxnMarkersResponse,
 )
-from broker_py.coordinator.transaction.transaction_metadata import MAX_EPOCH, TransactionState
 
 
-
-def _fenced_for(version: int, first_version_with_producer_fenced: int, error: ErrorCode) -> ErrorCode:
+def _fenced_for(
+    version: int, first_version_with_producer_fenced: int, error: ErrorCode
+) -> ErrorCode:
     if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_producer_fenced:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     return error
 
 
 def _may(apis, connection, operation: AclOperation, transactional_id: str) -> bool:
-    return auth_helper.authorize(apis, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    return auth_helper.authorize(
+        apis, connection, operation, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
 
 
 def _coordinator(apis):
@@ -78,8 +81,12 @@ def handle_init_producer_id(apis, request, connection):
     if body.transactional_id is not None:
         if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
             refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize_cluster(apis, connection, AclOperation.IDEMPOTENT_WRITE) and not (
-        auth_helper.authorize_by_resource_type(apis, connection, AclOperation.WRITE, ResourceType.TOPIC)
+    elif not auth_helper.authorize_cluster(
+        apis, connection, AclOperation.IDEMPOTENT_WRITE
+    ) and not (
+        auth_helper.authorize_by_resource_type(
+            apis, connection, AclOperation.WRITE, ResourceType.TOPIC
+        )
     ):
         refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     if refused is not None:
@@ -87,22 +94,34 @@ def handle_init_producer_id(apis, request, connection):
     if body.transactional_id is None:
         if expected_id >= 0 and expected_epoch + 1 < MAX_EPOCH:
             # KIP-360: an idempotent producer bumping its epoch keeps its id.
-            return InitProducerIdResponse(producer_id=expected_id, producer_epoch=expected_epoch + 1)
+            return InitProducerIdResponse(
+                producer_id=expected_id, producer_epoch=expected_epoch + 1
+            )
         try:
             return InitProducerIdResponse(producer_id=apis.producer_ids.next_id(), producer_epoch=0)
         except KafkaError as e:
-            return InitProducerIdResponse(error_code=int(e.errno), producer_id=-1, producer_epoch=-1)
+            return InitProducerIdResponse(
+                error_code=int(e.errno), producer_id=-1, producer_epoch=-1
+            )
     coordinator = _coordinator(apis)
     if coordinator is None:
-        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)
+        return InitProducerIdResponse(
+            error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1
+        )
     return _init_transactional_producer(coordinator, body, version, expected_id, expected_epoch)
 
 
-async def _init_transactional_producer(coordinator, body, version: int, expected_id: int, expected_epoch: int):
+async def _init_transactional_producer(
+    coordinator, body, version: int, expected_id: int, expected_epoch: int
+):
     error, producer_id, epoch = await coordinator.init_producer_id(
         body.transactional_id, body.transaction_timeout_ms, expected_id, expected_epoch
     )
-    return InitProducerIdResponse(error_code=int(_fenced_for(version, 4, error)), producer_id=producer_id, producer_epoch=epoch)
+    return InitProducerIdResponse(
+        error_code=int(_fenced_for(version, 4, error)),
+        producer_id=producer_id,
+        producer_epoch=epoch,
+    )
 
 
 # ---- AddPartitionsToTxn / AddOffsetsToTxn ----
@@ -112,21 +131,31 @@ def _topic_results(results: dict[tuple[str, int], ErrorCode]) -> list:
     by_topic: dict[str, list] = {}
     for (topic, index), error in results.items():
         by_topic.setdefault(topic, []).append(
-            AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=int(error))
+            AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
+                partition_index=index, partition_error_code=int(error)
+            )
         )
     return [
-        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=name, results_by_partition=parts)
+        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
+            name=name, results_by_partition=parts
+        )
         for name, parts in by_topic.items()
     ]
 
 
-async def _add(coordinator, transactional_id, producer_id, producer_epoch, topics, verify_only: bool = False) -> dict:
+async def _add(
+    coordinator, transactional_id, producer_id, producer_epoch, topics, verify_only: bool = False
+) -> dict:
     partitions = [(t.name, p) for t in topics for p in t.partitions]
     if coordinator is None:
         return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if verify_only:
-        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
-    return await coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        return coordinator.verify_partitions(
+            transactional_id, producer_id, producer_epoch, partitions
+        )
+    return await coordinator.add_partitions(
+        transactional_id, producer_id, producer_epoch, partitions
+    )
 
 
 async def handle_add_partitions_to_txn(apis, request, connection):
@@ -135,14 +164,23 @@ async def handle_add_partitions_to_txn(apis, request, connection):
     coordinator = _coordinator(apis)
     if version >= 4:
         if not auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION):
-            return AddPartitionsToTxnResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results_by_transaction=[])
+            return AddPartitionsToTxnResponse(
+                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results_by_transaction=[]
+            )
         return AddPartitionsToTxnResponse(
             error_code=0,
             results_by_transaction=[
                 AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
                     transactional_id=t.transactional_id,
                     topic_results=_topic_results(
-                        await _add(coordinator, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)
+                        await _add(
+                            coordinator,
+                            t.transactional_id,
+                            t.producer_id,
+                            t.producer_epoch,
+                            t.topics,
+                            t.verify_only,
+                        )
                     ),
                 )
                 for t in body.transactions
@@ -155,7 +193,9 @@ async def handle_add_partitions_to_txn(apis, request, connection):
         results = dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif denied:
         results = {
-            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp[0] in denied
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
             for tp in partitions
         }
     else:
@@ -175,14 +215,18 @@ async def handle_add_offsets_to_txn(apis, request, connection):
     coordinator = _coordinator(apis)
     if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize(apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+    elif not auth_helper.authorize(
+        apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id
+    ):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif not body.group_id:
         error = ErrorCode.INVALID_GROUP_ID
     else:
-        error = await coordinator.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
+        error = await coordinator.add_offsets(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+        )
     return AddOffsetsToTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
 
 
@@ -197,7 +241,9 @@ async def handle_end_txn(apis, request, connection):
     elif coordinator is None:
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
-        error = await coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed)
+        error = await coordinator.end_txn(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+        )
     return EndTxnResponse(error_code=int(_fenced_for(request.api_version, 2, error)))
 
 
@@ -210,12 +256,19 @@ def handle_txn_offset_commit(apis, request, connection):
     refused = None
     if not _may(apis, connection, AclOperation.WRITE, body.transactional_id):
         refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not auth_helper.authorize(apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
+    elif not auth_helper.authorize(
+        apis, connection, AclOperation.READ, ResourceType.GROUP, body.group_id
+    ):
         refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if refused is not None:
-        errors, offsets = {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions}, {}
+        errors, offsets = (
+            {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions},
+            {},
+        )
     else:
-        errors, offsets = requested_offsets(apis, body.topics, version >= 2, topic_denied(apis, connection, body.topics))
+        errors, offsets = requested_offsets(
+            apis, body.topics, version >= 2, topic_denied(apis, connection, body.topics)
+        )
     if not offsets:
         return _txn_offset_commit_response(errors)
     committed = apis.group_coordinator.commit_txn_offsets(
@@ -243,10 +296,15 @@ def _txn_offset_commit_response(errors) -> TxnOffsetCommitResponse:
     by_topic: dict[str, list] = {}
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append(
-            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=index, error_code=int(error))
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                partition_index=index, error_code=int(error)
+            )
         )
     return TxnOffsetCommitResponse(
-        topics=[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()]
+        topics=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=n, partitions=ps)
+            for n, ps in by_topic.items()
+        ]
     )
 
 
@@ -262,8 +320,10 @@ def handle_write_txn_markers(apis, request, connection):
         return _write_txn_markers_response(request.body, {})
     markers = [
         (t.name, index, m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch)
-        for m in request.body.markers for t in m.topics for index in t.partition_indexes
-    ]  # fmt: skip
+        for m in request.body.markers
+        for t in m.topics
+        for index in t.partition_indexes
+    ]
     results = apis.replica_manager.append_markers(apis.config["request.timeout.ms"], markers)
 
     def respond(results) -> WriteTxnMarkersResponse:
@@ -287,25 +347,40 @@ def _write_txn_markers_response(body, errors: dict) -> WriteTxnMarkersResponse:
     """The response for ``body`` with each (producer id, topic, partition)'s error (a
     missing one: CLUSTER_AUTHORIZATION_FAILED)."""
     denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    return WriteTxnMarkersResponse(markers=[
-        WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
-            WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=[
-                WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
-                    partition_index=index, error_code=errors.get((m.producer_id, t.name, index), denied),
-                )
-                for index in t.partition_indexes
-            ])
-            for t in m.topics
-        ])
-        for m in body.markers
-    ])  # fmt: skip
+    return WriteTxnMarkersResponse(
+        markers=[
+            WriteTxnMarkersResponse.WritableTxnMarkerResult(
+                producer_id=m.producer_id,
+                topics=[
+                    WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(
+                        name=t.name,
+                        partitions=[
+                            WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
+                                partition_index=index,
+                                error_code=errors.get((m.producer_id, t.name, index), denied),
+                            )
+                            for index in t.partition_indexes
+                        ],
+                    )
+                    for t in m.topics
+                ],
+            )
+            for m in body.markers
+        ]
+    )
 
 
 # ---- DescribeProducers / DescribeTransactions / ListTransactions ----
 
 
 def handle_describe_producers(apis, request, connection):
-    denied = auth_helper.denied(apis, connection, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.body.topics))
+    denied = auth_helper.denied(
+        apis,
+        connection,
+        AclOperation.READ,
+        ResourceType.TOPIC,
+        (t.name for t in request.body.topics),
+    )
     topics = []
     for t in request.body.topics:
         parts = []
@@ -314,7 +389,9 @@ def handle_describe_producers(apis, request, connection):
             if t.name in denied:
                 parts.append(
                     DescribeProducersResponse.PartitionResponse(
-                        partition_index=index, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), error_message=None
+                        partition_index=index,
+                        error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                        error_message=None,
                     )
                 )
                 continue
@@ -338,7 +415,11 @@ def handle_describe_producers(apis, request, connection):
                 )
                 for pid, entry in partition.active_producers()
             ]
-            parts.append(DescribeProducersResponse.PartitionResponse(partition_index=index, error_code=0, active_producers=producers))
+            parts.append(
+                DescribeProducersResponse.PartitionResponse(
+                    partition_index=index, error_code=0, active_producers=producers
+                )
+            )
         topics.append(DescribeProducersResponse.TopicResponse(name=t.name, partitions=parts))
     return DescribeProducersResponse(topics=topics)
 
@@ -350,22 +431,39 @@ def handle_describe_transactions(apis, request, connection):
         if not _may(apis, connection, AclOperation.DESCRIBE, transactional_id):
             states.append(
                 DescribeTransactionsResponse.TransactionState(
-                    error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=transactional_id,
-                    transaction_state="", producer_id=-1, producer_epoch=-1,
-                )  # fmt: skip
+                    error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                    transactional_id=transactional_id,
+                    transaction_state="",
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
             )
             continue
         txn = coordinator.transactions.get(transactional_id) if coordinator is not None else None
         if txn is None:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coordinator is None else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+            error = (
+                ErrorCode.COORDINATOR_NOT_AVAILABLE
+                if coordinator is None
+                else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+            )
             states.append(
                 DescribeTransactionsResponse.TransactionState(
-                    error_code=int(error), transactional_id=transactional_id, transaction_state="", producer_id=-1, producer_epoch=-1
+                    error_code=int(error),
+                    transactional_id=transactional_id,
+                    transaction_state="",
+                    producer_id=-1,
+                    producer_epoch=-1,
                 )
             )
             continue
         by_topic: dict[str, list[int]] = {}
-        hidden = auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, (tp[0] for tp in txn.partitions))
+        hidden = auth_helper.denied(
+            apis,
+            connection,
+            AclOperation.DESCRIBE,
+            ResourceType.TOPIC,
+            (tp[0] for tp in txn.partitions),
+        )
         for topic, index in sorted(txn.partitions):
             if topic not in hidden:
                 by_topic.setdefault(topic, []).append(index)
@@ -378,7 +476,10 @@ def handle_describe_transactions(apis, request, connection):
                 transaction_start_time_ms=txn.txn_start_timestamp,
                 producer_id=txn.producer_id,
                 producer_epoch=txn.producer_epoch,
-                topics=[DescribeTransactionsResponse.TopicData(topic=n, partitions=ps) for n, ps in by_topic.items()],
+                topics=[
+                    DescribeTransactionsResponse.TopicData(topic=n, partitions=ps)
+                    for n, ps in by_topic.items()
+                ],
             )
         )
     return DescribeTransactionsResponse(transaction_states=states)
@@ -409,10 +510,14 @@ def handle_list_transactions(apis, request, connection):
             continue
         listed.append(
             ListTransactionsResponse.TransactionState(
-                transactional_id=txn.transactional_id, producer_id=txn.producer_id, transaction_state=txn.state.display_name
+                transactional_id=txn.transactional_id,
+                producer_id=txn.producer_id,
+                transaction_state=txn.state.display_name,
             )
         )
-    return ListTransactionsResponse(error_code=0, unknown_state_filters=unknown, transaction_states=listed)
+    return ListTransactionsResponse(
+        error_code=0, unknown_state_filters=unknown, transaction_states=listed
+    )
 
 
 HANDLERS = {

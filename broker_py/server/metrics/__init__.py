@@ -58,7 +58,10 @@ class BrokerMetrics:
 
     def instrument(self, registry: dict[Any, Callable[..., Any]]) -> dict[Any, Callable[..., Any]]:
         if ApiKey.PRODUCE in registry:
-            registry = {**registry, ApiKey.PRODUCE: self.topics.wrap_produce(registry[ApiKey.PRODUCE])}
+            registry = {
+                **registry,
+                ApiKey.PRODUCE: self.topics.wrap_produce(registry[ApiKey.PRODUCE]),
+            }
         return self.requests.instrument(registry)
 
     def snapshot(self) -> dict[str, Any]:
@@ -79,11 +82,17 @@ class BrokerMetrics:
         ConfigError naming ``metrics.port`` when the address cannot be listened on."""
         self._server = server
         self.topics.watch_fetches(server.apis.replica_manager)
-        self.registry.register(BrokerCollector(asyncio.get_running_loop(), self.snapshot, server.broker_id))
+        self.registry.register(
+            BrokerCollector(asyncio.get_running_loop(), self.snapshot, server.broker_id)
+        )
         try:
             self._http = start_http_server(self.port, addr=self.host, registry=self.registry)
         except OSError as e:
-            raise ConfigError("metrics.port", self.port, f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from None
+            raise ConfigError(
+                "metrics.port",
+                self.port,
+                f"cannot listen on {self.host}:{self.port}: {e.strerror or e}",
+            ) from None
         if isinstance(self._http, tuple) and self.port == 0:
             self.port = self._http[0].server_address[1]
         self._sampler = asyncio.create_task(self._sample_isr(), name="metrics-isr-sampler")
@@ -107,6 +116,8 @@ class BrokerMetrics:
         self._http = None
 
 
-def instrumented(metrics: BrokerMetrics | None, registry: dict[Any, Callable[..., Any]]) -> dict[Any, Callable[..., Any]]:
+def instrumented(
+    metrics: BrokerMetrics | None, registry: dict[Any, Callable[..., Any]]
+) -> dict[Any, Callable[..., Any]]:
     """The handler registry, counted and timed when metrics are on."""
     return registry if metrics is None else metrics.instrument(registry)

@@ -21,26 +21,41 @@ def snapshot(apis: Any, controller: Any) -> dict[str, Any]:
     purgatories = {}
     for name, purgatory in (("Produce", rm.produce_purgatory), ("Fetch", rm.fetch_purgatory)):
         watched = list(purgatory.watchers.values())
-        purgatories[name] = (sum(len(ops) for ops in watched), len({op_id for ops in watched for op_id in ops}))
+        purgatories[name] = (
+            sum(len(ops) for ops in watched),
+            len({op_id for ops in watched for op_id in ops}),
+        )
     connections = {s.name: len(s.connections) for s in apis.listeners.servers}
     active = 1 if controller is not None and getattr(controller, "active", False) else 0
     return {"active": active, "purgatories": purgatories, "connections": connections}
 
 
 def collect(snap: dict[str, Any]) -> Iterator[Metric]:
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount", "1 on the active controller",
-                            value=snap["active"])
-    size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize", "Watch entries of a purgatory",
-                             labels=["delayedOperation"])
-    delayed = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_numdelayedoperations", "Operations waiting in a purgatory",
-                                labels=["delayedOperation"])
+    yield GaugeMetricFamily(
+        "kafka_controller_kafkacontroller_activecontrollercount",
+        "1 on the active controller",
+        value=snap["active"],
+    )
+    size = GaugeMetricFamily(
+        "kafka_server_delayedoperationpurgatory_purgatorysize",
+        "Watch entries of a purgatory",
+        labels=["delayedOperation"],
+    )
+    delayed = GaugeMetricFamily(
+        "kafka_server_delayedoperationpurgatory_numdelayedoperations",
+        "Operations waiting in a purgatory",
+        labels=["delayedOperation"],
+    )
     for name, (entries, operations) in sorted(snap["purgatories"].items()):
         size.add_metric([name], entries)
         delayed.add_metric([name], operations)
     yield size
     yield delayed
-    conns = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count", "Open connections per listener",
-                              labels=["listener", "networkProcessor"])
+    conns = GaugeMetricFamily(
+        "kafka_server_socket_server_metrics_connection_count",
+        "Open connections per listener",
+        labels=["listener", "networkProcessor"],
+    )
     for listener, n in sorted(snap["connections"].items()):
         conns.add_metric([listener, "0"], n)
     yield conns

@@ -11,14 +11,25 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from broker_py.server.metrics import broker_gauges, group_lag, partition_metrics, request_metrics, topic_metrics
+from broker_py.server.metrics import (
+    broker_gauges,
+    group_lag,
+    partition_metrics,
+    request_metrics,
+    topic_metrics,
+)
 from broker_py.server.metrics.on_loop import LoopUnavailable, call_on_loop
 
 log = logging.getLogger(__name__)
 
 
 class BrokerCollector(Collector):
-    def __init__(self, loop: asyncio.AbstractEventLoop, snapshot: Callable[[], dict[str, Any]], broker_id: int) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        snapshot: Callable[[], dict[str, Any]],
+        broker_id: int,
+    ) -> None:
         self.loop = loop
         self.snapshot = snapshot
         self.broker_id = broker_id
@@ -28,9 +39,13 @@ class BrokerCollector(Collector):
             snap = call_on_loop(self.loop, self.snapshot)
         except LoopUnavailable as exc:
             log.warning("metrics scrape: %s", exc)
-            yield GaugeMetricFamily("logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=0)
+            yield GaugeMetricFamily(
+                "logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=0
+            )
             return
-        yield GaugeMetricFamily("logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=1)
+        yield GaugeMetricFamily(
+            "logstore_metrics_snapshot_ok", "1 when the scrape read the broker's state", value=1
+        )
         yield from request_metrics.collect(snap["requests"])
         yield from topic_metrics.collect(snap["topics"])
         yield from partition_metrics.collect(snap["partitions"])

@@ -37,10 +37,19 @@ def snapshot(apis: Any) -> dict[str, Any]:
 
 def collect(snap: dict[str, Any]) -> Iterator[Metric]:
     labels = ["consumergroup", "topic", "partition"]
-    current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset of a group", labels=labels)
-    lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus the group's committed offset", labels=labels)
-    lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "A group's lag over a topic's partitions",
-                                labels=["consumergroup", "topic"])
+    current = GaugeMetricFamily(
+        "kafka_consumergroup_current_offset", "Committed offset of a group", labels=labels
+    )
+    lag = GaugeMetricFamily(
+        "kafka_consumergroup_lag",
+        "High watermark minus the group's committed offset",
+        labels=labels,
+    )
+    lag_sum = GaugeMetricFamily(
+        "kafka_consumergroup_lag_sum",
+        "A group's lag over a topic's partitions",
+        labels=["consumergroup", "topic"],
+    )
     sums: collections.Counter[tuple[str, str]] = collections.Counter()
     for group_id, topic, index, offset, hw in sorted(snap["offsets"]):
         current.add_metric([group_id, topic, str(index)], offset)
@@ -50,7 +59,9 @@ def collect(snap: dict[str, Any]) -> Iterator[Metric]:
             sums[(group_id, topic)] += behind
     for (group_id, topic), n in sorted(sums.items()):
         lag_sum.add_metric([group_id, topic], n)
-    members = GaugeMetricFamily("kafka_consumergroup_members", "Members of a group", labels=["consumergroup"])
+    members = GaugeMetricFamily(
+        "kafka_consumergroup_members", "Members of a group", labels=["consumergroup"]
+    )
     for group_id, n in sorted(snap["members"].items()):
         members.add_metric([group_id], n)
     yield current

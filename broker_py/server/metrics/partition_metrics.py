@@ -74,24 +74,62 @@ def snapshot(apis: Any, controller: Any, tracker: IsrChangeTracker) -> dict[str,
     offline = 0
     if controller is not None and getattr(controller, "active", False):
         cache = apis.metadata_cache
-        offline = sum(1 for t in cache.topics.values() for i in range(t.partitions) if cache.partition_state(t.name, i) is None)
+        offline = sum(
+            1
+            for t in cache.topics.values()
+            for i in range(t.partitions)
+            if cache.partition_state(t.name, i) is None
+        )
     return {
-        "partitioncount": len(partitions), "leadercount": led, "underreplicatedpartitions": under_replicated,
-        "underminisrpartitioncount": under_min, "atminisrpartitioncount": at_min, "offline": offline,
-        "shrinks": tracker.shrinks, "expands": tracker.expands, "logs": logs,
-    }  # fmt: skip
+        "partitioncount": len(partitions),
+        "leadercount": led,
+        "underreplicatedpartitions": under_replicated,
+        "underminisrpartitioncount": under_min,
+        "atminisrpartitioncount": at_min,
+        "offline": offline,
+        "shrinks": tracker.shrinks,
+        "expands": tracker.expands,
+        "logs": logs,
+    }
 
 
 def collect(snap: dict[str, Any]) -> Iterator[Metric]:
-    for name in ("partitioncount", "leadercount", "underreplicatedpartitions", "underminisrpartitioncount", "atminisrpartitioncount"):
-        yield GaugeMetricFamily(f"kafka_server_replicamanager_{name}", f"ReplicaManager {name}", value=snap[name])
-    yield CounterMetricFamily("kafka_server_replicamanager_isrshrinks", "ISR shrinks of partitions led here", value=snap["shrinks"])
-    yield CounterMetricFamily("kafka_server_replicamanager_isrexpands", "ISR expands of partitions led here", value=snap["expands"])
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
-                            "Partitions without a reachable leader (active controller only)", value=snap["offline"])
-    size = GaugeMetricFamily("kafka_log_log_size", "Bytes of a partition's log", labels=["topic", "partition"])
-    start = GaugeMetricFamily("kafka_log_log_logstartoffset", "A partition's log start offset", labels=["topic", "partition"])
-    end = GaugeMetricFamily("kafka_log_log_logendoffset", "A partition's log end offset", labels=["topic", "partition"])
+    for name in (
+        "partitioncount",
+        "leadercount",
+        "underreplicatedpartitions",
+        "underminisrpartitioncount",
+        "atminisrpartitioncount",
+    ):
+        yield GaugeMetricFamily(
+            f"kafka_server_replicamanager_{name}", f"ReplicaManager {name}", value=snap[name]
+        )
+    yield CounterMetricFamily(
+        "kafka_server_replicamanager_isrshrinks",
+        "ISR shrinks of partitions led here",
+        value=snap["shrinks"],
+    )
+    yield CounterMetricFamily(
+        "kafka_server_replicamanager_isrexpands",
+        "ISR expands of partitions led here",
+        value=snap["expands"],
+    )
+    yield GaugeMetricFamily(
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        "Partitions without a reachable leader (active controller only)",
+        value=snap["offline"],
+    )
+    size = GaugeMetricFamily(
+        "kafka_log_log_size", "Bytes of a partition's log", labels=["topic", "partition"]
+    )
+    start = GaugeMetricFamily(
+        "kafka_log_log_logstartoffset",
+        "A partition's log start offset",
+        labels=["topic", "partition"],
+    )
+    end = GaugeMetricFamily(
+        "kafka_log_log_logendoffset", "A partition's log end offset", labels=["topic", "partition"]
+    )
     for topic, index, size_bytes, log_start, log_end in sorted(snap["logs"]):
         labels = [topic, str(index)]
         size.add_metric(labels, size_bytes)

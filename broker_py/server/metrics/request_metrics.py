@@ -32,7 +32,23 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 RESERVOIR = 1028
 QUANTILES = (0.5, 0.75, 0.95, 0.98, 0.99, 0.999)
 # Histogram bucket bounds in seconds.
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
 
 
 class _ApiStats:
@@ -87,25 +103,47 @@ class RequestMetrics:
     def snapshot(self) -> dict[str, Any]:
         return {
             "requests": dict(self.requests),
-            "times": {name: (s.count, s.sum_s, list(s.buckets), sorted(s.recent)) for name, s in self.times.items() if s.count},
+            "times": {
+                name: (s.count, s.sum_s, list(s.buckets), sorted(s.recent))
+                for name, s in self.times.items()
+                if s.count
+            },
         }
 
 
 def collect(snap: dict[str, Any]) -> Iterator[Metric]:
-    requests = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests handled, by API and version",
-                                   labels=["request", "version"])
+    requests = CounterMetricFamily(
+        "kafka_network_requestmetrics_requests",
+        "Requests handled, by API and version",
+        labels=["request", "version"],
+    )
     for (name, version), n in sorted(snap["requests"].items()):
         requests.add_metric([name, str(version)], n)
     yield requests
-    summary = Metric("kafka_network_requestmetrics_totaltimems", "Request handling time in ms (recent requests' quantiles)", "summary")
-    histogram = HistogramMetricFamily("kafka_network_requestmetrics_totaltime_seconds", "Request handling time",
-                                      labels=["request"])
+    summary = Metric(
+        "kafka_network_requestmetrics_totaltimems",
+        "Request handling time in ms (recent requests' quantiles)",
+        "summary",
+    )
+    histogram = HistogramMetricFamily(
+        "kafka_network_requestmetrics_totaltime_seconds",
+        "Request handling time",
+        labels=["request"],
+    )
     for name, (count, sum_s, buckets, recent) in sorted(snap["times"].items()):
         for q in QUANTILES:
             value = recent[min(len(recent) - 1, int(q * len(recent)))] * 1000 if recent else 0.0
-            summary.add_sample("kafka_network_requestmetrics_totaltimems", {"request": name, "quantile": str(q)}, value)
-        summary.add_sample("kafka_network_requestmetrics_totaltimems_count", {"request": name}, count)
-        summary.add_sample("kafka_network_requestmetrics_totaltimems_sum", {"request": name}, sum_s * 1000)
+            summary.add_sample(
+                "kafka_network_requestmetrics_totaltimems",
+                {"request": name, "quantile": str(q)},
+                value,
+            )
+        summary.add_sample(
+            "kafka_network_requestmetrics_totaltimems_count", {"request": name}, count
+        )
+        summary.add_sample(
+            "kafka_network_requestmetrics_totaltimems_sum", {"request": name}, sum_s * 1000
+        )
         cumulative, pairs = 0, []
         for bound, n in zip((*map(str, BUCKETS), "+Inf"), buckets):
             cumulative += n

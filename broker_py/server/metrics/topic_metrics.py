@@ -92,7 +92,11 @@ class BrokerTopicMetrics:
         def counted(*args: Any, **kwargs: Any) -> Any:
             result = fetch_messages(*args, **kwargs)
             if hasattr(result, "add_done_callback"):
-                result.add_done_callback(lambda f: None if f.cancelled() or f.exception() else self.on_fetched(f.result()))
+                result.add_done_callback(
+                    lambda f: (
+                        None if f.cancelled() or f.exception() else self.on_fetched(f.result())
+                    )
+                )
             else:
                 self.on_fetched(result)
             return result
@@ -120,7 +124,9 @@ _HELP = {
 
 def collect(snap: dict[str, dict[str, int]]) -> Iterator[Metric]:
     for name, values in snap.items():
-        family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", _HELP[name], labels=["topic"])
+        family = CounterMetricFamily(
+            f"kafka_server_brokertopicmetrics_{name}", _HELP[name], labels=["topic"]
+        )
         for topic, n in sorted(values.items()):
             family.add_metric([topic], n)
         yield family

@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     return run(argv)
 
+
 # The names ``logstore.cli`` had as one module; the console script needs only main.
 __all__ = [
     "BATCH_HEADER_SIZE",

@@ -13,7 +13,14 @@ import itertools
 from typing import Any
 
 import click
-from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
@@ -33,24 +40,58 @@ def group() -> None:
 
 def _filters(f: Any) -> Any:
     options = [
-        click.option("--allow-principal", multiple=True, metavar="User:NAME", help="principal to allow; repeatable"),
-        click.option("--deny-principal", multiple=True, metavar="User:NAME", help="principal to deny; repeatable"),
-        click.option("--host", "hosts", multiple=True, metavar="HOST", help="client host (default *); repeatable"),
-        click.option("--operation", "operations", multiple=True, type=click.Choice(OPERATIONS, case_sensitive=False),
-                     help="operation; repeatable"),
+        click.option(
+            "--allow-principal",
+            multiple=True,
+            metavar="User:NAME",
+            help="principal to allow; repeatable",
+        ),
+        click.option(
+            "--deny-principal",
+            multiple=True,
+            metavar="User:NAME",
+            help="principal to deny; repeatable",
+        ),
+        click.option(
+            "--host",
+            "hosts",
+            multiple=True,
+            metavar="HOST",
+            help="client host (default *); repeatable",
+        ),
+        click.option(
+            "--operation",
+            "operations",
+            multiple=True,
+            type=click.Choice(OPERATIONS, case_sensitive=False),
+            help="operation; repeatable",
+        ),
         click.option("--topic", "topics", multiple=True, help="topic resource; repeatable"),
-        click.option("--group", "groups", multiple=True, help="consumer group resource; repeatable"),
-        click.option("--transactional-id", "txn_ids", multiple=True, help="transactional id resource; repeatable"),
+        click.option(
+            "--group", "groups", multiple=True, help="consumer group resource; repeatable"
+        ),
+        click.option(
+            "--transactional-id",
+            "txn_ids",
+            multiple=True,
+            help="transactional id resource; repeatable",
+        ),
         click.option("--cluster", is_flag=True, help="the cluster resource"),
-        click.option("--resource-pattern-type", "pattern", type=click.Choice(PATTERNS, case_sensitive=False),
-                     help="literal (default for create) or prefixed; list and delete also take match and any"),
+        click.option(
+            "--resource-pattern-type",
+            "pattern",
+            type=click.Choice(PATTERNS, case_sensitive=False),
+            help="literal (default for create) or prefixed; list and delete also take match and any",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
     return f
 
 
-def _resources(topics: tuple[str, ...], groups: tuple[str, ...], txn_ids: tuple[str, ...], cluster: bool) -> list[tuple[ResourceType, str]]:
+def _resources(
+    topics: tuple[str, ...], groups: tuple[str, ...], txn_ids: tuple[str, ...], cluster: bool
+) -> list[tuple[ResourceType, str]]:
     out = [(ResourceType.TOPIC, t) for t in topics]
     out += [(ResourceType.GROUP, g) for g in groups]
     out += [(ResourceType.TRANSACTIONAL_ID, t) for t in txn_ids]
@@ -59,12 +100,16 @@ def _resources(topics: tuple[str, ...], groups: tuple[str, ...], txn_ids: tuple[
     return out
 
 
-def _principals(allow: tuple[str, ...], deny: tuple[str, ...]) -> list[tuple[str, AclPermissionType]]:
+def _principals(
+    allow: tuple[str, ...], deny: tuple[str, ...]
+) -> list[tuple[str, AclPermissionType]]:
     for p in (*allow, *deny):
         kind, sep, name = p.partition(":")
         if not sep or not kind or not name:
             raise CliError(f"principal {p!r}: expected Type:name, e.g. User:alice")
-    return [(p, AclPermissionType.ALLOW) for p in allow] + [(p, AclPermissionType.DENY) for p in deny]
+    return [(p, AclPermissionType.ALLOW) for p in allow] + [
+        (p, AclPermissionType.DENY) for p in deny
+    ]
 
 
 def _row(b: Any) -> dict[str, Any]:
@@ -79,7 +124,15 @@ def _row(b: Any) -> dict[str, Any]:
     }
 
 
-COLUMNS = ["principal", "host", "resource_type", "resource_name", "pattern", "operation", "permission"]
+COLUMNS = [
+    "principal",
+    "host",
+    "resource_type",
+    "resource_name",
+    "pattern",
+    "operation",
+    "permission",
+]
 
 
 def _table(o: Output, rows: list[dict[str, Any]]) -> None:
@@ -89,21 +142,35 @@ def _table(o: Output, rows: list[dict[str, Any]]) -> None:
 @group.command("create")
 @_filters
 @broker_command
-def create(allow_principal: tuple[str, ...], deny_principal: tuple[str, ...], hosts: tuple[str, ...],
-           operations: tuple[str, ...], topics: tuple[str, ...], groups: tuple[str, ...], txn_ids: tuple[str, ...],
-           cluster: bool, pattern: str | None, client: ClientOptions, out: Output) -> int:
+def create(
+    allow_principal: tuple[str, ...],
+    deny_principal: tuple[str, ...],
+    hosts: tuple[str, ...],
+    operations: tuple[str, ...],
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    txn_ids: tuple[str, ...],
+    cluster: bool,
+    pattern: str | None,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Create ACLs: every combination of the principals, hosts, operations and resources."""
     principals = _principals(allow_principal, deny_principal)
     resources = _resources(topics, groups, txn_ids, cluster)
     if not principals or not operations or not resources:
-        raise CliError("give a principal (--allow-principal/--deny-principal), an --operation and a resource "
-                       "(--topic, --group, --transactional-id or --cluster)")
+        raise CliError(
+            "give a principal (--allow-principal/--deny-principal), an --operation and a resource "
+            "(--topic, --group, --transactional-id or --cluster)"
+        )
     pattern_type = ResourcePatternType[(pattern or "literal").upper()]
     if pattern_type not in (ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED):
         raise CliError("--resource-pattern-type for create is literal or prefixed")
     bindings = [
         AclBinding(rt, name, pattern_type, principal, host, AclOperation[op.upper()], permission)
-        for (rt, name), (principal, permission), host, op in itertools.product(resources, principals, hosts or ("*",), operations)
+        for (rt, name), (principal, permission), host, op in itertools.product(
+            resources, principals, hosts or ("*",), operations
+        )
     ]
     admin = Admin(client)
     results = admin.results(admin.client.create_acls(bindings, **admin.kwargs()))
@@ -111,16 +178,30 @@ def create(allow_principal: tuple[str, ...], deny_principal: tuple[str, ...], ho
     return report(out, rows, COLUMNS)
 
 
-def _binding_filters(allow_principal: tuple[str, ...], deny_principal: tuple[str, ...], hosts: tuple[str, ...],
-                     operations: tuple[str, ...], topics: tuple[str, ...], groups: tuple[str, ...], txn_ids: tuple[str, ...],
-                     cluster: bool, pattern: str | None) -> list[AclBindingFilter]:
-    principals: list[tuple[str | None, AclPermissionType]] = list(_principals(allow_principal, deny_principal)) or [(None, AclPermissionType.ANY)]
-    resources: list[tuple[ResourceType, str | None]] = list(_resources(topics, groups, txn_ids, cluster)) or [(ResourceType.ANY, None)]
+def _binding_filters(
+    allow_principal: tuple[str, ...],
+    deny_principal: tuple[str, ...],
+    hosts: tuple[str, ...],
+    operations: tuple[str, ...],
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    txn_ids: tuple[str, ...],
+    cluster: bool,
+    pattern: str | None,
+) -> list[AclBindingFilter]:
+    principals: list[tuple[str | None, AclPermissionType]] = list(
+        _principals(allow_principal, deny_principal)
+    ) or [(None, AclPermissionType.ANY)]
+    resources: list[tuple[ResourceType, str | None]] = list(
+        _resources(topics, groups, txn_ids, cluster)
+    ) or [(ResourceType.ANY, None)]
     pattern_type = ResourcePatternType[(pattern or "any").upper()]
     ops = [AclOperation[o.upper()] for o in operations] or [AclOperation.ANY]
     return [
         AclBindingFilter(rt, name, pattern_type, principal, host, op, permission)
-        for (rt, name), (principal, permission), host, op in itertools.product(resources, principals, hosts or (None,), ops)
+        for (rt, name), (principal, permission), host, op in itertools.product(
+            resources, principals, hosts or (None,), ops
+        )
     ]
 
 
@@ -146,9 +227,17 @@ def list_(client: ClientOptions, out: Output, **flags: Any) -> int:
 @broker_command
 def delete(no_confirm: bool, client: ClientOptions, out: Output, **flags: Any) -> int:
     """Delete the ACLs matching the flags (at least a principal or a resource)."""
-    if not (flags["allow_principal"] or flags["deny_principal"] or flags["topics"] or flags["groups"]
-            or flags["txn_ids"] or flags["cluster"]):
-        raise CliError("give a principal or a resource to match: deleting every ACL takes --allow-principal/--topic ...")
+    if not (
+        flags["allow_principal"]
+        or flags["deny_principal"]
+        or flags["topics"]
+        or flags["groups"]
+        or flags["txn_ids"]
+        or flags["cluster"]
+    ):
+        raise CliError(
+            "give a principal or a resource to match: deleting every ACL takes --allow-principal/--topic ..."
+        )
     filters = _binding_filters(**flags)
     if not no_confirm:
         click.confirm(f"Delete the ACLs matching {len(filters)} filter(s)?", abort=True, err=True)

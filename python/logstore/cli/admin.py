@@ -23,7 +23,12 @@ from logstore.cli.connection import ClientOptions
 K = TypeVar("K")
 
 # librdkafka errors that mean no broker answered at all.
-_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
+_UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+}
 
 
 def error_text(err: KafkaError | BaseException) -> str:
@@ -36,7 +41,7 @@ def error_text(err: KafkaError | BaseException) -> str:
     code = err.code()
     detail = err.str()
     if detail.startswith("Broker: "):
-        detail = detail[len("Broker: "):]
+        detail = detail[len("Broker: ") :]
     return f"{name} ({code}): {detail}" if code >= 0 else f"{name}: {detail}"
 
 
@@ -113,7 +118,9 @@ class Admin:
         except KafkaException as exc:
             raise self._error("metadata", exc) from None
 
-    def offsets(self, partitions: list[tuple[str, int]], spec: str | int) -> dict[tuple[str, int], int | KafkaException]:
+    def offsets(
+        self, partitions: list[tuple[str, int]], spec: str | int
+    ) -> dict[tuple[str, int], int | KafkaException]:
         """Each partition's offset for ``spec``: ``earliest`` (log start), ``latest``
         (high watermark) or a timestamp in ms (the first offset at or after it, -1 if
         none)."""
@@ -125,8 +132,12 @@ class Admin:
             offset_spec = OffsetSpec.latest()
         else:
             offset_spec = OffsetSpec.for_timestamp(int(spec))
-        futures = self.client.list_offsets({TopicPartition(t, p): offset_spec for t, p in partitions}, **self.kwargs())
+        futures = self.client.list_offsets(
+            {TopicPartition(t, p): offset_spec for t, p in partitions}, **self.kwargs()
+        )
         out: dict[tuple[str, int], int | KafkaException] = {}
         for tp, value in self.results(futures).items():
-            out[(tp.topic, tp.partition)] = value if isinstance(value, KafkaException) else value.offset
+            out[(tp.topic, tp.partition)] = (
+                value if isinstance(value, KafkaException) else value.offset
+            )
         return out

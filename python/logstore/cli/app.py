@@ -22,8 +22,17 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         ctx.exit(0)
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help="print the version and exit")
+@click.group(
+    cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="print the version and exit",
+)
 def cli() -> None:
     """logstore: run and operate a Kafka-compatible broker.
 
@@ -36,12 +45,37 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from logstore.cli import acl, clean, cluster, consume, demo, dev_cluster, dump_log, export, group, produce, topic, user, version
+    from logstore.cli import (
+        acl,
+        clean,
+        cluster,
+        consume,
+        demo,
+        dev_cluster,
+        dump_log,
+        export,
+        group,
+        produce,
+        topic,
+        user,
+        version,
+    )
 
     for cmd in (
-        topic.group, group.group, cluster.group, acl.group, user.group, produce.command, consume.command, version.command,
-        dev_cluster.group, dump_log.command, export.command, demo.command, clean.command,
-    ):  # fmt: skip
+        topic.group,
+        group.group,
+        cluster.group,
+        acl.group,
+        user.group,
+        produce.command,
+        consume.command,
+        version.command,
+        dev_cluster.group,
+        dump_log.command,
+        export.command,
+        demo.command,
+        clean.command,
+    ):
         cli.add_command(cmd)
 
 

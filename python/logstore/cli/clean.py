@@ -30,15 +30,22 @@ def _parse_configs(pairs: Sequence[str]) -> dict[str, str]:
 @click.argument("directory", metavar="PARTITION_DIR")
 @click.option("--dry-run", is_flag=True, help="only read the files and report what a pass would do")
 @click.option(
-    "--config", "config", multiple=True, metavar="KEY=VALUE",
+    "--config",
+    "config",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="topic config for the pass (Kafka names, e.g. delete.retention.ms=0); repeatable",
 )
 @click.option(
-    "--dedupe-buffer-size", type=int, default=128 << 20,
+    "--dedupe-buffer-size",
+    type=int,
+    default=128 << 20,
     help="offset map memory, as log.cleaner.dedupe.buffer.size (default 128 MiB)",
 )
 @click.option("--force", is_flag=True, help="clean a log that lacks the clean-shutdown marker")
-def command(directory: str, dry_run: bool, config: tuple[str, ...], dedupe_buffer_size: int, force: bool) -> int:
+def command(
+    directory: str, dry_run: bool, config: tuple[str, ...], dedupe_buffer_size: int, force: bool
+) -> int:
     """Compact the stopped partition log in PARTITION_DIR (e.g. data/orders-0): keep the
     latest record per key, drop tombstones and transaction markers past
     delete.retention.ms and aborted transactions, merge small segments. The log must not

@@ -49,10 +49,26 @@ def info(client: ClientOptions, out: Output) -> int:
     }
 
     def draw(o: Output, d: dict[str, Any]) -> None:
-        o.fields([("cluster", d["cluster_id"]), ("controller", d["controller"]), ("brokers", len(d["brokers"])),
-                  ("topics", d["topics"])])
-        o.table(["id", "host", "port", "rack"],
-                ([f"{b['id']}*" if b["id"] == d["controller"] else b["id"], b["host"], b["port"], b["rack"]] for b in d["brokers"]))
+        o.fields(
+            [
+                ("cluster", d["cluster_id"]),
+                ("controller", d["controller"]),
+                ("brokers", len(d["brokers"])),
+                ("topics", d["topics"]),
+            ]
+        )
+        o.table(
+            ["id", "host", "port", "rack"],
+            (
+                [
+                    f"{b['id']}*" if b["id"] == d["controller"] else b["id"],
+                    b["host"],
+                    b["port"],
+                    b["rack"],
+                ]
+                for b in d["brokers"]
+            ),
+        )
 
     out.emit(data, draw)
     return EXIT_OK
@@ -80,14 +96,24 @@ def get(keys: tuple[str, ...], broker: int | None, client: ClientOptions, out: O
     """Show broker configs (all, or the KEYS named) with their values and sources."""
     admin = Admin(client)
     resource = ConfigResource(ResourceType.BROKER, _broker_id(admin, broker))
-    entries = admin.result(admin.client.describe_configs([resource], **admin.kwargs())[resource], f"configs of broker {resource.name}")
+    entries = admin.result(
+        admin.client.describe_configs([resource], **admin.kwargs())[resource],
+        f"configs of broker {resource.name}",
+    )
     rows = config_rows(entries)
     if keys:
         missing = [k for k in keys if k not in entries]
         if missing:
-            raise CliError(f"broker {resource.name} has no config named {', '.join(missing)}", EXIT_FAILED)
+            raise CliError(
+                f"broker {resource.name} has no config named {', '.join(missing)}", EXIT_FAILED
+            )
         rows = [r for r in rows if r["key"] in keys]
-    out.emit(rows, lambda o, d: o.table(["key", "value", "source"], ([r["key"], r["value"], r["source"]] for r in d)))
+    out.emit(
+        rows,
+        lambda o, d: o.table(
+            ["key", "value", "source"], ([r["key"], r["value"], r["source"]] for r in d)
+        ),
+    )
     return EXIT_OK
 
 
@@ -103,10 +129,20 @@ def _pairs(args: tuple[str, ...]) -> tuple[str, ...]:
 
 @config.command("set")
 @click.argument("args", nargs=-1, metavar="KEY VALUE | KEY=VALUE...")
-@click.option("--broker", type=int, help="set it on this broker only (default: on every live broker)")
-@click.option("-d", "--delete", multiple=True, metavar="KEY", help="remove a dynamic value; repeatable")
+@click.option(
+    "--broker", type=int, help="set it on this broker only (default: on every live broker)"
+)
+@click.option(
+    "-d", "--delete", multiple=True, metavar="KEY", help="remove a dynamic value; repeatable"
+)
 @broker_command
-def set_(args: tuple[str, ...], broker: int | None, delete: tuple[str, ...], client: ClientOptions, out: Output) -> int:
+def set_(
+    args: tuple[str, ...],
+    broker: int | None,
+    delete: tuple[str, ...],
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Change broker configs at runtime (IncrementalAlterConfigs on BROKER resources)."""
     entries = incremental_entries(_pairs(args) if args else (), delete)
     admin = Admin(client)
@@ -118,6 +154,11 @@ def set_(args: tuple[str, ...], broker: int | None, delete: tuple[str, ...], cli
     rows = []
     for i in ids:  # librdkafka takes one BROKER resource per request
         resource = ConfigResource(ResourceType.BROKER, str(i), incremental_configs=entries)
-        results = admin.results(admin.client.incremental_alter_configs([resource], **admin.kwargs()))
-        rows += [{"broker": i, "key": e.name, "value": e.value, "error": status_of(results[resource])} for e in entries]
+        results = admin.results(
+            admin.client.incremental_alter_configs([resource], **admin.kwargs())
+        )
+        rows += [
+            {"broker": i, "key": e.name, "value": e.value, "error": status_of(results[resource])}
+            for e in entries
+        ]
     return report(out, rows, ["broker", "key", "value"])

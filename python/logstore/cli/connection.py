@@ -52,7 +52,12 @@ class ClientOptions:
             return self.security_protocol.upper()
         sasl = bool(self.sasl_mechanism or self.user)
         tls = self.tls or bool(self.tls_ca or self.tls_cert or self.tls_key)
-        return {(False, False): "PLAINTEXT", (False, True): "SSL", (True, False): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(sasl, tls)]
+        return {
+            (False, False): "PLAINTEXT",
+            (False, True): "SSL",
+            (True, False): "SASL_PLAINTEXT",
+            (True, True): "SASL_SSL",
+        }[(sasl, tls)]
 
     def config(self) -> dict[str, Any]:
         """The librdkafka configuration for these options (CliError for a bad ``-X``)."""
@@ -93,21 +98,58 @@ def _verbose_logger() -> logging.Logger:
 
 
 _OPTIONS = [
-    click.option("-b", "--brokers", envvar="LOGSTORE_BROKERS", default=DEFAULT_BROKERS, show_default=True,
-                 help="bootstrap servers, host:port[,host:port...] (env LOGSTORE_BROKERS)"),
-    click.option("--security-protocol", type=click.Choice(SECURITY_PROTOCOLS, case_sensitive=False),
-                 help="security.protocol (default from the options given)"),
-    click.option("--sasl-mechanism", type=click.Choice(SASL_MECHANISMS, case_sensitive=False),
-                 help="sasl.mechanism (default SCRAM-SHA-256 when --user is given)"),
-    click.option("--user", envvar="LOGSTORE_SASL_USER", help="SASL user name (env LOGSTORE_SASL_USER)"),
-    click.option("--password", envvar="LOGSTORE_SASL_PASSWORD", help="SASL password (env LOGSTORE_SASL_PASSWORD)"),
+    click.option(
+        "-b",
+        "--brokers",
+        envvar="LOGSTORE_BROKERS",
+        default=DEFAULT_BROKERS,
+        show_default=True,
+        help="bootstrap servers, host:port[,host:port...] (env LOGSTORE_BROKERS)",
+    ),
+    click.option(
+        "--security-protocol",
+        type=click.Choice(SECURITY_PROTOCOLS, case_sensitive=False),
+        help="security.protocol (default from the options given)",
+    ),
+    click.option(
+        "--sasl-mechanism",
+        type=click.Choice(SASL_MECHANISMS, case_sensitive=False),
+        help="sasl.mechanism (default SCRAM-SHA-256 when --user is given)",
+    ),
+    click.option(
+        "--user", envvar="LOGSTORE_SASL_USER", help="SASL user name (env LOGSTORE_SASL_USER)"
+    ),
+    click.option(
+        "--password",
+        envvar="LOGSTORE_SASL_PASSWORD",
+        help="SASL password (env LOGSTORE_SASL_PASSWORD)",
+    ),
     click.option("--tls", is_flag=True, help="connect with TLS"),
-    click.option("--tls-ca", type=click.Path(dir_okay=False), help="CA certificates, PEM (ssl.ca.location)"),
-    click.option("--tls-cert", type=click.Path(dir_okay=False), help="client certificate, PEM (ssl.certificate.location)"),
-    click.option("--tls-key", type=click.Path(dir_okay=False), help="client key, PEM (ssl.key.location)"),
-    click.option("-X", "extra", multiple=True, metavar="KEY=VALUE", help="any librdkafka property; repeatable"),
-    click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-                 help="seconds to wait for the broker's answers"),
+    click.option(
+        "--tls-ca", type=click.Path(dir_okay=False), help="CA certificates, PEM (ssl.ca.location)"
+    ),
+    click.option(
+        "--tls-cert",
+        type=click.Path(dir_okay=False),
+        help="client certificate, PEM (ssl.certificate.location)",
+    ),
+    click.option(
+        "--tls-key", type=click.Path(dir_okay=False), help="client key, PEM (ssl.key.location)"
+    ),
+    click.option(
+        "-X",
+        "extra",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="any librdkafka property; repeatable",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=10.0,
+        show_default=True,
+        help="seconds to wait for the broker's answers",
+    ),
     click.option("-v", "--verbose", is_flag=True, help="show librdkafka's log on stderr"),
 ]
 
@@ -115,8 +157,20 @@ _OPTIONS = [
 def broker_command(f: Callable[..., Any]) -> Callable[..., Any]:
     """Adds the connection options and ``--format`` to a click command; the function
     receives ``client`` (:class:`ClientOptions`) and ``out`` (:class:`Output`)."""
-    names = ["brokers", "security_protocol", "sasl_mechanism", "user", "password", "tls", "tls_ca", "tls_cert",
-             "tls_key", "extra", "timeout", "verbose"]
+    names = [
+        "brokers",
+        "security_protocol",
+        "sasl_mechanism",
+        "user",
+        "password",
+        "tls",
+        "tls_ca",
+        "tls_cert",
+        "tls_key",
+        "extra",
+        "timeout",
+        "verbose",
+    ]
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -80,7 +80,9 @@ class OutputFormat:
         return self.TOKENS.sub(token, self.spec)
 
 
-def _start_offsets(admin: Admin, topics: tuple[str, ...], partitions: str | None, position: str) -> list[TopicPartition]:
+def _start_offsets(
+    admin: Admin, topics: tuple[str, ...], partitions: str | None, position: str
+) -> list[TopicPartition]:
     where = parse_position(position)
     metas = topic_metadata(admin, topics)
     tps = [(t, p) for t in topics for p in parse_partitions(partitions, list(metas[t].partitions))]
@@ -90,40 +92,80 @@ def _start_offsets(admin: Admin, topics: tuple[str, ...], partitions: str | None
     for tp in tps:
         start, end = starts[tp], ends[tp]
         if isinstance(start, BaseException) or isinstance(end, BaseException):
-            raise BrokerError(f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, BaseException) else end)
+            raise BrokerError(
+                f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, BaseException) else end
+            )
         at = at_time.get(tp)
-        out.append(TopicPartition(tp[0], tp[1], resolve(where, start, end, at if isinstance(at, int) else None)))
+        out.append(
+            TopicPartition(
+                tp[0], tp[1], resolve(where, start, end, at if isinstance(at, int) else None)
+            )
+        )
     return out
 
 
 @cli_command("consume")
 @click.argument("topics", nargs=-1, required=True)
 @click.option("-g", "--group", "group_id", help="consume as a member of this group and commit")
-@click.option("-o", "--offset", "position", default=None, metavar="start|end|N|-N|@TIME",
-              help="where to start (default: start; with -g only start or end, for partitions without a commit)")
+@click.option(
+    "-o",
+    "--offset",
+    "position",
+    default=None,
+    metavar="start|end|N|-N|@TIME",
+    help="where to start (default: start; with -g only start or end, for partitions without a commit)",
+)
 @click.option("-n", "--num", type=click.IntRange(min=1), help="stop after this many records")
 @click.option("-p", "--partitions", metavar="0,1,4-6", help="only these partitions (not with -g)")
-@click.option("-e", "--exit-at-end", is_flag=True, help="stop when every partition's end is reached")
-@click.option("-f", "--output-format", default="%v\\n", show_default=True, help="kcat-style: %t %p %o %k %v %T %h")
-@click.option("--read-committed", is_flag=True, help="skip aborted transactions (isolation.level=read_committed)")
+@click.option(
+    "-e", "--exit-at-end", is_flag=True, help="stop when every partition's end is reached"
+)
+@click.option(
+    "-f",
+    "--output-format",
+    default="%v\\n",
+    show_default=True,
+    help="kcat-style: %t %p %o %k %v %T %h",
+)
+@click.option(
+    "--read-committed",
+    is_flag=True,
+    help="skip aborted transactions (isolation.level=read_committed)",
+)
 @broker_command
-def command(topics: tuple[str, ...], group_id: str | None, position: str | None, num: int | None, partitions: str | None,
-            exit_at_end: bool, output_format: str, read_committed: bool, client: ClientOptions, out: Output) -> int:
+def command(
+    topics: tuple[str, ...],
+    group_id: str | None,
+    position: str | None,
+    num: int | None,
+    partitions: str | None,
+    exit_at_end: bool,
+    output_format: str,
+    read_committed: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Print records of TOPICS."""
     conf = client.config()
-    conf.update({
-        "group.id": group_id or f"logstore-cli-{os.getpid()}-{time.monotonic_ns()}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-        "auto.offset.reset": "earliest",
-    })  # fmt: skip
+    conf.update(
+        {
+            "group.id": group_id or f"logstore-cli-{os.getpid()}-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            "auto.offset.reset": "earliest",
+        }
+    )
     if group_id:
         if partitions:
-            raise CliError("-p/--partitions is for consuming without a group: a group's partitions are assigned to it")
+            raise CliError(
+                "-p/--partitions is for consuming without a group: a group's partitions are assigned to it"
+            )
         where = parse_position(position or "start")
         if where.kind not in ("start", "end"):
-            raise CliError("with -g, -o is start or end (where to begin without a commit); move a group with `logstore group seek`")
+            raise CliError(
+                "with -g, -o is start or end (where to begin without a commit); move a group with `logstore group seek`"
+            )
         conf["auto.offset.reset"] = "earliest" if where.kind == "start" else "latest"
         topic_metadata(Admin(client), topics)  # an unknown topic or no broker fails here, in words
     else:
@@ -171,4 +213,3 @@ def command(topics: tuple[str, ...], group_id: str | None, position: str | None,
 def _all_at_end(consumer: Consumer, at_end: set[tuple[str, int]]) -> bool:
     assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
     return bool(assigned) and assigned <= at_end
-

@@ -64,7 +64,9 @@ def write_demo(directory: str) -> list[str]:
 
 
 @cli_command("demo", short_help="Write a small demo partition and dump it.")
-@click.argument("directory", required=False, default=os.path.join("logstore-demo", "demo-0"), metavar="[DIR]")
+@click.argument(
+    "directory", required=False, default=os.path.join("logstore-demo", "demo-0"), metavar="[DIR]"
+)
 def command(directory: str) -> int:
     """Write a demo partition (batches with keys, headers, every codec, a transaction)
     into DIR (default ./logstore-demo/demo-0) and dump its first segment."""

@@ -120,11 +120,15 @@ def _broker_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, path]))}
 
 
-def _wait(predicate: Any, timeout: float, what: str, log: Path, proc: subprocess.Popen[bytes]) -> None:
+def _wait(
+    predicate: Any, timeout: float, what: str, log: Path, proc: subprocess.Popen[bytes]
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc.poll() is not None:
-            raise CliError(f"{what} exited with status {proc.returncode}; the end of {log}:\n{_tail(log)}")
+            raise CliError(
+                f"{what} exited with status {proc.returncode}; the end of {log}:\n{_tail(log)}"
+            )
         if time.monotonic() > deadline:
             raise CliError(f"{what} not ready after {timeout:g}s; the end of {log}:\n{_tail(log)}")
         time.sleep(0.1)
@@ -133,7 +137,9 @@ def _wait(predicate: Any, timeout: float, what: str, log: Path, proc: subprocess
 def _start_zookeeper(directory: Path, port: int, timeout: float) -> subprocess.Popen[bytes]:
     java = shutil.which("java")
     if not os.path.exists(ZOOKEEPER_JAR) or java is None:
-        raise CliError("ZooKeeper is not installed: apt-get install zookeeper (it brings a Java runtime)")
+        raise CliError(
+            "ZooKeeper is not installed: apt-get install zookeeper (it brings a Java runtime)"
+        )
     zk_dir = directory / "zookeeper"
     (zk_dir / "data").mkdir(parents=True, exist_ok=True)
     config = zk_dir / "zoo.cfg"
@@ -149,14 +155,27 @@ def _start_zookeeper(directory: Path, port: int, timeout: float) -> subprocess.P
     log_path = zk_dir / "zookeeper.log"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [java, "-Xmx256m", "-cp", ZOOKEEPER_CLASSPATH, "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=zk_dir, start_new_session=True,
-        )  # fmt: skip
+            [
+                java,
+                "-Xmx256m",
+                "-cp",
+                ZOOKEEPER_CLASSPATH,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(config),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=zk_dir,
+            start_new_session=True,
+        )
     _wait(lambda: _zk_ok(port), timeout, "ZooKeeper", log_path, proc)
     return proc
 
 
-def _broker_settings(i: int, n: int, directory: Path, port: int, zk_port: int, overrides: dict[str, str]) -> dict[str, str]:
+def _broker_settings(
+    i: int, n: int, directory: Path, port: int, zk_port: int, overrides: dict[str, str]
+) -> dict[str, str]:
     rf = str(min(3, n))
     return {
         "broker.id": str(i),
@@ -172,7 +191,9 @@ def _broker_settings(i: int, n: int, directory: Path, port: int, zk_port: int, o
     }
 
 
-def _start_broker(directory: Path, i: int, settings: dict[str, str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start_broker(
+    directory: Path, i: int, settings: dict[str, str], env: dict[str, str]
+) -> subprocess.Popen[bytes]:
     b_dir = directory / f"b{i}"
     b_dir.mkdir(parents=True, exist_ok=True)
     args = [sys.executable, "-m", "broker_py"]
@@ -180,7 +201,15 @@ def _start_broker(directory: Path, i: int, settings: dict[str, str], env: dict[s
         args += ["--override", f"{k}={v}"]
     out_path = b_dir / "broker.out"
     with open(out_path, "wb") as out, open(b_dir / "broker.log", "ab") as log:
-        return subprocess.Popen(args, stdout=out, stderr=log, stdin=subprocess.DEVNULL, cwd=b_dir, env=env, start_new_session=True)
+        return subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            cwd=b_dir,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def _registered(bootstrap: str, n: int) -> bool:
@@ -230,33 +259,81 @@ def _stop_all(state: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
 
 def _nodes(state: dict[str, Any]) -> list[dict[str, Any]]:
     zk = state["zookeeper"]
-    rows = [{"node": "zookeeper", "pid": zk["pid"], "address": f"127.0.0.1:{zk['port']}", "alive": _alive(zk["pid"]),
-             "log": zk["log"]}]
-    rows += [{"node": f"broker {b['id']}", "pid": b["pid"], "address": f"127.0.0.1:{b['port']}", "alive": _alive(b["pid"]),
-              "log": b["log"]} for b in state["brokers"]]
+    rows = [
+        {
+            "node": "zookeeper",
+            "pid": zk["pid"],
+            "address": f"127.0.0.1:{zk['port']}",
+            "alive": _alive(zk["pid"]),
+            "log": zk["log"],
+        }
+    ]
+    rows += [
+        {
+            "node": f"broker {b['id']}",
+            "pid": b["pid"],
+            "address": f"127.0.0.1:{b['port']}",
+            "alive": _alive(b["pid"]),
+            "log": b["log"],
+        }
+        for b in state["brokers"]
+    ]
     return rows
 
 
 def _draw_state(o: Output, state: dict[str, Any]) -> None:
-    o.table(["node", "pid", "address", "alive", "log"],
-            ([n["node"], n["pid"], n["address"], n["alive"], n["log"]] for n in state["nodes"]))
+    o.table(
+        ["node", "pid", "address", "alive", "log"],
+        ([n["node"], n["pid"], n["address"], n["alive"], n["log"]] for n in state["nodes"]),
+    )
     o.line(f"Bootstrap servers: {state['bootstrap_servers']}")
     o.line(f"  export LOGSTORE_BROKERS={state['bootstrap_servers']}")
 
 
-dir_option = click.option("--dir", "directory", type=click.Path(file_okay=False), default=DEFAULT_DIR, show_default=True,
-                          help="where the cluster keeps its data, logs and state")
+dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=DEFAULT_DIR,
+    show_default=True,
+    help="where the cluster keeps its data, logs and state",
+)
 
 
 @group.command("up")
-@click.option("--brokers", "n", type=click.IntRange(1, 9), default=3, show_default=True, help="how many brokers")
+@click.option(
+    "--brokers",
+    "n",
+    type=click.IntRange(1, 9),
+    default=3,
+    show_default=True,
+    help="how many brokers",
+)
 @dir_option
-@click.option("--base-port", type=click.IntRange(0, 65000), default=0,
-              help="brokers listen on BASE+1..BASE+N and ZooKeeper on BASE (default: free ports)")
-@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="a config of every broker; repeatable")
-@click.option("--timeout", type=click.FloatRange(min=1), default=90.0, show_default=True, help="seconds to wait for the cluster")
+@click.option(
+    "--base-port",
+    type=click.IntRange(0, 65000),
+    default=0,
+    help="brokers listen on BASE+1..BASE+N and ZooKeeper on BASE (default: free ports)",
+)
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a config of every broker; repeatable",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=90.0,
+    show_default=True,
+    help="seconds to wait for the cluster",
+)
 @format_option
-def up(n: int, directory: str, base_port: int, overrides: tuple[str, ...], timeout: float, fmt: str) -> int:
+def up(
+    n: int, directory: str, base_port: int, overrides: tuple[str, ...], timeout: float, fmt: str
+) -> int:
     """Start ZooKeeper and N brokers on 127.0.0.1 and print the bootstrap servers."""
     from logstore.cli.topic import parse_pairs
 
@@ -265,8 +342,10 @@ def up(n: int, directory: str, base_port: int, overrides: tuple[str, ...], timeo
     extra = parse_pairs(overrides, "--override")
     previous = load_state(root)
     if previous is not None and any(n["alive"] for n in _nodes(previous)):
-        raise CliError(f"a dev cluster already runs from {root} (bootstrap {previous['bootstrap_servers']}): "
-                       "`logstore dev-cluster down` first")
+        raise CliError(
+            f"a dev cluster already runs from {root} (bootstrap {previous['bootstrap_servers']}): "
+            "`logstore dev-cluster down` first"
+        )
     env = _broker_env()
     if base_port:
         ports = [base_port + k for k in range(n + 1)]
@@ -280,18 +359,36 @@ def up(n: int, directory: str, base_port: int, overrides: tuple[str, ...], timeo
     state: dict[str, Any] = {"dir": str(root), "zookeeper": None, "brokers": []}
     try:
         zk = _start_zookeeper(root, zk_port, timeout)
-        state["zookeeper"] = {"pid": zk.pid, "port": zk_port, "log": str(root / "zookeeper" / "zookeeper.log")}
+        state["zookeeper"] = {
+            "pid": zk.pid,
+            "port": zk_port,
+            "log": str(root / "zookeeper" / "zookeeper.log"),
+        }
         procs = []
         for i, port in enumerate(broker_ports, start=1):
             proc = _start_broker(root, i, _broker_settings(i, n, root, port, zk_port, extra), env)
             procs.append(proc)
-            state["brokers"].append({"id": i, "pid": proc.pid, "port": port, "log": str(root / f"b{i}" / "broker.log")})
+            state["brokers"].append(
+                {"id": i, "pid": proc.pid, "port": port, "log": str(root / f"b{i}" / "broker.log")}
+            )
         state["bootstrap_servers"] = ",".join(f"127.0.0.1:{p}" for p in broker_ports)
         (root / STATE_FILE).write_text(json.dumps(state, indent=2))
         for i, proc in enumerate(procs, start=1):
             banner = root / f"b{i}" / "broker.out"
-            _wait(lambda b=banner: b"listening on" in b.read_bytes(), timeout, f"broker {i}", root / f"b{i}" / "broker.log", proc)
-        _wait(lambda: _registered(state["bootstrap_servers"], n), timeout, "the cluster", root / "b1" / "broker.log", procs[0])
+            _wait(
+                lambda b=banner: b"listening on" in b.read_bytes(),
+                timeout,
+                f"broker {i}",
+                root / f"b{i}" / "broker.log",
+                proc,
+            )
+        _wait(
+            lambda: _registered(state["bootstrap_servers"], n),
+            timeout,
+            "the cluster",
+            root / "b1" / "broker.log",
+            procs[0],
+        )
     except BaseException:
         _stop_all(state, 10)
         (root / STATE_FILE).unlink(missing_ok=True)
@@ -316,8 +413,13 @@ def status(directory: str, fmt: str) -> int:
 @group.command("down")
 @dir_option
 @click.option("--purge", is_flag=True, help="also delete the cluster's data and logs")
-@click.option("--timeout", type=click.FloatRange(min=1), default=60.0, show_default=True,
-              help="seconds each process has to stop before it is killed")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="seconds each process has to stop before it is killed",
+)
 @format_option
 def down(directory: str, purge: bool, timeout: float, fmt: str) -> int:
     """Stop the brokers (controlled shutdown), then ZooKeeper."""
@@ -330,7 +432,11 @@ def down(directory: str, purge: bool, timeout: float, fmt: str) -> int:
     if purge:
         for child in [root / "zookeeper", *(root / f"b{b['id']}" for b in state["brokers"])]:
             shutil.rmtree(child, ignore_errors=True)
-    Output(fmt).emit({"stopped": stopped, "purged": purge},
-                     lambda o, d: o.table(["node", "pid", "stopped"],
-                                          ([s["node"], s["pid"], "cleanly" if s["clean"] else "killed"] for s in d["stopped"])))
+    Output(fmt).emit(
+        {"stopped": stopped, "purged": purge},
+        lambda o, d: o.table(
+            ["node", "pid", "stopped"],
+            ([s["node"], s["pid"], "cleanly" if s["clean"] else "killed"] for s in d["stopped"]),
+        ),
+    )
     return EXIT_OK

@@ -72,24 +72,43 @@ def dump_file(path: str, args: argparse.Namespace, out: IO[str]) -> int:
     return EXIT_INCONSISTENT if problems else EXIT_OK
 
 
-@cli_command("dump-log", short_help="Print a segment's batches or index entries (kafka-dump-log.sh).")
+@cli_command(
+    "dump-log", short_help="Print a segment's batches or index entries (kafka-dump-log.sh)."
+)
 @click.argument("files", nargs=-1, required=True, metavar="SEGMENT...")
 @click.option("--print-records", is_flag=True, help="print every record (implies --deep-iteration)")
-@click.option("--verify-index", is_flag=True, help="check every .index/.timeindex entry against the batches of the .log")
-@click.option("--deep-iteration", is_flag=True, help="decode every record (decompressing) and check it against its batch header")
 @click.option(
-    "--progress/--no-progress", default=None,
+    "--verify-index",
+    is_flag=True,
+    help="check every .index/.timeindex entry against the batches of the .log",
+)
+@click.option(
+    "--deep-iteration",
+    is_flag=True,
+    help="decode every record (decompressing) and check it against its batch header",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
     help="a progress bar on stderr while a .log is read (default: when stderr is a terminal)",
 )
 @click.option("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, hidden=True)
 def command(
-    files: tuple[str, ...], print_records: bool, verify_index: bool, deep_iteration: bool, progress: bool | None, chunk_size: int
+    files: tuple[str, ...],
+    print_records: bool,
+    verify_index: bool,
+    deep_iteration: bool,
+    progress: bool | None,
+    chunk_size: int,
 ) -> int:
     """Print the batches of .log segments (e.g. 00000000000000000000.log), or the entries
     of .index, .timeindex and .txnindex files: Kafka's kafka-dump-log.sh. Exit status 1
     when a corrupt batch, a torn tail or an index mismatch is found."""
     args = argparse.Namespace(
-        print_records=print_records, verify_index=verify_index, deep_iteration=deep_iteration, chunk_size=chunk_size
+        print_records=print_records,
+        verify_index=verify_index,
+        deep_iteration=deep_iteration,
+        chunk_size=chunk_size,
     )
     if progress is None:
         progress = sys.stderr.isatty()

@@ -11,17 +11,37 @@ from logstore.cli.common import EXIT_OK, CliError
 
 @cli_command("export", short_help="Write topics to Parquet with a local Spark job.")
 @click.argument("log_dirs", nargs=-1, metavar="[LOG_DIR]...")
-@click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True, help="output format")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet"]),
+    default="parquet",
+    show_default=True,
+    help="output format",
+)
 @click.option("--out", required=True, metavar="DIR", help="output directory")
-@click.option("--topics", metavar="T,...", help="comma-separated topics (default: all but internal)")
-@click.option("--from", "start", metavar="OFFSET|TIME", help="first offset, or ISO-8601 time (inclusive)")
+@click.option(
+    "--topics", metavar="T,...", help="comma-separated topics (default: all but internal)"
+)
+@click.option(
+    "--from", "start", metavar="OFFSET|TIME", help="first offset, or ISO-8601 time (inclusive)"
+)
 @click.option("--to", "end", metavar="OFFSET|TIME", help="end offset, or ISO-8601 time (exclusive)")
-@click.option("--bootstrap-server", metavar="HOST:PORT", help="read through the Kafka protocol instead")
+@click.option(
+    "--bootstrap-server", metavar="HOST:PORT", help="read through the Kafka protocol instead"
+)
 @click.option("--overwrite", is_flag=True, help="replace DIR if it exists")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master")
 def command(
-    log_dirs: tuple[str, ...], fmt: str, out: str, topics: str | None, start: str | None, end: str | None,
-    bootstrap_server: str | None, overwrite: bool, master: str,
+    log_dirs: tuple[str, ...],
+    fmt: str,
+    out: str,
+    topics: str | None,
+    start: str | None,
+    end: str | None,
+    bootstrap_server: str | None,
+    overwrite: bool,
+    master: str,
 ) -> int:
     """Write topics to Parquet with a local Spark job: read them from a broker's log.dirs
     (or over the network) with the logstore Spark data source and write Parquet
@@ -30,7 +50,9 @@ def command(
         from logstore.spark.errors import SparkSourceError
         from logstore.spark.export import parse_bound, run_export
     except ImportError as exc:
-        raise CliError(f"{exc}: export needs pyspark and pyarrow (pip install '.[spark]' from a logstore checkout)") from None
+        raise CliError(
+            f"{exc}: export needs pyspark and pyarrow (pip install '.[spark]' from a logstore checkout)"
+        ) from None
     if not log_dirs and not bootstrap_server:
         raise CliError("give the broker's log.dirs or --bootstrap-server")
     try:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
@@ -38,7 +44,10 @@ def state_name(state: Any) -> str:
 def committed(admin: Admin, group_id: str) -> dict[tuple[str, int], int]:
     """The group's committed offsets (partitions without a commit are left out)."""
     request = [ConsumerGroupTopicPartitions(group_id)]
-    result = admin.result(admin.client.list_consumer_group_offsets(request, **admin.kwargs())[group_id], f"offsets of group {group_id}")
+    result = admin.result(
+        admin.client.list_consumer_group_offsets(request, **admin.kwargs())[group_id],
+        f"offsets of group {group_id}",
+    )
     out = {}
     for tp in result.topic_partitions or []:
         if tp.error is not None:
@@ -59,8 +68,10 @@ def list_(client: ClientOptions, out: Output) -> int:
     """List the consumer groups and their states."""
     admin = Admin(client)
     result = admin.result(admin.client.list_consumer_groups(**admin.kwargs()), "list groups")
-    rows = [{"group": g.group_id, "state": state_name(g.state), "simple": g.is_simple_consumer_group}
-            for g in sorted(result.valid, key=lambda g: g.group_id)]
+    rows = [
+        {"group": g.group_id, "state": state_name(g.state), "simple": g.is_simple_consumer_group}
+        for g in sorted(result.valid, key=lambda g: g.group_id)
+    ]
     out.emit(rows, lambda o, d: o.table(["group", "state"], ([r["group"], r["state"]] for r in d)))
     for err in result.errors:
         click.echo(f"logstore group list: error: {status_of(err)}", err=True)
@@ -73,11 +84,21 @@ def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
     owners: dict[tuple[str, int], Any] = {}
     members = []
     for m in desc.members:
-        tps = sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else []))
+        tps = sorted(
+            (tp.topic, tp.partition)
+            for tp in (m.assignment.topic_partitions if m.assignment else [])
+        )
         for tp in tps:
             owners[tp] = m
-        members.append({"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-                        "instance_id": m.group_instance_id, "partitions": [f"{t}-{p}" for t, p in tps]})
+        members.append(
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "instance_id": m.group_instance_id,
+                "partitions": [f"{t}-{p}" for t, p in tps],
+            }
+        )
     tps = sorted(set(offsets) | set(owners))
     ends = admin.offsets(tps, "latest")
     partitions = []
@@ -85,17 +106,19 @@ def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
         end = ends.get(tp)
         current = offsets.get(tp)
         owner = owners.get(tp)
-        partitions.append({
-            "topic": tp[0],
-            "partition": tp[1],
-            "current_offset": current,
-            "log_end_offset": end if isinstance(end, int) else None,
-            "lag": end - current if isinstance(end, int) and current is not None else None,
-            "member_id": owner.member_id if owner else None,
-            "client_id": owner.client_id if owner else None,
-            "host": owner.host if owner else None,
-            "error": status_of(end),
-        })  # fmt: skip
+        partitions.append(
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "current_offset": current,
+                "log_end_offset": end if isinstance(end, int) else None,
+                "lag": end - current if isinstance(end, int) and current is not None else None,
+                "member_id": owner.member_id if owner else None,
+                "client_id": owner.client_id if owner else None,
+                "host": owner.host if owner else None,
+                "error": status_of(end),
+            }
+        )
     coordinator = desc.coordinator
     return {
         "group": group_id,
@@ -119,11 +142,41 @@ def describe(groups: tuple[str, ...], client: ClientOptions, out: Output) -> int
 
     def draw(o: Output, described: list[dict[str, Any]]) -> None:
         for g in described:
-            o.fields([("group", g["group"]), ("coordinator", g["coordinator"]), ("state", g["state"]),
-                      ("balancer", g["assignor"]), ("members", len(g["members"])), ("total-lag", g["total_lag"])])
-            o.table(["topic", "partition", "current-offset", "log-end-offset", "lag", "member-id", "client-id", "host"],
-                    ([p["topic"], p["partition"], p["current_offset"], p["log_end_offset"], p["lag"], p["member_id"],
-                      p["client_id"], p["host"]] for p in g["partitions"]))
+            o.fields(
+                [
+                    ("group", g["group"]),
+                    ("coordinator", g["coordinator"]),
+                    ("state", g["state"]),
+                    ("balancer", g["assignor"]),
+                    ("members", len(g["members"])),
+                    ("total-lag", g["total_lag"]),
+                ]
+            )
+            o.table(
+                [
+                    "topic",
+                    "partition",
+                    "current-offset",
+                    "log-end-offset",
+                    "lag",
+                    "member-id",
+                    "client-id",
+                    "host",
+                ],
+                (
+                    [
+                        p["topic"],
+                        p["partition"],
+                        p["current_offset"],
+                        p["log_end_offset"],
+                        p["lag"],
+                        p["member_id"],
+                        p["client_id"],
+                        p["host"],
+                    ]
+                    for p in g["partitions"]
+                ),
+            )
 
     out.emit(data, draw)
     return EXIT_OK
@@ -142,27 +195,54 @@ def _topic_partitions(admin: Admin, spec: str) -> list[tuple[str, int]]:
                 raise CliError(f"--topics {spec!r}: expected TOPIC or TOPIC:P,P;TOPIC...") from None
             missing = sorted(set(chosen) - set(available))
             if missing:
-                raise BrokerError(f"{topic} partitions {missing}", KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+                raise BrokerError(
+                    f"{topic} partitions {missing}", KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+                )
             available = chosen
         out += [(topic, p) for p in available]
     return out
 
 
 def _draw_plan(o: Output, plan: dict[str, Any]) -> None:
-    o.table(["topic", "partition", "current-offset", "new-offset"],
-            ([r["topic"], r["partition"], r["current_offset"], r["new_offset"]] for r in plan["partitions"]))
+    o.table(
+        ["topic", "partition", "current-offset", "new-offset"],
+        (
+            [r["topic"], r["partition"], r["current_offset"], r["new_offset"]]
+            for r in plan["partitions"]
+        ),
+    )
     o.line("Dry run: nothing changed. Run again with --execute to apply.")
 
 
 @group.command("seek")
 @click.argument("group_id", metavar="GROUP")
-@click.option("--to", "to", metavar="start|end|OFFSET|-N|@TIME", help="where to move each partition's committed offset")
+@click.option(
+    "--to",
+    "to",
+    metavar="start|end|OFFSET|-N|@TIME",
+    help="where to move each partition's committed offset",
+)
 @click.option("--to-group", metavar="GROUP", help="copy the committed offsets of another group")
-@click.option("--topics", metavar="T1,T2 | T1:0,1;T2", help="the partitions to move (default: those the group committed)")
-@click.option("--execute", is_flag=True, help="apply the change (without it: a dry run that only shows the plan)")
+@click.option(
+    "--topics",
+    metavar="T1,T2 | T1:0,1;T2",
+    help="the partitions to move (default: those the group committed)",
+)
+@click.option(
+    "--execute",
+    is_flag=True,
+    help="apply the change (without it: a dry run that only shows the plan)",
+)
 @broker_command
-def seek(group_id: str, to: str | None, to_group: str | None, topics: str | None, execute: bool,
-         client: ClientOptions, out: Output) -> int:
+def seek(
+    group_id: str,
+    to: str | None,
+    to_group: str | None,
+    topics: str | None,
+    execute: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Move a group's committed offsets to start, end, an offset, a timestamp, or another
     group's offsets. Shows the plan (a dry run) unless --execute is given; the group must
     have no active members to apply it."""
@@ -177,7 +257,9 @@ def seek(group_id: str, to: str | None, to_group: str | None, topics: str | None
     else:
         tps = sorted(source if to_group else current)
     if not tps:
-        raise CliError(f"group {group_id} has no committed offsets: name the partitions with --topics")
+        raise CliError(
+            f"group {group_id} has no committed offsets: name the partitions with --topics"
+        )
     plan: dict[tuple[str, int], int | None] = {}
     if position is not None:
         starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
@@ -185,25 +267,45 @@ def seek(group_id: str, to: str | None, to_group: str | None, topics: str | None
         for tp in tps:
             start, end = starts[tp], ends[tp]
             if isinstance(start, KafkaException) or isinstance(end, KafkaException):
-                raise BrokerError(f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, KafkaException) else end)
+                raise BrokerError(
+                    f"offsets of {tp[0]}-{tp[1]}",
+                    start if isinstance(start, KafkaException) else end,
+                )
             at = at_time.get(tp)
             plan[tp] = resolve(position, start, end, at if isinstance(at, int) else None)
     else:
         for tp in tps:
             plan[tp] = source.get(tp)
-    rows = [{"topic": t, "partition": p, "current_offset": current.get((t, p)), "new_offset": plan[(t, p)], "error": None}
-            for t, p in tps]
+    rows = [
+        {
+            "topic": t,
+            "partition": p,
+            "current_offset": current.get((t, p)),
+            "new_offset": plan[(t, p)],
+            "error": None,
+        }
+        for t, p in tps
+    ]
     if not execute:
         out.emit({"group": group_id, "dry_run": True, "partitions": rows}, _draw_plan)
         return EXIT_OK
     state = describe_groups(admin, [group_id])[group_id].state
     if state not in _INACTIVE:
-        raise BrokerError(f"group {group_id} is {state_name(state)}: offsets can only be reset while it has no members",
-                          KafkaError(KafkaError.NON_EMPTY_GROUP))
+        raise BrokerError(
+            f"group {group_id} is {state_name(state)}: offsets can only be reset while it has no members",
+            KafkaError(KafkaError.NON_EMPTY_GROUP),
+        )
     moves = [TopicPartition(t, p, off) for (t, p), off in plan.items() if off is not None]
     request = [ConsumerGroupTopicPartitions(group_id, moves)]
-    result = admin.result(admin.client.alter_consumer_group_offsets(request, **admin.kwargs())[group_id], f"seek group {group_id}")
-    errors = {(tp.topic, tp.partition): tp.error for tp in result.topic_partitions or [] if tp.error is not None}
+    result = admin.result(
+        admin.client.alter_consumer_group_offsets(request, **admin.kwargs())[group_id],
+        f"seek group {group_id}",
+    )
+    errors = {
+        (tp.topic, tp.partition): tp.error
+        for tp in result.topic_partitions or []
+        if tp.error is not None
+    }
     for r in rows:
         err = errors.get((r["topic"], r["partition"]))
         if r["new_offset"] is None:

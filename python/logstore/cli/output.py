@@ -22,7 +22,11 @@ from rich.table import Table
 FORMATS = ("table", "json")
 
 format_option = click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
     help="tables for people, json for scripts",
 )
 
@@ -66,9 +70,13 @@ class Output:
         sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
         sys.stdout.flush()
 
-    def table(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
+    def table(
+        self, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None
+    ) -> None:
         """One table with upper-case headers, as rpk prints them."""
-        t = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", show_edge=False, pad_edge=False)
+        t = Table(
+            box=box.SIMPLE_HEAD, title=title, title_justify="left", show_edge=False, pad_edge=False
+        )
         for name in columns:
             t.add_column(name.upper(), no_wrap=True, overflow="fold")
         for row in rows:

@@ -53,9 +53,11 @@ def parse_timestamp(text: str, now_ms: int | None = None) -> int:
     try:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise CliError(f"{text!r}: expected a timestamp in ms, an ISO-8601 time or a duration like -15m") from None
+        raise CliError(
+            f"{text!r}: expected a timestamp in ms, an ISO-8601 time or a duration like -15m"
+        ) from None
     if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
+        t = t.replace(tzinfo=dt.UTC)
     return int(t.timestamp() * 1000)
 
 
@@ -75,7 +77,9 @@ def parse_position(text: str, option: str = "-o") -> Position:
         return Position("from_end", int(t[1:]))
     if re.fullmatch(r"\+?\d+", t):
         return Position("offset", int(t))
-    raise CliError(f"{option} {text!r}: expected start, end, an offset, -N (N before the end) or @timestamp")
+    raise CliError(
+        f"{option} {text!r}: expected start, end, an offset, -N (N before the end) or @timestamp"
+    )
 
 
 def resolve(position: Position, start: int, end: int, at_time: int | None = None) -> int:

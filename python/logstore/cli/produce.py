@@ -51,7 +51,9 @@ class InputFormat:
         text = line.decode("utf-8", errors="surrogateescape")
         m = self.regex.fullmatch(text)
         if m is None:
-            raise CliError(f"input {text[:60]!r} does not match --input-format {self.spec!r}", EXIT_FAILED)
+            raise CliError(
+                f"input {text[:60]!r} does not match --input-format {self.spec!r}", EXIT_FAILED
+            )
         key = m.group("key").encode("utf-8", errors="surrogateescape") if self.has_key else None
         return key, m.group("value").encode("utf-8", errors="surrogateescape")
 
@@ -70,16 +72,63 @@ def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
 @cli_command("produce")
 @click.argument("topic")
 @click.option("-k", "--key", help="the key of every record")
-@click.option("-H", "--header", "headers", multiple=True, metavar="KEY=VALUE", help="a header on every record; repeatable")
-@click.option("-p", "--partition", type=click.IntRange(min=0), help="produce to this partition (default: by key)")
-@click.option("-f", "--input-format", default="%v", show_default=True, help="how a line splits into %k key and %v value")
-@click.option("--value", "values", multiple=True, help="produce this value instead of reading stdin; repeatable")
-@click.option("--delimiter", default="\\n", show_default=True, help="what ends a record on stdin (\\n, \\0 or any text)")
-@click.option("--acks", type=click.Choice(["all", "-1", "0", "1"]), default="all", show_default=True)
-@click.option("-z", "--compression", type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]), default="none", show_default=True)
+@click.option(
+    "-H",
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a header on every record; repeatable",
+)
+@click.option(
+    "-p",
+    "--partition",
+    type=click.IntRange(min=0),
+    help="produce to this partition (default: by key)",
+)
+@click.option(
+    "-f",
+    "--input-format",
+    default="%v",
+    show_default=True,
+    help="how a line splits into %k key and %v value",
+)
+@click.option(
+    "--value",
+    "values",
+    multiple=True,
+    help="produce this value instead of reading stdin; repeatable",
+)
+@click.option(
+    "--delimiter",
+    default="\\n",
+    show_default=True,
+    help="what ends a record on stdin (\\n, \\0 or any text)",
+)
+@click.option(
+    "--acks", type=click.Choice(["all", "-1", "0", "1"]), default="all", show_default=True
+)
+@click.option(
+    "-z",
+    "--compression",
+    type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]),
+    default="none",
+    show_default=True,
+)
 @broker_command
-def command(topic: str, key: str | None, headers: tuple[str, ...], partition: int | None, input_format: str,
-            values: tuple[str, ...], delimiter: str, acks: str, compression: str, client: ClientOptions, out: Output) -> int:
+def command(
+    topic: str,
+    key: str | None,
+    headers: tuple[str, ...],
+    partition: int | None,
+    input_format: str,
+    values: tuple[str, ...],
+    delimiter: str,
+    acks: str,
+    compression: str,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Produce records to TOPIC: lines of stdin, or --value options."""
     fmt = InputFormat(input_format)
     header_list = list(parse_pairs(headers, "--header").items())
@@ -87,7 +136,14 @@ def command(topic: str, key: str | None, headers: tuple[str, ...], partition: in
     if not sep:
         raise CliError("--delimiter must not be empty")
     conf = client.config()
-    conf.update({"acks": acks, "compression.type": compression, "linger.ms": 5, "message.timeout.ms": int(client.timeout * 1000)})
+    conf.update(
+        {
+            "acks": acks,
+            "compression.type": compression,
+            "linger.ms": 5,
+            "message.timeout.ms": int(client.timeout * 1000),
+        }
+    )
     try:
         producer = Producer(conf)
     except KafkaException as exc:
@@ -104,14 +160,21 @@ def command(topic: str, key: str | None, headers: tuple[str, ...], partition: in
         if out.json:
             sys.stdout.write(json.dumps(result) + "\n")
         else:
-            sys.stdout.write(f"Produced to partition {result['partition']} at offset {result['offset']}.\n")
+            sys.stdout.write(
+                f"Produced to partition {result['partition']} at offset {result['offset']}.\n"
+            )
 
     source = (v.encode() for v in values) if values else read_records(sys.stdin.buffer, sep)
     for raw in source:
         record_key, value = fmt.parse(raw)
         if key is not None:
             record_key = key.encode()
-        kwargs: dict[str, Any] = {"key": record_key, "value": value, "headers": header_list, "on_delivery": delivered}
+        kwargs: dict[str, Any] = {
+            "key": record_key,
+            "value": value,
+            "headers": header_list,
+            "on_delivery": delivered,
+        }
         if partition is not None:
             kwargs["partition"] = partition
         while True:
@@ -124,5 +187,8 @@ def command(topic: str, key: str | None, headers: tuple[str, ...], partition: in
     left = producer.flush(client.timeout + 5)
     sys.stdout.flush()
     if left:
-        raise CliError(f"{left} records not acknowledged within {client.timeout:g}s (brokers {client.brokers})", EXIT_FAILED)
+        raise CliError(
+            f"{left} records not acknowledged within {client.timeout:g}s (brokers {client.brokers})",
+            EXIT_FAILED,
+        )
     return EXIT_FAILED if failed else EXIT_OK

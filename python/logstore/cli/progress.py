@@ -13,13 +13,22 @@ import sys
 from typing import IO
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 
 class ProgressBar:
     """One bar labelled ``label`` over a byte count, on ``out`` (stderr by default)."""
 
-    def __init__(self, out: IO[str] | None = None, label: str = "", *, enabled: bool = True) -> None:
+    def __init__(
+        self, out: IO[str] | None = None, label: str = "", *, enabled: bool = True
+    ) -> None:
         self.console = Console(file=out if out is not None else sys.stderr, highlight=False)
         self.enabled = enabled
         self.progress = Progress(

@@ -13,7 +13,15 @@ from typing import Any
 
 import click
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewPartitions, NewTopic, ResourceType
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 
 from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
@@ -49,7 +57,9 @@ def topic_metadata(admin: Admin, topics: tuple[str, ...] | list[str]) -> dict[st
     out = {}
     for name in topics:
         t = md.topics.get(name)
-        if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        if t is None or (
+            t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
             raise BrokerError(f"topic {name}", KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
         if t.error is not None:
             raise BrokerError(f"topic {name}", t.error)
@@ -69,37 +79,69 @@ def config_rows(entries: dict[str, ConfigEntry]) -> list[dict[str, Any]]:
     rows = []
     for name in sorted(entries):
         e = entries[name]
-        rows.append({
-            "key": name,
-            "value": None if e.is_sensitive else e.value,
-            "source": source_name(e.source),
-            "sensitive": bool(e.is_sensitive),
-            "read_only": bool(e.is_read_only),
-        })  # fmt: skip
+        rows.append(
+            {
+                "key": name,
+                "value": None if e.is_sensitive else e.value,
+                "source": source_name(e.source),
+                "sensitive": bool(e.is_sensitive),
+                "read_only": bool(e.is_read_only),
+            }
+        )
     return rows
 
 
 @group.command("create")
 @click.argument("topics", nargs=-1, required=True)
-@click.option("-p", "--partitions", type=int, default=-1, help="partitions (default: the broker's num.partitions)")
-@click.option("-r", "--replicas", type=int, default=-1, help="replication factor (default: default.replication.factor)")
-@click.option("-c", "--config", multiple=True, metavar="KEY=VALUE", help="a topic config; repeatable")
+@click.option(
+    "-p",
+    "--partitions",
+    type=int,
+    default=-1,
+    help="partitions (default: the broker's num.partitions)",
+)
+@click.option(
+    "-r",
+    "--replicas",
+    type=int,
+    default=-1,
+    help="replication factor (default: default.replication.factor)",
+)
+@click.option(
+    "-c", "--config", multiple=True, metavar="KEY=VALUE", help="a topic config; repeatable"
+)
 @click.option("--dry-run", is_flag=True, help="only validate the request (validate_only)")
 @broker_command
-def create(topics: tuple[str, ...], partitions: int, replicas: int, config: tuple[str, ...], dry_run: bool,
-           client: ClientOptions, out: Output) -> int:
+def create(
+    topics: tuple[str, ...],
+    partitions: int,
+    replicas: int,
+    config: tuple[str, ...],
+    dry_run: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Create TOPICS with partitions, a replication factor and configs."""
     configs = parse_pairs(config, "--config")
     admin = Admin(client)
-    new = [NewTopic(t, num_partitions=partitions, replication_factor=replicas, config=configs) for t in topics]
-    results = admin.results(admin.client.create_topics(new, validate_only=dry_run, operation_timeout=admin.timeout, **admin.kwargs()))
+    new = [
+        NewTopic(t, num_partitions=partitions, replication_factor=replicas, config=configs)
+        for t in topics
+    ]
+    results = admin.results(
+        admin.client.create_topics(
+            new, validate_only=dry_run, operation_timeout=admin.timeout, **admin.kwargs()
+        )
+    )
     rows = [{"topic": t, "error": status_of(results[t])} for t in topics]
     return report(out, rows, ["topic"])
 
 
 @group.command("list")
 @click.argument("patterns", nargs=-1, metavar="[REGEX]...")
-@click.option("-i", "--internal", is_flag=True, help="include internal topics (__consumer_offsets ...)")
+@click.option(
+    "-i", "--internal", is_flag=True, help="include internal topics (__consumer_offsets ...)"
+)
 @broker_command
 def list_(patterns: tuple[str, ...], internal: bool, client: ClientOptions, out: Output) -> int:
     """List topics with their partition count and replication factor (optionally only
@@ -117,14 +159,22 @@ def list_(patterns: tuple[str, ...], internal: bool, client: ClientOptions, out:
             continue
         t = md.topics[name]
         parts = list(t.partitions.values())
-        rows.append({
-            "name": name,
-            "partitions": len(parts),
-            "replicas": max((len(p.replicas) for p in parts), default=0),
-            "internal": is_internal(name),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": name,
+                "partitions": len(parts),
+                "replicas": max((len(p.replicas) for p in parts), default=0),
+                "internal": is_internal(name),
+            }
+        )
 
-    out.emit(rows, lambda o, d: o.table(["name", "partitions", "replicas"], ([r["name"], r["partitions"], r["replicas"]] for r in d)))
+    out.emit(
+        rows,
+        lambda o, d: o.table(
+            ["name", "partitions", "replicas"],
+            ([r["name"], r["partitions"], r["replicas"]] for r in d),
+        ),
+    )
     return EXIT_OK
 
 
@@ -136,17 +186,23 @@ def describe_topic(admin: Admin, name: str, meta: Any) -> dict[str, Any]:
     partitions = []
     for p in parts:
         start, end = starts.get((name, p.id)), ends.get((name, p.id))
-        partitions.append({
-            "partition": p.id,
-            "leader": p.leader if p.leader >= 0 else None,
-            "replicas": list(p.replicas),
-            "isr": list(p.isrs),
-            "log_start_offset": start if isinstance(start, int) else None,
-            "high_watermark": end if isinstance(end, int) else None,
-            "error": status_of(p.error) if p.error is not None else (status_of(start) or status_of(end)),
-        })  # fmt: skip
+        partitions.append(
+            {
+                "partition": p.id,
+                "leader": p.leader if p.leader >= 0 else None,
+                "replicas": list(p.replicas),
+                "isr": list(p.isrs),
+                "log_start_offset": start if isinstance(start, int) else None,
+                "high_watermark": end if isinstance(end, int) else None,
+                "error": status_of(p.error)
+                if p.error is not None
+                else (status_of(start) or status_of(end)),
+            }
+        )
     resource = ConfigResource(ResourceType.TOPIC, name)
-    entries = admin.result(admin.client.describe_configs([resource], **admin.kwargs())[resource], f"configs of {name}")
+    entries = admin.result(
+        admin.client.describe_configs([resource], **admin.kwargs())[resource], f"configs of {name}"
+    )
     return {
         "name": name,
         "internal": is_internal(name),
@@ -162,7 +218,13 @@ def describe_topic(admin: Admin, name: str, meta: Any) -> dict[str, Any]:
 @click.option("-p", "--print-partitions", is_flag=True, help="only the partitions section")
 @click.option("-c", "--print-configs", is_flag=True, help="only the configs section")
 @broker_command
-def describe(topics: tuple[str, ...], print_partitions: bool, print_configs: bool, client: ClientOptions, out: Output) -> int:
+def describe(
+    topics: tuple[str, ...],
+    print_partitions: bool,
+    print_configs: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Show each topic's partitions (leader, replicas, ISR, log start offset, high
     watermark) and configs with their sources."""
     admin = Admin(client)
@@ -173,14 +235,46 @@ def describe(topics: tuple[str, ...], print_partitions: bool, print_configs: boo
     def draw(o: Output, described: list[dict[str, Any]]) -> None:
         for t in described:
             if every:
-                o.fields([("name", t["name"]), ("internal", t["internal"]), ("partitions", t["partition_count"]),
-                          ("replicas", t["replication_factor"])], title="SUMMARY")
+                o.fields(
+                    [
+                        ("name", t["name"]),
+                        ("internal", t["internal"]),
+                        ("partitions", t["partition_count"]),
+                        ("replicas", t["replication_factor"]),
+                    ],
+                    title="SUMMARY",
+                )
             if every or print_partitions:
-                o.table(["partition", "leader", "replicas", "isr", "log-start-offset", "high-watermark", "error"],
-                        ([p["partition"], p["leader"], p["replicas"], p["isr"], p["log_start_offset"], p["high_watermark"],
-                          p["error"]] for p in t["partitions"]), title="PARTITIONS")
+                o.table(
+                    [
+                        "partition",
+                        "leader",
+                        "replicas",
+                        "isr",
+                        "log-start-offset",
+                        "high-watermark",
+                        "error",
+                    ],
+                    (
+                        [
+                            p["partition"],
+                            p["leader"],
+                            p["replicas"],
+                            p["isr"],
+                            p["log_start_offset"],
+                            p["high_watermark"],
+                            p["error"],
+                        ]
+                        for p in t["partitions"]
+                    ),
+                    title="PARTITIONS",
+                )
             if every or print_configs:
-                o.table(["key", "value", "source"], ([c["key"], c["value"], c["source"]] for c in t["configs"]), title="CONFIGS")
+                o.table(
+                    ["key", "value", "source"],
+                    ([c["key"], c["value"], c["source"]] for c in t["configs"]),
+                    title="CONFIGS",
+                )
 
     out.emit(data, draw)
     return EXIT_OK
@@ -188,30 +282,70 @@ def describe(topics: tuple[str, ...], print_partitions: bool, print_configs: boo
 
 @group.command("alter-config")
 @click.argument("topics", nargs=-1, required=True)
-@click.option("-s", "--set", "set_", multiple=True, metavar="KEY=VALUE", help="set a config; repeatable")
-@click.option("-d", "--delete", multiple=True, metavar="KEY", help="remove a config (back to the default); repeatable")
-@click.option("--append", multiple=True, metavar="KEY=VALUE", help="add a value to a list config; repeatable")
-@click.option("--subtract", multiple=True, metavar="KEY=VALUE", help="remove a value from a list config; repeatable")
+@click.option(
+    "-s", "--set", "set_", multiple=True, metavar="KEY=VALUE", help="set a config; repeatable"
+)
+@click.option(
+    "-d",
+    "--delete",
+    multiple=True,
+    metavar="KEY",
+    help="remove a config (back to the default); repeatable",
+)
+@click.option(
+    "--append", multiple=True, metavar="KEY=VALUE", help="add a value to a list config; repeatable"
+)
+@click.option(
+    "--subtract",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="remove a value from a list config; repeatable",
+)
 @click.option("--dry-run", is_flag=True, help="only validate the change")
 @broker_command
-def alter_config(topics: tuple[str, ...], set_: tuple[str, ...], delete: tuple[str, ...], append: tuple[str, ...],
-                 subtract: tuple[str, ...], dry_run: bool, client: ClientOptions, out: Output) -> int:
+def alter_config(
+    topics: tuple[str, ...],
+    set_: tuple[str, ...],
+    delete: tuple[str, ...],
+    append: tuple[str, ...],
+    subtract: tuple[str, ...],
+    dry_run: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Change topic configs incrementally (IncrementalAlterConfigs)."""
     entries = incremental_entries(set_, delete, append, subtract)
     admin = Admin(client)
     resources = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries) for t in topics]
-    futures = admin.client.incremental_alter_configs(resources, validate_only=dry_run, **admin.kwargs())
+    futures = admin.client.incremental_alter_configs(
+        resources, validate_only=dry_run, **admin.kwargs()
+    )
     results = admin.results(futures)
     rows = [{"topic": r.name, "error": status_of(results[r])} for r in resources]
     return report(out, rows, ["topic"])
 
 
-def incremental_entries(set_: tuple[str, ...], delete: tuple[str, ...], append: tuple[str, ...] = (),
-                        subtract: tuple[str, ...] = ()) -> list[ConfigEntry]:
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in parse_pairs(set_, "--set").items()]
-    entries += [ConfigEntry(k.strip(), None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
-    entries += [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.APPEND) for k, v in parse_pairs(append, "--append").items()]
-    entries += [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SUBTRACT) for k, v in parse_pairs(subtract, "--subtract").items()]
+def incremental_entries(
+    set_: tuple[str, ...],
+    delete: tuple[str, ...],
+    append: tuple[str, ...] = (),
+    subtract: tuple[str, ...] = (),
+) -> list[ConfigEntry]:
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+        for k, v in parse_pairs(set_, "--set").items()
+    ]
+    entries += [
+        ConfigEntry(k.strip(), None, incremental_operation=AlterConfigOpType.DELETE) for k in delete
+    ]
+    entries += [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.APPEND)
+        for k, v in parse_pairs(append, "--append").items()
+    ]
+    entries += [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SUBTRACT)
+        for k, v in parse_pairs(subtract, "--subtract").items()
+    ]
     if not entries:
         raise CliError("nothing to change: give --set, --delete, --append or --subtract")
     return entries
@@ -219,15 +353,22 @@ def incremental_entries(set_: tuple[str, ...], delete: tuple[str, ...], append: 
 
 @group.command("add-partitions")
 @click.argument("topics", nargs=-1, required=True)
-@click.option("-n", "--num", type=click.IntRange(min=1), required=True, help="how many partitions to add")
+@click.option(
+    "-n", "--num", type=click.IntRange(min=1), required=True, help="how many partitions to add"
+)
 @broker_command
 def add_partitions(topics: tuple[str, ...], num: int, client: ClientOptions, out: Output) -> int:
     """Add NUM partitions to each topic."""
     admin = Admin(client)
     metas = topic_metadata(admin, topics)
     new = [NewPartitions(t, len(metas[t].partitions) + num) for t in topics]
-    results = admin.results(admin.client.create_partitions(new, operation_timeout=admin.timeout, **admin.kwargs()))
-    rows = [{"topic": t, "partitions": len(metas[t].partitions) + num, "error": status_of(results[t])} for t in topics]
+    results = admin.results(
+        admin.client.create_partitions(new, operation_timeout=admin.timeout, **admin.kwargs())
+    )
+    rows = [
+        {"topic": t, "partitions": len(metas[t].partitions) + num, "error": status_of(results[t])}
+        for t in topics
+    ]
     return report(out, rows, ["topic", "partitions"])
 
 
@@ -237,7 +378,9 @@ def add_partitions(topics: tuple[str, ...], num: int, client: ClientOptions, out
 def delete(topics: tuple[str, ...], client: ClientOptions, out: Output) -> int:
     """Delete TOPICS and their data."""
     admin = Admin(client)
-    results = admin.results(admin.client.delete_topics(list(topics), operation_timeout=admin.timeout, **admin.kwargs()))
+    results = admin.results(
+        admin.client.delete_topics(list(topics), operation_timeout=admin.timeout, **admin.kwargs())
+    )
     rows = [{"topic": t, "error": status_of(results[t])} for t in topics]
     return report(out, rows, ["topic"])
 
@@ -262,12 +405,25 @@ def parse_partitions(text: str | None, available: list[int]) -> list[int]:
 
 @group.command("trim-prefix")
 @click.argument("topic")
-@click.option("-o", "--offset", "position", required=True, metavar="OFFSET|end|@TIME",
-              help="new log start offset: an offset, end, -N, or @timestamp")
+@click.option(
+    "-o",
+    "--offset",
+    "position",
+    required=True,
+    metavar="OFFSET|end|@TIME",
+    help="new log start offset: an offset, end, -N, or @timestamp",
+)
 @click.option("-p", "--partitions", metavar="0,1,4-6", help="only these partitions (default: all)")
 @click.option("--no-confirm", is_flag=True, help="do not ask before deleting")
 @broker_command
-def trim_prefix(topic: str, position: str, partitions: str | None, no_confirm: bool, client: ClientOptions, out: Output) -> int:
+def trim_prefix(
+    topic: str,
+    position: str,
+    partitions: str | None,
+    no_confirm: bool,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Delete the records before an offset (DeleteRecords): the log start offset moves up."""
     where = parse_position(position, "--offset")
     admin = Admin(client)
@@ -280,20 +436,39 @@ def trim_prefix(topic: str, position: str, partitions: str | None, no_confirm: b
     for tp in tps:
         start, end = starts[tp], ends[tp]
         if isinstance(start, KafkaException) or isinstance(end, KafkaException):
-            raise BrokerError(f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, KafkaException) else end)
+            raise BrokerError(
+                f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, KafkaException) else end
+            )
         at = at_time.get(tp)
         if where.kind == "offset" and where.value > end:
-            raise BrokerError(f"{topic}-{tp[1]}: offset {where.value} is past the high watermark {end}",
-                              KafkaError(KafkaError.OFFSET_OUT_OF_RANGE))
-        targets.append(TopicPartition(topic, tp[1], resolve(where, start, end, at if isinstance(at, int) else None)))
+            raise BrokerError(
+                f"{topic}-{tp[1]}: offset {where.value} is past the high watermark {end}",
+                KafkaError(KafkaError.OFFSET_OUT_OF_RANGE),
+            )
+        targets.append(
+            TopicPartition(
+                topic, tp[1], resolve(where, start, end, at if isinstance(at, int) else None)
+            )
+        )
     if not no_confirm:
         plan = ", ".join(f"{t.partition}:{t.offset}" for t in targets)
-        click.confirm(f"Delete the records of {topic} before (partition:offset) {plan}?", abort=True, err=True)
-    results = admin.results(admin.client.delete_records(targets, operation_timeout=admin.timeout, **admin.kwargs()))
+        click.confirm(
+            f"Delete the records of {topic} before (partition:offset) {plan}?", abort=True, err=True
+        )
+    results = admin.results(
+        admin.client.delete_records(targets, operation_timeout=admin.timeout, **admin.kwargs())
+    )
     rows = []
     for tp in targets:
         value = results[tp]
-        rows.append({"topic": topic, "partition": tp.partition,
-                     "new_start_offset": None if isinstance(value, BaseException) else value.low_watermark,
-                     "error": status_of(value)})
+        rows.append(
+            {
+                "topic": topic,
+                "partition": tp.partition,
+                "new_start_offset": None
+                if isinstance(value, BaseException)
+                else value.low_watermark,
+                "error": status_of(value),
+            }
+        )
     return report(out, rows, ["topic", "partition", "new_start_offset"])

@@ -11,7 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+from confluent_kafka.admin import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
@@ -36,23 +41,48 @@ def group() -> None:
 
 
 def _describe(admin: Admin) -> dict[str, list[dict[str, Any]]]:
-    result = admin.result(admin.client.describe_user_scram_credentials(**admin.kwargs()), "describe users")
+    result = admin.result(
+        admin.client.describe_user_scram_credentials(**admin.kwargs()), "describe users"
+    )
     return {
-        user: [{"mechanism": _mechanism_name(c.mechanism), "iterations": c.iterations} for c in desc.scram_credential_infos]
+        user: [
+            {"mechanism": _mechanism_name(c.mechanism), "iterations": c.iterations}
+            for c in desc.scram_credential_infos
+        ]
         for user, desc in result.items()
     }
 
 
 @group.command("create")
 @click.argument("name")
-@click.option("--new-password", prompt=True, hide_input=True, confirmation_prompt=True, help="the user's password")
-@click.option("--mechanism", type=click.Choice(MECHANISMS, case_sensitive=False), default="SCRAM-SHA-256", show_default=True)
+@click.option(
+    "--new-password",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    help="the user's password",
+)
+@click.option(
+    "--mechanism",
+    type=click.Choice(MECHANISMS, case_sensitive=False),
+    default="SCRAM-SHA-256",
+    show_default=True,
+)
 @click.option("--iterations", type=click.IntRange(min=4096), default=4096, show_default=True)
 @broker_command
-def create(name: str, new_password: str, mechanism: str, iterations: int, client: ClientOptions, out: Output) -> int:
+def create(
+    name: str,
+    new_password: str,
+    mechanism: str,
+    iterations: int,
+    client: ClientOptions,
+    out: Output,
+) -> int:
     """Create a SCRAM user, or set the password of an existing one."""
     admin = Admin(client)
-    upsert = UserScramCredentialUpsertion(name, ScramCredentialInfo(_mechanism(mechanism), iterations), new_password.encode())
+    upsert = UserScramCredentialUpsertion(
+        name, ScramCredentialInfo(_mechanism(mechanism), iterations), new_password.encode()
+    )
     results = admin.results(admin.client.alter_user_scram_credentials([upsert], **admin.kwargs()))
     rows = [{"user": name, "mechanism": mechanism.upper(), "error": status_of(results[name])}]
     return report(out, rows, ["user", "mechanism"])
@@ -60,8 +90,11 @@ def create(name: str, new_password: str, mechanism: str, iterations: int, client
 
 @group.command("delete")
 @click.argument("name")
-@click.option("--mechanism", type=click.Choice(MECHANISMS, case_sensitive=False),
-              help="delete only this credential (default: every one the user has)")
+@click.option(
+    "--mechanism",
+    type=click.Choice(MECHANISMS, case_sensitive=False),
+    help="delete only this credential (default: every one the user has)",
+)
 @broker_command
 def delete(name: str, mechanism: str | None, client: ClientOptions, out: Output) -> int:
     """Delete a SCRAM user's credentials."""
@@ -74,7 +107,11 @@ def delete(name: str, mechanism: str | None, client: ClientOptions, out: Output)
             raise CliError(f"no SCRAM user named {name}", 1)
     rows = []
     for m in mechanisms:
-        results = admin.results(admin.client.alter_user_scram_credentials([UserScramCredentialDeletion(name, _mechanism(m))], **admin.kwargs()))
+        results = admin.results(
+            admin.client.alter_user_scram_credentials(
+                [UserScramCredentialDeletion(name, _mechanism(m))], **admin.kwargs()
+            )
+        )
         rows.append({"user": name, "mechanism": m, "error": status_of(results[name])})
     return report(out, rows, ["user", "mechanism"])
 
@@ -85,6 +122,14 @@ def list_(client: ClientOptions, out: Output) -> int:
     """List SCRAM users and their mechanisms."""
     users = _describe(Admin(client))
     rows = [{"user": u, "mechanisms": creds} for u, creds in sorted(users.items())]
-    out.emit(rows, lambda o, d: o.table(["user", "mechanisms"],
-                                        ([r["user"], [f"{c['mechanism']}({c['iterations']})" for c in r["mechanisms"]]] for r in d)))
+    out.emit(
+        rows,
+        lambda o, d: o.table(
+            ["user", "mechanisms"],
+            (
+                [r["user"], [f"{c['mechanism']}({c['iterations']})" for c in r["mechanisms"]]]
+                for r in d
+            ),
+        ),
+    )
     return EXIT_OK

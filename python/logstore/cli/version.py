@@ -8,7 +8,6 @@ import platform
 from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_OK
 from logstore.cli.output import Output, format_option
-
 from logstore.distribution import version
 
 

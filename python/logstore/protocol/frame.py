@@ -295,7 +295,9 @@ def _unsupported(
             body = request_class(key).read(r, nearest)
         except ProtocolError:
             body = None
-    return UnsupportedRequest(header, len(frame), known_api=True, nearest_version=nearest, body=body)
+    return UnsupportedRequest(
+        header, len(frame), known_api=True, nearest_version=nearest, body=body
+    )
 
 
 def read_request(frame: bytes, key: ApiKey) -> Request:
@@ -351,7 +353,9 @@ def encode_response_chunks(
     return chunks
 
 
-def splice_records(head: bytes, records_at: list[int], records: list[DeferredRecords]) -> list[memoryview | DeferredRecords]:
+def splice_records(
+    head: bytes, records_at: list[int], records: list[DeferredRecords]
+) -> list[memoryview | DeferredRecords]:
     """A frame encoded without its records' bytes (``head``, e.g. by
     ``logstore.encode_fetch_response``) as chunks, each of ``records`` placed at its
     offset in ``records_at``."""

@@ -12,7 +12,6 @@ ones included, goes through the generic schema codec and its errors.
 from __future__ import annotations
 
 import logstore
-
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages.produce import ProduceRequest
@@ -26,7 +25,16 @@ class ProduceFrame:
     ...)), ...)``; records_start is -1 for null records.
     """
 
-    __slots__ = ("acks", "api_version", "client_id", "correlation_id", "frame", "timeout_ms", "topics", "transactional_id")
+    __slots__ = (
+        "acks",
+        "api_version",
+        "client_id",
+        "correlation_id",
+        "frame",
+        "timeout_ms",
+        "topics",
+        "transactional_id",
+    )
 
     api_key = ApiKey.PRODUCE
 

@@ -71,7 +71,9 @@ class _NoTags(dict):
     __slots__ = ()
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("a decoded message's empty unknown_tagged_fields is shared; assign a new dict")
+        raise TypeError(
+            "a decoded message's empty unknown_tagged_fields is shared; assign a new dict"
+        )
 
     __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
 
@@ -290,7 +292,9 @@ def _type_writer(
     return write_struct
 
 
-def _array_reader(read_element: ReadFn, flexible: bool, nullable: bool, element_size: int) -> ReadFn:
+def _array_reader(
+    read_element: ReadFn, flexible: bool, nullable: bool, element_size: int
+) -> ReadFn:
     """Reads an array whose elements take at least ``element_size`` bytes each: a count
     that the bytes left cannot honestly hold is refused before anything is allocated."""
 
@@ -312,9 +316,20 @@ def _array_reader(read_element: ReadFn, flexible: bool, nullable: bool, element_
 
 # The fewest bytes a value of each primitive takes on the wire (non-flexible,
 # flexible): a null or empty string, bytes or records is its length prefix alone.
-_PRIMITIVE_MIN_SIZES = {"int8": (1, 1), "int16": (2, 2), "int32": (4, 4), "int64": (8, 8),
-                        "uint16": (2, 2), "uint32": (4, 4), "float64": (8, 8), "bool": (1, 1),
-                        "uuid": (16, 16), "string": (2, 1), "bytes": (4, 1), "records": (4, 1)}  # fmt: skip
+_PRIMITIVE_MIN_SIZES = {
+    "int8": (1, 1),
+    "int16": (2, 2),
+    "int32": (4, 4),
+    "int64": (8, 8),
+    "uint16": (2, 2),
+    "uint32": (4, 4),
+    "float64": (8, 8),
+    "bool": (1, 1),
+    "uuid": (16, 16),
+    "string": (2, 1),
+    "bytes": (4, 1),
+    "records": (4, 1),
+}
 
 
 def _min_size(t: Primitive | Array | Struct, version: int, flexible: bool, nullable: bool) -> int:
@@ -346,8 +361,16 @@ _ENCODE_FAILURES = (_struct.error, TypeError, ValueError, AttributeError, Overfl
 
 # Fixed-width primitives that the generated codecs read and write in runs,
 # one struct.unpack_from / pack per run of consecutive fields.
-_FIXED_FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",
-                  "uint32": "I", "float64": "d", "bool": "?"}  # fmt: skip
+_FIXED_FORMATS = {
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "uint16": "H",
+    "uint32": "I",
+    "float64": "d",
+    "bool": "?",
+}
 
 
 class _StructCodec:
@@ -403,11 +426,15 @@ class _StructCodec:
                 else:
                     defaults.append((f.name, f.default))
         tagged.sort(key=lambda t: t[0])
-        self.min_size = max(1, sum(
-            _min_size(f.type, version, flexible, version in f.nullable)
-            for f in struct.fields
-            if version in f.versions and f.tag is None
-        ) + (1 if flexible else 0))  # fmt: skip
+        self.min_size = max(
+            1,
+            sum(
+                _min_size(f.type, version, flexible, version in f.nullable)
+                for f in struct.fields
+                if version in f.versions and f.tag is None
+            )
+            + (1 if flexible else 0),
+        )
         self.inline = tuple(inline)
         self.tagged = tuple(tagged)
         self.tagged_by_tag = {t[0]: (t[1], t[2]) for t in tagged}

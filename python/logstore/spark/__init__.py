@@ -17,14 +17,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from logstore.spark.errors import DataLossError, InvalidOptionError, OffsetForTimestampNotFound, SparkSourceError
+from logstore.spark.errors import (
+    DataLossError,
+    InvalidOptionError,
+    OffsetForTimestampNotFound,
+    SparkSourceError,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-__all__ = ["DataLossError", "InvalidOptionError", "OffsetForTimestampNotFound", "SparkSourceError", "register"]
+__all__ = [
+    "DataLossError",
+    "InvalidOptionError",
+    "OffsetForTimestampNotFound",
+    "SparkSourceError",
+    "register",
+]
 
 
 def register(spark: SparkSession) -> None:

@@ -34,8 +34,10 @@ def parse_bound(text: str, name: str) -> Bound:
     try:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidOptionError(f"{name} {text!r}: expected an offset or an ISO-8601 time") from None
-    return Bound(time=t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc))
+        raise InvalidOptionError(
+            f"{name} {text!r}: expected an offset or an ISO-8601 time"
+        ) from None
+    return Bound(time=t if t.tzinfo else t.replace(tzinfo=dt.UTC))
 
 
 def _progress_printer(spark, stop: threading.Event, write: Callable[[str], None]) -> None:  # type: ignore[no-untyped-def]
@@ -96,12 +98,22 @@ def run_export(
             reader = reader.option("kafka.bootstrap.servers", bootstrap_servers)
         df = reader.load(log_dirs) if log_dirs else reader.load()
         if start is not None:
-            df = df.filter(F.col("offset") >= start.offset) if start.offset is not None else df.filter(F.col("timestamp") >= start.time)
+            df = (
+                df.filter(F.col("offset") >= start.offset)
+                if start.offset is not None
+                else df.filter(F.col("timestamp") >= start.time)
+            )
         if end is not None:
-            df = df.filter(F.col("offset") < end.offset) if end.offset is not None else df.filter(F.col("timestamp") < end.time)
+            df = (
+                df.filter(F.col("offset") < end.offset)
+                if end.offset is not None
+                else df.filter(F.col("timestamp") < end.time)
+            )
         printer.start()
         write(f"export: writing Parquet to {out}\n")
-        df.write.mode("overwrite" if overwrite else "errorifexists").partitionBy("topic", "partition").parquet(out)
+        df.write.mode("overwrite" if overwrite else "errorifexists").partitionBy(
+            "topic", "partition"
+        ).parquet(out)
         stop.set()
         rows = spark.read.parquet(out).count()
         write(f"export: {rows} rows written to {out}\n")

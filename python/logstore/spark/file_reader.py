@@ -50,7 +50,9 @@ class FileLog:
         try:
             return self._partition_dirs()[(topic, partition)]
         except KeyError:
-            raise DataLossError(f"partition {topic}-{partition} is not in {', '.join(self.log_dirs)}") from None
+            raise DataLossError(
+                f"partition {topic}-{partition} is not in {', '.join(self.log_dirs)}"
+            ) from None
 
     def close(self) -> None:
         """Nothing is held open between calls."""
@@ -69,7 +71,13 @@ class FileLog:
         return _native.offset_for_timestamp(self._dir(topic, partition), timestamp)
 
     def read(
-        self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
+        self,
+        r: OffsetRange,
+        bounds: RecordBounds,
+        *,
+        include_headers: bool,
+        fail_on_data_loss: bool,
+        max_rows: int,
     ) -> Iterator[pa.RecordBatch]:
         start, end = bounds.clamp(r.start, r.end)
         if start >= end:
@@ -95,7 +103,9 @@ class FileLog:
             while (batch := reader.read(max_rows)) is not None:
                 yield batch
         except _native.OffsetOutOfRangeError as e:
-            raise DataLossError(f"{r.topic}-{r.partition}: {e} (set failOnDataLoss=false to skip lost offsets)") from e
+            raise DataLossError(
+                f"{r.topic}-{r.partition}: {e} (set failOnDataLoss=false to skip lost offsets)"
+            ) from e
         finally:
             self._write_metrics(r, reader)
 

@@ -75,14 +75,22 @@ class NetworkLog:
         return {t: sorted(ps) for t, ps in sorted(self.client.partitions().items())}
 
     def offsets(self, topic: str, partition: int) -> tuple[int, int]:
-        return self.client.list_offset(topic, partition, EARLIEST), self.client.list_offset(topic, partition, LATEST)
+        return self.client.list_offset(topic, partition, EARLIEST), self.client.list_offset(
+            topic, partition, LATEST
+        )
 
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int) -> int | None:
         o = self.client.list_offset(topic, partition, timestamp)
         return None if o < 0 else o
 
     def read(
-        self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
+        self,
+        r: OffsetRange,
+        bounds: RecordBounds,
+        *,
+        include_headers: bool,
+        fail_on_data_loss: bool,
+        max_rows: int,
     ) -> Iterator[pa.RecordBatch]:
         offset, end = bounds.clamp(r.start, r.end)
         client = self.new_client()
@@ -90,11 +98,15 @@ class NetworkLog:
         try:
             while offset < end:
                 try:
-                    fetched = client.fetch_records(r.topic, r.partition, offset, self.settings.fetch_max_bytes)
+                    fetched = client.fetch_records(
+                        r.topic, r.partition, offset, self.settings.fetch_max_bytes
+                    )
                 except KafkaOffsetOutOfRange as e:
                     start = client.list_offset(r.topic, r.partition, EARLIEST)
                     if fail_on_data_loss or start <= offset:
-                        raise DataLossError(f"{r.topic}-{r.partition}: offset {offset} is gone ({e})") from e
+                        raise DataLossError(
+                            f"{r.topic}-{r.partition}: offset {offset} is gone ({e})"
+                        ) from e
                     offset = start
                     continue
                 if not fetched.records:
@@ -111,7 +123,9 @@ class NetworkLog:
                             f"{fetched.last_stable_offset}) after {stalled.elapsed:.1f} s"
                         )
                         if fail_on_data_loss:
-                            raise DataLossError(message + " (set failOnDataLoss=false to skip them)")
+                            raise DataLossError(
+                                message + " (set failOnDataLoss=false to skip them)"
+                            )
                         break
                     continue
                 stalled = None

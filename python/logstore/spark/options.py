@@ -98,7 +98,9 @@ class SourceOptions:
         """Whether ``topic`` (or its ``partition``) is read: assigned, named, matching the
         pattern, or (none of those given) not internal."""
         if self.assigned is not None:
-            return any(t == topic and (partition is None or p == partition) for t, p in self.assigned)
+            return any(
+                t == topic and (partition is None or p == partition) for t, p in self.assigned
+            )
         if self.topics is not None:
             return topic in self.topics
         if self.pattern is not None:
@@ -129,7 +131,15 @@ def _int(options: Mapping[str, str], key: str, minimum: int) -> int | None:
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
-_DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION_MS = {
+    None: 1,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
 
 
 def _duration_ms(options: Mapping[str, str], key: str, default: str) -> int:
@@ -137,7 +147,9 @@ def _duration_ms(options: Mapping[str, str], key: str, default: str) -> int:
     v = options.get(key, default)
     m = _DURATION.match(v)
     if m is None:
-        raise InvalidOptionError(f"option {key}={v!r}: expected a duration like 500ms, 30s, 15m, 1h or 1d")
+        raise InvalidOptionError(
+            f"option {key}={v!r}: expected a duration like 500ms, 30s, 15m, 1h or 1d"
+        )
     return int(m[1]) * _DURATION_MS[m[2].lower() if m[2] else None]
 
 
@@ -146,7 +158,9 @@ def _assign_json(text: str) -> frozenset[tuple[str, int]]:
         doc = json.loads(text)
         out = frozenset((str(topic), int(p)) for topic, parts in doc.items() for p in parts)
     except (ValueError, AttributeError, TypeError):
-        raise InvalidOptionError(f'option assign={text!r}: expected JSON like {{"topic": [0, 1]}}') from None
+        raise InvalidOptionError(
+            f'option assign={text!r}: expected JSON like {{"topic": [0, 1]}}'
+        ) from None
     if not out or any(p < 0 for _, p in out):
         raise InvalidOptionError(f"option assign={text!r}: name at least one partition, each >= 0")
     return out
@@ -161,7 +175,9 @@ def _per_partition_json(key: str, text: str) -> dict[tuple[str, int], int]:
                 out[(str(topic), int(p))] = int(v)
         return out
     except (ValueError, AttributeError, TypeError):
-        raise InvalidOptionError(f'option {key}={text!r}: expected JSON like {{"topic": {{"0": 23}}}}') from None
+        raise InvalidOptionError(
+            f'option {key}={text!r}: expected JSON like {{"topic": {{"0": 23}}}}'
+        ) from None
 
 
 def _offset_spec(options: Mapping[str, str], prefix: str, default: str) -> OffsetSpec:
@@ -170,12 +186,16 @@ def _offset_spec(options: Mapping[str, str], prefix: str, default: str) -> Offse
         return OffsetSpec("timestamps", timestamp=ts)
     by_ts = options.get(f"{prefix}OffsetsByTimestamp")
     if by_ts is not None:
-        return OffsetSpec("timestamps", per_partition=_per_partition_json(f"{prefix}OffsetsByTimestamp", by_ts))
+        return OffsetSpec(
+            "timestamps", per_partition=_per_partition_json(f"{prefix}OffsetsByTimestamp", by_ts)
+        )
     key = f"{prefix}Offsets"
     v = options.get(key, default).strip()
     if v.lower() in ("earliest", "latest"):
         if prefix == "ending" and v.lower() == "earliest":
-            raise InvalidOptionError(f"option {key}=earliest is not allowed (as in Spark's Kafka source)")
+            raise InvalidOptionError(
+                f"option {key}=earliest is not allowed (as in Spark's Kafka source)"
+            )
         return OffsetSpec(v.lower())
     spec = _per_partition_json(key, v)
     if prefix == "ending" and EARLIEST in spec.values():
@@ -204,7 +224,8 @@ def _network_settings(options: Mapping[str, str]) -> NetworkSettings:
         retry_timeout_s=ms("kafka.default.api.timeout.ms", default.retry_timeout_s, 0),
         retry_backoff_s=backoff_s,
         retry_backoff_max_s=backoff_max_s,
-        fetch_max_bytes=_int(options, "kafka.max.partition.fetch.bytes", 1) or default.fetch_max_bytes,
+        fetch_max_bytes=_int(options, "kafka.max.partition.fetch.bytes", 1)
+        or default.fetch_max_bytes,
     )
 
 
@@ -213,7 +234,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     bootstrap = options.get("kafka.bootstrap.servers")
     path = options.get("path")
     if not bootstrap and not path:
-        raise InvalidOptionError("give the broker's log.dirs with load(path) or kafka.bootstrap.servers")
+        raise InvalidOptionError(
+            "give the broker's log.dirs with load(path) or kafka.bootstrap.servers"
+        )
     topics_opt = options.get("topics") or options.get("subscribe")
     pattern = options.get("subscribePattern")
     assign = options.get("assign")
@@ -227,12 +250,20 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     topics = tuple(t.strip() for t in topics_opt.split(",") if t.strip()) if topics_opt else None
     strategy = options.get("startingOffsetsByTimestampStrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
-        raise InvalidOptionError(f"option startingOffsetsByTimestampStrategy={strategy!r}: expected error or latest")
+        raise InvalidOptionError(
+            f"option startingOffsetsByTimestampStrategy={strategy!r}: expected error or latest"
+        )
     ending = _offset_spec(options, "ending", "latest")
-    if streaming and any(k in options for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")):
-        raise InvalidOptionError("ending offsets are for batch queries only (as in Spark's Kafka source)")
+    if streaming and any(
+        k in options for k in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+    ):
+        raise InvalidOptionError(
+            "ending offsets are for batch queries only (as in Spark's Kafka source)"
+        )
     return SourceOptions(
-        log_dirs=tuple(p.strip() for p in path.split(",") if p.strip()) if path and not bootstrap else (),
+        log_dirs=tuple(p.strip() for p in path.split(",") if p.strip())
+        if path and not bootstrap
+        else (),
         bootstrap_servers=bootstrap,
         topics=topics,
         pattern=pattern,

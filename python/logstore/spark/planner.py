@@ -23,7 +23,13 @@ class Log(Protocol):
     def offsets(self, topic: str, partition: int) -> tuple[int, int]: ...
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int) -> int | None: ...
     def read(
-        self, r: OffsetRange, bounds: RecordBounds, *, include_headers: bool, fail_on_data_loss: bool, max_rows: int
+        self,
+        r: OffsetRange,
+        bounds: RecordBounds,
+        *,
+        include_headers: bool,
+        fail_on_data_loss: bool,
+        max_rows: int,
     ) -> Iterator[pa.RecordBatch]: ...
     def close(self) -> None: ...
 
@@ -35,14 +41,21 @@ def selected_partitions(log: Log, opts: SourceOptions) -> list[tuple[str, int]]:
         missing = sorted(tp for tp in opts.assigned if tp[1] not in present.get(tp[0], ()))
         if missing:
             raise UnknownPartitionError(
-                "assign names partitions that do not exist: " + ", ".join(f"{t}-{p}" for t, p in missing)
+                "assign names partitions that do not exist: "
+                + ", ".join(f"{t}-{p}" for t, p in missing)
             )
         return sorted(opts.assigned)
     return [(t, p) for t, ps in present.items() if opts.selects(t) for p in ps]
 
 
 def resolve(
-    log: Log, spec: OffsetSpec, tp: tuple[str, int], bounds: tuple[int, int], opts: SourceOptions, *, ending: bool
+    log: Log,
+    spec: OffsetSpec,
+    tp: tuple[str, int],
+    bounds: tuple[int, int],
+    opts: SourceOptions,
+    *,
+    ending: bool,
 ) -> int:
     """The offset ``spec`` names for ``tp``, whose log spans ``bounds`` = (start, end)."""
     earliest, latest = bounds
@@ -87,7 +100,9 @@ def plan_batch(log: Log, opts: SourceOptions, bounds: RecordBounds) -> list[Offs
         if bounds.partitions is not None and tp[1] not in bounds.partitions:
             continue
         span = log.offsets(*tp)
-        start = check_start(tp, resolve(log, opts.starting, tp, span, opts, ending=False), span[0], opts)
+        start = check_start(
+            tp, resolve(log, opts.starting, tp, span, opts, ending=False), span[0], opts
+        )
         end = min(resolve(log, opts.ending, tp, span, opts, ending=True), span[1])
         if bounds.min_offset is not None:
             start = max(start, bounds.min_offset)

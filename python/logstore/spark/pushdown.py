@@ -57,7 +57,9 @@ class PushedFilters:
 
     @property
     def bounds(self) -> RecordBounds:
-        return RecordBounds(self.partitions, self.min_offset, self.end_offset, self.min_ts, self.max_ts)
+        return RecordBounds(
+            self.partitions, self.min_offset, self.end_offset, self.min_ts, self.max_ts
+        )
 
     def _partitions(self, allowed: Iterable[int]) -> None:
         s = frozenset(allowed)

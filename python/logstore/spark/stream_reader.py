@@ -50,7 +50,9 @@ def _put(offsets: Offsets, topic: str, partition: int, offset: int) -> None:
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, log: Log, opts: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, log: Log, opts: SourceOptions, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.log = log
         self.opts = opts
         self.available_now: Offsets | None = None
@@ -94,13 +96,22 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for (t, p), (first, end) in spans.items():
             s = _get(start, t, p)
             begin[(t, p)] = first if s is None else s
-            e = end if cap is None else min(end, _get(cap, t, p) if _get(cap, t, p) is not None else first)
+            e = (
+                end
+                if cap is None
+                else min(end, _get(cap, t, p) if _get(cap, t, p) is not None else first)
+            )
             latest[(t, p)] = max(e, begin[(t, p)])
-        min_rows = max(self.opts.min_offsets_per_trigger or 0, limit.min_rows if isinstance(limit, ReadMinRows) else 0)
+        min_rows = max(
+            self.opts.min_offsets_per_trigger or 0,
+            limit.min_rows if isinstance(limit, ReadMinRows) else 0,
+        )
         # Trigger.AvailableNow reads what there is and ends: it never waits for more.
         if min_rows and cap is None and self._hold_back(begin, latest, min_rows):
             latest = begin
-        max_rows = [n for n in (self.opts.max_offsets_per_trigger, getattr(limit, "max_rows", None)) if n]
+        max_rows = [
+            n for n in (self.opts.max_offsets_per_trigger, getattr(limit, "max_rows", None)) if n
+        ]
         if max_rows:
             latest = _rate_limit(begin, latest, min(max_rows))
         out: Offsets = {}
@@ -112,7 +123,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             _put(out, t, p, o)
         return out
 
-    def _hold_back(self, begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], min_rows: int) -> bool:
+    def _hold_back(
+        self, begin: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], min_rows: int
+    ) -> bool:
         """Kafka's ``delayBatch``: wait while fewer than ``min_rows`` offsets are new and
         ``maxTriggerDelay`` has not passed since the last micro-batch let through."""
         now = self.clock()
@@ -163,7 +176,9 @@ def _rate_limit(
     out = {}
     budget = max_rows
     for tp in sorted(avail, key=lambda tp: avail[tp]):
-        share = min(avail[tp], budget, max(1 if avail[tp] else 0, int(max_rows * avail[tp] / total)))
+        share = min(
+            avail[tp], budget, max(1 if avail[tp] else 0, int(max_rows * avail[tp] / total))
+        )
         out[tp] = begin[tp] + share
         budget -= share
     return out

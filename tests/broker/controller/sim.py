@@ -30,7 +30,9 @@ class SimBroker:
 
     id: int
     controller_epoch: int = -1
-    leaders: dict[TopicPartition, tuple[int, int]] = dataclasses.field(default_factory=dict)  # tp -> (leader, epoch)
+    leaders: dict[TopicPartition, tuple[int, int]] = dataclasses.field(
+        default_factory=dict
+    )  # tp -> (leader, epoch)
     deleted: set[TopicPartition] = dataclasses.field(default_factory=set)
     metadata_controller: int = -1
 
@@ -80,7 +82,12 @@ class RecordingChannel:
 
 
 class SimCluster:
-    def __init__(self, n: int = 3, config: ControllerConfig | None = None, racks: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        n: int = 3,
+        config: ControllerConfig | None = None,
+        racks: dict[int, str] | None = None,
+    ) -> None:
         self.time = MockTime()
         self.config = config or ControllerConfig(auto_leader_rebalance_enable=False)
         self.racks = racks or {}
@@ -103,7 +110,14 @@ class SimCluster:
 
     def start(self, b: int) -> None:
         store = self.admin.session(b)
-        store.register_broker(BrokerInfo(b, [EndPoint("PLAINTEXT", "127.0.0.1", 9000 + b, "PLAINTEXT")], self.racks.get(b), timestamp_ms=0))
+        store.register_broker(
+            BrokerInfo(
+                b,
+                [EndPoint("PLAINTEXT", "127.0.0.1", 9000 + b, "PLAINTEXT")],
+                self.racks.get(b),
+                timestamp_ms=0,
+            )
+        )
         update = store.controller_update_partition_states
 
         def recorded(epoch_zk_version, states, update=update, store=store):
@@ -172,14 +186,18 @@ class SimCluster:
 
     # ---- admin ----
 
-    def create_topic(self, name: str, partitions: int, rf: int, configs: dict | None = None, start: int = 0) -> None:
+    def create_topic(
+        self, name: str, partitions: int, rf: int, configs: dict | None = None, start: int = 0
+    ) -> None:
         brokers = [BrokerMetadata(b, self.racks.get(b)) for b in self.live()]
         assignment = assign_replicas(brokers, partitions, rf, fixed_start_index=start)
         self.admin.create_topic(name, TopicAssignment(random_uuid(), assignment), configs or {})
         self.drain()
 
     def state(self, topic: str, partition: int):
-        return self.admin.partition_states([TopicPartition(topic, partition)]).get(TopicPartition(topic, partition))
+        return self.admin.partition_states([TopicPartition(topic, partition)]).get(
+            TopicPartition(topic, partition)
+        )
 
     def leader(self, topic: str, partition: int) -> int:
         s = self.state(topic, partition)

@@ -74,13 +74,22 @@ class ControllerMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def controlled_shutdown(self, data):
         b = data.draw(st.sampled_from(self.c.live()))
-        self.c.submit(ev.ControlledShutdown(b, self.c.admin.live_brokers()[b].epoch, lambda code, remaining: None))
+        self.c.submit(
+            ev.ControlledShutdown(
+                b, self.c.admin.live_brokers()[b].epoch, lambda code, remaining: None
+            )
+        )
         self.check()
         self.c.kill(b)
         self.c.drain()
 
     @precondition(lambda self: self.c.active() is not None)
-    @rule(topic=st.sampled_from(TOPICS), partitions=st.integers(1, 3), rf=st.integers(1, 3), start=st.integers(0, 3))
+    @rule(
+        topic=st.sampled_from(TOPICS),
+        partitions=st.integers(1, 3),
+        rf=st.integers(1, 3),
+        start=st.integers(0, 3),
+    )
     def create_topic(self, topic, partitions, rf, start):
         if topic in self.c.admin.all_topics() or rf > len(self.c.live()):
             return
@@ -114,19 +123,31 @@ class ControllerMachine(RuleBasedStateMachine):
                 return
             new_isr = sorted(set(s.isr) - {data.draw(st.sampled_from(candidates))})
         item = ev.AlterPartitionItem(tp, s.leader_epoch, new_isr, s.partition_epoch)
-        self.c.submit(ev.AlterPartition(s.leader, self.c.admin.live_brokers()[s.leader].epoch, [item], lambda e, r: None))
+        self.c.submit(
+            ev.AlterPartition(
+                s.leader, self.c.admin.live_brokers()[s.leader].epoch, [item], lambda e, r: None
+            )
+        )
 
     @precondition(lambda self: self.c.active() is not None)
     @rule(data=st.data())
     def reassign(self, data):
-        topics = self.c.admin.topic_assignments(self.c.admin.all_topics() - self.c.admin.topics_to_delete())
+        topics = self.c.admin.topic_assignments(
+            self.c.admin.all_topics() - self.c.admin.topics_to_delete()
+        )
         if not topics:
             return
         topic = data.draw(st.sampled_from(sorted(topics)))
         partition = data.draw(st.sampled_from(sorted(topics[topic].partitions)))
         live = self.c.live()
-        target = data.draw(st.lists(st.sampled_from(live), min_size=1, max_size=min(3, len(live)), unique=True))
-        self.c.submit(ev.ApiPartitionReassignment({TopicPartition(topic, partition): target}, lambda e, r: None))
+        target = data.draw(
+            st.lists(st.sampled_from(live), min_size=1, max_size=min(3, len(live)), unique=True)
+        )
+        self.c.submit(
+            ev.ApiPartitionReassignment(
+                {TopicPartition(topic, partition): target}, lambda e, r: None
+            )
+        )
 
     @precondition(lambda self: self.c.active() is not None)
     @rule()
@@ -151,9 +172,16 @@ class ControllerMachine(RuleBasedStateMachine):
         c = self.c
         now = self.states()
         live = set(c.controllers)
-        for old, new, tp in c.writes[self.checked_writes:]:
-            if old is not None and new.leader >= 0 and new.leader != old.leader and not self.unclean_step:
-                assert new.leader in old.isr, f"{tp}: leader {new.leader} not from the ISR {old.isr}"
+        for old, new, tp in c.writes[self.checked_writes :]:
+            if (
+                old is not None
+                and new.leader >= 0
+                and new.leader != old.leader
+                and not self.unclean_step
+            ):
+                assert new.leader in old.isr, (
+                    f"{tp}: leader {new.leader} not from the ISR {old.isr}"
+                )
         self.checked_writes = len(c.writes)
         for tp, s in now.items():
             key = self.key(tp)
@@ -165,20 +193,36 @@ class ControllerMachine(RuleBasedStateMachine):
             topic_deleting = tp.topic in c.admin.topics_to_delete()
             if not topic_deleting and c.active() is not None and any(r in live for r in s.isr):
                 assert s.leader in live, f"{tp}: live ISR member in {s.isr} but leader {s.leader}"
-        for dest, request in c.sent[self.checked_sent:]:
+        for dest, request in c.sent[self.checked_sent :]:
             if isinstance(request, LeaderAndIsrRequestData):
                 for p in request.partitions:
                     if p.leader < 0:
                         continue
-                    key = (request.topic_ids.get(p.partition.topic), p.partition.partition, p.leader_epoch)
-                    assert self.leader_of_epoch.setdefault(key, p.leader) == p.leader, f"two leaders of {key}"
+                    key = (
+                        request.topic_ids.get(p.partition.topic),
+                        p.partition.partition,
+                        p.leader_epoch,
+                    )
+                    assert self.leader_of_epoch.setdefault(key, p.leader) == p.leader, (
+                        f"two leaders of {key}"
+                    )
         self.checked_sent = len(c.sent)
         for tp in {tp for b in c.brokers.values() for tp in b.leaders}:
-            leading = [(b.id, b.leaders[tp][1]) for b in c.brokers.values() if b.leaders.get(tp, (-1, -1))[0] == b.id]
+            leading = [
+                (b.id, b.leaders[tp][1])
+                for b in c.brokers.values()
+                if b.leaders.get(tp, (-1, -1))[0] == b.id
+            ]
             epochs = [e for _, e in leading]
-            assert len(epochs) == len(set(epochs)), f"{tp}: two brokers lead in one epoch: {leading}"
+            assert len(epochs) == len(set(epochs)), (
+                f"{tp}: two brokers lead in one epoch: {leading}"
+            )
         self.unclean_step = False
 
 
-ControllerMachine.TestCase.settings = settings(max_examples=int(os.environ.get("CONTROLLER_EXAMPLES", "60")), stateful_step_count=30, deadline=None)
+ControllerMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("CONTROLLER_EXAMPLES", "60")),
+    stateful_step_count=30,
+    deadline=None,
+)
 TestController = ControllerMachine.TestCase

@@ -4,7 +4,11 @@ simulated brokers, mock clock)."""
 from __future__ import annotations
 
 from broker_py.controller import controller_events as ev
-from broker_py.controller.controller_request_batch import LeaderAndIsrRequestData, StopReplicaRequestData, UpdateMetadataRequestData
+from broker_py.controller.controller_request_batch import (
+    LeaderAndIsrRequestData,
+    StopReplicaRequestData,
+    UpdateMetadataRequestData,
+)
 from broker_py.controller.kafka_controller import ControllerConfig
 from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.error_codes import ErrorCode
@@ -31,14 +35,20 @@ def test_new_topic_leaders_are_first_live_replicas_with_full_isr():
         state = c.state("t", p)
         replicas = c.admin.topic_assignments(["t"])["t"].partitions[p]
         assert state.leader == replicas[0]
-        assert state.leader_epoch == 0 and sorted(state.isr) == [1, 2, 3] and state.partition_epoch == 0
+        assert (
+            state.leader_epoch == 0
+            and sorted(state.isr) == [1, 2, 3]
+            and state.partition_epoch == 0
+        )
     # leaders spread across the brokers
     assert sorted(c.leader("t", p) for p in range(3)) == [1, 2, 3]
     # each replica got LeaderAndIsr(is_new) and believes what the store says
     for b in c.brokers.values():
         for p in range(3):
             assert b.leaders[TP("t", p)] == (c.leader("t", p), 0)
-    new_flags = [s.is_new for _, r in c.sent if isinstance(r, LeaderAndIsrRequestData) for s in r.partitions]
+    new_flags = [
+        s.is_new for _, r in c.sent if isinstance(r, LeaderAndIsrRequestData) for s in r.partitions
+    ]
     assert new_flags and all(new_flags)
 
 
@@ -145,7 +155,9 @@ def test_controlled_shutdown_moves_leadership_away_first():
     assert led
     replies = []
     epoch = c.admin.live_brokers()[2].epoch
-    c.submit(ev.ControlledShutdown(2, epoch, lambda code, remaining: replies.append((code, remaining))))
+    c.submit(
+        ev.ControlledShutdown(2, epoch, lambda code, remaining: replies.append((code, remaining)))
+    )
     assert replies == [(ErrorCode.NONE, set())]
     for p in range(3):
         state = c.state("t", p)
@@ -167,7 +179,9 @@ def test_controlled_shutdown_keeps_single_replica_partitions():
     c = SimCluster(2)
     c.create_topic("solo", 1, 1, start=1)  # [2]
     replies = []
-    c.submit(ev.ControlledShutdown(2, -1, lambda code, remaining: replies.append((code, remaining))))
+    c.submit(
+        ev.ControlledShutdown(2, -1, lambda code, remaining: replies.append((code, remaining)))
+    )
     assert replies == [(ErrorCode.NONE, set())]  # RF 1 partitions are not moved nor counted
     assert c.leader("solo", 0) == 2
 
@@ -191,7 +205,9 @@ def test_preferred_election_brings_leaders_back():
         _rejoin(c, TP("t", p), 1)
     results.clear()
     c.submit(ev.ReplicaLeaderElection(None, False, results.append))
-    assert {tp: code for tp, (code, _) in results[0].items()} == {TP("t", p): ErrorCode.NONE for p in moved}
+    assert {tp: code for tp, (code, _) in results[0].items()} == {
+        TP("t", p): ErrorCode.NONE for p in moved
+    }
     assert all(c.leader("t", p) == preferred[p] for p in range(3))
     results.clear()
     c.submit(ev.ReplicaLeaderElection({TP("t", 0)}, False, results.append))
@@ -205,19 +221,35 @@ def _rejoin(c: SimCluster, tp: TopicPartition, replica: int) -> None:
     state = c.state(*tp)
     leader = state.leader
     replies = []
-    item = ev.AlterPartitionItem(tp, state.leader_epoch, sorted(set(state.isr) | {replica}), state.partition_epoch)
-    c.submit(ev.AlterPartition(leader, c.admin.live_brokers()[leader].epoch, [item], lambda e, r: replies.append((e, r))))
+    item = ev.AlterPartitionItem(
+        tp, state.leader_epoch, sorted(set(state.isr) | {replica}), state.partition_epoch
+    )
+    c.submit(
+        ev.AlterPartition(
+            leader,
+            c.admin.live_brokers()[leader].epoch,
+            [item],
+            lambda e, r: replies.append((e, r)),
+        )
+    )
     assert replies[0][0] == ErrorCode.NONE and replies[0][1][tp].error == ErrorCode.NONE, replies
 
 
 def test_auto_rebalance_elects_preferred_leaders_of_an_imbalanced_broker():
-    c = SimCluster(3, ControllerConfig(auto_leader_rebalance_enable=True, leader_imbalance_per_broker_percentage=10))
+    c = SimCluster(
+        3,
+        ControllerConfig(
+            auto_leader_rebalance_enable=True, leader_imbalance_per_broker_percentage=10
+        ),
+    )
     c.create_topic("t", 3, 3)
     c.kill(1)
     c.drain()
     c.start(1)
     c.drain()
-    tp = next(TP("t", p) for p in range(3) if c.admin.topic_assignments(["t"])["t"].partitions[p][0] == 1)
+    tp = next(
+        TP("t", p) for p in range(3) if c.admin.topic_assignments(["t"])["t"].partitions[p][0] == 1
+    )
     _rejoin(c, tp, 1)
     assert c.leader(*tp) != 1
     c.submit(ev.AutoPreferredReplicaLeaderElection())
@@ -231,7 +263,11 @@ def test_unclean_election_only_when_the_topic_allows_it():
     state = c.state("t", 0)
     replies = []
     item = ev.AlterPartitionItem(TP("t", 0), state.leader_epoch, [1], state.partition_epoch)
-    c.submit(ev.AlterPartition(1, c.admin.live_brokers()[1].epoch, [item], lambda e, r: replies.append(r)))
+    c.submit(
+        ev.AlterPartition(
+            1, c.admin.live_brokers()[1].epoch, [item], lambda e, r: replies.append(r)
+        )
+    )
     assert c.state("t", 0).isr == [1]
     c.kill(1)
     c.drain()
@@ -287,7 +323,9 @@ def test_reassignment_adds_then_removes_in_kafkas_order():
     c = SimCluster(4)
     c.create_topic("t", 1, 3)  # [1, 2, 3]
     replies = []
-    c.submit(ev.ApiPartitionReassignment({TP("t", 0): [2, 3, 4]}, lambda e, r: replies.append((e, r))))
+    c.submit(
+        ev.ApiPartitionReassignment({TP("t", 0): [2, 3, 4]}, lambda e, r: replies.append((e, r)))
+    )
     assert replies == [(ErrorCode.NONE, {TP("t", 0): (ErrorCode.NONE, None)})]
     a = c.admin.topic_assignments(["t"])["t"]
     assert a.partitions[0] == [2, 3, 4, 1] and a.adding == {0: [4]} and a.removing == {0: [1]}
@@ -323,8 +361,11 @@ def test_reassignment_validation_and_cancel():
     c = SimCluster(3)
     c.create_topic("t", 1, 2)
     replies = []
-    c.submit(ev.ApiPartitionReassignment(
-        {TP("t", 0): [], TP("t", 1): [1], TP("x", 0): [1]}, lambda e, r: replies.append(r)))  # fmt: skip
+    c.submit(
+        ev.ApiPartitionReassignment(
+            {TP("t", 0): [], TP("t", 1): [1], TP("x", 0): [1]}, lambda e, r: replies.append(r)
+        )
+    )
     r = replies[0]
     assert r[TP("t", 0)][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert r[TP("t", 1)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -356,13 +397,32 @@ def test_alter_partition_checks():
         c.submit(ev.AlterPartition(broker, broker_epoch, [item], lambda e, r: out.append((e, r))))
         return out[-1]
 
-    assert submit(1, epoch1 - 1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[0] == ErrorCode.STALE_BROKER_EPOCH
-    assert submit(2, -1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[1][tp].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert submit(1, epoch1, ev.AlterPartitionItem(tp, 5, [1, 2], 0))[1][tp].error == ErrorCode.FENCED_LEADER_EPOCH
-    assert submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 2], 7))[1][tp].error == ErrorCode.INVALID_UPDATE_VERSION
-    assert submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 9], 0))[1][tp].error == ErrorCode.INELIGIBLE_REPLICA
+    assert (
+        submit(1, epoch1 - 1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[0]
+        == ErrorCode.STALE_BROKER_EPOCH
+    )
+    assert (
+        submit(2, -1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[1][tp].error
+        == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    assert (
+        submit(1, epoch1, ev.AlterPartitionItem(tp, 5, [1, 2], 0))[1][tp].error
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
+    assert (
+        submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 2], 7))[1][tp].error
+        == ErrorCode.INVALID_UPDATE_VERSION
+    )
+    assert (
+        submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 9], 0))[1][tp].error
+        == ErrorCode.INELIGIBLE_REPLICA
+    )
     ok = submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[1][tp]
-    assert ok.error == ErrorCode.NONE and ok.isr == (1, 2) and ok.partition_epoch == state.partition_epoch + 1
+    assert (
+        ok.error == ErrorCode.NONE
+        and ok.isr == (1, 2)
+        and ok.partition_epoch == state.partition_epoch + 1
+    )
     assert c.state("t", 0).leader_epoch == 0  # an ISR change by the leader keeps the epoch
     again = submit(1, epoch1, ev.AlterPartitionItem(tp, 0, [1, 2], 0))[1][tp]  # a retry
     assert again.error == ErrorCode.NONE and again.partition_epoch == ok.partition_epoch

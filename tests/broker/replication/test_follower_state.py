@@ -6,9 +6,9 @@ coordinator stays fenced). The follower's log is byte-identical to the leader's.
 
 from __future__ import annotations
 
-import logstore
 import pytest
 
+import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
 from logstore.protocol.error_codes import ErrorCode
@@ -17,9 +17,12 @@ from logstore.protocol.errors import TransactionCoordinatorFencedError
 
 def _batch(pid: int, epoch: int, seq: int, n: int = 2, transactional: bool = False) -> bytes:
     return logstore.encode_batch(
-        [(b"k%d" % i, b"v", [], 0) for i in range(n)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+        [(b"k%d" % i, b"v", [], 0) for i in range(n)],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
         transactional=transactional,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -40,7 +43,9 @@ def _replicate(leader: Partition, follower: Partition) -> None:
     while follower.log_end_offset < leader.log_end_offset:
         diverging, slice_ = leader.read_for_follower(follower.log_end_offset, -1, 1 << 20, True)
         assert diverging is None and slice_ is not None
-        data = leader.log.local_log.read(follower.log_end_offset, 1 << 20, max_offset=leader.log_end_offset)
+        data = leader.log.local_log.read(
+            follower.log_end_offset, 1 << 20, max_offset=leader.log_end_offset
+        )
         follower.append_records_to_follower(data)
         leader.update_follower_fetch_state(2, follower.log_end_offset)
     follower.update_follower_high_watermark(leader.high_watermark, leader.log_start_offset)
@@ -55,8 +60,12 @@ def test_a_follower_rebuilds_producer_state_transactions_and_markers(pair):
     leader, follower = pair
     ok = lambda pid, epoch: ErrorCode.NONE  # noqa: E731 - the coordinator's verification
     leader.append_records_to_leader(_batch(7, 0, 0), -1, 1)  # idempotent 0-1
-    leader.append_records_to_leader(_batch(8, 0, 0, transactional=True), -1, 1, verify_transaction=ok)  # 2-3 open
-    leader.append_records_to_leader(_batch(9, 0, 0, transactional=True), -1, 1, verify_transaction=ok)  # 4-5
+    leader.append_records_to_leader(
+        _batch(8, 0, 0, transactional=True), -1, 1, verify_transaction=ok
+    )  # 2-3 open
+    leader.append_records_to_leader(
+        _batch(9, 0, 0, transactional=True), -1, 1, verify_transaction=ok
+    )  # 4-5
     leader.append_marker(9, 0, commit=False, coordinator_epoch=3)  # 6: 9 aborted
     _replicate(leader, follower)
     assert _bytes(follower) == _bytes(leader)

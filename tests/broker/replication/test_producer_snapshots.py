@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import tempfile
 
-import logstore
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+import logstore
 from broker_py.log.producer_state import ProducerStateManager
 from broker_py.log.unified_log import UnifiedLog
 
@@ -37,7 +37,11 @@ def replayed_whole(plog) -> ProducerStateManager:
 
 def summary(state: ProducerStateManager) -> dict:
     return {
-        pid: (e.epoch, e.current_txn_first_offset, (e.batches[-1].last_seq, e.batches[-1].last_offset) if e.batches else None)
+        pid: (
+            e.epoch,
+            e.current_txn_first_offset,
+            (e.batches[-1].last_seq, e.batches[-1].last_offset) if e.batches else None,
+        )
         for pid, e in state.producers.items()
     }
 
@@ -62,13 +66,25 @@ class ProducerSnapshots(RuleBasedStateMachine):
         if not transactional and self.log.producer_state.in_transaction(pid):
             transactional = True  # a producer in a transaction writes only transactional batches
         records = [(b"k", b"v" * 20, [], T0 + i) for i in range(n)]
-        data = logstore.encode_batch(records, producer_id=pid, producer_epoch=self.epoch[pid], base_sequence=self.seq[pid], transactional=transactional)  # fmt: skip
+        data = logstore.encode_batch(
+            records,
+            producer_id=pid,
+            producer_epoch=self.epoch[pid],
+            base_sequence=self.seq[pid],
+            transactional=transactional,
+        )
         self.log.append_as_follower(self._at(data))
         self.seq[pid] += n
 
     @rule(pid=st.sampled_from(PIDS), commit=st.booleans())
     def marker(self, pid, commit):
-        data = logstore.encode_control_batch(0 if not commit else 1, producer_id=pid, producer_epoch=self.epoch[pid], coordinator_epoch=0, timestamp_ms=T0)  # fmt: skip
+        data = logstore.encode_control_batch(
+            0 if not commit else 1,
+            producer_id=pid,
+            producer_epoch=self.epoch[pid],
+            coordinator_epoch=0,
+            timestamp_ms=T0,
+        )
         self.log.append_as_follower(self._at(data))
 
     @rule(pid=st.sampled_from(PIDS))
@@ -95,7 +111,10 @@ class ProducerSnapshots(RuleBasedStateMachine):
         if not hasattr(self, "log"):
             return
         assert summary(self.log.producer_state) == summary(replayed_whole(self.plog))
-        assert self.log.producer_state.first_unstable_offset() == replayed_whole(self.plog).first_unstable_offset()
+        assert (
+            self.log.producer_state.first_unstable_offset()
+            == replayed_whole(self.plog).first_unstable_offset()
+        )
 
     def _at(self, data: bytes) -> bytes:
         """``data`` at the log end, as a leader's fetch response carries it."""
@@ -108,7 +127,10 @@ def _rebase(data: bytes, base_offset: int) -> bytes:
 
 
 ProducerSnapshots.TestCase.settings = settings(
-    max_examples=100, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=100,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 TestProducerSnapshots = ProducerSnapshots.TestCase
 
@@ -119,13 +141,20 @@ def test_a_truncation_replays_from_the_newest_snapshot_below_the_cut(tmp_path):
     try:
         log = UnifiedLog("t", 0, plog)
         for seq in range(40):
-            data = logstore.encode_batch([(b"k", b"v" * 20, [], T0)], producer_id=1, producer_epoch=0, base_sequence=seq)
+            data = logstore.encode_batch(
+                [(b"k", b"v" * 20, [], T0)], producer_id=1, producer_epoch=0, base_sequence=seq
+            )
             log.append_as_follower(_rebase(data, plog.log_end_offset))
-        snapshots = sorted(int(name.split(".")[0]) for name in os.listdir(plog.path) if name.endswith(".snapshot"))
+        snapshots = sorted(
+            int(name.split(".")[0]) for name in os.listdir(plog.path) if name.endswith(".snapshot")
+        )
         assert plog.num_segments > 5 and len(snapshots) >= plog.num_segments - 2
         replays = []
         original = ProducerStateManager._replay
-        ProducerStateManager._replay = lambda self, start, end: (replays.append((start, end)), original(self, start, end))[1]
+        ProducerStateManager._replay = lambda self, start, end: (
+            replays.append((start, end)),
+            original(self, start, end),
+        )[1]
         try:
             log.truncate_to(35)
         finally:
@@ -133,6 +162,8 @@ def test_a_truncation_replays_from_the_newest_snapshot_below_the_cut(tmp_path):
         newest = max(o for o in snapshots if o <= 35)
         assert replays == [(newest, 35)]
         assert summary(log.producer_state) == {1: (0, -1, (34, 34))}
-        assert not [o for o in snapshots if o > 35 and os.path.exists(f"{plog.path}/{o:020d}.snapshot")]
+        assert not [
+            o for o in snapshots if o > 35 and os.path.exists(f"{plog.path}/{o:020d}.snapshot")
+        ]
     finally:
         plog.close()

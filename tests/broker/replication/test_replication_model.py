@@ -44,13 +44,12 @@ from __future__ import annotations
 import os
 import tempfile
 
-import logstore
-import pytest
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.leader_end_point import PartitionFetchState
@@ -90,14 +89,20 @@ def _bytes(plog, end: int | None = None) -> bytes:
 
 def _partition(d: str, broker_id: int, min_isr: int = 1) -> Partition:
     plog = logstore.Log.open(f"{d}/{broker_id}/{TOPIC}-0")
-    return Partition(TOPIC, 0, UnifiedLog(TOPIC, 0, plog), broker_id, min_insync_replicas=lambda: min_isr)
+    return Partition(
+        TOPIC, 0, UnifiedLog(TOPIC, 0, plog), broker_id, min_insync_replicas=lambda: min_isr
+    )
 
 
 def _batch(tag: str, n: int = 1) -> bytes:
-    return logstore.encode_batch([(b"k", f"{tag}-{i}".encode(), [], 1_700_000_000_000) for i in range(n)])
+    return logstore.encode_batch(
+        [(b"k", f"{tag}-{i}".encode(), [], 1_700_000_000_000) for i in range(n)]
+    )
 
 
-def _follow(follower: Partition, leader: Partition, follower_id: int, now_ms: int = 0, rounds: int = 6) -> list[tuple[int, int]]:
+def _follow(
+    follower: Partition, leader: Partition, follower_id: int, now_ms: int = 0, rounds: int = 6
+) -> list[tuple[int, int]]:
     """The fetcher's loop for one follower until the leader has nothing more; the
     (fetch offset, last fetched epoch) of each fetch."""
     fetches = []
@@ -107,7 +112,13 @@ def _follow(follower: Partition, leader: Partition, follower_id: int, now_ms: in
         diverging, slice_ = leader.read_for_follower(offset, last, 1 << 20, True)
         if diverging is not None:
             plog = follower.log
-            follower.truncate_to(offset_truncation_state(diverging, lambda e: EpochEndOffset(*plog.end_offset_for_epoch(e)), plog.log_end_offset).offset)
+            follower.truncate_to(
+                offset_truncation_state(
+                    diverging,
+                    lambda e: EpochEndOffset(*plog.end_offset_for_epoch(e)),
+                    plog.log_end_offset,
+                ).offset
+            )
             continue
         leader.update_follower_fetch_state(follower_id, offset, follower.log_start_offset, now_ms)
         if slice_ is not None:
@@ -175,12 +186,22 @@ def test_a_leader_that_wrote_nothing_rejoins_as_follower():
 class Broker:
     """One running broker's replica: its log, its Partition and its fetcher's state."""
 
-    def __init__(self, machine: ReplicationMachine, broker_id: int, incarnation: int, checkpointed_hw: int) -> None:
+    def __init__(
+        self, machine: ReplicationMachine, broker_id: int, incarnation: int, checkpointed_hw: int
+    ) -> None:
         self.id = broker_id
         self.incarnation = incarnation
         self.plog = logstore.Log.open(f"{machine.dir.name}/{broker_id}/{TOPIC}-0")
-        self.partition = Partition(TOPIC, 0, UnifiedLog(TOPIC, 0, self.plog), broker_id, min_insync_replicas=lambda: machine.min_isr)
-        self.partition.alter_isr = lambda partition, change: machine.alter_isr(self, partition, change)
+        self.partition = Partition(
+            TOPIC,
+            0,
+            UnifiedLog(TOPIC, 0, self.plog),
+            broker_id,
+            min_insync_replicas=lambda: machine.min_isr,
+        )
+        self.partition.alter_isr = lambda partition, change: machine.alter_isr(
+            self, partition, change
+        )
         # as ReplicaManager does with the replication-offset-checkpoint
         self.partition.high_watermark = min(checkpointed_hw, self.partition.log_end_offset)
         self.fetch: PartitionFetchState | None = None
@@ -211,7 +232,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         # what the invariants remember
         self.committed = b""
         self.committed_end = 0
-        self.leaderships: dict[int, tuple[int, int, int, int]] = {}  # broker -> (incarnation, epoch, start HW, last HW)
+        self.leaderships: dict[
+            int, tuple[int, int, int, int]
+        ] = {}  # broker -> (incarnation, epoch, start HW, last HW)
         for b in BROKERS:
             self._start(b)
         for b in BROKERS:
@@ -252,7 +275,12 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def _batch(self, n: int) -> bytes:
         self.seq += 1
-        return logstore.encode_batch([(b"k%d" % self.seq, b"v%d-%d" % (self.seq, i), [], 1_700_000_000_000 + self.seq) for i in range(n)])
+        return logstore.encode_batch(
+            [
+                (b"k%d" % self.seq, b"v%d-%d" % (self.seq, i), [], 1_700_000_000_000 + self.seq)
+                for i in range(n)
+            ]
+        )
 
     # ---- the controller ----
 
@@ -280,7 +308,9 @@ class ReplicationMachine(RuleBasedStateMachine):
             if live:
                 self._bump(choose(live), live)
             else:  # no live ISR member: no leader; the ISR keeps its last member
-                self._bump(-1, self.c_isr if len(self.c_isr) == 1 else [r for r in self.c_isr if r != b])
+                self._bump(
+                    -1, self.c_isr if len(self.c_isr) == 1 else [r for r in self.c_isr if r != b]
+                )
         elif b in self.c_isr and len(self.c_isr) > 1:
             self._bump(self.c_leader, [r for r in self.c_isr if r != b])
 
@@ -298,7 +328,16 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     def alter_isr(self, br: Broker, partition: Partition, change) -> None:
         """A leader's AlterPartition, with what the AlterPartitionManager puts in it."""
-        self.alter_requests.append((br.id, br.broker_epoch, partition, change, partition.leader_epoch, partition.partition_epoch))
+        self.alter_requests.append(
+            (
+                br.id,
+                br.broker_epoch,
+                partition,
+                change,
+                partition.leader_epoch,
+                partition.partition_epoch,
+            )
+        )
 
     def _handle_alter(self, request) -> None:
         """``KafkaController._alter_partition`` on the model's state."""
@@ -321,7 +360,9 @@ class ReplicationMachine(RuleBasedStateMachine):
             self.c_isr = proposed
             self.c_pepoch += 1
             _note("ISR change committed: " + ("expand" if change.expanding else "shrink"))
-        self.alter_answers.append((b, partition, change, error, self.c_epoch, list(self.c_isr), self.c_pepoch))
+        self.alter_answers.append(
+            (b, partition, change, error, self.c_epoch, list(self.c_isr), self.c_pepoch)
+        )
 
     def _deliver_answer(self, answer) -> None:
         b, partition, change, error, leader_epoch, isr, partition_epoch = answer
@@ -339,7 +380,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         br = self.brokers[b]
         p = br.partition
         leader, epoch, isr, partition_epoch = state
-        if epoch < p.leader_epoch or (epoch == p.leader_epoch and partition_epoch <= p.partition_epoch):
+        if epoch < p.leader_epoch or (
+            epoch == p.leader_epoch and partition_epoch <= p.partition_epoch
+        ):
             return  # stale
         p.partition_epoch = partition_epoch
         if leader == b:
@@ -351,7 +394,11 @@ class ReplicationMachine(RuleBasedStateMachine):
         else:
             changed = p.make_follower(leader, epoch, isr, list(BROKERS))
             if changed or br.fetch is None:
-                br.fetch = PartitionFetchState(p.log_end_offset, p.leader_epoch, _latest_epoch(p)) if leader >= 0 else None
+                br.fetch = (
+                    PartitionFetchState(p.log_end_offset, p.leader_epoch, _latest_epoch(p))
+                    if leader >= 0
+                    else None
+                )
 
     def _deliver_all_lai(self) -> None:
         for b in BROKERS:
@@ -377,7 +424,9 @@ class ReplicationMachine(RuleBasedStateMachine):
             _note(f"fetch: {error.name}")
             return  # back off and retry
         try:
-            diverging, slice_ = lp.read_for_follower(state.fetch_offset, state.last_fetched_epoch, max_bytes, True)
+            diverging, slice_ = lp.read_for_follower(
+                state.fetch_offset, state.last_fetched_epoch, max_bytes, True
+            )
         except OffsetOutOfRangeError:
             _note("fetch: out of range")
             self._out_of_range(br, lp)
@@ -395,7 +444,11 @@ class ReplicationMachine(RuleBasedStateMachine):
                 lambda e: EpochEndOffset(*p.log.end_offset_for_epoch(e)),
                 p.log.log_end_offset,
             )
-            _note("fetch: diverging, truncated" if target.offset < p.log_end_offset else "fetch: diverging, nothing to cut")
+            _note(
+                "fetch: diverging, truncated"
+                if target.offset < p.log_end_offset
+                else "fetch: diverging, nothing to cut"
+            )
             p.truncate_to(target.offset)
             state.fetch_offset = p.log_end_offset
             state.last_fetched_epoch = -1 if diverging.epoch == -1 else _latest_epoch(p)
@@ -433,7 +486,13 @@ class ReplicationMachine(RuleBasedStateMachine):
             _note("produce: NOT_ENOUGH_REPLICAS")
 
     def _fetchers(self) -> list[int]:
-        return [b for b in self._running() if (br := self.brokers[b]).fetch is not None and not br.partition.is_leader and br.partition.leader_id >= 0]
+        return [
+            b
+            for b in self._running()
+            if (br := self.brokers[b]).fetch is not None
+            and not br.partition.is_leader
+            and br.partition.leader_id >= 0
+        ]
 
     @precondition(lambda self: self._fetchers())
     @rule(data=st.data(), max_bytes=st.sampled_from([1, 200, 1 << 20]))
@@ -473,13 +532,23 @@ class ReplicationMachine(RuleBasedStateMachine):
         if kind == "AlterPartition request":
             self._handle_alter(self.alter_requests.pop(0))
         elif kind == "AlterPartition answer":
-            self._deliver_answer(self.alter_answers.pop(data.draw(st.integers(0, len(self.alter_answers) - 1), label="answer")))
+            self._deliver_answer(
+                self.alter_answers.pop(
+                    data.draw(st.integers(0, len(self.alter_answers) - 1), label="answer")
+                )
+            )
         else:
-            b = data.draw(st.sampled_from([b for b in self._running() if self.lai[b]]), label="broker")
+            b = data.draw(
+                st.sampled_from([b for b in self._running() if self.lai[b]]), label="broker"
+            )
             self._apply_lai(b, self.lai[b].pop(0))
 
     def _movable(self) -> list[int]:
-        return [r for r in self.c_isr if r in self.c_alive and r != self.c_leader and self.brokers.get(r) is not None]
+        return [
+            r
+            for r in self.c_isr
+            if r in self.c_alive and r != self.c_leader and self.brokers.get(r) is not None
+        ]
 
     @precondition(lambda self: self._movable())
     @rule(data=st.data(), at_once=st.booleans())
@@ -524,7 +593,9 @@ class ReplicationMachine(RuleBasedStateMachine):
     @rule(data=st.data(), at_once=st.booleans())
     def session_expires(self, data, at_once):
         """The controller thinks ``b`` died; ``b`` runs on unaware (a zombie)."""
-        b = data.draw(st.sampled_from([b for b in self._running() if b in self.c_alive]), label="broker")
+        b = data.draw(
+            st.sampled_from([b for b in self._running() if b in self.c_alive]), label="broker"
+        )
         self._broker_down(b, _chooser(data))
         if at_once:
             self._deliver_all_lai()
@@ -547,16 +618,22 @@ class ReplicationMachine(RuleBasedStateMachine):
             known = self.leaderships.get(b)
             if known is None or known[:2] != key:
                 known = (*key, hw, hw)
-            assert hw >= known[3], f"broker {b}'s HW went down from {known[3]} to {hw} in epoch {p.leader_epoch}"
+            assert hw >= known[3], (
+                f"broker {b}'s HW went down from {known[3]} to {hw} in epoch {p.leader_epoch}"
+            )
             self.leaderships[b] = (*key, known[2], hw)
             counted = p.maximal_isr - {b}
             if hw > known[2]:  # moved in this leadership: every counted replica showed it
                 for r in counted:
                     shown = p.remote_replicas[r].log_end_offset
-                    assert hw <= shown, f"leader {b} HW {hw} > LEO {shown} replica {r} showed (maximal ISR {sorted(p.maximal_isr)})"
+                    assert hw <= shown, (
+                        f"leader {b} HW {hw} > LEO {shown} replica {r} showed (maximal ISR {sorted(p.maximal_isr)})"
+                    )
             for r in counted:
                 real = self._log_state(r)[0]
-                assert hw <= real, f"leader {b} HW {hw} > replica {r}'s log end {real} (maximal ISR {sorted(p.maximal_isr)})"
+                assert hw <= real, (
+                    f"leader {b} HW {hw} > replica {r}'s log end {real} (maximal ISR {sorted(p.maximal_isr)})"
+                )
 
     @invariant()
     def committed_records_survive(self):
@@ -566,14 +643,20 @@ class ReplicationMachine(RuleBasedStateMachine):
             br = self.brokers[b]
             mine = _bytes(br.plog, br.partition.high_watermark)
             n = min(len(mine), len(self.committed))
-            assert mine[:n] == self.committed[:n], f"leader {b}'s committed records differ from those committed before"
+            assert mine[:n] == self.committed[:n], (
+                f"leader {b}'s committed records differ from those committed before"
+            )
             if br.partition.high_watermark > self.committed_end:
                 self.committed, self.committed_end = mine, br.partition.high_watermark
         holders = set(self.c_isr) | ({self.c_leader} if self.c_leader >= 0 else set())
         for r in sorted(holders):
             leo, data = self._log_state(r)
-            assert leo >= self.committed_end, f"replica {r} (controller ISR {self.c_isr}, leader {self.c_leader}) ends at {leo}, below committed {self.committed_end}"
-            assert data[: len(self.committed)] == self.committed, f"replica {r} lost or changed committed records"
+            assert leo >= self.committed_end, (
+                f"replica {r} (controller ISR {self.c_isr}, leader {self.c_leader}) ends at {leo}, below committed {self.committed_end}"
+            )
+            assert data[: len(self.committed)] == self.committed, (
+                f"replica {r} lost or changed committed records"
+            )
 
     @invariant()
     def epoch_caches_are_sane(self):
@@ -583,19 +666,31 @@ class ReplicationMachine(RuleBasedStateMachine):
             plog = self.brokers[b].plog
             entries = [tuple(e) for e in plog.epoch_entries()]
             assert all(a[0] < c[0] and a[1] <= c[1] for a, c in zip(entries, entries[1:])), entries
-            assert all(start <= plog.log_end_offset for _, start in entries), (entries, plog.log_end_offset)
+            assert all(start <= plog.log_end_offset for _, start in entries), (
+                entries,
+                plog.log_end_offset,
+            )
 
     # ---- the end ----
 
     def _snapshot(self):
         return (
             tuple(
-                (b, br.plog.log_end_offset, br.partition.high_watermark, br.partition.leader_epoch,
-                 br.partition.pending_isr_change is not None, br.fetch and (br.fetch.fetch_offset, br.fetch.last_fetched_epoch))
-                for b in self._running() if (br := self.brokers[b])
+                (
+                    b,
+                    br.plog.log_end_offset,
+                    br.partition.high_watermark,
+                    br.partition.leader_epoch,
+                    br.partition.pending_isr_change is not None,
+                    br.fetch and (br.fetch.fetch_offset, br.fetch.last_fetched_epoch),
+                )
+                for b in self._running()
+                if (br := self.brokers[b])
             ),
-            tuple(self.c_isr), self.c_leader, self.c_pepoch,
-        )  # fmt: skip
+            tuple(self.c_isr),
+            self.c_leader,
+            self.c_pepoch,
+        )
 
     def _heal_and_check(self) -> None:
         """Every broker back and registered, every request delivered; followers fetch
@@ -629,7 +724,9 @@ class ReplicationMachine(RuleBasedStateMachine):
             if b != self.c_leader:
                 br = self.brokers[b]
                 assert br.fetch is not None, f"follower {b} is not fetching"
-                assert _bytes(br.plog) == expected, f"follower {b}'s log differs from leader {self.c_leader}'s: {br.plog.epoch_entries()} vs {leader.plog.epoch_entries()}"
+                assert _bytes(br.plog) == expected, (
+                    f"follower {b}'s log differs from leader {self.c_leader}'s: {br.plog.epoch_entries()} vs {leader.plog.epoch_entries()}"
+                )
         assert self.c_isr == list(BROKERS), f"the ISR did not grow back: {self.c_isr}"
         assert leader.partition.high_watermark == leader.plog.log_end_offset
         for b in BROKERS:
@@ -646,6 +743,8 @@ def _first(choices):
 
 
 ReplicationMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("REPLICATION_EXAMPLES", "50")), stateful_step_count=40, deadline=None
+    max_examples=int(os.environ.get("REPLICATION_EXAMPLES", "50")),
+    stateful_step_count=40,
+    deadline=None,
 )
 TestReplication = ReplicationMachine.TestCase

@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import tempfile
 
-import logstore
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
-from broker_py.replication.truncation import EpochEndOffset, OffsetTruncationState, diverging_epoch, offset_truncation_state
+from broker_py.replication.truncation import (
+    EpochEndOffset,
+    OffsetTruncationState,
+    diverging_epoch,
+    offset_truncation_state,
+)
 
 UNDEFINED = EpochEndOffset(-1, -1)
 
@@ -88,7 +93,9 @@ class EpochLog:
         return f"EpochLog({self.epochs}, assigned={self.assigned})"
 
 
-def kafka_offset_truncation_state(leader: EpochEndOffset, follower: EpochLog) -> OffsetTruncationState:
+def kafka_offset_truncation_state(
+    leader: EpochEndOffset, follower: EpochLog
+) -> OffsetTruncationState:
     """Kafka 3.x ``AbstractFetcherThread.getOffsetTruncationState``, verbatim in rules."""
     leo = follower.leo
     if leader.end_offset == -1:
@@ -140,7 +147,9 @@ def test_no_last_fetched_epoch_is_never_checked():
 
 def test_the_leader_holding_the_epoch_up_to_the_fetch_offset_agrees():
     assert diverging_epoch(EpochEndOffset(3, 10), 3, 10) is None
-    assert diverging_epoch(EpochEndOffset(3, 12), 3, 10) is None  # the follower is behind in that epoch
+    assert (
+        diverging_epoch(EpochEndOffset(3, 12), 3, 10) is None
+    )  # the follower is behind in that epoch
 
 
 def test_the_leader_ending_the_epoch_before_the_fetch_offset_diverges():
@@ -196,8 +205,12 @@ def test_no_epoch_at_or_below_the_leaders_cuts_to_the_leaders_end():
     def nothing(_epoch):
         return UNDEFINED
 
-    assert offset_truncation_state(EpochEndOffset(1, 2), nothing, 7) == OffsetTruncationState(2, True)
-    assert offset_truncation_state(EpochEndOffset(1, 9), nothing, 7) == OffsetTruncationState(7, True)
+    assert offset_truncation_state(EpochEndOffset(1, 2), nothing, 7) == OffsetTruncationState(
+        2, True
+    )
+    assert offset_truncation_state(EpochEndOffset(1, 9), nothing, 7) == OffsetTruncationState(
+        7, True
+    )
     # a real cache answers an epoch below all of its own with (that epoch, its first
     # start) (Kafka's endOffsetFor), so the follower then cuts to that start
     follower = EpochLog([3, 3, 3])
@@ -222,7 +235,9 @@ def test_multi_round_when_the_followers_epoch_below_the_leaders_differs():
     assert not state.completed and state.offset == 6  # min(10, leader's 6, 12)
     assert kafka_offset_truncation_state(first, follower) == OffsetTruncationState(10, False)
     follower.truncate_to(state.offset)
-    second = diverging_epoch(leader.end_for(follower.latest_epoch), follower.latest_epoch, follower.leo)
+    second = diverging_epoch(
+        leader.end_for(follower.latest_epoch), follower.latest_epoch, follower.leo
+    )
     assert second == EpochEndOffset(1, 5)
     assert ours(second, follower) == OffsetTruncationState(5, True)
     follower.truncate_to(5)
@@ -231,7 +246,9 @@ def test_multi_round_when_the_followers_epoch_below_the_leaders_differs():
 
 
 def _batch(n: int, tag: str) -> bytes:
-    return logstore.encode_batch([(b"k", f"{tag}-{i}".encode(), [], 1_700_000_000_000) for i in range(n)])
+    return logstore.encode_batch(
+        [(b"k", f"{tag}-{i}".encode(), [], 1_700_000_000_000) for i in range(n)]
+    )
 
 
 def _write(plog, runs: list[tuple[int, int]], tag: str) -> None:
@@ -262,7 +279,11 @@ def test_multi_round_on_real_logs_through_the_partition():
                 fetches.append((offset, last))
                 diverging, records = leader.read_for_follower(offset, last, 1 << 20, True)
                 if diverging is not None:
-                    target = offset_truncation_state(diverging, lambda e: EpochEndOffset(*flog.end_offset_for_epoch(e)), flog.log_end_offset)
+                    target = offset_truncation_state(
+                        diverging,
+                        lambda e: EpochEndOffset(*flog.end_offset_for_epoch(e)),
+                        flog.log_end_offset,
+                    )
                     follower.truncate_to(target.offset)
                     continue
                 leader.update_follower_fetch_state(2, offset, follower.log_start_offset, 0)
@@ -343,9 +364,13 @@ def test_the_storage_engines_epoch_cache_answers_as_kafkas(history):
                 if model.assigned is not None:
                     plog.assign_epoch_start_offset(model.assigned, plog.log_end_offset)
                 assert [tuple(x) for x in plog.epoch_entries()] == model.entries()
-                assert (plog.latest_epoch if plog.latest_epoch is not None else -1) == model.latest_epoch
+                assert (
+                    plog.latest_epoch if plog.latest_epoch is not None else -1
+                ) == model.latest_epoch
                 for epoch in range(0, max(model.epochs + [model.assigned or 0]) + 3):
-                    assert EpochEndOffset(*plog.end_offset_for_epoch(epoch)) == model.end_for(epoch), epoch
+                    assert EpochEndOffset(*plog.end_offset_for_epoch(epoch)) == model.end_for(
+                        epoch
+                    ), epoch
             finally:
                 plog.close()
 

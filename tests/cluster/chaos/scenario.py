@@ -38,7 +38,9 @@ from tests.cluster.harness.replicas import compare_replicas, replica_reads
 from tests.cluster.harness.workload import History, Workload
 
 ENABLED = "CHAOS_SEED" in os.environ
-chaos_only = pytest.mark.skipif(not ENABLED, reason="a chaos scenario: run scripts/chaos.sh (or set CHAOS_SEED)")
+chaos_only = pytest.mark.skipif(
+    not ENABLED, reason="a chaos scenario: run scripts/chaos.sh (or set CHAOS_SEED)"
+)
 
 MINUTES = float(os.environ.get("CHAOS_MINUTES", "1"))
 SECONDS = MINUTES * 60.0
@@ -70,7 +72,12 @@ def chaos_cluster(tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=OVERRIDES)
     with c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 30, 0.2, "three brokers registered")
+        wait_until(
+            lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+            30,
+            0.2,
+            "three brokers registered",
+        )
         yield c
 
 
@@ -82,9 +89,17 @@ def create_topic(c: Cluster, topic: str, partitions: int = PARTITIONS) -> None:
 def workload(c: Cluster, topic: str, seconds: float, partitions: int = PARTITIONS) -> Workload:
     """The three clients' producers and consumers, bounded by ``seconds`` and a count;
     ``during`` should set ``stop`` once its faults are over (see :func:`faults_then_tail`)."""
-    return Workload(c.bootstrap_servers, topic, partitions=partitions, count=int(seconds / INTERVAL) + 1,
-                    seconds=seconds, interval=INTERVAL, flush_seconds=30, drain_seconds=60,
-                    producer_config=_client_debug(c))  # fmt: skip
+    return Workload(
+        c.bootstrap_servers,
+        topic,
+        partitions=partitions,
+        count=int(seconds / INTERVAL) + 1,
+        seconds=seconds,
+        interval=INTERVAL,
+        flush_seconds=30,
+        drain_seconds=60,
+        producer_config=_client_debug(c),
+    )
 
 
 def _client_debug(c: Cluster, name: str = "producer") -> dict[str, dict]:
@@ -103,7 +118,9 @@ def _client_debug(c: Cluster, name: str = "producer") -> dict[str, dict]:
     return {"confluent": {"debug": contexts, "logger": logger}}
 
 
-def faults_then_tail(body: Callable[[float], None], errors: list[BaseException], at_least: float = SECONDS) -> Callable:
+def faults_then_tail(
+    body: Callable[[float], None], errors: list[BaseException], at_least: float = SECONDS
+) -> Callable:
     """A workload's ``during``: after :data:`WARMUP` runs ``body(t0)`` (the faults;
     ``t0`` is the monotonic start), keeps the producers going until ``at_least``
     seconds since the start and :data:`TAIL` seconds after the faults, then stops them.
@@ -158,7 +175,9 @@ def _retry(fn: Callable, attempts: int = 4, pause: float = 5.0):
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except OSError:
         return "?"
 
@@ -203,11 +222,23 @@ class Outcome:
         )
 
 
-def finish(c: Cluster, scenario: str, seed: int, topic: str, wl: Workload, history: History, started: float,
-           workload_seconds: float, notes: list[str], errors: list[BaseException] = (),
-           partitions: int = PARTITIONS) -> Outcome:  # fmt: skip
+def finish(
+    c: Cluster,
+    scenario: str,
+    seed: int,
+    topic: str,
+    wl: Workload,
+    history: History,
+    started: float,
+    workload_seconds: float,
+    notes: list[str],
+    errors: list[BaseException] = (),
+    partitions: int = PARTITIONS,
+) -> Outcome:
     """Settles the cluster, compares the replicas, checks the history, reports, asserts."""
-    out = Outcome(scenario, seed, MINUTES, notes=list(notes), date=time.strftime("%Y-%m-%d"), commit=commit())
+    out = Outcome(
+        scenario, seed, MINUTES, notes=list(notes), date=time.strftime("%Y-%m-%d"), commit=commit()
+    )
     out.workload_seconds = workload_seconds
     out.errors = [repr(e) for e in errors] + list(wl.errors)
     try:
@@ -228,15 +259,27 @@ def finish(c: Cluster, scenario: str, seed: int, topic: str, wl: Workload, histo
             short = {n: e for n, e in stopped.end_offsets.items() if e < hw}
             if not (live[p].identical and stopped.identical) or short:
                 identical = False
-                details.append(f"p{p} hw={hw}: live {live[p].detail or 'identical'}; stopped {stopped.detail or 'identical'}; ends {stopped.end_offsets}")
+                details.append(
+                    f"p{p} hw={hw}: live {live[p].detail or 'identical'}; stopped {stopped.detail or 'identical'}; ends {stopped.end_offsets}"
+                )
             extra += replica_reads(dirs, p, hw)
         out.replicas_identical = identical
     except Exception as e:  # noqa: BLE001 - reported
         out.errors.append(f"replica check: {e!r}")
     out.replica_detail = "; ".join(details)
     result = history.check(extra)
-    out.sends, out.acked, out.unknown, out.failed = result.sends, result.acked, result.unknown, result.failed
-    out.lost, out.unseen, out.duplicates, out.inconsistent_offsets = result.lost, result.unseen, result.duplicates, result.inconsistent_offsets
+    out.sends, out.acked, out.unknown, out.failed = (
+        result.sends,
+        result.acked,
+        result.unknown,
+        result.failed,
+    )
+    out.lost, out.unseen, out.duplicates, out.inconsistent_offsets = (
+        result.lost,
+        result.unseen,
+        result.duplicates,
+        result.inconsistent_offsets,
+    )
     out.anomalies = result.anomalies()
     out.final_reads_complete = result.final_reads_complete
     out.checker = result.summary()
@@ -247,13 +290,26 @@ def finish(c: Cluster, scenario: str, seed: int, topic: str, wl: Workload, histo
     out.total_seconds = round(time.monotonic() - started, 1)
     # Every acknowledged record consumed: also when the final reads did not reach the
     # end offsets (then the checker does not count ``unseen`` as an anomaly).
-    out.ok = result.ok and out.unseen == 0 and out.replicas_identical and not out.errors and out.acked > 0
+    out.ok = (
+        result.ok
+        and out.unseen == 0
+        and out.replicas_identical
+        and not out.errors
+        and out.acked > 0
+    )
     print(out.line())
     _record(out)
     report = "\n".join(
-        [out.line(), f"seed={seed} (repeat: scripts/chaos.sh --seed {seed} --minutes {MINUTES:g} -k '{scenario.split('/')[-1]}')",
-         "faults:", *(f"  {n}" for n in notes), result.summary(), *out.errors, out.replica_detail]
-    )  # fmt: skip
+        [
+            out.line(),
+            f"seed={seed} (repeat: scripts/chaos.sh --seed {seed} --minutes {MINUTES:g} -k '{scenario.split('/')[-1]}')",
+            "faults:",
+            *(f"  {n}" for n in notes),
+            result.summary(),
+            *out.errors,
+            out.replica_detail,
+        ]
+    )
     assert not out.errors, report
     assert result.ok, report
     assert out.unseen == 0, report
@@ -267,7 +323,9 @@ def _dump(path: Path, ops) -> None:
     looking into a failure afterwards."""
     with open(path, "w") as f:
         # Op times are monotonic seconds; this pair maps them to the brokers' log times.
-        f.write(json.dumps({"op": "Clock", "time": time.time(), "monotonic": time.monotonic()}) + "\n")
+        f.write(
+            json.dumps({"op": "Clock", "time": time.time(), "monotonic": time.monotonic()}) + "\n"
+        )
         for op in ops:
             f.write(json.dumps({"op": type(op).__name__, **asdict(op)}) + "\n")
 

@@ -54,8 +54,23 @@ def _run(tmp_path, name: str, seed: int, seconds: float, rounds) -> None:
         scenario.create_topic(c, TOPIC)
         wl = scenario.workload(c, TOPIC, seconds + 300)
         t = time.monotonic()
-        history = wl.run(during=scenario.faults_then_tail(lambda t0: rounds(c, notes.append, t0), errors, seconds))
-        scenario.finish(c, f"nemesis/{name}", seed, TOPIC, wl, history, started, time.monotonic() - t, notes, errors)
+        history = wl.run(
+            during=scenario.faults_then_tail(
+                lambda t0: rounds(c, notes.append, t0), errors, seconds
+            )
+        )
+        scenario.finish(
+            c,
+            f"nemesis/{name}",
+            seed,
+            TOPIC,
+            wl,
+            history,
+            started,
+            time.monotonic() - t,
+            notes,
+            errors,
+        )
 
 
 def _time_left(t0: float, seconds: float) -> float:
@@ -73,13 +88,17 @@ def test_isolated_leader(tmp_path, chaos_seed, chaos_seconds):
                 return
             leader = faults.target_broker(c, "leader", TOPIC)
             keep_clients = i % 2 == 1
-            note(f"{_stamp()} isolate b{leader} (leader of p0){' but for clients' if keep_clients else ''} for {hold:.0f}s")
+            note(
+                f"{_stamp()} isolate b{leader} (leader of p0){' but for clients' if keep_clients else ''} for {hold:.0f}s"
+            )
             c.net.isolate(f"b{leader}", keep_clients=keep_clients)
             try:
                 time.sleep(hold)
             finally:
                 c.net.heal()
-            note(f"{_stamp()} healed; new leader of p0: b{faults.target_broker(c, 'leader', TOPIC)}")
+            note(
+                f"{_stamp()} healed; new leader of p0: b{faults.target_broker(c, 'leader', TOPIC)}"
+            )
             faults.wait_full_isr(c, TOPIC, 60)
             note(f"{_stamp()} full ISRs")
             time.sleep(QUIET)
@@ -98,12 +117,21 @@ def test_paused_follower(tmp_path, chaos_seed, chaos_seconds):
             followers = [b.id for b in c.brokers if b.id != leader]
             follower = followers[i % len(followers)]
             past_session = i % 2 == 1
-            note(f"{_stamp()} SIGSTOP b{follower} (follower of p0; leader b{leader}){', past the session timeout' if past_session else ''}")
+            note(
+                f"{_stamp()} SIGSTOP b{follower} (follower of p0; leader b{leader}){', past the session timeout' if past_session else ''}"
+            )
             paused = time.monotonic()
             c.broker(follower).pause()
             try:
-                wait_until(lambda: follower not in faults.isrs(c, TOPIC)[0], LAG_S * 3 + 15, 0.2, f"b{follower} out of the ISR of p0")
-                note(f"{_stamp()} b{follower} out of the ISR of p0 after {time.monotonic() - paused:.1f}s")
+                wait_until(
+                    lambda: follower not in faults.isrs(c, TOPIC)[0],
+                    LAG_S * 3 + 15,
+                    0.2,
+                    f"b{follower} out of the ISR of p0",
+                )
+                note(
+                    f"{_stamp()} b{follower} out of the ISR of p0 after {time.monotonic() - paused:.1f}s"
+                )
                 if past_session:
                     time.sleep(max(0.0, SESSION_S + 2 - (time.monotonic() - paused)))
             finally:
@@ -136,7 +164,12 @@ def test_zookeeper_restart(tmp_path, chaos_seed, chaos_seconds):
             time.sleep(down)
             zk.start()
             note(f"{_stamp()} ZooKeeper started")
-            wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 3, 60, 0.2, "three brokers registered")
+            wait_until(
+                lambda: len(admin.list_topics(timeout=5).brokers) == 3,
+                60,
+                0.2,
+                "three brokers registered",
+            )
             faults.wait_full_isr(c, TOPIC, 60)
             note(f"{_stamp()} three brokers registered, full ISRs")
             time.sleep(QUIET)
@@ -156,7 +189,9 @@ def test_rolling_restart(tmp_path, chaos_seed, chaos_seconds):
                 code = b.terminate()
                 b.start()
                 faults.wait_full_isr(c, TOPIC, 60)
-                note(f"{_stamp()} round {i + 1}: b{b.id} SIGTERM (exit {code}) and back in every ISR in {time.monotonic() - began:.1f}s")
+                note(
+                    f"{_stamp()} round {i + 1}: b{b.id} SIGTERM (exit {code}) and back in every ISR in {time.monotonic() - began:.1f}s"
+                )
 
     _run(tmp_path, "rolling_restart", chaos_seed, chaos_seconds, rounds)
 

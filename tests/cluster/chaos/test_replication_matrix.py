@@ -46,4 +46,15 @@ def test_replication(tmp_path, chaos_seed, chaos_seconds, fault, target):
         wl = scenario.workload(c, topic, chaos_seconds + FAULT_BOUND)
         t = time.monotonic()
         history = wl.run(during=scenario.faults_then_tail(body, errors, chaos_seconds))
-        scenario.finish(c, f"matrix/{fault}/{target}", chaos_seed, topic, wl, history, started, time.monotonic() - t, notes, errors)
+        scenario.finish(
+            c,
+            f"matrix/{fault}/{target}",
+            chaos_seed,
+            topic,
+            wl,
+            history,
+            started,
+            time.monotonic() - t,
+            notes,
+            errors,
+        )

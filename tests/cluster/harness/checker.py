@@ -147,7 +147,11 @@ class CheckResult:
         skip = set(ignore)
         if not self.final_reads_complete:
             skip.add("unseen")
-        return {name: getattr(self, name) for name in ANOMALIES if name not in skip and getattr(self, name)}
+        return {
+            name: getattr(self, name)
+            for name in ANOMALIES
+            if name not in skip and getattr(self, name)
+        }
 
     @property
     def ok(self) -> bool:
@@ -161,7 +165,9 @@ class CheckResult:
         return not self.anomalies(names)
 
     def summary(self) -> str:
-        counts = ", ".join(f"{name}={getattr(self, name)}" for name in ANOMALIES + ("unacked_landed",))
+        counts = ", ".join(
+            f"{name}={getattr(self, name)}" for name in ANOMALIES + ("unacked_landed",)
+        )
         head = (
             f"{'OK' if self.ok else 'ANOMALIES'}: {self.sends} sends ({self.acked} ok, {self.failed} fail, "
             f"{self.unknown} info), {self.records_read} records read ({self.values_read} values), "
@@ -276,10 +282,14 @@ def check(
                         res.nonmonotonic_polls += 1
                         ex.add("nonmonotonic_polls", (op.process, op.partition, prev, offset))
                     elif offset > prev + 1:
-                        skipped = _between(known.get(op.partition, []), prev, offset, op.partition, skip)
+                        skipped = _between(
+                            known.get(op.partition, []), prev, offset, op.partition, skip
+                        )
                         if skipped:
                             res.poll_skips += 1
-                            ex.add("poll_skips", (op.process, op.partition, prev, offset, skipped[:10]))
+                            ex.add(
+                                "poll_skips", (op.process, op.partition, prev, offset, skipped[:10])
+                            )
                 seen[op.partition] = offset
 
     # Each producer's acknowledged offsets per partition, in send order.
@@ -298,7 +308,9 @@ def check(
     return res
 
 
-def _between(offsets: Sequence[int], lo: int, hi: int, partition: Hashable, skip: set[tuple[Hashable, int]]) -> list[int]:
+def _between(
+    offsets: Sequence[int], lo: int, hi: int, partition: Hashable, skip: set[tuple[Hashable, int]]
+) -> list[int]:
     """Known offsets strictly between ``lo`` and ``hi`` that are not skippable."""
     i = bisect.bisect_right(offsets, lo)
     j = bisect.bisect_left(offsets, hi)
@@ -311,7 +323,11 @@ def longest_ack_gap(sends: Iterable[Send], process: str | None = None) -> float:
     producers. 0.0 with fewer than two acknowledgements."""
     by_process: dict[str, list[float]] = defaultdict(list)
     for s in sends:
-        if s.outcome == OK and s.completed is not None and (process is None or s.process == process):
+        if (
+            s.outcome == OK
+            and s.completed is not None
+            and (process is None or s.process == process)
+        ):
             by_process[s.process].append(s.completed)
     gap = 0.0
     for times in by_process.values():

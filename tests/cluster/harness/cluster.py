@@ -61,7 +61,12 @@ def _kill_leftovers() -> None:
             pass
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, message: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any],
+    timeout: float = 15.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> Any:
     """Polls ``predicate`` until it returns something truthy and returns that; raises
     AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -119,7 +124,14 @@ class ClusterBroker:
     """One broker process. ``overrides`` are its complete ``--override`` settings.
     Ports and data dir stay the same across restarts."""
 
-    def __init__(self, broker_id: int, workdir: Path, overrides: dict[str, str], client_port: int, internal_port: int) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        workdir: Path,
+        overrides: dict[str, str],
+        client_port: int,
+        internal_port: int,
+    ) -> None:
         self.id = broker_id
         self.name = f"b{broker_id}"
         self.workdir = Path(workdir)
@@ -151,11 +163,18 @@ class ClusterBroker:
         args = [sys.executable, "-m", "broker_py"]
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
+        }
         with open(self.log_path, "ab") as log:
-            log.write(f"---- harness: starting {self.name} at {time.strftime('%H:%M:%S')} ----\n".encode())
+            log.write(
+                f"---- harness: starting {self.name} at {time.strftime('%H:%M:%S')} ----\n".encode()
+            )
             log.flush()
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env)
+            self.proc = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env
+            )
         _LIVE.add(self.proc)
         self.paused = False
 
@@ -170,12 +189,16 @@ class ClusterBroker:
             if left <= 0 or self.proc.poll() is not None:
                 self.proc.kill()
                 self.proc.wait()
-                raise RuntimeError(f"{self.name} did not start: {out!r}\n{_tail(self.log_text(), 40)}")
+                raise RuntimeError(
+                    f"{self.name} did not start: {out!r}\n{_tail(self.log_text(), 40)}"
+                )
             ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.5))
             if ready:
                 out += os.read(self.proc.stdout.fileno(), 4096)
         # From now on stdout goes to the log too, so that the pipe never fills.
-        threading.Thread(target=self._drain_stdout, args=(self.proc,), name=f"{self.name}-stdout", daemon=True).start()
+        threading.Thread(
+            target=self._drain_stdout, args=(self.proc,), name=f"{self.name}-stdout", daemon=True
+        ).start()
 
     def _drain_stdout(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
@@ -325,7 +348,9 @@ class Cluster:
         self.n_brokers = n_brokers
         self.chroot = chroot or f"/cluster-{uuid.uuid4().hex[:10]}"
         self.net = Network()
-        self.zookeeper: ClusterZooKeeper | None = ClusterZooKeeper(self.workdir / "zookeeper") if zookeeper else None
+        self.zookeeper: ClusterZooKeeper | None = (
+            ClusterZooKeeper(self.workdir / "zookeeper") if zookeeper else None
+        )
         if self.zookeeper is not None:
             RESERVED_PORTS.add(self.zookeeper.port)
         if self.zookeeper is not None:
@@ -357,7 +382,9 @@ class Cluster:
                     settings["zookeeper.session.timeout.ms"] = str(zk_session_timeout_ms)
             settings.update(overrides or {})
             settings.update((broker_overrides or {}).get(i, {}))
-            self.brokers.append(ClusterBroker(i, self.workdir / node, settings, client_port, internal_port))
+            self.brokers.append(
+                ClusterBroker(i, self.workdir / node, settings, client_port, internal_port)
+            )
 
     # ---- access ----
 
@@ -448,25 +475,45 @@ class Cluster:
 
     # ---- helpers ----
 
-    def wait_until(self, predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05, message: str = "condition") -> Any:
+    def wait_until(
+        self,
+        predicate: Callable[[], Any],
+        timeout: float = 15.0,
+        interval: float = 0.05,
+        message: str = "condition",
+    ) -> Any:
         return wait_until(predicate, timeout, interval, message)
 
     def log_tails(self, lines: int = 60) -> str:
         """The last ``lines`` lines of every process's log, one section each."""
         parts = []
         if self.zookeeper is not None:
-            parts.append(f"==== zookeeper ({self.zookeeper.workdir / 'zookeeper.log'}) ====\n{_tail(self.zookeeper.log_text(), lines)}")
+            parts.append(
+                f"==== zookeeper ({self.zookeeper.workdir / 'zookeeper.log'}) ====\n{_tail(self.zookeeper.log_text(), lines)}"
+            )
         for b in self.brokers:
-            parts.append(f"==== {b.name} ({b.log_path}, exits {b.exit_codes}) ====\n{_tail(b.log_text(), lines)}")
+            parts.append(
+                f"==== {b.name} ({b.log_path}, exits {b.exit_codes}) ====\n{_tail(b.log_text(), lines)}"
+            )
         return "\n".join(parts)
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, config: dict[str, str] | None = None, bootstrap: str | None = None, timeout: float = 20.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: dict[str, str] | None = None,
+        bootstrap: str | None = None,
+        timeout: float = 20.0,
+    ) -> None:
         """Creates a topic with confluent-kafka's AdminClient (through the client
         proxies) and waits until its metadata lists every partition."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": bootstrap or self.bootstrap_servers})
-        admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})])[name].result(timeout)
+        admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})])[
+            name
+        ].result(timeout)
 
         def listed() -> bool:
             md = admin.list_topics(name, timeout=5).topics.get(name)

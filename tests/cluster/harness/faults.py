@@ -69,7 +69,12 @@ def wait_deregistered(cluster: Cluster, broker_id: int, timeout: float = 60) -> 
     zk = KazooClient(hosts=cluster.zk_connect)
     zk.start(timeout=15)
     try:
-        wait_until(lambda: zk.exists(f"/brokers/ids/{broker_id}") is None, timeout, 0.1, f"broker {broker_id} deregistered")
+        wait_until(
+            lambda: zk.exists(f"/brokers/ids/{broker_id}") is None,
+            timeout,
+            0.1,
+            f"broker {broker_id} deregistered",
+        )
     finally:
         zk.stop()
         zk.close()
@@ -85,13 +90,29 @@ def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
             md = admin.list_topics(topic, timeout=5).topics[topic]
         except Exception:  # noqa: BLE001 - going down or up; ask again
             return False
-        return md.error is None and bool(md.partitions) and all(sorted(p.isrs) == ids for p in md.partitions.values())
+        return (
+            md.error is None
+            and bool(md.partitions)
+            and all(sorted(p.isrs) == ids for p in md.partitions.values())
+        )
 
-    wait_until(lambda: all(full_on(b) for b in cluster.brokers if b.alive()), timeout, 0.2, f"every ISR of {topic} back to {ids}")
+    wait_until(
+        lambda: all(full_on(b) for b in cluster.brokers if b.alive()),
+        timeout,
+        0.2,
+        f"every ISR of {topic} back to {ids}",
+    )
 
 
-def run_fault(cluster: Cluster, fault: str, target: str, topic: str, bounces: int = 5,
-              stop: threading.Event | None = None, log: list[str] | None = None) -> None:  # fmt: skip
+def run_fault(
+    cluster: Cluster,
+    fault: str,
+    target: str,
+    topic: str,
+    bounces: int = 5,
+    stop: threading.Event | None = None,
+    log: list[str] | None = None,
+) -> None:
     """Applies ``fault`` to the current ``target`` broker (leader of partition 0 of
     ``topic``, or the controller); bounces wait for full ISRs in between."""
     note = log.append if log is not None else (lambda _s: None)
@@ -123,9 +144,18 @@ def settle(cluster: Cluster, topic: str) -> None:
 
 
 def high_watermarks(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "replica-check", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "replica-check",
+            "enable.auto.commit": False,
+        }
+    )
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
     finally:
         consumer.close()
 
@@ -140,7 +170,11 @@ def replica_check(cluster: Cluster, topic: str, partitions: int) -> dict[int, Re
 
         def caught_up() -> ReplicaComparison | None:
             result = compare_replicas(dirs, hw)
-            return result if result.identical and all(end >= hw for end in result.end_offsets.values()) else None
+            return (
+                result
+                if result.identical and all(end >= hw for end in result.end_offsets.values())
+                else None
+            )
 
         try:
             out[p] = wait_until(caught_up, 30, 0.2, f"replicas of {topic}-{p} equal below {hw}")

@@ -91,7 +91,15 @@ def schedule(
     return out
 
 
-def _fault(rng: random.Random, kind: str, t: float, duration: float, nodes: list[str], brokers: list[str], delay_ms: tuple[float, float]) -> Fault | None:
+def _fault(
+    rng: random.Random,
+    kind: str,
+    t: float,
+    duration: float,
+    nodes: list[str],
+    brokers: list[str],
+    delay_ms: tuple[float, float],
+) -> Fault | None:
     if kind in PROCESS_KINDS:
         return Fault(t, duration, kind, (rng.choice(nodes),))
     if kind == "isolate":

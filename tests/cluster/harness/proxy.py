@@ -127,7 +127,9 @@ class LinkProxy:
     ``"zk"`` (source fixed). ``port`` is where it listens; ``target_port`` where it
     connects (on 127.0.0.1), which may be down: a connection is then closed at once."""
 
-    def __init__(self, net: Network, kind: str, target_port: int, dst: str, src: str | None, name: str) -> None:
+    def __init__(
+        self, net: Network, kind: str, target_port: int, dst: str, src: str | None, name: str
+    ) -> None:
         self.net = net
         self.kind = kind
         self.target_port = target_port
@@ -176,7 +178,9 @@ class LinkProxy:
             # Held like a SYN while the link is cut: the connection exists but is silent.
             await self.net._passable(src, self.dst, None)
             try:
-                target_r, target_w = await asyncio.wait_for(asyncio.open_connection(LOOPBACK, self.target_port), _CONNECT_TIMEOUT)
+                target_r, target_w = await asyncio.wait_for(
+                    asyncio.open_connection(LOOPBACK, self.target_port), _CONNECT_TIMEOUT
+                )
             except (OSError, TimeoutError):
                 return  # the destination is down: the client sees its connection close
             _nodelay(target_w)
@@ -196,7 +200,14 @@ class LinkProxy:
             conn.abort()
             self._conns.discard(conn)
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, src: str, dst: str, first: bytes) -> None:
+    async def _pump(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        src: str,
+        dst: str,
+        first: bytes,
+    ) -> None:
         """Relays bytes ``src`` -> ``dst`` until EOF, which it passes on as a FIN.
         A reader task fills a bounded queue; the writer delivers each chunk once the
         link is passable and the chunk's delay has elapsed."""
@@ -327,7 +338,9 @@ class Network:
 
     # ---- faults ----
 
-    def partition(self, a: str | Iterable[str], b: str | Iterable[str], direction: str = "both") -> None:
+    def partition(
+        self, a: str | Iterable[str], b: str | Iterable[str], direction: str = "both"
+    ) -> None:
         """Holds bytes from every node of ``a`` to every node of ``b`` (``"a_to_b"``),
         and back too (``"both"``). Adds to the partitions already in force."""
         if direction not in ("both", "a_to_b"):
@@ -357,7 +370,9 @@ class Network:
             self.blocked = frozenset()
         self._notify()
 
-    def delay(self, a: str | Iterable[str], b: str | Iterable[str], ms: float, direction: str = "both") -> None:
+    def delay(
+        self, a: str | Iterable[str], b: str | Iterable[str], ms: float, direction: str = "both"
+    ) -> None:
         """Delays bytes from ``a`` to ``b`` (and back with ``"both"``) by ``ms``;
         0 removes the delay. Replaces earlier delays of the same pairs."""
         if direction not in ("both", "a_to_b"):

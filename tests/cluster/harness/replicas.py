@@ -56,7 +56,10 @@ def read_batches(part_dir: str | os.PathLike[str], upto: int | None = None) -> l
     if not d.is_dir():
         return []
     out: list[Batch] = []
-    segments = sorted((p for p in d.iterdir() if p.suffix == ".log" and p.stem.isdigit()), key=lambda p: int(p.stem))
+    segments = sorted(
+        (p for p in d.iterdir() if p.suffix == ".log" and p.stem.isdigit()),
+        key=lambda p: int(p.stem),
+    )
     for seg in segments:
         data = seg.read_bytes()
         pos = 0
@@ -89,7 +92,9 @@ class ReplicaComparison:
         return self.first_divergence is None
 
 
-def compare_replicas(dirs: Mapping[str, str | os.PathLike[str]], high_watermark: int) -> ReplicaComparison:
+def compare_replicas(
+    dirs: Mapping[str, str | os.PathLike[str]], high_watermark: int
+) -> ReplicaComparison:
     """Compares the partition directories ``dirs`` (replica name -> directory) below
     ``high_watermark``. Every replica must hold every offset from the largest first
     offset among them up to the high watermark, in identical batches."""
@@ -100,7 +105,9 @@ def compare_replicas(dirs: Mapping[str, str | os.PathLike[str]], high_watermark:
     if len(logs) < 2:
         return res
     start = max((b[0].base_offset for b in logs.values() if b), default=0)
-    cursors = {name: [b for b in batches if b.last_offset >= start] for name, batches in logs.items()}
+    cursors = {
+        name: [b for b in batches if b.last_offset >= start] for name, batches in logs.items()
+    }
     names = sorted(cursors)
     ref = names[0]
     i = 0
@@ -146,14 +153,22 @@ def _first_differing_offset(a: Batch, b: Batch) -> int:
     except Exception:  # noqa: BLE001 - undecodable: the batch is the best we can say
         return a.base_offset
     for x, y in zip(ra, rb, strict=False):
-        if (x.offset, x.timestamp, x.key, x.value, x.headers) != (y.offset, y.timestamp, y.key, y.value, y.headers):
+        if (x.offset, x.timestamp, x.key, x.value, x.headers) != (
+            y.offset,
+            y.timestamp,
+            y.key,
+            y.value,
+            y.headers,
+        ):
             return min(x.offset, y.offset)
     if len(ra) != len(rb):
         return a.base_offset + min(len(ra), len(rb))
     return a.base_offset  # same records, different header bytes (epoch, crc, ...)
 
 
-def replica_records(part_dir: str | os.PathLike[str], upto: int | None = None) -> list[tuple[int, str]]:
+def replica_records(
+    part_dir: str | os.PathLike[str], upto: int | None = None
+) -> list[tuple[int, str]]:
     """``(offset, value)`` of every data record below ``upto`` (control batches left
     out; values decoded as UTF-8, None as "")."""
     from logstore import _native
@@ -169,6 +184,10 @@ def replica_records(part_dir: str | os.PathLike[str], upto: int | None = None) -
     return out
 
 
-def replica_reads(dirs: Mapping[str, str | os.PathLike[str]], partition: int, upto: int | None = None) -> list[ReplicaRead]:
+def replica_reads(
+    dirs: Mapping[str, str | os.PathLike[str]], partition: int, upto: int | None = None
+) -> list[ReplicaRead]:
     """One :class:`ReplicaRead` per replica, for the checker."""
-    return [ReplicaRead(name, partition, tuple(replica_records(d, upto))) for name, d in dirs.items()]
+    return [
+        ReplicaRead(name, partition, tuple(replica_records(d, upto))) for name, d in dirs.items()
+    ]

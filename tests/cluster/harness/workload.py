@@ -32,7 +32,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tests.cluster.harness.checker import FAIL, INFO, OK, CheckResult, Op, Poll, Reset, Send, check, longest_ack_gap
+from tests.cluster.harness.checker import (
+    FAIL,
+    INFO,
+    OK,
+    CheckResult,
+    Op,
+    Poll,
+    Reset,
+    Send,
+    check,
+    longest_ack_gap,
+)
 
 CLIENTS = ("confluent", "kafka-python", "aiokafka")
 Records = dict[int, list[tuple[int, str]]]
@@ -55,11 +66,18 @@ class History:
             self._ops.append(s)
         return s
 
-    def send_completed(self, send: Send, outcome: str, offset: int | None = None, error: str | None = None) -> None:
+    def send_completed(
+        self, send: Send, outcome: str, offset: int | None = None, error: str | None = None
+    ) -> None:
         with self._lock:
             if send.completed is not None or self.frozen:
                 return  # the first completion wins; none after the run
-            send.outcome, send.offset, send.error, send.completed = outcome, offset, error, time.monotonic()
+            send.outcome, send.offset, send.error, send.completed = (
+                outcome,
+                offset,
+                error,
+                time.monotonic(),
+            )
 
     def poll(self, process: str, records: Records) -> None:
         now = time.monotonic()
@@ -70,7 +88,11 @@ class History:
 
     def reset(self, process: str, partitions: Sequence[int] | None = None) -> None:
         with self._lock:
-            self._ops.append(Reset(process, tuple(partitions) if partitions is not None else None, time.monotonic()))
+            self._ops.append(
+                Reset(
+                    process, tuple(partitions) if partitions is not None else None, time.monotonic()
+                )
+            )
 
     @property
     def ops(self) -> list[Op]:
@@ -106,24 +128,72 @@ def _kind(name: str) -> str:
     raise ValueError(f"{name!r} does not name a client ({', '.join(CLIENTS)})")
 
 
-_CONFLUENT_DEFINITE = ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "_PURGE_QUEUE", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "TOPIC_AUTHORIZATION_FAILED", "INVALID_REQUIRED_ACKS", "INVALID_MSG", "INVALID_RECORD")
-_PY_DEFINITE = ("MessageSizeTooLargeError", "TopicAuthorizationFailedError", "InvalidRequiredAcksError", "InvalidRecordError", "UnknownTopicOrPartitionError", "CorruptRecordError", "RecordListTooLargeError")
+_CONFLUENT_DEFINITE = (
+    "_UNKNOWN_PARTITION",
+    "_UNKNOWN_TOPIC",
+    "_PURGE_QUEUE",
+    "MSG_SIZE_TOO_LARGE",
+    "_MSG_SIZE_TOO_LARGE",
+    "TOPIC_AUTHORIZATION_FAILED",
+    "INVALID_REQUIRED_ACKS",
+    "INVALID_MSG",
+    "INVALID_RECORD",
+)
+_PY_DEFINITE = (
+    "MessageSizeTooLargeError",
+    "TopicAuthorizationFailedError",
+    "InvalidRequiredAcksError",
+    "InvalidRecordError",
+    "UnknownTopicOrPartitionError",
+    "CorruptRecordError",
+    "RecordListTooLargeError",
+)
 
 
 class Producer:
     """Sends ``count`` values at most, for ``seconds`` at most, ``interval`` seconds
     apart, then waits up to ``flush_seconds`` for outstanding acknowledgements."""
 
-    def __init__(self, name: str, bootstrap: str, topic: str, history: History, partitions: int = 1, config: dict | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        topic: str,
+        history: History,
+        partitions: int = 1,
+        config: dict | None = None,
+    ) -> None:
         self.name, self.kind = name, _kind(name)
-        self.bootstrap, self.topic, self.history, self.partitions = bootstrap, topic, history, partitions
+        self.bootstrap, self.topic, self.history, self.partitions = (
+            bootstrap,
+            topic,
+            history,
+            partitions,
+        )
         self.config = config or {}
         self.error: BaseException | None = None
 
-    def run(self, count: int, seconds: float, interval: float = 0.0, flush_seconds: float = 15.0, stop: threading.Event | None = None) -> None:
+    def run(
+        self,
+        count: int,
+        seconds: float,
+        interval: float = 0.0,
+        flush_seconds: float = 15.0,
+        stop: threading.Event | None = None,
+    ) -> None:
         try:
-            runner = {"confluent": self._confluent, "kafka-python": self._kafka_python, "aiokafka": self._aiokafka}[self.kind]
-            runner(count, time.monotonic() + seconds, interval, flush_seconds, stop or threading.Event())
+            runner = {
+                "confluent": self._confluent,
+                "kafka-python": self._kafka_python,
+                "aiokafka": self._aiokafka,
+            }[self.kind]
+            runner(
+                count,
+                time.monotonic() + seconds,
+                interval,
+                flush_seconds,
+                stop or threading.Event(),
+            )
         except BaseException as e:  # noqa: BLE001 - reported by the workload
             self.error = e
 
@@ -140,7 +210,15 @@ class Producer:
         from confluent_kafka import Producer as CKProducer
 
         definite = {getattr(KafkaError, c) for c in _CONFLUENT_DEFINITE if hasattr(KafkaError, c)}
-        conf = {"bootstrap.servers": self.bootstrap, "client.id": self.name, "acks": "all", "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 20000, **self.config}
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": self.name,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "message.timeout.ms": 20000,
+            **self.config,
+        }
         p = CKProducer(conf)
 
         def done(s: Send) -> Callable:
@@ -148,7 +226,9 @@ class Producer:
                 if err is None:
                     self.history.send_completed(s, OK, msg.offset())
                 else:
-                    self.history.send_completed(s, FAIL if err.code() in definite else INFO, None, str(err))
+                    self.history.send_completed(
+                        s, FAIL if err.code() in definite else INFO, None, str(err)
+                    )
 
             return cb
 
@@ -171,7 +251,17 @@ class Producer:
     def _kafka_python(self, count, deadline, interval, flush_seconds, stop) -> None:
         from kafka import KafkaProducer
 
-        conf = {"bootstrap_servers": self.bootstrap, "client_id": self.name, "acks": "all", "enable_idempotence": True, "linger_ms": 2, "request_timeout_ms": 10000, "delivery_timeout_ms": 20000, "max_block_ms": 10000, **self.config}
+        conf = {
+            "bootstrap_servers": self.bootstrap,
+            "client_id": self.name,
+            "acks": "all",
+            "enable_idempotence": True,
+            "linger_ms": 2,
+            "request_timeout_ms": 10000,
+            "delivery_timeout_ms": 20000,
+            "max_block_ms": 10000,
+            **self.config,
+        }
         p = KafkaProducer(**conf)
         try:
             for _n, value, part in self._values(count, deadline, interval, stop):
@@ -182,7 +272,11 @@ class Producer:
                     self.history.send_completed(s, FAIL, None, f"send() raised {e!r}")
                     continue
                 fut.add_callback(lambda md, s=s: self.history.send_completed(s, OK, md.offset))
-                fut.add_errback(lambda e, s=s: self.history.send_completed(s, FAIL if type(e).__name__ in _PY_DEFINITE else INFO, None, repr(e)))
+                fut.add_errback(
+                    lambda e, s=s: self.history.send_completed(
+                        s, FAIL if type(e).__name__ in _PY_DEFINITE else INFO, None, repr(e)
+                    )
+                )
             p.flush(flush_seconds)
         finally:
             p.close(timeout=5)
@@ -193,7 +287,15 @@ class Producer:
     async def _aiokafka_main(self, count, deadline, interval, flush_seconds, stop) -> None:
         from aiokafka import AIOKafkaProducer
 
-        conf = {"bootstrap_servers": self.bootstrap, "client_id": self.name, "acks": "all", "enable_idempotence": True, "linger_ms": 2, "request_timeout_ms": 10000, **self.config}
+        conf = {
+            "bootstrap_servers": self.bootstrap,
+            "client_id": self.name,
+            "acks": "all",
+            "enable_idempotence": True,
+            "linger_ms": 2,
+            "request_timeout_ms": 10000,
+            **self.config,
+        }
         p = AIOKafkaProducer(**conf)
         await asyncio.wait_for(p.start(), 20)
         pending: set[asyncio.Future] = set()
@@ -201,7 +303,10 @@ class Producer:
             for _n, value, part in self._values(count, deadline, 0.0, stop):
                 s = self.history.send_invoked(self.name, value, part)
                 try:
-                    fut = await asyncio.wait_for(p.send(self.topic, value.encode(), partition=part), max(0.1, deadline - time.monotonic()))
+                    fut = await asyncio.wait_for(
+                        p.send(self.topic, value.encode(), partition=part),
+                        max(0.1, deadline - time.monotonic()),
+                    )
                 except Exception as e:  # noqa: BLE001 - never queued
                     self.history.send_completed(s, FAIL, None, f"send() raised {e!r}")
                     continue
@@ -219,7 +324,9 @@ class Producer:
             self.history.send_completed(s, INFO, None, "cancelled")
         elif f.exception() is not None:
             e = f.exception()
-            self.history.send_completed(s, FAIL if type(e).__name__ in _PY_DEFINITE else INFO, None, repr(e))
+            self.history.send_completed(
+                s, FAIL if type(e).__name__ in _PY_DEFINITE else INFO, None, repr(e)
+            )
         else:
             self.history.send_completed(s, OK, f.result().offset)
 
@@ -244,7 +351,15 @@ class _ConfluentConsumer(_Adapter):
     def open(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        self.c = Consumer({"bootstrap.servers": self.bootstrap, "client.id": self.name, "group.id": f"{self.name}-{time.monotonic_ns()}", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self.c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "client.id": self.name,
+                "group.id": f"{self.name}-{time.monotonic_ns()}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         self.tps = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
         self.c.assign(self.tps)
 
@@ -252,7 +367,9 @@ class _ConfluentConsumer(_Adapter):
         out: Records = {}
         for m in self.c.consume(500, timeout):
             if m.error() is None:
-                out.setdefault(m.partition(), []).append((m.offset(), (m.value() or b"").decode("utf-8", "replace")))
+                out.setdefault(m.partition(), []).append(
+                    (m.offset(), (m.value() or b"").decode("utf-8", "replace"))
+                )
         return out
 
     def position(self, p: int) -> int:
@@ -263,7 +380,10 @@ class _ConfluentConsumer(_Adapter):
     def end_offsets(self) -> dict[int, int]:
         from confluent_kafka import TopicPartition
 
-        return {p: self.c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)[1] for p in range(self.partitions)}
+        return {
+            p: self.c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)[1]
+            for p in range(self.partitions)
+        }
 
     def close(self) -> None:
         self.c.close()
@@ -273,7 +393,14 @@ class _KafkaPythonConsumer(_Adapter):
     def open(self) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
-        self.c = KafkaConsumer(bootstrap_servers=self.bootstrap, client_id=self.name, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=10000)
+        self.c = KafkaConsumer(
+            bootstrap_servers=self.bootstrap,
+            client_id=self.name,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            request_timeout_ms=10000,
+        )
         self.tps = {p: TopicPartition(self.topic, p) for p in range(self.partitions)}
         self.c.assign(list(self.tps.values()))
         self.c.seek_to_beginning()
@@ -281,14 +408,18 @@ class _KafkaPythonConsumer(_Adapter):
     def poll(self, timeout: float) -> Records:
         out: Records = {}
         for tp, msgs in self.c.poll(timeout_ms=int(timeout * 1000), max_records=500).items():
-            out.setdefault(tp.partition, []).extend((m.offset, (m.value or b"").decode("utf-8", "replace")) for m in msgs)
+            out.setdefault(tp.partition, []).extend(
+                (m.offset, (m.value or b"").decode("utf-8", "replace")) for m in msgs
+            )
         return out
 
     def position(self, p: int) -> int:
         return self.c.position(self.tps[p], timeout_ms=5000)
 
     def end_offsets(self) -> dict[int, int]:
-        return {tp.partition: off for tp, off in self.c.end_offsets(list(self.tps.values())).items()}
+        return {
+            tp.partition: off for tp, off in self.c.end_offsets(list(self.tps.values())).items()
+        }
 
     def close(self) -> None:
         self.c.close(autocommit=False)
@@ -304,7 +435,14 @@ class _AioKafkaConsumer(_Adapter):
         self.tps = {p: TopicPartition(self.topic, p) for p in range(self.partitions)}
 
         async def start() -> AIOKafkaConsumer:
-            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, client_id=self.name, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=10000)
+            c = AIOKafkaConsumer(
+                bootstrap_servers=self.bootstrap,
+                client_id=self.name,
+                group_id=None,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                request_timeout_ms=10000,
+            )
             await asyncio.wait_for(c.start(), 20)
             c.assign(list(self.tps.values()))
             await c.seek_to_beginning()
@@ -319,14 +457,19 @@ class _AioKafkaConsumer(_Adapter):
         got = self._run(self.c.getmany(timeout_ms=int(timeout * 1000), max_records=500))
         out: Records = {}
         for tp, msgs in got.items():
-            out.setdefault(tp.partition, []).extend((m.offset, (m.value or b"").decode("utf-8", "replace")) for m in msgs)
+            out.setdefault(tp.partition, []).extend(
+                (m.offset, (m.value or b"").decode("utf-8", "replace")) for m in msgs
+            )
         return out
 
     def position(self, p: int) -> int:
         return self._run(self.c.position(self.tps[p]), 10)
 
     def end_offsets(self) -> dict[int, int]:
-        return {tp.partition: off for tp, off in self._run(self.c.end_offsets(list(self.tps.values())), 10).items()}
+        return {
+            tp.partition: off
+            for tp, off in self._run(self.c.end_offsets(list(self.tps.values())), 10).items()
+        }
 
     def close(self) -> None:
         try:
@@ -335,7 +478,11 @@ class _AioKafkaConsumer(_Adapter):
             self.loop.close()
 
 
-_ADAPTERS = {"confluent": _ConfluentConsumer, "kafka-python": _KafkaPythonConsumer, "aiokafka": _AioKafkaConsumer}
+_ADAPTERS = {
+    "confluent": _ConfluentConsumer,
+    "kafka-python": _KafkaPythonConsumer,
+    "aiokafka": _AioKafkaConsumer,
+}
 
 
 class Consumer:
@@ -343,7 +490,9 @@ class Consumer:
     partition to its end offsets (at most ``drain_seconds``). ``complete`` tells
     whether it got there."""
 
-    def __init__(self, name: str, bootstrap: str, topic: str, history: History, partitions: int = 1) -> None:
+    def __init__(
+        self, name: str, bootstrap: str, topic: str, history: History, partitions: int = 1
+    ) -> None:
         self.name, self.kind = name, _kind(name)
         self.history = history
         self.adapter = _ADAPTERS[self.kind](name, bootstrap, topic, partitions)
@@ -351,13 +500,21 @@ class Consumer:
         self.complete = False
         self.error: BaseException | None = None
 
-    def run(self, producing: threading.Event, seconds: float, drain_seconds: float = 30.0, poll_seconds: float = 0.2) -> None:
+    def run(
+        self,
+        producing: threading.Event,
+        seconds: float,
+        drain_seconds: float = 30.0,
+        poll_seconds: float = 0.2,
+    ) -> None:
         try:
             self._run(producing, seconds, drain_seconds, poll_seconds)
         except BaseException as e:  # noqa: BLE001 - reported by the workload
             self.error = e
 
-    def _run(self, producing: threading.Event, seconds: float, drain_seconds: float, poll_seconds: float) -> None:
+    def _run(
+        self, producing: threading.Event, seconds: float, drain_seconds: float, poll_seconds: float
+    ) -> None:
         a = self.adapter
         a.open()
         try:
@@ -414,15 +571,46 @@ class Workload:
         producers run and should return once ``stop`` is set or its own time is up."""
         producing = threading.Event()
         producing.set()
-        prods = [Producer(n, self.bootstrap, self.topic, self.history, self.partitions, self.producer_config.get(n)) for n in self.producers]
-        cons = [Consumer(n, self.bootstrap, self.topic, self.history, self.partitions) for n in self.consumers]
+        prods = [
+            Producer(
+                n,
+                self.bootstrap,
+                self.topic,
+                self.history,
+                self.partitions,
+                self.producer_config.get(n),
+            )
+            for n in self.producers
+        ]
+        cons = [
+            Consumer(n, self.bootstrap, self.topic, self.history, self.partitions)
+            for n in self.consumers
+        ]
         stop = threading.Event()
-        pt = [threading.Thread(target=p.run, args=(self.count, self.seconds, self.interval, self.flush_seconds, stop), name=f"produce-{p.name}", daemon=True) for p in prods]
-        ct = [threading.Thread(target=c.run, args=(producing, self.seconds + self.flush_seconds, self.drain_seconds), name=f"consume-{c.name}", daemon=True) for c in cons]
+        pt = [
+            threading.Thread(
+                target=p.run,
+                args=(self.count, self.seconds, self.interval, self.flush_seconds, stop),
+                name=f"produce-{p.name}",
+                daemon=True,
+            )
+            for p in prods
+        ]
+        ct = [
+            threading.Thread(
+                target=c.run,
+                args=(producing, self.seconds + self.flush_seconds, self.drain_seconds),
+                name=f"consume-{c.name}",
+                daemon=True,
+            )
+            for c in cons
+        ]
         for t in pt + ct:
             t.start()
         if during is not None:
-            watcher = threading.Thread(target=lambda: ([t.join() for t in pt], stop.set()), daemon=True)
+            watcher = threading.Thread(
+                target=lambda: ([t.join() for t in pt], stop.set()), daemon=True
+            )
             watcher.start()
             during(stop)
         bound = time.monotonic() + self.seconds + self.flush_seconds + 30
@@ -439,5 +627,7 @@ class Workload:
             if worker.error is not None:
                 self.errors.append(f"{worker.name}: {worker.error!r}")
         self.history.frozen = True
-        self.history.final_reads_complete = bool(cons) and all(c.complete for c in cons) and not any(t.is_alive() for t in pt)
+        self.history.final_reads_complete = (
+            bool(cons) and all(c.complete for c in cons) and not any(t.is_alive() for t in pt)
+        )
         return self.history

@@ -38,10 +38,16 @@ class WellBehavedProducer:
         from confluent_kafka import Producer
 
         self.topic = topic
-        self.producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "message.timeout.ms": 30000,
-            "enable.idempotence": True, "socket.keepalive.enable": True,
-        })  # fmt: skip
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 0,
+                "message.timeout.ms": 30000,
+                "enable.idempotence": True,
+                "socket.keepalive.enable": True,
+            }
+        )
         self.acked: list[bytes] = []
         self.latencies: list[float] = []
         self.errors: list[str] = []
@@ -117,7 +123,9 @@ class WellBehavedProducer:
         assert not self.probe_errors, self.probe_errors
         assert len(self.latencies) >= 5, "the well-behaved client hardly produced"
         probe_max = max(self.probe_latencies, default=0.0)
-        assert probe_max <= STALL_S, f"the broker answered after {probe_max:.2f} s (over {STALL_S} s)"
+        assert probe_max <= STALL_S, (
+            f"the broker answered after {probe_max:.2f} s (over {STALL_S} s)"
+        )
         assert self.max_latency <= PRODUCER_STALL_S, f"a message waited {self.max_latency:.2f} s"
 
 
@@ -133,7 +141,9 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def kill_restart_and_check(broker: BrokerProcess, acked: list[bytes], within_s: float = 2.0, topic: str = WATCH_TOPIC) -> None:
+def kill_restart_and_check(
+    broker: BrokerProcess, acked: list[bytes], within_s: float = 2.0, topic: str = WATCH_TOPIC
+) -> None:
     """SIGKILL at a random moment within ``within_s``, restart, and find every acked value."""
     time.sleep(random.uniform(0, within_s))
     broker.kill()

@@ -33,9 +33,12 @@ def _create_partitions(bootstrap: str, topic: str, count: int):
     from logstore.protocol.messages.topic_admin import CreatePartitionsRequest
 
     body = CreatePartitionsRequest(
-        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=topic, count=count, assignments=None)],
-        timeout_ms=30000, validate_only=False,
-    )  # fmt: skip
+        topics=[
+            CreatePartitionsRequest.CreatePartitionsTopic(name=topic, count=count, assignments=None)
+        ],
+        timeout_ms=30000,
+        validate_only=False,
+    )
     return wire_call(bootstrap, body, 1).results[0]
 
 
@@ -53,7 +56,11 @@ def test_partition_counts_past_the_limit_are_refused_up_front(broker_factory):
 
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     err = admin.create_topics([NewTopic("big", 5000, 1)])["big"].exception(30)
-    assert err is not None and err.args[0].code() == POLICY_VIOLATION and "max.broker.partitions" in err.args[0].str()
+    assert (
+        err is not None
+        and err.args[0].code() == POLICY_VIOLATION
+        and "max.broker.partitions" in err.args[0].str()
+    )
     assert "big" not in admin.list_topics(timeout=10).topics
     well.stop()
     well.assert_responsive()
@@ -70,13 +77,20 @@ def test_a_large_creation_does_not_stall_clients_and_survives_a_kill(broker_fact
     well = WellBehavedProducer(b.bootstrap).start()
     rss_before = rss_mb(b.proc.pid)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    admin.create_topics([NewTopic("large", 1500, 1)], operation_timeout=120, request_timeout=120)["large"].result(180)
-    admin.create_partitions([NewPartitions("large", 2500)], operation_timeout=120, request_timeout=120)["large"].result(180)
+    admin.create_topics([NewTopic("large", 1500, 1)], operation_timeout=120, request_timeout=120)[
+        "large"
+    ].result(180)
+    admin.create_partitions(
+        [NewPartitions("large", 2500)], operation_timeout=120, request_timeout=120
+    )["large"].result(180)
     assert len(admin.list_topics("large", timeout=10).topics["large"].partitions) == 2500
     assert rss_mb(b.proc.pid) < rss_before + 300
     # A kill at a random point of the next creation.
     creating = threading.Thread(
-        target=lambda: admin.create_topics([NewTopic("killed", 2000, 1)], operation_timeout=60, request_timeout=60), daemon=True
+        target=lambda: admin.create_topics(
+            [NewTopic("killed", 2000, 1)], operation_timeout=60, request_timeout=60
+        ),
+        daemon=True,
     )
     creating.start()
     time.sleep(random.uniform(0.2, 3.0))

@@ -23,7 +23,11 @@ from logstore.protocol.headers import RequestHeader
 from logstore.protocol.messages.group_admin import DescribeGroupsRequest
 from logstore.protocol.messages.metadata import MetadataRequest
 from tests.integration.clients import create_topic
-from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer, kill_restart_and_check
+from tests.integration.hardening.support import (
+    WATCH_TOPIC,
+    WellBehavedProducer,
+    kill_restart_and_check,
+)
 
 N = 1_000_000
 
@@ -37,7 +41,10 @@ def _peak_mb(pid: int) -> float:
 
 
 def _ask(port: int, api_key: ApiKey, version: int, body):
-    frame = encode_request(RequestHeader(api_key=int(api_key), api_version=version, correlation_id=7, client_id="big"), body)
+    frame = encode_request(
+        RequestHeader(api_key=int(api_key), api_version=version, correlation_id=7, client_id="big"),
+        body,
+    )
     with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
         s.sendall(frame)
         size = struct.unpack(">i", _recv(s, 4))[0]
@@ -58,17 +65,32 @@ def test_a_million_element_request_is_answered_without_stalling_anyone(broker, c
     create_topic(broker.bootstrap, WATCH_TOPIC)
     well = WellBehavedProducer(broker.bootstrap).start()
     if case == "describe_groups":
-        size, answer = _ask(broker.port, ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[""] * N, include_authorized_operations=False))
-        assert len(answer.groups) == N and len({(g.group_id, g.error_code) for g in answer.groups}) == 1  # one group, described once
+        size, answer = _ask(
+            broker.port,
+            ApiKey.DESCRIBE_GROUPS,
+            5,
+            DescribeGroupsRequest(groups=[""] * N, include_authorized_operations=False),
+        )
+        assert (
+            len(answer.groups) == N
+            and len({(g.group_id, g.error_code) for g in answer.groups}) == 1
+        )  # one group, described once
     else:
         ids = [uuid.uuid4() for _ in range(N)]
-        body = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=i, name=None) for i in ids],
-                               allow_auto_topic_creation=False, include_topic_authorized_operations=False)  # fmt: skip
+        body = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(topic_id=i, name=None) for i in ids],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
         size, answer = _ask(broker.port, ApiKey.METADATA, 12, body)
-        assert len(answer.topics) == N and {t.error_code for t in answer.topics} == {100}  # UNKNOWN_TOPIC_ID
+        assert len(answer.topics) == N and {t.error_code for t in answer.topics} == {
+            100
+        }  # UNKNOWN_TOPIC_ID
         assert answer.topics[12345].topic_id == ids[12345]
     well.stop()
     well.assert_responsive()
     # peak memory within 40 times the request (before: 283 MB for 1 MB of DescribeGroups)
-    assert _peak_mb(broker.proc.pid) < 80 + 40 * size / 2**20, f"peak {_peak_mb(broker.proc.pid):.0f} MB for a {size / 2**20:.1f} MB request"
+    assert _peak_mb(broker.proc.pid) < 80 + 40 * size / 2**20, (
+        f"peak {_peak_mb(broker.proc.pid):.0f} MB for a {size / 2**20:.1f} MB request"
+    )
     kill_restart_and_check(broker, well.acked)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import time
 
+from tests.integration.clients import create_topic
 from tests.integration.hardening.support import (
     WATCH_TOPIC,
     WellBehavedProducer,
@@ -21,7 +22,6 @@ from tests.integration.hardening.support import (
     rss_mb,
     wait_for,
 )
-from tests.integration.clients import create_topic
 
 ATTACK_SOCKETS = 2100
 PER_IP = 300
@@ -53,12 +53,14 @@ def _closed_by_peer(s: socket.socket) -> bool:
 
 
 def test_idle_sockets_cannot_take_the_brokers_descriptors(broker_factory):
-    b = broker_factory({
-        "max.connections.per.ip": str(PER_IP),
-        "max.connections.per.ip.overrides": "127.0.0.1:1000",
-        "connections.max.idle.ms": "3000",
-        "log.segment.bytes": "16384",  # segments roll during the attack
-    })  # fmt: skip
+    b = broker_factory(
+        {
+            "max.connections.per.ip": str(PER_IP),
+            "max.connections.per.ip.overrides": "127.0.0.1:1000",
+            "connections.max.idle.ms": "3000",
+            "log.segment.bytes": "16384",  # segments roll during the attack
+        }
+    )
     create_topic(b.bootstrap, WATCH_TOPIC)
     well = WellBehavedProducer(b.bootstrap).start()
     fds_before = open_fds(b.proc.pid)
@@ -90,7 +92,10 @@ def test_accept_at_the_fd_limit_is_logged_a_few_times_and_storage_keeps_working(
     storage keeps its own and the broker answers the connections it has."""
     import resource
 
-    b = broker_factory({"log.segment.bytes": "16384", "max.connections.per.ip.overrides": "127.0.0.1:5000"}, start=False)
+    b = broker_factory(
+        {"log.segment.bytes": "16384", "max.connections.per.ip.overrides": "127.0.0.1:5000"},
+        start=False,
+    )
     b.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
     b.start()
     create_topic(b.bootstrap, WATCH_TOPIC)

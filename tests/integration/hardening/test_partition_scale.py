@@ -12,7 +12,12 @@ import resource
 import socket
 
 from tests.integration.clients import create_topic
-from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer, kill_restart_and_check, open_fds
+from tests.integration.hardening.support import (
+    WATCH_TOPIC,
+    WellBehavedProducer,
+    kill_restart_and_check,
+    open_fds,
+)
 
 LIMIT = 1024
 TOPICS = 3
@@ -24,7 +29,10 @@ def _leos(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale"})
     try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(0, partitions, 97)]
+        return [
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(0, partitions, 97)
+        ]
     finally:
         c.close()
 
@@ -33,12 +41,17 @@ def test_thousands_of_partitions_on_a_small_descriptor_limit(broker_factory):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    b = broker_factory({"max.broker.partitions": "5000", "max.connections.per.ip.overrides": "127.0.0.1:2000"}, start=False)
+    b = broker_factory(
+        {"max.broker.partitions": "5000", "max.connections.per.ip.overrides": "127.0.0.1:2000"},
+        start=False,
+    )
     b.preexec_fn = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
     b.start()
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     for i in range(TOPICS):
-        admin.create_topics([NewTopic(f"s{i}", PER_TOPIC, 1)], operation_timeout=120, request_timeout=120)[f"s{i}"].result(180)
+        admin.create_topics(
+            [NewTopic(f"s{i}", PER_TOPIC, 1)], operation_timeout=120, request_timeout=120
+        )[f"s{i}"].result(180)
     p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5, "acks": "all"})
     for i in range(TOPICS):
         for part in range(PER_TOPIC):

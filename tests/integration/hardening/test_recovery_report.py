@@ -18,10 +18,16 @@ from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer
 def _produce(bootstrap: str, topic: str, n: int) -> list[bytes]:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "batch.num.messages": 1})
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "batch.num.messages": 1}
+    )
     acked: list[bytes] = []
     for i in range(n):
-        p.produce(topic, f"v{i}".encode(), on_delivery=lambda err, msg: err is None and acked.append(msg.value()))
+        p.produce(
+            topic,
+            f"v{i}".encode(),
+            on_delivery=lambda err, msg: err is None and acked.append(msg.value()),
+        )
         p.flush(30)  # one batch per message
     return acked
 
@@ -84,9 +90,15 @@ def test_torn_and_bit_flipped_tails_are_cut_and_reported(broker):
     assert set(well.acked) <= set(consume_values(broker.bootstrap, WATCH_TOPIC, len(well.acked)))
     text = broker.log_text()
     line = next(l for l in text.splitlines() if "recovered flip-0" in l)
-    assert re.search(r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 134217747\.\.134217747\)", line), line
+    assert re.search(
+        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 134217747\.\.134217747\)",
+        line,
+    ), line
     line = next(l for l in text.splitlines() if "recovered torn-0" in l)
-    assert re.search(r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 19\.\.19\)", line), line
+    assert re.search(
+        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 19\.\.19\)",
+        line,
+    ), line
     # New appends continue at the recovered end.
     assert _produce(broker.bootstrap, "flip", 1) == [b"v0"]
     assert _leo(broker.bootstrap, "flip") == 20

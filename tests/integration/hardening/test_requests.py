@@ -18,7 +18,12 @@ import time
 
 from tests.integration.clients import create_topic
 from tests.integration.conftest import free_port
-from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer, kill_restart_and_check, rss_mb
+from tests.integration.hardening.support import (
+    WATCH_TOPIC,
+    WellBehavedProducer,
+    kill_restart_and_check,
+    rss_mb,
+)
 
 CONNECTIONS = 60
 DECLARED = 50 << 20
@@ -29,7 +34,9 @@ CAP = 16 << 20
 def _half_send(port: int, n: int) -> list[socket.socket]:
     """``n`` connections (from 127.0.0.2) each declaring a DECLARED-byte Produce request
     and sending SENT bytes of it, as far as the broker takes them within a few seconds."""
-    header = struct.pack(">ihhih", DECLARED, 0, 9, 1, -1)  # size, Produce v9, correlation id, null client id
+    header = struct.pack(
+        ">ihhih", DECLARED, 0, 9, 1, -1
+    )  # size, Produce v9, correlation id, null client id
     chunk = b"\0" * 65536
     socks = []
     for _ in range(n):
@@ -58,7 +65,9 @@ def _half_send(port: int, n: int) -> list[socket.socket]:
 
 
 def test_half_sent_requests_are_capped(broker_factory):
-    b = broker_factory({"queued.max.request.bytes": str(CAP), "max.connections.per.ip.overrides": "127.0.0.2:500"})
+    b = broker_factory(
+        {"queued.max.request.bytes": str(CAP), "max.connections.per.ip.overrides": "127.0.0.2:500"}
+    )
     create_topic(b.bootstrap, WATCH_TOPIC)
     well = WellBehavedProducer(b.bootstrap).start()
     time.sleep(0.5)
@@ -105,22 +114,29 @@ def test_failed_sasl_logins_are_answered_after_the_delay(broker_factory):
 
     sasl_port = free_port()
     b = broker_factory(start=False)
-    b.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "connection.failed.authentication.delay.ms": "1500",
-    })  # fmt: skip
+    b.overrides.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "connection.failed.authentication.delay.ms": "1500",
+        }
+    )
     b.start()
     create_topic(b.bootstrap, WATCH_TOPIC)
     well = WellBehavedProducer(b.bootstrap).start()
     errors: list[tuple[float, KafkaError]] = []
     started = time.monotonic()
-    p = Producer({
-        "bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-        "sasl.username": "alice", "sasl.password": "wrong",
-        "error_cb": lambda e: errors.append((time.monotonic() - started, e)),
-    })  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{sasl_port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "wrong",
+            "error_cb": lambda e: errors.append((time.monotonic() - started, e)),
+        }
+    )
     deadline = time.monotonic() + 20
     while not errors and time.monotonic() < deadline:
         p.poll(0.1)

@@ -12,7 +12,11 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.clients import create_topic
-from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer, kill_restart_and_check
+from tests.integration.hardening.support import (
+    WATCH_TOPIC,
+    WellBehavedProducer,
+    kill_restart_and_check,
+)
 
 INVALID_TOPIC_EXCEPTION = 17
 TOPIC_ALREADY_EXISTS = 36
@@ -31,9 +35,14 @@ def test_names_outside_kafkas_rule_are_refused(module_broker, name):
     from tests.integration.clients import wire_call
 
     body = CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
-        timeout_ms=10000, validate_only=False,
-    )  # fmt: skip
+        topics=[
+            CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[]
+            )
+        ],
+        timeout_ms=10000,
+        validate_only=False,
+    )
     r = wire_call(module_broker.bootstrap, body, 5).topics[0]
     assert r.error_code == INVALID_TOPIC_EXCEPTION, (name, r)
     assert r.error_message
@@ -49,7 +58,9 @@ def test_colliding_names_and_names_that_survive_a_restart(broker_factory):
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     assert _create_error(admin, "a_b") is None
     err = _create_error(admin, "a.b")
-    assert err.code() == INVALID_TOPIC_EXCEPTION and "collides with existing topics: a_b" in err.str()
+    assert (
+        err.code() == INVALID_TOPIC_EXCEPTION and "collides with existing topics: a_b" in err.str()
+    )
     assert _create_error(admin, "a_b").code() == TOPIC_ALREADY_EXISTS
     # Metadata's auto-creation applies the same rule (the topic is not created).
     meta = admin.list_topics("evil\n", timeout=10)

@@ -35,62 +35,142 @@ def _filter_fields() -> list[Field]:
 
 DescribeAclsRequest = message(ApiKey.DESCRIBE_ACLS, "request", _filter_fields())
 
-DescribeAclsResponse = message(ApiKey.DESCRIBE_ACLS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("error_code", INT16, "0+"),
-    Field("error_message", STRING, "0+", nullable="0+", default=None),
-    Field("resources", Array(Struct("DescribeAclsResource", [
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("pattern_type", INT8, "1+", default=LITERAL),
-        Field("acls", Array(Struct("AclDescription", [
-            Field("principal", STRING, "0+"),
-            Field("host", STRING, "0+"),
-            Field("operation", INT8, "0+"),
-            Field("permission_type", INT8, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
-
-CreateAclsRequest = message(ApiKey.CREATE_ACLS, "request", [
-    Field("creations", Array(Struct("AclCreation", [
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("resource_pattern_type", INT8, "1+", default=LITERAL),
-        Field("principal", STRING, "0+"),
-        Field("host", STRING, "0+"),
-        Field("operation", INT8, "0+"),
-        Field("permission_type", INT8, "0+"),
-    ])), "0+"),
-])
-
-CreateAclsResponse = message(ApiKey.CREATE_ACLS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("results", Array(Struct("AclCreationResult", [
+DescribeAclsResponse = message(
+    ApiKey.DESCRIBE_ACLS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
         Field("error_code", INT16, "0+"),
         Field("error_message", STRING, "0+", nullable="0+", default=None),
-    ])), "0+"),
-])
+        Field(
+            "resources",
+            Array(
+                Struct(
+                    "DescribeAclsResource",
+                    [
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field("pattern_type", INT8, "1+", default=LITERAL),
+                        Field(
+                            "acls",
+                            Array(
+                                Struct(
+                                    "AclDescription",
+                                    [
+                                        Field("principal", STRING, "0+"),
+                                        Field("host", STRING, "0+"),
+                                        Field("operation", INT8, "0+"),
+                                        Field("permission_type", INT8, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-DeleteAclsRequest = message(ApiKey.DELETE_ACLS, "request", [
-    Field("filters", Array(Struct("DeleteAclsFilter", _filter_fields())), "0+"),
-])
+CreateAclsRequest = message(
+    ApiKey.CREATE_ACLS,
+    "request",
+    [
+        Field(
+            "creations",
+            Array(
+                Struct(
+                    "AclCreation",
+                    [
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field("resource_pattern_type", INT8, "1+", default=LITERAL),
+                        Field("principal", STRING, "0+"),
+                        Field("host", STRING, "0+"),
+                        Field("operation", INT8, "0+"),
+                        Field("permission_type", INT8, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-DeleteAclsResponse = message(ApiKey.DELETE_ACLS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("filter_results", Array(Struct("DeleteAclsFilterResult", [
-        Field("error_code", INT16, "0+"),
-        Field("error_message", STRING, "0+", nullable="0+", default=None),
-        Field("matching_acls", Array(Struct("DeleteAclsMatchingAcl", [
-            Field("error_code", INT16, "0+"),
-            Field("error_message", STRING, "0+", nullable="0+", default=None),
-            Field("resource_type", INT8, "0+"),
-            Field("resource_name", STRING, "0+"),
-            Field("pattern_type", INT8, "1+", default=LITERAL),
-            Field("principal", STRING, "0+"),
-            Field("host", STRING, "0+"),
-            Field("operation", INT8, "0+"),
-            Field("permission_type", INT8, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+CreateAclsResponse = message(
+    ApiKey.CREATE_ACLS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "results",
+            Array(
+                Struct(
+                    "AclCreationResult",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+", default=None),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
+
+DeleteAclsRequest = message(
+    ApiKey.DELETE_ACLS,
+    "request",
+    [
+        Field("filters", Array(Struct("DeleteAclsFilter", _filter_fields())), "0+"),
+    ],
+)
+
+DeleteAclsResponse = message(
+    ApiKey.DELETE_ACLS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "filter_results",
+            Array(
+                Struct(
+                    "DeleteAclsFilterResult",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+", default=None),
+                        Field(
+                            "matching_acls",
+                            Array(
+                                Struct(
+                                    "DeleteAclsMatchingAcl",
+                                    [
+                                        Field("error_code", INT16, "0+"),
+                                        Field(
+                                            "error_message",
+                                            STRING,
+                                            "0+",
+                                            nullable="0+",
+                                            default=None,
+                                        ),
+                                        Field("resource_type", INT8, "0+"),
+                                        Field("resource_name", STRING, "0+"),
+                                        Field("pattern_type", INT8, "1+", default=LITERAL),
+                                        Field("principal", STRING, "0+"),
+                                        Field("host", STRING, "0+"),
+                                        Field("operation", INT8, "0+"),
+                                        Field("permission_type", INT8, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

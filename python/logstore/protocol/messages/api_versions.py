@@ -25,32 +25,69 @@ __all__ = [
     "api_versions_response",
 ]
 
-ApiVersionsRequest = message(ApiKey.API_VERSIONS, "request", [
-    Field("client_software_name", STRING, "3+"),
-    Field("client_software_version", STRING, "3+"),
-])
+ApiVersionsRequest = message(
+    ApiKey.API_VERSIONS,
+    "request",
+    [
+        Field("client_software_name", STRING, "3+"),
+        Field("client_software_version", STRING, "3+"),
+    ],
+)
 
-ApiVersionsResponse = message(ApiKey.API_VERSIONS, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("api_keys", Array(Struct("ApiVersion", [
-        Field("api_key", INT16, "0+"),
-        Field("min_version", INT16, "0+"),
-        Field("max_version", INT16, "0+"),
-    ])), "0+"),
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("supported_features", Array(Struct("SupportedFeatureKey", [
-        Field("name", STRING, "3+"),
-        Field("min_version", INT16, "3+"),
-        Field("max_version", INT16, "3+"),
-    ])), "3+", tag=0),
-    Field("finalized_features_epoch", INT64, "3+", default=-1, tag=1),
-    Field("finalized_features", Array(Struct("FinalizedFeatureKey", [
-        Field("name", STRING, "3+"),
-        Field("max_version_level", INT16, "3+"),
-        Field("min_version_level", INT16, "3+"),
-    ])), "3+", tag=2),
-    Field("zk_migration_ready", BOOL, "3+", tag=3),
-])
+ApiVersionsResponse = message(
+    ApiKey.API_VERSIONS,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+        Field(
+            "api_keys",
+            Array(
+                Struct(
+                    "ApiVersion",
+                    [
+                        Field("api_key", INT16, "0+"),
+                        Field("min_version", INT16, "0+"),
+                        Field("max_version", INT16, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("throttle_time_ms", INT32, "1+"),
+        Field(
+            "supported_features",
+            Array(
+                Struct(
+                    "SupportedFeatureKey",
+                    [
+                        Field("name", STRING, "3+"),
+                        Field("min_version", INT16, "3+"),
+                        Field("max_version", INT16, "3+"),
+                    ],
+                )
+            ),
+            "3+",
+            tag=0,
+        ),
+        Field("finalized_features_epoch", INT64, "3+", default=-1, tag=1),
+        Field(
+            "finalized_features",
+            Array(
+                Struct(
+                    "FinalizedFeatureKey",
+                    [
+                        Field("name", STRING, "3+"),
+                        Field("max_version_level", INT16, "3+"),
+                        Field("min_version_level", INT16, "3+"),
+                    ],
+                )
+            ),
+            "3+",
+            tag=2,
+        ),
+        Field("zk_migration_ready", BOOL, "3+", tag=3),
+    ],
+)
 
 
 def advertised_api_versions() -> list[ApiVersionsResponse.ApiVersion]:

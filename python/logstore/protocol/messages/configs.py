@@ -25,82 +25,196 @@ __all__ = [
     "IncrementalAlterConfigsResponse",
 ]
 
-DescribeConfigsRequest = message(ApiKey.DESCRIBE_CONFIGS, "request", [
-    Field("resources", Array(Struct("DescribeConfigsResource", [
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("configuration_keys", Array(STRING), "0+", nullable="0+"),
-    ])), "0+"),
-    Field("include_synonyms", BOOL, "1+"),
-    Field("include_documentation", BOOL, "3+"),
-])
+DescribeConfigsRequest = message(
+    ApiKey.DESCRIBE_CONFIGS,
+    "request",
+    [
+        Field(
+            "resources",
+            Array(
+                Struct(
+                    "DescribeConfigsResource",
+                    [
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field("configuration_keys", Array(STRING), "0+", nullable="0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("include_synonyms", BOOL, "1+"),
+        Field("include_documentation", BOOL, "3+"),
+    ],
+)
 
-DescribeConfigsResponse = message(ApiKey.DESCRIBE_CONFIGS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("results", Array(Struct("DescribeConfigsResult", [
-        Field("error_code", INT16, "0+"),
-        Field("error_message", STRING, "0+", nullable="0+"),
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("configs", Array(Struct("DescribeConfigsResourceResult", [
-            Field("name", STRING, "0+"),
-            Field("value", STRING, "0+", nullable="0+"),
-            Field("read_only", BOOL, "0+"),
-            Field("is_default", BOOL, "0"),
-            Field("config_source", INT8, "1+", default=-1),
-            Field("is_sensitive", BOOL, "0+"),
-            Field("synonyms", Array(Struct("DescribeConfigsSynonym", [
-                Field("name", STRING, "1+"),
-                Field("value", STRING, "1+", nullable="0+"),
-                Field("source", INT8, "1+"),
-            ])), "1+"),
-            Field("config_type", INT8, "3+"),
-            Field("documentation", STRING, "3+", nullable="0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+DescribeConfigsResponse = message(
+    ApiKey.DESCRIBE_CONFIGS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "results",
+            Array(
+                Struct(
+                    "DescribeConfigsResult",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+"),
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field(
+                            "configs",
+                            Array(
+                                Struct(
+                                    "DescribeConfigsResourceResult",
+                                    [
+                                        Field("name", STRING, "0+"),
+                                        Field("value", STRING, "0+", nullable="0+"),
+                                        Field("read_only", BOOL, "0+"),
+                                        Field("is_default", BOOL, "0"),
+                                        Field("config_source", INT8, "1+", default=-1),
+                                        Field("is_sensitive", BOOL, "0+"),
+                                        Field(
+                                            "synonyms",
+                                            Array(
+                                                Struct(
+                                                    "DescribeConfigsSynonym",
+                                                    [
+                                                        Field("name", STRING, "1+"),
+                                                        Field("value", STRING, "1+", nullable="0+"),
+                                                        Field("source", INT8, "1+"),
+                                                    ],
+                                                )
+                                            ),
+                                            "1+",
+                                        ),
+                                        Field("config_type", INT8, "3+"),
+                                        Field("documentation", STRING, "3+", nullable="0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-AlterConfigsRequest = message(ApiKey.ALTER_CONFIGS, "request", [
-    Field("resources", Array(Struct("AlterConfigsResource", [
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("configs", Array(Struct("AlterableConfig", [
-            Field("name", STRING, "0+"),
-            Field("value", STRING, "0+", nullable="0+"),
-        ])), "0+"),
-    ])), "0+"),
-    Field("validate_only", BOOL, "0+"),
-])
+AlterConfigsRequest = message(
+    ApiKey.ALTER_CONFIGS,
+    "request",
+    [
+        Field(
+            "resources",
+            Array(
+                Struct(
+                    "AlterConfigsResource",
+                    [
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field(
+                            "configs",
+                            Array(
+                                Struct(
+                                    "AlterableConfig",
+                                    [
+                                        Field("name", STRING, "0+"),
+                                        Field("value", STRING, "0+", nullable="0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("validate_only", BOOL, "0+"),
+    ],
+)
 
-AlterConfigsResponse = message(ApiKey.ALTER_CONFIGS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("responses", Array(Struct("AlterConfigsResourceResponse", [
-        Field("error_code", INT16, "0+"),
-        Field("error_message", STRING, "0+", nullable="0+"),
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-    ])), "0+"),
-])
+AlterConfigsResponse = message(
+    ApiKey.ALTER_CONFIGS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "responses",
+            Array(
+                Struct(
+                    "AlterConfigsResourceResponse",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+"),
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-IncrementalAlterConfigsRequest = message(ApiKey.INCREMENTAL_ALTER_CONFIGS, "request", [
-    Field("resources", Array(Struct("AlterConfigsResource", [
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-        Field("configs", Array(Struct("AlterableConfig", [
-            Field("name", STRING, "0+"),
-            Field("config_operation", INT8, "0+"),
-            Field("value", STRING, "0+", nullable="0+"),
-        ])), "0+"),
-    ])), "0+"),
-    Field("validate_only", BOOL, "0+"),
-])
+IncrementalAlterConfigsRequest = message(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    "request",
+    [
+        Field(
+            "resources",
+            Array(
+                Struct(
+                    "AlterConfigsResource",
+                    [
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                        Field(
+                            "configs",
+                            Array(
+                                Struct(
+                                    "AlterableConfig",
+                                    [
+                                        Field("name", STRING, "0+"),
+                                        Field("config_operation", INT8, "0+"),
+                                        Field("value", STRING, "0+", nullable="0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("validate_only", BOOL, "0+"),
+    ],
+)
 
-IncrementalAlterConfigsResponse = message(ApiKey.INCREMENTAL_ALTER_CONFIGS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("responses", Array(Struct("AlterConfigsResourceResponse", [
-        Field("error_code", INT16, "0+"),
-        Field("error_message", STRING, "0+", nullable="0+"),
-        Field("resource_type", INT8, "0+"),
-        Field("resource_name", STRING, "0+"),
-    ])), "0+"),
-])
+IncrementalAlterConfigsResponse = message(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "responses",
+            Array(
+                Struct(
+                    "AlterConfigsResourceResponse",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+"),
+                        Field("resource_type", INT8, "0+"),
+                        Field("resource_name", STRING, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

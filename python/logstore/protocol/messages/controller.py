@@ -63,189 +63,393 @@ __all__ = [
 # --------------------------------------------------------------------------
 # LeaderAndIsr (4)
 
-_LeaderAndIsrPartitionState = Struct("LeaderAndIsrPartitionState", [
-    Field("topic_name", STRING, "0-1"),
-    Field("partition_index", INT32, "0+"),
-    Field("controller_epoch", INT32, "0+"),
-    Field("leader", INT32, "0+"),
-    Field("leader_epoch", INT32, "0+"),
-    Field("isr", Array(INT32), "0+"),
-    Field("partition_epoch", INT32, "0+"),
-    Field("replicas", Array(INT32), "0+"),
-    Field("adding_replicas", Array(INT32), "3+"),
-    Field("removing_replicas", Array(INT32), "3+"),
-    Field("is_new", BOOL, "1+", default=False),
-    Field("leader_recovery_state", INT8, "6+", default=0),
-])
+_LeaderAndIsrPartitionState = Struct(
+    "LeaderAndIsrPartitionState",
+    [
+        Field("topic_name", STRING, "0-1"),
+        Field("partition_index", INT32, "0+"),
+        Field("controller_epoch", INT32, "0+"),
+        Field("leader", INT32, "0+"),
+        Field("leader_epoch", INT32, "0+"),
+        Field("isr", Array(INT32), "0+"),
+        Field("partition_epoch", INT32, "0+"),
+        Field("replicas", Array(INT32), "0+"),
+        Field("adding_replicas", Array(INT32), "3+"),
+        Field("removing_replicas", Array(INT32), "3+"),
+        Field("is_new", BOOL, "1+", default=False),
+        Field("leader_recovery_state", INT8, "6+", default=0),
+    ],
+)
 
-LeaderAndIsrRequest = message(ApiKey.LEADER_AND_ISR, "request", [
-    Field("controller_id", INT32, "0+"),
-    Field("is_kraft_controller", BOOL, "7+", default=False),
-    Field("controller_epoch", INT32, "0+"),
-    Field("broker_epoch", INT64, "2+", default=-1),
-    Field("type", INT8, "5+"),
-    Field("ungrouped_partition_states", Array(_LeaderAndIsrPartitionState), "0-1"),
-    Field("topic_states", Array(Struct("LeaderAndIsrTopicState", [
-        Field("topic_name", STRING, "2+"),
-        Field("topic_id", UUID, "5+"),
-        Field("partition_states", Array(_LeaderAndIsrPartitionState), "2+"),
-    ])), "2+"),
-    Field("live_leaders", Array(Struct("LeaderAndIsrLiveLeader", [
-        Field("broker_id", INT32, "0+"),
-        Field("host_name", STRING, "0+"),
-        Field("port", INT32, "0+"),
-    ])), "0+"),
-])
+LeaderAndIsrRequest = message(
+    ApiKey.LEADER_AND_ISR,
+    "request",
+    [
+        Field("controller_id", INT32, "0+"),
+        Field("is_kraft_controller", BOOL, "7+", default=False),
+        Field("controller_epoch", INT32, "0+"),
+        Field("broker_epoch", INT64, "2+", default=-1),
+        Field("type", INT8, "5+"),
+        Field("ungrouped_partition_states", Array(_LeaderAndIsrPartitionState), "0-1"),
+        Field(
+            "topic_states",
+            Array(
+                Struct(
+                    "LeaderAndIsrTopicState",
+                    [
+                        Field("topic_name", STRING, "2+"),
+                        Field("topic_id", UUID, "5+"),
+                        Field("partition_states", Array(_LeaderAndIsrPartitionState), "2+"),
+                    ],
+                )
+            ),
+            "2+",
+        ),
+        Field(
+            "live_leaders",
+            Array(
+                Struct(
+                    "LeaderAndIsrLiveLeader",
+                    [
+                        Field("broker_id", INT32, "0+"),
+                        Field("host_name", STRING, "0+"),
+                        Field("port", INT32, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-_LeaderAndIsrPartitionError = Struct("LeaderAndIsrPartitionError", [
-    Field("topic_name", STRING, "0-4"),
-    Field("partition_index", INT32, "0+"),
-    Field("error_code", INT16, "0+"),
-])
+_LeaderAndIsrPartitionError = Struct(
+    "LeaderAndIsrPartitionError",
+    [
+        Field("topic_name", STRING, "0-4"),
+        Field("partition_index", INT32, "0+"),
+        Field("error_code", INT16, "0+"),
+    ],
+)
 
-LeaderAndIsrResponse = message(ApiKey.LEADER_AND_ISR, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("partition_errors", Array(_LeaderAndIsrPartitionError), "0-4"),
-    Field("topics", Array(Struct("LeaderAndIsrTopicError", [
-        Field("topic_id", UUID, "5+"),
-        Field("partition_errors", Array(_LeaderAndIsrPartitionError), "5+"),
-    ])), "5+"),
-])
+LeaderAndIsrResponse = message(
+    ApiKey.LEADER_AND_ISR,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+        Field("partition_errors", Array(_LeaderAndIsrPartitionError), "0-4"),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "LeaderAndIsrTopicError",
+                    [
+                        Field("topic_id", UUID, "5+"),
+                        Field("partition_errors", Array(_LeaderAndIsrPartitionError), "5+"),
+                    ],
+                )
+            ),
+            "5+",
+        ),
+    ],
+)
 
 # --------------------------------------------------------------------------
 # StopReplica (5)
 
-StopReplicaRequest = message(ApiKey.STOP_REPLICA, "request", [
-    Field("controller_id", INT32, "0+"),
-    Field("is_kraft_controller", BOOL, "4+", default=False),
-    Field("controller_epoch", INT32, "0+"),
-    Field("broker_epoch", INT64, "1+", default=-1),
-    Field("delete_partitions", BOOL, "0-2"),
-    Field("ungrouped_partitions", Array(Struct("StopReplicaPartitionV0", [
-        Field("topic_name", STRING, "0"),
-        Field("partition_index", INT32, "0"),
-    ])), "0"),
-    Field("topics", Array(Struct("StopReplicaTopicV1", [
-        Field("name", STRING, "1-2"),
-        Field("partition_indexes", Array(INT32), "1-2"),
-    ])), "1-2"),
-    Field("topic_states", Array(Struct("StopReplicaTopicState", [
-        Field("topic_name", STRING, "3+"),
-        Field("partition_states", Array(Struct("StopReplicaPartitionState", [
-            Field("partition_index", INT32, "3+"),
-            Field("leader_epoch", INT32, "3+", default=-1),
-            Field("delete_partition", BOOL, "3+"),
-        ])), "3+"),
-    ])), "3+"),
-])
+StopReplicaRequest = message(
+    ApiKey.STOP_REPLICA,
+    "request",
+    [
+        Field("controller_id", INT32, "0+"),
+        Field("is_kraft_controller", BOOL, "4+", default=False),
+        Field("controller_epoch", INT32, "0+"),
+        Field("broker_epoch", INT64, "1+", default=-1),
+        Field("delete_partitions", BOOL, "0-2"),
+        Field(
+            "ungrouped_partitions",
+            Array(
+                Struct(
+                    "StopReplicaPartitionV0",
+                    [
+                        Field("topic_name", STRING, "0"),
+                        Field("partition_index", INT32, "0"),
+                    ],
+                )
+            ),
+            "0",
+        ),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "StopReplicaTopicV1",
+                    [
+                        Field("name", STRING, "1-2"),
+                        Field("partition_indexes", Array(INT32), "1-2"),
+                    ],
+                )
+            ),
+            "1-2",
+        ),
+        Field(
+            "topic_states",
+            Array(
+                Struct(
+                    "StopReplicaTopicState",
+                    [
+                        Field("topic_name", STRING, "3+"),
+                        Field(
+                            "partition_states",
+                            Array(
+                                Struct(
+                                    "StopReplicaPartitionState",
+                                    [
+                                        Field("partition_index", INT32, "3+"),
+                                        Field("leader_epoch", INT32, "3+", default=-1),
+                                        Field("delete_partition", BOOL, "3+"),
+                                    ],
+                                )
+                            ),
+                            "3+",
+                        ),
+                    ],
+                )
+            ),
+            "3+",
+        ),
+    ],
+)
 
-StopReplicaResponse = message(ApiKey.STOP_REPLICA, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("partition_errors", Array(Struct("StopReplicaPartitionError", [
-        Field("topic_name", STRING, "0+"),
-        Field("partition_index", INT32, "0+"),
+StopReplicaResponse = message(
+    ApiKey.STOP_REPLICA,
+    "response",
+    [
         Field("error_code", INT16, "0+"),
-    ])), "0+"),
-])
+        Field(
+            "partition_errors",
+            Array(
+                Struct(
+                    "StopReplicaPartitionError",
+                    [
+                        Field("topic_name", STRING, "0+"),
+                        Field("partition_index", INT32, "0+"),
+                        Field("error_code", INT16, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
 # --------------------------------------------------------------------------
 # UpdateMetadata (6)
 
-_UpdateMetadataPartitionState = Struct("UpdateMetadataPartitionState", [
-    Field("topic_name", STRING, "0-4"),
-    Field("partition_index", INT32, "0+"),
-    Field("controller_epoch", INT32, "0+"),
-    Field("leader", INT32, "0+"),
-    Field("leader_epoch", INT32, "0+"),
-    Field("isr", Array(INT32), "0+"),
-    Field("zk_version", INT32, "0+"),
-    Field("replicas", Array(INT32), "0+"),
-    Field("offline_replicas", Array(INT32), "4+"),
-])
+_UpdateMetadataPartitionState = Struct(
+    "UpdateMetadataPartitionState",
+    [
+        Field("topic_name", STRING, "0-4"),
+        Field("partition_index", INT32, "0+"),
+        Field("controller_epoch", INT32, "0+"),
+        Field("leader", INT32, "0+"),
+        Field("leader_epoch", INT32, "0+"),
+        Field("isr", Array(INT32), "0+"),
+        Field("zk_version", INT32, "0+"),
+        Field("replicas", Array(INT32), "0+"),
+        Field("offline_replicas", Array(INT32), "4+"),
+    ],
+)
 
-UpdateMetadataRequest = message(ApiKey.UPDATE_METADATA, "request", [
-    Field("controller_id", INT32, "0+"),
-    Field("is_kraft_controller", BOOL, "8+", default=False),
-    Field("type", INT8, "8+", default=0, tag=0),
-    Field("controller_epoch", INT32, "0+"),
-    Field("broker_epoch", INT64, "5+", default=-1),
-    Field("ungrouped_partition_states", Array(_UpdateMetadataPartitionState), "0-4"),
-    Field("topic_states", Array(Struct("UpdateMetadataTopicState", [
-        Field("topic_name", STRING, "5+"),
-        Field("topic_id", UUID, "7+"),
-        Field("partition_states", Array(_UpdateMetadataPartitionState), "5+"),
-    ])), "5+"),
-    Field("live_brokers", Array(Struct("UpdateMetadataBroker", [
-        Field("id", INT32, "0+"),
-        Field("v0_host", STRING, "0"),
-        Field("v0_port", INT32, "0"),
-        Field("endpoints", Array(Struct("UpdateMetadataEndpoint", [
-            Field("port", INT32, "1+"),
-            Field("host", STRING, "1+"),
-            Field("listener", STRING, "3+"),
-            Field("security_protocol", INT16, "1+"),
-        ])), "1+"),
-        Field("rack", STRING, "2+", nullable="0+"),
-    ])), "0+"),
-])
+UpdateMetadataRequest = message(
+    ApiKey.UPDATE_METADATA,
+    "request",
+    [
+        Field("controller_id", INT32, "0+"),
+        Field("is_kraft_controller", BOOL, "8+", default=False),
+        Field("type", INT8, "8+", default=0, tag=0),
+        Field("controller_epoch", INT32, "0+"),
+        Field("broker_epoch", INT64, "5+", default=-1),
+        Field("ungrouped_partition_states", Array(_UpdateMetadataPartitionState), "0-4"),
+        Field(
+            "topic_states",
+            Array(
+                Struct(
+                    "UpdateMetadataTopicState",
+                    [
+                        Field("topic_name", STRING, "5+"),
+                        Field("topic_id", UUID, "7+"),
+                        Field("partition_states", Array(_UpdateMetadataPartitionState), "5+"),
+                    ],
+                )
+            ),
+            "5+",
+        ),
+        Field(
+            "live_brokers",
+            Array(
+                Struct(
+                    "UpdateMetadataBroker",
+                    [
+                        Field("id", INT32, "0+"),
+                        Field("v0_host", STRING, "0"),
+                        Field("v0_port", INT32, "0"),
+                        Field(
+                            "endpoints",
+                            Array(
+                                Struct(
+                                    "UpdateMetadataEndpoint",
+                                    [
+                                        Field("port", INT32, "1+"),
+                                        Field("host", STRING, "1+"),
+                                        Field("listener", STRING, "3+"),
+                                        Field("security_protocol", INT16, "1+"),
+                                    ],
+                                )
+                            ),
+                            "1+",
+                        ),
+                        Field("rack", STRING, "2+", nullable="0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-UpdateMetadataResponse = message(ApiKey.UPDATE_METADATA, "response", [
-    Field("error_code", INT16, "0+"),
-])
+UpdateMetadataResponse = message(
+    ApiKey.UPDATE_METADATA,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+    ],
+)
 
 # --------------------------------------------------------------------------
 # ControlledShutdown (7)
 
-ControlledShutdownRequest = message(ApiKey.CONTROLLED_SHUTDOWN, "request", [
-    Field("broker_id", INT32, "0+"),
-    Field("broker_epoch", INT64, "2+", default=-1),
-])
+ControlledShutdownRequest = message(
+    ApiKey.CONTROLLED_SHUTDOWN,
+    "request",
+    [
+        Field("broker_id", INT32, "0+"),
+        Field("broker_epoch", INT64, "2+", default=-1),
+    ],
+)
 
-ControlledShutdownResponse = message(ApiKey.CONTROLLED_SHUTDOWN, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("remaining_partitions", Array(Struct("RemainingPartition", [
-        Field("topic_name", STRING, "0+"),
-        Field("partition_index", INT32, "0+"),
-    ])), "0+"),
-])
+ControlledShutdownResponse = message(
+    ApiKey.CONTROLLED_SHUTDOWN,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+        Field(
+            "remaining_partitions",
+            Array(
+                Struct(
+                    "RemainingPartition",
+                    [
+                        Field("topic_name", STRING, "0+"),
+                        Field("partition_index", INT32, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
 # --------------------------------------------------------------------------
 # AlterPartition (56)
 
-AlterPartitionRequest = message(ApiKey.ALTER_PARTITION, "request", [
-    Field("broker_id", INT32, "0+"),
-    Field("broker_epoch", INT64, "0+", default=-1),
-    Field("topics", Array(Struct("TopicData", [
-        Field("topic_name", STRING, "0-1"),
-        Field("topic_id", UUID, "2+"),
-        Field("partitions", Array(Struct("PartitionData", [
-            Field("partition_index", INT32, "0+"),
-            Field("leader_epoch", INT32, "0+"),
-            Field("new_isr", Array(INT32), "0-2"),
-            Field("new_isr_with_epochs", Array(Struct("BrokerState", [
-                Field("broker_id", INT32, "3+"),
-                Field("broker_epoch", INT64, "3+", default=-1),
-            ])), "3+"),
-            Field("leader_recovery_state", INT8, "1+", default=0),
-            Field("partition_epoch", INT32, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+AlterPartitionRequest = message(
+    ApiKey.ALTER_PARTITION,
+    "request",
+    [
+        Field("broker_id", INT32, "0+"),
+        Field("broker_epoch", INT64, "0+", default=-1),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "TopicData",
+                    [
+                        Field("topic_name", STRING, "0-1"),
+                        Field("topic_id", UUID, "2+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "PartitionData",
+                                    [
+                                        Field("partition_index", INT32, "0+"),
+                                        Field("leader_epoch", INT32, "0+"),
+                                        Field("new_isr", Array(INT32), "0-2"),
+                                        Field(
+                                            "new_isr_with_epochs",
+                                            Array(
+                                                Struct(
+                                                    "BrokerState",
+                                                    [
+                                                        Field("broker_id", INT32, "3+"),
+                                                        Field(
+                                                            "broker_epoch", INT64, "3+", default=-1
+                                                        ),
+                                                    ],
+                                                )
+                                            ),
+                                            "3+",
+                                        ),
+                                        Field("leader_recovery_state", INT8, "1+", default=0),
+                                        Field("partition_epoch", INT32, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-AlterPartitionResponse = message(ApiKey.ALTER_PARTITION, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("error_code", INT16, "0+"),
-    Field("topics", Array(Struct("TopicData", [
-        Field("topic_name", STRING, "0-1"),
-        Field("topic_id", UUID, "2+"),
-        Field("partitions", Array(Struct("PartitionData", [
-            Field("partition_index", INT32, "0+"),
-            Field("error_code", INT16, "0+"),
-            Field("leader_id", INT32, "0+"),
-            Field("leader_epoch", INT32, "0+"),
-            Field("isr", Array(INT32), "0+"),
-            Field("leader_recovery_state", INT8, "1+", default=0),
-            Field("partition_epoch", INT32, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+AlterPartitionResponse = message(
+    ApiKey.ALTER_PARTITION,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field("error_code", INT16, "0+"),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "TopicData",
+                    [
+                        Field("topic_name", STRING, "0-1"),
+                        Field("topic_id", UUID, "2+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "PartitionData",
+                                    [
+                                        Field("partition_index", INT32, "0+"),
+                                        Field("error_code", INT16, "0+"),
+                                        Field("leader_id", INT32, "0+"),
+                                        Field("leader_epoch", INT32, "0+"),
+                                        Field("isr", Array(INT32), "0+"),
+                                        Field("leader_recovery_state", INT8, "1+", default=0),
+                                        Field("partition_epoch", INT32, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

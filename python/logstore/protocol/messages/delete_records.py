@@ -12,25 +12,69 @@ from logstore.protocol.types import INT16, INT32, INT64, STRING
 
 __all__ = ["DeleteRecordsRequest", "DeleteRecordsResponse"]
 
-DeleteRecordsRequest = message(ApiKey.DELETE_RECORDS, "request", [
-    Field("topics", Array(Struct("DeleteRecordsTopic", [
-        Field("name", STRING, "0+"),
-        Field("partitions", Array(Struct("DeleteRecordsPartition", [
-            Field("partition_index", INT32, "0+"),
-            Field("offset", INT64, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-    Field("timeout_ms", INT32, "0+"),
-])
+DeleteRecordsRequest = message(
+    ApiKey.DELETE_RECORDS,
+    "request",
+    [
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "DeleteRecordsTopic",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "DeleteRecordsPartition",
+                                    [
+                                        Field("partition_index", INT32, "0+"),
+                                        Field("offset", INT64, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("timeout_ms", INT32, "0+"),
+    ],
+)
 
-DeleteRecordsResponse = message(ApiKey.DELETE_RECORDS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("topics", Array(Struct("DeleteRecordsTopicResult", [
-        Field("name", STRING, "0+"),
-        Field("partitions", Array(Struct("DeleteRecordsPartitionResult", [
-            Field("partition_index", INT32, "0+"),
-            Field("low_watermark", INT64, "0+"),
-            Field("error_code", INT16, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+DeleteRecordsResponse = message(
+    ApiKey.DELETE_RECORDS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "DeleteRecordsTopicResult",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "DeleteRecordsPartitionResult",
+                                    [
+                                        Field("partition_index", INT32, "0+"),
+                                        Field("low_watermark", INT64, "0+"),
+                                        Field("error_code", INT16, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

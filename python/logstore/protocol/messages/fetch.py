@@ -27,77 +27,182 @@ from logstore.protocol.types import INT8, INT16, INT32, INT64, RECORDS, STRING, 
 
 __all__ = ["FetchRequest", "FetchResponse"]
 
-FetchRequest = message(ApiKey.FETCH, "request", [
-    Field("cluster_id", STRING, "12+", nullable="12+", default=None, tag=0),
-    Field("replica_id", INT32, "0-14", default=-1),
-    Field("replica_state", Struct("ReplicaState", [
-        Field("replica_id", INT32, "15+", default=-1),
-        Field("replica_epoch", INT64, "15+", default=-1),
-    ]), "15+", tag=1),
-    Field("max_wait_ms", INT32, "0+"),
-    Field("min_bytes", INT32, "0+"),
-    Field("max_bytes", INT32, "3+", default=2147483647),
-    Field("isolation_level", INT8, "4+"),
-    Field("session_id", INT32, "7+"),
-    Field("session_epoch", INT32, "7+", default=-1),
-    Field("topics", Array(Struct("FetchTopic", [
-        Field("topic", STRING, "0-12"),
-        Field("topic_id", UUID, "13+"),
-        Field("partitions", Array(Struct("FetchPartition", [
-            Field("partition", INT32, "0+"),
-            Field("current_leader_epoch", INT32, "9+", default=-1),
-            Field("fetch_offset", INT64, "0+"),
-            Field("last_fetched_epoch", INT32, "12+", default=-1),
-            Field("log_start_offset", INT64, "5+", default=-1),
-            Field("partition_max_bytes", INT32, "0+"),
-            Field("replica_directory_id", UUID, "17+", tag=0),
-        ])), "0+"),
-    ])), "0+"),
-    Field("forgotten_topics_data", Array(Struct("ForgottenTopic", [
-        Field("topic", STRING, "7-12"),
-        Field("topic_id", UUID, "13+"),
-        Field("partitions", Array(INT32), "7+"),
-    ])), "7+"),
-    Field("rack_id", STRING, "11+"),
-])
+FetchRequest = message(
+    ApiKey.FETCH,
+    "request",
+    [
+        Field("cluster_id", STRING, "12+", nullable="12+", default=None, tag=0),
+        Field("replica_id", INT32, "0-14", default=-1),
+        Field(
+            "replica_state",
+            Struct(
+                "ReplicaState",
+                [
+                    Field("replica_id", INT32, "15+", default=-1),
+                    Field("replica_epoch", INT64, "15+", default=-1),
+                ],
+            ),
+            "15+",
+            tag=1,
+        ),
+        Field("max_wait_ms", INT32, "0+"),
+        Field("min_bytes", INT32, "0+"),
+        Field("max_bytes", INT32, "3+", default=2147483647),
+        Field("isolation_level", INT8, "4+"),
+        Field("session_id", INT32, "7+"),
+        Field("session_epoch", INT32, "7+", default=-1),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "FetchTopic",
+                    [
+                        Field("topic", STRING, "0-12"),
+                        Field("topic_id", UUID, "13+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "FetchPartition",
+                                    [
+                                        Field("partition", INT32, "0+"),
+                                        Field("current_leader_epoch", INT32, "9+", default=-1),
+                                        Field("fetch_offset", INT64, "0+"),
+                                        Field("last_fetched_epoch", INT32, "12+", default=-1),
+                                        Field("log_start_offset", INT64, "5+", default=-1),
+                                        Field("partition_max_bytes", INT32, "0+"),
+                                        Field("replica_directory_id", UUID, "17+", tag=0),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field(
+            "forgotten_topics_data",
+            Array(
+                Struct(
+                    "ForgottenTopic",
+                    [
+                        Field("topic", STRING, "7-12"),
+                        Field("topic_id", UUID, "13+"),
+                        Field("partitions", Array(INT32), "7+"),
+                    ],
+                )
+            ),
+            "7+",
+        ),
+        Field("rack_id", STRING, "11+"),
+    ],
+)
 
-FetchResponse = message(ApiKey.FETCH, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("error_code", INT16, "7+"),
-    Field("session_id", INT32, "7+"),
-    Field("responses", Array(Struct("FetchableTopicResponse", [
-        Field("topic", STRING, "0-12"),
-        Field("topic_id", UUID, "13+"),
-        Field("partitions", Array(Struct("PartitionData", [
-            Field("partition_index", INT32, "0+"),
-            Field("error_code", INT16, "0+"),
-            Field("high_watermark", INT64, "0+"),
-            Field("last_stable_offset", INT64, "4+", default=-1),
-            Field("log_start_offset", INT64, "5+", default=-1),
-            Field("diverging_epoch", Struct("EpochEndOffset", [
-                Field("epoch", INT32, "12+", default=-1),
-                Field("end_offset", INT64, "12+", default=-1),
-            ]), "12+", tag=0),
-            Field("current_leader", Struct("LeaderIdAndEpoch", [
-                Field("leader_id", INT32, "12+", default=-1),
-                Field("leader_epoch", INT32, "12+", default=-1),
-            ]), "12+", tag=1),
-            Field("snapshot_id", Struct("SnapshotId", [
-                Field("end_offset", INT64, "0+", default=-1),
-                Field("epoch", INT32, "0+", default=-1),
-            ]), "12+", tag=2),
-            Field("aborted_transactions", Array(Struct("AbortedTransaction", [
-                Field("producer_id", INT64, "4+"),
-                Field("first_offset", INT64, "4+"),
-            ])), "4+", nullable="4+"),
-            Field("preferred_read_replica", INT32, "11+", default=-1),
-            Field("records", RECORDS, "0+", nullable="0+"),
-        ])), "0+"),
-    ])), "0+"),
-    Field("node_endpoints", Array(Struct("NodeEndpoint", [
-        Field("node_id", INT32, "16+"),
-        Field("host", STRING, "16+"),
-        Field("port", INT32, "16+"),
-        Field("rack", STRING, "16+", nullable="16+", default=None),
-    ])), "16+", tag=0),
-])
+FetchResponse = message(
+    ApiKey.FETCH,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
+        Field("error_code", INT16, "7+"),
+        Field("session_id", INT32, "7+"),
+        Field(
+            "responses",
+            Array(
+                Struct(
+                    "FetchableTopicResponse",
+                    [
+                        Field("topic", STRING, "0-12"),
+                        Field("topic_id", UUID, "13+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "PartitionData",
+                                    [
+                                        Field("partition_index", INT32, "0+"),
+                                        Field("error_code", INT16, "0+"),
+                                        Field("high_watermark", INT64, "0+"),
+                                        Field("last_stable_offset", INT64, "4+", default=-1),
+                                        Field("log_start_offset", INT64, "5+", default=-1),
+                                        Field(
+                                            "diverging_epoch",
+                                            Struct(
+                                                "EpochEndOffset",
+                                                [
+                                                    Field("epoch", INT32, "12+", default=-1),
+                                                    Field("end_offset", INT64, "12+", default=-1),
+                                                ],
+                                            ),
+                                            "12+",
+                                            tag=0,
+                                        ),
+                                        Field(
+                                            "current_leader",
+                                            Struct(
+                                                "LeaderIdAndEpoch",
+                                                [
+                                                    Field("leader_id", INT32, "12+", default=-1),
+                                                    Field("leader_epoch", INT32, "12+", default=-1),
+                                                ],
+                                            ),
+                                            "12+",
+                                            tag=1,
+                                        ),
+                                        Field(
+                                            "snapshot_id",
+                                            Struct(
+                                                "SnapshotId",
+                                                [
+                                                    Field("end_offset", INT64, "0+", default=-1),
+                                                    Field("epoch", INT32, "0+", default=-1),
+                                                ],
+                                            ),
+                                            "12+",
+                                            tag=2,
+                                        ),
+                                        Field(
+                                            "aborted_transactions",
+                                            Array(
+                                                Struct(
+                                                    "AbortedTransaction",
+                                                    [
+                                                        Field("producer_id", INT64, "4+"),
+                                                        Field("first_offset", INT64, "4+"),
+                                                    ],
+                                                )
+                                            ),
+                                            "4+",
+                                            nullable="4+",
+                                        ),
+                                        Field("preferred_read_replica", INT32, "11+", default=-1),
+                                        Field("records", RECORDS, "0+", nullable="0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field(
+            "node_endpoints",
+            Array(
+                Struct(
+                    "NodeEndpoint",
+                    [
+                        Field("node_id", INT32, "16+"),
+                        Field("host", STRING, "16+"),
+                        Field("port", INT32, "16+"),
+                        Field("rack", STRING, "16+", nullable="16+", default=None),
+                    ],
+                )
+            ),
+            "16+",
+            tag=0,
+        ),
+    ],
+)

@@ -26,85 +26,162 @@ __all__ = [
     "LeaveGroupResponse",
 ]
 
-JoinGroupRequest = message(ApiKey.JOIN_GROUP, "request", [
-    Field("group_id", STRING, "0+"),
-    Field("session_timeout_ms", INT32, "0+"),
-    Field("rebalance_timeout_ms", INT32, "1+", default=-1),
-    Field("member_id", STRING, "0+"),
-    Field("group_instance_id", STRING, "5+", nullable="5+", default=None),
-    Field("protocol_type", STRING, "0+"),
-    Field("protocols", Array(Struct("JoinGroupRequestProtocol", [
-        Field("name", STRING, "0+"),
-        Field("metadata", BYTES, "0+"),
-    ])), "0+"),
-    Field("reason", STRING, "8+", nullable="8+", default=None),
-])
-
-JoinGroupResponse = message(ApiKey.JOIN_GROUP, "response", [
-    Field("throttle_time_ms", INT32, "2+"),
-    Field("error_code", INT16, "0+"),
-    Field("generation_id", INT32, "0+", default=-1),
-    Field("protocol_type", STRING, "7+", nullable="7+", default=None),
-    Field("protocol_name", STRING, "0+", nullable="7+"),
-    Field("leader", STRING, "0+"),
-    Field("skip_assignment", BOOL, "9+"),
-    Field("member_id", STRING, "0+"),
-    Field("members", Array(Struct("JoinGroupResponseMember", [
+JoinGroupRequest = message(
+    ApiKey.JOIN_GROUP,
+    "request",
+    [
+        Field("group_id", STRING, "0+"),
+        Field("session_timeout_ms", INT32, "0+"),
+        Field("rebalance_timeout_ms", INT32, "1+", default=-1),
         Field("member_id", STRING, "0+"),
         Field("group_instance_id", STRING, "5+", nullable="5+", default=None),
-        Field("metadata", BYTES, "0+"),
-    ])), "0+"),
-])
+        Field("protocol_type", STRING, "0+"),
+        Field(
+            "protocols",
+            Array(
+                Struct(
+                    "JoinGroupRequestProtocol",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field("metadata", BYTES, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("reason", STRING, "8+", nullable="8+", default=None),
+    ],
+)
 
-SyncGroupRequest = message(ApiKey.SYNC_GROUP, "request", [
-    Field("group_id", STRING, "0+"),
-    Field("generation_id", INT32, "0+"),
-    Field("member_id", STRING, "0+"),
-    Field("group_instance_id", STRING, "3+", nullable="3+", default=None),
-    Field("protocol_type", STRING, "5+", nullable="5+", default=None),
-    Field("protocol_name", STRING, "5+", nullable="5+", default=None),
-    Field("assignments", Array(Struct("SyncGroupRequestAssignment", [
+JoinGroupResponse = message(
+    ApiKey.JOIN_GROUP,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "2+"),
+        Field("error_code", INT16, "0+"),
+        Field("generation_id", INT32, "0+", default=-1),
+        Field("protocol_type", STRING, "7+", nullable="7+", default=None),
+        Field("protocol_name", STRING, "0+", nullable="7+"),
+        Field("leader", STRING, "0+"),
+        Field("skip_assignment", BOOL, "9+"),
         Field("member_id", STRING, "0+"),
-        Field("assignment", BYTES, "0+"),
-    ])), "0+"),
-])
+        Field(
+            "members",
+            Array(
+                Struct(
+                    "JoinGroupResponseMember",
+                    [
+                        Field("member_id", STRING, "0+"),
+                        Field("group_instance_id", STRING, "5+", nullable="5+", default=None),
+                        Field("metadata", BYTES, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-SyncGroupResponse = message(ApiKey.SYNC_GROUP, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("error_code", INT16, "0+"),
-    Field("protocol_type", STRING, "5+", nullable="5+", default=None),
-    Field("protocol_name", STRING, "5+", nullable="5+", default=None),
-    Field("assignment", BYTES, "0+"),
-])
-
-HeartbeatRequest = message(ApiKey.HEARTBEAT, "request", [
-    Field("group_id", STRING, "0+"),
-    Field("generation_id", INT32, "0+"),
-    Field("member_id", STRING, "0+"),
-    Field("group_instance_id", STRING, "3+", nullable="3+", default=None),
-])
-
-HeartbeatResponse = message(ApiKey.HEARTBEAT, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("error_code", INT16, "0+"),
-])
-
-LeaveGroupRequest = message(ApiKey.LEAVE_GROUP, "request", [
-    Field("group_id", STRING, "0+"),
-    Field("member_id", STRING, "0-2"),
-    Field("members", Array(Struct("MemberIdentity", [
-        Field("member_id", STRING, "3+"),
+SyncGroupRequest = message(
+    ApiKey.SYNC_GROUP,
+    "request",
+    [
+        Field("group_id", STRING, "0+"),
+        Field("generation_id", INT32, "0+"),
+        Field("member_id", STRING, "0+"),
         Field("group_instance_id", STRING, "3+", nullable="3+", default=None),
-        Field("reason", STRING, "5+", nullable="5+", default=None),
-    ])), "3+"),
-])
+        Field("protocol_type", STRING, "5+", nullable="5+", default=None),
+        Field("protocol_name", STRING, "5+", nullable="5+", default=None),
+        Field(
+            "assignments",
+            Array(
+                Struct(
+                    "SyncGroupRequestAssignment",
+                    [
+                        Field("member_id", STRING, "0+"),
+                        Field("assignment", BYTES, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-LeaveGroupResponse = message(ApiKey.LEAVE_GROUP, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("error_code", INT16, "0+"),
-    Field("members", Array(Struct("MemberResponse", [
-        Field("member_id", STRING, "3+"),
-        Field("group_instance_id", STRING, "3+", nullable="3+"),
-        Field("error_code", INT16, "3+"),
-    ])), "3+"),
-])
+SyncGroupResponse = message(
+    ApiKey.SYNC_GROUP,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
+        Field("error_code", INT16, "0+"),
+        Field("protocol_type", STRING, "5+", nullable="5+", default=None),
+        Field("protocol_name", STRING, "5+", nullable="5+", default=None),
+        Field("assignment", BYTES, "0+"),
+    ],
+)
+
+HeartbeatRequest = message(
+    ApiKey.HEARTBEAT,
+    "request",
+    [
+        Field("group_id", STRING, "0+"),
+        Field("generation_id", INT32, "0+"),
+        Field("member_id", STRING, "0+"),
+        Field("group_instance_id", STRING, "3+", nullable="3+", default=None),
+    ],
+)
+
+HeartbeatResponse = message(
+    ApiKey.HEARTBEAT,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
+        Field("error_code", INT16, "0+"),
+    ],
+)
+
+LeaveGroupRequest = message(
+    ApiKey.LEAVE_GROUP,
+    "request",
+    [
+        Field("group_id", STRING, "0+"),
+        Field("member_id", STRING, "0-2"),
+        Field(
+            "members",
+            Array(
+                Struct(
+                    "MemberIdentity",
+                    [
+                        Field("member_id", STRING, "3+"),
+                        Field("group_instance_id", STRING, "3+", nullable="3+", default=None),
+                        Field("reason", STRING, "5+", nullable="5+", default=None),
+                    ],
+                )
+            ),
+            "3+",
+        ),
+    ],
+)
+
+LeaveGroupResponse = message(
+    ApiKey.LEAVE_GROUP,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
+        Field("error_code", INT16, "0+"),
+        Field(
+            "members",
+            Array(
+                Struct(
+                    "MemberResponse",
+                    [
+                        Field("member_id", STRING, "3+"),
+                        Field("group_instance_id", STRING, "3+", nullable="3+"),
+                        Field("error_code", INT16, "3+"),
+                    ],
+                )
+            ),
+            "3+",
+        ),
+    ],
+)

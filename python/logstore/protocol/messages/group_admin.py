@@ -21,55 +21,121 @@ __all__ = [
     "DeleteGroupsResponse",
 ]
 
-DescribeGroupsRequest = message(ApiKey.DESCRIBE_GROUPS, "request", [
-    Field("groups", Array(STRING), "0+"),
-    Field("include_authorized_operations", BOOL, "3+"),
-])
+DescribeGroupsRequest = message(
+    ApiKey.DESCRIBE_GROUPS,
+    "request",
+    [
+        Field("groups", Array(STRING), "0+"),
+        Field("include_authorized_operations", BOOL, "3+"),
+    ],
+)
 
-DescribeGroupsResponse = message(ApiKey.DESCRIBE_GROUPS, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("groups", Array(Struct("DescribedGroup", [
+DescribeGroupsResponse = message(
+    ApiKey.DESCRIBE_GROUPS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
+        Field(
+            "groups",
+            Array(
+                Struct(
+                    "DescribedGroup",
+                    [
+                        Field("error_code", INT16, "0+"),
+                        Field("group_id", STRING, "0+"),
+                        Field("group_state", STRING, "0+"),
+                        Field("protocol_type", STRING, "0+"),
+                        Field("protocol_data", STRING, "0+"),
+                        Field(
+                            "members",
+                            Array(
+                                Struct(
+                                    "DescribedGroupMember",
+                                    [
+                                        Field("member_id", STRING, "0+"),
+                                        Field(
+                                            "group_instance_id",
+                                            STRING,
+                                            "4+",
+                                            nullable="4+",
+                                            default=None,
+                                        ),
+                                        Field("client_id", STRING, "0+"),
+                                        Field("client_host", STRING, "0+"),
+                                        Field("member_metadata", BYTES, "0+"),
+                                        Field("member_assignment", BYTES, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                        Field("authorized_operations", INT32, "3+", default=-2147483648),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
+
+ListGroupsRequest = message(
+    ApiKey.LIST_GROUPS,
+    "request",
+    [
+        Field("states_filter", Array(STRING), "4+"),
+        Field("types_filter", Array(STRING), "5+"),
+    ],
+)
+
+ListGroupsResponse = message(
+    ApiKey.LIST_GROUPS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "1+"),
         Field("error_code", INT16, "0+"),
-        Field("group_id", STRING, "0+"),
-        Field("group_state", STRING, "0+"),
-        Field("protocol_type", STRING, "0+"),
-        Field("protocol_data", STRING, "0+"),
-        Field("members", Array(Struct("DescribedGroupMember", [
-            Field("member_id", STRING, "0+"),
-            Field("group_instance_id", STRING, "4+", nullable="4+", default=None),
-            Field("client_id", STRING, "0+"),
-            Field("client_host", STRING, "0+"),
-            Field("member_metadata", BYTES, "0+"),
-            Field("member_assignment", BYTES, "0+"),
-        ])), "0+"),
-        Field("authorized_operations", INT32, "3+", default=-2147483648),
-    ])), "0+"),
-])
+        Field(
+            "groups",
+            Array(
+                Struct(
+                    "ListedGroup",
+                    [
+                        Field("group_id", STRING, "0+"),
+                        Field("protocol_type", STRING, "0+"),
+                        Field("group_state", STRING, "4+"),
+                        Field("group_type", STRING, "5+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-ListGroupsRequest = message(ApiKey.LIST_GROUPS, "request", [
-    Field("states_filter", Array(STRING), "4+"),
-    Field("types_filter", Array(STRING), "5+"),
-])
+DeleteGroupsRequest = message(
+    ApiKey.DELETE_GROUPS,
+    "request",
+    [
+        Field("groups_names", Array(STRING), "0+"),
+    ],
+)
 
-ListGroupsResponse = message(ApiKey.LIST_GROUPS, "response", [
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("error_code", INT16, "0+"),
-    Field("groups", Array(Struct("ListedGroup", [
-        Field("group_id", STRING, "0+"),
-        Field("protocol_type", STRING, "0+"),
-        Field("group_state", STRING, "4+"),
-        Field("group_type", STRING, "5+"),
-    ])), "0+"),
-])
-
-DeleteGroupsRequest = message(ApiKey.DELETE_GROUPS, "request", [
-    Field("groups_names", Array(STRING), "0+"),
-])
-
-DeleteGroupsResponse = message(ApiKey.DELETE_GROUPS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("results", Array(Struct("DeletableGroupResult", [
-        Field("group_id", STRING, "0+"),
-        Field("error_code", INT16, "0+"),
-    ])), "0+"),
-])
+DeleteGroupsResponse = message(
+    ApiKey.DELETE_GROUPS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "results",
+            Array(
+                Struct(
+                    "DeletableGroupResult",
+                    [
+                        Field("group_id", STRING, "0+"),
+                        Field("error_code", INT16, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

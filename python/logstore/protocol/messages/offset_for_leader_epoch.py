@@ -14,27 +14,71 @@ from logstore.protocol.types import INT16, INT32, INT64, STRING
 
 __all__ = ["OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse"]
 
-OffsetForLeaderEpochRequest = message(ApiKey.OFFSET_FOR_LEADER_EPOCH, "request", [
-    Field("replica_id", INT32, "3+", default=-2),
-    Field("topics", Array(Struct("OffsetForLeaderTopic", [
-        Field("topic", STRING, "0+"),
-        Field("partitions", Array(Struct("OffsetForLeaderPartition", [
-            Field("partition", INT32, "0+"),
-            Field("current_leader_epoch", INT32, "2+", default=-1),
-            Field("leader_epoch", INT32, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+OffsetForLeaderEpochRequest = message(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    "request",
+    [
+        Field("replica_id", INT32, "3+", default=-2),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "OffsetForLeaderTopic",
+                    [
+                        Field("topic", STRING, "0+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "OffsetForLeaderPartition",
+                                    [
+                                        Field("partition", INT32, "0+"),
+                                        Field("current_leader_epoch", INT32, "2+", default=-1),
+                                        Field("leader_epoch", INT32, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-OffsetForLeaderEpochResponse = message(ApiKey.OFFSET_FOR_LEADER_EPOCH, "response", [
-    Field("throttle_time_ms", INT32, "2+"),
-    Field("topics", Array(Struct("OffsetForLeaderTopicResult", [
-        Field("topic", STRING, "0+"),
-        Field("partitions", Array(Struct("EpochEndOffset", [
-            Field("error_code", INT16, "0+"),
-            Field("partition", INT32, "0+"),
-            Field("leader_epoch", INT32, "1+", default=-1),
-            Field("end_offset", INT64, "0+", default=-1),
-        ])), "0+"),
-    ])), "0+"),
-])
+OffsetForLeaderEpochResponse = message(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "2+"),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    "OffsetForLeaderTopicResult",
+                    [
+                        Field("topic", STRING, "0+"),
+                        Field(
+                            "partitions",
+                            Array(
+                                Struct(
+                                    "EpochEndOffset",
+                                    [
+                                        Field("error_code", INT16, "0+"),
+                                        Field("partition", INT32, "0+"),
+                                        Field("leader_epoch", INT32, "1+", default=-1),
+                                        Field("end_offset", INT64, "0+", default=-1),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

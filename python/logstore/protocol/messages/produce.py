@@ -19,44 +19,127 @@ from logstore.protocol.types import INT16, INT32, INT64, RECORDS, STRING
 
 __all__ = ["ProduceRequest", "ProduceResponse"]
 
-ProduceRequest = message(ApiKey.PRODUCE, "request", [
-    Field("transactional_id", STRING, "3+", nullable="3+", default=None),
-    Field("acks", INT16, "0+"),
-    Field("timeout_ms", INT32, "0+"),
-    Field("topic_data", Array(Struct("TopicProduceData", [
-        Field("name", STRING, "0+"),
-        Field("partition_data", Array(Struct("PartitionProduceData", [
-            Field("index", INT32, "0+"),
-            Field("records", RECORDS, "0+", nullable="0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+ProduceRequest = message(
+    ApiKey.PRODUCE,
+    "request",
+    [
+        Field("transactional_id", STRING, "3+", nullable="3+", default=None),
+        Field("acks", INT16, "0+"),
+        Field("timeout_ms", INT32, "0+"),
+        Field(
+            "topic_data",
+            Array(
+                Struct(
+                    "TopicProduceData",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field(
+                            "partition_data",
+                            Array(
+                                Struct(
+                                    "PartitionProduceData",
+                                    [
+                                        Field("index", INT32, "0+"),
+                                        Field("records", RECORDS, "0+", nullable="0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-ProduceResponse = message(ApiKey.PRODUCE, "response", [
-    Field("responses", Array(Struct("TopicProduceResponse", [
-        Field("name", STRING, "0+"),
-        Field("partition_responses", Array(Struct("PartitionProduceResponse", [
-            Field("index", INT32, "0+"),
-            Field("error_code", INT16, "0+"),
-            Field("base_offset", INT64, "0+"),
-            Field("log_append_time_ms", INT64, "2+", default=-1),
-            Field("log_start_offset", INT64, "5+", default=-1),
-            Field("record_errors", Array(Struct("BatchIndexAndErrorMessage", [
-                Field("batch_index", INT32, "8+"),
-                Field("batch_index_error_message", STRING, "8+", nullable="8+", default=None),
-            ])), "8+"),
-            Field("error_message", STRING, "8+", nullable="8+", default=None),
-            Field("current_leader", Struct("LeaderIdAndEpoch", [
-                Field("leader_id", INT32, "10+", default=-1),
-                Field("leader_epoch", INT32, "10+", default=-1),
-            ]), "10+", tag=0),
-        ])), "0+"),
-    ])), "0+"),
-    Field("throttle_time_ms", INT32, "1+"),
-    Field("node_endpoints", Array(Struct("NodeEndpoint", [
-        Field("node_id", INT32, "10+"),
-        Field("host", STRING, "10+"),
-        Field("port", INT32, "10+"),
-        Field("rack", STRING, "10+", nullable="10+", default=None),
-    ])), "10+", tag=0),
-])
+ProduceResponse = message(
+    ApiKey.PRODUCE,
+    "response",
+    [
+        Field(
+            "responses",
+            Array(
+                Struct(
+                    "TopicProduceResponse",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field(
+                            "partition_responses",
+                            Array(
+                                Struct(
+                                    "PartitionProduceResponse",
+                                    [
+                                        Field("index", INT32, "0+"),
+                                        Field("error_code", INT16, "0+"),
+                                        Field("base_offset", INT64, "0+"),
+                                        Field("log_append_time_ms", INT64, "2+", default=-1),
+                                        Field("log_start_offset", INT64, "5+", default=-1),
+                                        Field(
+                                            "record_errors",
+                                            Array(
+                                                Struct(
+                                                    "BatchIndexAndErrorMessage",
+                                                    [
+                                                        Field("batch_index", INT32, "8+"),
+                                                        Field(
+                                                            "batch_index_error_message",
+                                                            STRING,
+                                                            "8+",
+                                                            nullable="8+",
+                                                            default=None,
+                                                        ),
+                                                    ],
+                                                )
+                                            ),
+                                            "8+",
+                                        ),
+                                        Field(
+                                            "error_message",
+                                            STRING,
+                                            "8+",
+                                            nullable="8+",
+                                            default=None,
+                                        ),
+                                        Field(
+                                            "current_leader",
+                                            Struct(
+                                                "LeaderIdAndEpoch",
+                                                [
+                                                    Field("leader_id", INT32, "10+", default=-1),
+                                                    Field("leader_epoch", INT32, "10+", default=-1),
+                                                ],
+                                            ),
+                                            "10+",
+                                            tag=0,
+                                        ),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field("throttle_time_ms", INT32, "1+"),
+        Field(
+            "node_endpoints",
+            Array(
+                Struct(
+                    "NodeEndpoint",
+                    [
+                        Field("node_id", INT32, "10+"),
+                        Field("host", STRING, "10+"),
+                        Field("port", INT32, "10+"),
+                        Field("rack", STRING, "10+", nullable="10+", default=None),
+                    ],
+                )
+            ),
+            "10+",
+            tag=0,
+        ),
+    ],
+)

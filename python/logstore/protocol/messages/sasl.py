@@ -19,22 +19,38 @@ __all__ = [
     "SaslAuthenticateResponse",
 ]
 
-SaslHandshakeRequest = message(ApiKey.SASL_HANDSHAKE, "request", [
-    Field("mechanism", STRING, "0+"),
-])
+SaslHandshakeRequest = message(
+    ApiKey.SASL_HANDSHAKE,
+    "request",
+    [
+        Field("mechanism", STRING, "0+"),
+    ],
+)
 
-SaslHandshakeResponse = message(ApiKey.SASL_HANDSHAKE, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("mechanisms", Array(STRING), "0+"),
-])
+SaslHandshakeResponse = message(
+    ApiKey.SASL_HANDSHAKE,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+        Field("mechanisms", Array(STRING), "0+"),
+    ],
+)
 
-SaslAuthenticateRequest = message(ApiKey.SASL_AUTHENTICATE, "request", [
-    Field("auth_bytes", BYTES, "0+"),
-])
+SaslAuthenticateRequest = message(
+    ApiKey.SASL_AUTHENTICATE,
+    "request",
+    [
+        Field("auth_bytes", BYTES, "0+"),
+    ],
+)
 
-SaslAuthenticateResponse = message(ApiKey.SASL_AUTHENTICATE, "response", [
-    Field("error_code", INT16, "0+"),
-    Field("error_message", STRING, "0+", nullable="0+"),
-    Field("auth_bytes", BYTES, "0+"),
-    Field("session_lifetime_ms", INT64, "1+"),
-])
+SaslAuthenticateResponse = message(
+    ApiKey.SASL_AUTHENTICATE,
+    "response",
+    [
+        Field("error_code", INT16, "0+"),
+        Field("error_message", STRING, "0+", nullable="0+"),
+        Field("auth_bytes", BYTES, "0+"),
+        Field("session_lifetime_ms", INT64, "1+"),
+    ],
+)

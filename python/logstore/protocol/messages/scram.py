@@ -19,46 +19,118 @@ __all__ = [
     "AlterUserScramCredentialsResponse",
 ]
 
-DescribeUserScramCredentialsRequest = message(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "request", [
-    Field("users", Array(Struct("UserName", [
-        Field("name", STRING, "0+"),
-    ])), "0+", nullable="0+", default=None),
-])
+DescribeUserScramCredentialsRequest = message(
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    "request",
+    [
+        Field(
+            "users",
+            Array(
+                Struct(
+                    "UserName",
+                    [
+                        Field("name", STRING, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+            nullable="0+",
+            default=None,
+        ),
+    ],
+)
 
-DescribeUserScramCredentialsResponse = message(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("error_code", INT16, "0+"),
-    Field("error_message", STRING, "0+", nullable="0+", default=None),
-    Field("results", Array(Struct("DescribeUserScramCredentialsResult", [
-        Field("user", STRING, "0+"),
+DescribeUserScramCredentialsResponse = message(
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
         Field("error_code", INT16, "0+"),
         Field("error_message", STRING, "0+", nullable="0+", default=None),
-        Field("credential_infos", Array(Struct("CredentialInfo", [
-            Field("mechanism", INT8, "0+"),
-            Field("iterations", INT32, "0+"),
-        ])), "0+"),
-    ])), "0+"),
-])
+        Field(
+            "results",
+            Array(
+                Struct(
+                    "DescribeUserScramCredentialsResult",
+                    [
+                        Field("user", STRING, "0+"),
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+", default=None),
+                        Field(
+                            "credential_infos",
+                            Array(
+                                Struct(
+                                    "CredentialInfo",
+                                    [
+                                        Field("mechanism", INT8, "0+"),
+                                        Field("iterations", INT32, "0+"),
+                                    ],
+                                )
+                            ),
+                            "0+",
+                        ),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-AlterUserScramCredentialsRequest = message(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "request", [
-    Field("deletions", Array(Struct("ScramCredentialDeletion", [
-        Field("name", STRING, "0+"),
-        Field("mechanism", INT8, "0+"),
-    ])), "0+"),
-    Field("upsertions", Array(Struct("ScramCredentialUpsertion", [
-        Field("name", STRING, "0+"),
-        Field("mechanism", INT8, "0+"),
-        Field("iterations", INT32, "0+"),
-        Field("salt", BYTES, "0+"),
-        Field("salted_password", BYTES, "0+"),
-    ])), "0+"),
-])
+AlterUserScramCredentialsRequest = message(
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    "request",
+    [
+        Field(
+            "deletions",
+            Array(
+                Struct(
+                    "ScramCredentialDeletion",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field("mechanism", INT8, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+        Field(
+            "upsertions",
+            Array(
+                Struct(
+                    "ScramCredentialUpsertion",
+                    [
+                        Field("name", STRING, "0+"),
+                        Field("mechanism", INT8, "0+"),
+                        Field("iterations", INT32, "0+"),
+                        Field("salt", BYTES, "0+"),
+                        Field("salted_password", BYTES, "0+"),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)
 
-AlterUserScramCredentialsResponse = message(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "response", [
-    Field("throttle_time_ms", INT32, "0+"),
-    Field("results", Array(Struct("AlterUserScramCredentialsResult", [
-        Field("user", STRING, "0+"),
-        Field("error_code", INT16, "0+"),
-        Field("error_message", STRING, "0+", nullable="0+", default=None),
-    ])), "0+"),
-])
+AlterUserScramCredentialsResponse = message(
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    "response",
+    [
+        Field("throttle_time_ms", INT32, "0+"),
+        Field(
+            "results",
+            Array(
+                Struct(
+                    "AlterUserScramCredentialsResult",
+                    [
+                        Field("user", STRING, "0+"),
+                        Field("error_code", INT16, "0+"),
+                        Field("error_message", STRING, "0+", nullable="0+", default=None),
+                    ],
+                )
+            ),
+            "0+",
+        ),
+    ],
+)

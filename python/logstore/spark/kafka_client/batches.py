@@ -79,7 +79,9 @@ def drop_aborted(records: bytes, aborted_transactions: list[tuple[int, int]]) ->
     aborted: set[int] = set()
     kept = bytearray()
     try:
-        batches = logstore.decode_batches(records, records=False, verify_crc=False, allow_partial=False)
+        batches = logstore.decode_batches(
+            records, records=False, verify_crc=False, allow_partial=False
+        )
     except logstore.LogStoreError as exc:
         raise KafkaProtocolError(f"fetched records do not decode as RecordBatch v2: {exc}") from exc
     for batch in batches:
@@ -93,4 +95,3 @@ def drop_aborted(records: bytes, aborted_transactions: list[tuple[int, int]]) ->
                 continue
         kept += records[batch.position : batch.position + batch.size]
     return bytes(kept)
-

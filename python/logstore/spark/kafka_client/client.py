@@ -27,8 +27,8 @@ import uuid
 from dataclasses import dataclass
 from types import TracebackType
 
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol import DEFAULT_MAX_REQUEST_SIZE, ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.fetch import FetchRequest, FetchResponse
 from logstore.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from logstore.spark.kafka_client.batches import drop_aborted, next_offset, whole_batches
@@ -153,7 +153,10 @@ class KafkaClient(_ClusterMetadata):
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -215,7 +218,9 @@ class KafkaClient(_ClusterMetadata):
                         name=topic,
                         partitions=[
                             ListOffsetsRequest.ListOffsetsPartition(
-                                partition_index=partition, current_leader_epoch=leader_epoch, timestamp=timestamp
+                                partition_index=partition,
+                                current_leader_epoch=leader_epoch,
+                                timestamp=timestamp,
                             )
                         ],
                     )
@@ -258,7 +263,9 @@ class KafkaClient(_ClusterMetadata):
         """
         return self.fetch_records(topic, partition, offset, max_bytes).records
 
-    def fetch_records(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20) -> Fetched:
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20
+    ) -> Fetched:
         """:meth:`fetch`, with where to go on from and the leader's offsets: a :class:`Fetched`."""
         self._check_open()
         if offset < 0:
@@ -269,7 +276,9 @@ class KafkaClient(_ClusterMetadata):
         def send(connection: _BrokerConnection, leader: int, leader_epoch: int) -> Fetched:
             fetch_offset, size = offset, max_bytes
             while True:
-                answer = self._fetch_once(connection, topic, partition, fetch_offset, size, leader_epoch)
+                answer = self._fetch_once(
+                    connection, topic, partition, fetch_offset, size, leader_epoch
+                )
                 records, aborted, high_watermark, last_stable_offset = answer
                 whole, cut_size = whole_batches(records)
                 if not whole and cut_size is not None and cut_size > size:
@@ -284,7 +293,9 @@ class KafkaClient(_ClusterMetadata):
                 kept = drop_aborted(whole, aborted) if whole and aborted else whole
                 if kept or not whole:
                     after = next_offset(kept) if kept else fetch_offset
-                    return Fetched(kept, after, high_watermark, last_stable_offset, leader, leader_epoch)
+                    return Fetched(
+                        kept, after, high_watermark, last_stable_offset, leader, leader_epoch
+                    )
                 # Only aborted data here: read on past it.  Each round moves forward.
                 after = next_offset(whole)
                 if after <= fetch_offset:
@@ -316,11 +327,19 @@ class KafkaClient(_ClusterMetadata):
             return dict(sorted(result.items()))
         missing = [name for name in topics if name not in result]
         if missing:
-            raise UnknownTopicOrPartition(f"Metadata: the response does not list {missing[0]}", topic=missing[0])
+            raise UnknownTopicOrPartition(
+                f"Metadata: the response does not list {missing[0]}", topic=missing[0]
+            )
         return {name: result[name] for name in topics}
 
     def _fetch_once(
-        self, connection: _BrokerConnection, topic: str, partition: int, offset: int, max_bytes: int, leader_epoch: int
+        self,
+        connection: _BrokerConnection,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        leader_epoch: int,
     ) -> tuple[bytes, list[tuple[int, int]], int, int]:
         """One Fetch of one partition under ``leader_epoch`` (-1: unchecked): its
         records as received (possibly with a cut tail), its aborted transactions as
@@ -333,7 +352,9 @@ class KafkaClient(_ClusterMetadata):
         if version >= FIRST_FETCH_WITH_TOPIC_IDS and topic_id == _NULL_UUID:
             version = FIRST_FETCH_WITH_TOPIC_IDS - 1
             if version < connection.ranges[ApiKey.FETCH][0]:
-                raise UnsupportedVersion(f"Fetch to {connection.address}: no topic id known for {topic}")
+                raise UnsupportedVersion(
+                    f"Fetch to {connection.address}: no topic id known for {topic}"
+                )
         body = FetchRequest(
             replica_id=-1,
             max_wait_ms=FETCH_MAX_WAIT_MS,
@@ -382,11 +403,14 @@ class KafkaClient(_ClusterMetadata):
                             if hint is not None and hint.leader_id >= 0:
                                 error.current_leader = (hint.leader_id, hint.leader_epoch)
                                 error.node_endpoints = {
-                                    n.node_id: (n.host, n.port) for n in response.node_endpoints or ()
+                                    n.node_id: (n.host, n.port)
+                                    for n in response.node_endpoints or ()
                                 }
                             raise error
                         records = bytes(p.records) if p.records is not None else b""
-                        aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions or ()]
+                        aborted = [
+                            (a.producer_id, a.first_offset) for a in p.aborted_transactions or ()
+                        ]
                         return records, aborted, int(p.high_watermark), int(p.last_stable_offset)
         raise KafkaProtocolError(f"{what}: the response does not list {topic}-{partition}")
 
@@ -405,17 +429,25 @@ class KafkaClient(_ClusterMetadata):
         while True:
             last: KafkaClientError
             try:
-                leader = self._leader(topic, partition, refresh=refresh)  # UnknownTopicOrPartition: raised
+                leader = self._leader(
+                    topic, partition, refresh=refresh
+                )  # UnknownTopicOrPartition: raised
             except BrokerUnavailable as exc:  # no broker answered Metadata
                 leader, last = None, exc
             else:
                 if leader is None:
                     last = LeaderNotAvailable(
-                        f"Metadata: {topic}-{partition} has no leader", topic=topic, partition=partition
+                        f"Metadata: {topic}-{partition} has no leader",
+                        topic=topic,
+                        partition=partition,
                     )
             if leader is not None:
                 try:
-                    return send(self._broker_connection(leader), leader, self._leader_epoch(topic, partition))
+                    return send(
+                        self._broker_connection(leader),
+                        leader,
+                        self._leader_epoch(topic, partition),
+                    )
                 except BrokerUnavailable as exc:
                     last = exc
                 except KafkaResponseError as exc:

@@ -7,7 +7,6 @@ import socket
 import time
 
 from logstore.distribution import version as software_version
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol import (
     DEFAULT_MAX_REQUEST_SIZE,
     ApiKey,
@@ -17,6 +16,7 @@ from logstore.protocol import (
     decode_response,
     encode_request,
 )
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from logstore.protocol.schema import Message
 from logstore.spark.kafka_client.errors import (
@@ -55,7 +55,9 @@ class _BrokerConnection:
         self._next_correlation_id = 0
         self._decoder = FrameDecoder(DEFAULT_MAX_REQUEST_SIZE, min_size=4)
         try:
-            self._sock: socket.socket | None = socket.create_connection((host, port), timeout=timeout_s)
+            self._sock: socket.socket | None = socket.create_connection(
+                (host, port), timeout=timeout_s
+            )
         except OSError as exc:
             raise BrokerUnavailable(f"cannot connect to {host}:{port}: {exc}") from exc
         try:
@@ -137,7 +139,10 @@ class _BrokerConnection:
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         header = RequestHeader(
-            api_key=int(api_key), api_version=version, correlation_id=correlation_id, client_id=self.client_id
+            api_key=int(api_key),
+            api_version=version,
+            correlation_id=correlation_id,
+            client_id=self.client_id,
         )
         frame = encode_request(header, body)
         deadline = time.monotonic() + self.timeout_s
@@ -167,5 +172,7 @@ class _BrokerConnection:
             raise
         if got != correlation_id:
             self.close()
-            raise KafkaProtocolError(f"{what}: response has correlation id {got}, expected {correlation_id}")
+            raise KafkaProtocolError(
+                f"{what}: response has correlation id {got}, expected {correlation_id}"
+            )
         return decoded

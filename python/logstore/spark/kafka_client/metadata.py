@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import uuid
 
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol import ApiKey
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from logstore.spark.kafka_client.connection import _BrokerConnection
-from logstore.spark.kafka_client.errors import BrokerUnavailable, UnknownTopicOrPartition, _response_error
+from logstore.spark.kafka_client.errors import (
+    BrokerUnavailable,
+    UnknownTopicOrPartition,
+    _response_error,
+)
 
 _NULL_UUID = uuid.UUID(int=0)
 
@@ -65,8 +69,13 @@ class _ClusterMetadata:
         ``current_leader_epoch`` of requests to its leader (KIP-320)."""
         return self._leader_epochs.get((topic, partition), -1)
 
-    def _take_leader_hint(self, topic: str, partition: int, hint: tuple[int, int] | None,
-                          endpoints: dict[int, tuple[str, int]]) -> bool:  # fmt: skip
+    def _take_leader_hint(
+        self,
+        topic: str,
+        partition: int,
+        hint: tuple[int, int] | None,
+        endpoints: dict[int, tuple[str, int]],
+    ) -> bool:
         """Take a KIP-951 hint (leader id, leader epoch) for the partition.
 
         Taken only when it names a leader whose address is known (from
@@ -115,7 +124,9 @@ class _ClusterMetadata:
                 return None
             if not any(p.partition_index == partition for p in t.partitions):
                 raise UnknownTopicOrPartition(
-                    f"Metadata: topic {topic} has no partition {partition}", topic=topic, partition=partition
+                    f"Metadata: topic {topic} has no partition {partition}",
+                    topic=topic,
+                    partition=partition,
                 )
         return self._leaders.get(key)
 
@@ -143,7 +154,10 @@ class _ClusterMetadata:
         body = MetadataRequest(
             topics=None
             if topics is None
-            else [MetadataRequest.MetadataRequestTopic(topic_id=_NULL_UUID, name=name) for name in topics],
+            else [
+                MetadataRequest.MetadataRequestTopic(topic_id=_NULL_UUID, name=name)
+                for name in topics
+            ],
             allow_auto_topic_creation=False,
             include_cluster_authorized_operations=False,
             include_topic_authorized_operations=False,
@@ -160,7 +174,9 @@ class _ClusterMetadata:
                 # A broker that has just started and not yet had the controller's
                 # UpdateMetadata knows no broker and no topic (every topic
                 # UNKNOWN_TOPIC_OR_PARTITION): ask another, as Kafka's client does.
-                failures.append(f"{connection.address} answered Metadata without brokers (just started?)")
+                failures.append(
+                    f"{connection.address} answered Metadata without brokers (just started?)"
+                )
                 continue
             self._metadata_connection = connection
             self._update_caches(response)
@@ -178,7 +194,11 @@ class _ClusterMetadata:
             if address in tried:
                 continue
             tried.add(address)
-            reusable = [c for c in self._connections.values() if not c.closed and (c.host, c.port) == address]
+            reusable = [
+                c
+                for c in self._connections.values()
+                if not c.closed and (c.host, c.port) == address
+            ]
             if reusable:
                 yield reusable[0]
                 continue
@@ -187,7 +207,10 @@ class _ClusterMetadata:
             except BrokerUnavailable as exc:
                 failures.append(str(exc))
                 continue
-            if self._metadata_connection is not None and self._metadata_connection not in self._connections.values():
+            if (
+                self._metadata_connection is not None
+                and self._metadata_connection not in self._connections.values()
+            ):
                 self._metadata_connection.close()
             self._metadata_connection = connection
             yield connection
@@ -225,6 +248,9 @@ class _ClusterMetadata:
                 key = (t.name, p.partition_index)
                 epoch = p.leader_epoch if p.leader_epoch is not None else -1
                 if not recreated and key in old_leaders and epoch < old_epochs.get(key, -1):
-                    self._leaders[key], self._leader_epochs[key] = old_leaders[key], old_epochs[key]  # newer known
+                    self._leaders[key], self._leader_epochs[key] = (
+                        old_leaders[key],
+                        old_epochs[key],
+                    )  # newer known
                 elif p.error_code in (0, ErrorCode.REPLICA_NOT_AVAILABLE) and p.leader_id >= 0:
                     self._leaders[key], self._leader_epochs[key] = p.leader_id, epoch

@@ -41,14 +41,18 @@ class RetryPolicy:
         if self.max_attempts is not None and self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1 or None, not {self.max_attempts!r}")
         if not 0 <= self.backoff_s <= self.backoff_max_s:
-            raise ValueError(f"need 0 <= backoff ({self.backoff_s!r}) <= max backoff ({self.backoff_max_s!r})")
+            raise ValueError(
+                f"need 0 <= backoff ({self.backoff_s!r}) <= max backoff ({self.backoff_max_s!r})"
+            )
 
     def backoff(self, retry: int) -> float:
         """Seconds to wait before the ``retry``-th backed-off retry (1-based)."""
         return min(self.backoff_s * 2 ** min(retry - 1, 62), self.backoff_max_s)
 
     def start(
-        self, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> RetryState:
         """The state of one call whose first try begins now."""
         return RetryState(self, clock, sleep)
@@ -62,7 +66,9 @@ class RetryState:
     :meth:`gave_up`).
     """
 
-    def __init__(self, policy: RetryPolicy, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+    def __init__(
+        self, policy: RetryPolicy, clock: Callable[[], float], sleep: Callable[[float], None]
+    ) -> None:
         self.policy = policy
         self._clock = clock
         self._sleep = sleep
@@ -100,11 +106,17 @@ class RetryState:
         ``errno``, ``retriable``), its message prefixed with the call, the partition
         (or topic) and the budget used, ``topic``, ``partition`` and ``attempts``
         set.  Raise it ``from last``."""
-        where = "" if topic is None else f" {topic}" if partition is None else f" {topic}-{partition}"
+        where = (
+            "" if topic is None else f" {topic}" if partition is None else f" {topic}-{partition}"
+        )
         message = (
             f"{what}{where}: gave up after {self.attempts} attempt(s) in {self.elapsed:.1f} s "
             f"(retry budget {self.policy.timeout_s:g} s"
-            + (f", {self.policy.max_attempts} attempts" if self.policy.max_attempts is not None else "")
+            + (
+                f", {self.policy.max_attempts} attempts"
+                if self.policy.max_attempts is not None
+                else ""
+            )
             + f"); last error: {last}"
         )
         error: KafkaClientError
