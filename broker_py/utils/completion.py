@@ -17,7 +17,7 @@ class Completion:
     def __init__(self) -> None:
         self._done = False
         self._value: Any = None
-        self._future: asyncio.Future | None = None
+        self._future: asyncio.Future[Any] | None = None
 
     def __call__(self, value: Any) -> None:
         if self._done:

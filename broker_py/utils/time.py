@@ -64,7 +64,9 @@ SYSTEM_TIME = SystemTime()
 class MockTimer:
     __slots__ = ("_cancelled", "args", "callback", "deadline")
 
-    def __init__(self, deadline: float, callback: Callable[..., Any], args: tuple) -> None:
+    def __init__(
+        self, deadline: float, callback: Callable[..., Any], args: tuple[Any, ...]
+    ) -> None:
         self.deadline = deadline
         self.callback = callback
         self.args = args
@@ -101,8 +103,13 @@ class MockTime:
         return timer
 
     async def sleep(self, delay_s: float) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self.call_later(delay_s, lambda: future.done() or future.set_result(None))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self.call_later(delay_s, wake)
         await future
 
     def pending(self) -> int:

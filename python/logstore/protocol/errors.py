@@ -63,7 +63,7 @@ class KafkaError(KafkaException):
         super().__init_subclass__(**kwargs)
         if "errno" not in cls.__dict__:
             return  # a refinement of an existing code's class
-        code = ErrorCode(cls.errno)
+        code = ErrorCode(cls.errno)  # type: ignore[call-arg]  # value lookup (mypy#10573)
         if code in _BY_CODE:
             raise TypeError(f"error code {code.name} already has class {_BY_CODE[code].__name__}")
         cls.errno = code
@@ -94,7 +94,7 @@ def error_class(code: int) -> type[KafkaError] | None:
     if code == 0:
         return None
     try:
-        return _BY_CODE[ErrorCode(code)]
+        return _BY_CODE[ErrorCode(code)]  # type: ignore[call-arg]  # value lookup (mypy#10573)
     except ValueError:
         return UnknownServerError
 

@@ -121,7 +121,7 @@ class Request:
 
     @property
     def api_key(self) -> ApiKey:
-        return ApiKey(self.header.api_key)
+        return ApiKey(self.header.api_key)  # type: ignore[call-arg]  # value lookup (mypy#10573)
 
     @property
     def api_version(self) -> int:
@@ -316,8 +316,10 @@ def read_request(frame: bytes, key: ApiKey) -> Request:
 def _frame_chunks(w: Writer) -> list[bytearray | DeferredRecords]:
     """Patch the size prefix reserved at the start of ``w``; return the chunks."""
     chunks = w.getchunks()
+    head = chunks[0]
+    assert isinstance(head, bytearray)  # the size prefix opens the first byte chunk
     total = sum(len(c) for c in chunks) - 4
-    _SIZE.pack_into(chunks[0], 0, total)
+    _SIZE.pack_into(head, 0, total)
     return chunks
 
 
@@ -387,7 +389,7 @@ def encode_response(correlation_id: int, api_key: ApiKey, api_version: int, body
 
 def encode_request(header: RequestHeader, body: Message) -> bytes:
     """A whole request frame; the body is written at ``header.api_version``."""
-    key = ApiKey(header.api_key)
+    key = ApiKey(header.api_key)  # type: ignore[call-arg]  # value lookup (mypy#10573)
     if body.API_KEY is not key or body.KIND != "request":
         raise EncodeError(f"{type(body).__name__} is not a {key.api_name} request")
     w = _start_frame()
@@ -396,7 +398,9 @@ def encode_request(header: RequestHeader, body: Message) -> bytes:
     except struct.error as exc:
         raise EncodeError(f"request header: {exc}") from None
     body.write(w, header.api_version)
-    return bytes(_frame_chunks(w)[0])
+    head = _frame_chunks(w)[0]
+    assert isinstance(head, bytearray)  # as in _frame_chunks
+    return bytes(head)
 
 
 def decode_response(frame: bytes, api_key: ApiKey, api_version: int) -> tuple[int, Message]:

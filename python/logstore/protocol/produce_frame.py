@@ -14,15 +14,28 @@ from __future__ import annotations
 import logstore
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.headers import RequestHeader
-from logstore.protocol.messages.produce import ProduceRequest
+from logstore.protocol.schema import Message
+
+# What logstore.parse_produce_request returns for a frame in the common shape:
+# (api_version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics).
+ParsedProduce = tuple[
+    int,
+    int,
+    str | None,
+    str | None,
+    int,
+    int,
+    tuple[tuple[str, tuple[tuple[int, int, int, bool], ...]], ...],
+]
 
 
 class ProduceFrame:
     """A Produce request as ranges into its frame.
 
     It reads as a :class:`~logstore.protocol.frame.Request` does (``header``,
-    ``body``, ``size``); ``body`` is decoded on demand. ``topics`` is ``((name, ((partition, records_start, records_end, has_producer_id),
-    ...)), ...)``; records_start is -1 for null records.
+    ``body``, ``size``); ``body`` is decoded on demand. ``topics`` is ``((name,
+    ((partition, records_start, records_end, has_producer_id), ...)), ...)``;
+    records_start is -1 for null records.
     """
 
     __slots__ = (
@@ -38,7 +51,7 @@ class ProduceFrame:
 
     api_key = ApiKey.PRODUCE
 
-    def __init__(self, frame: bytes, parsed: tuple) -> None:
+    def __init__(self, frame: bytes, parsed: ParsedProduce) -> None:
         self.frame = frame
         (
             self.api_version,
@@ -64,7 +77,7 @@ class ProduceFrame:
         )
 
     @property
-    def body(self) -> ProduceRequest:
+    def body(self) -> Message:
         """The request as a message, decoded by the schema codec, for code that wants one."""
         from logstore.protocol.frame import read_request
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import struct as _struct
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from logstore.protocol.errors import (
     EncodeError,
@@ -63,7 +63,7 @@ _NO_DEFAULT: Any = object()
 _HIGHEST = 0x7FFF
 
 
-class _NoTags(dict):
+class _NoTags(dict[int, bytes]):
     """The ``unknown_tagged_fields`` of every decoded struct that has none: one shared,
     unchangeable empty mapping, so a decoded array of a million structs does not hold
     a million empty dicts. Assign a new dict to add tags."""
@@ -75,7 +75,7 @@ class _NoTags(dict):
             "a decoded message's empty unknown_tagged_fields is shared; assign a new dict"
         )
 
-    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _refuse
 
 
 NO_TAGS: dict[int, bytes] = _NoTags()
@@ -175,17 +175,38 @@ class Field:
         return f"Field({self.name!r}, {self.type!r}, {self.versions!r})"
 
 
-class StructValue:
+if TYPE_CHECKING:
+
+    class _GeneratedClass(type):
+        """What a checker knows of a generated class: its nested struct classes are set
+        at run time (:func:`message`), so each attribute not declared is ``Any``."""
+
+        def __getattr__(cls, name: str) -> Any: ...
+
+else:
+    _GeneratedClass = type
+
+
+class StructValue(metaclass=_GeneratedClass):
     """Base of every generated struct class (and of :class:`Message`)."""
 
     __slots__ = ()
     SCHEMA: ClassVar[Struct]
 
+    if TYPE_CHECKING:
+        # The fields come from the schema at run time (dataclasses.make_dataclass), so a
+        # checker takes any keyword argument and sees every field as Any.
+        def __init__(self, **fields: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
 
 class Struct:
     """A struct type: a name and its fields; builds the Python class for it."""
 
-    def __init__(self, name: str, fields: Sequence[Field], *, base: type = StructValue):
+    def __init__(
+        self, name: str, fields: Sequence[Field], *, base: type[StructValue] = StructValue
+    ):
         self.name = name
         self.fields = tuple(fields)
         names = [f.name for f in self.fields]
@@ -197,7 +218,7 @@ class Struct:
         self._codecs: dict[tuple[int, bool], _StructCodec] = {}
         self.cls = self._make_class(base)
 
-    def _make_class(self, base: type) -> type:
+    def _make_class(self, base: type[StructValue]) -> type[StructValue]:
         specs: list[tuple[str, Any, Any]] = []
         for f in self.fields:
             if f.has_mutable_default():
@@ -208,8 +229,12 @@ class Struct:
         specs.append(
             ("unknown_tagged_fields", dict, dataclasses.field(default_factory=dict, repr=False))
         )
-        cls = dataclasses.make_dataclass(
-            self.name, specs, bases=(base,), kw_only=True, slots=True, eq=True
+        # make_dataclass is declared to return a bare ``type``; the class derives from base.
+        cls = cast(
+            "type[StructValue]",
+            dataclasses.make_dataclass(
+                self.name, specs, bases=(base,), kw_only=True, slots=True, eq=True
+            ),
         )
         cls.SCHEMA = self
         return cls
@@ -415,7 +440,7 @@ class _StructCodec:
                 nullable = version in f.nullable
                 rd = _type_reader(f.type, version, flexible, nullable)
                 wr = _type_writer(f.type, version, flexible, nullable)
-                if is_tagged:
+                if f.tag is not None:
                     tagged.append((f.tag, f.name, rd, wr, f.default))
                 else:
                     fmt = _FIXED_FORMATS.get(f.type.name) if isinstance(f.type, Primitive) else None
@@ -551,7 +576,7 @@ class _StructCodec:
     # reference path --------------------------------------------------------
 
     def _read_slow(self, r: Reader) -> Any:
-        obj = object.__new__(self.cls)
+        obj: Any = object.__new__(self.cls)
         for name, value in self.defaults:
             setattr(obj, name, value)
         for name, factory in self.factories:
@@ -602,7 +627,8 @@ class Message(StructValue):
     def read(cls, r: Reader, version: int) -> Message:
         """Decode from ``r``; bytes after the message are left unread."""
         cls.check_version(version)
-        return cls.SCHEMA.codec(version, cls.is_flexible(version)).read(r)
+        msg: Message = cls.SCHEMA.codec(version, cls.is_flexible(version)).read(r)
+        return msg
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Message:
@@ -630,7 +656,7 @@ def message(api_key: ApiKey, kind: str, fields: Sequence[Field]) -> type[Message
         raise ValueError(f"kind must be 'request' or 'response', not {kind!r}")
     name = api_key.api_name + kind.capitalize()
     schema = Struct(name, fields, base=Message)
-    cls = schema.cls
+    cls = cast("type[Message]", schema.cls)  # the struct's class derives from its base
     cls.API_KEY = api_key
     cls.KIND = kind
     for nested in schema.nested():

@@ -35,6 +35,7 @@ one byte in practice; Kafka applies the same rule).
 
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid
 from collections.abc import Callable
@@ -108,25 +109,32 @@ class Reader:
     # fixed-size -------------------------------------------------------
 
     def int8(self) -> int:
-        return _I8.unpack_from(self.buf, self.advance(1))[0]
+        value: int = _I8.unpack_from(self.buf, self.advance(1))[0]
+        return value
 
     def int16(self) -> int:
-        return _I16.unpack_from(self.buf, self.advance(2))[0]
+        value: int = _I16.unpack_from(self.buf, self.advance(2))[0]
+        return value
 
     def int32(self) -> int:
-        return _I32.unpack_from(self.buf, self.advance(4))[0]
+        value: int = _I32.unpack_from(self.buf, self.advance(4))[0]
+        return value
 
     def int64(self) -> int:
-        return _I64.unpack_from(self.buf, self.advance(8))[0]
+        value: int = _I64.unpack_from(self.buf, self.advance(8))[0]
+        return value
 
     def uint16(self) -> int:
-        return _U16.unpack_from(self.buf, self.advance(2))[0]
+        value: int = _U16.unpack_from(self.buf, self.advance(2))[0]
+        return value
 
     def uint32(self) -> int:
-        return _U32.unpack_from(self.buf, self.advance(4))[0]
+        value: int = _U32.unpack_from(self.buf, self.advance(4))[0]
+        return value
 
     def float64(self) -> float:
-        return _F64.unpack_from(self.buf, self.advance(8))[0]
+        value: float = _F64.unpack_from(self.buf, self.advance(8))[0]
+        return value
 
     def bool(self) -> bool:
         return self.buf[self.advance(1)] != 0
@@ -186,7 +194,7 @@ class Reader:
             )
         return n
 
-    def length(self, flexible: bool, what: str) -> int:
+    def length(self, flexible: builtins.bool, what: str) -> int:
         """A string/bytes/array length: ``-1`` means null.
 
         Non-flexible strings use int16; everything else int32 or compact.
@@ -202,7 +210,7 @@ class Reader:
             return -1
         return self._check_length(n, what)
 
-    def string_length(self, flexible: bool) -> int:
+    def string_length(self, flexible: builtins.bool) -> int:
         if flexible:
             return self.length(True, "string")
         n = self.int16()
@@ -341,7 +349,7 @@ class Writer:
             raise EncodeError(f"varlong {v} out of range")
         self._unsigned(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
-    def length(self, n: int, flexible: bool) -> None:
+    def length(self, n: int, flexible: builtins.bool) -> None:
         """Array/bytes length; ``-1`` for null."""
         if flexible:
             self.unsigned_varint(n + 1)

@@ -15,7 +15,7 @@ Quirks the broker must keep:
 from __future__ import annotations
 
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.schema import Array, Field, Struct, message
+from logstore.protocol.schema import Array, Field, Message, Struct, StructValue, message
 from logstore.protocol.types import BOOL, INT16, INT32, INT64, STRING
 
 __all__ = [
@@ -90,7 +90,7 @@ ApiVersionsResponse = message(
 )
 
 
-def advertised_api_versions() -> list[ApiVersionsResponse.ApiVersion]:
+def advertised_api_versions() -> list[StructValue]:
     """One entry per api key we serve, with the ranges of :class:`ApiKey`."""
     return [
         ApiVersionsResponse.ApiVersion(
@@ -100,7 +100,7 @@ def advertised_api_versions() -> list[ApiVersionsResponse.ApiVersion]:
     ]
 
 
-def api_versions_response(error_code: int = 0, throttle_time_ms: int = 0) -> ApiVersionsResponse:
+def api_versions_response(error_code: int = 0, throttle_time_ms: int = 0) -> Message:
     """The broker's ApiVersions answer, listing every advertised range.
 
     With ``error_code`` 35 (UNSUPPORTED_VERSION) this is the answer to an

@@ -3,8 +3,9 @@
 ``records`` holds one or more RecordBatch v2 (v3+) or a message set of
 message format v0/v1 (v0-v2: magic 0 in v0-v1, magic 1 in v2), as a
 ``memoryview`` into the request frame: the codec never parses it; the
-storage engine converts a message set to v2, validates and appends it.  ``acks`` is 0 (no response is sent), 1 (leader) or -1
-(all in-sync replicas).  v1 adds ``throttle_time_ms`` to the response, v2
+storage engine converts a message set to v2, validates and appends it.
+``acks`` is 0 (no response is sent), 1 (leader) or -1 (all in-sync replicas).
+v1 adds ``throttle_time_ms`` to the response, v2
 ``log_append_time_ms``; v3 adds ``transactional_id``; v7 is the first that
 may carry zstd batches; v8 adds per-batch ``record_errors``; v10 adds the
 tagged ``current_leader`` / ``node_endpoints`` hints for NOT_LEADER errors
