@@ -31,8 +31,8 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
-from broker_py.server import metadata_file
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError, zk_failure
 from broker_py.zk.zk_change_notifications import ConfigChangeListener, call_on_loop
 from broker_py.zk.zk_data import DEFAULT_ENTITY, ConfigEntityZNode, ZkDataError

@@ -59,7 +59,7 @@ from broker_py.controller.controller_store import (
     StoreChangeKind,
     TopicExistsInStoreError,
 )
-from broker_py.server import metadata_file
+from broker_py.utils import metadata_file
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
 from broker_py.zk.kafka_zk_client import BrokerIdInUseError

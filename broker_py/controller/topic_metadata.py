@@ -21,8 +21,8 @@ import re
 import uuid
 
 from broker_py.coordinator.internal_topics import is_internal_topic
-from broker_py.server import metadata_file
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 from logstore.protocol.errors import InvalidTopicError
 
 MAX_TOPIC_NAME = 249

@@ -44,9 +44,9 @@ from broker_py.config.kafka_config import ConfigError
 from broker_py.controller.local_controller_store import LocalControllerStore
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
-from broker_py.server import metadata_file
 from broker_py.server.local_support import STORE_FILE, take_over_topics_json
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.zk.kafka_zk_client import CreateOp
 from broker_py.zk.zk_data import (
     ConfigEntityZNode,

@@ -43,7 +43,7 @@ from broker_py.server.handlers.controller import (
     apply_update_metadata,
 )
 from broker_py.server.metadata_cache import MetadataCache
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, TopicPartition
 from logstore.protocol.errors import KafkaError

@@ -10,7 +10,7 @@ import pytest
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.controller.topic_metadata import METADATA_DIR
 from broker_py.server.kafka_server import KafkaServer
-from broker_py.server.metadata_file import MetadataFileError
+from broker_py.utils.metadata_file import MetadataFileError
 
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
 GOOD_UUID = "0" * 31 + "1"

@@ -8,8 +8,8 @@ import stat
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
-from broker_py.server import metadata_file
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 
 
 def _mode(path: str) -> int:

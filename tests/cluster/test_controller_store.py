@@ -24,7 +24,7 @@ from broker_py.controller.controller_store import (
     TopicExistsInStoreError,
 )
 from broker_py.controller.local_controller_store import LocalControllerStore
-from broker_py.server.metadata_file import MetadataFileError
+from broker_py.utils.metadata_file import MetadataFileError
 from broker_py.utils.time import MockTime
 from broker_py.zk import zk_data
 from broker_py.zk.kafka_zk_client import BrokerIdInUseError, KafkaZkClient

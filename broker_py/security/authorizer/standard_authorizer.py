@@ -42,8 +42,8 @@ from broker_py.security.authorizer.acl_binding import (
     ResourcePattern,
     ResourceType,
 )
-from broker_py.server import metadata_file
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 DECISION_CACHE_SIZE = 65536

@@ -23,8 +23,8 @@ import hashlib
 import hmac
 import os
 
-from broker_py.server import metadata_file
-from broker_py.server.metadata_file import METADATA_DIR
+from broker_py.utils import metadata_file
+from broker_py.utils.metadata_file import METADATA_DIR
 
 # Kafka's ScramMechanism type ids, as DescribeUserScramCredentials and
 # AlterUserScramCredentials carry them.
