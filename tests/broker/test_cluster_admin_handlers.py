@@ -159,7 +159,7 @@ def cluster_apis():
         authorizer=None,
         dynamic_configs=FakeDynamicConfigs(),
         metadata_cache=None,
-        admin_manager=SimpleNamespace(
+        config_admin_manager=SimpleNamespace(
             set_broker_configs=lambda r, c, validate_only=False: validated.append(
                 (r, c, validate_only)
             )

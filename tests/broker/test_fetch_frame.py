@@ -54,6 +54,24 @@ def _tagged(epoch_end, leader) -> dict:
     return out
 
 
+def _partition_data(
+    index, error, hw, lso, log_start, aborted, records, preferred, epoch_end, leader
+) -> FetchResponse.PartitionData:
+    return FetchResponse.PartitionData(
+        partition_index=index,
+        error_code=error,
+        high_watermark=hw,
+        last_stable_offset=lso,
+        log_start_offset=log_start,
+        aborted_transactions=None
+        if aborted is None
+        else [FetchResponse.AbortedTransaction(producer_id=p, first_offset=f) for p, f in aborted],
+        preferred_read_replica=preferred,
+        records=DeferredRecords(len(records), records) if records else b"",
+        **_tagged(epoch_end, leader),
+    )
+
+
 def _generic(correlation_id, version, error_code, session_id, topics, endpoints=()) -> bytes:
     body = FetchResponse(
         throttle_time_ms=0,
@@ -63,25 +81,7 @@ def _generic(correlation_id, version, error_code, session_id, topics, endpoints=
             FetchResponse.FetchableTopicResponse(
                 topic=name,
                 topic_id=topic_id,
-                partitions=[
-                    FetchResponse.PartitionData(
-                        partition_index=index,
-                        error_code=error,
-                        high_watermark=hw,
-                        last_stable_offset=lso,
-                        log_start_offset=log_start,
-                        aborted_transactions=None
-                        if aborted is None
-                        else [
-                            FetchResponse.AbortedTransaction(producer_id=p, first_offset=f)
-                            for p, f in aborted
-                        ],
-                        preferred_read_replica=preferred,
-                        records=DeferredRecords(len(records), records) if records else b"",
-                        **_tagged(epoch_end, leader),
-                    )
-                    for index, error, hw, lso, log_start, aborted, records, preferred, epoch_end, leader in parts
-                ],
+                partitions=[_partition_data(*part) for part in parts],
             )
             for name, topic_id, parts in topics
         ],

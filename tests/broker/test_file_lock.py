@@ -75,7 +75,7 @@ def test_a_refused_dir_releases_the_dirs_locked_before_it(tmp_path):
 def test_a_second_broker_on_the_same_dirs_stops_before_touching_them(tmp_path):
     dirs = f"{tmp_path / 'a'},{tmp_path / 'b'}"
     broker = KafkaServer(BrokerConfig({"log.dirs": dirs}))
-    broker.apis.admin_manager.create_topic("t", 2)
+    broker.apis.topic_admin_manager.create_topic("t", 2)
     before = {p: os.stat(p).st_mtime_ns for p in _files(tmp_path)}
     with pytest.raises(LogDirInUseError):
         KafkaServer(BrokerConfig({"log.dirs": dirs, "broker.id": "7"}))

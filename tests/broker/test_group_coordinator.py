@@ -346,7 +346,7 @@ async def stable_group(c: Cluster, n: int, group="g", **join_kwargs):
 
 
 def make_topic(c: Cluster, name="orders", partitions=3):
-    c.apis.admin_manager.ensure_topic(name, partitions, {})
+    c.apis.topic_admin_manager.ensure_topic(name, partitions, {})
 
 
 # ---- membership ----

@@ -32,7 +32,7 @@ def _partitions(tmp_path, n, calls):
     out = []
     for i in range(n):
         log = logstore.Log.open(tmp_path / f"t-{i}", segment_bytes=32768, cleanup_policy="compact")
-        for r in range(40):
+        for _ in range(40):
             log.append(logstore.encode_batch([(b"k%d" % k, bytes(200), [], T0) for k in range(20)]))
         log.roll()
         out.append(SimpleNamespace(topic="t", index=i, local_log=RecordingLog(log, calls), raw=log))

@@ -16,10 +16,10 @@ def _count(d):
 def test_new_partitions_go_to_the_dir_with_fewest(tmp_path):
     dirs = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "c")]
     broker = KafkaServer(BrokerConfig({"log.dirs": ",".join(dirs)}))
-    broker.apis.admin_manager.create_topic("t", 6)
+    broker.apis.topic_admin_manager.create_topic("t", 6)
     assert [_count(d) for d in dirs] == [2, 2, 2]
-    broker.apis.admin_manager.create_topic("u", 1)
-    broker.apis.admin_manager.create_topic("v", 2)
+    broker.apis.topic_admin_manager.create_topic("u", 1)
+    broker.apis.topic_admin_manager.create_topic("v", 2)
     assert sorted(_count(d) for d in dirs) == [3, 3, 3]
     placement = {key: broker.log_manager._dir_of[key] for key in broker.log_manager.logs}
     broker.log_manager.shutdown()
@@ -28,7 +28,9 @@ def test_new_partitions_go_to_the_dir_with_fewest(tmp_path):
     again = KafkaServer(BrokerConfig({"log.dirs": ",".join(dirs)}))
     for topic in again.apis.metadata_cache.topics.values():
         for p in range(topic.partitions):
-            again.log_manager.open_log(topic, p, again.apis.admin_manager.effective_config(topic))
+            again.log_manager.open_log(
+                topic, p, again.apis.log_config_manager.effective_config(topic)
+            )
     assert {key: again.log_manager._dir_of[key] for key in again.log_manager.logs} == placement
     assert [_count(d) for d in dirs] == [3, 3, 3]
     again.log_manager.shutdown()
@@ -132,7 +134,7 @@ def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path
 
     a, b = _dirs(tmp_path)
     broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.apis.admin_manager.create_topic("t", 1)
+    broker.apis.topic_admin_manager.create_topic("t", 1)
     src = broker.log_manager.dir_of("t", 0)
     other = b if src == a else a
     broker.log_manager.shutdown()
@@ -140,7 +142,7 @@ def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path
     os.rename(os.path.join(src, "t-0"), os.path.join(src, f"t-0.{MOVE_ID}-delete"))
     again = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
     topic = again.apis.metadata_cache.get("t")
-    again.log_manager.open_log(topic, 0, again.apis.admin_manager.effective_config(topic))
+    again.log_manager.open_log(topic, 0, again.apis.log_config_manager.effective_config(topic))
     assert again.log_manager.dir_of("t", 0) == other
     assert [n for n in os.listdir(src) if n.startswith("t-0")] == []
     again.log_manager.shutdown()
@@ -211,7 +213,7 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     a, b = _dirs(tmp_path)
     monkeypatch.setattr(log_dir_mover, "CATCH_UP_BYTES", 64 << 10)
     broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.apis.admin_manager.create_topic("t", 1)
+    broker.apis.topic_admin_manager.create_topic("t", 1)
     src_dir = broker.log_manager.dir_of("t", 0)
     dest_dir = b if src_dir == a else a
     plog = broker.apis.replica_manager.partitions[("t", 0)].log.local_log
@@ -270,7 +272,7 @@ def _moving_broker(tmp_path, monkeypatch, dirs=("a", "b", "c")):
         (tmp_path / d).mkdir()
         paths.append(str(tmp_path / d))
     broker = KafkaServer(BrokerConfig({"log.dirs": ",".join(paths)}))
-    broker.apis.admin_manager.create_topic("t", 1)
+    broker.apis.topic_admin_manager.create_topic("t", 1)
     home = broker.log_manager.dir_of("t", 0)
     batch = logstore.encode_batch([(None, b"v%d" % i) for i in range(10)])
     for _ in range(10):
@@ -349,8 +351,8 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
 
     a, b = _dirs(tmp_path)
     broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))
-    broker.apis.admin_manager.create_topic("t", 2)
-    broker.apis.admin_manager.create_topic("u", 1)
+    broker.apis.topic_admin_manager.create_topic("t", 2)
+    broker.apis.topic_admin_manager.create_topic("u", 1)
     t0 = os.path.join(broker.log_manager.dir_of("t", 0), "t-0")
     u0 = os.path.join(broker.log_manager.dir_of("u", 0), "u-0")
     broker.log_manager.shutdown()

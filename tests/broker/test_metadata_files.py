@@ -33,12 +33,12 @@ GOOD_UUID = "0" * 31 + "1"
         ),
         (
             "topics.json",
-            '{"topics": {"t": {"topic_id": "%s", "partitions": "3"}}}' % GOOD_UUID,
+            f'{{"topics": {{"t": {{"topic_id": "{GOOD_UUID}", "partitions": "3"}}}}}}',
             "not a positive integer",
         ),
         (
             "topics.json",
-            '{"topics": {"t": {"topic_id": "%s", "partitions": 0}}}' % GOOD_UUID,
+            f'{{"topics": {{"t": {{"topic_id": "{GOOD_UUID}", "partitions": 0}}}}}}',
             "not a positive integer",
         ),
         ("topics.json", b"\xff\xfe{}", "cannot be read"),
@@ -52,7 +52,8 @@ GOOD_UUID = "0" * 31 + "1"
         ),
         (
             "scram-credentials.json",
-            '{"users": {"a": {"SCRAM-SHA-256": {"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}',
+            '{"users": {"a": {"SCRAM-SHA-256": '
+            '{"salt": "!!", "stored_key": "", "server_key": "", "iterations": 4096}}}}',
             "malformed entry",
         ),
         ("broker-configs.json", '{"default": ["x"]}', "malformed entry"),

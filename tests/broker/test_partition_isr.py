@@ -17,7 +17,7 @@ from broker_py.cluster.replica import Replica
 from broker_py.log.unified_log import UnifiedLog
 from logstore.protocol.error_codes import ErrorCode
 
-from .test_replica_manager import batch, logs  # noqa: F401  (the fixture)
+from .test_replica_manager import batch
 
 ME = 1
 LAG_MS = 30_000

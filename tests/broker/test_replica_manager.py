@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -23,22 +22,6 @@ ME = 1
 
 def batch(n: int = 1) -> bytes:
     return logstore.encode_batch([(b"k", b"v%d" % i, [], 1_700_000_000_000) for i in range(n)])
-
-
-@pytest.fixture
-def logs(tmp_path):
-    opened = []
-
-    def open_log(name: str) -> UnifiedLog:
-        plog = logstore.Log.open(str(tmp_path / name))
-        opened.append(plog)
-        topic, index = name.rsplit("-", 1)
-        return UnifiedLog(topic, int(index), plog)
-
-    yield open_log
-    for plog in opened:
-        if not plog.closed:
-            plog.close()
 
 
 class Countdown(DelayedOperation):

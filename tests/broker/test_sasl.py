@@ -147,7 +147,8 @@ def test_authenticator_states():
 def test_jaas_parses_kafkas_login_module_lines():
     m = jaas.parse(
         "k",
-        'org.apache.kafka.common.security.plain.PlainLoginModule required\n  username="admin" password="a\\"b" user_admin="x" user_bob=y;',
+        "org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  username="admin" password="a\\"b" user_admin="x" user_bob=y;',
     )
     assert m.class_name.endswith("PlainLoginModule") and m.flag == "required"
     assert m.options == {"username": "admin", "password": 'a"b', "user_admin": "x", "user_bob": "y"}
@@ -273,7 +274,8 @@ def _jwt(claims: dict, header: dict | None = None) -> str:
 
 
 def _first_message(token: str, authzid: str = "", extensions: str = "") -> bytes:
-    return f"n,{'a=' + authzid if authzid else ''},\x01auth=Bearer {token}\x01{extensions}\x01".encode()
+    gs2_header = f"n,{'a=' + authzid if authzid else ''},"
+    return f"{gs2_header}\x01auth=Bearer {token}\x01{extensions}\x01".encode()
 
 
 NOW = 1_800_000_000.0
@@ -375,7 +377,10 @@ def test_oauthbearer_listener_needs_its_login_module(tmp_path):
                     **base,
                     "log.dirs": str(tmp_path / "b"),
                     "sasl.jaas.config": module,
-                    "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "com.example.JwksValidator",
+                    (
+                        "listener.name.sasl_plaintext.oauthbearer."
+                        "sasl.server.callback.handler.class"
+                    ): "com.example.JwksValidator",
                 }
             ),
             "SASL_PLAINTEXT",

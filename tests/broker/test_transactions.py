@@ -307,7 +307,7 @@ def with_coordinator(data_dir, fn, **overrides):
 
 def test_coordinator_runs_a_transaction_and_reloads_its_state(tmp_path):
     async def first(broker, c):
-        broker.apis.admin_manager.create_topic("data", 2)
+        broker.apis.topic_admin_manager.create_topic("data", 2)
         assert await c.init_producer_id("app", 0) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
         assert await c.init_producer_id("app", 10**9) == (E.INVALID_TRANSACTION_TIMEOUT, -1, -1)
         error, pid, epoch = await c.init_producer_id("app", 60000)
@@ -362,7 +362,7 @@ def test_coordinator_runs_a_transaction_and_reloads_its_state(tmp_path):
 
 def test_coordinator_aborts_at_the_timeout_and_expires_ids(tmp_path):
     async def run(broker, c):
-        broker.apis.admin_manager.create_topic("data", 1)
+        broker.apis.topic_admin_manager.create_topic("data", 1)
         _, pid, epoch = await c.init_producer_id("slow", 1000)
         await c.add_partitions("slow", pid, epoch, [("data", 0)])
         start = c.transactions["slow"].txn_start_timestamp
@@ -389,7 +389,7 @@ def test_coordinator_aborts_at_the_timeout_and_expires_ids(tmp_path):
 
 def test_coordinator_finishes_a_prepared_transaction_on_load(tmp_path):
     async def prepare(broker, c):
-        broker.apis.admin_manager.create_topic("data", 1)
+        broker.apis.topic_admin_manager.create_topic("data", 1)
         _, pid, epoch = await c.init_producer_id("crashy", 60000)
         await c.add_partitions("crashy", pid, epoch, [("data", 0)])
         prepared = c.transactions["crashy"].copy()

@@ -301,7 +301,8 @@ def test_broker_v1():
 
 
 def test_broker_v2_and_v3_without_a_listener_map_use_protocol_names():
-    v3 = b"""{"version":3, "host":"localhost", "port":9092, "jmx_port":9999, "timestamp":"2233345666",
+    v3 = b"""{"version":3, "host":"localhost", "port":9092, "jmx_port":9999,
+             "timestamp":"2233345666",
              "endpoints":["PLAINTEXT://host1:9092", "SSL://host1:9093"], "rack":"dc1"}"""
     info = BrokerIdZNode.decode(1, v3)
     assert info.endpoints == [
@@ -327,10 +328,13 @@ def test_broker_v4_with_a_null_or_no_rack(rack):
 
 
 def test_broker_v5_features():
-    v5 = b"""{"version":5, "host":"localhost", "port":9092, "jmx_port":9999, "timestamp":"2233345666",
+    v5 = b"""{"version":5, "host":"localhost", "port":9092, "jmx_port":9999,
+             "timestamp":"2233345666",
              "endpoints":["CLIENT://host1:9092", "REPLICATION://host1:9093"],
-             "listener_security_protocol_map":{"CLIENT":"SSL", "REPLICATION":"PLAINTEXT"}, "rack":"dc1",
-             "features": {"feature1": {"min_version": 1, "max_version": 2}, "feature2": {"min_version": 2, "max_version": 4}}}"""
+             "listener_security_protocol_map":{"CLIENT":"SSL", "REPLICATION":"PLAINTEXT"},
+             "rack":"dc1",
+             "features": {"feature1": {"min_version": 1, "max_version": 2},
+                          "feature2": {"min_version": 2, "max_version": 4}}}"""
     assert BrokerIdZNode.decode(1, v5).features == {"feature1": (1, 2), "feature2": (2, 4)}
 
 
@@ -359,7 +363,10 @@ def test_topic_v1_and_v2_have_no_topic_id():
     assert TopicZNode.decode(
         b'{"version":1,"partitions":{"0":[0,1],"1":[1,0]}}'
     ) == TopicAssignment(None, {0: [0, 1], 1: [1, 0]})
-    v2 = b'{"version":2,"partitions":{"0":[0,1]},"adding_replicas":{"0":[1],"9":[2]},"removing_replicas":{}}'
+    v2 = (
+        b'{"version":2,"partitions":{"0":[0,1]},'
+        b'"adding_replicas":{"0":[1],"9":[2]},"removing_replicas":{}}'
+    )
     assert TopicZNode.decode(v2) == TopicAssignment(
         None, {0: [0, 1]}, adding={0: [1]}
     )  # 9 is not assigned

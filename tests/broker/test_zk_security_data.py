@@ -61,12 +61,19 @@ def test_acl_node_is_kafkas_json():
 
 
 def test_acl_node_reads_what_kafka_and_its_tools_write():
-    # AclEntry.fromBytes's doc example: other key order, spaces; upper-case names (valueFromMap's fallback).
-    doc = b'{"version": 1, "acls": [ { "host":"host1", "permissionType": "Deny","operation": "Read","principal": "User:alice"}]}'
+    # AclEntry.fromBytes's doc example: other key order, spaces; upper-case names
+    # (valueFromMap's fallback).
+    doc = (
+        b'{"version": 1, "acls": [ { "host":"host1", "permissionType": "Deny",'
+        b'"operation": "Read","principal": "User:alice"}]}'
+    )
     assert ResourceZNode.decode(doc) == [
         AccessControlEntry("User:alice", "host1", AclOperation.READ, AclPermissionType.DENY)
     ]
-    upper = b'{"version":1,"acls":[{"principal":"User:*","permissionType":"ALLOW","operation":"IDEMPOTENTWRITE","host":"*"}]}'
+    upper = (
+        b'{"version":1,"acls":[{"principal":"User:*","permissionType":"ALLOW",'
+        b'"operation":"IDEMPOTENTWRITE","host":"*"}]}'
+    )
     assert ResourceZNode.decode(upper) == [
         AccessControlEntry("User:*", "*", AclOperation.IDEMPOTENT_WRITE, AclPermissionType.ALLOW)
     ]

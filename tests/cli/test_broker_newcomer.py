@@ -85,7 +85,8 @@ def test_port_in_use_names_the_listeners_entry(tmp_path: Path) -> None:
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last == (
-        f"logstore-broker: listeners entry PLAINTEXT://127.0.0.1:{port}: cannot listen on 127.0.0.1:{port}: "
+        f"logstore-broker: listeners entry PLAINTEXT://127.0.0.1:{port}: "
+        f"cannot listen on 127.0.0.1:{port}: "
         f"port {port} is already in use (another broker or program listens there)"
     )
 

@@ -158,7 +158,7 @@ def can_login(c: Cluster, i: int, mechanism: str, user: str, password: str) -> b
 def propagated(what: str, since: float, check, brokers=BROKERS) -> None:
     """Waits until ``check(i)`` holds on every broker; records how long each took."""
     for i in brokers:
-        wait_until(lambda: check(i), PROPAGATION_BOUND_S, 0.005, f"{what} on broker {i}")
+        wait_until(lambda i=i: check(i), PROPAGATION_BOUND_S, 0.005, f"{what} on broker {i}")
         TIMES.setdefault(what, []).append(time.monotonic() - since)
 
 

@@ -682,13 +682,16 @@ def test_the_local_store_keeps_everything_but_ephemerals_in_its_file(tmp_path):
         ("[]", "not an object"),
         ('{"version": 1}', "lacks the key"),
         (
-            '{"version": 1, "zxid": 1, "controller_epoch": null, "topics": {"t": {"version": 3, "partitions": {"x": [1]}}}, "partition_states": {},'
-            ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}',
+            '{"version": 1, "zxid": 1, "controller_epoch": null,'
+            ' "topics": {"t": {"version": 3, "partitions": {"x": [1]}}}, "partition_states": {},'
+            ' "configs": {}, "topic_deletions": [], "reassign_partitions": null,'
+            ' "preferred_replica_election": null}',
             "malformed",
         ),
         (
-            '{"version": 1, "zxid": "1", "controller_epoch": null, "topics": {}, "partition_states": {},'
-            ' "configs": {}, "topic_deletions": [], "reassign_partitions": null, "preferred_replica_election": null}',
+            '{"version": 1, "zxid": "1", "controller_epoch": null, "topics": {},'
+            ' "partition_states": {}, "configs": {}, "topic_deletions": [],'
+            ' "reassign_partitions": null, "preferred_replica_election": null}',
             "malformed",
         ),
     ],

@@ -305,7 +305,8 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
                             )
                         since_commit = 0
                     except KafkaException:
-                        pass  # the coordinator moved: delivered again after the rebalance, as allowed
+                        # the coordinator moved: delivered again after the rebalance, as allowed
+                        pass
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(f"m{i}: {e!r}")
         finally:
@@ -361,7 +362,8 @@ def test_a_group_of_three_rebalances_and_loses_no_commit_across_two_coordinator_
                 ][-300:]
             )
             assert not covered, (
-                f"{part}@{offset} delivered again at {at:.3f} after a commit of {covered[0]} had succeeded; "
+                f"{part}@{offset} delivered again at {at:.3f} after a commit of {covered[0]} "
+                "had succeeded; "
                 f"commits: {[(o, round(t, 3)) for q, o, t in commits if q == part]}\n{context}"
             )
         seen.setdefault((part, offset), at)

@@ -212,8 +212,8 @@ def test_a_late_batch_of_an_aborted_transaction_is_refused_by_a_remote_leader(cl
 
 
 def test_a_late_offset_commit_of_an_aborted_transaction_is_refused_by_a_remote_group_coordinator(
-    cluster,
-):  # noqa: F811
+    cluster,  # noqa: F811 - the fixture imported from test_coordinators
+):
     c = cluster
     c.create_topic("v-in", partitions=1, replication_factor=3)
 

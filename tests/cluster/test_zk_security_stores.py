@@ -181,7 +181,7 @@ def test_concurrent_scram_changes_of_one_user_from_two_brokers_both_land(zks):
                 )
                 assert got == [{}, {}]
                 await until(
-                    lambda: (
+                    lambda c256=c256, c512=c512: (
                         a.get("u", "SCRAM-SHA-256") == b.get("u", "SCRAM-SHA-256") == c256
                         and a.get("u", "SCRAM-SHA-512") == b.get("u", "SCRAM-SHA-512") == c512
                     ),
@@ -283,7 +283,8 @@ def test_acls_reach_every_broker_in_kafkas_layout(zks):
             # What kafka-acls.sh writes (another key order, the legacy change format) is read.
             raw.create(
                 "/kafka-acl/Group/g",
-                b'{"version": 1, "acls": [{"host": "*", "operation": "Read", "permissionType": "Allow", "principal": "User:carol"}]}',
+                b'{"version": 1, "acls": [{"host": "*", "operation": "Read", '
+                b'"permissionType": "Allow", "principal": "User:carol"}]}',
             )
             raw.create("/kafka-acl-changes/acl_changes_", b"Group:g", sequence=True)
             await until(
@@ -294,7 +295,8 @@ def test_acls_reach_every_broker_in_kafkas_layout(zks):
                 message="carol",
             )
 
-            # Junk notifications and an unreadable node never break a broker; the node is not overwritten.
+            # Junk notifications and an unreadable node never break a broker; the node is not
+            # overwritten.
             raw.create("/kafka-acl-changes/acl_changes_", b"nonsense", sequence=True)
             raw.create("/kafka-acl-extended-changes/acl_changes_", b"{", sequence=True)
             raw.create("/kafka-acl/Topic/broken", b'{"version":1,"acls":[{"principal":"nobody"}]}')
@@ -379,7 +381,8 @@ def test_an_acl_change_zookeeper_cannot_take_fails_alone(zks):
             (error,) = await a.create([binding(TOPIC_T, "User:alice")])
             assert isinstance(error, UnknownServerError) and "ZooKeeper" in str(error)
             assert not a.authorize("User:alice", "h", READ, ResourceType.TOPIC, "t")
-            # a deletion ZooKeeper cannot take reports the bindings it meant to delete, each with the error
+            # a deletion ZooKeeper cannot take reports the bindings it meant to delete, each
+            # with the error
             every = AclBindingFilter.create(
                 ResourceType.ANY,
                 None,
@@ -471,7 +474,8 @@ def test_broker_configs_reach_the_brokers_they_name(zks):
                 b'{"version":2,"entity_path":"brokers/%s"}' % n for n in (b"<default>", b"2", b"3")
             ]
 
-            # A value a broker refuses (written by another tool) is logged; the broker keeps its layers.
+            # A value a broker refuses (written by another tool) is logged; the broker keeps
+            # its layers.
             raw.set(
                 "/config/brokers/<default>",
                 b'{"version":1,"config":{"log.cleaner.backoff.ms":"soon"}}',

@@ -856,7 +856,8 @@ def test_long_poll_wakes_on_produce_and_holds_when_idle(module_broker):
             quiet_poll(0.1)
         idle_fetches = fetch_requests() - before
         assert idle_fetches <= 3, (
-            f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=30000: the broker does not hold them"
+            f"{idle_fetches} Fetch requests in 4s with fetch.wait.max.ms=30000: "
+            "the broker does not hold them"
         )
 
         def send_later():

@@ -272,7 +272,8 @@ def test_confluent_group_rebalances_without_loss_and_resumes_after_restart(broke
         for n2, a2, b2, p2 in flat[i + 1 :]:
             if n1 != n2 and a1 < b2 and a2 < b1:
                 assert not (p1 & p2), (
-                    f"{n1} and {n2} both owned {sorted(p1 & p2)} between {max(a1, a2):.3f} and {min(b1, b2):.3f}"
+                    f"{n1} and {n2} both owned {sorted(p1 & p2)} "
+                    f"between {max(a1, a2):.3f} and {min(b1, b2):.3f}"
                 )
     # Each member consumed only partitions it owned at the time.
     for m in members:
@@ -483,7 +484,8 @@ def test_kafka_python_group(module_broker):
             )
         except AssertionError as e:
             raise AssertionError(
-                f"{e}; events {events}; failures {[m.failure for m in members]}; broker log:\n{module_broker.log_text()[-3000:]}"
+                f"{e}; events {events}; failures {[m.failure for m in members]}; broker log:\n"
+                f"{module_broker.log_text()[-3000:]}"
             ) from None
         first = [m.assigned for m in members]
         for i in range(40):

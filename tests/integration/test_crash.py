@@ -158,7 +158,8 @@ def test_restart_during_acks_all_produce_loses_nothing_acknowledged(broker, how)
             broker.start()
             # the producer goes on against the restarted broker
             assert producer.wait_acked(acked_before_kill[-1] + 2000, 60), (
-                f"no progress after restart: {producer.acked_count()} acked, errors {producer.errors[:5]}"
+                f"no progress after restart: {producer.acked_count()} acked, "
+                f"errors {producer.errors[:5]}"
             )
     finally:
         producer.stop()
@@ -180,7 +181,8 @@ def test_restart_during_acks_all_produce_loses_nothing_acknowledged(broker, how)
         mine = sorted((off, seq) for seq, (p, off, _) in acked.items() if p == part)
         for off, seq in mine:
             assert off in stored, (
-                f"partition {part}: acknowledged seq {seq} at offset {off} is missing (log end {len(records)})"
+                f"partition {part}: acknowledged seq {seq} at offset {off} is missing "
+                f"(log end {len(records)})"
             )
             assert stored[off] == b"%d" % seq, (
                 f"partition {part} offset {off}: {stored[off]!r}, acknowledged {seq}"
@@ -203,7 +205,8 @@ def test_restart_during_acks_all_produce_loses_nothing_acknowledged(broker, how)
                 )
     total = sum(len(r) for r in data.values())
     print(
-        f"crash ({how}): {ROUNDS} kills, acked before each kill {acked_before_kill}, {total} records in the end"
+        f"crash ({how}): {ROUNDS} kills, acked before each kill {acked_before_kill}, "
+        f"{total} records in the end"
     )
     assert total == producer.produced, (
         f"{total} records stored, {producer.produced} produced and acknowledged"

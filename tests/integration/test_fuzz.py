@@ -480,7 +480,8 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
     for f in fuzzers:
         sent.update(f.sent)
     print(
-        f"fuzz: seed {seed}, inputs {dict(sent)}, good round trips {good.round_trips}, max rtt {good.max_rtt:.3f}s"
+        f"fuzz: seed {seed}, inputs {dict(sent)}, good round trips {good.round_trips}, "
+        f"max rtt {good.max_rtt:.3f}s"
     )
 
     assert not good.errors, f"good clients saw errors: {good.errors[:10]}; " + evidence()
@@ -495,7 +496,8 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
     half = len(rss) // 2
     first, second = max(rss[:half]), max(rss[half:])
     print(
-        f"fuzz: RSS first half max {first:.1f} MB, second half max {second:.1f} MB, end {rss[-1]:.1f} MB"
+        f"fuzz: RSS first half max {first:.1f} MB, second half max {second:.1f} MB, "
+        f"end {rss[-1]:.1f} MB"
     )
     assert max(rss) < MAX_RSS_MB, f"RSS reached {max(rss):.0f} MB; " + evidence()
     assert second <= first * 1.25 + 20, (
@@ -511,17 +513,17 @@ def test_fuzzed_port_keeps_serving_good_clients(broker, tmp_path):
     while _fds(pid) > allowed and time.monotonic() < deadline:
         time.sleep(0.2)
     print(
-        f"fuzz: broker fds {fds_before} before, {_fds(pid)} after; {new_partitions} partitions auto-created"
+        f"fuzz: broker fds {fds_before} before, {_fds(pid)} after; "
+        f"{new_partitions} partitions auto-created"
     )
     assert _fds(pid) <= allowed, (
-        f"broker holds {_fds(pid)} fds, {fds_before} before the fuzz, {new_partitions} new partitions"
+        f"broker holds {_fds(pid)} fds, {fds_before} before the fuzz, "
+        f"{new_partitions} new partitions"
     )
 
     log_text = broker.log_text()
     tracebacks = [block for block in log_text.split("Traceback (most recent call last):")[1:]]
     assert not tracebacks, (
-        f"{len(tracebacks)} tracebacks in the broker log; first:\nTraceback (most recent call last):"
-        + tracebacks[0][:3000]
-        + "\n"
-        + evidence()
+        f"{len(tracebacks)} tracebacks in the broker log; first:\n"
+        "Traceback (most recent call last):" + tracebacks[0][:3000] + "\n" + evidence()
     )

@@ -145,10 +145,13 @@ def test_idempotent_producer_retries_cut_connections_without_duplicates_or_gaps(
             values = [v for _, v in got]
             dupes = len(values) - len(set(values))
             assert dupes == 0, f"partition {part}: {dupes} duplicated messages"
+            first_difference = next(
+                (k for k, (x, y) in enumerate(zip(values, expected[part])) if x != y),
+                min(len(values), len(expected[part])),
+            )
             assert values == expected[part], (
                 f"partition {part}: {len(values)} messages read, {len(expected[part])} produced; "
-                f"first difference at index "
-                f"{next((k for k, (x, y) in enumerate(zip(values, expected[part])) if x != y), min(len(values), len(expected[part])))}"
+                f"first difference at index {first_difference}"
             )
             assert [o for o, _ in got] == list(range(len(got))), (
                 f"partition {part}: offsets are not 0..n-1"
@@ -198,7 +201,7 @@ def plog(tmp_path):
 def test_duplicate_batch_gets_original_offsets(plog):
     state = ProducerStateManager(plog)
     placed = [produce(plog, state, batch(PID, 0, seq)) for seq in range(0, 24, 4)]  # 6 batches
-    assert [(f, l) for f, l, _ in placed] == [(i * 4, i * 4 + 3) for i in range(6)]
+    assert [(first, last) for first, last, _ in placed] == [(i * 4, i * 4 + 3) for i in range(6)]
     end = plog.log_end_offset
     # The last five batches are remembered: each retry is answered with its offsets.
     for k in range(1, 6):
@@ -213,7 +216,8 @@ def test_duplicate_batch_gets_original_offsets(plog):
 
 
 def test_duplicate_through_the_produce_handler(plog):
-    """The leader's append (the Produce handler's path) answers a retry with the original base offset."""
+    """The leader's append (the Produce handler's path) answers a retry with the original
+    base offset."""
     part = Partition("idem", 0, UnifiedLog("idem", 0, plog), local_broker_id=0)
     part.make_leader(0, [0], [0])
     assert part.append_records_to_leader(batch(PID, 0, 0), 1, 1)[0] == 0
@@ -427,8 +431,8 @@ def test_state_survives_unclean_stop_by_log_replay(tmp_path):
         # Replay rebuilt the window of remembered batches, not only the last one.
         for (pid, epoch, seq), first in zip(SPECS, placed):
             if (pid, epoch) in ((PID, 1), (PID + 1, 0)):
-                f, l, dup = produce(plog, state, batch(pid, epoch, seq))
-                assert dup and (f, l) == (first, first + 3), (pid, epoch, seq)
+                got_first, got_last, dup = produce(plog, state, batch(pid, epoch, seq))
+                assert dup and (got_first, got_last) == (first, first + 3), (pid, epoch, seq)
         _check_restored(plog, state, 8, placed[-1])
     finally:
         plog.close()
@@ -446,7 +450,7 @@ def test_state_survives_unclean_stop_with_snapshot_plus_replay(tmp_path):
         state = ProducerStateManager(plog)
         _check_restored(plog, state, 8, placed[-1])
         # PID+1's batch after the snapshot is known too
-        f, l, dup = produce(plog, state, batch(PID + 1, 0, 4))
-        assert dup and (f, l) == (placed[4], placed[4] + 3)
+        first, last, dup = produce(plog, state, batch(PID + 1, 0, 4))
+        assert dup and (first, last) == (placed[4], placed[4] + 3)
     finally:
         plog.close()

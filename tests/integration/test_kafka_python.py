@@ -354,7 +354,8 @@ def test_broker_logger_levels_change_at_runtime(module_broker):
 def _request_log(broker) -> list[dict]:
     """The broker's ``kafka.request.logger`` lines, parsed: api, version, client id, phases."""
     pattern = re.compile(
-        r"Completed request:\{apiKey:(\w+),apiVersion:(\d+),correlationId:(\d+),clientId:([^}]*)\} from connection \S+;(.*)"
+        r"Completed request:\{apiKey:(\w+),apiVersion:(\d+),correlationId:(\d+),"
+        r"clientId:([^}]*)\} from connection \S+;(.*)"
     )
     out = []
     for line in broker.log_text().splitlines():
@@ -671,9 +672,10 @@ def test_listeners_added_and_removed_at_runtime(broker):
     extra = free_port()
     first = f"PLAINTEXT://127.0.0.1:{broker.port}"
     both = f"{first},EXTRA://127.0.0.1:{extra}"
-    resource = lambda configs=None, name="0": ConfigResource(
-        ConfigResourceType.BROKER, name, configs=configs
-    )  # noqa: E731
+
+    def resource(configs=None, name="0"):
+        return ConfigResource(ConfigResourceType.BROKER, name, configs=configs)
+
     protocol_map = (AlterConfigOp.SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT")
 
     def alter(a, listeners: str, name: str = "0") -> str:

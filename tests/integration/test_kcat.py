@@ -142,9 +142,10 @@ def test_round_trip_every_codec(kbroker, codec):
             assert_stored_codec(kbroker.data_dir, topic, 3, codec)
         except AssertionError as e:
             raise AssertionError(
-                f"{e}. older librdkafka (kcat's 2.0.2) compresses with gzip/snappy/lz4 only when the broker's "
-                "Produce range includes v0 (zstd: when it overlaps 0..7); otherwise it logs 'Broker does "
-                "not support compression type' and sends uncompressed (librdkafka#4956, KAFKA-18659)"
+                f"{e}. older librdkafka (kcat's 2.0.2) compresses with gzip/snappy/lz4 only "
+                "when the broker's Produce range includes v0 (zstd: when it overlaps 0..7); "
+                "otherwise it logs 'Broker does not support compression type' and sends "
+                "uncompressed (librdkafka#4956, KAFKA-18659)"
             ) from None
 
 

@@ -198,7 +198,10 @@ def test_prometheus_scrapes_a_broker_under_load(tmp_path: Path) -> None:
             probe.close()
         assert sum(ends.values()) == produced[0]
         for p in (0, 1):
-            lag = f'kafka_consumergroup_lag{{consumergroup="{group}",topic="{topic}",partition="{p}"}}'
+            lag = (
+                f'kafka_consumergroup_lag{{consumergroup="{group}",'
+                f'topic="{topic}",partition="{p}"}}'
+            )
             assert (
                 prometheus.wait_value(lag, lambda v, p=p: v == ends[p] - committed[p])
                 == ends[p] - committed[p]

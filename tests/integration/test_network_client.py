@@ -47,13 +47,17 @@ from tests.integration.clients import topic_name
 from tests.integration.conftest import BrokerProcess, free_port
 from tests.integration.tls import make_pki
 
-SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";'
+SCRAM_JAAS = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="bob" password="bob-secret";'
+)
 
 
 def plain_jaas(user: str = "admin", password: str = "admin-secret") -> str:
     return (
         "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{user}" password="{password}" user_admin="admin-secret" user_alice="alice-secret";'
+        f'username="{user}" password="{password}" '
+        'user_admin="admin-secret" user_alice="alice-secret";'
     )
 
 
@@ -80,7 +84,8 @@ def create_topics(*names: str) -> CreateTopicsRequest:
 
 
 def long_fetch(topic: str, wait_ms: int) -> FetchRequest:
-    """A Fetch (v12, topics by name) at the end of an empty topic: the broker holds it ``wait_ms``."""
+    """A Fetch (v12, topics by name) at the end of an empty topic: the broker holds it
+    ``wait_ms``."""
     partition = FetchRequest.FetchPartition(
         partition=0, fetch_offset=0, partition_max_bytes=1 << 20
     )
@@ -388,7 +393,10 @@ def secure_broker(tmp_path_factory, pki):
                     f"ALT://127.0.0.2:{b.alt_port}",
                 ]
             ),
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,ALT:SSL",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,"
+                "SASL_PLAINTEXT:SASL_PLAINTEXT,ALT:SSL"
+            ),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": pki["server.pem"],
             "ssl.truststore.type": "PEM",
@@ -515,8 +523,8 @@ def test_authentication_and_certificate_failures(secure_broker, pki):
                 "SASL_PLAINTEXT",
                 "SCRAM-SHA-256",
                 **{
-                    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS.replace(
-                        "bob-secret", "nope"
+                    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
+                        SCRAM_JAAS.replace("bob-secret", "nope")
                     )
                 },
             )
@@ -639,7 +647,8 @@ def test_controller_channel_sends_in_order_one_at_a_time_per_broker(broker_facto
             for i in range(15):
                 for broker_id in (1, 2):
                     name = names[broker_id][i]
-                    # Create, then look up: the lookup finds the topic only if the create went first.
+                    # Create, then look up: the lookup finds the topic only if the create went
+                    # first.
                     manager.send(
                         broker_id,
                         ApiKey.CREATE_TOPICS,

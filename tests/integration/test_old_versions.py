@@ -56,7 +56,8 @@ def _old_producer(bootstrap: str, version: tuple, codec: str | None) -> KafkaPro
 def _read_old(
     bootstrap: str, version: tuple, topic: str, count: int, timeout: float = 20.0
 ) -> list:
-    """(offset, key, value, timestamp) of ``topic``-0 from the start, by kafka-python at ``version``."""
+    """(offset, key, value, timestamp) of ``topic``-0 from the start, by kafka-python at
+    ``version``."""
     c = KafkaConsumer(
         bootstrap_servers=bootstrap,
         api_version=version,

@@ -37,7 +37,9 @@ def tls_broker(tmp_path_factory, pki):
                     *(f"{n}://127.0.0.1:{p}" for n, p in b.ports.items()),
                 ]
             ),
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL"
+            ),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": pki["server.pem"],
             "listener.name.mtls.ssl.client.auth": "required",

@@ -89,7 +89,9 @@ CHILD = textwrap.dedent(
         steps.append(step)
         if len(steps) == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
-    log = ls.Log.open(path, segment_bytes=16384, cleanup_policy="compact", delete_retention_ms=3600000)
+    log = ls.Log.open(
+        path, segment_bytes=16384, cleanup_policy="compact", delete_retention_ms=3600000
+    )
     print("ready", flush=True)
     log.clean(now_ms=int(sys.argv[4]), force=True, on_step=on_step, throttler=ls.Throttler(rate))
     sys.exit(3)

@@ -250,7 +250,7 @@ def test_roll_by_segment_bytes(open_log, partition_dir):
     segs = _check_segments(log, partition_dir)
     assert len(segs) > 4
     # Kafka's rule: roll when the active segment cannot take the next batch
-    by_base = {b: (b, l, d) for b, l, d in batches}
+    by_base = {b: (b, last, d) for b, last, d in batches}
     for s in segs:
         assert s.size <= seg_bytes
         assert s.base_offset in by_base, "segments start at batch boundaries"
@@ -268,8 +268,8 @@ def test_roll_by_segment_bytes(open_log, partition_dir):
             with_base_offset(by_base[s.base_offset][2], s.base_offset)
         )
     # every offset readable, in every segment
-    for b, l, d in batches:
-        for off in (b, l):
+    for b, last, _ in batches:
+        for off in (b, last):
             got = ls.decode_batches(log.read(off, 1))
             assert got[0].base_offset == b
 
@@ -611,7 +611,7 @@ def test_truncate_to(open_log, partition_dir):
     log = open_log(segment_bytes=450)
     batches = build(log, [3, 2, 4, 1, 3, 2, 5, 2])  # 0-2 3-4 5-8 9 10-12 13-14 15-19 20-21
     assert log.num_segments > 2
-    bounds = [(b, l) for b, l, _ in batches]
+    bounds = [(b, last) for b, last, _ in batches]
     log.truncate_to(100)  # beyond the end: no-op
     assert log.log_end_offset == 22
     log.truncate_to(22)

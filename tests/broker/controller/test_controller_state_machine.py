@@ -193,7 +193,7 @@ class ControllerMachine(RuleBasedStateMachine):
             topic_deleting = tp.topic in c.admin.topics_to_delete()
             if not topic_deleting and c.active() is not None and any(r in live for r in s.isr):
                 assert s.leader in live, f"{tp}: live ISR member in {s.isr} but leader {s.leader}"
-        for dest, request in c.sent[self.checked_sent :]:
+        for _dest, request in c.sent[self.checked_sent :]:
             if isinstance(request, LeaderAndIsrRequestData):
                 for p in request.partitions:
                     if p.leader < 0:

@@ -111,12 +111,11 @@ def _follow(
         fetches.append((offset, last))
         diverging, slice_ = leader.read_for_follower(offset, last, 1 << 20, True)
         if diverging is not None:
-            plog = follower.log
             follower.truncate_to(
                 offset_truncation_state(
                     diverging,
-                    lambda e: EpochEndOffset(*plog.end_offset_for_epoch(e)),
-                    plog.log_end_offset,
+                    lambda e: EpochEndOffset(*follower.log.end_offset_for_epoch(e)),
+                    follower.log.log_end_offset,
                 ).offset
             )
             continue
@@ -627,12 +626,14 @@ class ReplicationMachine(RuleBasedStateMachine):
                 for r in counted:
                     shown = p.remote_replicas[r].log_end_offset
                     assert hw <= shown, (
-                        f"leader {b} HW {hw} > LEO {shown} replica {r} showed (maximal ISR {sorted(p.maximal_isr)})"
+                        f"leader {b} HW {hw} > LEO {shown} replica {r} showed "
+                        f"(maximal ISR {sorted(p.maximal_isr)})"
                     )
             for r in counted:
                 real = self._log_state(r)[0]
                 assert hw <= real, (
-                    f"leader {b} HW {hw} > replica {r}'s log end {real} (maximal ISR {sorted(p.maximal_isr)})"
+                    f"leader {b} HW {hw} > replica {r}'s log end {real} "
+                    f"(maximal ISR {sorted(p.maximal_isr)})"
                 )
 
     @invariant()
@@ -652,7 +653,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         for r in sorted(holders):
             leo, data = self._log_state(r)
             assert leo >= self.committed_end, (
-                f"replica {r} (controller ISR {self.c_isr}, leader {self.c_leader}) ends at {leo}, below committed {self.committed_end}"
+                f"replica {r} (controller ISR {self.c_isr}, leader {self.c_leader}) ends at "
+                f"{leo}, below committed {self.committed_end}"
             )
             assert data[: len(self.committed)] == self.committed, (
                 f"replica {r} lost or changed committed records"
@@ -725,7 +727,8 @@ class ReplicationMachine(RuleBasedStateMachine):
                 br = self.brokers[b]
                 assert br.fetch is not None, f"follower {b} is not fetching"
                 assert _bytes(br.plog) == expected, (
-                    f"follower {b}'s log differs from leader {self.c_leader}'s: {br.plog.epoch_entries()} vs {leader.plog.epoch_entries()}"
+                    f"follower {b}'s log differs from leader {self.c_leader}'s: "
+                    f"{br.plog.epoch_entries()} vs {leader.plog.epoch_entries()}"
                 )
         assert self.c_isr == list(BROKERS), f"the ISR did not grow back: {self.c_isr}"
         assert leader.partition.high_watermark == leader.plog.log_end_offset

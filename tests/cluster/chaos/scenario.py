@@ -213,12 +213,16 @@ class Outcome:
     commit: str = ""
 
     def line(self) -> str:
+        stall_producer = f"({self.ack_stall_producer})" if self.ack_stall_producer else ""
         return (
-            f"chaos: {self.scenario} seed={self.seed} acked={self.acked} lost={self.lost} unseen={self.unseen} "
+            f"chaos: {self.scenario} seed={self.seed} acked={self.acked} lost={self.lost} "
+            f"unseen={self.unseen} "
             f"duplicates={self.duplicates} inconsistent={self.inconsistent_offsets} "
-            f"longest_ack_gap={self.longest_ack_gap:.1f}s ack_stall={self.ack_stall:.1f}s{'(' + self.ack_stall_producer + ')' if self.ack_stall_producer else ''} "
+            f"longest_ack_gap={self.longest_ack_gap:.1f}s "
+            f"ack_stall={self.ack_stall:.1f}s{stall_producer} "
             f"replicas_identical={'yes' if self.replicas_identical else 'NO'} "
-            f"workload={self.workload_seconds:.0f}s total={self.total_seconds:.0f}s {'OK' if self.ok else 'FAILED'}"
+            f"workload={self.workload_seconds:.0f}s total={self.total_seconds:.0f}s "
+            f"{'OK' if self.ok else 'FAILED'}"
         )
 
 
@@ -260,7 +264,8 @@ def finish(
             if not (live[p].identical and stopped.identical) or short:
                 identical = False
                 details.append(
-                    f"p{p} hw={hw}: live {live[p].detail or 'identical'}; stopped {stopped.detail or 'identical'}; ends {stopped.end_offsets}"
+                    f"p{p} hw={hw}: live {live[p].detail or 'identical'}; "
+                    f"stopped {stopped.detail or 'identical'}; ends {stopped.end_offsets}"
                 )
             extra += replica_reads(dirs, p, hw)
         out.replicas_identical = identical
@@ -302,7 +307,8 @@ def finish(
     report = "\n".join(
         [
             out.line(),
-            f"seed={seed} (repeat: scripts/chaos.sh --seed {seed} --minutes {MINUTES:g} -k '{scenario.split('/')[-1]}')",
+            f"seed={seed} (repeat: scripts/chaos.sh --seed {seed} --minutes {MINUTES:g} "
+            f"-k '{scenario.split('/')[-1]}')",
             "faults:",
             *(f"  {n}" for n in notes),
             result.summary(),

@@ -88,9 +88,8 @@ def test_isolated_leader(tmp_path, chaos_seed, chaos_seconds):
                 return
             leader = faults.target_broker(c, "leader", TOPIC)
             keep_clients = i % 2 == 1
-            note(
-                f"{_stamp()} isolate b{leader} (leader of p0){' but for clients' if keep_clients else ''} for {hold:.0f}s"
-            )
+            but_for = " but for clients" if keep_clients else ""
+            note(f"{_stamp()} isolate b{leader} (leader of p0){but_for} for {hold:.0f}s")
             c.net.isolate(f"b{leader}", keep_clients=keep_clients)
             try:
                 time.sleep(hold)
@@ -117,20 +116,20 @@ def test_paused_follower(tmp_path, chaos_seed, chaos_seconds):
             followers = [b.id for b in c.brokers if b.id != leader]
             follower = followers[i % len(followers)]
             past_session = i % 2 == 1
-            note(
-                f"{_stamp()} SIGSTOP b{follower} (follower of p0; leader b{leader}){', past the session timeout' if past_session else ''}"
-            )
+            past = ", past the session timeout" if past_session else ""
+            note(f"{_stamp()} SIGSTOP b{follower} (follower of p0; leader b{leader}){past}")
             paused = time.monotonic()
             c.broker(follower).pause()
             try:
                 wait_until(
-                    lambda: follower not in faults.isrs(c, TOPIC)[0],
+                    lambda follower=follower: follower not in faults.isrs(c, TOPIC)[0],
                     LAG_S * 3 + 15,
                     0.2,
                     f"b{follower} out of the ISR of p0",
                 )
                 note(
-                    f"{_stamp()} b{follower} out of the ISR of p0 after {time.monotonic() - paused:.1f}s"
+                    f"{_stamp()} b{follower} out of the ISR of p0 after "
+                    f"{time.monotonic() - paused:.1f}s"
                 )
                 if past_session:
                     time.sleep(max(0.0, SESSION_S + 2 - (time.monotonic() - paused)))
@@ -190,7 +189,8 @@ def test_rolling_restart(tmp_path, chaos_seed, chaos_seconds):
                 b.start()
                 faults.wait_full_isr(c, TOPIC, 60)
                 note(
-                    f"{_stamp()} round {i + 1}: b{b.id} SIGTERM (exit {code}) and back in every ISR in {time.monotonic() - began:.1f}s"
+                    f"{_stamp()} round {i + 1}: b{b.id} SIGTERM (exit {code}) and back in every "
+                    f"ISR in {time.monotonic() - began:.1f}s"
                 )
 
     _run(tmp_path, "rolling_restart", chaos_seed, chaos_seconds, rounds)

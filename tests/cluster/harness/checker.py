@@ -169,7 +169,8 @@ class CheckResult:
             f"{name}={getattr(self, name)}" for name in ANOMALIES + ("unacked_landed",)
         )
         head = (
-            f"{'OK' if self.ok else 'ANOMALIES'}: {self.sends} sends ({self.acked} ok, {self.failed} fail, "
+            f"{'OK' if self.ok else 'ANOMALIES'}: {self.sends} sends "
+            f"({self.acked} ok, {self.failed} fail, "
             f"{self.unknown} info), {self.records_read} records read ({self.values_read} values), "
             f"final reads {'complete' if self.final_reads_complete else 'incomplete'}; {counts}"
         )
@@ -201,7 +202,6 @@ def check(
     skip = set(skippable)
 
     sends = [op for op in ops if isinstance(op, Send)]
-    polls = [op for op in ops if isinstance(op, Poll)]
     res.sends = len(sends)
     res.acked = sum(s.outcome == OK for s in sends)
     res.failed = sum(s.outcome == FAIL for s in sends)

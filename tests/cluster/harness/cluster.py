@@ -489,11 +489,13 @@ class Cluster:
         parts = []
         if self.zookeeper is not None:
             parts.append(
-                f"==== zookeeper ({self.zookeeper.workdir / 'zookeeper.log'}) ====\n{_tail(self.zookeeper.log_text(), lines)}"
+                f"==== zookeeper ({self.zookeeper.workdir / 'zookeeper.log'}) ====\n"
+                f"{_tail(self.zookeeper.log_text(), lines)}"
             )
         for b in self.brokers:
             parts.append(
-                f"==== {b.name} ({b.log_path}, exits {b.exit_codes}) ====\n{_tail(b.log_text(), lines)}"
+                f"==== {b.name} ({b.log_path}, exits {b.exit_codes}) ====\n"
+                f"{_tail(b.log_text(), lines)}"
             )
         return "\n".join(parts)
 

@@ -10,10 +10,10 @@ controller at the moment each fault starts:
 As in Kafka's ``hard_bounce``, a SIGKILLed broker starts again only once ZooKeeper has
 expired its session (its ``/brokers/ids/N`` is gone), so each hard kill is seen and
 handled on its own. Each bounce waits for the broker to be back in every ISR of the
-topic before the next one, so a bounce never takes down the last in-sync copy of a partition (which would
-make acks=all records unavailable, not lost). :func:`settle` restarts every stopped
-broker and waits for full ISRs, then :func:`replica_check` compares the replicas'
-segment files below each partition's high watermark.
+topic before the next one, so a bounce never takes down the last in-sync copy of a
+partition (which would make acks=all records unavailable, not lost). :func:`settle`
+restarts every stopped broker and waits for full ISRs, then :func:`replica_check`
+compares the replicas' segment files below each partition's high watermark.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def replica_check(cluster: Cluster, topic: str, partitions: int) -> dict[int, Re
     for p, hw in hws.items():
         dirs = {f"b{b.id}": b.partition_dir(topic, p) for b in cluster.brokers}
 
-        def caught_up() -> ReplicaComparison | None:
+        def caught_up(dirs=dirs, hw=hw) -> ReplicaComparison | None:
             result = compare_replicas(dirs, hw)
             return (
                 result

@@ -121,7 +121,11 @@ def compare_replicas(
             present = [h for h in heads.values() if h is not None]
             offset = min(h.base_offset for h in present)
             res.first_divergence = offset
-            res.detail = f"{', '.join(missing)} end at offset {offset}, below the high watermark {high_watermark}; {', '.join(n for n in names if n not in missing)} go on"
+            going_on = ", ".join(n for n in names if n not in missing)
+            res.detail = (
+                f"{', '.join(missing)} end at offset {offset}, below the high watermark "
+                f"{high_watermark}; {going_on} go on"
+            )
             return res
         first = heads[ref]
         assert first is not None
@@ -132,8 +136,11 @@ def compare_replicas(
                 offset = _first_differing_offset(first, other)
                 res.first_divergence = offset
                 res.detail = (
-                    f"{ref} {first.segment}@{first.position} (offsets {first.base_offset}..{first.last_offset}) and "
-                    f"{n} {other.segment}@{other.position} (offsets {other.base_offset}..{other.last_offset}) differ from offset {offset}"
+                    f"{ref} {first.segment}@{first.position} "
+                    f"(offsets {first.base_offset}..{first.last_offset}) and "
+                    f"{n} {other.segment}@{other.position} "
+                    f"(offsets {other.base_offset}..{other.last_offset}) "
+                    f"differ from offset {offset}"
                 )
                 return res
         res.batches_compared += 1

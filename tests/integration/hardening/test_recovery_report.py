@@ -89,14 +89,16 @@ def test_torn_and_bit_flipped_tails_are_cut_and_reported(broker):
     assert consume_values(broker.bootstrap, "torn", 19) == torn[:19]
     assert set(well.acked) <= set(consume_values(broker.bootstrap, WATCH_TOPIC, len(well.acked)))
     text = broker.log_text()
-    line = next(l for l in text.splitlines() if "recovered flip-0" in l)
+    line = next(ln for ln in text.splitlines() if "recovered flip-0" in ln)
     assert re.search(
-        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 134217747\.\.134217747\)",
+        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records "
+        r"\(their headers claim offsets 134217747\.\.134217747\)",
         line,
     ), line
-    line = next(l for l in text.splitlines() if "recovered torn-0" in l)
+    line = next(ln for ln in text.splitlines() if "recovered torn-0" in ln)
     assert re.search(
-        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records \(their headers claim offsets 19\.\.19\)",
+        r"log end offset 19; cut \d+ bytes: 1 batches, 1 records "
+        r"\(their headers claim offsets 19\.\.19\)",
         line,
     ), line
     # New appends continue at the recovered end.

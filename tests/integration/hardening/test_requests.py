@@ -102,7 +102,7 @@ def test_malformed_request_floods_are_logged_a_few_times(broker):
                 pass
     well.stop()
     well.assert_responsive()
-    lines = [l for l in broker.log_text().splitlines() if "WARNING" in l and "closing" in l]
+    lines = [ln for ln in broker.log_text().splitlines() if "WARNING" in ln and "closing" in ln]
     assert 1 <= len(lines) <= 10, len(lines)
     kill_restart_and_check(broker, well.acked)
 
