@@ -139,7 +139,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['request']} | {r['frame_mb']} MB | {r['answer_mb']} MB | {r['rss_before_mb']} -> {r['peak_mb']} MB | {r['stall_s']} s | {r['answered_in_s']} s |"
+            f"| {r['request']} | {r['frame_mb']} MB | {r['answer_mb']} MB | {r['rss_before_mb']} "
+            f"-> {r['peak_mb']} MB | {r['stall_s']} s | {r['answered_in_s']} s |"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

@@ -329,7 +329,8 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         assert first.controller.active, "the first controller was not elected"
 
         log(
-            f"N={n}: writing {n // PARTITIONS_PER_TOPIC} topics of {PARTITIONS_PER_TOPIC} partitions (RF {RF})"
+            f"N={n}: writing {n // PARTITIONS_PER_TOPIC} topics of {PARTITIONS_PER_TOPIC} "
+            f"partitions (RF {RF})"
         )
         t = time.perf_counter()
         topics = populate_topics(
@@ -350,7 +351,8 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
         res["create_states_sent"] = dict(first.channel.states_by_type)
         res["create_steps"] = dict(steps.seconds)
         log(
-            f"  first controller created {created:,} partition states in {elapsed:.2f} s ({first.channel.summary()})"
+            f"  first controller created {created:,} partition states in {elapsed:.2f} s "
+            f"({first.channel.summary()})"
         )
 
         # Failovers: the active controller's session ends, the next broker's controller takes over.
@@ -382,8 +384,10 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
                 }
             )
             log(
-                f"  failover {r + 1}: broker {nxt.broker_id} took over in {elapsed:.3f} s; raw read floor {floor:.3f} s "
-                f"({nodes:,} nodes): ratio {elapsed / floor:.1f}; to_wire {wire:.3f} s; {nxt.channel.summary()}"
+                f"  failover {r + 1}: broker {nxt.broker_id} took over in {elapsed:.3f} s; "
+                f"raw read floor {floor:.3f} s "
+                f"({nodes:,} nodes): ratio {elapsed / floor:.1f}; to_wire {wire:.3f} s; "
+                f"{nxt.channel.summary()}"
             )
             active = nxt
         res["failover_rounds"] = rounds
@@ -417,7 +421,8 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
                 "top_cumtime": top_functions(prof, "cumulative"),
             }
             log(
-                f"  profiled failover: {elapsed:.3f} s under cProfile (main thread only), stats in {path}"
+                f"  profiled failover: {elapsed:.3f} s under cProfile (main thread only), "
+                f"stats in {path}"
             )
             active = nxt
 
@@ -450,7 +455,8 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
             "steps": dict(steps.seconds),
         }
         log(
-            f"  failover with broker {dead} dead too: {elapsed:.3f} s, {writes['partition state writes']:,} state writes; {nxt.channel.summary()}"
+            f"  failover with broker {dead} dead too: {elapsed:.3f} s, "
+            f"{writes['partition state writes']:,} state writes; {nxt.channel.summary()}"
         )
     finally:
         for s in sessions:
@@ -470,7 +476,7 @@ def controller_case(zk_host: str, n: int, args, profile: bool) -> dict:
 def top_functions(prof: cProfile.Profile, key: str, limit: int = 20) -> list[dict]:
     stats = pstats.Stats(prof)
     rows = []
-    for (filename, line, name), (cc, nc, tt, ct, _callers) in stats.stats.items():
+    for (filename, line, name), (_cc, nc, tt, ct, _callers) in stats.stats.items():
         rows.append(
             {
                 "function": f"{Path(filename).name}:{line}({name})",
@@ -556,7 +562,8 @@ def run_create_part(args, results: dict) -> None:
                 {"create_s": elapsed, "metadata_s": metadata_s, "ratio": elapsed / metadata_s}
             )
             log(
-                f"CreateTopics 1 partition: {elapsed * 1000:.1f} ms (Metadata round trip {metadata_s * 1000:.2f} ms)"
+                f"CreateTopics 1 partition: {elapsed * 1000:.1f} ms (Metadata round trip "
+                f"{metadata_s * 1000:.2f} ms)"
             )
         out["p1"] = {
             "rounds": p1,
@@ -599,7 +606,12 @@ def run_move_part(args, results: dict) -> None:
         for r in range(args.move_rounds):
             topic = f"move-{r}"
             admin.create_topics([NewTopic(topic, 1, RF)], operation_timeout=60)[topic].result(60)
-            wait_until(lambda: leader_of(admin, topic) in BROKERS, 20, 0.1, f"a leader for {topic}")
+            wait_until(
+                lambda topic=topic: leader_of(admin, topic) in BROKERS,
+                20,
+                0.1,
+                f"a leader for {topic}",
+            )
             leader = leader_of(admin, topic)
             was_controller = admin.list_topics(timeout=10).controller_id == leader
             out["rounds"].append(
@@ -616,7 +628,7 @@ def run_move_part(args, results: dict) -> None:
             # this topic's ISR, so a later round could find a partition it cannot move. Delete it.
             admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
             wait_until(
-                lambda: topic not in admin.list_topics(timeout=5).topics,
+                lambda topic=topic: topic not in admin.list_topics(timeout=5).topics,
                 60,
                 0.1,
                 f"{topic} deleted",
@@ -783,11 +795,16 @@ def move_round(c, admin, Producer, topic: str, leader: int, was_controller: bool
         "max_latency_s": max(latencies) if latencies else None,
     }
     log(
-        f"leader move {topic}: broker {leader}{' (controller)' if was_controller else ''} -> {new_leader}: longest ack gap "
-        f"{worst * 1000:.0f} ms (from {(worst_at - sigterm) * 1000:+.0f} ms after SIGTERM), median before "
-        f"{median(before) * 1000:.2f} ms, SIGTERM to exit {res['sigterm_to_exit_s']:.2f} s, new leader in ZooKeeper "
-        f"{ms(res['zk_moved_after_sigterm_s'])} and in broker {survivor}'s metadata {ms(res['metadata_moved_after_sigterm_s'])} after SIGTERM, {len(acks)}/{sent} acked, "
-        f"errors {errors or 'none'}, client errors {Counter(e.split(':')[0] for e in client_errors) or 'none'}, "
+        f"leader move {topic}: broker {leader}{' (controller)' if was_controller else ''} -> "
+        f"{new_leader}: longest ack gap "
+        f"{worst * 1000:.0f} ms (from {(worst_at - sigterm) * 1000:+.0f} ms after SIGTERM), "
+        f"median before {median(before) * 1000:.2f} ms, "
+        f"SIGTERM to exit {res['sigterm_to_exit_s']:.2f} s, "
+        f"new leader in ZooKeeper {ms(res['zk_moved_after_sigterm_s'])} "
+        f"and in broker {survivor}'s metadata "
+        f"{ms(res['metadata_moved_after_sigterm_s'])} after SIGTERM, {len(acks)}/{sent} acked, "
+        f"errors {errors or 'none'}, client errors "
+        f"{Counter(e.split(':')[0] for e in client_errors) or 'none'}, "
         f"{len(client_log.lines)} client log lines"
     )
     return res
@@ -809,9 +826,14 @@ def print_report(results: dict) -> None:
     ctl = results.get("controller", {})
     if ctl:
         print(
-            "\nController against a real ZooKeeper (channel counts only; medians over the failover rounds)"
+            "\nController against a real ZooKeeper "
+            "(channel counts only; medians over the failover rounds)"
         )
-        head = f"{'partitions':>10} {'topics':>6} {'populate':>9} {'create states':>13} {'failover':>9} {'raw floor':>9} {'x floor':>7} {'+to_wire':>9} {'broker dead too':>15}  requests per failover"
+        head = (
+            f"{'partitions':>10} {'topics':>6} {'populate':>9} {'create states':>13} "
+            f"{'failover':>9} {'raw floor':>9} {'x floor':>7} {'+to_wire':>9} "
+            f"{'broker dead too':>15}  requests per failover"
+        )
         print(head)
         for n, r in ctl.items():
             if "failover_median_s" not in r:
@@ -824,16 +846,19 @@ def print_report(results: dict) -> None:
             )
             dead = r.get("failover_broker_dead", {})
             print(
-                f"{r['partitions']:>10,} {r['topics']:>6} {r['populate_s']:>8.1f}s {ms(r['create_states_s']):>13} "
-                f"{ms(r['failover_median_s']):>9} {ms(r['floor_median_s']):>9} {r['ratio_median']:>7.2f} "
+                f"{r['partitions']:>10,} {r['topics']:>6} {r['populate_s']:>8.1f}s "
+                f"{ms(r['create_states_s']):>13} "
+                f"{ms(r['failover_median_s']):>9} {ms(r['floor_median_s']):>9} "
+                f"{r['ratio_median']:>7.2f} "
                 f"{ms(r['to_wire_median_s']):>9} {ms(dead.get('failover_s')):>15}  {reqs}"
             )
-        for n, r in ctl.items():
+        for r in ctl.values():
             if "median_round_steps_s" not in r:
                 continue
             total = r["median_round_failover_s"]
             print(
-                f"\nFailover at {r['partitions']:,} partitions, the median round ({ms(total)}) by step:"
+                f"\nFailover at {r['partitions']:,} partitions, "
+                f"the median round ({ms(total)}) by step:"
             )
             steps = sorted(r["median_round_steps_s"].items(), key=lambda kv: -kv[1])
             for name, s in steps:
@@ -850,7 +875,8 @@ def print_report(results: dict) -> None:
             dead = r.get("failover_broker_dead")
             if dead:
                 print(
-                    f"Failover with the controller's broker dead: {ms(dead['failover_s'])}, {dead['writes']:,} partition "
+                    f"Failover with the controller's broker dead: {ms(dead['failover_s'])}, "
+                    f"{dead['writes']:,} partition "
                     "state writes; top steps: "
                     + ", ".join(
                         f"{k} {ms(v)}"
@@ -860,23 +886,28 @@ def print_report(results: dict) -> None:
             prof = r.get("profile")
             if prof:
                 print(
-                    f"cProfile of one failover ({ms(prof['elapsed_s'])} under the profiler, controller thread only), top by tottime:"
+                    f"cProfile of one failover ({ms(prof['elapsed_s'])} under the profiler, "
+                    "controller thread only), top by tottime:"
                 )
                 for row in prof["top_tottime"][:15]:
                     print(
-                        f"  {row['tottime']:8.3f} s self {row['cumtime']:8.3f} s cum {row['ncalls']:>9,}  {row['function']}"
+                        f"  {row['tottime']:8.3f} s self {row['cumtime']:8.3f} s cum "
+                        f"{row['ncalls']:>9,}  {row['function']}"
                     )
                 print("  top by cumulative time:")
                 for row in prof["top_cumtime"][:20]:
                     print(
-                        f"  {row['cumtime']:8.3f} s cum {row['tottime']:8.3f} s self {row['ncalls']:>9,}  {row['function']}"
+                        f"  {row['cumtime']:8.3f} s cum {row['tottime']:8.3f} s self "
+                        f"{row['ncalls']:>9,}  {row['function']}"
                     )
     ct = results.get("create_topics")
     if ct and "p1" in ct:
         p1 = ct["p1"]
         print(
-            f"\nCreateTopics end to end (3 brokers): 1 partition median {ms(p1['median_s'])}, max {ms(p1['max_s'])} over "
-            f"{len(p1['rounds'])} rounds; Metadata round trip {ms(p1['metadata_median_s'])}; ratio {p1['ratio_median']:.0f}"
+            f"\nCreateTopics end to end (3 brokers): 1 partition median {ms(p1['median_s'])}, max "
+            f"{ms(p1['max_s'])} over "
+            f"{len(p1['rounds'])} rounds; Metadata round trip {ms(p1['metadata_median_s'])}; ratio "
+            f"{p1['ratio_median']:.0f}"
         )
         big = ct.get("big")
         if big and big["rounds_s"]:
@@ -890,17 +921,22 @@ def print_report(results: dict) -> None:
             "\nLeadership move under controlled shutdown (producer every 2 ms, acks=1, linger.ms=0)"
         )
         print(
-            f"{'round':>5} {'leader':>6} {'ctrl':>4} {'new':>4} {'longest ack gap':>15} {'from (after SIGTERM)':>20} {'median gap before':>17} "
+            f"{'round':>5} {'leader':>6} {'ctrl':>4} {'new':>4} {'longest ack gap':>15} "
+            f"{'from (after SIGTERM)':>20} {'median gap before':>17} "
             f"{'in ZK':>9} {'in metadata':>11} {'SIGTERM->exit':>13} {'acked/sent':>11}  errors"
         )
         for i, x in enumerate(mv["rounds"]):
             errs = x["delivery_errors"] or ["none"]
             client = Counter(e.split(":")[0] for e in x["client_errors"])
             print(
-                f"{i + 1:>5} {x['leader']:>6} {'yes' if x['leader_was_controller'] else 'no':>4} {x['new_leader']!s:>4} "
-                f"{ms(x['max_gap_s']):>15} {ms(x['max_gap_starts_after_sigterm_s']):>20} {ms(x['median_gap_before_s']):>17} "
-                f"{ms(x['zk_moved_after_sigterm_s']):>9} {ms(x['metadata_moved_after_sigterm_s']):>11} "
-                f"{x['sigterm_to_exit_s']:>12.2f}s {x['acked']:>5}/{x['sent']:<5}  delivery: {'; '.join(errs)}; client: {dict(client) or 'none'}"
+                f"{i + 1:>5} {x['leader']:>6} {'yes' if x['leader_was_controller'] else 'no':>4} "
+                f"{x['new_leader']!s:>4} "
+                f"{ms(x['max_gap_s']):>15} {ms(x['max_gap_starts_after_sigterm_s']):>20} "
+                f"{ms(x['median_gap_before_s']):>17} "
+                f"{ms(x['zk_moved_after_sigterm_s']):>9} "
+                f"{ms(x['metadata_moved_after_sigterm_s']):>11} "
+                f"{x['sigterm_to_exit_s']:>12.2f}s {x['acked']:>5}/{x['sent']:<5}  delivery: "
+                f"{'; '.join(errs)}; client: {dict(client) or 'none'}"
             )
 
 
@@ -975,7 +1011,8 @@ def main() -> int:
     results["loadavg_end"] = os.getloadavg()
     print_report(results)
     print(
-        f"\nload average at start {results['loadavg_start'][0]:.2f}, at end {results['loadavg_end'][0]:.2f} ({os.cpu_count()} CPUs)"
+        f"\nload average at start {results['loadavg_start'][0]:.2f}, at end "
+        f"{results['loadavg_end'][0]:.2f} ({os.cpu_count()} CPUs)"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

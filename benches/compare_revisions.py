@@ -27,14 +27,16 @@ REPO = Path(__file__).resolve().parent.parent
 RUNS = [
     (
         "benches/test_end_to_end.py",
-        "(test_produce and 100- and produce_batch) or (test_consume and 100- and on-500) or test_produce_request_rate",
+        "(test_produce and 100- and produce_batch) or (test_consume and 100- and on-500) or "
+        "test_produce_request_rate",
     ),
     ("benches/test_fetch_sessions.py", None),
 ]
 ROW_PATTERNS = [
     (
         re.compile(
-            r"\s+(100 B, \d part(?:, acks=\w+)?)\s+(produce_batch|consume 500/call, client gc on)\s+([\d,]+)"
+            r"\s+(100 B, \d part(?:, acks=\w+)?)"
+            r"\s+(produce_batch|consume 500/call, client gc on)\s+([\d,]+)"
         ),
         lambda m: {f"{m[1]} {m[2]} msg/s": float(m[3].replace(",", ""))},
     ),
@@ -50,7 +52,8 @@ ROW_PATTERNS = [
     ),
     (
         re.compile(
-            r"\s+500 partitions\s+(sessionless|incremental)\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)\s+([\d.,]+)"
+            r"\s+500 partitions\s+(sessionless|incremental)"
+            r"\s+[\d.,]+\s+[\d.,]+\s+([\d.,]+)\s+([\d.,]+)"
         ),
         lambda m: {
             f"fetch {m[1]}, broker CPU us/fetch": float(m[2].replace(",", "")),
@@ -120,7 +123,8 @@ def main() -> int:
         if " us/" in key:  # lower is better: report speed
             ratio = 1 / ratio
         print(
-            f"| {key} | {len(old)} | {statistics.median(old):,.0f} ({min(old):,.0f}-{max(old):,.0f}) | "
+            f"| {key} | {len(old)} | {statistics.median(old):,.0f} "
+            f"({min(old):,.0f}-{max(old):,.0f}) | "
             f"{statistics.median(new):,.0f} ({min(new):,.0f}-{max(new):,.0f}) | {ratio:.2f} |"
         )
     return 0

@@ -232,7 +232,8 @@ class ThroughputProducer:
                         continue
                     if queued < len(chunk):
                         raise AssertionError(
-                            f"produce_batch queued {queued} of {len(chunk)}: {chunk[queued].get('_error')}"
+                            f"produce_batch queued {queued} of {len(chunk)}: "
+                            f"{chunk[queued].get('_error')}"
                         )
                     sent += queued
             else:

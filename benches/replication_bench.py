@@ -78,7 +78,7 @@ for p in (REPO_ROOT, REPO_ROOT / "benches"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from e2e_helpers import (
+from e2e_helpers import (  # noqa: E402 - importable once benches/ is on sys.path (above)
     MB,
     BrokerProc,
     SocketPump,
@@ -87,7 +87,7 @@ from e2e_helpers import (
     percentile,
     run_queue_wait_seconds,
     steal_seconds,
-)  # noqa: E402
+)
 from e2e_helpers import create_topic as single_create_topic  # noqa: E402
 
 SIZE = 100
@@ -623,7 +623,8 @@ def run(args) -> dict:
             }
         )
         log(
-            f"cluster up: brokers {sorted(pids)} (pids {pids}), controller {controller}; every topic led by {leader}, followers {followers}"
+            f"cluster up: brokers {sorted(pids)} (pids {pids}), controller {controller}; every "
+            f"topic led by {leader}, followers {followers}"
         )
         if not args.no_single:
             single = BrokerProc(workdir / "single")
@@ -702,20 +703,29 @@ def run(args) -> dict:
                 )
                 rnd["produce"][name] = res
                 log(
-                    f"round {r + 1} produce {LABELS[name]:<28} {res['msgs_per_s']:>11,.0f} msg/s {res['mb_per_s']:7.1f} MB/s"
-                    f"{' (cut at the time limit)' if res['cut_at_limit'] else ''}; replicated {res['replicated_msgs_per_s']:,.0f} msg/s; brokers {res['brokers_s_per_M']:.2f} CPU s/M "
-                    f"(leader {res['leader_s_per_M']:.2f}, followers {res['followers_s_per_M']:.2f}), client {res['client_s_per_M']:.2f}; "
-                    f"brokers waited {res['brokers_cpu_wait_s']:.2f} s for a CPU in {res['wall_s']:.2f} s; steal {res['steal_s']:.2f} s; "
-                    f"{res['records_per_batch']:,.0f} records/batch; pump {res['pump_mb_per_s']:,.0f} MB/s; load {res['loadavg']:.1f}"
+                    f"round {r + 1} produce {LABELS[name]:<28} {res['msgs_per_s']:>11,.0f} msg/s "
+                    f"{res['mb_per_s']:7.1f} MB/s"
+                    f"{' (cut at the time limit)' if res['cut_at_limit'] else ''}; replicated "
+                    f"{res['replicated_msgs_per_s']:,.0f} msg/s; brokers "
+                    f"{res['brokers_s_per_M']:.2f} CPU s/M "
+                    f"(leader {res['leader_s_per_M']:.2f}, followers "
+                    f"{res['followers_s_per_M']:.2f}), client {res['client_s_per_M']:.2f}; "
+                    f"brokers waited {res['brokers_cpu_wait_s']:.2f} s for a CPU in "
+                    f"{res['wall_s']:.2f} s; steal {res['steal_s']:.2f} s; "
+                    f"{res['records_per_batch']:,.0f} records/batch; pump "
+                    f"{res['pump_mb_per_s']:,.0f} MB/s; load {res['loadavg']:.1f}"
                 )
                 if name in ("rf1-acks1", "rf3-acks1"):
                     os.sync()
                     cres = consume_throughput(bootstrap, topic, res["messages"] + 1, pids, leader)
                     rnd["consume"][name] = cres
                     log(
-                        f"round {r + 1} consume {LABELS[name]:<28} {cres['msgs_per_s']:>11,.0f} msg/s {cres['mb_per_s']:7.1f} MB/s; "
-                        f"brokers {cres['brokers_s_per_M']:.2f} CPU s/M (leader {cres['leader_s_per_M']:.2f}, followers "
-                        f"{cres['followers_s_per_M']:.2f}), client {cres['client_s_per_M']:.2f}; brokers waited {cres['brokers_cpu_wait_s']:.2f} s "
+                        f"round {r + 1} consume {LABELS[name]:<28} {cres['msgs_per_s']:>11,.0f} "
+                        f"msg/s {cres['mb_per_s']:7.1f} MB/s; "
+                        f"brokers {cres['brokers_s_per_M']:.2f} CPU s/M (leader "
+                        f"{cres['leader_s_per_M']:.2f}, followers "
+                        f"{cres['followers_s_per_M']:.2f}), client {cres['client_s_per_M']:.2f}; "
+                        f"brokers waited {cres['brokers_cpu_wait_s']:.2f} s "
                         f"for a CPU; steal {cres['steal_s']:.2f} s"
                     )
                 if rf == 3:
@@ -731,7 +741,9 @@ def run(args) -> dict:
                         "detail": cmp.detail,
                     }
                     log(
-                        f"replicas of {topic}: {'identical' if cmp.identical else 'DIFFER: ' + cmp.detail} below the high watermark "
+                        f"replicas of {topic}: "
+                        f"{'identical' if cmp.identical else 'DIFFER: ' + cmp.detail} "
+                        "below the high watermark "
                         f"{high:,} ({cmp.batches_compared:,} batches; log ends {cmp.end_offsets})"
                     )
                 if rf:
@@ -758,9 +770,12 @@ def run(args) -> dict:
                 delete_topic(admin, topic)
                 lat[name].append(res)
                 log(
-                    f"pass {i + 1} latency {LABELS[name]:<31} 1 KB at {res['rate']:,.0f} msg/s: p50 {res['p50_ms']:.2f} ms, "
-                    f"p99 {res['p99_ms']:.2f} ms, p99.9 {res['p999_ms']:.2f} ms, max {res['max_ms']:.1f} ms; brokers "
-                    f"{res['brokers_cores']:.2f} cores, waited {res['brokers_cpu_wait_s']:.2f} s for a CPU; steal {res['steal_s']:.2f} s; load {res['loadavg']:.1f}"
+                    f"pass {i + 1} latency {LABELS[name]:<31} 1 KB at {res['rate']:,.0f} msg/s: "
+                    f"p50 {res['p50_ms']:.2f} ms, "
+                    f"p99 {res['p99_ms']:.2f} ms, p99.9 {res['p999_ms']:.2f} ms, max "
+                    f"{res['max_ms']:.1f} ms; brokers "
+                    f"{res['brokers_cores']:.2f} cores, waited {res['brokers_cpu_wait_s']:.2f} s "
+                    f"for a CPU; steal {res['steal_s']:.2f} s; load {res['loadavg']:.1f}"
                 )
         results["latency"] = {}
         for name, runs in lat.items():
@@ -856,18 +871,23 @@ def print_report(results: dict) -> None:
     s = results.get("summary", {})
     n_rounds = len(results.get("rounds_throughput") or [])
     print(
-        f"\n==== replication benchmark: {results['date']}, commit {results['commit']}, {results['cpus']} CPUs, "
+        f"\n==== replication benchmark: {results['date']}, commit {results['commit']}, "
+        f"{results['cpus']} CPUs, "
         f"{'through the harness proxies' if results['via_proxies'] else 'direct connections'} ===="
     )
     print(
-        f"100 B messages, {results['messages']:,} per produce case (linger.ms {results['linger_ms']}, batch.size 1 MB, "
-        f"produce_batch); {n_rounds} round(s): median (min-max) over rounds; ratio: to RF 1 acks=1, paired per round; "
-        "replicated: msg/s until the high watermark reached the end; CPU s/M: the brokers' user+system seconds per "
-        "million messages (leader / followers); CPU wait: share of the case the brokers' threads were runnable "
+        f"100 B messages, {results['messages']:,} per produce case "
+        f"(linger.ms {results['linger_ms']}, batch.size 1 MB, produce_batch); "
+        f"{n_rounds} round(s): median (min-max) over rounds; "
+        "ratio: to RF 1 acks=1, paired per round; "
+        "replicated: msg/s until the high watermark reached the end; "
+        "CPU s/M: the brokers' user+system seconds per million messages (leader / followers); "
+        "CPU wait: share of the case the brokers' threads were runnable "
         "but waited for a CPU (per broker); pump: payload MB/s over a raw loopback socket pump's"
     )
     head = (
-        f"{'case':<30} {'msg/s':>10} {'(range)':>23} {'MB/s':>6} {'ratio':>5} {'replicated':>10} {'CPU s/M':>7} "
+        f"{'case':<30} {'msg/s':>10} {'(range)':>23} {'MB/s':>6} {'ratio':>5} {'replicated':>10} "
+        f"{'CPU s/M':>7} "
         f"{'leader':>6} {'follow':>6} {'client':>6} {'CPU wait':>8} {'rec/batch':>9} {'vs pump':>7}"
     )
     print("\nproduce\n" + head)
@@ -876,9 +896,12 @@ def print_report(results: dict) -> None:
         rep = x.get("replicated_msgs_per_s")
         rep = "-" if rep is None or rep != rep or name == SINGLE[0] else f"{rep:,.0f}"
         print(
-            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
-            f"{x['vs_rf1_acks1']:>5.2f} {rep:>10} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
-            f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%} {x['records_per_batch']:>9,.0f} {x['vs_pump']:>7.3f}"
+            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} "
+            f"{x['mb_per_s']:>6.1f} "
+            f"{x['vs_rf1_acks1']:>5.2f} {rep:>10} {x['brokers_s_per_M']:>7.2f} "
+            f"{x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
+            f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%} "
+            f"{x['records_per_batch']:>9,.0f} {x['vs_pump']:>7.3f}"
             f"{'  (cut at the time limit)' if x['cut_at_limit'] else ''}"
         )
     print(
@@ -889,8 +912,10 @@ def print_report(results: dict) -> None:
     for name, x in s.get("consume", {}).items():
         lo, hi = x["msgs_per_s_range"]
         print(
-            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} {x['mb_per_s']:>6.1f} "
-            f"{x['vs_rf1_acks1']:>5.2f} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f} "
+            f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {f'({lo:,.0f}-{hi:,.0f})':>23} "
+            f"{x['mb_per_s']:>6.1f} "
+            f"{x['vs_rf1_acks1']:>5.2f} {x['brokers_s_per_M']:>7.2f} {x['leader_s_per_M']:>6.2f} "
+            f"{x['followers_s_per_M']:>6.2f} "
             f"{x['client_s_per_M']:>6.2f} {x['brokers_cpu_wait_share']:>8.0%}"
         )
     pr = s.get("produce", {})
@@ -898,7 +923,8 @@ def print_report(results: dict) -> None:
         ratio = pr["rf3-acksall"]["vs_rf1_acks1"]
         print(
             f"\nGoal: RF 3 acks=all >= {GOAL_RATIO:.2f} x RF 1 acks=1: {ratio:.2f} "
-            f"(per round {', '.join(f'{v:.2f}' for v in pr['rf3-acksall']['vs_rf1_acks1_per_round'])}): "
+            "(per round "
+            f"{', '.join(f'{v:.2f}' for v in pr['rf3-acksall']['vs_rf1_acks1_per_round'])}): "
             f"{'met' if ratio >= GOAL_RATIO else 'NOT met'}"
         )
         base = pr["rf1-acks1"]["brokers_s_per_M"]
@@ -920,17 +946,20 @@ def print_report(results: dict) -> None:
     lat = results.get("latency") or {}
     if lat:
         print(
-            f"\nack latency, 1 KB at {results.get('rate', LATENCY_RATE):,} msg/s, linger.ms=0, produce() to delivery (passes pooled)"
+            f"\nack latency, 1 KB at {results.get('rate', LATENCY_RATE):,} msg/s, linger.ms=0, "
+            "produce() to delivery (passes pooled)"
         )
         print(
-            f"{'case':<31} {'rate':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>8} {'max ms':>8} {'p99 per pass':>18} "
+            f"{'case':<31} {'rate':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>8} {'max ms':>8} "
+            f"{'p99 per pass':>18} "
             f"{'broker cores':>12} {'CPU wait s':>10} {'steal s':>7}"
         )
         for name, x in lat.items():
             per = ", ".join(f"{p['p99_ms']:.2f}" for p in x["passes"])
             wait = sum(p["brokers_cpu_wait_s"] for p in x["passes"])
             print(
-                f"{LABELS[name]:<31} {x['rate']:>7,.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['p999_ms']:>8.2f} {x['max_ms']:>8.1f} "
+                f"{LABELS[name]:<31} {x['rate']:>7,.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} "
+                f"{x['p999_ms']:>8.2f} {x['max_ms']:>8.1f} "
                 f"{per:>18} {x['brokers_cores']:>12.2f} {wait:>10.2f} {x['steal_s']:>7.2f}"
             )
     prof = results.get("profile")
@@ -940,7 +969,8 @@ def print_report(results: dict) -> None:
         else:
             t = prof["throughput_under_py_spy"]
             print(
-                f"\npy-spy --native (200 Hz) during one more RF 3 acks=all case: {t['msgs_per_s']:,.0f} msg/s under the profiler"
+                "\npy-spy --native (200 Hz) during one more RF 3 acks=all case: "
+                f"{t['msgs_per_s']:,.0f} msg/s under the profiler"
             )
             for role in ("leader", "follower"):
                 x = prof.get(role, {})
@@ -948,7 +978,8 @@ def print_report(results: dict) -> None:
                     print(f"  {role}: {x['error']}")
                     continue
                 print(
-                    f"  {role}: event-loop thread {x['loop_samples']:,} samples, {x['idle_share']:.0%} of them in epoll; "
+                    f"  {role}: event-loop thread {x['loop_samples']:,} samples, "
+                    f"{x['idle_share']:.0%} of them in epoll; "
                     f"of the {x['busy_samples']:,} busy ones, self:"
                 )
                 for f, share in x["self"][:15]:

@@ -13,8 +13,8 @@ process's cyclic garbage collector as it comes, and 10,000 per call with the col
 as it comes, with the heap frozen (``gc.freeze()``) before the timed read, and with
 the collector paused for it (every message is a GC-tracked object; see
 ``CONSUME_BATCH``). Each consume case writes its messages, then ``sync``s, so the
-read does not share the CPUs with the kernel writing back GBs of earlier cases. One broker serves the whole
-module; each case has its own topic.
+read does not share the CPUs with the kernel writing back GBs of earlier cases. One
+broker serves the whole module; each case has its own topic.
 
 Ceilings: a raw socket pump moving the same payload bytes over a 127.0.0.1 TCP
 connection (1 MB ``sendall`` in this thread, ``recv_into`` in another) as fast as it
@@ -130,8 +130,9 @@ def pump() -> Iterator[SocketPump]:
 def _sections(report: BenchReport) -> None:
     report.section(
         "e2e",
-        "end to end (confluent-kafka <-> broker on 127.0.0.1), payload bytes; ratio = broker MB/s / raw "
-        "socket pump MB/s, per round, paired; goal: 100 B produce >= 1,000,000 msg/s, consume >= 1,500,000 msg/s",
+        "end to end (confluent-kafka <-> broker on 127.0.0.1), payload bytes; ratio = broker "
+        "MB/s / raw socket pump MB/s, per round, paired; goal: 100 B produce >= 1,000,000 msg/s, "
+        "consume >= 1,500,000 msg/s",
         [
             ("msgs", "msg/s"),
             ("mbps", "MB/s"),
@@ -144,8 +145,8 @@ def _sections(report: BenchReport) -> None:
     )
     report.section(
         "e2e_latency",
-        f"produce latency, produce() -> delivery callback, {LATENCY_SIZE} B at {LATENCY_RATE:,} msg/s, "
-        f"acks=all, linger.ms=0 (goal p99 <= {GOAL_P99_MS} ms)",
+        f"produce latency, produce() -> delivery callback, {LATENCY_SIZE} B at {LATENCY_RATE:,} "
+        f"msg/s, acks=all, linger.ms=0 (goal p99 <= {GOAL_P99_MS} ms)",
         [
             ("rate", "msg/s sent"),
             ("p50", "p50 ms"),
@@ -162,8 +163,8 @@ def _sections(report: BenchReport) -> None:
     )
     report.section(
         "e2e_requests",
-        "broker capacity for one-record Produce requests (raw pipelined client, v9, acks=-1, 1 KB): "
-        "what linger.ms=0 asks of it at 10k msg/s",
+        "broker capacity for one-record Produce requests "
+        "(raw pipelined client, v9, acks=-1, 1 KB): what linger.ms=0 asks of it at 10k msg/s",
         [
             ("window", "in flight"),
             ("rps", "requests/s"),

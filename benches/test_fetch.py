@@ -321,7 +321,8 @@ def test_read_slice_only(benchmark, report, fetch_log) -> None:
 
 
 def send_down_converted(log: logstore.Log, sock: socket.socket, magic: int) -> tuple[int, int]:
-    """The Fetch v0-v3 loop: read_slice, convert to ``magic``, send the bytes; (fetches, bytes sent)."""
+    """The Fetch v0-v3 loop: read_slice, convert to ``magic``, send the bytes;
+    (fetches, bytes sent)."""
     offset = log.log_start_offset
     end = log.log_end_offset
     fetches = sent = 0
@@ -369,7 +370,8 @@ def test_down_converted(benchmark, report, fetch_log, loopback, magic: int) -> N
     _record_pair(
         benchmark,
         report,
-        f"down-converted to magic {magic} (Fetch v{0 if magic == 0 else 2}-{1 if magic == 0 else 3}), vs zero-copy",
+        f"down-converted to magic {magic} (Fetch "
+        f"v{0 if magic == 0 else 2}-{1 if magic == 0 else 3}), vs zero-copy",
         f"down-convert v{magic}",
         "os.sendfile",
         baseline,

@@ -56,7 +56,7 @@ def session_broker(bench_dir: Path) -> Iterator[tuple[BrokerProc, str]]:
         create_topic(b.bootstrap, topic, PARTITIONS)
         p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
         for part in range(PARTITIONS):
-            for i in range(RECORDS_PER_PARTITION):
+            for _ in range(RECORDS_PER_PARTITION):
                 p.produce(topic, b"x" * 100, partition=part)
         assert p.flush(60) == 0
         yield b, topic
@@ -68,8 +68,8 @@ def session_broker(bench_dir: Path) -> Iterator[tuple[BrokerProc, str]]:
 def _section(report: BenchReport) -> None:
     report.section(
         "fetch_sessions",
-        f"fetch sessions: {FETCHES:,} Fetch v12 requests, one at a time, to {PARTITIONS} caught-up partitions; "
-        "ratio = raw loopback ping-pong time / fetch time",
+        f"fetch sessions: {FETCHES:,} Fetch v12 requests, one at a time, to {PARTITIONS} "
+        "caught-up partitions; ratio = raw loopback ping-pong time / fetch time",
         [
             ("req_bytes", "request B"),
             ("resp_bytes", "response B"),

@@ -75,7 +75,10 @@ class TupleSource(DataSource):
         return "logstore_tuples"
 
     def schema(self) -> str:
-        return "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+        return (
+            "key binary, value binary, topic string, partition int, offset long, "
+            "timestamp timestamp, timestampType int"
+        )
 
     def reader(self, schema: Any) -> DataSourceReader:
         return TupleReader(self.options["path"])
