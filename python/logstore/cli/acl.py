@@ -81,7 +81,9 @@ def _filters(f: Any) -> Any:
             "--resource-pattern-type",
             "pattern",
             type=click.Choice(PATTERNS, case_sensitive=False),
-            help="literal (default for create) or prefixed; list and delete also take match and any",
+            help=(
+                "literal (default for create) or prefixed; list and delete also take match and any"
+            ),
         ),
     ]
     for option in reversed(options):
@@ -236,7 +238,8 @@ def delete(no_confirm: bool, client: ClientOptions, out: Output, **flags: Any) -
         or flags["cluster"]
     ):
         raise CliError(
-            "give a principal or a resource to match: deleting every ACL takes --allow-principal/--topic ..."
+            "give a principal or a resource to match: deleting every ACL takes "
+            "--allow-principal/--topic ..."
         )
     filters = _binding_filters(**flags)
     if not no_confirm:

@@ -113,7 +113,10 @@ def _start_offsets(
     "position",
     default=None,
     metavar="start|end|N|-N|@TIME",
-    help="where to start (default: start; with -g only start or end, for partitions without a commit)",
+    help=(
+        "where to start (default: start; with -g only start or end, for partitions without "
+        "a commit)"
+    ),
 )
 @click.option("-n", "--num", type=click.IntRange(min=1), help="stop after this many records")
 @click.option("-p", "--partitions", metavar="0,1,4-6", help="only these partitions (not with -g)")
@@ -159,12 +162,14 @@ def command(
     if group_id:
         if partitions:
             raise CliError(
-                "-p/--partitions is for consuming without a group: a group's partitions are assigned to it"
+                "-p/--partitions is for consuming without a group: a group's partitions are "
+                "assigned to it"
             )
         where = parse_position(position or "start")
         if where.kind not in ("start", "end"):
             raise CliError(
-                "with -g, -o is start or end (where to begin without a commit); move a group with `logstore group seek`"
+                "with -g, -o is start or end (where to begin without a commit); "
+                "move a group with `logstore group seek`"
             )
         conf["auto.offset.reset"] = "earliest" if where.kind == "start" else "latest"
         topic_metadata(Admin(client), topics)  # an unknown topic or no broker fails here, in words

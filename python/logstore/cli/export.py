@@ -51,7 +51,8 @@ def command(
         from logstore.spark.export import parse_bound, run_export
     except ImportError as exc:
         raise CliError(
-            f"{exc}: export needs pyspark and pyarrow (pip install '.[spark]' from a logstore checkout)"
+            f"{exc}: export needs pyspark and pyarrow "
+            "(pip install '.[spark]' from a logstore checkout)"
         ) from None
     if not log_dirs and not bootstrap_server:
         raise CliError("give the broker's log.dirs or --bootstrap-server")

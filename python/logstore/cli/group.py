@@ -292,7 +292,8 @@ def seek(
     state = describe_groups(admin, [group_id])[group_id].state
     if state not in _INACTIVE:
         raise BrokerError(
-            f"group {group_id} is {state_name(state)}: offsets can only be reset while it has no members",
+            f"group {group_id} is {state_name(state)}: "
+            "offsets can only be reset while it has no members",
             KafkaError(KafkaError.NON_EMPTY_GROUP),
         )
     moves = [TopicPartition(t, p, off) for (t, p), off in plan.items() if off is not None]

@@ -188,7 +188,8 @@ def command(
     sys.stdout.flush()
     if left:
         raise CliError(
-            f"{left} records not acknowledged within {client.timeout:g}s (brokers {client.brokers})",
+            f"{left} records not acknowledged within {client.timeout:g}s "
+            f"(brokers {client.brokers})",
             EXIT_FAILED,
         )
     return EXIT_FAILED if failed else EXIT_OK

@@ -10,15 +10,18 @@ class SparkSourceError(LogStoreError):
 
 
 class InvalidOptionError(SparkSourceError):
-    """A data source option is missing, unknown in its value, or inconsistent; the message names it."""
+    """A data source option is missing, unknown in its value, or inconsistent; the message
+    names it."""
 
 
 class DataLossError(SparkSourceError):
-    """Records the query planned to read are gone (retention, DeleteRecords) and failOnDataLoss is true."""
+    """Records the query planned to read are gone (retention, DeleteRecords) and
+    failOnDataLoss is true."""
 
 
 class OffsetForTimestampNotFound(SparkSourceError):
-    """No record has a timestamp at or after the one asked (startingOffsetsByTimestampStrategy=error)."""
+    """No record has a timestamp at or after the one asked
+    (startingOffsetsByTimestampStrategy=error)."""
 
 
 class UnknownPartitionError(SparkSourceError):

@@ -117,10 +117,10 @@ class NetworkLog:
                     stalled = stalled or client.retry_policy.start()
                     if not stalled.retry():
                         message = (
-                            f"{r.topic}-{r.partition}: offsets [{offset}, {end}) were planned but leader "
-                            f"{fetched.leader} (epoch {fetched.leader_epoch}) has nothing at {offset} "
-                            f"(high watermark {fetched.high_watermark}, last stable offset "
-                            f"{fetched.last_stable_offset}) after {stalled.elapsed:.1f} s"
+                            f"{r.topic}-{r.partition}: offsets [{offset}, {end}) were planned but "
+                            f"leader {fetched.leader} (epoch {fetched.leader_epoch}) has nothing "
+                            f"at {offset} (high watermark {fetched.high_watermark}, last stable "
+                            f"offset {fetched.last_stable_offset}) after {stalled.elapsed:.1f} s"
                         )
                         if fail_on_data_loss:
                             raise DataLossError(

@@ -1,29 +1,35 @@
 """The data source's options, with the names and meanings of Spark's Kafka source.
 
-| option | meaning |
-|---|---|
-| ``path`` (``load(path)``) | the broker's ``log.dirs`` (comma-separated) to read files from |
-| ``kafka.bootstrap.servers`` | read over the Kafka protocol instead of files |
-| ``topics`` / ``subscribe`` | comma-separated topic names |
-| ``subscribePattern`` | a regex a topic name must match in full |
-| ``assign`` | JSON ``{"t": [0, 1]}``: exactly these topic-partitions |
-| ``startingOffsets`` | ``earliest``, ``latest`` or JSON ``{"t": {"0": 23, "1": -2}}`` (-2 earliest, -1 latest) |
-| ``endingOffsets`` | ``latest`` or JSON (-1 latest); batch queries only |
-| ``startingTimestamp`` | ms; the first offset with a timestamp >= it, for every partition |
-| ``startingOffsetsByTimestamp`` | JSON ``{"t": {"0": ms}}`` |
-| ``endingTimestamp`` / ``endingOffsetsByTimestamp`` | the same for the end (exclusive) |
-| ``startingOffsetsByTimestampStrategy`` | ``error`` (default) or ``latest`` when no offset matches |
-| ``minPartitions`` | split offset ranges until there are at least this many Spark partitions |
-| ``failOnDataLoss`` | ``true`` (default): fail when planned offsets are gone; ``false``: skip them |
-| ``includeHeaders`` | add ``headers array<struct<key:string,value:binary>>`` |
-| ``maxOffsetsPerTrigger`` | streaming: at most this many offsets per micro-batch |
-| ``minOffsetsPerTrigger`` | streaming: wait for at least this many new offsets before a micro-batch ... |
-| ``maxTriggerDelay`` | ... but no longer than this (default ``15m``; ``500ms``, ``30s``, ``5m``, ``1h``, ``1d`` or ms) |
-| ``maxRecordsPerBatch`` | rows per Arrow batch yielded to Spark (default 65536) |
-| ``kafka.request.timeout.ms`` | network: one request's timeout (default 30000) |
-| ``kafka.default.api.timeout.ms`` | network: how long a call keeps retrying while a leader moves or a broker is down (default 60000) |
-| ``kafka.retry.backoff.ms`` / ``kafka.retry.backoff.max.ms`` | network: backoff between retries, doubling from the first to the second (default 100 / 1000) |
-| ``kafka.max.partition.fetch.bytes`` | network: record bytes one Fetch asks for (default 4 MiB; a larger first batch is still read whole) |
+- ``path`` (``load(path)``): the broker's ``log.dirs`` (comma-separated) to read files from
+- ``kafka.bootstrap.servers``: read over the Kafka protocol instead of files
+- ``topics`` / ``subscribe``: comma-separated topic names
+- ``subscribePattern``: a regex a topic name must match in full
+- ``assign``: JSON ``{"t": [0, 1]}``: exactly these topic-partitions
+- ``startingOffsets``: ``earliest``, ``latest`` or JSON ``{"t": {"0": 23, "1": -2}}``
+  (-2 earliest, -1 latest)
+- ``endingOffsets``: ``latest`` or JSON (-1 latest); batch queries only
+- ``startingTimestamp``: ms; the first offset with a timestamp >= it, for every partition
+- ``startingOffsetsByTimestamp``: JSON ``{"t": {"0": ms}}``
+- ``endingTimestamp`` / ``endingOffsetsByTimestamp``: the same for the end (exclusive)
+- ``startingOffsetsByTimestampStrategy``: ``error`` (default) or ``latest`` when no offset
+  matches
+- ``minPartitions``: split offset ranges until there are at least this many Spark partitions
+- ``failOnDataLoss``: ``true`` (default): fail when planned offsets are gone; ``false``: skip
+  them
+- ``includeHeaders``: add ``headers array<struct<key:string,value:binary>>``
+- ``maxOffsetsPerTrigger``: streaming: at most this many offsets per micro-batch
+- ``minOffsetsPerTrigger``: streaming: wait for at least this many new offsets before a
+  micro-batch ...
+- ``maxTriggerDelay``: ... but no longer than this (default ``15m``; ``500ms``, ``30s``,
+  ``5m``, ``1h``, ``1d`` or ms)
+- ``maxRecordsPerBatch``: rows per Arrow batch yielded to Spark (default 65536)
+- ``kafka.request.timeout.ms``: network: one request's timeout (default 30000)
+- ``kafka.default.api.timeout.ms``: network: how long a call keeps retrying while a leader
+  moves or a broker is down (default 60000)
+- ``kafka.retry.backoff.ms`` / ``kafka.retry.backoff.max.ms``: network: backoff between
+  retries, doubling from the first to the second (default 100 / 1000)
+- ``kafka.max.partition.fetch.bytes``: network: record bytes one Fetch asks for (default
+  4 MiB; a larger first batch is still read whole)
 
 At most one of ``topics``/``subscribe``, ``subscribePattern`` and ``assign`` is given;
 with none, every topic but the internal ones (``__``...) is read.

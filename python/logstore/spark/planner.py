@@ -76,7 +76,8 @@ def resolve(
     if ending or opts.timestamp_not_found_latest:
         return latest
     raise OffsetForTimestampNotFound(
-        f"{tp[0]}-{tp[1]}: no record has a timestamp >= {ts} (set startingOffsetsByTimestampStrategy=latest)"
+        f"{tp[0]}-{tp[1]}: no record has a timestamp >= {ts} "
+        "(set startingOffsetsByTimestampStrategy=latest)"
     )
 
 

@@ -16,7 +16,10 @@ from logstore.spark.options import SourceOptions, parse_options
 from logstore.spark.planner import Log
 from logstore.spark.stream_reader import StreamReader
 
-KAFKA_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+KAFKA_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, timestampType int"
+)
 HEADERS_COLUMN = "headers array<struct<key:string,value:binary>>"
 
 

@@ -101,10 +101,15 @@ from logstore.spark.kafka_client.errors import (
 from logstore.spark.kafka_client.retry import RetryPolicy, RetryState
 
 __all__ = [
+    "BATCH_HEADER",
     "CLIENT_VERSIONS",
     "EARLIEST",
+    "FETCH_MAX_WAIT_MS",
+    "FIRST_FETCH_WITH_TOPIC_IDS",
     "LATEST",
     "MAX_ATTEMPTS",
+    "MIN_BATCH_LENGTH",
+    "READ_COMMITTED",
     "RETRY_BACKOFF_MAX_S",
     "RETRY_BACKOFF_S",
     "BrokerUnavailable",

@@ -235,7 +235,8 @@ class KafkaClient(_ClusterMetadata):
                             raise _response_error(p.error_code, "ListOffsets", topic, partition)
                         return int(p.offset)
             raise KafkaProtocolError(
-                f"ListOffsets to {connection.address}: the response does not list {topic}-{partition}"
+                f"ListOffsets to {connection.address}: the response does not list "
+                f"{topic}-{partition}"
             )
 
         return self._on_leader("ListOffsets", topic, partition, send)
@@ -284,8 +285,9 @@ class KafkaClient(_ClusterMetadata):
                 if not whole and cut_size is not None and cut_size > size:
                     if size != max_bytes:
                         raise KafkaProtocolError(
-                            f"Fetch to {connection.address}: {topic}-{partition} returned a partial "
-                            f"batch at offset {fetch_offset} even with partition_max_bytes {size}"
+                            f"Fetch to {connection.address}: {topic}-{partition} returned a "
+                            f"partial batch at offset {fetch_offset} "
+                            f"even with partition_max_bytes {size}"
                         )
                     size = cut_size  # the first batch is larger than max_bytes: make room
                     continue
@@ -300,8 +302,8 @@ class KafkaClient(_ClusterMetadata):
                 after = next_offset(whole)
                 if after <= fetch_offset:
                     raise KafkaProtocolError(
-                        f"Fetch to {connection.address}: {topic}-{partition} at offset {fetch_offset} "
-                        f"returned batches that end before it"
+                        f"Fetch to {connection.address}: {topic}-{partition} at offset "
+                        f"{fetch_offset} returned batches that end before it"
                     )
                 fetch_offset = after
 
