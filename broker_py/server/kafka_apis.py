@@ -26,9 +26,12 @@ if TYPE_CHECKING:
     from broker_py.replication.replica_manager import ReplicaManager
     from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
     from broker_py.security.sasl.scram_credentials import ScramCredentialStore
-    from broker_py.server.admin_manager import AdminManager
+    from broker_py.server.config_admin_manager import ConfigAdminManager
     from broker_py.server.fetch_session import FetchSessionCache
+    from broker_py.server.log_config_manager import LogConfigManager
     from broker_py.server.metadata_cache import MetadataCache
+    from broker_py.server.replica_admin_manager import ReplicaAdminManager
+    from broker_py.server.topic_admin_manager import TopicAdminManager
     from broker_py.server.zk_support import ZkSupport
 
 
@@ -39,7 +42,10 @@ class KafkaApis:
     cluster_id: str
     replica_manager: ReplicaManager
     metadata_cache: MetadataCache
-    admin_manager: AdminManager
+    topic_admin_manager: TopicAdminManager
+    config_admin_manager: ConfigAdminManager
+    replica_admin_manager: ReplicaAdminManager
+    log_config_manager: LogConfigManager
     authorizer: StandardAuthorizer | None
     fetch_sessions: FetchSessionCache
     producer_ids: ProducerIdManager | ZkProducerIdManager

@@ -29,15 +29,19 @@ from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
 from broker_py.server import handlers
-from broker_py.server.admin_manager import AdminManager
+from broker_py.server.config_admin_manager import ConfigAdminManager
+from broker_py.server.dynamic_listener_config import DynamicListenerConfig
 from broker_py.server.error_response import error_response
 from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.local_state_import import import_local_state
 from broker_py.server.local_support import LocalSupport
+from broker_py.server.log_config_manager import LogConfigManager
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
+from broker_py.server.replica_admin_manager import ReplicaAdminManager
+from broker_py.server.topic_admin_manager import TopicAdminManager
 from broker_py.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
@@ -95,7 +99,7 @@ class KafkaServer:
             scram_credentials = ScramCredentialStore(first_dir)
         else:
             dynamic_configs = self.zk_support.dynamic_config_store(
-                lambda r, c: self.apis.admin_manager.set_broker_configs(r, c)
+                lambda r, c: self.apis.config_admin_manager.set_broker_configs(r, c)
             )
             scram_credentials = self.zk_support.scram_credential_store()
         dynamic_configs.load()
@@ -112,7 +116,7 @@ class KafkaServer:
                 )
         replica_manager = ReplicaManager(
             self.broker_id,
-            lambda topic: self.apis.admin_manager.min_insync_replicas(topic),
+            lambda topic: self.apis.log_config_manager.min_insync_replicas(topic),
             self.time,
         )
         # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
@@ -124,8 +128,8 @@ class KafkaServer:
             lambda event: handlers.on_unsupported(self.apis, event),
             error_response,
         )
-        admin_manager = AdminManager(
-            config, self.log_manager, replica_manager, dynamic_configs, listeners, support
+        log_configs = LogConfigManager(
+            config, self.log_manager, replica_manager, support.metadata_cache
         )
 
         def get_log(topic: str, index: int):
@@ -138,7 +142,12 @@ class KafkaServer:
             cluster_id=cluster_id,
             replica_manager=replica_manager,
             metadata_cache=support.metadata_cache,
-            admin_manager=admin_manager,
+            topic_admin_manager=TopicAdminManager(config, self.log_manager, log_configs, support),
+            config_admin_manager=ConfigAdminManager(
+                config, dynamic_configs, log_configs, DynamicListenerConfig(listeners), support
+            ),
+            replica_admin_manager=ReplicaAdminManager(support),
+            log_config_manager=log_configs,
             authorizer=authorizer,
             fetch_sessions=FetchSessionCache(
                 config["max.incremental.fetch.session.cache.slots"], clock=self.time.monotonic
@@ -149,7 +158,7 @@ class KafkaServer:
             scram_credentials=scram_credentials,
             dynamic_configs=dynamic_configs,
             log_manager=self.log_manager,
-            log_dir_mover=LogDirMover(self.log_manager, get_log, admin_manager.reopen_partition),
+            log_dir_mover=LogDirMover(self.log_manager, get_log, log_configs.reopen_partition),
             listeners=listeners,
             time=self.time,
             zk_support=self.zk_support,
@@ -180,7 +189,7 @@ class KafkaServer:
     def _topic_config_changed(self, topic: str) -> None:
         info = self.apis.metadata_cache.get(topic)
         if info is not None:
-            self.apis.admin_manager.apply_log_configs(info)
+            self.apis.log_config_manager.apply_log_configs(info)
 
     def startup_logs(self) -> None:
         """Every partition's log is open once the broker is constructed (a broker alone) or
@@ -192,7 +201,7 @@ class KafkaServer:
 
         apis = self.apis
         apis.group_coordinator = GroupCoordinator(apis, time=self.time)
-        apis.admin_manager.on_topic_deleted.append(apis.group_coordinator.on_topic_deleted)
+        apis.topic_admin_manager.on_topic_deleted.append(apis.group_coordinator.on_topic_deleted)
         await apis.group_coordinator.start()
         apis.transaction_coordinator = TransactionCoordinator(apis)
         await apis.transaction_coordinator.start()

@@ -85,11 +85,11 @@ class LogTasks:
     def partitions_with_policy(self, policy: str) -> list:
         """Partitions the cleaner or retention may work on: not those moving to another dir."""
         mover = self._apis.log_dir_mover
-        admin = self._apis.admin_manager
+        log_configs = self._apis.log_config_manager
         return [
             p
             for p in self._apis.replica_manager.online_partitions()
-            if not mover.moving(p.topic, p.index) and policy in admin.cleanup_policy(p.topic)
+            if not mover.moving(p.topic, p.index) and policy in log_configs.cleanup_policy(p.topic)
         ]
 
     def enforce_retention(self) -> int:

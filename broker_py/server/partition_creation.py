@@ -146,7 +146,7 @@ class LocalPartitionCreator:
     """Creates topics and grows them on a broker alone, in steps (see the module doc)."""
 
     def __init__(self, admin) -> None:
-        self.admin = admin  # AdminManager
+        self.admin = admin  # TopicAdminManager
         self.busy: set[str] = set()  # topics being created or grown
 
     def claim(self, name: str) -> None:
@@ -214,7 +214,7 @@ class LocalPartitionCreator:
         """Opens the logs of new partitions on a worker thread, OPEN_CHUNK at a time, and
         registers them; all or none (those opened are deleted again on failure)."""
         lm = self.admin._log_manager
-        config = self.admin.effective_config(topic)
+        config = self.admin.log_configs.effective_config(topic)
         opened: list[int] = []
         planned: dict[str, int] = {}
         try:

@@ -1,6 +1,6 @@
-"""Topic and config administration (Kafka's ``ZkAdminManager``, with KIP-590 forwarding),
-the same in a cluster and on a broker alone: topics are created, grown, deleted, elected
-and reassigned through the controller, which the broker alone is itself
+"""Topic administration (the topic half of Kafka's ``ZkAdminManager``, with KIP-590
+forwarding), the same in a cluster and on a broker alone: topics are created, grown and
+deleted through the controller, which the broker alone is itself
 (:mod:`broker_py.server.local_support`) and a cluster's broker reaches over the network
 (:mod:`broker_py.server.zk_support`). ``support`` is either; its store calls block in a
 cluster (they run off the event loop) and take full effect at once on a broker alone.
@@ -16,15 +16,12 @@ do, to the controller, and answers with the controller's answer. On the controll
   again and answers KAFKA_STORAGE_ERROR, so a failed creation leaves nothing half made;
 - DeleteTopics queues the deletion and answers once the topic is gone from the metadata;
 - CreatePartitions writes the grown assignment (continuing Kafka's placement from
-  partition 0's first replica) and answers once the metadata has the new partitions;
-- ElectLeaders and the reassignment APIs are controller events.
-Topic configs are written to the store by whichever broker is asked; every broker applies
-them when notified. Internal topics are created on first use, with their configured
-replication factor (a broker alone: 1).
-
-Config invariants: a topic's effective config is its overrides over the broker's defaults,
-cached per overrides dict and dropped whenever broker configs change; a store write the
-disk refuses (KafkaStorageError naming the file) changes nothing.
+  partition 0's first replica) and answers once the metadata has the new partitions.
+Internal topics are created on first use, with their configured replication factor (a
+broker alone: 1). A new topic's configs are validated and described through
+:class:`~broker_py.server.log_config_manager.LogConfigManager`; ElectLeaders and the
+reassignment APIs are :mod:`broker_py.server.replica_admin_manager`'s, config writes
+:mod:`broker_py.server.config_admin_manager`'s.
 """
 
 from __future__ import annotations
@@ -33,12 +30,9 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-import socket
 from collections.abc import Iterable
 
-import logstore
-from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
-from broker_py.config.kafka_config import BrokerConfig, ConfigError
+from broker_py.config.kafka_config import BrokerConfig
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_store import TopicExistsInStoreError
 from broker_py.controller.replica_assignment import (
@@ -48,19 +42,16 @@ from broker_py.controller.replica_assignment import (
 )
 from broker_py.controller.topic_metadata import TopicInfo, check_collision, validate_topic_name
 from broker_py.coordinator.internal_topics import is_internal_topic
-from broker_py.log.log_manager import LogManager, log_config
-from broker_py.log.storage_errors import kafka_error
-from broker_py.network.socket_server import SocketServer
-from broker_py.replication.replica_manager import ReplicaManager
+from broker_py.log.log_manager import LogManager
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.log_config_manager import LogConfigManager
 from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
-from broker_py.zk.zk_data import TopicAssignment, TopicPartition, random_uuid
+from broker_py.zk.zk_data import TopicAssignment, random_uuid
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
     CoordinatorNotAvailableError,
-    InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidRequestError,
@@ -72,11 +63,6 @@ from logstore.protocol.errors import (
     TopicAlreadyExistsError,
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
-)
-from logstore.protocol.messages.elect_leaders import ElectLeadersResponse
-from logstore.protocol.messages.partition_reassignments import (
-    AlterPartitionReassignmentsResponse,
-    ListPartitionReassignmentsResponse,
 )
 from logstore.protocol.messages.topic_admin import (
     CreatePartitionsResponse,
@@ -98,27 +84,20 @@ CONFIG_SOURCE_TOPIC, CONFIG_SOURCE_DEFAULT = 1, 5
 POLL_S = 0.05
 
 
-class AdminManager:
+class TopicAdminManager:
     def __init__(
         self,
         config: BrokerConfig,
         log_manager: LogManager,
-        replica_manager: ReplicaManager,
-        dynamic_configs: DynamicBrokerConfigStore,
-        listeners,
+        log_configs: LogConfigManager,
         support,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self._log_manager = log_manager
-        self._replica_manager = replica_manager
-        self._dynamic_configs = dynamic_configs
-        self._listeners = listeners  # broker_py.network.listener_manager.ListenerManager
+        self.log_configs = log_configs
         self.support = support  # LocalSupport or ZkSupport
         self.on_topic_deleted = []  # callables(topic name), e.g. the group coordinator's
-        self._topic_defaults: dict[str, str] | None = None
-        # topic -> (the TopicInfo.configs dict it was built from, effective config)
-        self._effective: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._creating: set[str] = set()
         self._limits = PartitionLimits(config, support.metadata_cache)
@@ -130,109 +109,6 @@ class AdminManager:
     @property
     def _metadata(self):
         return self.support.metadata_cache
-
-    # ---- effective configs ----
-
-    def effective_config(self, topic: TopicInfo) -> dict[str, str]:
-        """The topic's configs over the broker's defaults (cached until they change)."""
-        cached = self._effective.get(topic.name)
-        if cached is None or cached[0] is not topic.configs:
-            if self._topic_defaults is None:
-                self._topic_defaults = self.config.topic_defaults()
-            cached = (topic.configs, {**self._topic_defaults, **topic.configs})
-            self._effective[topic.name] = cached
-        return cached[1]
-
-    def min_insync_replicas(self, topic: str) -> int:
-        info = self._metadata.get(topic)
-        return (
-            int(self.effective_config(info).get("min.insync.replicas", "1"))
-            if info is not None
-            else 1
-        )
-
-    def down_conversion_enabled(self, topic: str) -> bool:
-        """``message.downconversion.enable`` of ``topic``: whether Fetch v0-v3 may read it."""
-        info = self._metadata.get(topic)
-        return (
-            info is None
-            or self.effective_config(info).get("message.downconversion.enable", "true") == "true"
-        )
-
-    def cleanup_policy(self, topic: str) -> str:
-        info = self._metadata.get(topic)
-        return (
-            self.effective_config(info).get("cleanup.policy", "delete") if info is not None else ""
-        )
-
-    def validate_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        try:
-            logstore.validate_log_config(**{**self.config.topic_defaults(), **configs})
-        except logstore.LogStoreError as e:
-            raise kafka_error(e, "topic configs") from None
-        return configs
-
-    # ---- partitions ----
-
-    def reopen_partition(self, topic: str, index: int, log_dir: str) -> None:
-        """Opens a partition's closed log again from ``log_dir`` (a move's last step)."""
-        info = self._metadata.get(topic)
-        assert info is not None
-        local_log = self._log_manager.reopen_log(topic, index, log_dir, self.effective_config(info))
-        partition = self._replica_manager.get_partition(topic, index)
-        assert partition is not None
-        partition.log.replace_log(local_log)
-
-    def apply_log_configs(self, topic: TopicInfo) -> None:
-        effective = log_config(self.effective_config(topic))
-        for p in range(topic.partitions):
-            partition = self._replica_manager.get_partition(topic.name, p)
-            if partition is not None:
-                partition.log.local_log.set_config(**effective)
-
-    def set_broker_configs(
-        self, resource: str, configs: dict[str, str], validate_only: bool = False
-    ) -> None:
-        """Replaces the dynamic configs of BROKER resource ``resource`` (``""``: the
-        cluster default, or this broker's id). Topic defaults among them apply at once
-        to every partition whose topic does not set its own; listeners added or removed
-        start or stop listening (a new address is bound before the change is accepted)."""
-        if resource not in ("", str(self.broker_id)):
-            raise InvalidRequestError(
-                f"broker {resource!r} is not this broker ({self.broker_id}) or the default ('')"
-            )
-
-        bound: list[tuple[SocketServer, socket.socket]] = []
-        removed: list[SocketServer] = []
-
-        def check() -> None:
-            nonlocal removed
-            self.validate_topic_configs({})  # the new topic defaults, as a topic sees them
-            added, removed, newly_bound = self._listeners.prepare_changes()
-            bound.extend(newly_bound)
-
-        try:
-            try:
-                self._dynamic_configs.set(resource, configs, check, validate_only=validate_only)
-            except BaseException:
-                for _, sock in bound:
-                    sock.close()
-                raise
-        except ConfigError as e:
-            raise InvalidConfigError(str(e)) from None
-        if validate_only:
-            for _, sock in bound:
-                sock.close()
-            return
-        self._listeners.apply_changes(removed, bound)
-        quotas = getattr(self._listeners, "quotas", None)
-        if quotas is not None:
-            quotas.limits_changed()  # max.connections and max.connections.per.ip are dynamic
-        self._topic_defaults = None
-        self._effective.clear()
-        for topic in self._metadata.topics.values():
-            self.apply_log_configs(topic)
-        log.info("dynamic configs of broker resource %r are now %s", resource, configs)
 
     # ---- topics ----
 
@@ -263,7 +139,8 @@ class AdminManager:
             return TopicInfo(name, NULL_UUID, len(assignment.partitions), topic_configs)
         if len(assignment.partitions) > INLINE_CREATION_MAX_PARTITIONS:
             raise PolicyViolationError(
-                f"{len(assignment.partitions)} partitions are more than a topic created on first use may have "
+                f"{len(assignment.partitions)} partitions are more than a topic created on first "
+                "use may have "
                 f"({INLINE_CREATION_MAX_PARTITIONS}); create it with CreateTopics"
             )
         self._create_here(name, assignment, topic_configs)
@@ -317,7 +194,8 @@ class AdminManager:
                 # Many names in one Metadata request: the rest wait for a later request,
                 # so creating them never holds the event loop for long.
                 raise LeaderNotAvailableError(
-                    f"topic {name} is not created yet: too many topics are being created at once; retry"
+                    f"topic {name} is not created yet: too many topics are being created at once; "
+                    "retry"
                 )
             self._inline_creations = (start, count + 1)
             return self.create_topic(name)
@@ -349,7 +227,8 @@ class AdminManager:
         if live < replication_factor:
             # As Kafka: not created with fewer replicas than configured (it would stay so).
             raise CoordinatorNotAvailableError(
-                f"{name} needs {replication_factor} live brokers (its replication factor) and {live} are up"
+                f"{name} needs {replication_factor} live brokers (its replication factor) and "
+                f"{live} are up"
             )
         self._create_in_background(name, partitions, replication_factor, configs)
         raise CoordinatorNotAvailableError(f"topic {name} is being created")
@@ -398,17 +277,6 @@ class AdminManager:
         task = asyncio.get_running_loop().create_task(create())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False):
-        """Validates now and writes the topic's configs to the store: at once on a broker
-        alone (None returned), else returned as the write to await."""
-        self.validate_topic_configs(configs)
-        if validate_only:
-            return None
-        if self.support.local:
-            self.support.store.set_topic_configs(name, dict(configs))
-            return None
-        return asyncio.to_thread(self.support.store.set_topic_configs, name, dict(configs))
 
     # ---- forwarding ----
 
@@ -495,7 +363,8 @@ class AdminManager:
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
                 raise InvalidRequestError(
-                    "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time."
                 )
             self._limits.check_count(len(t.assignments), 1, live)
             assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
@@ -520,7 +389,7 @@ class AdminManager:
             self._limits.check_count(partitions, rf, live)
             assignment = assign_replicas(brokers, partitions, rf)
         self._limits.check_assignment(assignment)
-        configs = self.validate_topic_configs({c.name: c.value for c in t.configs})
+        configs = self.log_configs.validate_topic_configs({c.name: c.value for c in t.configs})
         return TopicAssignment(random_uuid(), assignment), configs
 
     async def _create_on_controller(self, apis, connection, body, topics, results) -> None:
@@ -589,7 +458,7 @@ class AdminManager:
             ):
                 r.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
-            effective = self.effective_config(
+            effective = self.log_configs.effective_config(
                 TopicInfo(name, assignment.topic_id, len(assignment.partitions), configs)
             )
             r.configs = [
@@ -680,11 +549,13 @@ class AdminManager:
                 current = len(assignment.partitions)
                 if self.support.local and t.name in self._local_creator.busy:
                     raise InvalidRequestError(
-                        f"topic {t.name!r} is already being created or given partitions; retry once that is done"
+                        f"topic {t.name!r} is already being created or given partitions; "
+                        "retry once that is done"
                     )
                 if t.count < current:
                     raise InvalidPartitionsError(
-                        f"Topic currently has {current} partitions, which is higher than the requested {t.count}."
+                        f"Topic currently has {current} partitions, which is higher than the "
+                        f"requested {t.count}."
                     )
                 if t.count == current:
                     raise InvalidPartitionsError(f"Topic already has {current} partitions.")
@@ -692,8 +563,8 @@ class AdminManager:
                 if t.assignments is not None:  # null: placed by the broker; [] is 0 assignments
                     if len(t.assignments) != t.count - current:
                         raise InvalidReplicaAssignmentError(
-                            f"Attempted to add {t.count - current} additional partition(s), but only "
-                            f"{len(t.assignments)} assignment(s) were specified."
+                            f"Attempted to add {t.count - current} additional partition(s), "
+                            f"but only {len(t.assignments)} assignment(s) were specified."
                         )
                     self._limits.check_count(len(t.assignments), 1, cache.alive_broker_ids())
                     added = {current + i: list(a.broker_ids) for i, a in enumerate(t.assignments)}
@@ -750,142 +621,3 @@ class AdminManager:
                 await self.support.store_call(self.support.store.set_topic_assignment, name, grown)
         finally:
             self._limits.unreserve(added)
-
-    # ---- ElectLeaders and reassignments (controller events) ----
-
-    async def elect_leaders(self, apis, request, connection):
-        body = request.body
-        unclean = request.api_version >= 1 and body.election_type == 1
-        if request.api_version >= 1 and body.election_type not in (0, 1):
-            return ElectLeadersResponse(
-                throttle_time_ms=0,
-                error_code=int(ErrorCode.INVALID_REQUEST),
-                replica_election_results=[],
-            )
-        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
-            return ElectLeadersResponse(
-                throttle_time_ms=0,
-                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                replica_election_results=[],
-            )
-        if not self.support.is_controller:
-            return await self.forward(ApiKey.ELECT_LEADERS, body, body.timeout_ms + 5000)
-        wanted = (
-            None
-            if body.topic_partitions is None
-            else {TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions}
-        )
-        try:
-            (results,) = await self.support.ask_controller(
-                lambda reply: ev.ReplicaLeaderElection(wanted, unclean, reply), body.timeout_ms
-            )
-        except TimeoutError:
-            results = {tp: (ErrorCode.REQUEST_TIMED_OUT, None) for tp in wanted or ()}
-        by_topic: dict[str, list] = {}
-        for tp, (code, message) in sorted(results.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                ElectLeadersResponse.PartitionResult(
-                    partition_id=tp.partition, error_code=int(code), error_message=message
-                )
-            )
-        return ElectLeadersResponse(
-            throttle_time_ms=0,
-            error_code=0,
-            replica_election_results=[
-                ElectLeadersResponse.ReplicaElectionResult(topic=t, partition_result=rs)
-                for t, rs in by_topic.items()
-            ],
-        )
-
-    async def alter_partition_reassignments(self, apis, request, connection):
-        body = request.body
-        if not auth_helper.authorize_cluster(apis, connection, AclOperation.ALTER):
-            return AlterPartitionReassignmentsResponse(
-                throttle_time_ms=0,
-                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                error_message="ALTER on the cluster is not authorized",
-                responses=[],
-            )
-        if not self.support.is_controller:
-            return await self.forward(
-                ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000
-            )
-        wanted = {
-            TopicPartition(t.name, p.partition_index): (
-                None if p.replicas is None else list(p.replicas)
-            )
-            for t in body.topics
-            for p in t.partitions
-        }
-        try:
-            code, results = await self.support.ask_controller(
-                lambda reply: ev.ApiPartitionReassignment(wanted, reply), body.timeout_ms
-            )
-        except TimeoutError:
-            code, results = ErrorCode.REQUEST_TIMED_OUT, {}
-        responses = []
-        for t in body.topics:
-            parts = []
-            for p in t.partitions:
-                error, message = results.get(
-                    TopicPartition(t.name, p.partition_index), (code, None)
-                )
-                parts.append(
-                    AlterPartitionReassignmentsResponse.ReassignablePartitionResponse(
-                        partition_index=p.partition_index,
-                        error_code=int(error),
-                        error_message=message,
-                    )
-                )
-            responses.append(
-                AlterPartitionReassignmentsResponse.ReassignableTopicResponse(
-                    name=t.name, partitions=parts
-                )
-            )
-        return AlterPartitionReassignmentsResponse(
-            throttle_time_ms=0, error_code=0, error_message=None, responses=responses
-        )
-
-    async def list_partition_reassignments(self, apis, request, connection):
-        body = request.body
-        if not auth_helper.authorize_cluster(apis, connection, AclOperation.DESCRIBE):
-            return ListPartitionReassignmentsResponse(
-                throttle_time_ms=0,
-                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                error_message="DESCRIBE on the cluster is not authorized",
-                topics=[],
-            )
-        if not self.support.is_controller:
-            return await self.forward(
-                ApiKey.LIST_PARTITION_REASSIGNMENTS, body, body.timeout_ms + 5000
-            )
-        wanted = (
-            None
-            if body.topics is None
-            else {TopicPartition(t.name, p) for t in body.topics for p in t.partition_indexes}
-        )
-        try:
-            code, found = await self.support.ask_controller(
-                lambda reply: ev.ListPartitionReassignments(wanted, reply), body.timeout_ms
-            )
-        except TimeoutError:
-            code, found = ErrorCode.REQUEST_TIMED_OUT, {}
-        by_topic: dict[str, list] = {}
-        for tp, (replicas, adding, removing) in sorted(found.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
-                    partition_index=tp.partition,
-                    replicas=replicas,
-                    adding_replicas=adding,
-                    removing_replicas=removing,
-                )
-            )
-        return ListPartitionReassignmentsResponse(
-            throttle_time_ms=0,
-            error_code=int(code),
-            error_message=None,
-            topics=[
-                ListPartitionReassignmentsResponse.OngoingTopicReassignment(name=t, partitions=ps)
-                for t, ps in by_topic.items()
-            ],
-        )

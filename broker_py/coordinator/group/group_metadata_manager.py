@@ -103,7 +103,7 @@ class GroupMetadataManager:
         self.config = apis.config
         self._replica_manager = apis.replica_manager
         self._metadata_cache = apis.metadata_cache
-        self._admin_manager = apis.admin_manager
+        self._admin_manager = apis.topic_admin_manager
         self.time = time
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets

@@ -58,7 +58,7 @@ class TransactionStateManager:
         self.config = apis.config
         self._replica_manager = apis.replica_manager
         self._metadata_cache = apis.metadata_cache
-        self._admin_manager = apis.admin_manager
+        self._admin_manager = apis.topic_admin_manager
         self.time = time
         self.transactions: dict[str, TransactionMetadata] = {}
         # transactional ids with a state write in flight (their requests get CONCURRENT_TRANSACTIONS)

@@ -146,7 +146,7 @@ def _broker_synonyms(apis, broker_key: str) -> list:
 
 
 def _topic_entries(apis, topic, keys, include_synonyms):
-    effective = apis.admin_manager.effective_config(topic)
+    effective = apis.log_config_manager.effective_config(topic)
     out = []
     for key in sorted(effective):
         if keys is not None and key not in keys:
@@ -258,11 +258,13 @@ def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool
     if resource_type == TOPIC:
         if apis.metadata_cache.get(name) is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        return apis.admin_manager.set_topic_configs(name, new_configs, validate_only=validate_only)
+        return apis.config_admin_manager.set_topic_configs(
+            name, new_configs, validate_only=validate_only
+        )
     elif resource_type == BROKER and apis.zk_support is not None:
         return _write_broker_configs(apis, name, new_configs, validate_only)
     elif resource_type == BROKER:
-        apis.admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
+        apis.config_admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == BROKER_LOGGER:
         raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
@@ -283,7 +285,7 @@ def _write_broker_configs(apis, name: str, configs: dict[str, str], validate_onl
     the change concerns applies it when notified; this one at once."""
     name = _broker_id_or_default(name)
     if _is_this_broker(apis, name):
-        apis.admin_manager.set_broker_configs(name, configs, validate_only=True)
+        apis.config_admin_manager.set_broker_configs(name, configs, validate_only=True)
     else:
         try:
             validate_configs(apis.config, name, configs)
@@ -368,7 +370,7 @@ def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[
         topic = apis.metadata_cache.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        return dict(topic.configs), apis.admin_manager.effective_config(topic)
+        return dict(topic.configs), apis.log_config_manager.effective_config(topic)
     if resource_type == BROKER:
         if not _is_this_broker(apis, name):
             raise InvalidRequestError(

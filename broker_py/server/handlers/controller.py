@@ -82,7 +82,7 @@ async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
             log_dir, existed = lm.place(topic, index, planned)
             planned[log_dir] = planned.get(log_dir, 0) + 1
             places.append(
-                (info, index, log_dir, existed, apis.admin_manager.effective_config(info))
+                (info, index, log_dir, existed, apis.log_config_manager.effective_config(info))
             )
         for (info, index, log_dir, _, _), unified in zip(
             places, await asyncio.to_thread(_open_chunk, lm, places)
@@ -121,7 +121,7 @@ def apply_leader_and_isr(
         info = _topic_info(apis, data, topic, index)
         try:
             local_log = apis.log_manager.open_log(
-                info, index, apis.admin_manager.effective_config(info)
+                info, index, apis.log_config_manager.effective_config(info)
             )
         except KafkaError as e:
             if failures is not None:
@@ -149,7 +149,7 @@ def apply_stop_replica(apis, data) -> tuple[ErrorCode, dict[TopicPartition, Erro
     }
     for topic in deleted:
         if not any(t == topic for t, _ in apis.replica_manager.keys()):
-            for callback in apis.admin_manager.on_topic_deleted:
+            for callback in apis.topic_admin_manager.on_topic_deleted:
                 callback(topic)
     return error, errors
 

@@ -445,7 +445,7 @@ def _response(
     version = request.api_version
     if version <= LAST_MESSAGE_SET_VERSION:
         reads = _down_convert_all(
-            reads, version, request.body.max_bytes, apis.admin_manager.down_conversion_enabled
+            reads, version, request.body.max_bytes, apis.log_config_manager.down_conversion_enabled
         )
     error_code, session_id, selected = context.respond(reads)
     topics: list[tuple] = []

@@ -147,7 +147,7 @@ def handle_metadata(apis, request, connection):
                     return
                 if allow_create:
                     try:
-                        apis.admin_manager.auto_create_topic(name)
+                        apis.topic_admin_manager.auto_create_topic(name)
                         error = ErrorCode.LEADER_NOT_AVAILABLE
                     except KafkaError as e:
                         error = e.errno

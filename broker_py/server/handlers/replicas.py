@@ -1,6 +1,6 @@
 """ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments: where a
 partition's replicas live and which one leads, decided by the controller
-(:mod:`broker_py.server.admin_manager`), a broker alone included: there every partition
+(:mod:`broker_py.server.replica_admin_manager`), a broker alone included: there every partition
 is led by its one, preferred replica, so an election is never needed, a reassignment to
 another broker names one that does not exist, and none is ever in progress.
 
@@ -14,15 +14,15 @@ from logstore.protocol.api_keys import ApiKey
 
 
 def handle_elect_leaders(apis, request, connection):
-    return apis.admin_manager.elect_leaders(apis, request, connection)
+    return apis.replica_admin_manager.elect_leaders(apis, request, connection)
 
 
 def handle_alter_partition_reassignments(apis, request, connection):
-    return apis.admin_manager.alter_partition_reassignments(apis, request, connection)
+    return apis.replica_admin_manager.alter_partition_reassignments(apis, request, connection)
 
 
 def handle_list_partition_reassignments(apis, request, connection):
-    return apis.admin_manager.list_partition_reassignments(apis, request, connection)
+    return apis.replica_admin_manager.list_partition_reassignments(apis, request, connection)
 
 
 HANDLERS = {

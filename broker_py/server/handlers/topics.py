@@ -1,5 +1,5 @@
 """CreateTopics, DeleteTopics and CreatePartitions, through the controller
-(:mod:`broker_py.server.admin_manager`).
+(:mod:`broker_py.server.topic_admin_manager`).
 
 With an authorizer, creating a topic needs CREATE on the cluster or on the topic (and
 the configs come back only with DESCRIBE_CONFIGS on it), deleting DELETE and adding
@@ -19,7 +19,7 @@ from logstore.protocol.error_codes import ErrorCode
 
 
 def handle_create_topics(apis, request, connection):
-    return apis.admin_manager.create_topics(apis, request, connection)
+    return apis.topic_admin_manager.create_topics(apis, request, connection)
 
 
 # DeleteTopics before v3 has no TOPIC_DELETION_DISABLED: Kafka answers those versions
@@ -28,7 +28,7 @@ _FIRST_DELETION_DISABLED_VERSION = 3
 
 
 async def handle_delete_topics(apis, request, connection):
-    response = await apis.admin_manager.delete_topics(apis, request, connection)
+    response = await apis.topic_admin_manager.delete_topics(apis, request, connection)
     if request.api_version < _FIRST_DELETION_DISABLED_VERSION:
         for result in response.responses:
             if result.error_code == ErrorCode.TOPIC_DELETION_DISABLED:
@@ -37,7 +37,7 @@ async def handle_delete_topics(apis, request, connection):
 
 
 def handle_create_partitions(apis, request, connection):
-    return apis.admin_manager.create_partitions(apis, request, connection)
+    return apis.topic_admin_manager.create_partitions(apis, request, connection)
 
 
 HANDLERS = {

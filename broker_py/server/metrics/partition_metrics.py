@@ -66,7 +66,7 @@ def snapshot(apis: Any, controller: Any, tracker: IsrChangeTracker) -> dict[str,
         if isr < len(p.assigned_replicas):
             under_replicated += 1
         if p.topic not in min_isr:
-            min_isr[p.topic] = apis.admin_manager.min_insync_replicas(p.topic)
+            min_isr[p.topic] = apis.log_config_manager.min_insync_replicas(p.topic)
         if isr < min_isr[p.topic]:
             under_min += 1
         elif isr == min_isr[p.topic]:
