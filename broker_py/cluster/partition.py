@@ -25,6 +25,7 @@ transaction, or the high watermark when none is open.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from broker_py.cluster.replica import PendingIsrChange, Replica
@@ -342,7 +343,8 @@ class Partition:
             if min_insync_replicas is None:
                 min_insync_replicas = self._min_insync_replicas()
             raise NotEnoughReplicasError(
-                f"the ISR of {self.name} has {len(self.isr)} replicas, below min.insync.replicas {min_insync_replicas}"
+                f"the ISR of {self.name} has {len(self.isr)} replicas, "
+                f"below min.insync.replicas {min_insync_replicas}"
             )
         result = self.log.append_as_leader(
             records, self.leader_epoch, idempotent, verify_transaction
@@ -461,6 +463,39 @@ class Partition:
         """(producer id, its state entry) of each producer the log remembers, by id."""
         return sorted(self.log.producer_state.producers.items())
 
+    def legacy_fetch_offsets_before(
+        self, timestamp: int, max_num_offsets: int, from_consumer: bool, now_ms: int
+    ) -> list[int]:
+        """ListOffsets v0's answer, offsets descending (Kafka's
+        ``legacyFetchOffsetsBefore``): the log's segments as (first offset, last modified)
+        pairs plus (log end, now) when the active segment holds data; -1 (latest) takes
+        the last pair and those before it, -2 (earliest) the first, a time the last pair
+        modified at or before it and those before; at most ``max_num_offsets``. A
+        consumer never sees an offset past the high watermark (the newest ones become
+        the high watermark)."""
+        segments = self.log.local_log.segments()
+        log_start = self.log_start_offset
+        pairs = [(max(s.base_offset, log_start), _modified_ms(s.log_path)) for s in segments]
+        if segments and segments[-1].size > 0:
+            pairs.append((self.log_end_offset, now_ms))
+        if timestamp == -1:
+            start = len(pairs) - 1
+        elif timestamp == -2:
+            start = 0
+        else:
+            start = len(pairs) - 1
+            while start >= 0 and pairs[start][1] > timestamp:
+                start -= 1
+        offsets = sorted(
+            (pairs[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)),
+            reverse=True,
+        )
+        if from_consumer:
+            hw = self.high_watermark
+            if any(o > hw for o in offsets):
+                offsets = [hw] + [o for o in offsets if o <= hw]
+        return offsets
+
     def largest_timestamp(self) -> int:
         """The largest record timestamp in the log (-1 when empty)."""
         return self.log.largest_timestamp()
@@ -488,3 +523,10 @@ class Partition:
                 f"{self.name}: {offset} is outside 0..{self.high_watermark}"
             )
         return self.log.delete_records(offset)
+
+
+def _modified_ms(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns // 1_000_000
+    except OSError:
+        return 0

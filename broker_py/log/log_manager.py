@@ -9,6 +9,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import os
@@ -16,22 +17,24 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import logstore
-from broker_py.controller.topic_metadata import (
-    METADATA_DIR,
-    TopicInfo,
+from broker_py.common.topic import TopicInfo
+from broker_py.log import log_dir_mover
+from broker_py.log.file_lock import lock_log_dirs
+from broker_py.log.partition_metadata_file import (
     partition_metadata_text,
     partition_metadata_topic_id,
 )
-from broker_py.log import log_dir_mover
-from broker_py.log.file_lock import lock_log_dirs
-from logstore.protocol.errors import KafkaStorageError
+from broker_py.log.unified_log import UnifiedLog
+from broker_py.utils.metadata_file import METADATA_DIR
+from logstore.protocol.errors import KafkaError, KafkaStorageError
 
 log = logging.getLogger(__name__)
 
 CLOSE_THREADS = 8
+OPEN_CHUNK = 32  # logs opened per worker-thread call by open_new_logs
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
@@ -218,6 +221,55 @@ class LogManager:
         plog = self.open_files(topic, partition, log_dir, existed, effective_config)
         self.register(topic.name, partition, plog, log_dir)
         return plog
+
+    def get_or_create_log(
+        self, topic: TopicInfo, partition: int, effective_config: dict[str, str]
+    ) -> UnifiedLog:
+        """The partition's log (Kafka's ``getOrCreateLog``): opened (recovering if needed)
+        or created and registered, with its producer state, on the caller's thread."""
+        return UnifiedLog(topic.name, partition, self.open_log(topic, partition, effective_config))
+
+    async def open_new_logs(
+        self,
+        wanted: list[tuple[str, int]],
+        log_config: Callable[[str, int], tuple[TopicInfo, dict[str, str]]],
+    ) -> dict[tuple[str, int], UnifiedLog]:
+        """The logs of ``wanted`` partitions (none of them open), opened (recovered if
+        need be, with their producer state) on a worker thread, OPEN_CHUNK at a time, and
+        registered between chunks: the event loop keeps serving while a broker takes
+        thousands of partitions. ``log_config`` gives a partition's topic and the configs
+        its log opens with. A log that fails to open is left out (opening it again
+        answers its error)."""
+        opened: dict[tuple[str, int], UnifiedLog] = {}
+        planned: dict[str, int] = {}
+        for i in range(0, len(wanted), OPEN_CHUNK):
+            places = []
+            for topic, index in wanted[i : i + OPEN_CHUNK]:
+                info, config = log_config(topic, index)
+                log_dir, existed = self.place(topic, index, planned)
+                planned[log_dir] = planned.get(log_dir, 0) + 1
+                places.append((info, index, log_dir, existed, config))
+            for (info, index, log_dir, _, _), unified in zip(
+                places, await asyncio.to_thread(self._open_chunk, places)
+            ):
+                if unified is not None:
+                    self.register(info.name, index, unified.local_log, log_dir)
+                    opened[(info.name, index)] = unified
+        return opened
+
+    def _open_chunk(self, places) -> list[UnifiedLog | None]:
+        """On a worker thread: each log opened with its producer state, None where it fails."""
+        out: list[UnifiedLog | None] = []
+        for info, index, log_dir, existed, config in places:
+            try:
+                out.append(
+                    UnifiedLog(
+                        info.name, index, self.open_files(info, index, log_dir, existed, config)
+                    )
+                )
+            except KafkaError:
+                out.append(None)
+        return out
 
     def reopen_log(
         self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]

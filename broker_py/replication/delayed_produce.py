@@ -21,35 +21,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from broker_py.cluster.partition import Partition
+from broker_py.replication.produce_result import ProducePartitionResult
 from broker_py.replication.purgatory import DelayedOperation
 from logstore.protocol.error_codes import ErrorCode
 
 
 class ProducePartitionStatus:
-    """One waiting partition of a produce: where its records end, and where its answer
-    sits in the response (``results[slot]``, a tuple in the shape
-    ``logstore.encode_produce_response`` takes: ``(index, error_code, base_offset,
-    log_append_time_ms, log_start_offset, error_message, record_errors)``)."""
+    """One waiting partition of a produce: where its records end (``required_offset``),
+    and its answer in the response (``result``), which a failed wait overwrites."""
 
-    __slots__ = (
-        "acks_pending",
-        "min_insync_replicas",
-        "partition",
-        "required_offset",
-        "results",
-        "slot",
-    )
+    __slots__ = ("acks_pending", "min_insync_replicas", "partition", "required_offset", "result")
 
     def __init__(
         self,
-        results: list[tuple],
-        slot: int,
+        result: ProducePartitionResult,
         partition: Partition,
         required_offset: int,
-        min_insync_replicas: int | None,
+        min_insync_replicas: int | None = None,
     ) -> None:
-        self.results = results
-        self.slot = slot
+        self.result = result
         self.partition = partition
         self.required_offset = required_offset
         self.min_insync_replicas = min_insync_replicas
@@ -58,27 +48,16 @@ class ProducePartitionStatus:
     def answer(self, error: ErrorCode) -> None:
         self.acks_pending = False
         if error != ErrorCode.NONE:
-            index, _, base_offset, append_time, log_start, _, record_errors = self.results[
-                self.slot
-            ]
-            self.results[self.slot] = (
-                index,
-                int(error),
-                base_offset,
-                append_time,
-                log_start,
-                error.description,
-                record_errors,
-            )
+            self.result.fail(error)
 
 
 class DelayedProduce(DelayedOperation):
     def __init__(
         self,
         timeout_ms: int,
-        results: list[tuple[str, list[tuple]]],
+        results: list[tuple[str, list[ProducePartitionResult]]],
         waiting: list[ProducePartitionStatus],
-        response_callback: Callable[[list[tuple[str, list[tuple]]]], None],
+        response_callback: Callable[[list[tuple[str, list[ProducePartitionResult]]]], None],
     ) -> None:
         super().__init__(timeout_ms)
         self.results = results

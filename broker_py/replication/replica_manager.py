@@ -31,9 +31,12 @@ import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log import offset_checkpoint
 from broker_py.log.unified_log import UnifiedLog
-from broker_py.replication.delayed_fetch import DelayedFetch, FetchRead
+from broker_py.replication.delayed_fetch import DelayedFetch
 from broker_py.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
+from broker_py.replication.fetch_data import FetchInfo, FetchParams, LogReadResult
 from broker_py.replication.leader_end_point import PartitionFetchState
+from broker_py.replication.local_log_read import read_from_local_log
+from broker_py.replication.produce_result import ProducePartitionResult
 from broker_py.replication.purgatory import DelayedOperationPurgatory
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
         LeaderAndIsrRequestData,
         StopReplicaRequestData,
     )
+    from broker_py.log.log_manager import LogManager
     from broker_py.zk.zk_data import TopicPartition
 
 from logstore.protocol.errors import (
@@ -64,6 +68,11 @@ PartitionRecords = tuple[int, Any, "bool | None"]
 # A transaction marker to append: (topic, partition, producer id, producer epoch,
 # commit, coordinator epoch).
 TxnMarker = tuple[str, int, int, int, bool, int]
+# A partition's topic (a TopicInfo, as the log manager takes it) and the effective
+# configs its log opens with.
+LogConfig = Callable[[str, int], tuple[Any, dict[str, str]]]
+# An append's answer: each topic's partitions in the order asked.
+ProduceResults = list[tuple[str, list[ProducePartitionResult]]]
 
 
 # Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
@@ -86,16 +95,23 @@ def verification_produce_error(error: ErrorCode) -> tuple[ErrorCode, str]:
     if error in _VERIFICATION_RETRIABLE:
         return (
             ErrorCode.NOT_ENOUGH_REPLICAS,
-            f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}",
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error.name}",
         )
     return error, error.description
 
 
 class ReplicaManager:
     def __init__(
-        self, broker_id: int, min_insync_replicas: Callable[[str], int], time: Time = SYSTEM_TIME
+        self,
+        broker_id: int,
+        min_insync_replicas: Callable[[str], int],
+        time: Time = SYSTEM_TIME,
+        log_manager: LogManager | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # Opens, creates and deletes the logs of the partitions the controller assigns.
+        self.log_manager = log_manager
         self._min_insync_replicas = min_insync_replicas
         self.time = time
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -182,16 +198,22 @@ class ReplicaManager:
         return partition
 
     def become_leader_or_follower(
-        self, request: LeaderAndIsrRequestData, get_log: Callable[[str, int], UnifiedLog]
+        self,
+        request: LeaderAndIsrRequestData,
+        log_config: LogConfig,
+        opened: dict[tuple[str, int], UnifiedLog] | None = None,
+        failures: dict[tuple[str, int], KafkaError] | None = None,
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Applies a controller's LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``): a
         request from an older controller epoch is refused whole (STALE_CONTROLLER_EPOCH);
         per partition, a state whose leader epoch is below the one held (or equal, with no
         newer partition epoch) is ignored with STALE_CONTROLLER_EPOCH; a partition that does
         not list this broker gets UNKNOWN_TOPIC_OR_PARTITION. Otherwise the partition's log is
-        opened (``get_log``, which may raise KafkaStorageError → KAFKA_STORAGE_ERROR) and this
-        broker leads or follows it. Produces and fetches waiting on a partition this broker
-        stopped leading are completed (NOT_LEADER_OR_FOLLOWER)."""
+        taken from ``opened`` (see :meth:`open_new_logs`) or opened or created by the log
+        manager with ``log_config`` (KafkaStorageError → KAFKA_STORAGE_ERROR, the exception
+        kept in ``failures`` when given) and this broker leads or follows it. Produces and
+        fetches waiting on a partition this broker stopped leading are completed
+        (NOT_LEADER_OR_FOLLOWER)."""
         if request.controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH, {}
         self.controller_epoch = request.controller_epoch
@@ -221,7 +243,7 @@ class ReplicaManager:
                     partition = Partition(
                         topic,
                         index,
-                        get_log(topic, index),
+                        self._get_or_create_log(topic, index, log_config, opened, failures),
                         self.broker_id,
                         self._on_append,
                         lambda t=topic: self._min_insync_replicas(t),
@@ -266,6 +288,50 @@ class ReplicaManager:
             callback(new_leaders, followers)
         return ErrorCode.NONE, errors
 
+    def _log_manager(self) -> LogManager:
+        if self.log_manager is None:
+            raise RuntimeError("this replica manager was made without a log manager")
+        return self.log_manager
+
+    def _get_or_create_log(
+        self,
+        topic: str,
+        index: int,
+        log_config: LogConfig,
+        opened: dict[tuple[str, int], UnifiedLog] | None,
+        failures: dict[tuple[str, int], KafkaError] | None,
+    ) -> UnifiedLog:
+        prepared = None if opened is None else opened.pop((topic, index), None)
+        if prepared is not None:
+            return prepared
+        info, config = log_config(topic, index)
+        try:
+            return self._log_manager().get_or_create_log(info, index, config)
+        except KafkaError as e:
+            if failures is not None:
+                failures[(topic, index)] = e
+            raise
+
+    async def open_new_logs(
+        self, request: LeaderAndIsrRequestData, log_config: LogConfig
+    ) -> dict[tuple[str, int], UnifiedLog]:
+        """The logs of the partitions ``request`` names for this broker for the first
+        time, opened by the log manager off the event loop
+        (:meth:`LogManager.open_new_logs`), for :meth:`become_leader_or_follower` to take.
+        None is opened for a request from an older controller epoch (it is refused)."""
+        if request.controller_epoch < self.controller_epoch:
+            return {}
+        manager = self._log_manager()
+        held = self.partitions
+        wanted = [
+            s.partition
+            for s in request.partitions
+            if self.broker_id in s.replicas
+            and s.partition not in held
+            and manager.get(*s.partition) is None
+        ]
+        return await manager.open_new_logs(wanted, log_config) if wanted else {}
+
     def _update_fetchers(
         self,
         new_leaders: list[tuple[str, int]],
@@ -296,12 +362,12 @@ class ReplicaManager:
         fetcher.shutdown_idle_fetchers()
 
     def stop_replicas(
-        self, request: StopReplicaRequestData, delete_log: Callable[[str, int], None]
+        self, request: StopReplicaRequestData
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """Applies a controller's StopReplica: refused whole from an older controller epoch;
         per partition, a leader epoch below the one held (other than -1 and -2, the
         deletion sentinel) gets FENCED_LEADER_EPOCH; otherwise the partition stops being
-        served and, with ``delete``, its log is deleted (KafkaStorageError →
+        served and, with ``delete``, the log manager deletes its log (KafkaStorageError →
         KAFKA_STORAGE_ERROR). A partition not held here is already stopped: NONE."""
         if request.controller_epoch < self.controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH, {}
@@ -322,7 +388,7 @@ class ReplicaManager:
             try:
                 if state.delete:
                     self.stop_replica(topic, index)
-                    delete_log(topic, index)
+                    self._log_manager().delete_log(topic, index)
                 elif partition is not None:
                     partition.leader_id = -1
                     self.produce_purgatory.check_and_complete((topic, index))
@@ -434,14 +500,13 @@ class ReplicaManager:
         timeout_ms: int,
         required_acks: int,
         entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
-        response_callback: Callable[[list[tuple[str, list[tuple]]]], None],
+        response_callback: Callable[[ProduceResults], None],
         origin: str = CLIENT,
     ) -> None:
         """Appends each topic's partition records and calls ``response_callback`` with
-        ``[(topic, [(index, error_code, base_offset, log_append_time_ms,
-        log_start_offset, error_message, record_errors), ...]), ...]`` once the acks
-        condition holds: at once for acks 0 and 1, or when acks=all is answered for
-        every partition (maybe at once as well)."""
+        ``[(topic, [ProducePartitionResult, ...]), ...]`` once the acks condition holds:
+        at once for acks 0 and 1, or when acks=all is answered for every partition
+        (maybe at once as well)."""
         results, waiting = self._append_to_leaders(required_acks, entries, origin)
         if not waiting:
             response_callback(results)
@@ -476,6 +541,12 @@ class ReplicaManager:
         results, waiting = self._append_to_leaders(
             required_acks, entries, origin, verified, refused
         )
+        return self._answer(timeout_ms, results, waiting)
+
+    def _answer(
+        self, timeout_ms: int, results: ProduceResults, waiting: list[ProducePartitionStatus]
+    ):
+        """``results`` now, or a future of them once every waiting partition is answered."""
         if not waiting:
             return results
         done = Completion()
@@ -528,35 +599,39 @@ class ReplicaManager:
         return results if isinstance(results, list) else await results
 
     def _delay(
-        self, timeout_ms: int, results, waiting: list[ProducePartitionStatus], response_callback
+        self,
+        timeout_ms: int,
+        results: ProduceResults,
+        waiting: list[ProducePartitionStatus],
+        response_callback,
     ) -> None:
         operation = DelayedProduce(timeout_ms, results, waiting, response_callback)
         self.produce_purgatory.watch(operation, {s.partition.key for s in waiting})
 
     def _append_to_leaders(
         self, required_acks: int, entries, origin: str, verified=None, refused=None
-    ) -> tuple[list, list[ProducePartitionStatus]]:
+    ) -> tuple[ProduceResults, list[ProducePartitionStatus]]:
         """Appends every partition's records: (the results, the acks=all partitions
         whose high watermark has yet to pass their records). ``refused``: partitions
         answered (error, message) without an append; ``verified``: partitions whose
         transaction was verified under a guard (appended only if it still holds)."""
-        results: list[tuple[str, list[tuple]]] = []
+        results: ProduceResults = []
         waiting: list[ProducePartitionStatus] = []
         held = self.partitions
         for topic, partitions in entries:
-            out: list[tuple] = []
+            out: list[ProducePartitionResult] = []
             results.append((topic, out))
             if required_acks not in (0, 1, -1):
                 error = InvalidRequiredAcksError(f"acks={required_acks}")
                 out.extend(
-                    (index, int(error.errno), -1, -1, -1, str(error), ())
+                    ProducePartitionResult(index, int(error.errno), -1, -1, -1, str(error))
                     for index, _, _ in partitions
                 )
                 continue
             for index, records, idempotent in partitions:
                 if refused and (topic, index) in refused:
                     error, message = refused[(topic, index)]
-                    out.append((index, int(error), -1, -1, -1, message, ()))
+                    out.append(ProducePartitionResult(index, int(error), -1, -1, -1, message))
                     continue
                 try:
                     partition = held.get((topic, index))
@@ -576,29 +651,36 @@ class ReplicaManager:
                             )
                         )
                 except KafkaError as e:
-                    out.append((index, int(e.errno), -1, -1, -1, str(e), e.record_errors))
+                    out.append(
+                        ProducePartitionResult(
+                            index, int(e.errno), -1, -1, -1, str(e), e.record_errors
+                        )
+                    )
                     continue
-                result = (index, 0, base_offset, append_time, log_start, None, ())
-                if required_acks == -1 and (
-                    partition.high_watermark <= last_offset or not partition.isr_full
-                ):
-                    done, error = partition.check_enough_replicas_reached_offset(last_offset + 1)
-                    if not done:
-                        waiting.append(
-                            ProducePartitionStatus(out, len(out), partition, last_offset + 1, None)
-                        )
-                    elif error != ErrorCode.NONE:
-                        result = (
-                            index,
-                            int(error),
-                            base_offset,
-                            append_time,
-                            log_start,
-                            error.description,
-                            (),
-                        )
+                result = ProducePartitionResult(index, 0, base_offset, append_time, log_start)
                 out.append(result)
+                if required_acks == -1:
+                    self._wait_for_acks(partition, result, last_offset + 1, waiting)
         return results, waiting
+
+    @staticmethod
+    def _wait_for_acks(
+        partition: Partition,
+        result: ProducePartitionResult,
+        required_offset: int,
+        waiting: list[ProducePartitionStatus],
+    ) -> None:
+        """acks=all for a partition that appended up to ``required_offset``: answered
+        now when its high watermark passed it with the ISR full, or when the ISR is
+        below ``min.insync.replicas`` or this broker no longer leads (``result`` then
+        takes the error); else the partition joins ``waiting``."""
+        if partition.high_watermark >= required_offset and partition.isr_full:
+            return
+        done, error = partition.check_enough_replicas_reached_offset(required_offset)
+        if not done:
+            waiting.append(ProducePartitionStatus(result, partition, required_offset))
+        elif error != ErrorCode.NONE:
+            result.fail(error)
 
     def _verification(
         self, partition: Partition, idempotent, verified
@@ -627,12 +709,12 @@ class ReplicaManager:
 
     def append_markers(self, timeout_ms: int, markers: Iterable[TxnMarker]):
         """Appends COMMIT/ABORT markers as leader with acks=all (WriteTxnMarkers, and the
-        transaction coordinator's own): ``[(topic, [(index, error_code, offset, ...), ...]),
-        ...]`` as :meth:`append` answers, now or as a future once every marker is
-        replicated to the ISR (or failed)."""
-        results: list[tuple[str, list[tuple]]] = []
+        transaction coordinator's own): ``[(topic, [ProducePartitionResult, ...]), ...]``
+        as :meth:`append` answers, now or as a future once every marker is replicated
+        to the ISR (or failed)."""
+        results: ProduceResults = []
         waiting: list[ProducePartitionStatus] = []
-        by_topic: dict[str, list[tuple]] = {}
+        by_topic: dict[str, list[ProducePartitionResult]] = {}
         for topic, index, producer_id, producer_epoch, commit, coordinator_epoch in markers:
             out = by_topic.get(topic)
             if out is None:
@@ -644,48 +726,34 @@ class ReplicaManager:
                     producer_id, producer_epoch, commit, coordinator_epoch
                 )
             except KafkaError as e:
-                out.append((index, int(e.errno), -1, -1, -1, str(e), ()))
+                out.append(ProducePartitionResult(index, int(e.errno), -1, -1, -1, str(e)))
                 continue
-            result = (index, 0, offset, -1, partition.log_start_offset, None, ())
-            if partition.high_watermark <= offset or not partition.isr_full:
-                done, error = partition.check_enough_replicas_reached_offset(offset + 1)
-                if not done:
-                    waiting.append(
-                        ProducePartitionStatus(out, len(out), partition, offset + 1, None)
-                    )
-                elif error != ErrorCode.NONE:
-                    result = (
-                        index,
-                        int(error),
-                        offset,
-                        -1,
-                        partition.log_start_offset,
-                        error.description,
-                        (),
-                    )
+            result = ProducePartitionResult(index, 0, offset, -1, partition.log_start_offset)
             out.append(result)
-        if not waiting:
-            return results
-        done = Completion()
-        self._delay(timeout_ms, results, waiting, done)
-        return done.result()
+            self._wait_for_acks(partition, result, offset + 1, waiting)
+        return self._answer(timeout_ms, results, waiting)
 
     # ---- fetches ----
 
-    def fetch_messages(
-        self, max_wait_ms: int, min_bytes: int, first: FetchRead, read: Callable[[], FetchRead]
-    ):
-        """The fetch's response: ``first`` (the read just made) when it holds
-        ``min_bytes``, may not wait or read nothing; otherwise an awaitable completed by
-        :class:`DelayedFetch` from ``read()``, run again as the partitions read grow."""
-        response, total, touched = first
-        if total >= min_bytes or max_wait_ms <= 0 or not touched:
-            return response
+    def fetch_messages(self, params: FetchParams, infos: list[FetchInfo]):
+        """Reads ``infos`` (Kafka's ``fetchMessages``): a :class:`FetchPartitionData`
+        each, in order, at once when the read holds ``params.min_bytes``, may not wait
+        or reads no partition held here; otherwise a future of them, completed by
+        :class:`DelayedFetch` from a later read as the partitions read grow, or at
+        ``params.max_wait_ms``."""
+        first = self.read_from_local_log(params, infos)
+        if first.bytes_read >= params.min_bytes or params.max_wait_ms <= 0 or not first.partitions:
+            return first.reads
         done = Completion()
         self.fetch_purgatory.watch(
-            DelayedFetch(max_wait_ms, min_bytes, read, done), [p.key for p in touched]
+            DelayedFetch(self, params, infos, done), [p.key for p in first.partitions]
         )
         return done.result()
+
+    def read_from_local_log(self, params: FetchParams, infos: list[FetchInfo]) -> LogReadResult:
+        """One read of ``infos`` as they are now (:mod:`.local_log_read`); a follower's
+        fetch offsets are recorded as its log end offsets."""
+        return read_from_local_log(self, params, infos)
 
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()

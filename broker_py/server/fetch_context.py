@@ -13,14 +13,13 @@
   with those :meth:`CachedPartition.must_respond` selects.
 
 Each context has ``partitions`` (what to read, in order) and ``respond(reads)``,
-which takes a :class:`PartitionRead` per partition in that order and returns the
+which takes a :class:`FetchPartitionData` per partition in that order and returns the
 response's error code, session id and the reads to send.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from broker_py.replication.fetch_data import FetchPartitionData
 from broker_py.server.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -35,29 +34,12 @@ from logstore.protocol.error_codes import ErrorCode
 SESSION_MIN_VERSION = 7
 
 
-class PartitionRead(NamedTuple):
-    """What reading one partition found (offsets -1 when there is no such partition);
-    ``records`` is empty or a DeferredRecords, ``partition`` the broker's Partition."""
-
-    fetch: CachedPartition
-    error_code: int
-    high_watermark: int
-    log_start_offset: int
-    records: object = b""
-    aborted: list | None = None
-    partition: object = None
-    diverging: tuple[int, int] | None = (
-        None  # (epoch, end offset) a diverging follower truncates to
-    )
-    preferred_read_replica: int = -1  # KIP-392: the replica the consumer should read from instead
-
-
 class SessionErrorContext:
     def __init__(self, error: ErrorCode) -> None:
         self.error = error
         self.partitions: list[CachedPartition] = []
 
-    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
+    def respond(self, reads: list[FetchPartitionData]) -> tuple[int, int, list[FetchPartitionData]]:
         return int(self.error), INVALID_SESSION_ID, []
 
 
@@ -65,7 +47,7 @@ class SessionlessFetchContext:
     def __init__(self, fetch_data: list[CachedPartition]) -> None:
         self.partitions = fetch_data
 
-    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
+    def respond(self, reads: list[FetchPartitionData]) -> tuple[int, int, list[FetchPartitionData]]:
         return 0, INVALID_SESSION_ID, reads
 
 
@@ -77,7 +59,7 @@ class FullFetchContext:
         self.partitions = fetch_data
         self.uses_topic_ids = uses_topic_ids
 
-    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
+    def respond(self, reads: list[FetchPartitionData]) -> tuple[int, int, list[FetchPartitionData]]:
         cached: dict[tuple, CachedPartition] = {}
         for read in reads:
             read.fetch.remember(read.error_code, read.high_watermark, read.log_start_offset)
@@ -92,7 +74,7 @@ class IncrementalFetchContext:
         self.expected_epoch = session.epoch
         self.partitions = list(session.partitions.values())
 
-    def respond(self, reads: list[PartitionRead]) -> tuple[int, int, list[PartitionRead]]:
+    def respond(self, reads: list[FetchPartitionData]) -> tuple[int, int, list[FetchPartitionData]]:
         session = self.session
         if session.epoch != self.expected_epoch:
             # Another request of this session arrived while this one waited.

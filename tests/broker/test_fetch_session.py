@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import uuid
 
+from broker_py.replication.fetch_data import FetchPartitionData
 from broker_py.server.fetch_context import (
     FullFetchContext,
     IncrementalFetchContext,
-    PartitionRead,
     SessionErrorContext,
     SessionlessFetchContext,
     new_context,
@@ -46,7 +46,7 @@ def read(
     error: ErrorCode = ErrorCode.NONE,
     log_start: int = 0,
 ):
-    return PartitionRead(
+    return FetchPartitionData(
         fp, int(error), hw, log_start, DeferredRecords(records) if records else b""
     )
 

@@ -4,6 +4,7 @@ an injected clock and real logs: no sockets, no sleeping."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -12,8 +13,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.log.unified_log import UnifiedLog
+from broker_py.replication.fetch_data import FetchParams
+from broker_py.replication.produce_result import ProducePartitionResult
 from broker_py.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker_py.replication.replica_manager import COORDINATOR, ReplicaManager
+from broker_py.server.fetch_session import NULL_UUID, CachedPartition
 from broker_py.utils.time import MockTime
 from logstore.protocol.error_codes import ErrorCode
 
@@ -87,7 +91,7 @@ def test_alone_the_high_watermark_follows_every_append(logs):
     manager, partition, _ = leader(logs)
     answers = []
     manager.append_records(1000, -1, [("t", [(0, batch(3), None)])], answers.append)
-    assert answers == [[("t", [(0, 0, 0, -1, 0, None, ())])]]
+    assert answers == [[("t", [ProducePartitionResult(0, 0, 0, -1, 0)])]]
     assert partition.high_watermark == partition.log_end_offset == 3
 
 
@@ -102,12 +106,13 @@ def test_acks_all_waits_for_the_follower_and_answers_when_the_hw_passes(logs):
     assert answers == [] and partition.high_watermark == 1
     partition.update_follower_fetch_state(2, 2)
     manager.produce_purgatory.check_and_complete(("t", 0))
-    assert answers == [[("t", [(0, 0, 0, -1, 0, None, ())])]]
+    assert answers == [[("t", [ProducePartitionResult(0, 0, 0, -1, 0)])]]
     assert partition.high_watermark == 2
     # acks=1 does not wait for the follower.
     answers.clear()
     manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], answers.append)
-    assert answers == [[("t", [(0, 0, 2, -1, 0, None, ())])]] and partition.high_watermark == 2
+    assert answers == [[("t", [ProducePartitionResult(0, 0, 2, -1, 0)])]]
+    assert partition.high_watermark == 2
 
 
 def test_acks_all_times_out_and_below_min_isr_writes_nothing(logs):
@@ -117,14 +122,18 @@ def test_acks_all_times_out_and_below_min_isr_writes_nothing(logs):
     time.advance(0.999)
     assert answers == []
     time.advance(0.001)
-    ((_, [(index, error, base, *_)]),) = answers[0]
-    assert (index, error, base) == (0, ErrorCode.REQUEST_TIMED_OUT, 0)
+    ((_, [result]),) = answers[0]
+    assert (result.index, result.error_code, result.base_offset) == (
+        0,
+        ErrorCode.REQUEST_TIMED_OUT,
+        0,
+    )
     # The ISR shrinks to the leader: acks=all is refused before the append (min ISR 2).
     partition.make_leader(1, [ME], [ME, 2, 3])
     end = partition.log_end_offset
     answers.clear()
     manager.append_records(1000, -1, [("t", [(0, batch(), None)])], answers.append)
-    assert answers[0][0][1][0][1] == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert answers[0][0][1][0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert partition.log_end_offset == end
 
 
@@ -133,10 +142,10 @@ def test_losing_the_partition_answers_waiting_produces(logs):
     answers = []
     manager.append_records(1000, -1, [("t", [(0, batch(), None)])], answers.append)
     manager.stop_replica("t", 0)
-    assert answers[0][0][1][0][1] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert answers[0][0][1][0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     answers.clear()
     manager.append_records(1000, 1, [("t", [(0, batch(), None)])], answers.append)
-    assert answers[0][0][1][0][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert answers[0][0][1][0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_coordinator_appends_go_the_same_way(logs):
@@ -145,20 +154,27 @@ def test_coordinator_appends_go_the_same_way(logs):
     manager.append_records(
         5000, -1, [("__consumer_offsets", [(0, batch(2), False)])], answers.append, COORDINATOR
     )
-    assert answers[0][0][1][0][:3] == (0, 0, 0) and partition.high_watermark == 2
+    assert answers[0][0][1][0].wire()[:3] == (0, 0, 0) and partition.high_watermark == 2
+
+
+def fetch_at(offset: int, topic: str = "t", index: int = 0) -> CachedPartition:
+    return CachedPartition(topic, NULL_UUID, index, offset, 1 << 20)
 
 
 def test_delayed_fetch_reads_again_after_appends_and_at_expiry(logs):
     async def run():
         manager, partition, time = leader(logs)
+        size = len(batch(1))
         reads = []
+        read = manager.read_from_local_log
 
-        def read():
-            found = partition.log_end_offset - 0
-            reads.append(found)
-            return found, found, [partition]
+        def counted(params, infos):
+            result = read(params, infos)
+            reads.append(result.bytes_read // size)
+            return result
 
-        pending = manager.fetch_messages(500, 3, read(), read)
+        manager.read_from_local_log = counted
+        pending = manager.fetch_messages(FetchParams(-1, 500, 3 * size, 1 << 20), [fetch_at(0)])
         assert isinstance(pending, asyncio.Future)
         manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
         manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
@@ -166,10 +182,13 @@ def test_delayed_fetch_reads_again_after_appends_and_at_expiry(logs):
         assert reads == [0, 2] and not pending.done()
         manager.append_records(1000, 1, [("t", [(0, batch(1), None)])], lambda r: None)
         time.advance(0)
-        assert pending.done() and pending.result() == 3
-        short = manager.fetch_messages(500, 100, read(), read)
+        assert pending.done()
+        ((answer,),) = [pending.result()]
+        assert answer.error_code == 0 and len(answer.records) == 3 * size
+        assert answer.high_watermark == 3
+        short = manager.fetch_messages(FetchParams(-1, 500, 100 * size, 1 << 20), [fetch_at(0)])
         time.advance(0.5)
-        assert short.done() and short.result() == 3
+        assert short.done() and len(short.result()[0].records) == 3 * size
         assert manager.fetch_purgatory.watched() == 0
 
     asyncio.run(run())
@@ -204,7 +223,8 @@ class HighWatermarkModel(RuleBasedStateMachine):
     @rule(n=st.integers(1, 3), acks=st.sampled_from([1, -1]))
     def produce(self, n, acks):
         def answer(results, n=n):
-            _, error, base, *_ = results[0][1][0]
+            result = results[0][1][0]
+            error, base = result.error_code, result.base_offset
             if error == ErrorCode.NONE and acks == -1:
                 self.acked.append((base + n, self.partition.high_watermark))
 
@@ -287,16 +307,33 @@ def _lai(controller_epoch, *states):
     )
 
 
+class FakeLogManager:
+    """The log manager a replica manager opens and deletes logs through, over the
+    ``logs`` fixture: what was opened and deleted, in order."""
+
+    def __init__(self, logs) -> None:
+        self._logs = logs
+        self.opened: list[tuple[str, int]] = []
+        self.deleted: list[tuple[str, int]] = []
+
+    def get_or_create_log(self, info, index: int, config: dict) -> UnifiedLog:
+        self.opened.append((info.name, index))
+        return self._logs(f"{info.name}-{index}")
+
+    def delete_log(self, topic: str, index: int) -> None:
+        self.deleted.append((topic, index))
+
+
+def log_config(topic: str, index: int):
+    return SimpleNamespace(name=topic), {}
+
+
 def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
     from broker_py.zk.zk_data import TopicPartition
 
-    manager = ReplicaManager(ME, lambda topic: 1, MockTime())
-    opened = []
-
-    def get_log(topic, index):
-        opened.append((topic, index))
-        return logs(f"{topic}-{index}")
-
+    log_manager = FakeLogManager(logs)
+    manager = ReplicaManager(ME, lambda topic: 1, MockTime(), log_manager=log_manager)
+    get_log = log_config
     tp = TopicPartition("t", 0)
     error, errors = manager.become_leader_or_follower(
         _lai(2, ("t", 0, ME, 3, [ME, 2], [ME, 2], 0), ("u", 0, 2, 0, [2], [2], 0)), get_log
@@ -306,7 +343,8 @@ def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
         TopicPartition("u", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
     partition = manager.get_partition("t", 0)
-    assert partition.is_leader and partition.leader_epoch == 3 and opened == [("t", 0)]
+    assert partition.is_leader and partition.leader_epoch == 3
+    assert log_manager.opened == [("t", 0)]
     # the new epoch starts at the log end in the leader-epoch cache
     assert partition.log.end_offset_for_epoch(3) == (3, 0)
     # an older controller epoch is refused whole; an older leader epoch per partition
@@ -326,8 +364,8 @@ def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
         1
     ] == {tp: ErrorCode.NONE}
     assert not partition.is_leader and partition.leader_id == 2 and partition.leader_epoch == 4
-    ((_, [(index, code, *_)]),) = answers[0]
-    assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    ((_, [result]),) = answers[0]
+    assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_stop_replica_deletes_and_fences_old_epochs(logs):
@@ -337,12 +375,11 @@ def test_stop_replica_deletes_and_fences_old_epochs(logs):
     )
     from broker_py.zk.zk_data import TopicPartition
 
-    manager = ReplicaManager(ME, lambda topic: 1, MockTime())
+    log_manager = FakeLogManager(logs)
+    manager = ReplicaManager(ME, lambda topic: 1, MockTime(), log_manager=log_manager)
     manager.become_leader_or_follower(
-        _lai(2, ("t", 0, ME, 3, [ME], [ME], 0), ("t", 1, ME, 3, [ME], [ME], 0)),
-        lambda t, i: logs(f"{t}-{i}"),
+        _lai(2, ("t", 0, ME, 3, [ME], [ME], 0), ("t", 1, ME, 3, [ME], [ME], 0)), log_config
     )
-    deleted = []
     request = StopReplicaRequestData(
         1,
         2,
@@ -352,18 +389,18 @@ def test_stop_replica_deletes_and_fences_old_epochs(logs):
             StopReplicaPartitionState(TopicPartition("t", 1), -2, True),
         ),
     )
-    error, errors = manager.stop_replicas(request, lambda t, i: deleted.append((t, i)))
+    error, errors = manager.stop_replicas(request)
     assert error == ErrorCode.NONE
     assert errors == {
         TopicPartition("t", 0): ErrorCode.FENCED_LEADER_EPOCH,
         TopicPartition("t", 1): ErrorCode.NONE,
     }
     assert (
-        deleted == [("t", 1)]
+        log_manager.deleted == [("t", 1)]
         and manager.get_partition("t", 1) is None
         and manager.get_partition("t", 0).is_leader
     )
-    assert manager.stop_replicas(StopReplicaRequestData(1, 1, -1, ()), lambda t, i: None) == (
+    assert manager.stop_replicas(StopReplicaRequestData(1, 1, -1, ())) == (
         ErrorCode.STALE_CONTROLLER_EPOCH,
         {},
     )

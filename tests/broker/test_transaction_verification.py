@@ -59,7 +59,7 @@ def produce(manager, seq: int):
         result = manager.append(1000, 1, [("t", [(0, txn_batch(seq), True)])], transactional_id=TID)
         if not isinstance(result, list):
             result = await result
-        return result[0][1][0]
+        return result[0][1][0].wire()
 
     return asyncio.run(go())
 
@@ -120,7 +120,7 @@ def test_pipelined_first_batches_share_one_verification_guard(leader):
         return [r[0][1][0] for r in await asyncio.gather(first, second)]
 
     results = asyncio.run(go())
-    assert [(r[1], r[2]) for r in results] == [(0, 0), (0, 1)]
+    assert [(r.error_code, r.base_offset) for r in results] == [(0, 0), (0, 1)]
     assert partition.log.producer_state.in_transaction(PID)
 
 
@@ -128,6 +128,6 @@ def test_without_a_transactional_id_a_cluster_leader_refuses_a_batch_opening_a_t
     manager, partition = leader
     manager.txn_verifier = verifier = ScriptedVerifier()
     result = manager.append(1000, 1, [("t", [(0, txn_batch(0), True)])])
-    assert ErrorCode(result[0][1][0][1]) == ErrorCode.INVALID_TXN_STATE
+    assert ErrorCode(result[0][1][0].error_code) == ErrorCode.INVALID_TXN_STATE
     assert verifier.asked == []
     assert partition.log.log_end_offset == 0

@@ -12,9 +12,9 @@ STALE_CONTROLLER_EPOCH, the last two NOT_CONTROLLER.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from broker_py.common.topic import TopicInfo
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_requests import (
     leader_and_isr_from_wire,
@@ -24,19 +24,15 @@ from broker_py.controller.controller_requests import (
     update_metadata_from_wire,
     update_metadata_response,
 )
-from broker_py.controller.topic_metadata import TopicInfo
-from broker_py.log.unified_log import UnifiedLog
+from broker_py.replication.replica_manager import LogConfig
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
 from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
 from logstore.protocol.messages.controller import AlterPartitionResponse, ControlledShutdownResponse
 
 log = logging.getLogger(__name__)
-
-OPEN_CHUNK = 32  # logs opened per worker-thread call by a LeaderAndIsr
 
 
 def _refusal(apis, connection, broker_epoch: int) -> ErrorCode | None:
@@ -59,77 +55,27 @@ def _topic_info(apis, data, topic: str, index: int) -> TopicInfo:
     )
 
 
-async def open_new_logs(apis, data) -> dict[TopicPartition, UnifiedLog]:
-    """The logs of the partitions a LeaderAndIsr names for this broker for the first
-    time, opened (recovered if need be, with their producer state) on a worker thread,
-    OPEN_CHUNK at a time, and registered with the log manager between chunks: the event
-    loop keeps serving while a broker takes thousands of partitions (its first
-    LeaderAndIsr after a start, a big topic's creation). A log that fails to open here
-    is left to :func:`apply_leader_and_isr`, which answers its error."""
-    lm = apis.log_manager
-    held = apis.replica_manager.partitions
-    wanted = [
-        s.partition
-        for s in data.partitions
-        if apis.broker_id in s.replicas and s.partition not in held and lm.get(*s.partition) is None
-    ]
-    opened: dict[TopicPartition, UnifiedLog] = {}
-    planned: dict[str, int] = {}
-    for i in range(0, len(wanted), OPEN_CHUNK):
-        places = []
-        for topic, index in wanted[i : i + OPEN_CHUNK]:
-            info = _topic_info(apis, data, topic, index)
-            log_dir, existed = lm.place(topic, index, planned)
-            planned[log_dir] = planned.get(log_dir, 0) + 1
-            places.append(
-                (info, index, log_dir, existed, apis.log_config_manager.effective_config(info))
-            )
-        for (info, index, log_dir, _, _), unified in zip(
-            places, await asyncio.to_thread(_open_chunk, lm, places)
-        ):
-            if unified is not None:
-                lm.register(info.name, index, unified.local_log, log_dir)
-                opened[(info.name, index)] = unified
-    return opened
+def log_config(apis, data) -> LogConfig:
+    """How the replica manager opens the log of a partition ``data`` (a LeaderAndIsr)
+    names: the topic (its id as the controller sent it) and its effective configs."""
 
+    def config(topic: str, index: int) -> tuple[TopicInfo, dict[str, str]]:
+        info = _topic_info(apis, data, topic, index)
+        return info, apis.log_config_manager.effective_config(info)
 
-def _open_chunk(lm, places) -> list[UnifiedLog | None]:
-    """On a worker thread: each log opened with its producer state, None where it fails."""
-    out: list[UnifiedLog | None] = []
-    for info, index, log_dir, existed, config in places:
-        try:
-            out.append(
-                UnifiedLog(info.name, index, lm.open_files(info, index, log_dir, existed, config))
-            )
-        except KafkaError:
-            out.append(None)
-    return out
+    return config
 
 
 def apply_leader_and_isr(
     apis, data, failures: dict | None = None, opened: dict | None = None
 ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
     """Leads or follows the partitions of a LeaderAndIsr (their topics' configs already in
-    the metadata cache), opening their logs as they are first named (``opened``: those
-    :func:`open_new_logs` already opened); a log that cannot be opened gets its error
-    code, and its exception in ``failures`` when given."""
-
-    def get_log(topic: str, index: int) -> UnifiedLog:
-        prepared = None if opened is None else opened.pop((topic, index), None)
-        if prepared is not None:
-            return prepared
-        info = _topic_info(apis, data, topic, index)
-        try:
-            local_log = apis.log_manager.open_log(
-                info, index, apis.log_config_manager.effective_config(info)
-            )
-        except KafkaError as e:
-            if failures is not None:
-                failures[(topic, index)] = e
-            raise
-        return UnifiedLog(topic, index, local_log)
-
-    return apis.replica_manager.become_leader_or_follower(data, get_log)
+    the metadata cache) through the replica manager, which opens their logs as they are
+    first named (``opened``: those it opened already); a log that cannot be opened gets
+    its error code, and its exception in ``failures`` when given."""
+    return apis.replica_manager.become_leader_or_follower(
+        data, log_config(apis, data), opened, failures
+    )
 
 
 def apply_update_metadata(apis, data) -> ErrorCode:
@@ -141,7 +87,7 @@ def apply_update_metadata(apis, data) -> ErrorCode:
 
 
 def apply_stop_replica(apis, data) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-    error, errors = apis.replica_manager.stop_replicas(data, apis.log_manager.delete_log)
+    error, errors = apis.replica_manager.stop_replicas(data)
     deleted = {
         s.partition.topic
         for s in data.partitions
@@ -160,11 +106,7 @@ async def handle_leader_and_isr(apis, request, connection):
     if refused is not None:
         return leader_and_isr_response(refused, {}, {})
     await apis.zk_support.load_topic_configs({s.partition.topic for s in data.partitions})
-    opened = (
-        await open_new_logs(apis, data)
-        if data.controller_epoch >= apis.replica_manager.controller_epoch
-        else {}
-    )
+    opened = await apis.replica_manager.open_new_logs(data, log_config(apis, data))
     error, errors = apply_leader_and_isr(apis, data, opened=opened)
     if errors:
         moved = sum(1 for e in errors.values() if e == ErrorCode.NONE)

@@ -1,5 +1,10 @@
 """Fetch: whole batches from each partition, long-polling for ``min_bytes``.
 
+The handler decodes the request, authorizes its topics, and encodes the response; the
+replica manager reads the partitions, records a follower's fetch state and parks the
+fetch until it has ``min_bytes`` (:meth:`ReplicaManager.fetch_messages`,
+:mod:`broker_py.replication.local_log_read`).
+
 Record bytes never pass through Python: each partition's records are a
 :class:`DeferredRecords` placeholder holding a ``logstore.FileSlice``, which the
 network layer sends with ``sendfile(2)``. The rest of the frame is written by
@@ -11,7 +16,7 @@ response at most ``max_bytes`` (v3+), except that the first partition with data
 returns at least one whole batch so a consumer can always make progress. Reads stop
 at the high watermark (read_uncommitted) or the last stable offset (read_committed).
 A read_committed response lists the aborted transactions that overlap the records it
-returns, from the partition's transaction index; the consumer drops their batches.
+returns; the consumer drops their batches.
 
 With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION_FAILED.
 
@@ -32,13 +37,14 @@ topic with ``message.downconversion.enable=false`` UNSUPPORTED_VERSION.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import logstore
 from broker_py.log.storage_errors import kafka_error
-from broker_py.replication import replica_selector
+from broker_py.replication.fetch_data import FetchParams, FetchPartitionData, ToConvert
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.server.fetch_context import FetchContext, PartitionRead, new_context
+from broker_py.server.fetch_context import FetchContext, new_context
 from broker_py.server.fetch_session import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,
@@ -65,12 +71,10 @@ LAST_MESSAGE_SET_VERSION = 3
 DOWN_CONVERSION_MAX_BYTES = 55 * 1024 * 1024
 # Reads past batches that convert to nothing (control batches) before answering empty.
 _DOWN_CONVERSION_READS = 8
+# Fetch below v3 sets no response limit.
+NO_LIMIT = 2**31 - 1
 UNSUPPORTED_COMPRESSION_TYPE = int(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNSUPPORTED_VERSION = int(ErrorCode.UNSUPPORTED_VERSION)
-UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 def _fetch_data(apis, body, version: int) -> list[CachedPartition]:
@@ -123,261 +127,9 @@ def replica_id(body, version: int) -> int:
     return body.replica_id
 
 
-def _read_for_follower(
-    apis, body, partitions: list[CachedPartition], follower: int, denied: set[str]
-):
-    """One pass of a follower's fetch: records up to each log end, a DivergingEpoch
-    where its log disagrees, and its fetch offset recorded as its log end offset."""
-    remaining = body.max_bytes
-    first_with_data = True
-    total = 0
-    touched = []
-    out = []
-    held = apis.replica_manager.partitions
-    for fp in partitions:
-        if fp.topic is None or fp.topic in denied:
-            out.append(
-                PartitionRead(
-                    fp, UNKNOWN_TOPIC_ID if fp.topic is None else TOPIC_AUTHORIZATION_FAILED, -1, -1
-                )
-            )
-            continue
-        partition = held.get((fp.topic, fp.partition))
-        if partition is None:
-            out.append(PartitionRead(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
-            continue
-        touched.append(partition)
-        error = partition.leader_epoch_error(fp.current_leader_epoch)
-        if error != ErrorCode.NONE:
-            out.append(
-                PartitionRead(
-                    fp,
-                    int(error),
-                    partition.high_watermark,
-                    partition.log_start_offset,
-                    partition=partition,
-                )
-            )
-            continue
-        try:
-            diverging, slice_ = partition.read_for_follower(
-                fp.fetch_offset,
-                fp.last_fetched_epoch,
-                max(0, min(fp.max_bytes, remaining)),
-                first_with_data,
-            )
-        except KafkaError as e:
-            out.append(
-                PartitionRead(
-                    fp,
-                    int(e.errno),
-                    partition.high_watermark,
-                    partition.log_start_offset,
-                    partition=partition,
-                )
-            )
-            continue
-        if diverging is None:
-            apis.replica_manager.update_follower_fetch_state(
-                partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset
-            )
-        records: object = b""
-        if slice_ is not None:
-            first_with_data = False
-            remaining -= slice_.length
-            total += slice_.length
-            records = DeferredRecords(slice_.length, slice_)
-        out.append(
-            PartitionRead(
-                fp,
-                0,
-                partition.high_watermark,
-                partition.log_start_offset,
-                records,
-                None,
-                partition,
-                None if diverging is None else (diverging.epoch, diverging.end_offset),
-            )
-        )
-    return out, total, touched
-
-
-def _read(apis, body, version: int, partitions: list[CachedPartition], denied: set[str]):
-    """One pass over ``partitions``: (a PartitionRead each, bytes found, partitions read)."""
-    remaining = body.max_bytes if version >= 3 else 2**31 - 1
-    legacy = version <= LAST_MESSAGE_SET_VERSION
-    if legacy:
-        remaining = min(remaining, DOWN_CONVERSION_MAX_BYTES)
-    read_committed = body.isolation_level == READ_COMMITTED
-    no_data = [] if read_committed else None
-    first_with_data = True
-    total = 0
-    touched = []
-    out = []
-    held = apis.replica_manager.partitions
-    selector = apis.config["replica.selector.class"] if version >= 11 else None
-    redirected = False
-    for fp in partitions:
-        name = _topic_name(apis, fp, version) if version >= 13 else fp.topic
-        if name is not None and name in denied:
-            out.append(PartitionRead(fp, TOPIC_AUTHORIZATION_FAILED, -1, -1))
-            continue
-        if name is None:
-            out.append(PartitionRead(fp, UNKNOWN_TOPIC_ID, -1, -1))
-            continue
-        fp.topic = name
-        partition = held.get((name, fp.partition))
-        if partition is None:
-            out.append(PartitionRead(fp, _not_held_error(apis, name, fp.partition), -1, -1))
-            continue
-        touched.append(partition)
-        high_watermark = partition.high_watermark
-        log_start_offset = partition.log_start_offset
-        if fp.current_leader_epoch >= 0 or partition.leader_id != partition.local_broker_id:
-            # A consumer naming its rack (v11+) may read from a follower, up to its high watermark.
-            error = partition.leader_epoch_error(fp.current_leader_epoch, leader_only=version < 11)
-            if (
-                error == ErrorCode.NONE
-                and not partition.is_leader
-                and fp.fetch_offset > partition.log_end_offset
-            ):
-                # A follower behind the consumer (or a former leader just truncated) sends
-                # it back to the leader rather than out of range, which would reset it.
-                error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if error != ErrorCode.NONE:
-                out.append(
-                    PartitionRead(
-                        fp, int(error), high_watermark, log_start_offset, partition=partition
-                    )
-                )
-                continue
-        if selector is not None and partition.is_leader:
-            preferred = _preferred_read_replica(
-                apis, selector, body.rack_id, partition, fp.fetch_offset
-            )
-            if preferred >= 0:
-                out.append(
-                    PartitionRead(
-                        fp,
-                        0,
-                        high_watermark,
-                        log_start_offset,
-                        b"",
-                        no_data,
-                        partition,
-                        None,
-                        preferred,
-                    )
-                )
-                redirected = True  # answered at once, as Kafka does
-                continue
-        if fp.fetch_offset == high_watermark:  # caught up: nothing to read
-            out.append(
-                PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition)
-            )
-            continue
-        try:
-            slice_ = partition.read_records(
-                fp.fetch_offset,
-                max(0, min(fp.max_bytes, remaining)),
-                read_committed,
-                first_with_data,
-            )
-        except KafkaError as e:
-            out.append(
-                PartitionRead(
-                    fp, int(e.errno), high_watermark, log_start_offset, partition=partition
-                )
-            )
-            continue
-        if slice_ is None:
-            out.append(
-                PartitionRead(fp, 0, high_watermark, log_start_offset, b"", no_data, partition)
-            )
-            continue
-        first_with_data = False
-        remaining -= slice_.length
-        total += slice_.length
-        if legacy:
-            limit = max(slice_.length, min(fp.max_bytes, remaining + slice_.length))
-            out.append(
-                PartitionRead(
-                    fp,
-                    0,
-                    high_watermark,
-                    log_start_offset,
-                    _ToConvert(slice_, limit),
-                    None,
-                    partition,
-                )
-            )
-            continue
-        aborted = None
-        if read_committed:
-            aborted = [
-                (t.producer_id, t.first_offset)
-                for t in partition.aborted_transactions(fp.fetch_offset, slice_.last_offset + 1)
-            ]
-        records = DeferredRecords(slice_.length, slice_)
-        out.append(
-            PartitionRead(fp, 0, high_watermark, log_start_offset, records, aborted, partition)
-        )
-    if redirected:
-        total = max(total, body.min_bytes)
-    return out, total, touched
-
-
-def _not_held_error(apis, topic: str, index: int) -> int:
-    """NOT_LEADER_OR_FOLLOWER for a partition the cluster has elsewhere (Kafka's answer:
-    the client refreshes its metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
-    exists = apis.replica_manager.partition_exists
-    return (
-        NOT_LEADER_OR_FOLLOWER
-        if exists is not None and exists(topic, index)
-        else UNKNOWN_TOPIC_OR_PARTITION
-    )
-
-
-def _preferred_read_replica(
-    apis, selector: str, client_rack: str, partition, fetch_offset: int
-) -> int:
-    """KIP-392: the follower the consumer should read from, or -1 for this leader."""
-    cache = apis.metadata_cache
-    racks = {
-        b: (r.info.rack if (r := cache.alive_broker(b)) is not None else None)
-        for b in partition.assigned_replicas
-    }
-    racks = {
-        b: rack
-        for b, rack in racks.items()
-        if cache.alive_broker(b) is not None or b == partition.local_broker_id
-    }
-    racks.setdefault(partition.local_broker_id, apis.config["broker.rack"])
-    leader, followers = replica_selector.candidates(
-        partition, fetch_offset, racks, apis.replica_manager.time.milliseconds()
-    )
-    chosen = replica_selector.select(selector, client_rack or "", leader, followers)
-    return -1 if chosen == leader.broker_id else chosen
-
-
-class _ToConvert:
-    """A v0-v3 partition's read: the slice of v2 batches to convert down when the
-    response is built (once, however often a long poll reads), and at most ``limit``
-    bytes of messages to write. Its length, for ``min_bytes``, is the slice's."""
-
-    __slots__ = ("slice", "limit")
-
-    def __init__(self, slice_, limit: int) -> None:
-        self.slice = slice_
-        self.limit = limit
-
-    def __len__(self) -> int:
-        return self.slice.length
-
-
 def _down_convert_all(
-    reads: list[PartitionRead], version: int, max_bytes: int, allowed
-) -> list[PartitionRead]:
+    reads: list[FetchPartitionData], version: int, max_bytes: int, allowed
+) -> list[FetchPartitionData]:
     """``reads`` with their records converted down, the whole at most ``max_bytes``
     (and :data:`DOWN_CONVERSION_MAX_BYTES`) unless its first message alone is more.
     A partition held here whose topic does not allow it (``allowed(topic)`` false:
@@ -387,7 +139,8 @@ def _down_convert_all(
     out = []
     for read in reads:
         if read.partition is not None and not allowed(read.fetch.topic):
-            read = read._replace(
+            read = dataclasses.replace(
+                read,
                 error_code=UNSUPPORTED_VERSION,
                 high_watermark=-1,
                 log_start_offset=-1,
@@ -395,9 +148,9 @@ def _down_convert_all(
                 aborted=None,
                 partition=None,
             )
-        elif type(read.records) is _ToConvert:
+        elif type(read.records) is ToConvert:
             if budget <= 0 and not first:
-                read = read._replace(records=b"")  # the client fetches it next time
+                read = dataclasses.replace(read, records=b"")  # the client fetches it next time
             else:
                 read = _down_convert(read, version, max(0, min(read.records.limit, budget)))
                 budget -= len(read.records)
@@ -406,7 +159,7 @@ def _down_convert_all(
     return out
 
 
-def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRead:
+def _down_convert(read: FetchPartitionData, version: int, limit: int) -> FetchPartitionData:
     """``read`` with its records as a message set of magic 0 (v0-v1) or 1 (v2-v3), at
     most ``limit`` bytes unless its first message alone is more."""
     todo = read.records
@@ -423,20 +176,20 @@ def _down_convert(read: PartitionRead, version: int, limit: int) -> PartitionRea
             data, next_offset, _ = logstore.down_convert_slice(more, magic, next_offset, limit)
             reads += 1
     except logstore.UnsupportedForMessageFormatError:
-        return read._replace(error_code=UNSUPPORTED_COMPRESSION_TYPE, records=b"")
+        return dataclasses.replace(read, error_code=UNSUPPORTED_COMPRESSION_TYPE, records=b"")
     except logstore.LogStoreError as e:
         error = kafka_error(e, f"{read.fetch.topic}-{read.fetch.partition}").errno
         # Fetch v0-v5 clients do not know KAFKA_STORAGE_ERROR: they refresh metadata on this one.
         if error == ErrorCode.KAFKA_STORAGE_ERROR:
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return read._replace(error_code=int(error), records=b"")
+        return dataclasses.replace(read, error_code=int(error), records=b"")
     except KafkaError as e:
-        return read._replace(error_code=int(e.errno), records=b"")
-    return read._replace(records=data)
+        return dataclasses.replace(read, error_code=int(e.errno), records=b"")
+    return dataclasses.replace(read, records=data)
 
 
 def _response(
-    apis, context: FetchContext, reads: list[PartitionRead], request, hints: LeaderHints
+    apis, context: FetchContext, reads: list[FetchPartitionData], request, hints: LeaderHints
 ) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
@@ -501,28 +254,61 @@ def handle_fetch(apis, request, connection):
         _forgotten(body, version),
     )
     partitions = context.partitions
-    denied = _denied_topics(apis, connection, partitions, version, replica_id(body, version) >= 0)
-
     follower = replica_id(body, version)
+    params = _fetch_params(apis, body, version, follower)
+    params.denied = _denied_topics(apis, connection, partitions, version, follower >= 0)
     if follower >= 0:
         for fp in partitions:
             fp.topic = _topic_name(apis, fp, version)
 
-    def read():
-        if follower >= 0:
-            reads, total, touched = _read_for_follower(apis, body, partitions, follower, denied)
-        else:
-            reads, total, touched = _read(apis, body, version, partitions, denied)
-        return (context, reads), total, touched
+    def respond(reads: list[FetchPartitionData]):
+        return _response(apis, context, reads, request, LeaderHints(apis, connection))
 
-    def respond(result):
-        return _response(apis, result[0], result[1], request, LeaderHints(apis, connection))
-
-    first = read()
-    result = apis.replica_manager.fetch_messages(body.max_wait_ms, body.min_bytes, first, read)
+    result = apis.replica_manager.fetch_messages(params, partitions)
     if isinstance(result, asyncio.Future):
         return _when_done(result, respond)
     return respond(result)
+
+
+def _fetch_params(apis, body, version: int, follower: int) -> FetchParams:
+    """The request's parameters as the replica manager reads them."""
+    if follower >= 0:
+        return FetchParams(follower, body.max_wait_ms, body.min_bytes, body.max_bytes)
+    legacy = version <= LAST_MESSAGE_SET_VERSION
+    selector = apis.config["replica.selector.class"] if version >= 11 else None
+    return FetchParams(
+        -1,
+        body.max_wait_ms,
+        body.min_bytes,
+        body.max_bytes if version >= 3 else NO_LIMIT,
+        read_committed=body.isolation_level == READ_COMMITTED,
+        leader_only=version < 11,
+        down_convert=legacy,
+        down_convert_max_bytes=DOWN_CONVERSION_MAX_BYTES if legacy else 0,
+        topic_name=(lambda fp: _topic_name(apis, fp, version)) if version >= 13 else None,
+        selector=selector,
+        client_rack=(body.rack_id or "") if selector is not None else "",
+        replica_racks=(lambda partition: _replica_racks(apis, partition))
+        if selector is not None
+        else None,
+    )
+
+
+def _replica_racks(apis, partition) -> dict[int, str | None]:
+    """KIP-392: the rack of each replica of ``partition`` that may serve a consumer (the
+    alive ones, and this broker)."""
+    cache = apis.metadata_cache
+    racks = {
+        b: (r.info.rack if (r := cache.alive_broker(b)) is not None else None)
+        for b in partition.assigned_replicas
+    }
+    racks = {
+        b: rack
+        for b, rack in racks.items()
+        if cache.alive_broker(b) is not None or b == partition.local_broker_id
+    }
+    racks.setdefault(partition.local_broker_id, apis.config["broker.rack"])
+    return racks
 
 
 async def _when_done(pending, respond):

@@ -8,16 +8,12 @@ not known yet), as from Kafka.
 With an authorizer, a topic the connection may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED.
 
 v0 answers up to ``max_num_offsets`` offsets in ``old_style_offsets``, newest first, by
-Kafka's ``legacyFetchOffsetsBefore``: the log's segments as (first offset, last
-modified) pairs plus (log end, now) when the active segment holds data; -1 takes the
-last pair and those before it, -2 the first, a time the last pair modified at or
-before it and those before. A consumer never sees an offset past the high watermark
-(the newest ones become the high watermark). A negative timestamp a version does not
-know (-3 before v7, -4 before v8, -5 before v9, any other) gets UNSUPPORTED_VERSION."""
+Kafka's ``legacyFetchOffsetsBefore`` (:meth:`Partition.legacy_fetch_offsets_before`):
+the segments' first offsets and the log end, by when each was last written. A
+consumer never sees an offset past the high watermark. A negative timestamp a version
+does not know (-3 before v7, -4 before v8, -5 before v9, any other) gets UNSUPPORTED_VERSION."""
 
 from __future__ import annotations
-
-import os
 
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
@@ -34,43 +30,6 @@ LATEST_TIERED = -5
 READ_COMMITTED = 1
 # The first version that knows each special timestamp (Kafka's timestampMinSupportedVersion).
 _FIRST_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
-
-
-def legacy_offsets(
-    partition, timestamp: int, max_num_offsets: int, from_consumer: bool, now_ms: int
-) -> list[int]:
-    """ListOffsets v0's answer (see the module docstring), offsets descending."""
-    # Partition has no segment accessor of its own; the log's segment list is read-only here.
-    segments = partition.log.local_log.segments()
-    pairs = [
-        (max(s.base_offset, partition.log_start_offset), _modified_ms(s.log_path)) for s in segments
-    ]
-    if segments and segments[-1].size > 0:
-        pairs.append((partition.log_end_offset, now_ms))
-    if timestamp == LATEST:
-        start = len(pairs) - 1
-    elif timestamp == EARLIEST:
-        start = 0
-    else:
-        start = len(pairs) - 1
-        while start >= 0 and pairs[start][1] > timestamp:
-            start -= 1
-    offsets = sorted(
-        (pairs[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)),
-        reverse=True,
-    )
-    if from_consumer:
-        hw = partition.high_watermark
-        if any(o > hw for o in offsets):
-            offsets = [hw] + [o for o in offsets if o <= hw]
-    return offsets
-
-
-def _modified_ms(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns // 1_000_000
-    except OSError:
-        return 0
 
 
 def lookup(
@@ -91,8 +50,9 @@ def lookup(
         and partition.leader_epoch_start_offset > partition.high_watermark
     ):
         raise OffsetNotAvailableError(
-            f"{partition.name}: the high watermark {partition.high_watermark} is below the start of "
-            f"leader epoch {partition.leader_epoch} at {partition.leader_epoch_start_offset}"
+            f"{partition.name}: the high watermark {partition.high_watermark} is below the "
+            f"start of leader epoch {partition.leader_epoch} at "
+            f"{partition.leader_epoch_start_offset}"
         )
     if timestamp == LATEST:
         return -1, partition.last_stable_offset if read_committed else partition.high_watermark
@@ -125,8 +85,7 @@ def handle_list_offsets(apis, request, connection):
                 error = ErrorCode.UNSUPPORTED_VERSION
             elif request.api_version == 0:
                 try:
-                    old_style = legacy_offsets(
-                        partition,
+                    old_style = partition.legacy_fetch_offsets_before(
                         p.timestamp,
                         p.max_num_offsets,
                         body.replica_id < 0,

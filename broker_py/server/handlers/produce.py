@@ -13,8 +13,9 @@ partition) and each topic WRITE (TOPIC_AUTHORIZATION_FAILED).
 A partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER with, from v10, the
 current leader and its endpoint (KIP-951, :mod:`broker_py.server.leader_hints`).
 
-A request in the common shape arrives as a :class:`ProduceFrame` and is answered with an
-encoded response frame; any other arrives decoded and is answered with a message.
+A request in the common shape arrives as a :class:`ProduceFrame`, its records read in
+place; any other arrives decoded. Both take one path and are answered with a response
+frame encoded whole (``logstore.encode_produce_response``).
 
 Produce v0-v2 carry message format v0/v1 ("message sets"); the log stores RecordBatch
 v2 only, so each partition's message set is converted on the way in to one v2 batch
@@ -29,12 +30,13 @@ UNSUPPORTED_VERSION.
 from __future__ import annotations
 
 import logstore
+from broker_py.replication.produce_result import ProducePartitionResult
+from broker_py.replication.replica_manager import ProduceResults
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server.leader_hints import with_produce_hints
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.messages.produce import ProduceResponse
 from logstore.protocol.produce_frame import ProduceFrame
 
 
@@ -50,10 +52,6 @@ def _refusal(
     return None, auth_helper.denied(
         apis, connection, AclOperation.WRITE, ResourceType.TOPIC, topics
     )
-
-
-def _refused_partition(index: int, error: ErrorCode, message: str | None = None) -> tuple:
-    return index, int(error), -1, -1, -1, message or error.description, ()
 
 
 # The last Produce version whose records are message format v0/v1.
@@ -93,193 +91,123 @@ def _up_convert(apis, name: str, partitions, failed: dict) -> list:
     return out
 
 
-def _merge_failed(results: list, order, failed: dict) -> list:
-    """``results`` with each failed partition's answer put back in request order;
-    ``order`` is ((topic, (index, ...)), ...)."""
-    by_topic = {name: {p[0]: p for p in parts} for name, parts in results}
-    merged = []
-    for name, indexes in order:
-        got = by_topic.get(name, {})
-        parts = [
-            got[i]
-            if i in got
-            else _refused_partition(i, *failed.get((name, i), (ErrorCode.UNKNOWN_SERVER_ERROR,)))
-            for i in indexes
-        ]
-        merged.append((name, parts))
-    return merged
-
-
-def handle_produce(apis, request, connection):
+def handle_produce(apis, request, connection) -> bytes | None:
+    """Reads the request's partitions (in place from a :class:`ProduceFrame`, else from
+    the decoded message) and answers as :func:`_produce` does."""
     if type(request) is ProduceFrame:
-        return _handle_produce_frame(apis, request, connection)
+        records = request.records
+        topics = [
+            (
+                name,
+                [
+                    (index, records(start, end), idempotent)
+                    for index, start, end, idempotent in partitions
+                ],
+            )
+            for name, partitions in request.topics
+        ]
+        return _produce(
+            apis,
+            connection,
+            request,
+            request.acks,
+            request.timeout_ms,
+            request.transactional_id,
+            topics,
+        )
     body = request.body
-    acks = body.acks
+    topics = [
+        (t.name, [(pd.index, pd.records, None) for pd in t.partition_data]) for t in body.topic_data
+    ]
+    return _produce(
+        apis,
+        connection,
+        request,
+        body.acks,
+        max(0, body.timeout_ms),
+        body.transactional_id,
+        topics,
+    )
+
+
+def _produce(
+    apis, connection, request, acks: int, timeout_ms: int, transactional_id: str | None, topics
+):
+    """Appends ``topics`` (``[(name, [(index, records, idempotent), ...]), ...]``, in
+    request order) through the replica manager and answers with the encoded response
+    frame, now or as a coroutine once acks=all is answered; None for acks=0."""
     every, denied = (
         (None, set())
         if apis.authorizer is None
-        else _refusal(apis, connection, body.transactional_id, (t.name for t in body.topic_data))
+        else _refusal(apis, connection, transactional_id, (name for name, _ in topics))
     )
-    entries = []
+    entries = topics
     refused: dict[str, ErrorCode] = {}
     failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
-    for topic_data in body.topic_data:
-        error = (
-            every
-            if every is not None
-            else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            if topic_data.name in denied
-            else None
-        )
-        if error is None:
-            parts = [(pd.index, pd.records, None) for pd in topic_data.partition_data]
-            if request.api_version <= LAST_MESSAGE_SET_VERSION:
-                parts = _up_convert(apis, topic_data.name, parts, failed)
-            entries.append((topic_data.name, parts))
-        else:
-            refused[topic_data.name] = error
+    legacy = request.api_version <= LAST_MESSAGE_SET_VERSION
+    if every is not None or denied or legacy:
+        entries = []
+        for name, parts in topics:
+            error = (
+                every
+                if every is not None
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if name in denied
+                else None
+            )
+            if error is not None:
+                refused[name] = error
+                continue
+            entries.append((name, _up_convert(apis, name, parts, failed) if legacy else parts))
     results = apis.replica_manager.append(
-        max(0, body.timeout_ms), acks, entries, transactional_id=body.transactional_id
+        timeout_ms, acks, entries, transactional_id=transactional_id
     )
     if acks == 0:
         return None
 
-    def respond(results) -> ProduceResponse:
-        if failed:
-            order = [
-                (t.name, [pd.index for pd in t.partition_data])
-                for t in body.topic_data
-                if t.name not in refused
-            ]
-            results = _merge_failed(results, order, failed)
-        results, endpoints = with_produce_hints(apis, connection, request.api_version, results)
-        by_topic = dict(results)
-        responses = []
-        for topic_data in body.topic_data:
-            if topic_data.name in refused:
-                parts = [
-                    _refused_partition(pd.index, refused[topic_data.name])
-                    for pd in topic_data.partition_data
-                ]
-            else:
-                parts = by_topic[topic_data.name]
-            responses.append(
-                ProduceResponse.TopicProduceResponse(
-                    name=topic_data.name,
-                    partition_responses=[
-                        ProduceResponse.PartitionProduceResponse(
-                            index=index,
-                            error_code=error,
-                            base_offset=base_offset,
-                            log_append_time_ms=append_time,
-                            log_start_offset=log_start,
-                            record_errors=[
-                                ProduceResponse.BatchIndexAndErrorMessage(
-                                    batch_index=i, batch_index_error_message=m
-                                )
-                                for i, m in record_errors
-                            ],
-                            error_message=message,
-                            current_leader=_leader_struct(hint[0] if hint else None),
-                        )
-                        for index, error, base_offset, append_time, log_start, message, record_errors, *hint in parts
-                    ],
-                )
-            )
-        nodes = (
-            None
-            if endpoints is None
-            else [
-                ProduceResponse.NodeEndpoint(node_id=i, host=h, port=port, rack=rack)
-                for i, h, port, rack in endpoints
-            ]
-        )
-        return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=nodes)
+    def respond(results: ProduceResults) -> bytes:
+        if refused or failed:
+            results = _in_request_order(results, topics, refused, failed)
+        return _encode(apis, connection, request, results)
 
     return respond(results) if isinstance(results, list) else _when_done(results, respond)
+
+
+def _in_request_order(results: ProduceResults, topics, refused: dict, failed: dict):
+    """``results`` with the answer of each partition refused before the append (a topic
+    in ``refused``, a partition in ``failed``) put back in request order."""
+    by_topic = dict(results)
+    merged = []
+    for name, parts in topics:
+        if name in refused:
+            merged.append(
+                (name, [ProducePartitionResult.failed(index, refused[name]) for index, *_ in parts])
+            )
+            continue
+        got = by_topic.get(name, [])
+        if failed:
+            got_by_index = {p.index: p for p in got}
+            got = [
+                got_by_index[index]
+                if index in got_by_index
+                else ProducePartitionResult.failed(
+                    index, *failed.get((name, index), (ErrorCode.UNKNOWN_SERVER_ERROR,))
+                )
+                for index, *_ in parts
+            ]
+        merged.append((name, got))
+    return merged
 
 
 async def _when_done(pending, respond):
     return respond(await pending)
 
 
-def _handle_produce_frame(apis, request: ProduceFrame, connection) -> bytes | None:
-    """The common shape: records appended from the frame, the response encoded whole."""
-    acks = request.acks
-    records = request.records
-    every, denied = (
-        (None, set())
-        if apis.authorizer is None
-        else _refusal(
-            apis, connection, request.transactional_id, (name for name, _ in request.topics)
-        )
-    )
-    entries = []
-    refused: dict[str, ErrorCode] = {}
-    failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
-    legacy = request.api_version <= LAST_MESSAGE_SET_VERSION
-    for name, partitions in request.topics:
-        error = (
-            every
-            if every is not None
-            else ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            if name in denied
-            else None
-        )
-        if error is None:
-            parts = [
-                (index, records(start, end), idempotent)
-                for index, start, end, idempotent in partitions
-            ]
-            if legacy:
-                parts = _up_convert(apis, name, parts, failed)
-            entries.append((name, parts))
-        else:
-            refused[name] = error
-    results = apis.replica_manager.append(
-        request.timeout_ms, acks, entries, transactional_id=request.transactional_id
-    )
-    if acks == 0:
-        return None
-    if not refused and not failed and type(results) is list:
-        return _encode(apis, connection, request, results)
-
-    def respond(results) -> bytes:
-        if failed:
-            order = [
-                (name, [index for index, *_ in partitions])
-                for name, partitions in request.topics
-                if name not in refused
-            ]
-            results = _merge_failed(results, order, failed)
-        if refused:
-            by_topic = dict(results)
-            results = [
-                (
-                    name,
-                    [_refused_partition(index, refused[name]) for index, *_ in partitions]
-                    if name in refused
-                    else by_topic[name],
-                )
-                for name, partitions in request.topics
-            ]
-        return _encode(apis, connection, request, results)
-
-    return respond(results) if isinstance(results, list) else _when_done(results, respond)
-
-
-def _leader_struct(leader: tuple[int, int] | None):
-    return (
-        None
-        if leader is None
-        else ProduceResponse.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
-    )
-
-
-def _encode(apis, connection, request: ProduceFrame, results: list) -> bytes:
-    results, endpoints = with_produce_hints(apis, connection, request.api_version, results)
+def _encode(apis, connection, request, results: ProduceResults) -> bytes:
+    wire = [(topic, [p.wire() for p in parts]) for topic, parts in results]
+    wire, endpoints = with_produce_hints(apis, connection, request.api_version, wire)
     return logstore.encode_produce_response(
-        request.correlation_id, request.api_version, results, node_endpoints=endpoints
+        request.correlation_id, request.api_version, wire, node_endpoints=endpoints
     )
 
 

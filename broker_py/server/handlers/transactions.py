@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
+from broker_py.common.internal_topics import OFFSETS_TOPIC
+from broker_py.coordinator.group.offsets import TxnOffsetCommitParams
 from broker_py.coordinator.transaction.transaction_metadata import MAX_EPOCH, TransactionState
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
@@ -272,14 +273,16 @@ def handle_txn_offset_commit(apis, request, connection):
     if not offsets:
         return _txn_offset_commit_response(errors)
     committed = apis.group_coordinator.commit_txn_offsets(
-        body.group_id,
-        body.producer_id,
-        body.producer_epoch,
-        body.member_id if version >= 3 else "",
-        body.group_instance_id if version >= 3 else None,
-        body.generation_id if version >= 3 else -1,
-        offsets,
-        body.transactional_id,
+        TxnOffsetCommitParams(
+            body.group_id,
+            body.producer_id,
+            body.producer_epoch,
+            body.member_id if version >= 3 else "",
+            body.group_instance_id if version >= 3 else None,
+            body.generation_id if version >= 3 else -1,
+            offsets,
+            body.transactional_id,
+        )
     )
     if isinstance(committed, asyncio.Future):
         return _when_txn_committed(committed, errors)
@@ -328,7 +331,7 @@ def handle_write_txn_markers(apis, request, connection):
 
     def respond(results) -> WriteTxnMarkersResponse:
         errors = {}
-        codes = {(topic, p[0]): p[1] for topic, parts in results for p in parts}
+        codes = {(topic, p.index): p.error_code for topic, parts in results for p in parts}
         for topic, index, producer_id, _, commit, _ in markers:
             error = codes.get((topic, index), int(ErrorCode.UNKNOWN_SERVER_ERROR))
             errors[(producer_id, topic, index)] = error

@@ -73,12 +73,8 @@ class BrokerTopicMetrics:
         return handle
 
     def on_fetched(self, result: Any) -> None:
-        """``result`` is what ReplicaManager.fetch_messages gives: (context, reads)."""
-        try:
-            reads = result[1]
-        except (TypeError, IndexError):
-            return
-        for read in reads:
+        """``result`` is what ReplicaManager.fetch_messages gives: a FetchPartitionData each."""
+        for read in result:
             topic = getattr(read.fetch, "topic", None)
             if not topic:
                 continue

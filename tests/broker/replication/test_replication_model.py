@@ -6,7 +6,7 @@ The brokers do what the broker does, through the same calls in the same order:
 - a LeaderAndIsr is applied as ``ReplicaManager.become_leader_or_follower`` does (stale
   ones ignored, the partition epoch set, ``make_leader`` / ``make_follower``; a new
   follower fetches from its log end with its log's latest epoch);
-- a follower's fetch is the fetch handler's ``_read_for_follower`` on the leader (epoch
+- a follower's fetch is the replica manager's read for a follower on the leader (epoch
   check, ``read_for_follower``, ``update_follower_fetch_state`` unless diverging) and
   the fetcher thread's ``_process_partition_data`` / ``_truncate_on_diverging`` /
   ``_handle_out_of_range`` on the follower;
@@ -413,7 +413,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         if leader_br is None:
             return  # the connection fails; the fetcher backs off
         lp = leader_br.partition
-        # the leader: fetch.py _read_for_follower
+        # the leader: replication/local_log_read.py _read_for_follower
         error = lp.leader_epoch_error(state.current_leader_epoch)
         if error == ErrorCode.FENCED_LEADER_EPOCH:
             _note("fetch: fenced")
