@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
+from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_log import partition_for
 from broker_py.server.inter_broker_clients import ClientFactory, EndpointOf, InterBrokerClients
 from logstore.protocol.api_keys import ApiKey

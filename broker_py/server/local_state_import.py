@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 TOPICS_FILE = STORE_FILE
 OLD_TOPICS_FILE = (
-    "topics.json"  # before cluster-metadata.json (broker_py.controller.topic_metadata)
+    "topics.json"  # before cluster-metadata.json (broker_py.server.topic_metadata_store)
 )
 USERS_FILE = "scram-credentials.json"
 ACLS_FILE = "acls.json"

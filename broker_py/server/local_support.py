@@ -17,7 +17,7 @@ deletion queued) has taken full effect, logs opened or deleted and metadata upda
 when the write returns.
 
 A data dir written before this store existed has only ``topics.json``
-(:mod:`broker_py.controller.topic_metadata`); its topics are taken over once, each
+(:mod:`broker_py.server.topic_metadata_store`); its topics are taken over once, each
 partition assigned to this broker.
 """
 
@@ -36,13 +36,13 @@ from broker_py.controller.controller_request_batch import (
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
 from broker_py.controller.local_controller_store import LocalControllerStore
-from broker_py.controller.topic_metadata import TopicMetadataStore
 from broker_py.server.handlers.controller import (
     apply_leader_and_isr,
     apply_stop_replica,
     apply_update_metadata,
 )
 from broker_py.server.metadata_cache import MetadataCache
+from broker_py.server.topic_metadata_store import TopicMetadataStore
 from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, TopicPartition
@@ -161,7 +161,7 @@ class LocalSupport:
 
     def topics(self) -> dict:
         """Every topic of the store as :class:`TopicInfo` (for setting stray logs aside)."""
-        from broker_py.controller.topic_metadata import TopicInfo
+        from broker_py.common.topic import TopicInfo
 
         assignments = self.store.topic_assignments(self.store.all_topics())
         return {t: TopicInfo(t, a.topic_id, len(a.partitions), {}) for t, a in assignments.items()}

@@ -12,8 +12,8 @@ a config the engine would refuse never reaches a store.
 from __future__ import annotations
 
 import logstore
+from broker_py.common.topic import TopicInfo
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.log.log_manager import LogManager, log_config
 from broker_py.log.storage_errors import kafka_error
 from broker_py.replication.replica_manager import ReplicaManager

@@ -28,12 +28,12 @@ import dataclasses
 import uuid
 from collections.abc import Iterable
 
+from broker_py.common.topic import TopicInfo
 from broker_py.controller.controller_request_batch import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequestData,
 )
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.controller.topic_metadata import TopicInfo
 from broker_py.zk.zk_data import LEADER_DURING_DELETE
 
 

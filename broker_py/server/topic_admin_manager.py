@@ -32,6 +32,8 @@ import itertools
 import logging
 from collections.abc import Iterable
 
+from broker_py.common.internal_topics import is_internal_topic
+from broker_py.common.topic import TopicInfo, check_collision, validate_topic_name
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_store import TopicExistsInStoreError
@@ -40,8 +42,6 @@ from broker_py.controller.replica_assignment import (
     assign_replicas,
     validate_assignment,
 )
-from broker_py.controller.topic_metadata import TopicInfo, check_collision, validate_topic_name
-from broker_py.coordinator.internal_topics import is_internal_topic
 from broker_py.log.log_manager import LogManager
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType

@@ -22,6 +22,7 @@ import types
 import pytest
 
 import logstore
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.coordinator.group.group_coordinator import GroupCoordinator
 from broker_py.coordinator.group.group_metadata_records import (
@@ -32,7 +33,6 @@ from broker_py.coordinator.group.group_metadata_records import (
     decode_offset_commit_value,
     partition_for,
 )
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.server.handlers import call
 from broker_py.server.handlers.groups import HANDLERS
 from broker_py.server.kafka_server import KafkaServer

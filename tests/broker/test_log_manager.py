@@ -347,7 +347,7 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     ``-stray`` (kept, not deleted) and the rest is untouched."""
     import uuid
 
-    from broker_py.controller.topic_metadata import partition_metadata_text
+    from broker_py.log.partition_metadata_file import partition_metadata_text
 
     a, b = _dirs(tmp_path)
     broker = KafkaServer(BrokerConfig({"log.dirs": f"{a},{b}"}))

@@ -8,9 +8,8 @@ import os
 import pytest
 
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.controller.topic_metadata import METADATA_DIR
 from broker_py.server.kafka_server import KafkaServer
-from broker_py.utils.metadata_file import MetadataFileError
+from broker_py.utils.metadata_file import METADATA_DIR, MetadataFileError
 
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
 GOOD_UUID = "0" * 31 + "1"
@@ -85,7 +84,7 @@ def test_topics_of_an_older_data_dir_are_taken_over(tmp_path):
     import uuid
 
     import logstore
-    from broker_py.controller.topic_metadata import partition_metadata_text
+    from broker_py.log.partition_metadata_file import partition_metadata_text
 
     d = tmp_path / "data"
     meta = d / METADATA_DIR

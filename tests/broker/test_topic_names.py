@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.controller.topic_metadata import (
+from broker_py.common.topic import (
     check_collision,
     colliding_topics,
     validate_topic_name,

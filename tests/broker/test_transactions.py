@@ -13,8 +13,8 @@ import pytest
 
 import logstore
 from broker_py.cluster.partition import Partition
+from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from broker_py.coordinator.transaction.transaction_log import (
     InvalidTransactionRecordError,
@@ -415,7 +415,7 @@ def test_state_writes_wait_for_acks_all_and_map_their_errors(tmp_path):
     acks=-1: while a write waits for the ISR the id answers CONCURRENT_TRANSACTIONS,
     a write that times out is COORDINATOR_NOT_AVAILABLE and changes nothing, and a
     partition this broker no longer leads is NOT_COORDINATOR."""
-    from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
+    from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
     from broker_py.coordinator.transaction.transaction_log import partition_for
     from broker_py.utils.time import MockTime
 

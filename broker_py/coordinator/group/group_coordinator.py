@@ -58,6 +58,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata import (
     COMPLETING,
     DEAD,
@@ -76,7 +77,6 @@ from broker_py.coordinator.group.leave_group import LeaveGroupMixin
 from broker_py.coordinator.group.offsets import OffsetsMixin
 from broker_py.coordinator.group.rebalance import RebalanceMixin
 from broker_py.coordinator.group.sync_group import SyncGroupMixin
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode

@@ -33,6 +33,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 import logstore
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata import (
     Group,
     GroupState,
@@ -54,7 +55,6 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_offset_commit_value,
     partition_for,
 )
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.replication.replica_manager import COORDINATOR
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode

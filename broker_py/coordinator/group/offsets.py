@@ -27,6 +27,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata import (
     COMPLETING,
     CONSUMER_PROTOCOL_TYPE,
@@ -38,7 +39,6 @@ from broker_py.coordinator.group.group_metadata import (
     OffsetAndMetadata,
 )
 from broker_py.coordinator.group.group_metadata_manager import offset_commit_error
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from broker_py.utils.completion import Completion
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata import (
     COMPLETING,
     DEAD,
@@ -39,7 +40,6 @@ from broker_py.coordinator.group.group_metadata import (
     DelayedJoin,
     Group,
 )
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:

@@ -21,9 +21,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from broker_py.controller.topic_metadata import METADATA_DIR
 from broker_py.utils import metadata_file
-from broker_py.utils.metadata_file import MetadataFileError
+from broker_py.utils.metadata_file import METADATA_DIR, MetadataFileError
 from logstore.protocol.errors import CoordinatorLoadInProgressError, KafkaStorageError
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.common.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
 )

@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC
+from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.server.inter_broker_clients import ClientFactory, EndpointOf, InterBrokerClients
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode

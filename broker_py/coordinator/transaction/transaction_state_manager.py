@@ -19,8 +19,8 @@ import asyncio
 import logging
 
 import logstore
-from broker_py.controller.topic_metadata import TopicInfo
-from broker_py.coordinator.internal_topics import TRANSACTION_STATE_TOPIC
+from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
+from broker_py.common.topic import TopicInfo
 from broker_py.coordinator.transaction.transaction_log import (
     InvalidTransactionRecordError,
     decode_key,

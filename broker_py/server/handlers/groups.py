@@ -25,9 +25,9 @@ import asyncio
 import logging
 
 import logstore
+from broker_py.common.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import partition_for
-from broker_py.coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.utils.in_steps import for_each

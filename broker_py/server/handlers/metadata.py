@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import uuid
 
-from broker_py.controller.topic_metadata import TopicInfo
-from broker_py.coordinator.internal_topics import is_internal_topic
+from broker_py.common.internal_topics import is_internal_topic
+from broker_py.common.topic import TopicInfo
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
 from broker_py.utils.in_steps import for_each
