@@ -30,9 +30,11 @@ from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
 from broker_py.server import handlers
 from broker_py.server.config_admin_manager import ConfigAdminManager
+from broker_py.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from broker_py.server.dynamic_listener_config import DynamicListenerConfig
 from broker_py.server.error_response import error_response
 from broker_py.server.fetch_session import FetchSessionCache
+from broker_py.server.inter_broker_clients import InterBrokerClients
 from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.local_state_import import import_local_state
 from broker_py.server.local_support import LocalSupport
@@ -43,8 +45,77 @@ from broker_py.server.metrics import BrokerMetrics, instrumented
 from broker_py.server.replica_admin_manager import ReplicaAdminManager
 from broker_py.server.topic_admin_manager import TopicAdminManager
 from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
+
+
+def new_group_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
+    """The broker's group coordinator, writing through a
+    :class:`~broker_py.server.coordinator_partition_writer.CoordinatorPartitionWriter`;
+    a transactional offset commit asks the transaction coordinator running then."""
+    from broker_py.coordinator.group.group_coordinator import GroupCoordinator
+
+    def verify_transaction(producer_id: int, epoch: int, topic: str, partition: int):
+        transactions = apis.transaction_coordinator
+        if transactions is None:
+            return ErrorCode.INVALID_TXN_STATE
+        return transactions.verify_partition(producer_id, epoch, topic, partition)
+
+    return GroupCoordinator(
+        apis.config,
+        _partition_writer(apis),
+        cluster=apis.zk_support is not None,
+        verify_transaction=verify_transaction,
+        time=time,
+    )
+
+
+def new_transaction_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
+    """The broker's transaction coordinator, writing through a
+    :class:`~broker_py.server.coordinator_partition_writer.CoordinatorPartitionWriter`
+    and sending markers to other brokers over inter-broker clients (none on a broker
+    alone); groups are the group coordinator's running then."""
+    from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
+
+    support = apis.zk_support
+
+    def offsets_partition(group_id: str) -> int:
+        groups = apis.group_coordinator
+        groups.ensure_offsets_topic()
+        return groups.partition_for(group_id)
+
+    def on_offsets_marker(producer_id: int, offsets_partition: int, commit: bool) -> None:
+        groups = apis.group_coordinator
+        if groups is not None:
+            groups.complete_txn_offsets(producer_id, offsets_partition, commit)
+
+    return TransactionCoordinator(
+        apis.config,
+        _partition_writer(apis),
+        broker_id=apis.broker_id,
+        cluster=support is not None,
+        next_producer_id=lambda: apis.producer_ids.next_id(),
+        offsets_partition=offsets_partition,
+        broker_clients=InterBrokerClients(
+            f"broker-{apis.broker_id}-txn-markers",
+            None if support is None else support.inter_broker_endpoint,
+            None if support is None else support.channel_builder.client,
+        ),
+        on_offsets_marker=on_offsets_marker,
+        time=time,
+    )
+
+
+def _partition_writer(apis: KafkaApis) -> CoordinatorPartitionWriter:
+    return CoordinatorPartitionWriter(
+        apis.broker_id,
+        apis.replica_manager,
+        apis.metadata_cache,
+        lambda name, partitions, configs: apis.topic_admin_manager.ensure_topic(
+            name, partitions, configs
+        ),
+    )
 
 
 def _broker_id_generator(config: BrokerConfig):
@@ -196,14 +267,11 @@ class KafkaServer:
         opens as the controller assigns its partition (a cluster): nothing left to do."""
 
     async def start_coordinators(self) -> None:
-        from broker_py.coordinator.group.group_coordinator import GroupCoordinator
-        from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
-
         apis = self.apis
-        apis.group_coordinator = GroupCoordinator(apis, time=self.time)
+        apis.group_coordinator = new_group_coordinator(apis, self.time)
         apis.topic_admin_manager.on_topic_deleted.append(apis.group_coordinator.on_topic_deleted)
         await apis.group_coordinator.start()
-        apis.transaction_coordinator = TransactionCoordinator(apis)
+        apis.transaction_coordinator = new_transaction_coordinator(apis)
         await apis.transaction_coordinator.start()
         apis.replica_manager.verify_transaction = apis.transaction_coordinator.verify_partition
         support = self.zk_support

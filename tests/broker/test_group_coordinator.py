@@ -24,7 +24,6 @@ import pytest
 import logstore
 from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.coordinator.group.group_coordinator import GroupCoordinator
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -35,7 +34,7 @@ from broker_py.coordinator.group.group_metadata_records import (
 )
 from broker_py.server.handlers import call
 from broker_py.server.handlers.groups import HANDLERS
-from broker_py.server.kafka_server import KafkaServer
+from broker_py.server.kafka_server import KafkaServer, new_group_coordinator
 from broker_py.utils.time import MockTime
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -307,7 +306,7 @@ class Cluster:
 @contextlib.asynccontextmanager
 async def cluster(data_dir, **overrides):
     broker = make_broker(data_dir, **overrides)
-    coordinator = GroupCoordinator(broker.apis, time=mock_time())
+    coordinator = new_group_coordinator(broker.apis, mock_time())
     broker.apis.group_coordinator = coordinator
     await coordinator.start()
     try:
@@ -787,8 +786,8 @@ def test_static_member_rejoin_keeps_its_assignment(tmp_path):
 def test_stop_answers_waiting_joins(tmp_path):
     async def main():
         broker = make_broker(tmp_path, group_initial_rebalance_delay_ms=10_000)
-        broker.apis.group_coordinator = coordinator = GroupCoordinator(
-            broker.apis, time=mock_time()
+        broker.apis.group_coordinator = coordinator = new_group_coordinator(
+            broker.apis, mock_time()
         )
         await coordinator.start()
         c = Cluster(broker)

@@ -37,6 +37,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from broker_py.coordinator.group.group_coordinator import GroupCoordinator
 from broker_py.coordinator.group.group_metadata import COMPLETING, DEAD, PREPARING, STABLE
+from broker_py.coordinator.group.join_group import JoinGroupParams
+from broker_py.coordinator.group.sync_group import SyncGroupParams
+from broker_py.server.kafka_server import new_group_coordinator
 from logstore.protocol.error_codes import ErrorCode
 
 from .test_group_coordinator import SETTLE_TURNS, make_broker, mock_time
@@ -81,7 +84,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.initial_delay_ms = initial_delay_ms
         self.broker = make_broker(self.tmp, group_initial_rebalance_delay_ms=initial_delay_ms)
         self.time = mock_time()
-        self.coordinator = GroupCoordinator(self.broker.apis, time=self.time)
+        self.coordinator = new_group_coordinator(self.broker.apis, self.time)
         self.broker.apis.group_coordinator = self.coordinator
         self.loop.run_until_complete(self.coordinator.start())
         self.clients = [Client(f"client-{i}") for i in range(CLIENTS)]
@@ -179,17 +182,19 @@ class GroupMachine(RuleBasedStateMachine):
             c.metadata = b"b" if c.metadata == b"a" else b"a"
         c.join = self.loop.create_task(
             self.coordinator.join_group(
-                GROUP,
-                c.member_id,
-                None,
-                require_known,
-                False,
-                c.name,
-                "/10.0.0.1",
-                rebalance_ms,
-                session_ms,
-                "consumer",
-                [("range", c.metadata)],
+                JoinGroupParams(
+                    GROUP,
+                    c.member_id,
+                    None,
+                    require_known,
+                    False,
+                    c.name,
+                    "/10.0.0.1",
+                    rebalance_ms,
+                    session_ms,
+                    "consumer",
+                    [("range", c.metadata)],
+                )
             )
         )
         self.settle()
@@ -203,7 +208,9 @@ class GroupMachine(RuleBasedStateMachine):
         c.sync_generation = c.generation
         c.sync = self.loop.create_task(
             self.coordinator.sync_group(
-                GROUP, c.generation, c.member_id, "consumer", "range", None, assignments
+                SyncGroupParams(
+                    GROUP, c.generation, c.member_id, "consumer", "range", None, assignments
+                )
             )
         )
         self.settle()

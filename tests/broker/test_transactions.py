@@ -15,7 +15,6 @@ import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from broker_py.coordinator.transaction.transaction_log import (
     InvalidTransactionRecordError,
     decode_key,
@@ -30,7 +29,7 @@ from broker_py.coordinator.transaction.transaction_metadata import (
 from broker_py.log.producer_state import ProducerStateManager
 from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
 from broker_py.log.unified_log import UnifiedLog
-from broker_py.server.kafka_server import KafkaServer
+from broker_py.server.kafka_server import KafkaServer, new_transaction_coordinator
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
     InvalidProducerEpochError,
@@ -291,7 +290,7 @@ def make_broker(data_dir, **overrides) -> KafkaServer:
 def with_coordinator(data_dir, fn, **overrides):
     async def run():
         broker = make_broker(data_dir, **overrides)
-        coordinator = TransactionCoordinator(broker.apis)
+        coordinator = new_transaction_coordinator(broker.apis)
         broker.apis.transaction_coordinator = coordinator
         await coordinator.start()
         try:
@@ -431,7 +430,7 @@ def test_state_writes_wait_for_acks_all_and_map_their_errors(tmp_path):
             ),
             time=time,
         )
-        coordinator = TransactionCoordinator(broker.apis, time)
+        coordinator = new_transaction_coordinator(broker.apis, time)
         broker.apis.transaction_coordinator = coordinator
         await coordinator.start()
         try:

@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from broker_py.common.internal_topics import OFFSETS_TOPIC
 from broker_py.coordinator.group.group_metadata import (
@@ -80,6 +81,10 @@ from broker_py.coordinator.group.sync_group import SyncGroupMixin
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.coordinator.partition_writer import PartitionWriter
 
 __all__ = ["OFFSETS_TOPIC", "GroupCoordinator", "GroupOverview", "GroupSummary", "MemberSummary"]
 
@@ -137,11 +142,25 @@ NO_GROUP = GroupSummary("", "", "", [])
 class GroupCoordinator(
     JoinGroupMixin, RebalanceMixin, SyncGroupMixin, HeartbeatMixin, LeaveGroupMixin, OffsetsMixin
 ):
-    def __init__(self, apis, *, time: Time = SYSTEM_TIME) -> None:
-        self.apis = apis
-        self.config = apis.config
+    def __init__(
+        self,
+        config: BrokerConfig,
+        writer: PartitionWriter,
+        *,
+        cluster: bool,
+        verify_transaction: Callable[[int, int, str, int], ErrorCode] | None = None,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        """``writer``: the partitions of ``__consumer_offsets``; ``cluster``: this broker
+        is one of a cluster (a group whose offsets partition does not exist yet is
+        nobody's); ``verify_transaction(producer id, epoch, topic, partition)``: this
+        broker's transaction coordinator's answer whether a transactional offset commit
+        may go to that partition (None: INVALID_TXN_STATE, no transaction is known)."""
+        self.config = config
         self.time = time
-        self.manager = GroupMetadataManager(apis, time=time)
+        self.writer = writer
+        self.verify_transaction = verify_transaction
+        self.manager = GroupMetadataManager(config, writer, cluster=cluster, time=time)
         self.manager.on_group_loaded = self._on_group_loaded
         self.active = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -154,7 +173,7 @@ class GroupCoordinator(
         (others load as it is elected their leader) and starts the offset expiration
         task. The topic is created on first use."""
         self._loop = asyncio.get_running_loop()
-        self.apis.replica_manager.on_leadership_change.append(self._leadership_changed)
+        self.writer.add_leadership_listener(self._leadership_changed)
         await self.manager.load()
         self.active = True
         self._expiration_task = asyncio.create_task(
@@ -163,8 +182,7 @@ class GroupCoordinator(
 
     async def stop(self) -> None:
         self.active = False
-        if self._leadership_changed in self.apis.replica_manager.on_leadership_change:
-            self.apis.replica_manager.on_leadership_change.remove(self._leadership_changed)
+        self.writer.remove_leadership_listener(self._leadership_changed)
         for task in list(self.manager._load_tasks.values()):
             task.cancel()
         if self._expiration_task is not None:

@@ -169,7 +169,8 @@ class Group:
         if self.state not in _VALID_PREVIOUS_STATES[state]:
             raise IllegalGroupStateError(
                 f"group {self.group_id} should be in one of "
-                f"{sorted(str(s) for s in _VALID_PREVIOUS_STATES[state])} before moving to {state}, "
+                f"{sorted(str(s) for s in _VALID_PREVIOUS_STATES[state])} "
+                f"before moving to {state}, "
                 f"not {self.state}"
             )
         self.state = state

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import logstore
 from broker_py.common.internal_topics import OFFSETS_TOPIC
@@ -55,10 +56,13 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_offset_commit_value,
     partition_for,
 )
-from broker_py.replication.replica_manager import COORDINATOR
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.coordinator.partition_writer import PartitionWriter, TopicMetadata
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +103,16 @@ def offset_commit_error(error: ErrorCode) -> ErrorCode:
 
 
 class GroupMetadataManager:
-    def __init__(self, apis, *, time: Time = SYSTEM_TIME) -> None:
-        self.config = apis.config
-        self._replica_manager = apis.replica_manager
-        self._metadata_cache = apis.metadata_cache
-        self._admin_manager = apis.topic_admin_manager
+    def __init__(
+        self,
+        config: BrokerConfig,
+        writer: PartitionWriter,
+        *,
+        cluster: bool,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        self.config = config
+        self._writer = writer
         self.time = time
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
@@ -113,7 +122,7 @@ class GroupMetadataManager:
         self.loading: set[int] = set()
         self._load_tasks: dict[int, asyncio.Task[None]] = {}
         # In a cluster a group whose offsets partition does not exist yet is nobody's.
-        self.cluster = apis.zk_support is not None
+        self.cluster = cluster
         # Called with each group a load rebuilt from its metadata record (the
         # coordinator starts its members' sessions: Kafka's onGroupLoaded).
         self.on_group_loaded: Callable[[Group], None] | None = None
@@ -135,8 +144,8 @@ class GroupMetadataManager:
 
     # ---- the offsets topic ----
 
-    def ensure_offsets_topic(self):
-        return self._admin_manager.ensure_topic(
+    def ensure_offsets_topic(self) -> TopicMetadata:
+        return self._writer.ensure_topic(
             OFFSETS_TOPIC,
             self.config["offsets.topic.num.partitions"],
             {
@@ -146,7 +155,7 @@ class GroupMetadataManager:
         )
 
     def num_partitions(self) -> int:
-        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        topic = self._writer.topic(OFFSETS_TOPIC)
         return (
             topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
         )
@@ -161,10 +170,10 @@ class GroupMetadataManager:
         callback: Callable[[ErrorCode], None],
         producer: tuple[int, int] | None = None,
     ) -> None:
-        """Appends one batch to the group's partition through the replica manager with
-        acks=-1 (``offsets.commit.timeout.ms``), then calls ``callback`` with the append's
-        error (NONE once committed). ``producer`` (id, epoch) makes it a transactional
-        batch of that producer."""
+        """Appends one batch to the group's partition with acks=-1
+        (``offsets.commit.timeout.ms``), then calls ``callback`` with the append's error
+        (NONE once committed). ``producer`` (id, epoch) makes it a transactional batch of
+        that producer."""
         try:
             topic = self.ensure_offsets_topic()
         except KafkaError as e:
@@ -178,26 +187,23 @@ class GroupMetadataManager:
                 records, producer_id=producer[0], producer_epoch=producer[1], transactional=True
             )
 
-        def appended(results) -> None:
-            _, code, _, _, _, message, _ = results[0][1][0]
-            if code != ErrorCode.NONE:
+        def appended(error: ErrorCode, message: str | None) -> None:
+            if error != ErrorCode.NONE:
                 log.warning(
                     "append to %s for group %s failed (%s): %s",
                     OFFSETS_TOPIC,
                     group_id,
-                    ErrorCode(code).name,
+                    error.name,
                     message,
                 )
-            callback(ErrorCode(code))
+            callback(error)
 
-        entries = [
-            (
-                OFFSETS_TOPIC,
-                [(partition_for(group_id, topic.partitions), data, producer is not None)],
-            )
-        ]
-        self._replica_manager.append_records(
-            self.config["offsets.commit.timeout.ms"], -1, entries, appended, COORDINATOR
+        self._writer.append(
+            (OFFSETS_TOPIC, partition_for(group_id, topic.partitions)),
+            data,
+            self.config["offsets.commit.timeout.ms"],
+            appended,
+            producer is not None,
         )
 
     # ---- writes ----
@@ -401,7 +407,7 @@ class GroupMetadataManager:
         """COORDINATOR_LOAD_IN_PROGRESS while the group's partition loads,
         NOT_COORDINATOR when another broker leads it; None when the group is this
         broker's (or, on a broker alone, before the offsets topic exists)."""
-        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        topic = self._writer.topic(OFFSETS_TOPIC)
         if topic is None:
             return ErrorCode.NOT_COORDINATOR if self.cluster else None
         p = partition_for(group_id, topic.partitions)
@@ -410,14 +416,13 @@ class GroupMetadataManager:
         return None if p in self.owned else ErrorCode.NOT_COORDINATOR
 
     def led_partitions(self) -> list[int]:
-        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        topic = self._writer.topic(OFFSETS_TOPIC)
         if topic is None:
             return []
         return [
             p
             for p in range(topic.partitions)
-            if (part := self._replica_manager.get_partition(OFFSETS_TOPIC, p)) is not None
-            and part.is_leader
+            if (part := self._writer.partition((OFFSETS_TOPIC, p))) is not None and part.is_leader
         ]
 
     async def load(self) -> None:
@@ -436,7 +441,7 @@ class GroupMetadataManager:
         the partition is empty)."""
         if p in self.owned or p in self.loading:
             return
-        partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
+        partition = self._writer.partition((OFFSETS_TOPIC, p))
         if partition is None or not partition.is_leader:
             return
         if partition.log_end_offset == partition.log_start_offset:
@@ -465,7 +470,7 @@ class GroupMetadataManager:
         task = self._load_tasks.pop(p, None)
         if task is not None:
             task.cancel()
-        topic = self._metadata_cache.get(OFFSETS_TOPIC)
+        topic = self._writer.topic(OFFSETS_TOPIC)
         partitions = (
             topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
         )
@@ -489,7 +494,7 @@ class GroupMetadataManager:
     async def load_partition(self, p: int) -> None:
         """Rebuilds the groups of offsets partition ``p`` from its log, start to end."""
         self.loading.add(p)
-        partition = self._replica_manager.get_partition(OFFSETS_TOPIC, p)
+        partition = self._writer.partition((OFFSETS_TOPIC, p))
         if partition is None:
             log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
             self.loading.discard(p)
@@ -497,8 +502,8 @@ class GroupMetadataManager:
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
-        records, open_txns = await asyncio.to_thread(
-            partition.log.read_keyed_records, LOAD_BUFFER_BYTES
+        records, open_txns = await self._writer.read_keyed_records(
+            (OFFSETS_TOPIC, p), LOAD_BUFFER_BYTES
         )
         if p not in self.loading:
             return  # resigned meanwhile

@@ -31,6 +31,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from typing import TYPE_CHECKING
@@ -58,6 +59,32 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker_py.coordinator.group.group_coordinator")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class JoinGroupParams:
+    """A JoinGroup as the coordinator takes it: the request's fields, with what its
+    version implies (``require_known_member_id``: v4+ for a dynamic member;
+    ``support_skipping_assignment``: v9+; ``rebalance_timeout_ms`` is the session
+    timeout before v1) and the client's id and host."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    require_known_member_id: bool
+    support_skipping_assignment: bool
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    # The client's reason for joining (v8+); None: not provided.
+    reason: str | None = None
+
+    @property
+    def reason_text(self) -> str:
+        return self.reason or "not provided"
+
+
 class JoinGroupMixin:
     """JoinGroup handling; uses the shell's lookups and removal, :mod:`.rebalance`
     and :mod:`.heartbeat`."""
@@ -71,107 +98,43 @@ class JoinGroupMixin:
     # A new member's JoinGroup is answered UNKNOWN_MEMBER_ID after this long at most.
     new_member_join_timeout_ms = 5 * 60 * 1000
 
-    async def join_group(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        support_skipping_assignment: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: Protocols,
-        reason: str | None = None,
-    ) -> JoinGroupResult:
+    async def join_group(self, params: JoinGroupParams) -> JoinGroupResult:
         assert self._loop is not None, "start() first"
         future: asyncio.Future[JoinGroupResult] = self._loop.create_future()
-        self._handle_join_group(
-            group_id,
-            member_id,
-            group_instance_id,
-            require_known_member_id,
-            support_skipping_assignment,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
-            future,
-            reason or "not provided",
-        )
+        self._handle_join_group(params, future)
         return await future
 
     def _handle_join_group(
-        self,
-        group_id,
-        member_id,
-        group_instance_id,
-        require_known_member_id,
-        support_skipping_assignment,
-        client_id,
-        client_host,
-        rebalance_timeout_ms,
-        session_timeout_ms,
-        protocol_type,
-        protocols,
-        future,
-        reason,
+        self, params: JoinGroupParams, future: asyncio.Future[JoinGroupResult]
     ) -> None:
+        member_id = params.member_id
+
         def respond(result: JoinGroupResult) -> None:
             if not future.done():
                 future.set_result(result)
 
-        error = self.validate_group_status(group_id, ApiKey.JOIN_GROUP)
+        error = self.validate_group_status(params.group_id, ApiKey.JOIN_GROUP)
         if error is not None:
             return respond(JoinGroupResult(member_id, error))
         if (
             not self.config["group.min.session.timeout.ms"]
-            <= session_timeout_ms
+            <= params.session_timeout_ms
             <= self.config["group.max.session.timeout.ms"]
         ):
             return respond(JoinGroupResult(member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
         is_unknown_member = member_id == ""
-        group = self.manager.get_group(group_id)
+        group = self.manager.get_group(params.group_id)
         if group is None:
             if not is_unknown_member:
                 return respond(JoinGroupResult(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
-            group = self.manager.add_group(Group(group_id, self.time.milliseconds()))
+            group = self.manager.add_group(Group(params.group_id, self.time.milliseconds()))
         if not self._accept_joining_member(group, member_id):
             self._remove_member(group, member_id)
             respond(JoinGroupResult("", ErrorCode.GROUP_MAX_SIZE_REACHED))
         elif is_unknown_member:
-            self._do_new_member_join_group(
-                group,
-                group_instance_id,
-                require_known_member_id,
-                support_skipping_assignment,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                future,
-                reason,
-            )
+            self._do_new_member_join_group(group, params, future)
         else:
-            self._do_current_member_join_group(
-                group,
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                future,
-                reason,
-            )
+            self._do_current_member_join_group(group, params, future)
         if group.is_(PREPARING):
             self._try_complete_join(group)
 
@@ -186,28 +149,20 @@ class JoinGroupMixin:
         return group.has(member_id) or group.size < max_size
 
     def _do_new_member_join_group(
-        self,
-        group,
-        group_instance_id,
-        require_known_member_id,
-        support_skipping_assignment,
-        client_id,
-        client_host,
-        rebalance_timeout_ms,
-        session_timeout_ms,
-        protocol_type,
-        protocols,
-        future,
-        reason,
+        self, group: Group, params: JoinGroupParams, future: asyncio.Future[JoinGroupResult]
     ) -> None:
         if group.is_(DEAD):
             future.set_result(JoinGroupResult("", ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+        if not group.supports_protocols(
+            params.protocol_type, [name for name, _ in params.protocols]
+        ):
             future.set_result(JoinGroupResult("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
+        group_instance_id = params.group_instance_id
         new_member_id = (
-            f"{group_instance_id if group_instance_id is not None else client_id}-{uuid.uuid4()}"
+            f"{group_instance_id if group_instance_id is not None else params.client_id}"
+            f"-{uuid.uuid4()}"
         )
         if group_instance_id is not None:
             old_member_id = group.current_static_member_id(group_instance_id)
@@ -221,32 +176,11 @@ class JoinGroupMixin:
                     old_member_id,
                 )
                 self._update_static_member_and_rebalance(
-                    group,
-                    old_member_id,
-                    new_member_id,
-                    group_instance_id,
-                    protocols,
-                    rebalance_timeout_ms,
-                    session_timeout_ms,
-                    future,
-                    reason,
-                    support_skipping_assignment,
+                    group, old_member_id, new_member_id, params, future
                 )
             else:
-                self._add_member_and_rebalance(
-                    rebalance_timeout_ms,
-                    session_timeout_ms,
-                    new_member_id,
-                    group_instance_id,
-                    client_id,
-                    client_host,
-                    protocol_type,
-                    protocols,
-                    group,
-                    future,
-                    reason,
-                )
-        elif require_known_member_id:
+                self._add_member_and_rebalance(group, new_member_id, params, future)
+        elif params.require_known_member_id:
             log.info(
                 "new member of group %s in state %s gets member id %s",
                 group.group_id,
@@ -254,45 +188,25 @@ class JoinGroupMixin:
                 new_member_id,
             )
             group.pending_members.add(new_member_id)
-            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
+            self._add_pending_member_expiration(group, new_member_id, params.session_timeout_ms)
             future.set_result(JoinGroupResult(new_member_id, ErrorCode.MEMBER_ID_REQUIRED))
         else:
-            self._add_member_and_rebalance(
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                new_member_id,
-                None,
-                client_id,
-                client_host,
-                protocol_type,
-                protocols,
-                group,
-                future,
-                reason,
-            )
+            self._add_member_and_rebalance(group, new_member_id, params, future)
 
     def _do_current_member_join_group(
-        self,
-        group,
-        member_id,
-        group_instance_id,
-        client_id,
-        client_host,
-        rebalance_timeout_ms,
-        session_timeout_ms,
-        protocol_type,
-        protocols,
-        future,
-        reason,
+        self, group: Group, params: JoinGroupParams, future: asyncio.Future[JoinGroupResult]
     ) -> None:
+        member_id = params.member_id
+        protocols = params.protocols
+        reason = params.reason_text
         if group.is_(DEAD):
             future.set_result(JoinGroupResult(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+        if not group.supports_protocols(params.protocol_type, [name for name, _ in protocols]):
             future.set_result(JoinGroupResult(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         if group.is_pending_member(member_id):
-            if group_instance_id is not None:
+            if params.group_instance_id is not None:
                 future.set_result(JoinGroupResult(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
                 return
             log.info(
@@ -301,21 +215,9 @@ class JoinGroupMixin:
                 group.group_id,
                 group.state,
             )
-            self._add_member_and_rebalance(
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                member_id,
-                None,
-                client_id,
-                client_host,
-                protocol_type,
-                protocols,
-                group,
-                future,
-                reason,
-            )
+            self._add_member_and_rebalance(group, member_id, params, future)
             return
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        error = self._validate_current_member(group, member_id, params.group_instance_id)
         if error is not None:
             future.set_result(JoinGroupResult(member_id, error))
             return
@@ -324,9 +226,7 @@ class JoinGroupMixin:
             self._update_member_and_rebalance(
                 group,
                 member,
-                protocols,
-                rebalance_timeout_ms,
-                session_timeout_ms,
+                params,
                 future,
                 f"member {member_id} joining group during {group.state}; client reason: {reason}",
             )
@@ -340,11 +240,10 @@ class JoinGroupMixin:
                 self._update_member_and_rebalance(
                     group,
                     member,
-                    protocols,
-                    rebalance_timeout_ms,
-                    session_timeout_ms,
+                    params,
                     future,
-                    f"updating metadata for member {member_id} during {group.state}; client reason: {reason}",
+                    f"updating metadata for member {member_id} during {group.state}; "
+                    f"client reason: {reason}",
                 )
         elif group.is_(STABLE):
             if group.is_leader(member_id) or not member.matches(protocols):
@@ -352,11 +251,10 @@ class JoinGroupMixin:
                 self._update_member_and_rebalance(
                     group,
                     member,
-                    protocols,
-                    rebalance_timeout_ms,
-                    session_timeout_ms,
+                    params,
                     future,
-                    f"member {member_id} rejoining group during {group.state}; client reason: {reason}",
+                    f"member {member_id} rejoining group during {group.state}; "
+                    f"client reason: {reason}",
                 )
             else:
                 future.set_result(self._join_result(group, member, include_members=False))
@@ -386,27 +284,20 @@ class JoinGroupMixin:
 
     def _add_member_and_rebalance(
         self,
-        rebalance_timeout_ms,
-        session_timeout_ms,
-        member_id,
-        group_instance_id,
-        client_id,
-        client_host,
-        protocol_type,
-        protocols,
-        group,
-        future,
-        reason,
+        group: Group,
+        member_id: str,
+        params: JoinGroupParams,
+        future: asyncio.Future[JoinGroupResult],
     ) -> None:
         member = MemberMetadata(
             member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
+            params.group_instance_id,
+            params.client_id,
+            params.client_host,
+            params.rebalance_timeout_ms,
+            params.session_timeout_ms,
+            params.protocol_type,
+            params.protocols,
         )
         member.is_new = True
         # A new member while the first rebalance waits lets it wait a little longer.
@@ -421,29 +312,32 @@ class JoinGroupMixin:
         self._schedule_heartbeat_expiration(group, member, self.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance(
             group,
-            f"adding new member {member_id} with group instance id {group_instance_id}; client reason: {reason}",
+            f"adding new member {member_id} with group instance id "
+            f"{params.group_instance_id}; client reason: {params.reason_text}",
         )
 
     def _update_static_member_and_rebalance(
         self,
-        group,
-        old_member_id,
-        new_member_id,
-        group_instance_id,
-        protocols,
-        rebalance_timeout_ms,
-        session_timeout_ms,
-        future,
-        reason,
-        support_skipping_assignment,
+        group: Group,
+        old_member_id: str,
+        new_member_id: str,
+        params: JoinGroupParams,
+        future: asyncio.Future[JoinGroupResult],
     ) -> None:
+        group_instance_id = params.group_instance_id
         current_leader = group.leader_id or ""
         member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
         self._schedule_heartbeat_expiration(group, member)
         old_protocols = member.protocols
         old_rebalance_timeout_ms = member.rebalance_timeout_ms
         old_session_timeout_ms = member.session_timeout_ms
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, future)
+        group.update_member(
+            member,
+            params.protocols,
+            params.rebalance_timeout_ms,
+            params.session_timeout_ms,
+            future,
+        )
         if group.is_(STABLE):
             if group.select_protocol() == group.protocol_name:
                 # Nothing the assignment depends on changed: persist the new member id only.
@@ -478,7 +372,7 @@ class JoinGroupMixin:
                                     current_leader,
                                 )
                             )
-                    elif support_skipping_assignment:
+                    elif params.support_skipping_assignment:
                         is_leader = group.is_leader(new_member_id)
                         member.complete_join(
                             self._join_result(
@@ -496,17 +390,26 @@ class JoinGroupMixin:
             else:
                 self._maybe_prepare_rebalance(
                     group,
-                    f"static member {new_member_id} ({group_instance_id}) rejoined with other protocols",
+                    f"static member {new_member_id} ({group_instance_id}) rejoined with other "
+                    "protocols",
                 )
         elif group.is_(COMPLETING):
             # The leader may already be assigning to the old member id: start over.
             self._prepare_rebalance(
                 group,
-                f"static member {new_member_id} ({group_instance_id}) rejoined; client reason: {reason}",
+                f"static member {new_member_id} ({group_instance_id}) rejoined; "
+                f"client reason: {params.reason_text}",
             )
 
     def _update_member_and_rebalance(
-        self, group, member, protocols, rebalance_timeout_ms, session_timeout_ms, future, reason
+        self,
+        group: Group,
+        member: MemberMetadata,
+        params: JoinGroupParams,
+        future: asyncio.Future[JoinGroupResult],
+        reason: str,
     ) -> None:
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, future)
+        group.update_member(
+            member, params.protocols, params.rebalance_timeout_ms, params.session_timeout_ms, future
+        )
         self._maybe_prepare_rebalance(group, reason)

@@ -79,7 +79,8 @@ class MemberMetadata:
 
     def __repr__(self) -> str:
         return (
-            f"MemberMetadata(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, "
+            f"MemberMetadata(member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
             f"client_id={self.client_id!r}, client_host={self.client_host!r})"
         )
 

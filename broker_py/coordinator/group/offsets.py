@@ -4,7 +4,8 @@ the offsets of deleted topics.
 Kafka's ``handleCommitOffsets``, ``handleTxnCommitOffsets``, ``handleFetchOffsets``,
 ``handleDeleteOffsets`` and ``handleDeletedPartitions``, as a mixin of
 :class:`~broker_py.coordinator.group.group_coordinator.GroupCoordinator`; the writes
-themselves are the :class:`~broker_py.coordinator.group.group_metadata_manager.GroupMetadataManager`'s.
+themselves are the
+:class:`~broker_py.coordinator.group.group_metadata_manager.GroupMetadataManager`'s.
 
 Invariants:
 
@@ -24,7 +25,9 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from broker_py.common.internal_topics import OFFSETS_TOPIC
@@ -45,7 +48,7 @@ from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
-    from broker_py.server.kafka_apis import KafkaApis
+    from broker_py.coordinator.partition_writer import PartitionWriter
     from broker_py.utils.time import Time
 
 # The coordinator's one logger (see group_coordinator): its level is set by that name.
@@ -54,14 +57,30 @@ log = logging.getLogger("broker_py.coordinator.group.group_coordinator")
 TopicPartition = tuple[str, int]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TxnOffsetCommitParams:
+    """A TxnOffsetCommit as the coordinator takes it (the request's fields; before v3
+    ``member_id`` "", ``group_instance_id`` None and ``generation_id`` -1)."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    generation_id: int
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    transactional_id: str | None = None
+
+
 class OffsetsMixin:
     """Offset commits, fetches and deletions; uses the shell's lookups and
     :mod:`.heartbeat`."""
 
     # The shell's (GroupCoordinator.__init__/start).
-    apis: KafkaApis
     manager: GroupMetadataManager
     time: Time
+    writer: PartitionWriter
+    verify_transaction: Callable[[int, int, str, int], ErrorCode] | None
 
     def commit_offsets(
         self,
@@ -116,105 +135,41 @@ class OffsetsMixin:
         return None
 
     def commit_txn_offsets(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        offsets: dict[TopicPartition, OffsetAndMetadata],
-        transactional_id: str | None = None,
+        self, params: TxnOffsetCommitParams
     ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:
         """TxnOffsetCommit: the offsets are written to ``__consumer_offsets`` in the
         producer's transaction and take effect when its COMMIT marker is written. In a
         cluster the first commit of a transaction is verified with its coordinator
         first (KIP-890), as a transactional produce is."""
-        replica_manager = self.apis.replica_manager
-        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
-        partition = replica_manager.partitions.get(tp)
-        if replica_manager.txn_verifier is not None and partition is not None and transactional_id:
-            state = partition.log.producer_state
-            if not state.in_transaction(producer_id):
-                guard = state.verification_guard(producer_id)
-                return asyncio.ensure_future(
-                    self._verify_then_commit_txn_offsets(
-                        transactional_id,
-                        guard,
-                        state,
-                        group_id,
-                        producer_id,
-                        producer_epoch,
-                        member_id,
-                        group_instance_id,
-                        generation_id,
-                        offsets,
-                    )
-                )
-            return self._commit_txn_offsets(
-                group_id,
-                producer_id,
-                producer_epoch,
-                member_id,
-                group_instance_id,
-                generation_id,
-                offsets,
+        tp = (OFFSETS_TOPIC, self.partition_for(params.group_id))
+        verification = (
+            self.writer.verify_transaction(
+                tp, params.transactional_id, params.producer_id, params.producer_epoch
             )
-        return self._commit_txn_offsets(
-            group_id,
-            producer_id,
-            producer_epoch,
-            member_id,
-            group_instance_id,
-            generation_id,
-            offsets,
-            verify=True,
+            if params.transactional_id
+            else None
         )
+        if verification is None:
+            # No verification here: this broker's transaction coordinator answers.
+            return self._commit_txn_offsets(params, verify=True)
+        if isinstance(verification, ErrorCode):
+            return self._commit_txn_offsets(params)
+        return asyncio.ensure_future(self._verify_then_commit_txn_offsets(verification, params))
 
     async def _verify_then_commit_txn_offsets(
-        self,
-        transactional_id,
-        guard,
-        state,
-        group_id,
-        producer_id,
-        producer_epoch,
-        member_id,
-        group_instance_id,
-        generation_id,
-        offsets,
+        self, verification: Awaitable[ErrorCode], params: TxnOffsetCommitParams
     ) -> dict[TopicPartition, ErrorCode]:
-        tp = (OFFSETS_TOPIC, self.partition_for(group_id))
-        answer = await self.apis.replica_manager.txn_verifier.verify(
-            transactional_id, producer_id, producer_epoch, [tp]
-        )
-        error = answer[tp]
-        if error == ErrorCode.NONE and not state.verified(producer_id, guard):
-            error = ErrorCode.INVALID_TXN_STATE  # a marker ended the transaction meanwhile
+        error = await verification
         if error != ErrorCode.NONE:
-            return dict.fromkeys(offsets, offset_commit_error(error))
-        done = self._commit_txn_offsets(
-            group_id,
-            producer_id,
-            producer_epoch,
-            member_id,
-            group_instance_id,
-            generation_id,
-            offsets,
-        )
+            return dict.fromkeys(params.offsets, offset_commit_error(error))
+        done = self._commit_txn_offsets(params)
         return done if isinstance(done, dict) else await done
 
     def _commit_txn_offsets(
-        self,
-        group_id,
-        producer_id,
-        producer_epoch,
-        member_id,
-        group_instance_id,
-        generation_id,
-        offsets,
-        verify: bool = False,
+        self, params: TxnOffsetCommitParams, verify: bool = False
     ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:
+        group_id, offsets = params.group_id, params.offsets
+        member_id, group_instance_id = params.member_id, params.group_instance_id
         error = self.validate_group_status(group_id, ApiKey.TXN_OFFSET_COMMIT)
         if error is not None:
             return dict.fromkeys(offsets, error)
@@ -227,20 +182,21 @@ class OffsetsMixin:
             error = self._validate_current_member(group, member_id, group_instance_id)
             if error is not None:
                 return dict.fromkeys(offsets, error)
-        if generation_id >= 0 and generation_id != group.generation_id:
+        if params.generation_id >= 0 and params.generation_id != group.generation_id:
             return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
         if verify:
-            transactions = self.apis.transaction_coordinator
             tp = (OFFSETS_TOPIC, self.partition_for(group_id))
             error = (
                 ErrorCode.INVALID_TXN_STATE
-                if transactions is None
-                else transactions.verify_partition(producer_id, producer_epoch, *tp)
+                if self.verify_transaction is None
+                else self.verify_transaction(params.producer_id, params.producer_epoch, *tp)
             )
             if error != ErrorCode.NONE:
                 return dict.fromkeys(offsets, error)
         done = Completion()
-        self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets, done)
+        self.manager.store_txn_offsets(
+            group, params.producer_id, params.producer_epoch, offsets, done
+        )
         return done.result()
 
     def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:

@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker_py.coordinator.group.group_coordinator")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SyncGroupParams:
+    """A SyncGroup as the coordinator takes it (``protocol_type`` and ``protocol_name``
+    None before v5, ``group_instance_id`` None before v3: not checked)."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    protocol_type: str | None
+    protocol_name: str | None
+    group_instance_id: str | None
+    # member id -> its assignment (the leader's SyncGroup; empty from the others)
+    assignments: dict[str, bytes]
+
+
 class SyncGroupMixin:
     """SyncGroup handling and the pending-sync expiry; uses the shell's lookups and
     removal, :mod:`.rebalance` and :mod:`.heartbeat`."""
@@ -56,52 +72,25 @@ class SyncGroupMixin:
     manager: GroupMetadataManager
     time: Time
 
-    async def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        group_instance_id: str | None,
-        assignments: dict[str, bytes],
-    ) -> SyncGroupResult:
+    async def sync_group(self, params: SyncGroupParams) -> SyncGroupResult:
         assert self._loop is not None, "start() first"
         future: asyncio.Future[SyncGroupResult] = self._loop.create_future()
-        self._handle_sync_group(
-            group_id,
-            generation_id,
-            member_id,
-            protocol_type,
-            protocol_name,
-            group_instance_id,
-            assignments,
-            future,
-        )
+        self._handle_sync_group(params, future)
         return await future
 
     def _handle_sync_group(
-        self,
-        group_id,
-        generation_id,
-        member_id,
-        protocol_type,
-        protocol_name,
-        group_instance_id,
-        assignments,
-        future,
+        self, params: SyncGroupParams, future: asyncio.Future[SyncGroupResult]
     ) -> None:
-        error = self.validate_group_status(group_id, ApiKey.SYNC_GROUP)
+        member_id, generation_id = params.member_id, params.generation_id
+        error = self.validate_group_status(params.group_id, ApiKey.SYNC_GROUP)
         if error is not None:
             future.set_result(SyncGroupResult(error))
             return
-        group = self.manager.get_group(group_id)
+        group = self.manager.get_group(params.group_id)
         if group is None:
             future.set_result(SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
             return
-        error = self._validate_sync_group(
-            group, generation_id, member_id, protocol_type, protocol_name, group_instance_id
-        )
+        error = self._validate_sync_group(group, params)
         if error is not None:
             future.set_result(SyncGroupResult(error))
         elif group.is_(EMPTY):
@@ -116,13 +105,14 @@ class SyncGroupMixin:
             self._remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 log.info(
-                    "assignment received from leader %s for group %s for generation %d; the group has %d members",
+                    "assignment received from leader %s for group %s for generation %d; "
+                    "the group has %d members",
                     member_id,
                     group.group_id,
                     group.generation_id,
                     group.size,
                 )
-                assignment = dict(assignments)
+                assignment = dict(params.assignments)
                 missing = [m for m in group.members if m not in assignment]
                 if missing:
                     log.warning(
@@ -142,7 +132,8 @@ class SyncGroupMixin:
                             self._reset_and_propagate_assignment_error(group, error)
                             self._maybe_prepare_rebalance(
                                 group,
-                                f"error {error.name} storing the assignment of group {group.group_id}",
+                                f"error {error.name} storing the assignment of group "
+                                f"{group.group_id}",
                             )
                         else:
                             self._set_and_propagate_assignment(group, assignment)
@@ -159,19 +150,17 @@ class SyncGroupMixin:
             )
             self._schedule_heartbeat_expiration(group, member)
 
-    def _validate_sync_group(
-        self, group, generation_id, member_id, protocol_type, protocol_name, group_instance_id
-    ) -> ErrorCode | None:
+    def _validate_sync_group(self, group: Group, params: SyncGroupParams) -> ErrorCode | None:
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        error = self._validate_current_member(group, params.member_id, params.group_instance_id)
         if error is not None:
             return error
-        if generation_id != group.generation_id:
+        if params.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-        if protocol_type is not None and protocol_type != group.protocol_type:
+        if params.protocol_type is not None and params.protocol_type != group.protocol_type:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        if protocol_name is not None and protocol_name != group.protocol_name:
+        if params.protocol_name is not None and params.protocol_name != group.protocol_name:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 

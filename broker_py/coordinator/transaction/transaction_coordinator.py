@@ -12,8 +12,9 @@ A transactional producer:
    ``__transaction_state``, appends a COMMIT/ABORT marker to every partition of the
    transaction, then writes CompleteCommit/CompleteAbort.
 
-The markers go to each partition's leader (this broker's own partitions through the
-replica manager, the others by WriteTxnMarkers: :mod:`.transaction_marker_channel_manager`),
+The markers go to each partition's leader (this broker's own partitions through its
+:class:`~broker_py.coordinator.partition_writer.PartitionWriter`, the others by
+WriteTxnMarkers: :mod:`.transaction_marker_channel_manager`),
 each appended with acks=all. EndTxn answers once they are all written, or after at most
 a third of ``request.timeout.ms`` while some leader is unreachable; the transaction then
 stays Prepare* (its producer gets CONCURRENT_TRANSACTIONS) until the markers are
@@ -33,9 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker_py.common.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.transaction.transaction_marker_channel_manager import (
+    BrokerClients,
     TransactionMarkerChannelManager,
 )
 from broker_py.coordinator.transaction.transaction_metadata import (
@@ -48,6 +52,10 @@ from broker_py.coordinator.transaction.transaction_state_manager import Transact
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.coordinator.partition_writer import PartitionWriter
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +70,32 @@ COMPLETE_ATTEMPTS = 50  # writes of Complete* after the markers, every retry bac
 
 
 class TransactionCoordinator:
-    def __init__(self, apis, time: Time = SYSTEM_TIME) -> None:
-        self.apis = apis
-        self.config = apis.config
+    def __init__(
+        self,
+        config: BrokerConfig,
+        writer: PartitionWriter,
+        *,
+        broker_id: int,
+        cluster: bool,
+        next_producer_id: Callable[[], int],
+        offsets_partition: Callable[[str], int],
+        broker_clients: BrokerClients,
+        on_offsets_marker: Callable[[int, int, bool], None] | None = None,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        """``writer``: the partitions of ``__transaction_state`` and those markers go to;
+        ``cluster``: this broker is one of a cluster; ``next_producer_id``: a producer id
+        never handed out before; ``offsets_partition(group id)``: the group's
+        ``__consumer_offsets`` partition, the topic created first (raises KafkaError);
+        ``broker_clients``: connections to the other brokers, for their markers;
+        ``on_offsets_marker``: see
+        :class:`~.transaction_marker_channel_manager.TransactionMarkerChannelManager`."""
+        self.config = config
         self.time = time
-        self.state = TransactionStateManager(apis, time)
+        self._writer = writer
+        self._next_producer_id = next_producer_id
+        self._offsets_partition = offsets_partition
+        self.state = TransactionStateManager(config, writer, cluster=cluster, time=time)
         # producer id -> transactional id, for checking transactional produce requests
         self._by_producer_id: dict[int, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -75,20 +104,18 @@ class TransactionCoordinator:
         ] = {}  # transactional id -> its markers' delivery
         self._loading: dict[int, asyncio.Task[None]] = {}
         self.active = False
-        support = apis.zk_support
         self.markers = TransactionMarkerChannelManager(
-            apis,
-            None
-            if support is None
-            else (lambda broker_id: support.inter_broker_endpoint(broker_id)),
-            None if support is None else support.channel_builder.client,
+            broker_id,
+            writer,
+            broker_clients,
             self.config["request.timeout.ms"],
+            on_offsets_marker=on_offsets_marker,
         )
 
     # ---- lifecycle ----
 
     async def start(self) -> None:
-        self.apis.replica_manager.on_leadership_change.append(self._leadership_changed)
+        self._writer.add_leadership_listener(self._leadership_changed)
         for p in self.state.led_partitions():
             await self._load_partition(p)
         finishing = list(self._finishing.values())
@@ -100,8 +127,7 @@ class TransactionCoordinator:
 
     async def stop(self) -> None:
         self.active = False
-        if self._leadership_changed in self.apis.replica_manager.on_leadership_change:
-            self.apis.replica_manager.on_leadership_change.remove(self._leadership_changed)
+        self._writer.remove_leadership_listener(self._leadership_changed)
         tasks = [*self._tasks, *self._finishing.values(), *self._loading.values()]
         for task in tasks:
             task.cancel()
@@ -133,7 +159,7 @@ class TransactionCoordinator:
         """This broker became the leader of ``__transaction_state`` partition ``p``."""
         if p in self.state.owned or p in self._loading:
             return
-        partition = self.apis.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
+        partition = self._writer.partition((TRANSACTION_STATE_TOPIC, p))
         if partition is not None and partition.log_end_offset == partition.log_start_offset:
             self.state.owned.add(p)  # nothing to load
             return
@@ -200,7 +226,7 @@ class TransactionCoordinator:
                 now = self.time.milliseconds()
                 txn = TransactionMetadata(
                     transactional_id,
-                    self.apis.producer_ids.next_id(),
+                    self._next_producer_id(),
                     0,
                     txn_timeout_ms,
                     EMPTY,
@@ -233,7 +259,7 @@ class TransactionCoordinator:
             new = txn.copy()
             new.last_producer_id, new.last_producer_epoch = txn.producer_id, txn.producer_epoch
             if txn.producer_epoch >= MAX_EPOCH - 1:
-                new.producer_id, new.producer_epoch = self.apis.producer_ids.next_id(), 0
+                new.producer_id, new.producer_epoch = self._next_producer_id(), 0
             else:
                 new.producer_epoch = txn.producer_epoch + 1
             new.txn_timeout_ms = txn_timeout_ms
@@ -300,18 +326,16 @@ class TransactionCoordinator:
         return dict.fromkeys(partitions, ErrorCode.NONE)
 
     def _exists(self, topic: str, index: int) -> bool:
-        info = self.apis.metadata_cache.get(topic)
+        info = self._writer.topic(topic)
         return info is not None and 0 <= index < info.partitions
 
     async def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> ErrorCode:
-        coordinator = self.apis.group_coordinator
         try:
-            coordinator.ensure_offsets_topic()
+            tp = (OFFSETS_TOPIC, self._offsets_partition(group_id))
         except KafkaError as e:
             return e.errno
-        tp = (OFFSETS_TOPIC, coordinator.partition_for(group_id))
         return (await self.add_partitions(transactional_id, producer_id, producer_epoch, [tp]))[tp]
 
     def verify_partitions(

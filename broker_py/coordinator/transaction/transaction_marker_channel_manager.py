@@ -1,10 +1,11 @@
 """Delivery of a transaction's COMMIT/ABORT markers to the leaders of its partitions
 (Kafka's ``TransactionMarkerChannelManager``).
 
-A partition this broker leads gets its marker through the replica manager; the others
-get WriteTxnMarkers, one request per leader broker, over an inter-broker connection
-kept per broker. Every marker is appended with acks=all, so once delivered it survives
-the loss of its leader.
+A partition this broker leads gets its marker through the coordinator's
+:class:`~broker_py.coordinator.partition_writer.PartitionWriter`; the others get
+WriteTxnMarkers, one request per leader broker, over an inter-broker connection kept
+per broker (:class:`BrokerClients`, injected: the server layer's). Every marker is
+appended with acks=all, so once delivered it survives the loss of its leader.
 
 Until every marker is delivered the attempt repeats every ``retry_backoff_ms`` with the
 leaders metadata names then. A partition that no longer exists (its topic deleted)
@@ -17,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from broker_py.common.internal_topics import OFFSETS_TOPIC
-from broker_py.server.inter_broker_clients import ClientFactory, EndpointOf, InterBrokerClients
+from broker_py.coordinator.partition_writer import PartitionWriter
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, NotCoordinatorError
@@ -30,21 +32,42 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
+class BrokerClient(Protocol):
+    """A connection to another broker (the network layer's ``NetworkClient``)."""
+
+    async def send(self, api_key: ApiKey, request: Any, timeout_ms: int | None = None) -> Any: ...
+
+
+class BrokerClients(Protocol):
+    """One :class:`BrokerClient` per peer broker."""
+
+    def get(self, broker_id: int) -> BrokerClient | None:
+        """The client of ``broker_id``; None when it has no known endpoint (or this
+        broker has no inter-broker connections: a broker alone)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 class TransactionMarkerChannelManager:
     def __init__(
         self,
-        apis,
-        endpoint_of: EndpointOf | None = None,
-        make_client: ClientFactory | None = None,
+        broker_id: int,
+        writer: PartitionWriter,
+        clients: BrokerClients,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        on_offsets_marker: Callable[[int, int, bool], None] | None = None,
     ) -> None:
-        self.apis = apis
+        """``on_offsets_marker(producer id, __consumer_offsets partition, commit)`` is
+        called for each marker this broker wrote to an offsets partition (the group
+        coordinator completes the producer's transactional offsets there)."""
+        self.broker_id = broker_id
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
-        self._clients = InterBrokerClients(
-            f"broker-{apis.broker_id}-txn-markers", endpoint_of, make_client
-        )
+        self._writer = writer
+        self._clients = clients
+        self._on_offsets_marker = on_offsets_marker
 
     async def write_markers(
         self,
@@ -92,11 +115,7 @@ class TransactionMarkerChannelManager:
 
     def _leader(self, topic: str, index: int) -> int | None:
         """The partition's leader (-1 while it has none); None when it does not exist."""
-        state = self.apis.metadata_cache.partition_state(topic, index)
-        if state is not None:
-            return state.leader
-        partition = self.apis.replica_manager.get_partition(topic, index)
-        return self.apis.broker_id if partition is not None else None
+        return self._writer.partition_leader((topic, index))
 
     async def _deliver(
         self,
@@ -110,7 +129,7 @@ class TransactionMarkerChannelManager:
         """The partitions whose marker ``leader`` took."""
         if leader < 0:
             return set()
-        if leader == self.apis.broker_id:
+        if leader == self.broker_id:
             errors = await self._append_locally(
                 tps, producer_id, producer_epoch, commit, coordinator_epoch
             )
@@ -148,14 +167,11 @@ class TransactionMarkerChannelManager:
         self, tps, producer_id, producer_epoch, commit, coordinator_epoch
     ) -> dict[TopicPartition, ErrorCode]:
         markers = [(t, i, producer_id, producer_epoch, commit, coordinator_epoch) for t, i in tps]
-        results = self.apis.replica_manager.append_markers(self.request_timeout_ms, markers)
-        if not isinstance(results, list):
-            results = await results
-        errors = {(topic, p[0]): ErrorCode(p[1]) for topic, parts in results for p in parts}
-        group_coordinator = self.apis.group_coordinator
+        errors = await self._writer.append_markers(self.request_timeout_ms, markers)
+        on_offsets_marker = self._on_offsets_marker
         for (topic, index), error in errors.items():
-            if error == ErrorCode.NONE and topic == OFFSETS_TOPIC and group_coordinator is not None:
-                group_coordinator.complete_txn_offsets(producer_id, index, commit)
+            if error == ErrorCode.NONE and topic == OFFSETS_TOPIC and on_offsets_marker is not None:
+                on_offsets_marker(producer_id, index, commit)
         return errors
 
     async def _send(

@@ -2,9 +2,10 @@
 
 States and the transitions the coordinator makes (Kafka's ``TransactionState``)::
 
-    Empty ─AddPartitions/AddOffsets─▶ Ongoing ─EndTxn(commit)─▶ PrepareCommit ─markers─▶ CompleteCommit
-                                              ─EndTxn(abort)──▶ PrepareAbort  ─markers─▶ CompleteAbort
-                                              ─timeout / InitProducerId─▶ PrepareEpochFence ─▶ PrepareAbort
+    Empty ─AddPartitions/AddOffsets─▶ Ongoing
+    Ongoing ─EndTxn(commit)─▶ PrepareCommit ─markers─▶ CompleteCommit
+    Ongoing ─EndTxn(abort)──▶ PrepareAbort  ─markers─▶ CompleteAbort
+    Ongoing ─timeout / InitProducerId─▶ PrepareEpochFence ─▶ PrepareAbort
     Complete* ─AddPartitions─▶ Ongoing;   Empty / Complete* ─InitProducerId─▶ Empty (epoch + 1)
     Empty / Complete* ─transactional.id.expiration.ms─▶ Dead (tombstone)
 

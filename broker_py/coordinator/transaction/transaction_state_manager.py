@@ -4,8 +4,9 @@
 - ``__transaction_state`` is created on first use, compacted, with
   ``transaction.state.log.num.partitions`` partitions; a transactional id lives in
   partition :func:`~broker_py.coordinator.transaction.transaction_log.partition_for` of its id.
-- Every state change is one record appended there (:mod:`broker_py.coordinator.transaction.transaction_log`)
-  before the in-memory state changes; a failed append leaves the state as it was.
+- Every state change is one record appended there
+  (:mod:`broker_py.coordinator.transaction.transaction_log`) before the in-memory state
+  changes; a failed append leaves the state as it was.
 - The ids of a partition are this broker's while it leads that partition (Kafka's
   ``onElection`` / ``onResignation``): on election they are rebuilt from its log (the
   latest record per key wins, a tombstone removes the id), requests for them getting
@@ -15,8 +16,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 import logstore
 from broker_py.common.internal_topics import TRANSACTION_STATE_TOPIC
@@ -30,10 +31,14 @@ from broker_py.coordinator.transaction.transaction_log import (
     partition_for,
 )
 from broker_py.coordinator.transaction.transaction_metadata import TransactionMetadata
-from broker_py.replication.replica_manager import COORDINATOR
+from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, error_class
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.coordinator.partition_writer import PartitionWriter
 
 log = logging.getLogger(__name__)
 
@@ -54,25 +59,33 @@ _APPEND_ERRORS = {
 
 
 class TransactionStateManager:
-    def __init__(self, apis, time: Time = SYSTEM_TIME) -> None:
-        self.config = apis.config
-        self._replica_manager = apis.replica_manager
-        self._metadata_cache = apis.metadata_cache
-        self._admin_manager = apis.topic_admin_manager
+    def __init__(
+        self,
+        config: BrokerConfig,
+        writer: PartitionWriter,
+        *,
+        cluster: bool,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        """``cluster``: this broker is one of a cluster (a transactional id whose
+        partition does not exist yet is nobody's)."""
+        self.config = config
+        self._writer = writer
         self.time = time
         self.transactions: dict[str, TransactionMetadata] = {}
-        # transactional ids with a state write in flight (their requests get CONCURRENT_TRANSACTIONS)
+        # transactional ids with a state write in flight (their requests get
+        # CONCURRENT_TRANSACTIONS)
         self.pending: set[str] = set()
         # __transaction_state partitions whose ids are this broker's, and those loading.
         self.owned: set[int] = set()
         self.loading: set[int] = set()
-        self.cluster = apis.zk_support is not None
+        self.cluster = cluster
 
     def now_ms(self) -> int:
         return self.time.milliseconds()
 
     def ensure_topic(self) -> TopicInfo:
-        return self._admin_manager.ensure_topic(
+        return self._writer.ensure_topic(
             TRANSACTION_STATE_TOPIC,
             self.config["transaction.state.log.num.partitions"],
             {
@@ -86,14 +99,14 @@ class TransactionStateManager:
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         """The epoch markers for this id carry: its state partition's leader epoch."""
-        partition = self._replica_manager.get_partition(
-            TRANSACTION_STATE_TOPIC, self._partition_index(transactional_id)
+        partition = self._writer.partition(
+            (TRANSACTION_STATE_TOPIC, self._partition_index(transactional_id))
         )
         return partition.leader_epoch if partition is not None else -1
 
     async def _append(self, transactional_id: str, value: bytes | None) -> None:
-        """Appends one record for the id with acks=-1 through the replica manager; raises
-        the mapped KafkaError when the append fails, changing nothing."""
+        """Appends one record for the id with acks=-1; raises the mapped KafkaError when
+        the append fails, changing nothing."""
         try:
             index = self._partition_index(transactional_id)
         except KafkaError as e:
@@ -103,17 +116,17 @@ class TransactionStateManager:
         data = logstore.encode_batch([(encode_key(transactional_id), value, [], self.now_ms())])
         self.pending.add(transactional_id)
         try:
-            results = self._replica_manager.append(
+            done = Completion()
+            self._writer.append(
+                (TRANSACTION_STATE_TOPIC, index),
+                data,
                 APPEND_TIMEOUT_MS,
-                -1,
-                [(TRANSACTION_STATE_TOPIC, [(index, data, False)])],
-                COORDINATOR,
+                lambda error, message: done((error, message)),
             )
-            if not isinstance(results, list):
-                results = await results
+            outcome = done.result()
+            code, message = outcome if isinstance(outcome, tuple) else await outcome
         finally:
             self.pending.discard(transactional_id)
-        _, code, _, _, _, message, _ = results[0][1][0]
         if code != ErrorCode.NONE:
             mapped = _APPEND_ERRORS.get(ErrorCode(code), ErrorCode(code))
             log.error(
@@ -141,7 +154,7 @@ class TransactionStateManager:
         """COORDINATOR_LOAD_IN_PROGRESS while the id's partition loads, NOT_COORDINATOR
         when another broker leads it; None when the id is this broker's (or, on a broker
         alone, before the topic exists)."""
-        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        topic = self._writer.topic(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return ErrorCode.NOT_COORDINATOR if self.cluster else None
         p = partition_for(transactional_id, topic.partitions)
@@ -150,18 +163,19 @@ class TransactionStateManager:
         return None if p in self.owned else ErrorCode.NOT_COORDINATOR
 
     def led_partitions(self) -> list[int]:
-        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        topic = self._writer.topic(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return []
-        rm = self._replica_manager
+        writer = self._writer
         return [
             p
             for p in range(topic.partitions)
-            if (part := rm.get_partition(TRANSACTION_STATE_TOPIC, p)) is not None and part.is_leader
+            if (part := writer.partition((TRANSACTION_STATE_TOPIC, p))) is not None
+            and part.is_leader
         ]
 
     def partition_of(self, transactional_id: str) -> int:
-        topic = self._metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        topic = self._writer.topic(TRANSACTION_STATE_TOPIC)
         partitions = (
             topic.partitions
             if topic is not None
@@ -193,7 +207,7 @@ class TransactionStateManager:
         """Rebuilds the ids of partition ``p`` from its log; returns them (empty when the
         partition is gone or was resigned meanwhile)."""
         self.loading.add(p)
-        partition = self._replica_manager.get_partition(TRANSACTION_STATE_TOPIC, p)
+        partition = self._writer.partition((TRANSACTION_STATE_TOPIC, p))
         if partition is None:
             log.warning(
                 "%s-%d is not open; its transactional ids are not loaded",
@@ -204,8 +218,8 @@ class TransactionStateManager:
             return []
         loaded: dict[str, TransactionMetadata] = {}
         if partition.log_end_offset > partition.log_start_offset:
-            records, _ = await asyncio.to_thread(
-                partition.log.read_keyed_records, LOAD_BUFFER_BYTES
+            records, _ = await self._writer.read_keyed_records(
+                (TRANSACTION_STATE_TOPIC, p), LOAD_BUFFER_BYTES
             )
             if p not in self.loading:
                 return []

@@ -28,6 +28,8 @@ import logstore
 from broker_py.common.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import partition_for
+from broker_py.coordinator.group.join_group import JoinGroupParams
+from broker_py.coordinator.group.sync_group import SyncGroupParams
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.utils.in_steps import for_each
@@ -210,7 +212,7 @@ async def handle_join_group(apis, request, connection):
         )
     # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
-    result = await apis.group_coordinator.join_group(
+    params = JoinGroupParams(
         group_id=body.group_id,
         member_id=body.member_id,
         group_instance_id=group_instance_id,
@@ -224,6 +226,7 @@ async def handle_join_group(apis, request, connection):
         protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
         reason=body.reason if version >= 8 else None,
     )
+    result = await apis.group_coordinator.join_group(params)
     return _join_response(version, result)
 
 
@@ -234,7 +237,7 @@ async def handle_sync_group(apis, request, connection):
         return SyncGroupResponse(
             error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), assignment=b""
         )
-    result = await apis.group_coordinator.sync_group(
+    params = SyncGroupParams(
         group_id=body.group_id,
         generation_id=body.generation_id,
         member_id=body.member_id,
@@ -243,6 +246,7 @@ async def handle_sync_group(apis, request, connection):
         group_instance_id=body.group_instance_id if version >= 3 else None,
         assignments={a.member_id: bytes(a.assignment) for a in body.assignments},
     )
+    result = await apis.group_coordinator.sync_group(params)
     return SyncGroupResponse(
         error_code=int(result.error),
         protocol_type=result.protocol_type,
