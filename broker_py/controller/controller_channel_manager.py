@@ -136,16 +136,17 @@ class ControllerChannelManager:
         callback: ResponseCallback | None = None,
     ) -> None:
         """Queues ``request`` for ``broker_id``; ``callback(response)`` gets its response."""
+        key = ApiKey(api_key)  # type: ignore[call-arg]  # value lookup (mypy#10573)
         state = self._brokers.get(broker_id)
         if state is None:
             log.warning(
                 "controller %d: not sending %s to broker %d, which is not connected (offline)",
                 self.controller_id,
-                ApiKey(api_key).api_name,
+                key.api_name,
                 broker_id,
             )
             return
-        state.queue.put_nowait(_QueueItem(ApiKey(api_key), request, callback))
+        state.queue.put_nowait(_QueueItem(key, request, callback))
 
     def _start_sender(self, state: _BrokerState) -> None:
         if state.task is None:

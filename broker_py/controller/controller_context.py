@@ -80,8 +80,8 @@ class ControllerContext:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.config_loader: Callable[[str], dict[str, str]] = lambda topic: {}
         self.topics_to_delete: set[str] = set()
-        # topic -> brokers whose StopReplica(delete) is not yet confirmed
-        self.deletion_pending: dict[str, set[TopicPartition | tuple[TopicPartition, int]]] = {}
+        # topic -> (partition, broker) pairs whose StopReplica(delete) is not yet confirmed
+        self.deletion_pending: dict[str, set[tuple[TopicPartition, int]]] = {}
         self.topics_ineligible_for_deletion: set[str] = set()
         # topic -> live brokers that have not yet acknowledged an UpdateMetadata with it
         self.metadata_pending: dict[str, set[int]] = defaultdict(set)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_py.zk.zk_data import TopicPartition
+
+if TYPE_CHECKING:
+    from broker_py.controller.controller_store import StoreChange
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +159,7 @@ class UpdateMetadataResponseReceived:
     error: int
 
 
-def from_store_change(change) -> object | None:
+def from_store_change(change: StoreChange) -> object | None:
     """The controller event for a store watch's :class:`StoreChange` (None: not the
     controller's business)."""
     from broker_py.controller.controller_store import StoreChangeKind as K

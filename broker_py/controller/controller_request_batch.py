@@ -216,25 +216,30 @@ class ControllerRequestBatch:
             )
             channel.send(broker_id, request)
         if self._metadata_brokers:
-            states = tuple(
+            metadata_states = tuple(
                 s
                 for tp in sorted(self._metadata_partitions)
                 if (s := self._metadata_state(tp)) is not None
             )
-            topics = {s.partition.topic for s in states}
+            topics = {s.partition.topic for s in metadata_states}
             topic_ids = {t: ctx.topic_ids[t] for t in topics if t in ctx.topic_ids}
             for broker_id in sorted(self._metadata_brokers):
-                request = UpdateMetadataRequestData(
-                    self.controller_id, epoch, ctx.broker_epoch(broker_id), states, topic_ids, live
+                metadata_request = UpdateMetadataRequestData(
+                    self.controller_id,
+                    epoch,
+                    ctx.broker_epoch(broker_id),
+                    metadata_states,
+                    topic_ids,
+                    live,
                 )
                 callback = None
                 if self.on_update_metadata_response is not None:
                     callback = (lambda hook, b, t: lambda response: hook(b, t, response))(
                         self.on_update_metadata_response, broker_id, topics
                     )
-                channel.send(broker_id, request, callback)
+                channel.send(broker_id, metadata_request, callback)
         for broker_id, partitions in sorted(self._stop_replica.items()):
-            states = tuple(
+            stop_states = tuple(
                 StopReplicaPartitionState(
                     tp,
                     -2
@@ -246,15 +251,15 @@ class ControllerRequestBatch:
                 )
                 for tp, delete in sorted(partitions.items())
             )
-            request = StopReplicaRequestData(
-                self.controller_id, epoch, ctx.broker_epoch(broker_id), states
+            stop_request = StopReplicaRequestData(
+                self.controller_id, epoch, ctx.broker_epoch(broker_id), stop_states
             )
             callback = None
-            if any(s.delete for s in states) and self.on_stop_replica_response is not None:
+            if any(s.delete for s in stop_states) and self.on_stop_replica_response is not None:
                 callback = (lambda hook, b: lambda response: hook(b, response))(
                     self.on_stop_replica_response, broker_id
                 )
-            channel.send(broker_id, request, callback)
+            channel.send(broker_id, stop_request, callback)
         self._leader_and_isr.clear()
         self._stop_replica.clear()
         self._metadata_brokers.clear()

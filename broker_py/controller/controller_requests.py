@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from broker_py.controller.controller_request_batch import (
     ControllerRequest,
@@ -34,16 +36,18 @@ from logstore.protocol.messages.controller import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from logstore.protocol.schema import Message
+from logstore.protocol.schema import Message, StructValue
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 SECURITY_PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
 NULL_UUID = uuid.UUID(int=0)
 TYPE_INCREMENTAL, TYPE_FULL = 1, 2
 
+_T = TypeVar("_T")
 
-def _by_topic(items, key):
-    grouped: dict[str, list] = defaultdict(list)
+
+def _by_topic(items: Iterable[_T], key: Callable[[_T], TopicPartition]) -> dict[str, list[_T]]:
+    grouped: dict[str, list[_T]] = defaultdict(list)
     for item in items:
         grouped[key(item).topic].append(item)
     return grouped
@@ -63,7 +67,7 @@ def to_wire(request: ControllerRequest, listener_name: str | None = None) -> tup
 
 
 def _leader_and_isr(r: LeaderAndIsrRequestData, listener_name: str | None = None) -> Message:
-    def state(s: LeaderAndIsrPartitionState, with_topic: bool):
+    def state(s: LeaderAndIsrPartitionState, with_topic: bool) -> StructValue:
         return LeaderAndIsrRequest.LeaderAndIsrPartitionState(
             topic_name=s.partition.topic if with_topic else "",
             partition_index=s.partition.partition,
@@ -99,7 +103,7 @@ def _leader_and_isr(r: LeaderAndIsrRequestData, listener_name: str | None = None
     )
 
 
-def _live_leader(b: BrokerRegistration, listener_name: str | None):
+def _live_leader(b: BrokerRegistration, listener_name: str | None) -> StructValue:
     endpoint = next((e for e in b.info.endpoints if e.listener_name == listener_name), None)
     if endpoint is None:
         endpoint = b.info.endpoints[0] if b.info.endpoints else EndPoint("", "", -1, "PLAINTEXT")
@@ -109,7 +113,7 @@ def _live_leader(b: BrokerRegistration, listener_name: str | None):
 
 
 def _update_metadata(r: UpdateMetadataRequestData) -> Message:
-    def state(s: UpdateMetadataPartitionState, with_topic: bool):
+    def state(s: UpdateMetadataPartitionState, with_topic: bool) -> StructValue:
         return UpdateMetadataRequest.UpdateMetadataPartitionState(
             topic_name=s.partition.topic if with_topic else "",
             partition_index=s.partition.partition,
@@ -122,7 +126,7 @@ def _update_metadata(r: UpdateMetadataRequestData) -> Message:
             offline_replicas=list(s.offline_replicas),
         )
 
-    def broker(b: BrokerRegistration):
+    def broker(b: BrokerRegistration) -> StructValue:
         plain = next((e for e in b.info.endpoints if e.security_protocol == "PLAINTEXT"), None)
         return UpdateMetadataRequest.UpdateMetadataBroker(
             id=b.id,
@@ -201,9 +205,9 @@ def _stop_replica(r: StopReplicaRequestData) -> Message:
 # ---- from the wire ----
 
 
-def leader_and_isr_from_wire(m, version: int) -> LeaderAndIsrRequestData:
+def leader_and_isr_from_wire(m: Message, version: int) -> LeaderAndIsrRequestData:
     topic_ids: dict[str, uuid.UUID] = {}
-    pairs = []
+    pairs: list[tuple[str, StructValue]] = []
     if version >= 2:
         for t in m.topic_states:
             if version >= 5 and t.topic_id != NULL_UUID:
@@ -244,9 +248,9 @@ def leader_and_isr_from_wire(m, version: int) -> LeaderAndIsrRequestData:
     )
 
 
-def update_metadata_from_wire(m, version: int) -> UpdateMetadataRequestData:
+def update_metadata_from_wire(m: Message, version: int) -> UpdateMetadataRequestData:
     topic_ids: dict[str, uuid.UUID] = {}
-    pairs = []
+    pairs: list[tuple[str, StructValue]] = []
     if version >= 5:
         for t in m.topic_states:
             if version >= 7 and t.topic_id != NULL_UUID:
@@ -289,7 +293,7 @@ def update_metadata_from_wire(m, version: int) -> UpdateMetadataRequestData:
     )
 
 
-def stop_replica_from_wire(m, version: int) -> StopReplicaRequestData:
+def stop_replica_from_wire(m: Message, version: int) -> StopReplicaRequestData:
     if version >= 3:
         states = tuple(
             StopReplicaPartitionState(
@@ -322,7 +326,7 @@ def stop_replica_from_wire(m, version: int) -> StopReplicaRequestData:
 def leader_and_isr_response(
     error: int, errors: dict[TopicPartition, int], topic_ids: dict[str, uuid.UUID]
 ) -> Message:
-    def partition_error(tp: TopicPartition, code: int):
+    def partition_error(tp: TopicPartition, code: int) -> StructValue:
         return LeaderAndIsrResponse.LeaderAndIsrPartitionError(
             topic_name=tp.topic, partition_index=tp.partition, error_code=int(code)
         )
@@ -356,7 +360,7 @@ def update_metadata_response(error: int) -> Message:
     return UpdateMetadataResponse(error_code=int(error))
 
 
-def response_errors(api_key: ApiKey, response, request: ControllerRequest) -> object:
+def response_errors(api_key: ApiKey, response: Message, request: ControllerRequest) -> object:
     """What the controller's ``on_response`` gets: per-partition error codes (a top-level
     error applied to every partition of the request) or UpdateMetadata's error code."""
     if api_key is ApiKey.UPDATE_METADATA:

@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_context import (
@@ -46,6 +47,10 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.zk_data import TopicAssignment, TopicPartition
 from logstore.protocol.error_codes import ErrorCode
 
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.zk.zk_data import LeaderIsrAndControllerEpoch
+
 log = logging.getLogger(__name__)
 
 
@@ -58,7 +63,7 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000
 
     @staticmethod
-    def from_broker_config(config) -> ControllerConfig:
+    def from_broker_config(config: BrokerConfig) -> ControllerConfig:
         return ControllerConfig(
             config["unclean.leader.election.enable"],
             config["delete.topic.enable"],
@@ -472,7 +477,7 @@ class KafkaController:
         None only partitions where an election was due are answered."""
         ctx = self.context
         every = partitions is None
-        wanted = sorted(ctx.assignments) if every else sorted(partitions)
+        wanted = sorted(ctx.assignments) if partitions is None else sorted(partitions)
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         to_elect = []
         for tp in wanted:
@@ -723,7 +728,7 @@ class KafkaController:
         self.reassignment.sync_zk_request()
 
 
-def _alter_result(state) -> ev.AlterPartitionResult:
+def _alter_result(state: LeaderIsrAndControllerEpoch) -> ev.AlterPartitionResult:
     return ev.AlterPartitionResult(
         ErrorCode.NONE,
         state.leader,
@@ -734,7 +739,8 @@ def _alter_result(state) -> ev.AlterPartitionResult:
     )
 
 
-_HANDLERS: dict[type, Callable[[KafkaController, object], None]] = {
+# Each handler takes the event of its key's type, which a dict's value type cannot say.
+_HANDLERS: dict[type, Callable[[KafkaController, Any], None]] = {
     ev.Startup: KafkaController._startup,
     ev.ControllerChange: KafkaController._controller_change,
     ev.Expire: KafkaController._expire,

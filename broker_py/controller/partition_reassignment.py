@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker_py.controller.controller_context import ReplicaAssignment
+from broker_py.controller.controller_context import ControllerContext, ReplicaAssignment
 from broker_py.controller.partition_state_machine import Election
 from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.error_codes import ErrorCode
@@ -41,7 +41,7 @@ class PartitionReassignment:
         self.controller = controller
 
     @property
-    def context(self):
+    def context(self) -> ControllerContext:
         return self.controller.context
 
     def _validate(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from broker_py.zk.zk_data import TopicPartition
 
 if TYPE_CHECKING:
+    from broker_py.controller.controller_context import ControllerContext
     from broker_py.controller.kafka_controller import KafkaController
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class TopicDeletionManager:
         self.controller = controller
 
     @property
-    def context(self):
+    def context(self) -> ControllerContext:
         return self.controller.context
 
     def enqueue(self, topics: set[str]) -> None:
@@ -66,7 +67,7 @@ class TopicDeletionManager:
         controller.batch.add_update_metadata(ctx.live_brokers, partitions)  # leader -2
         controller.partition_state_machine.to_offline(partitions)
         controller.partition_state_machine.to_non_existent(partitions)
-        pending: set = set()
+        pending: set[tuple[TopicPartition, int]] = set()
         for tp in partitions:
             for replica in ctx.replicas(tp):
                 pending.add((tp, replica))

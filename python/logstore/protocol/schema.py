@@ -179,9 +179,9 @@ if TYPE_CHECKING:
 
     class _GeneratedClass(type):
         """What a checker knows of a generated class: its nested struct classes are set
-        at run time (:func:`message`), so each attribute not declared is ``Any``."""
+        at run time (:func:`message`), so each attribute not declared is one."""
 
-        def __getattr__(cls, name: str) -> Any: ...
+        def __getattr__(cls, name: str) -> type[StructValue]: ...
 
 else:
     _GeneratedClass = type
