@@ -9,16 +9,15 @@ pointing at it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import REPO_ROOT, BrokerProcess
+from tests.integration.conftest import BrokerProcess
+from tests.support.processes import repo_env
 
 AUTHORIZER = {
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
@@ -36,11 +35,7 @@ class Cli:
     def __call__(
         self, *args: object, input: str | None = None, timeout: float = 120, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "LOGSTORE_BROKERS": self.bootstrap,
-            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-        }
+        env = repo_env(LOGSTORE_BROKERS=self.bootstrap)
         result = subprocess.run(
             [sys.executable, "-m", "logstore", *map(str, args)],
             capture_output=True,
@@ -90,12 +85,3 @@ def cli_broker(tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess:
 @pytest.fixture(scope="module")
 def logstore(cli_broker: BrokerProcess) -> Cli:
     return Cli(cli_broker.bootstrap)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 from tests.cli.conftest import Cli, table_rows, unique
-from tests.integration.conftest import REPO_ROOT
+from tests.support.processes import repo_env
 
 
 def test_cluster_info(logstore: Cli, cli_broker) -> None:
@@ -175,10 +174,7 @@ def test_user_create_list_delete(logstore: Cli) -> None:
 def test_version_is_shared_with_the_broker(logstore: Cli) -> None:
     cli = logstore("version").stdout.splitlines()
     assert cli[0].startswith("logstore ") and any(line.startswith("librdkafka ") for line in cli)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-    }
+    env = repo_env()
     broker = subprocess.run(
         [sys.executable, "-m", "broker_py", "--version"],
         capture_output=True,

@@ -5,25 +5,21 @@ once, timestamps on the banner, and --log-format json."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.integration.conftest import REPO_ROOT, free_port
+from tests.support.ports import free_port
+from tests.support.processes import broker_command, repo_env
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ")
 
 
 def broker(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-    }
+    env = repo_env()
     return subprocess.run(
-        [sys.executable, "-m", "broker_py", *args],
+        broker_command(*args),
         capture_output=True,
         text=True,
         timeout=60,
@@ -92,23 +88,17 @@ def test_port_in_use_names_the_listeners_entry(tmp_path: Path) -> None:
 
 
 def test_json_logs(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-    }
+    env = repo_env()
     port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "broker_py",
+        broker_command(
             "--log-format",
             "json",
-            "--override",
-            f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override",
-            f"log.dirs={tmp_path / 'json-data'}",
-        ],
+            overrides={
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "log.dirs": str(tmp_path / "json-data"),
+            },
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -136,20 +126,14 @@ def test_json_logs(tmp_path: Path) -> None:
 
 
 def test_text_banner_is_timestamped(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-    }
+    env = repo_env()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "broker_py",
-            "--override",
-            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
-            "--override",
-            f"log.dirs={tmp_path / 'data'}",
-        ],
+        broker_command(
+            overrides={
+                "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                "log.dirs": str(tmp_path / "data"),
+            }
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

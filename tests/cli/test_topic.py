@@ -102,7 +102,7 @@ def test_errors_are_named_and_set_the_exit_status(logstore: Cli) -> None:
 
 
 def test_unreachable_broker_exits_2(tmp_path) -> None:
-    from tests.integration.conftest import free_port
+    from tests.support.ports import free_port
 
     cli = Cli(f"127.0.0.1:{free_port()}")
     result = cli("topic", "list", "--timeout", "1", check=False)

@@ -13,7 +13,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kazoo.client import KazooClient
 
-from tests.cluster.harness.cluster import Cluster, wait_until
+from tests.cluster.harness.cluster import Cluster
+from tests.support.waiting import wait_until
 
 SESSION_MS = 4000
 

@@ -45,7 +45,8 @@ from logstore.protocol.messages.configs import (
 from logstore.protocol.messages.metadata import MetadataRequest
 from logstore.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from logstore.protocol.messages.scram import AlterUserScramCredentialsRequest
-from tests.cluster.harness.cluster import Cluster, wait_until
+from tests.cluster.harness.cluster import Cluster
+from tests.support.waiting import wait_until
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "

@@ -17,17 +17,18 @@ import pytest
 from kazoo.client import KazooClient
 
 from broker_py.controller.controller_store import (
+    BrokerIdInUseError,
     ControllerMovedError,
     PartitionEpochMismatch,
     StoreChange,
     StoreChangeKind,
     TopicExistsInStoreError,
 )
-from broker_py.controller.local_controller_store import LocalControllerStore
+from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.utils.metadata_file import MetadataFileError
 from broker_py.utils.time import MockTime
 from broker_py.zk import zk_data
-from broker_py.zk.kafka_zk_client import BrokerIdInUseError, KafkaZkClient
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_controller_store import CHANGE_EXPIRATION_MS, ZkControllerStore
 from broker_py.zk.zk_data import (
     BrokerInfo,
@@ -37,6 +38,7 @@ from broker_py.zk.zk_data import (
     TopicPartition,
 )
 from logstore.protocol.errors import UnknownTopicOrPartitionError
+from tests.support.waiting import wait_until
 
 from .test_kafka_zk_client import expire_session
 
@@ -149,13 +151,6 @@ class Recorder:
         with self._cond:
             out, self.changes = self.changes, []
             return out
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 # ---- the contract ----
@@ -588,10 +583,11 @@ def test_notifications_older_than_15_minutes_are_purged(zk_connect, zookeeper, r
         store.set_topic_configs("t", {"retention.ms": "2"})
         seen = Recorder()
         store.watch(seen)  # purges what is there when it starts
-        wait_until(lambda: raw.get_children("/config/changes") == [])
+        changes_purged = "/config/changes emptied"
+        wait_until(lambda: raw.get_children("/config/changes") == [], 5.0, 0.02, changes_purged)
         store.set_topic_configs("t", {"retention.ms": "3"})
         seen.wait_for(StoreChange(K.TOPIC_CONFIG, "t"))
-        wait_until(lambda: raw.get_children("/config/changes") == [])
+        wait_until(lambda: raw.get_children("/config/changes") == [], 5.0, 0.02, changes_purged)
     finally:
         cluster.close()
 

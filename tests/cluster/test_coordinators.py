@@ -23,7 +23,8 @@ from broker_py.coordinator.group.group_metadata_records import partition_for
 from broker_py.network.network_client import NetworkClient
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.offset_commit import OffsetFetchRequest
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
+from tests.support.waiting import wait_until
 
 OVERRIDES = {
     "replica.lag.time.max.ms": "3000",

@@ -23,7 +23,8 @@ from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.fetch import FetchRequest
 from logstore.protocol.messages.produce import ProduceRequest
 from tests.cluster.harness import faults
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
+from tests.support.waiting import wait_until
 
 RACKS = {1: "r1", 2: "r2", 3: "r3"}
 SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"

@@ -21,10 +21,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cluster.harness.checker import check
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
 from tests.cluster.harness.proxy import Network, source_of
 from tests.cluster.harness.replicas import compare_replicas, read_batches, replica_reads
 from tests.cluster.harness.workload import Workload
+from tests.support.waiting import wait_until
 
 API_VERSIONS = 18
 

@@ -27,8 +27,10 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
-from tests.integration.clients import create_topic, wait_until
-from tests.integration.conftest import BrokerProcess, free_port
+from tests.integration.clients import create_topic
+from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 METADATA = "__logstore_metadata"
 

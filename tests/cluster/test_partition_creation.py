@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from confluent_kafka.admin import AdminClient
 
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
 from tests.integration.hardening.support import WATCH_TOPIC, WellBehavedProducer
+from tests.support.waiting import wait_until
 
 PARTITIONS = 1000
 

@@ -19,9 +19,10 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.harness import faults
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
 from tests.cluster.harness.replicas import compare_replicas
 from tests.cluster.harness.workload import Workload
+from tests.support.waiting import wait_until
 
 SESSION_MS = 4000
 LAG_MS = 3000

@@ -11,8 +11,9 @@ from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.find_coordinator import FindCoordinatorRequest as FindCoordinator
 from logstore.protocol.messages.offset_commit import OffsetCommitRequest as OffsetCommit
 from logstore.protocol.messages.offset_commit import OffsetFetchRequest as OffsetFetch
-from tests.integration.clients import create_topic, wait_until, wire_call
+from tests.integration.clients import create_topic, wire_call
 from tests.integration.conftest import BrokerProcess
+from tests.support.waiting import wait_until
 
 T, Pt = OffsetCommit.OffsetCommitRequestTopic, OffsetCommit.OffsetCommitRequestPartition
 

@@ -10,6 +10,7 @@ to 60 s here, so tests may use short sessions and brokers Kafka's 18 s default.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -17,14 +18,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support import processes
+from tests.support.ports import free_port
+
 CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 JAVA = "/usr/bin/java"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ZooKeeperServer:
@@ -99,20 +97,16 @@ class ZooKeeperServer:
             return ""
 
     def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """SIGTERM (after SIGCONT) and wait; SIGKILL after ``timeout`` seconds."""
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                processes.terminate(self.proc, timeout)
         self.proc = None
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        """SIGKILL and reap."""
+        if self.proc is not None:
+            processes.kill(self.proc)
         self.proc = None
 
     def pause(self) -> None:

@@ -3,7 +3,7 @@
 Record sets with every kind of key, value, header and timestamp the Kafka format
 allows; a reader of the broker's segment files that reports the codec of each stored
 batch (so a test can prove a client really compressed, instead of silently falling
-back); kcat invocation; bounded waiting.
+back); kcat invocation.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from tests.support.waiting import wait_until
+
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
@@ -25,20 +27,6 @@ def topic_name(prefix: str) -> str:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def wait_until(
-    predicate, timeout: float = 15.0, interval: float = 0.05, message: str = "condition"
-):
-    """Polls ``predicate`` until it returns something truthy; fails after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 @dataclass(frozen=True)

@@ -10,23 +10,14 @@ and is printed when a test fails to start it.
 from __future__ import annotations
 
 import os
-import select
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support import processes
+from tests.support.ports import free_port
 
 
 def consume_values(bootstrap: str, topic: str, count: int, timeout: float = 30.0) -> list[bytes]:
@@ -76,39 +67,19 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        args = [sys.executable, "-m", "broker_py"]
-        for k, v in self.overrides.items():
-            args += ["--override", f"{k}={v}"]
-        log = open(self.log_path, "ab")
-        # The repository's broker_py (identical to the wheel's; an editable install of
-        # the native module does not carry it).
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-        }
-        self.proc = subprocess.Popen(
-            args,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            cwd=self.workdir,
-            env=env,
-            preexec_fn=self.preexec_fn,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        out = b""
-        assert self.proc.stdout is not None
-        while b"listening on" not in out:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.proc.kill()
-                raise RuntimeError(f"broker did not start: {out!r}\n{self.log_text()[-4000:]}")
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    continue
-                out += chunk
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                processes.broker_command(overrides=self.overrides),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.workdir,
+                env=processes.repo_env(),
+                preexec_fn=self.preexec_fn,
+            )
+        ready, out = processes.wait_for_output(self.proc, processes.LISTENING, timeout)
+        if not ready:
+            processes.kill(self.proc)
+            raise RuntimeError(f"broker did not start: {out!r}\n{self.log_text()[-4000:]}")
 
     def log_text(self) -> str:
         try:
@@ -118,22 +89,14 @@ class BrokerProcess:
             return ""
 
     def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: a clean shutdown returns 0."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
+        """SIGTERM and wait: a clean shutdown returns 0. SIGKILLed after ``timeout``
+        seconds, and ``subprocess.TimeoutExpired`` raised."""
+        return processes.terminate(self.proc, timeout) if self.proc is not None else 0
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
+        if self.proc is not None:
+            processes.kill(self.proc)
 
     def restart(self) -> None:
         assert self.stop() == 0, self.log_text()[-4000:]

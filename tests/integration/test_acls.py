@@ -363,8 +363,8 @@ def test_kcat_sees_only_what_it_may_describe(acl_broker):
     ids=["dn", "mapped"],
 )
 def test_a_tls_client_certificate_is_the_principal(tmp_path, rules, principal):
-    from tests.integration.conftest import free_port
     from tests.integration.tls import make_pki
+    from tests.support.ports import free_port
 
     pki = make_pki(str(tmp_path))
     (tmp_path / "b").mkdir()

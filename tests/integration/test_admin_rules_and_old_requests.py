@@ -22,7 +22,8 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from logstore.protocol import ApiKey, RequestHeader, encode_request
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages import request_class
-from tests.integration.clients import create_topic, read_response, topic_name, wait_until, wire_call
+from tests.integration.clients import create_topic, read_response, topic_name, wire_call
+from tests.support.waiting import wait_until
 
 Produce = request_class(ApiKey.PRODUCE)
 Fetch = request_class(ApiKey.FETCH)

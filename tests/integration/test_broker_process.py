@@ -6,7 +6,6 @@ import os
 import socket
 import struct
 import subprocess
-import sys
 
 import pytest
 
@@ -55,11 +54,11 @@ def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
     ],
 )
 def test_bad_config_value_names_the_key(tmp_path, overrides, key):
-    from tests.integration.conftest import REPO_ROOT
+    from tests.support.processes import REPO_ROOT, broker_command
 
     args = [arg for o in overrides for arg in ("--override", o)]
     r = subprocess.run(
-        [sys.executable, "-m", "broker_py", *args, "--override", f"log.dirs={tmp_path}"],
+        broker_command(*args, overrides={"log.dirs": str(tmp_path)}),
         capture_output=True,
         text=True,
         timeout=60,
@@ -85,18 +84,16 @@ def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(
     assert p.flush(30) == 0
     files = sorted(os.path.join(d, n) for d, _, names in os.walk(broker.data_dir) for n in names)
     before = {f: (os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files if "locked-0" in f}
-    from tests.integration.conftest import REPO_ROOT, free_port
+    from tests.support.ports import free_port
+    from tests.support.processes import REPO_ROOT, broker_command
 
     r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker_py",
-            "--override",
-            f"log.dirs={broker.data_dir}",
-            "--override",
-            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
-        ],
+        broker_command(
+            overrides={
+                "log.dirs": broker.data_dir,
+                "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+            }
+        ),
         capture_output=True,
         text=True,
         timeout=60,

@@ -24,7 +24,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.clients import topic_name, wait_until
+from tests.integration.clients import topic_name
+from tests.support.waiting import wait_until
 
 GROUP_TIMEOUTS = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
 

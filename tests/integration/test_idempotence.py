@@ -28,8 +28,8 @@ from broker_py.cluster.partition import Partition
 from broker_py.log.producer_state import ProducerStateManager
 from broker_py.log.unified_log import UnifiedLog
 from logstore.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from tests.support.processes import REPO_ROOT, repo_env
 
-from .conftest import REPO_ROOT
 from .tcp_proxy import TcpProxy
 
 TOPIC = "idem"
@@ -391,10 +391,7 @@ os._exit(0)  # no close, no flush, no snapshot: an unclean stop
 def _unclean_write(
     path: str, specs: list[tuple[int, int, int]], snapshot_after: int = 0
 ) -> list[int]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-    }
+    env = repo_env()
     r = subprocess.run(
         [sys.executable, "-c", _UNCLEAN_WRITER, path, json.dumps(specs), str(snapshot_after)],
         capture_output=True,

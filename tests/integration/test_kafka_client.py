@@ -36,7 +36,8 @@ from logstore.spark.kafka_client import (
     UnknownTopicOrPartition,
     whole_batches,
 )
-from tests.integration.clients import topic_name, wait_until
+from tests.integration.clients import topic_name
+from tests.support.waiting import wait_until
 
 BASE_TS = 1_700_000_000_000
 

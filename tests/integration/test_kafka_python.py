@@ -667,7 +667,7 @@ def test_advertised_listeners_change_at_runtime(broker):
 def test_listeners_added_and_removed_at_runtime(broker):
     import socket
 
-    from tests.integration.conftest import free_port
+    from tests.support.ports import free_port
 
     extra = free_port()
     first = f"PLAINTEXT://127.0.0.1:{broker.port}"

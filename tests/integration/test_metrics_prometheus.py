@@ -19,7 +19,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.conftest import BrokerProcess, free_port
+from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 

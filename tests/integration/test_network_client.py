@@ -44,8 +44,9 @@ from logstore.protocol.messages.metadata import MetadataRequest, MetadataRespons
 from logstore.protocol.messages.topic_admin import CreateTopicsRequest
 from logstore.protocol.schema import Message
 from tests.integration.clients import topic_name
-from tests.integration.conftest import BrokerProcess, free_port
+from tests.integration.conftest import BrokerProcess
 from tests.integration.tls import make_pki
+from tests.support.ports import free_port
 
 SCRAM_JAAS = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required "

@@ -23,8 +23,10 @@ from confluent_kafka.admin import (
 from logstore.protocol import RequestHeader, decode_response, encode_request
 from logstore.protocol.messages.metadata import MetadataRequest
 from logstore.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-from tests.integration.clients import create_topic, kcat, topic_name, wait_until
-from tests.integration.conftest import BrokerProcess, free_port
+from tests.integration.clients import create_topic, kcat, topic_name
+from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "

@@ -7,15 +7,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
-import sys
 import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from tests.integration.clients import create_topic, kcat, topic_name
-from tests.integration.conftest import REPO_ROOT, BrokerProcess, free_port
+from tests.integration.conftest import BrokerProcess
 from tests.integration.tls import make_pki
+from tests.support.ports import free_port
+from tests.support.processes import REPO_ROOT, broker_command
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 
@@ -228,17 +229,11 @@ def test_pkcs12_and_encrypted_pem_keystores(broker_factory, pki):
 )
 def test_unusable_tls_configs_stop_startup_naming_the_key(tmp_path, pki, overrides, key):
     overrides = {k: pki[v[1:-1]] if v.startswith("<") else v for k, v in overrides.items()}
-    args = [
-        a
-        for k, v in {
-            "listeners": "SSL://127.0.0.1:0",
-            "log.dirs": str(tmp_path),
-            **overrides,
-        }.items()
-        for a in ("--override", f"{k}={v}")
-    ]
+    command = broker_command(
+        overrides={"listeners": "SSL://127.0.0.1:0", "log.dirs": str(tmp_path), **overrides}
+    )
     r = subprocess.run(
-        [sys.executable, "-m", "broker_py", *args],
+        command,
         capture_output=True,
         text=True,
         timeout=60,

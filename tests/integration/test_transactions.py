@@ -30,8 +30,9 @@ import logstore
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.offset_commit import OffsetFetchRequest
 from logstore.protocol.messages.produce import ProduceRequest
+from tests.support.waiting import wait_until
 
-from .clients import create_topic, kcat, wait_until, wire_call
+from .clients import create_topic, kcat, wire_call
 
 FAST_TIMEOUTS = {
     "transaction.state.log.num.partitions": "3",

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.processes import REPO_ROOT
 
 
 @pytest.fixture(scope="module")

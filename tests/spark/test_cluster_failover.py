@@ -32,7 +32,8 @@ from logstore.spark.network_reader import NetworkLog
 from logstore.spark.offset_range import OffsetRange, RecordBounds
 from logstore.spark.options import NetworkSettings
 from tests.cluster.harness import faults
-from tests.cluster.harness.cluster import Cluster, logs_on_failure, wait_until
+from tests.cluster.harness.cluster import Cluster, logs_on_failure
+from tests.support.waiting import wait_until
 
 SESSION_MS = 4000
 OVERRIDES = {

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from .conftest import REPO_ROOT
+from tests.support.processes import REPO_ROOT
+
 from .helpers import write_partition
 
 pq = pytest.importorskip("pyarrow.parquet")

@@ -33,9 +33,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.cluster.harness import faults
-from tests.cluster.harness.cluster import Cluster, wait_until
+from tests.cluster.harness.cluster import Cluster
 from tests.cluster.harness.replicas import compare_replicas, replica_reads
 from tests.cluster.harness.workload import History, Workload
+from tests.support.waiting import wait_until
 
 ENABLED = "CHAOS_SEED" in os.environ
 chaos_only = pytest.mark.skipif(

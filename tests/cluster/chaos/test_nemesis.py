@@ -30,8 +30,8 @@ from confluent_kafka.admin import AdminClient
 
 from tests.cluster.chaos import scenario
 from tests.cluster.harness import faults
-from tests.cluster.harness.cluster import wait_until
 from tests.cluster.harness.nemesis import KINDS, Nemesis, schedule
+from tests.support.waiting import wait_until
 
 SESSION_S = scenario.SESSION_MS / 1000
 LAG_S = scenario.LAG_MS / 1000

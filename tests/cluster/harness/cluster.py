@@ -33,21 +33,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.cluster.harness.proxy import CLIENT, RESERVED_PORTS, ZK, LinkProxy, Network, reserve_port
 from tests.cluster.zookeeper import ZooKeeperServer
-from tests.integration.conftest import REPO_ROOT
+from tests.support import processes
+from tests.support.processes import wait_stopped
+from tests.support.waiting import wait_until
 
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()  # processes to kill at interpreter exit
 
@@ -59,24 +59,6 @@ def _kill_leftovers() -> None:
             proc.kill()
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
-
-
-def wait_until(
-    predicate: Callable[[], Any],
-    timeout: float = 15.0,
-    interval: float = 0.05,
-    message: str = "condition",
-) -> Any:
-    """Polls ``predicate`` until it returns something truthy and returns that; raises
-    AssertionError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 @contextlib.contextmanager
@@ -95,25 +77,6 @@ def logs_on_failure(request: Any, cluster: Cluster, lines: int = 60) -> Iterator
     finally:
         if request.session.testsfailed > failed:
             print(cluster.log_tails(lines))
-
-
-def wait_stopped(pid: int, timeout: float = 10.0) -> None:
-    """Waits until every thread of ``pid`` is stopped (state T in
-    ``/proc/<pid>/task/*/stat``): a SIGSTOP takes effect asynchronously, and a process
-    frozen "now" must not answer one more request."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        states = []
-        try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/stat") as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            return  # gone
-        if states and all(st in ("T", "t", "Z", "X") for st in states):
-            return
-        time.sleep(0.005)
-    raise RuntimeError(f"process {pid} did not stop within {timeout}s")
 
 
 def _tail(text: str, lines: int) -> str:
@@ -160,20 +123,17 @@ class ClusterBroker:
         if self.alive():
             raise RuntimeError(f"{self.name} is already running")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "broker_py"]
-        for k, v in self.overrides.items():
-            args += ["--override", f"{k}={v}"]
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])),
-        }
         with open(self.log_path, "ab") as log:
             log.write(
                 f"---- harness: starting {self.name} at {time.strftime('%H:%M:%S')} ----\n".encode()
             )
             log.flush()
             self.proc = subprocess.Popen(
-                args, stdout=subprocess.PIPE, stderr=log, cwd=self.workdir, env=env
+                processes.broker_command(overrides=self.overrides),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.workdir,
+                env=processes.repo_env(),
             )
         _LIVE.add(self.proc)
         self.paused = False
@@ -181,20 +141,11 @@ class ClusterBroker:
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Waits for the "listening on" line on stdout; kills the process and raises on
         timeout or exit."""
-        assert self.proc is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        out = b""
-        while b"listening on" not in out:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.proc.kill()
-                self.proc.wait()
-                raise RuntimeError(
-                    f"{self.name} did not start: {out!r}\n{_tail(self.log_text(), 40)}"
-                )
-            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.5))
-            if ready:
-                out += os.read(self.proc.stdout.fileno(), 4096)
+        assert self.proc is not None
+        ready, out = processes.wait_for_output(self.proc, processes.LISTENING, timeout)
+        if not ready:
+            processes.kill(self.proc)
+            raise RuntimeError(f"{self.name} did not start: {out!r}\n{_tail(self.log_text(), 40)}")
         # From now on stdout goes to the log too, so that the pipe never fills.
         threading.Thread(
             target=self._drain_stdout, args=(self.proc,), name=f"{self.name}-stdout", daemon=True
@@ -228,7 +179,7 @@ class ClusterBroker:
         """SIGKILL and reap: no shutdown code runs."""
         if self.alive():
             assert self.proc is not None
-            self.proc.send_signal(signal.SIGKILL)
+            processes.kill(self.proc)
             self._ended()
 
     def terminate(self, timeout: float = 30.0) -> int:
@@ -237,12 +188,8 @@ class ClusterBroker:
         if not self.alive():
             return self.exit_codes[-1] if self.exit_codes else 0
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGCONT)
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            processes.terminate(self.proc, timeout)
         return self._ended()
 
     stop = terminate
@@ -475,14 +422,7 @@ class Cluster:
 
     # ---- helpers ----
 
-    def wait_until(
-        self,
-        predicate: Callable[[], Any],
-        timeout: float = 15.0,
-        interval: float = 0.05,
-        message: str = "condition",
-    ) -> Any:
-        return wait_until(predicate, timeout, interval, message)
+    wait_until = staticmethod(wait_until)
 
     def log_tails(self, lines: int = 60) -> str:
         """The last ``lines`` lines of every process's log, one section each."""

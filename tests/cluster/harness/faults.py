@@ -26,8 +26,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
-from tests.cluster.harness.cluster import Cluster, wait_until
+from tests.cluster.harness.cluster import Cluster
 from tests.cluster.harness.replicas import ReplicaComparison, compare_replicas
+from tests.support.waiting import wait_until
 
 FAULTS = ("clean_shutdown", "hard_shutdown", "clean_bounce", "hard_bounce")
 TARGETS = ("leader", "controller")

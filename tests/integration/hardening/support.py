@@ -151,12 +151,3 @@ def kill_restart_and_check(
     got = set(consume_values(broker.bootstrap, topic, len(acked), timeout=60))
     missing = [v for v in acked if v not in got]
     assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:3]}"
-
-
-def wait_for(predicate, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

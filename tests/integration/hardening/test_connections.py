@@ -20,8 +20,8 @@ from tests.integration.hardening.support import (
     kill_restart_and_check,
     open_fds,
     rss_mb,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 ATTACK_SOCKETS = 2100
 PER_IP = 300
@@ -68,11 +68,23 @@ def test_idle_sockets_cannot_take_the_brokers_descriptors(broker_factory):
     socks = _open_idle(b.port, ATTACK_SOCKETS)
     try:
         # Those over the per-IP limit are closed at once.
-        assert wait_for(lambda: sum(_closed_by_peer(s) for s in socks) >= len(socks) - PER_IP, 10)
+        wait_until(
+            lambda: sum(_closed_by_peer(s) for s in socks) >= len(socks) - PER_IP,
+            10,
+            0.1,
+            f"all but {PER_IP} of {len(socks)} sockets closed by the broker",
+        )
         assert open_fds(b.proc.pid) <= fds_before + PER_IP + 20
         # The rest go once idle for connections.max.idle.ms.
-        assert wait_for(lambda: all(_closed_by_peer(s) for s in socks), 15)
-        assert wait_for(lambda: open_fds(b.proc.pid) <= fds_before + 20, 10)
+        wait_until(
+            lambda: all(_closed_by_peer(s) for s in socks), 15, 0.1, "every idle socket closed"
+        )
+        wait_until(
+            lambda: open_fds(b.proc.pid) <= fds_before + 20,
+            10,
+            0.1,
+            f"the broker's fds back to at most {fds_before} + 20",
+        )
     finally:
         for s in socks:
             s.close()

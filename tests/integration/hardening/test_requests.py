@@ -17,13 +17,13 @@ import struct
 import time
 
 from tests.integration.clients import create_topic
-from tests.integration.conftest import free_port
 from tests.integration.hardening.support import (
     WATCH_TOPIC,
     WellBehavedProducer,
     kill_restart_and_check,
     rss_mb,
 )
+from tests.support.ports import free_port
 
 CONNECTIONS = 60
 DECLARED = 50 << 20
