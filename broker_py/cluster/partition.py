@@ -29,10 +29,10 @@ import os
 from collections.abc import Callable
 
 from broker_py.cluster.replica import PendingIsrChange, Replica
+from broker_py.cluster.truncation import EpochEndOffset, diverging_epoch
 from broker_py.log.producer_state import CompletedTxn
 from broker_py.log.transaction_index import AbortedTxn
 from broker_py.log.unified_log import UnifiedLog
-from broker_py.replication.truncation import EpochEndOffset, diverging_epoch
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
     NotEnoughReplicasError,

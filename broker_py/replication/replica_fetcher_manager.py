@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from broker_py.coordinator.group.group_metadata_records import java_string_hashcode
+from broker_py.common.java_string_hash import java_string_hashcode
 from broker_py.network.network_client import NetworkClient
 from broker_py.replication.leader_end_point import (
     FetchConfig,

@@ -3,7 +3,7 @@ an asyncio task that fetches a set of follower partitions from one leader broker
 loop of Fetch requests, and applies each partition's answer.
 
 Per partition, by the error the leader answers:
-- NONE with DivergingEpoch: cut the log where :mod:`broker_py.replication.truncation`
+- NONE with DivergingEpoch: cut the log where :mod:`broker_py.cluster.truncation`
   says, fetch again from the new log end with the log's new last epoch;
 - NONE: append the batches as they are (offsets and epochs kept), then take the
   leader's high watermark (bounded by the own log end) and log start offset;
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from broker_py.cluster.truncation import EpochEndOffset, offset_truncation_state
 from broker_py.replication.leader_end_point import (
     EARLIEST,
     LATEST,
@@ -33,7 +34,6 @@ from broker_py.replication.leader_end_point import (
     RemoteLeaderEndPoint,
     TopicPartition,
 )
-from broker_py.replication.truncation import EpochEndOffset, offset_truncation_state
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 

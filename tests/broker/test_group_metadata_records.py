@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from broker_py.common.java_string_hash import java_string_hashcode
 from broker_py.coordinator.group.group_metadata_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -22,7 +23,6 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_group_metadata_value,
     encode_offset_commit_key,
     encode_offset_commit_value,
-    java_string_hashcode,
     partition_for,
 )
 

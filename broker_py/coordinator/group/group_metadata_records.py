@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 
+from broker_py.common.java_string_hash import partition_for
 from logstore.protocol.errors import KafkaException
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "encode_group_metadata_value",
     "encode_offset_commit_key",
     "encode_offset_commit_value",
-    "java_string_hashcode",
     "partition_for",
 ]
 
@@ -75,24 +75,6 @@ _I64 = struct.Struct(">q")
 
 class InvalidGroupRecordError(KafkaException):
     """A ``__consumer_offsets`` key or value that does not parse."""
-
-
-# ---- partitioning ----
-
-
-def java_string_hashcode(s: str) -> int:
-    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code
-    units, in signed 32-bit arithmetic."""
-    data = s.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition holding ``group_id``."""
-    return (java_string_hashcode(group_id) & 0x7FFFFFFF) % num_partitions
 
 
 # ---- record types ----

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 
-from broker_py.coordinator.group.group_metadata_records import partition_for
+from broker_py.common.java_string_hash import partition_for
 from broker_py.coordinator.transaction.transaction_metadata import (
     TransactionMetadata,
     TransactionState,

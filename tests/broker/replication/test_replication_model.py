@@ -51,9 +51,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import logstore
 from broker_py.cluster.partition import Partition
+from broker_py.cluster.truncation import EpochEndOffset, offset_truncation_state
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.leader_end_point import PartitionFetchState
-from broker_py.replication.truncation import EpochEndOffset, offset_truncation_state
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import NotEnoughReplicasError, OffsetOutOfRangeError
 
