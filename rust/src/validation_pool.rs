@@ -2,149 +2,119 @@
 //!
 //! An append of `CONCURRENT_CHECK_MIN_BYTES` or more costs two passes over memory: the
 //! kernel's copy into the page cache and the CRC-32C plus record-framing walk. They are
-//! independent, so `beside` offers the check to an idle checker thread while the caller
-//! writes, and the caller publishes the batches only when both succeeded.
+//! independent, so `beside` offers the check to an idle checker thread (a rayon thread
+//! pool of its own, at most four threads) while the caller writes, and the caller
+//! publishes the batches only when both succeeded.
 //!
 //! Invariants:
 //! - `beside` returns (or unwinds) only after the check has run to its end, so the check
-//!   may borrow whatever the caller borrows.
-//! - A check no checker thread has picked up by the time the write is done is taken back
-//!   and run by the caller. On a busy machine, where the checker may wait for a CPU, the
-//!   append costs what checking then writing on one thread costs, never a wait on top.
-//! - Checker threads sleep on a condition variable when there is nothing to check: an
-//!   idle broker burns no CPU on them.
+//!   may borrow whatever the caller borrows (a rayon scope).
+//! - A check is offered only to a checker that is idle at that moment (`idle` counts
+//!   them); when none is, the caller runs it right after its write. A check no checker
+//!   has picked up by the time the write is done is taken back and run by the caller.
+//!   On a busy machine, where the checker may wait for a CPU, the append costs what
+//!   checking then writing on one thread costs, plus at most the time its checker needs
+//!   to be scheduled and find the offer empty.
+//! - Checker threads sleep when there is nothing to check: an idle broker burns no CPU
+//!   on them.
 
-use std::any::Any;
-use std::collections::VecDeque;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Appends at least this large are checked beside their write; smaller ones are checked
 /// before it, where handing work to another thread would cost more than it saves.
 pub const CONCURRENT_CHECK_MIN_BYTES: usize = 256 * 1024;
 
-type Task = Box<dyn FnOnce() + Send + 'static>;
-
-/// One offered check: taken exactly once, by a checker thread or by the caller.
-struct Offer {
-    task: Mutex<Option<Task>>,
-    /// `None` while a checker runs the task; then `Some(Ok)` or the panic it raised.
-    outcome: Mutex<Option<Result<(), Box<dyn Any + Send>>>>,
-    finished: Condvar,
+struct Checkers {
+    pool: rayon_core::ThreadPool,
+    /// Checker threads not reserved by an offer; never above the pool's size.
+    idle: AtomicUsize,
 }
 
-struct Pool {
-    queue: Mutex<VecDeque<Arc<Offer>>>,
-    ready: Condvar,
+impl Checkers {
+    /// Reserves an idle checker for one offer, if there is one.
+    fn reserve(&self) -> bool {
+        self.idle.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok()
+    }
 }
 
-static POOL: OnceLock<Option<Arc<Pool>>> = OnceLock::new();
+/// Gives a reserved checker back when its offer's job ends, by return or by unwind.
+struct Release<'a>(&'a AtomicUsize);
 
-fn pool() -> Option<&'static Arc<Pool>> {
-    POOL.get_or_init(|| {
-        let pool = Arc::new(Pool { queue: Mutex::new(VecDeque::new()), ready: Condvar::new() });
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-        for i in 0..threads {
-            let p = Arc::clone(&pool);
-            let spawned = std::thread::Builder::new().name(format!("logstore-check-{i}")).spawn(move || checker(&p));
-            if spawned.is_err() && i == 0 {
-                return None;
-            }
-        }
-        Some(pool)
-    })
-    .as_ref()
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// How many checker threads the pool has: one per CPU, at most four.
+fn checker_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
+}
+
+static CHECKERS: OnceLock<Option<Checkers>> = OnceLock::new();
+
+fn checkers() -> Option<&'static Checkers> {
+    CHECKERS
+        .get_or_init(|| {
+            let threads = checker_threads();
+            let pool = rayon_core::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("logstore-check-{i}"))
+                .build()
+                .ok()?;
+            Some(Checkers { pool, idle: AtomicUsize::new(threads) })
+        })
+        .as_ref()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn checker(pool: &Pool) {
-    loop {
-        let offer = {
-            let mut queue = lock(&pool.queue);
-            loop {
-                match queue.pop_front() {
-                    Some(o) => break o,
-                    None => queue = pool.ready.wait(queue).unwrap_or_else(PoisonError::into_inner),
-                }
-            }
-        };
-        let Some(task) = lock(&offer.task).take() else { continue }; // the caller took it back
-        let result = panic::catch_unwind(AssertUnwindSafe(task));
-        *lock(&offer.outcome) = Some(result);
-        offer.finished.notify_all();
-    }
-}
-
-/// Settles an offer before the caller's frame (which the task borrows) goes away: takes
-/// the task back and runs it here, or waits for the checker that took it. Runs on return
-/// and on unwind alike.
-struct Settle<'a>(&'a Arc<Offer>);
-
-impl Settle<'_> {
-    fn settle(&self) -> Result<(), Box<dyn Any + Send>> {
-        let offer = self.0;
-        let taken_back = lock(&offer.task).take();
-        if let Some(task) = taken_back {
-            return panic::catch_unwind(AssertUnwindSafe(task));
-        }
-        let mut outcome = lock(&offer.outcome);
-        loop {
-            match outcome.take() {
-                Some(result) => return result,
-                None => outcome = offer.finished.wait(outcome).unwrap_or_else(PoisonError::into_inner),
-            }
-        }
-    }
-}
-
-impl Drop for Settle<'_> {
-    fn drop(&mut self) {
-        // Only reached while unwinding out of `work` (the normal path settles first and
-        // forgets the guard); the result of the check no longer matters.
-        let _ = self.settle();
-    }
-}
-
 /// Runs `check` and `work` at the same time, `work` on the calling thread and `check` on
-/// a checker thread if one is free before `work` is done (else on the calling thread
-/// right after), and returns both results.
+/// a checker thread if one is idle and picks it up before `work` is done (else on the
+/// calling thread right after), and returns both results. A panic in either reaches the
+/// caller once both have ended.
 pub fn beside<C, R, W, T>(check: C, work: W) -> (R, T)
 where
     C: FnOnce() -> R + Send,
     R: Send,
     W: FnOnce() -> T,
 {
-    let Some(pool) = pool() else {
+    let Some(checkers) = checkers() else {
         let checked = check();
         return (checked, work());
     };
-    let mut checked: Option<R> = None;
-    let slot = &mut checked;
-    let task: Box<dyn FnOnce() + Send + '_> = Box::new(move || *slot = Some(check()));
-    // SAFETY: the task borrows `checked` and what `check` borrows, all of which outlive
-    // this call. The task runs at most once, and `Settle` does not let this frame end
-    // (by return or unwind) before it has either run here or finished on a checker;
-    // a checker that dequeues the offer later finds it empty and touches nothing.
-    let task: Task = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Task>(task) };
-    let offer = Arc::new(Offer { task: Mutex::new(Some(task)), outcome: Mutex::new(None), finished: Condvar::new() });
-    lock(&pool.queue).push_back(Arc::clone(&offer));
-    pool.ready.notify_one();
-    let guard = Settle(&offer);
-    let done = work();
-    let result = guard.settle();
-    std::mem::forget(guard);
-    if let Err(payload) = result {
-        panic::resume_unwind(payload);
+    if !checkers.reserve() {
+        let done = work();
+        return (check(), done);
     }
-    (checked.expect("a settled check has stored its result"), done)
+    // Taken exactly once: by the checker's job or, if it has not started, by the caller.
+    let offer = Mutex::new(Some(check));
+    let on_checker: Mutex<Option<R>> = Mutex::new(None);
+    let (on_caller, done) = checkers.pool.in_place_scope(|scope| {
+        scope.spawn(|_| {
+            let _release = Release(&checkers.idle);
+            let taken = lock(&offer).take();
+            if let Some(check) = taken {
+                let checked = check();
+                *lock(&on_checker) = Some(checked);
+            }
+        });
+        let done = work();
+        let taken_back = lock(&offer).take();
+        (taken_back.map(|check| check()), done)
+    });
+    let checked = on_caller.or_else(|| on_checker.into_inner().unwrap_or_else(PoisonError::into_inner));
+    (checked.expect("the scope has run the check to its end"), done)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::panic;
+    use std::sync::{Arc, Condvar};
 
     /// The pool is process-wide: tests that occupy or count its checkers run one at a time.
     static SERIAL: Mutex<()> = Mutex::new(());
@@ -172,8 +142,8 @@ mod tests {
         let _serial = lock(&SERIAL);
         // Occupy every checker (each blocker's write waits until its check has started on
         // a checker, which then holds it until the gate opens), then offer a check: no
-        // checker is free, so it comes back to the caller.
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+        // checker is free, so it runs on the caller.
+        let threads = checker_threads();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let blockers: Vec<_> = (0..threads)
