@@ -36,7 +36,6 @@ from broker_py.cluster.truncation import (
 from broker_py.log.unified_log import UnifiedLog
 
 UNDEFINED = EpochEndOffset(-1, -1)
-from broker_py.log.unified_log import UnifiedLog
 
 
 # ---- a pure model of a log's leader epochs ----
@@ -54,7 +53,6 @@ class EpochLog:
     @property
     def leo(self) -> int:
         return len(self.epochs)
-from broker_py.log.unified_log import UnifiedLog
 
     def entries(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
@@ -84,7 +82,6 @@ from broker_py.log.unified_log import UnifiedLog
         if not floor:
             return EpochEndOffset(epoch, higher[0][1])
         return EpochEndOffset(floor[-1][0], higher[0][1])
-from broker_py.log.unified_log import UnifiedLog
 
     def truncate_to(self, offset: int) -> None:
         """Kafka's ``UnifiedLog.truncateTo``: the cache loses every entry starting at or
@@ -111,12 +108,10 @@ def kafka_offset_truncation_state(
     if mine.epoch != leader.epoch:
         return OffsetTruncationState(min(mine.end_offset, leo), False)
     return OffsetTruncationState(min(mine.end_offset, leader.end_offset, leo), True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def ours(leader: EpochEndOffset, follower: EpochLog) -> OffsetTruncationState:
     return offset_truncation_state(leader, follower.end_for, follower.leo)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def replicate(leader: EpochLog, follower: EpochLog, rule) -> list[tuple[int, int]]:
@@ -133,7 +128,6 @@ def replicate(leader: EpochLog, follower: EpochLog, rule) -> list[tuple[int, int
             return fetches
         assert diverging != UNDEFINED  # the fetcher would ignore it and never converge
         follower.truncate_to(rule(diverging, follower).offset)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -161,13 +155,11 @@ def test_the_leader_holding_the_epoch_up_to_the_fetch_offset_agrees():
 def test_the_leader_ending_the_epoch_before_the_fetch_offset_diverges():
     # the follower holds records of epoch 3 past where the leader's epoch 3 ended
     assert diverging_epoch(EpochEndOffset(3, 8), 3, 10) == EpochEndOffset(3, 8)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_the_leader_never_having_had_the_epoch_diverges():
     # the leader's largest epoch <= 4 is 2: the follower's epoch 4 records are not the leader's
     assert diverging_epoch(EpochEndOffset(2, 20), 4, 10) == EpochEndOffset(2, 20)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_a_leader_knowing_no_epoch_at_or_below_leaves_it_to_the_offsets():
@@ -183,26 +175,22 @@ def test_a_leader_knowing_no_epoch_at_or_below_leaves_it_to_the_offsets():
 def test_the_leader_knowing_no_epoch_keeps_the_log():
     follower = EpochLog([1, 1, 2, 2])
     assert ours(UNDEFINED, follower) == OffsetTruncationState(4, True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_same_epoch_cuts_to_the_leaders_end_of_it():
     follower = EpochLog([1, 1, 3, 3, 3, 3])  # epoch 3 from 2 to the LEO 6
     assert ours(EpochEndOffset(3, 4), follower) == OffsetTruncationState(4, True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_same_epoch_cuts_to_the_followers_end_of_it_when_smaller():
     follower = EpochLog([1, 1, 3, 3, 5, 5])  # epoch 3 ends at 4 here
     assert ours(EpochEndOffset(3, 5), follower) == OffsetTruncationState(4, True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_never_past_the_own_log_end():
     follower = EpochLog([1, 1, 3])
     assert ours(EpochEndOffset(3, 9), follower) == OffsetTruncationState(3, True)
     assert ours(EpochEndOffset(0, 9), EpochLog([])) == OffsetTruncationState(0, True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_a_smaller_epoch_here_cuts_to_its_end_and_asks_again():
@@ -211,7 +199,6 @@ def test_a_smaller_epoch_here_cuts_to_its_end_and_asks_again():
     state = ours(EpochEndOffset(3, 9), follower)
     assert state == OffsetTruncationState(4, False)
     assert state == kafka_offset_truncation_state(EpochEndOffset(3, 9), follower)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_no_epoch_at_or_below_the_leaders_cuts_to_the_leaders_end():
@@ -229,7 +216,6 @@ def test_no_epoch_at_or_below_the_leaders_cuts_to_the_leaders_end():
     follower = EpochLog([3, 3, 3])
     assert follower.end_for(1) == EpochEndOffset(1, 0)
     assert ours(EpochEndOffset(1, 2), follower) == OffsetTruncationState(0, True)
-from broker_py.log.unified_log import UnifiedLog
 
 
 # ---- the multi-round case ----
@@ -263,13 +249,11 @@ def _batch(n: int, tag: str) -> bytes:
     return logstore.encode_batch(
         [(b"k", f"{tag}-{i}".encode(), [], 1_700_000_000_000) for i in range(n)]
     )
-from broker_py.log.unified_log import UnifiedLog
 
 
 def _write(plog, runs: list[tuple[int, int]], tag: str) -> None:
     for epoch, n in runs:
         plog.append(_batch(n, f"{tag}{epoch}"), leader_epoch=epoch)
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_multi_round_on_real_logs_through_the_partition():
@@ -314,7 +298,6 @@ def test_multi_round_on_real_logs_through_the_partition():
         finally:
             llog.close()
             flog.close()
-from broker_py.log.unified_log import UnifiedLog
 
 
 # ---- generated histories ----
@@ -347,7 +330,6 @@ def histories(draw):
         follower = [x for x in follower if x != e]
         follower_assigned = e
     return EpochLog(leader, current), EpochLog(follower, follower_assigned)
-from broker_py.log.unified_log import UnifiedLog
 
 
 @settings(max_examples=300, deadline=None)
@@ -363,7 +345,6 @@ def test_the_fetch_loop_cuts_to_the_longest_common_prefix(history):
     # the extra bound by the leader's end offset (an intermediate cut may go below
     # Kafka's) never changes what is kept, and never costs a fetch more
     assert len(fetches) <= len(kafka_fetches)
-from broker_py.log.unified_log import UnifiedLog
 
 
 @settings(max_examples=60, deadline=None)
@@ -392,7 +373,6 @@ def test_the_storage_engines_epoch_cache_answers_as_kafkas(history):
                     ), epoch
             finally:
                 plog.close()
-from broker_py.log.unified_log import UnifiedLog
 
 
 @pytest.mark.parametrize("offset", [0, 2, 5])
@@ -408,7 +388,6 @@ def test_truncation_removes_the_epochs_starting_at_or_after_the_cut(offset):
             assert [tuple(x) for x in plog.epoch_entries()] == model.entries()
         finally:
             plog.close()
-from broker_py.log.unified_log import UnifiedLog
 
 
 def test_truncating_at_the_log_end_drops_an_epoch_assigned_there():
