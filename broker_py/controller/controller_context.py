@@ -17,8 +17,9 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.zk.zk_data import LeaderIsrAndControllerEpoch, TopicPartition
+from broker_py.controller.leader_and_isr import LeaderIsrAndControllerEpoch
 
 
 class PartitionState(enum.Enum):

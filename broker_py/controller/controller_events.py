@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from broker_py.zk.zk_data import TopicPartition
+from broker_py.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from broker_py.controller.controller_store import StoreChange

@@ -19,9 +19,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller.controller_context import ControllerContext
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.zk.zk_data import LEADER_DURING_DELETE, TopicPartition
+from broker_py.controller.leader_and_isr import LEADER_DURING_DELETE
 
 
 @dataclasses.dataclass(frozen=True)

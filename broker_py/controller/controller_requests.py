@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_request_batch import (
     ControllerRequest,
     LeaderAndIsrPartitionState,
@@ -26,7 +28,6 @@ from broker_py.controller.controller_request_batch import (
     UpdateMetadataRequestData,
 )
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages.controller import (
     LeaderAndIsrRequest,

@@ -1,7 +1,7 @@
 """What the controller reads and writes of the cluster's metadata (the part of Kafka's
 ``KafkaZkClient`` the controller and the admin paths use), as one interface with two
 implementations: ZooKeeper (:class:`broker_py.zk.zk_controller_store.ZkControllerStore`)
-for a cluster, and local files (:class:`broker_py.controller.local_controller_store.LocalControllerStore`)
+for a cluster, and local files (:class:`broker_py.server.local_controller_store.LocalControllerStore`)
 for a single broker, which is also the in-memory stand-in of unit tests.
 
 Calls block; the controller makes them on its own thread, one event at a time.
@@ -25,15 +25,14 @@ import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from broker_py.zk.zk_data import (
-    BrokerInfo,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartition,
-)
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo
+from broker_py.controller.leader_and_isr import LeaderIsrAndControllerEpoch
+from broker_py.controller.topic_assignment import TopicAssignment
 from logstore.protocol.errors import KafkaException
 
 __all__ = [
+    "BrokerIdInUseError",
     "BrokerRegistration",
     "ControllerEpoch",
     "ControllerMovedError",
@@ -43,6 +42,10 @@ __all__ = [
     "StoreChangeKind",
     "TopicExistsInStoreError",
 ]
+
+
+class BrokerIdInUseError(KafkaException):
+    """Another live broker holds ``/brokers/ids/N``."""
 
 
 class ControllerMovedError(KafkaException):

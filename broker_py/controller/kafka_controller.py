@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_context import (
     ControllerContext,
@@ -42,14 +43,14 @@ from broker_py.controller.controller_store import (
 )
 from broker_py.controller.partition_reassignment import PartitionReassignment
 from broker_py.controller.partition_state_machine import Election, PartitionStateMachine
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.controller.topic_deletion_manager import TopicDeletionManager
 from broker_py.utils.time import SYSTEM_TIME, Time
-from broker_py.zk.zk_data import TopicAssignment, TopicPartition
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker_py.config.kafka_config import BrokerConfig
-    from broker_py.zk.zk_data import LeaderIsrAndControllerEpoch
+    from broker_py.controller.leader_and_isr import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 

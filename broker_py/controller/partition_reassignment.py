@@ -25,9 +25,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller.controller_context import ControllerContext, ReplicaAssignment
 from broker_py.controller.partition_state_machine import Election
-from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:

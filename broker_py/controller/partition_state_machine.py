@@ -22,11 +22,12 @@ import enum
 import logging
 from collections.abc import Callable, Iterable
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import partition_leader_election as elections
 from broker_py.controller.controller_context import ControllerContext, PartitionState
 from broker_py.controller.controller_request_batch import ControllerRequestBatch
 from broker_py.controller.controller_store import ControllerStore, PartitionEpochMismatch
-from broker_py.zk.zk_data import NO_LEADER, LeaderIsrAndControllerEpoch, TopicPartition
+from broker_py.controller.leader_and_isr import NO_LEADER, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 

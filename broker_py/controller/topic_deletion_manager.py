@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker_py.zk.zk_data import TopicPartition
+from broker_py.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from broker_py.controller.controller_context import ControllerContext

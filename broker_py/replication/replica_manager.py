@@ -43,12 +43,12 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker_py.common.topic_partition import TopicPartition
     from broker_py.controller.controller_request_batch import (
         LeaderAndIsrRequestData,
         StopReplicaRequestData,
     )
     from broker_py.log.log_manager import LogManager
-    from broker_py.zk.zk_data import TopicPartition
 
 from logstore.protocol.errors import (
     InvalidRequiredAcksError,

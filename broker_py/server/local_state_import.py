@@ -39,18 +39,18 @@ import dataclasses
 import logging
 import os
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.config.dynamic_broker_config import DEFAULT, validate_configs
 from broker_py.config.kafka_config import ConfigError
-from broker_py.controller.local_controller_store import LocalControllerStore
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
+from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.server.local_support import STORE_FILE, take_over_topics_json
 from broker_py.utils import metadata_file
 from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.zk.kafka_zk_client import CreateOp
 from broker_py.zk.zk_data import (
     ConfigEntityZNode,
-    TopicPartition,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicPartitionZNode,

@@ -2,7 +2,7 @@
 store kept in a local file, driven without threads or sockets.
 
 It is the same :class:`~broker_py.controller.kafka_controller.KafkaController` a cluster
-runs, over :class:`~broker_py.controller.local_controller_store.LocalControllerStore`
+runs, over :class:`~broker_py.server.local_controller_store.LocalControllerStore`
 (``<first log dir>/__logstore_metadata/cluster-metadata.json``, Kafka's znodes as JSON),
 so topics are created, grown, deleted, elected and reassigned by one body of code in both
 modes. Two things make it synchronous:
@@ -27,7 +27,9 @@ import collections
 import logging
 import os
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_request_batch import (
     ControllerRequest,
     LeaderAndIsrRequestData,
@@ -35,17 +37,17 @@ from broker_py.controller.controller_request_batch import (
 )
 from broker_py.controller.controller_store import BrokerRegistration, StoreChange, StoreChangeKind
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
-from broker_py.controller.local_controller_store import LocalControllerStore
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.server.handlers.controller import (
     apply_leader_and_isr,
     apply_stop_replica,
     apply_update_metadata,
 )
+from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.server.topic_metadata_store import TopicMetadataStore
 from broker_py.utils.metadata_file import METADATA_DIR
 from broker_py.utils.time import SYSTEM_TIME, Time
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, TopicPartition
 from logstore.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)

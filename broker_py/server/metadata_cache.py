@@ -34,7 +34,7 @@ from broker_py.controller.controller_request_batch import (
     UpdateMetadataRequestData,
 )
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.zk.zk_data import LEADER_DURING_DELETE
+from broker_py.controller.leader_and_isr import LEADER_DURING_DELETE
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,8 +31,8 @@ import logging
 from collections.abc import Iterable
 
 from broker_py.common.topic import TopicInfo
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.network import fd_budget
-from broker_py.zk.zk_data import TopicAssignment
 from logstore.protocol.errors import (
     InvalidRequestError,
     KafkaError,

@@ -12,10 +12,10 @@ A broker alone is its own controller (:mod:`broker_py.server.local_support`).
 
 from __future__ import annotations
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
-from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.elect_leaders import ElectLeadersResponse

@@ -42,12 +42,13 @@ from broker_py.controller.replica_assignment import (
     assign_replicas,
     validate_assignment,
 )
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.log.log_manager import LogManager
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server.log_config_manager import LogConfigManager
 from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
-from broker_py.zk.zk_data import TopicAssignment, random_uuid
+from broker_py.zk.zk_data import random_uuid
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (

@@ -32,6 +32,7 @@ from kazoo.client import KazooState
 
 from broker_py.config.dynamic_broker_config import ZkDynamicBrokerConfigStore
 from broker_py.controller import controller_events as ev
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_channel_manager import ControllerChannelManager
 from broker_py.controller.controller_event_manager import ControllerEventManager
 from broker_py.controller.controller_request_batch import (
@@ -54,7 +55,6 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
 from broker_py.zk.zk_controller_store import ZkControllerStore
-from broker_py.zk.zk_data import BrokerInfo, EndPoint
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.controller import ControlledShutdownRequest

@@ -45,6 +45,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from broker_py.controller import controller_store
 from broker_py.controller.controller_store import ControllerEpoch, ControllerMovedError
 from broker_py.zk import zk_data
 from logstore.protocol.errors import KafkaError, KafkaException, UnknownServerError
@@ -102,7 +103,7 @@ class ZooKeeperClientTimeoutError(ZooKeeperError):
     """No connection to ZooKeeper within ``zookeeper.connection.timeout.ms``."""
 
 
-class BrokerIdInUseError(ZooKeeperError):
+class BrokerIdInUseError(ZooKeeperError, controller_store.BrokerIdInUseError):
     """Another live broker holds ``/brokers/ids/N``."""
 
 

@@ -57,37 +57,27 @@ import re
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
+
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
+from broker_py.controller.leader_and_isr import (
+    RECOVERED,
+    RECOVERING,
+    LeaderIsrAndControllerEpoch,
+)
+from broker_py.controller.topic_assignment import TopicAssignment
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")  # ConfigType.ALL
 DEFAULT_ENTITY = "<default>"  # e.g. /config/brokers/<default>
-NO_LEADER, LEADER_DURING_DELETE = -1, -2
-RECOVERED, RECOVERING = 0, 1  # LeaderRecoveryState
 
 
 class ZkDataError(ValueError):
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path, self.problem = path, problem
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
-class EndPoint(NamedTuple):
-    listener_name: str
-    host: str | None  # None: the wildcard address
-    port: int
-    security_protocol: str
-
-    @property
-    def connection_string(self) -> str:
-        host = "" if self.host is None else f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
 
 
 # ---- writing: Jackson's compact JSON, and the key orders of Kafka's maps ----
@@ -425,19 +415,6 @@ class ControllerEpochZNode(_ZNode):
         )
 
 
-@dataclass(frozen=True)
-class BrokerInfo:
-    id: int
-    endpoints: list[EndPoint]
-    rack: str | None = None
-    features: dict[str, tuple[int, int]] = field(
-        default_factory=dict
-    )  # name -> supported (min, max)
-    jmx_port: int = -1
-    timestamp_ms: int | None = None  # required to encode
-    version: int = 5
-
-
 _ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 
 
@@ -535,14 +512,6 @@ class BrokerIdZNode:
         )
 
 
-@dataclass(frozen=True)
-class TopicAssignment:
-    topic_id: uuid.UUID | None  # None on topics created before Kafka 2.8
-    partitions: dict[int, list[int]]  # partition -> replicas in preference order
-    adding: dict[int, list[int]] = field(default_factory=dict)  # partitions being reassigned only
-    removing: dict[int, list[int]] = field(default_factory=dict)
-
-
 class TopicZNode:
     @staticmethod
     def path(topic: str) -> str:
@@ -600,16 +569,6 @@ class TopicPartitionZNode:
     @staticmethod
     def path(topic: str, partition: int) -> str:
         return f"/brokers/topics/{topic}/partitions/{partition}"
-
-
-@dataclass(frozen=True)
-class LeaderIsrAndControllerEpoch:
-    leader: int  # NO_LEADER, or LEADER_DURING_DELETE while the topic is deleted
-    leader_epoch: int
-    isr: list[int]
-    controller_epoch: int
-    leader_recovery_state: int = RECOVERED
-    partition_epoch: int = -1  # the state node's zkVersion, not in its data
 
 
 class TopicPartitionStateZNode:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from broker_py.common.topic import TopicInfo
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_requests import (
     leader_and_isr_from_wire,
@@ -27,7 +28,6 @@ from broker_py.controller.controller_requests import (
 from broker_py.replication.replica_manager import LogConfig
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
-from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.controller import AlterPartitionResponse, ControlledShutdownResponse

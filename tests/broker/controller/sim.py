@@ -18,8 +18,8 @@ from broker_py.controller.controller_request_batch import (
 )
 from broker_py.controller.controller_store import BrokerRegistration
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
-from broker_py.controller.local_controller_store import LocalControllerStore
 from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas
+from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.utils.time import MockTime
 from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, TopicPartition, random_uuid
 

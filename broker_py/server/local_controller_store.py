@@ -50,7 +50,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo
 from broker_py.controller.controller_store import (
+    BrokerIdInUseError,
     BrokerRegistration,
     ControllerEpoch,
     ControllerMovedError,
@@ -59,16 +62,11 @@ from broker_py.controller.controller_store import (
     StoreChangeKind,
     TopicExistsInStoreError,
 )
+from broker_py.controller.leader_and_isr import LeaderIsrAndControllerEpoch
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.utils import metadata_file
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
-from broker_py.zk.kafka_zk_client import BrokerIdInUseError
-from broker_py.zk.zk_data import (
-    BrokerInfo,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartition,
-)
 from logstore.protocol.errors import UnknownTopicOrPartitionError
 
 __all__ = ["LocalControllerStore"]
