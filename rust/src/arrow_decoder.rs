@@ -27,7 +27,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::error::{Error, Result};
-use crate::record_batch::{BatchHeader, BatchIter, DecodedBatch};
+use crate::records::record_batch::{BatchHeader, BatchIter, DecodedBatch};
 use crate::transactions::LogTransactions;
 
 pub const TIMESTAMP_TYPE_CREATE_TIME: i32 = 0;
@@ -259,8 +259,8 @@ pub fn decode_buffer(buf: &[u8], topic: &str, partition: i32, include_headers: b
 mod tests {
     use super::*;
     use crate::compression::{Compression, ALL};
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, encode_control, BatchOptions};
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::{encode, encode_control, BatchOptions};
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int64Type, TimestampMicrosecondType};
     use arrow_array::Array;

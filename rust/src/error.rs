@@ -13,7 +13,7 @@ pub enum Error {
 
     /// Records a topic's rules refuse (`record_rules`), each by its index in the batch.
     #[error("{} record(s) of the batch at byte {position} rejected, first: {}", errors.len(), errors[0].message)]
-    InvalidRecord { position: u64, errors: Vec<crate::record_rules::RecordError> },
+    InvalidRecord { position: u64, errors: Vec<crate::records::record_rules::RecordError> },
 
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },

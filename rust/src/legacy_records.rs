@@ -134,7 +134,7 @@ fn read_entry(buf: &[u8], pos: usize, base: u64) -> Result<(LegacyMessage<'_>, u
 }
 
 /// An int32-length-prefixed nullable byte string; None (outer) if it does not fit.
-#[allow(clippy::option_option)]
+#[allow(clippy::option_option, reason = "the outer None is a message cut short, the inner a null")]
 fn read_bytes<'a>(message: &'a [u8], p: &mut usize) -> Option<Option<&'a [u8]>> {
     let len = i32::from_be_bytes(message.get(*p..*p + 4)?.try_into().ok()?);
     *p += 4;

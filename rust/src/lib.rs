@@ -1,8 +1,8 @@
 //! logstore's storage core: Kafka's on-disk log format in Rust.
 //!
-//! - `record_batch`, `record`, `varint`, `compression`: RecordBatch v2 bytes;
-//!   `legacy_records`: message formats v0/v1, and `record_conversion` between the two
-//!   (Produce v0-v2 up, Fetch v0-v3 down).
+//! - `records` (`record_batch`, `record` and the rest), `varint`, `compression`:
+//!   RecordBatch v2 bytes; `legacy_records`: message formats v0/v1, and
+//!   `records::record_conversion` between the two (Produce v0-v2 up, Fetch v0-v3 down).
 //! - `offset_index`, `time_index` (over `index_file`): the sparse, mmapped indexes.
 //! - `segment`: one `.log` with its indexes (`direct_writer`: filling one past the page cache). `log`: the ordered segments of a partition,
 //!   with recovery, retention, truncation and the `leader_epoch_cache`;
@@ -10,6 +10,11 @@
 //! - `produce_request`, `produce_response`: the Produce API's wire format, read in place
 //!   and written whole, for the broker's hottest request; `fetch_response` writes Fetch
 //!   responses around the records sent by `sendfile`; both over `wire_writer`.
+//! - `log_clean_pass`: one compaction pass over a log's segment files (what to clean, the
+//!   rewrite in groups, the crash-safe swap); `batch_cleaner`: the algorithm it runs over
+//!   batch bytes (the offset map of latest offsets per key, the records kept).
+//! - `validation_pool`: checking a large append's batches on a rayon thread pool while
+//!   its bytes are written.
 //! - `file_slice`: byte ranges of whole batches and zero-copy `sendfile(2)`.
 //! - `log_reader` (over `segment_cursor`, `transactions`): read-only scans of a partition
 //!   directory a broker may be writing, decoded by `arrow_decoder` into Arrow columns.
@@ -18,8 +23,8 @@
 //! one module per concept with the `#[pymodule]` in `bindings/mod.rs`.
 
 pub mod arrow_decoder;
+pub mod batch_cleaner;
 pub mod checkpoint;
-pub mod cleaner;
 pub mod compression;
 pub mod direct_writer;
 pub mod error;
@@ -30,7 +35,7 @@ pub mod leader_epoch_cache;
 pub mod legacy_records;
 pub mod live_records;
 pub mod log;
-pub mod log_cleaner;
+pub mod log_clean_pass;
 pub mod log_reader;
 pub mod log_config;
 pub mod offset_index;
@@ -38,12 +43,7 @@ pub mod offset_map;
 pub mod produce_request;
 pub mod produce_response;
 pub mod fetch_response;
-pub mod record;
-pub mod record_batch;
-pub mod record_conversion;
-pub mod record_rules;
-pub mod record_skim;
-pub mod record_stream;
+pub mod records;
 pub mod segment;
 pub mod segment_cursor;
 pub mod segment_deletion;

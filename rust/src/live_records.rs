@@ -23,7 +23,7 @@
 //! The rewrite of such a segment writes nothing; its counters (`segment_stats`) are the
 //! ones the rewrite would report.
 
-use crate::record_batch::BatchHeader;
+use crate::records::record_batch::BatchHeader;
 use crate::transactions::LogTransactions;
 
 #[derive(Clone, Debug, Default)]
@@ -102,8 +102,8 @@ impl LiveRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, BatchOptions};
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::{encode, BatchOptions};
 
     fn header(base: i64, producer_id: i64) -> BatchHeader {
         let r = NewRecord { offset: base, timestamp: 1, key: Some(b"k".to_vec()), value: Some(b"v".to_vec()), headers: vec![] };

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::record_rules::RecordRules;
+use crate::records::record_rules::RecordRules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::arrow_decoder::{ArrowDecoder, RecordFilter};
 use crate::error::{Error, IoContext, Result};
-use crate::record_batch::DecodedBatch;
+use crate::records::record_batch::DecodedBatch;
 use crate::segment_cursor::SegmentCursor;
 use crate::transactions::LogTransactions;
 
@@ -176,7 +176,7 @@ impl PartitionDir {
                 Err(e) => return Err(e).ctx("open segment", &path),
             };
             while let Some((p, b)) = c.next_batch()? {
-                let h = crate::record_batch::BatchHeader::parse(b);
+                let h = crate::records::record_batch::BatchHeader::parse(b);
                 if h.is_control() || h.max_timestamp < ts {
                     continue;
                 }
@@ -251,7 +251,7 @@ impl PartitionScan {
                 self.cursor = None;
                 continue;
             };
-            let h = crate::record_batch::BatchHeader::parse(batch);
+            let h = crate::records::record_batch::BatchHeader::parse(batch);
             if h.base_offset >= self.filter.end_offset {
                 self.done = true;
             } else if h.next_offset() > self.next_offset {
@@ -359,8 +359,8 @@ mod tests {
     use super::*;
     use crate::log::{Log, OpenOptions};
     use crate::log_config::LogConfig;
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, BatchOptions};
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::{encode, BatchOptions};
 
     fn batch(n: usize, ts: i64) -> Vec<u8> {
         let recs: Vec<NewRecord> = (0..n)

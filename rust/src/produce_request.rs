@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 
-use crate::record_batch::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
+use crate::records::record_batch::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
 
 pub const API_KEY: i16 = 0;
 pub const FIRST_FLEXIBLE_VERSION: i16 = 9;
@@ -206,7 +206,7 @@ pub fn has_producer_id(records: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record_batch::NO_PRODUCER_ID;
+    use crate::records::record_batch::NO_PRODUCER_ID;
 
     fn frame(version: i16, flexible_tags: &[u8]) -> Vec<u8> {
         let flexible = version >= FIRST_FLEXIBLE_VERSION;

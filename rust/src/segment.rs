@@ -20,7 +20,7 @@ use crate::file_cache::LazyFile;
 use crate::error::{Error, IoContext, Result};
 use crate::log_config::LogConfig;
 use crate::offset_index::OffsetIndex;
-use crate::record_batch::{self, BatchHeader, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::records::record_batch::{self, BatchHeader, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
 use crate::segment_recovery::RecoveryCut;
 use crate::time_index::TimeIndex;
 

@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{IoContext, Result};
-use crate::record_batch::{next_batch, HEADER_SIZE};
+use crate::records::record_batch::{next_batch, HEADER_SIZE};
 
 /// Bytes read per `pread` (grown when one batch is larger).
 pub const CHUNK: usize = 4 << 20;
@@ -65,10 +65,10 @@ impl SegmentCursor {
 
     /// The next whole batch's position and header, reading only its 61-byte header when
     /// nothing is buffered (header-only scans read far fewer bytes).
-    pub fn next_header_only(&mut self) -> Result<Option<(u64, crate::record_batch::BatchHeader)>> {
+    pub fn next_header_only(&mut self) -> Result<Option<(u64, crate::records::record_batch::BatchHeader)>> {
         if self.filled - self.consumed >= HEADER_SIZE {
             // Buffered data: no need for a separate read.
-            return Ok(self.next_batch()?.map(|(p, b)| (p, crate::record_batch::BatchHeader::parse(b))));
+            return Ok(self.next_batch()?.map(|(p, b)| (p, crate::records::record_batch::BatchHeader::parse(b))));
         }
         let pos = self.buf_pos + self.consumed as u64;
         let mut hdr = [0u8; HEADER_SIZE];
@@ -77,8 +77,8 @@ impl SegmentCursor {
         if n < HEADER_SIZE {
             return Ok(None);
         }
-        let h = crate::record_batch::BatchHeader::parse(&hdr);
-        crate::record_batch::check_header(&h, pos)?;
+        let h = crate::records::record_batch::BatchHeader::parse(&hdr);
+        crate::records::record_batch::check_header(&h, pos)?;
         let len = self.file.metadata().ctx("stat segment", &self.path)?.len();
         if pos + h.size() as u64 > len {
             return Ok(None);
@@ -95,7 +95,7 @@ impl SegmentCursor {
         self.filled -= self.consumed;
         self.consumed = 0;
         let need = if self.filled >= HEADER_SIZE {
-            crate::record_batch::BatchHeader::parse(&self.buf[..self.filled]).size().max(CHUNK)
+            crate::records::record_batch::BatchHeader::parse(&self.buf[..self.filled]).size().max(CHUNK)
         } else {
             CHUNK
         };
@@ -127,8 +127,8 @@ fn read_full(file: &File, buf: &mut [u8], pos: u64) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, BatchOptions};
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::{encode, BatchOptions};
 
     #[test]
     fn whole_batches_then_stop_at_torn_tail() {

@@ -10,7 +10,7 @@
 
 use std::fs::File;
 
-use crate::record_batch::{self, LOG_OVERHEAD};
+use crate::records::record_batch::{self, LOG_OVERHEAD};
 use crate::segment::read_header;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::log_config::LogConfig;
-use crate::record_batch::{self, encode, BatchIter, BatchOptions, DecodedBatch};
+use crate::records::record_batch::{self, encode, BatchIter, BatchOptions, DecodedBatch};
 
 /// The codec batches must be stored in, or None for `producer`.
 pub fn target(config: &LogConfig) -> Option<Compression> {
@@ -63,8 +63,8 @@ pub fn convert(data: &[u8], target: Compression) -> Result<Option<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::NewRecord;
-    use crate::record_batch::encode_control;
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::encode_control;
 
     fn batch(codec: Compression, n: i64) -> Vec<u8> {
         let records: Vec<NewRecord> = (0..n)

@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Result;
-use crate::record_batch::{control_type, BatchHeader, DecodedBatch};
+use crate::records::record_batch::{control_type, BatchHeader, DecodedBatch};
 
 /// One transaction of a producer: data from `first_offset`, ended by the control batch
 /// at `marker_offset` (None while open).
@@ -148,8 +148,8 @@ impl CleanedTransactions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record_batch::{encode, encode_control, BatchOptions};
-    use crate::record::NewRecord;
+    use crate::records::record_batch::{encode, encode_control, BatchOptions};
+    use crate::records::record::NewRecord;
 
     fn data(base: i64, pid: i64, txn: bool) -> BatchHeader {
         let r = NewRecord { offset: base, timestamp: 1, key: Some(b"k".to_vec()), value: None, headers: vec![] };

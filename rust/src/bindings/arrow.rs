@@ -48,7 +48,7 @@ pub(super) struct PyPartitionReader {
 impl PyPartitionReader {
     #[new]
     #[pyo3(signature = (path, topic, partition, *, start_offset, end_offset, min_timestamp = None, max_timestamp = None, include_headers = false, fail_on_data_loss = true))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments of PartitionReader")]
     fn new(
         path: PathBuf,
         topic: &str,
@@ -117,7 +117,7 @@ pub(super) fn offset_for_timestamp(py: Python<'_>, path: PathBuf, timestamp: i64
 /// `start_offset` when there is none).
 #[pyfunction]
 #[pyo3(signature = (data, topic, partition, *, start_offset = 0, end_offset = None, min_timestamp = None, max_timestamp = None, include_headers = false))]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments of decode_arrow")]
 pub(super) fn decode_arrow(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,

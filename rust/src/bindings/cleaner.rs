@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::log;
-use crate::log_cleaner::{self, CleanEvent, LogCleanOptions, LogCleanSummary};
+use crate::log_clean_pass::{self, CleanEvent, LogCleanOptions, LogCleanSummary};
 use crate::throttler::Throttler;
 
 use super::log_config::config_from_dict;
@@ -93,6 +93,6 @@ pub(super) fn clean_dry_run(
 ) -> PyResult<std::collections::BTreeMap<&'static str, i64>> {
     let cfg = config_from_dict(config, None)?;
     let opts = clean_options(now_ms, dedupe_buffer_size, true, None);
-    let summary = py.detach(|| with_observer(progress.as_ref(), None, |observer| log_cleaner::clean_dry_run(&path, &cfg, &opts, observer)))?;
+    let summary = py.detach(|| with_observer(progress.as_ref(), None, |observer| log_clean_pass::clean_dry_run(&path, &cfg, &opts, observer)))?;
     Ok(summary_dict(&summary))
 }

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::record_conversion;
+use crate::records::record_conversion;
 
 use super::buffer::Borrowed;
 use super::file_slice::PyFileSlice;

@@ -213,11 +213,11 @@ impl PyLog {
         Ok(py.detach(|| self.0.flush())?)
     }
 
-    /// One compaction pass (see `log_cleaner.rs`); returns its counters. `progress(done,
+    /// One compaction pass (see `log_clean_pass.rs`); returns its counters. `progress(done,
     /// total)` gets byte counts; `on_step(step, base_offset)` each swap step, called with
     /// the log's write lock held for the steps after "cleaned".
     #[pyo3(signature = (*, now_ms = None, dedupe_buffer_size = 128 * 1024 * 1024, force = false, throttler = None, progress = None, on_step = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments of Log.clean")]
     fn clean(
         &self,
         py: Python<'_>,

@@ -8,8 +8,8 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 use crate::compression::Compression;
 use crate::error::Error;
 use crate::log;
-use crate::record::NewRecord;
-use crate::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
+use crate::records::record::NewRecord;
+use crate::records::record_batch::{self, BatchIter, BatchOptions, DecodedBatch};
 
 use super::buffer::Borrowed;
 
@@ -56,7 +56,7 @@ fn compression_arg(name: &str) -> PyResult<Compression> {
 
 #[pyfunction]
 #[pyo3(signature = (records, compression = "none", *, base_offset = 0, partition_leader_epoch = -1, producer_id = -1, producer_epoch = -1, base_sequence = -1, transactional = false, control = false, log_append_time = false, timestamp_ms = None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments of encode_batch")]
 pub(super) fn encode_batch<'py>(
     py: Python<'py>,
     records: &Bound<'py, PyAny>,
@@ -94,7 +94,7 @@ pub(super) fn encode_batch<'py>(
 }
 
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "mirrors the Python keyword arguments of encode_control_batch")]
 #[pyo3(signature = (control_type, *, producer_id, producer_epoch, base_offset = 0, coordinator_epoch = 0, partition_leader_epoch = -1, timestamp_ms = None))]
 pub(super) fn encode_control_batch<'py>(
     py: Python<'py>,

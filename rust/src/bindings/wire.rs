@@ -111,7 +111,7 @@ type FetchPartitionResult = (i32, i16, i64, i64, i64, Option<Vec<(i64, i64)>>, u
 /// non-empty.
 #[pyfunction]
 #[pyo3(signature = (correlation_id, api_version, error_code, session_id, topics, throttle_time_ms = 0, node_endpoints = None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "mirrors the Python arguments of encode_fetch_response")]
 pub(super) fn encode_fetch_response<'py>(
     py: Python<'py>,
     correlation_id: i32,

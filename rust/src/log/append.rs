@@ -24,8 +24,8 @@ use super::{now_ms, remove_if_exists, AppendInfo, AppendOptions, Log, LogInner, 
 use crate::checkpoint;
 use crate::error::{Error, Result};
 use crate::log_config::TimestampType;
-use crate::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
-use crate::record_rules::RecordRules;
+use crate::records::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
+use crate::records::record_rules::RecordRules;
 use crate::segment::{LogSegment, PreparedBatch};
 use crate::topic_compression;
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;

@@ -64,9 +64,9 @@ impl Log {
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         let clean = marker.exists();
 
-        // An interrupted cleaner swap is finished first (see `log_cleaner.rs`); then
+        // An interrupted cleaner swap is finished first (see `log_clean_pass.rs`); then
         // segment files by base offset; leftovers of interrupted deletes and cleanings go.
-        crate::log_cleaner::complete_swaps(dir)?;
+        crate::log_clean_pass::complete_swaps(dir)?;
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
         for entry in fs::read_dir(dir).ctx("list log directory", dir)? {

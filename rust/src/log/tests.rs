@@ -2,8 +2,8 @@
 //! reads against a linear walk, recovery and checkpoint fallbacks on open, retention.
 
 use super::*;
-use crate::record::NewRecord;
-use crate::record_batch::{self, encode, BatchHeader, BatchOptions, HEADER_SIZE};
+use crate::records::record::NewRecord;
+use crate::records::record_batch::{self, encode, BatchHeader, BatchOptions, HEADER_SIZE};
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
 
 fn batch(n: usize, ts: i64) -> Vec<u8> {

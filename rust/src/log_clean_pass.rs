@@ -1,5 +1,6 @@
-//! Compacting one log: `Log::clean` drives the cleaner (`cleaner.rs`) over its segments
-//! (Kafka's `Cleaner.doClean` with `LogCleanerManager`'s choice of what to clean).
+//! One compaction pass over a log's segment files: `Log::clean` drives the cleaner's
+//! algorithm over bytes (`batch_cleaner.rs`) across its segments (Kafka's
+//! `Cleaner.doClean` with `LogCleanerManager`'s choice of what to clean).
 //!
 //! A pass:
 //! 1. reads every batch header of the log (`transactions.rs`): transactions, their
@@ -52,14 +53,14 @@ use memmap2::{Mmap, MmapOptions};
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use crate::checkpoint;
-use crate::cleaner::{build_offset_map_counting, CleanOptions, CleanStats, SegmentCleaner};
+use crate::batch_cleaner::{build_offset_map_counting, CleanOptions, CleanStats, SegmentCleaner};
 use crate::live_records::LiveRecords;
 use crate::transactions::control_batch_type;
 use crate::error::{Error, IoContext, Result};
 use crate::log::Log;
 use crate::log_config::LogConfig;
 use crate::offset_map::OffsetMap;
-use crate::record_batch::{self, verify_crc, BatchIter, HEADER_SIZE};
+use crate::records::record_batch::{self, verify_crc, BatchIter, HEADER_SIZE};
 use crate::segment::{file_name, read_header, LogSegment};
 use crate::segment_deletion::unlink_all;
 use crate::throttler::Throttler;
@@ -743,5 +744,5 @@ impl Log {
 }
 
 #[cfg(test)]
-#[path = "log_cleaner_tests.rs"]
+#[path = "log_clean_pass_tests.rs"]
 mod tests;

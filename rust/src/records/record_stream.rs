@@ -179,7 +179,7 @@ impl<R: Read> Stream<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{check_framing, write_record, NewRecord};
+    use crate::records::record::{check_framing, write_record, NewRecord};
 
     fn area(n: usize, value_len: usize) -> Vec<u8> {
         let mut out = Vec::new();

@@ -104,7 +104,7 @@ impl RecordRules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{write_record, NewRecord};
+    use crate::records::record::{write_record, NewRecord};
 
     fn area(keys: &[Option<&[u8]>], timestamps: &[i64]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -1,4 +1,5 @@
-//! The log cleaner's algorithm (Kafka's `Cleaner`), over bytes: the log drives it.
+//! The log cleaner's algorithm (Kafka's `Cleaner`) over batch bytes, with no files:
+//! `log_clean_pass.rs` drives it over a log's segments.
 //!
 //! A cleaning pass has two steps:
 //! 1. `build_offset_map` reads the dirty part of the log and records, for every key, the
@@ -30,11 +31,11 @@ use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::live_records::LiveRecords;
 use crate::offset_map::{key_hash, OffsetMap, HASH_SIZE};
-use crate::record::NewRecord;
-use crate::record_batch::{
+use crate::records::record::NewRecord;
+use crate::records::record_batch::{
     compute_crc, control_type, encode, verify_crc, BatchHeader, BatchIter, BatchOptions, DecodedBatch, CRC_OFFSET, HEADER_SIZE,
 };
-use crate::record_skim::{skim_records, write_retained, SkimmedRecord};
+use crate::records::record_skim::{skim_records, write_retained, SkimmedRecord};
 use crate::transactions::{control_batch_type, CleanedTransactions, LogTransactions};
 
 /// Map lookups run this many keys behind the prefetch of their slots, so that a few
@@ -460,7 +461,7 @@ fn empty_batch(h: &BatchHeader) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::compression::ALL;
-    use crate::record_batch::{encode_control, validate};
+    use crate::records::record_batch::{encode_control, validate};
     use std::collections::HashMap;
 
 

@@ -30,8 +30,8 @@
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::legacy_records::{self, LegacyMessage, MAGIC_V0, TIMESTAMP_TYPE_MASK};
-use crate::record::NewRecord;
-use crate::record_batch::{self, BatchHeader, BatchOptions, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
+use crate::records::record::NewRecord;
+use crate::records::record_batch::{self, BatchHeader, BatchOptions, DecodedBatch, HEADER_SIZE, LOG_OVERHEAD};
 
 /// The v2 batch holding the messages of `message_set` (magic 0/1 only).
 pub fn up_convert(message_set: &[u8], now_ms: i64) -> Result<Vec<u8>> {

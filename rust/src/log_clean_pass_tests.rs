@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::log::{AppendOptions, OpenOptions};
 use crate::log_config::LogConfig;
-use crate::record::NewRecord;
-use crate::record_batch::{encode, encode_control, BatchIter, BatchOptions, DecodedBatch};
+use crate::records::record::NewRecord;
+use crate::records::record_batch::{encode, encode_control, BatchIter, BatchOptions, DecodedBatch};
 
 fn keyed(key: u8, value: Option<u8>, ts: i64) -> Vec<u8> {
     let r = NewRecord { offset: 0, timestamp: ts, key: Some(vec![key]), value: value.map(|v| vec![v; 40]), headers: vec![] };
@@ -173,7 +173,7 @@ fn small_segments_merge_into_groups_up_to_segment_bytes() {
     // Reads at every offset find the batch holding it or the next one.
     for o in 0..log.log_end_offset() {
         let data = log.read(o, 1, None, true).unwrap();
-        let h = crate::record_batch::BatchHeader::parse(&data);
+        let h = crate::records::record_batch::BatchHeader::parse(&data);
         assert!(h.last_offset() >= o);
     }
     // A second pass over the merged log changes nothing; reopening reads the same.
@@ -251,7 +251,7 @@ fn a_swap_file_replaces_exactly_the_segments_it_covers() {
     let (s0, s1, s2) = (&segs[0], &segs[1], &segs[2]);
     let mut swap = fs::read(&s0.log_path).unwrap();
     swap.extend(fs::read(&s1.log_path).unwrap());
-    let first = crate::record_batch::BatchHeader::parse(&swap).size();
+    let first = crate::records::record_batch::BatchHeader::parse(&swap).size();
     let swap = swap[first..].to_vec(); // as if the first batch had been cleaned away
     fs::write(dir.join(file_name(s0.base_offset, ".log.swap")), &swap).unwrap();
     fs::write(dir.join(file_name(s0.base_offset, ".index.swap")), [1u8; 8]).unwrap();

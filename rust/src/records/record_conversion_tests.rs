@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::legacy_records::{read_message_set, write_entry, MAGIC_V1};
-use crate::record::NewRecord;
+use crate::records::record::NewRecord;
 
 const NOW: i64 = 1_700_000_000_000;
 

@@ -25,8 +25,8 @@ use std::borrow::Cow;
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
-use crate::record::{read_record, write_record, NewRecord, RecordRef};
-use crate::record_rules::RecordRules;
+use crate::records::record::{read_record, write_record, NewRecord, RecordRef};
+use crate::records::record_rules::RecordRules;
 use crate::varint::Cursor;
 
 pub const LOG_OVERHEAD: usize = 12;
@@ -261,7 +261,7 @@ pub fn validate_contents(
     };
     match h.compression()? {
         Compression::None => {
-            crate::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?;
+            crate::records::record::check_framing(&batch[HEADER_SIZE..], h.records_count, contiguous_offsets, area_position)?;
             check_rules(&batch[HEADER_SIZE..])
         }
         // As Kafka's LogValidator, the records of a compressed batch are checked too,
@@ -269,7 +269,7 @@ pub fn validate_contents(
         c => {
             let rules_apply = !h.is_control() && !rules.is_empty();
             let mut errors = Vec::new();
-            crate::record_stream::walk(c.reader(&batch[HEADER_SIZE..], area_position)?, h.records_count, area_position, c.name(), |i, r| {
+            crate::records::record_stream::walk(c.reader(&batch[HEADER_SIZE..], area_position)?, h.records_count, area_position, c.name(), |i, r| {
                 if contiguous_offsets && r.offset_delta != i {
                     return Err(Error::corrupt(area_position, format!("record {i} has offset delta {}", r.offset_delta)));
                 }
@@ -411,7 +411,7 @@ impl<'a> DecodedBatch<'a> {
         check_header(&header, position)?;
         let crc_valid = compute_crc(batch) == header.crc;
         if verify_crc && !crc_valid {
-            crate::record_batch::verify_crc(batch, &header, position)?;
+            crate::records::record_batch::verify_crc(batch, &header, position)?;
         }
         let raw = &batch[HEADER_SIZE..];
         let codec = header

@@ -11,7 +11,7 @@
 //! to the first retained record, whose timestampDelta becomes 0, as a re-encode does).
 
 use crate::error::{Error, Result};
-use crate::record_batch::{compute_crc, BatchHeader, CRC_OFFSET, DELETE_HORIZON_FLAG, HEADER_SIZE, LOG_OVERHEAD};
+use crate::records::record_batch::{compute_crc, BatchHeader, CRC_OFFSET, DELETE_HORIZON_FLAG, HEADER_SIZE, LOG_OVERHEAD};
 use crate::varint::{put_varint, put_varlong, varlong_len, Cursor};
 
 /// How many records ahead `skim_records` prefetches.
@@ -149,8 +149,8 @@ pub fn write_retained(batch: &[u8], h: &BatchHeader, retained: &[SkimmedRecord<'
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::NewRecord;
-    use crate::record_batch::{encode, validate, BatchOptions, DecodedBatch};
+    use crate::records::record::NewRecord;
+    use crate::records::record_batch::{encode, validate, BatchOptions, DecodedBatch};
 
     fn records() -> Vec<NewRecord> {
         (0..40i64)
