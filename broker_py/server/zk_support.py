@@ -28,9 +28,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.client import KazooState
-
-from broker_py.config.dynamic_broker_config import ZkDynamicBrokerConfigStore
 from broker_py.controller import controller_events as ev
 from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_channel_manager import ControllerChannelManager
@@ -47,14 +44,15 @@ from broker_py.network.network_client import InterBrokerChannelBuilder
 from broker_py.replication.alter_partition_manager import AlterPartitionManager
 from broker_py.replication.leader_end_point import FetchConfig
 from broker_py.replication.replica_fetcher_manager import ReplicaFetcherManager
-from broker_py.security.authorizer.acl_authorizer import AclAuthorizer
-from broker_py.security.sasl.zk_scram_credential_store import ZkScramCredentialStore
 from broker_py.server.broker_to_controller_channel import BrokerToControllerChannelManager
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
-from broker_py.zk.kafka_zk_client import KafkaZkClient
+from broker_py.zk.acl_authorizer import AclAuthorizer
+from broker_py.zk.kafka_zk_client import CONNECTED, LOST, SUSPENDED, KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
 from broker_py.zk.zk_controller_store import ZkControllerStore
+from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
+from broker_py.zk.zk_scram_credential_store import ZkScramCredentialStore
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.controller import ControlledShutdownRequest
@@ -188,7 +186,7 @@ class ZkSupport:
             self.channel_builder.client,
             request_timeout_ms=config["request.timeout.ms"],
         )
-        self._zk_state = KazooState.CONNECTED
+        self._zk_state = CONNECTED
         self._tasks: set[asyncio.Task] = set()
         self.on_topic_config: list[
             Callable[[str], None]
@@ -343,9 +341,9 @@ class ZkSupport:
 
     def _on_zk_state(self, state: str) -> None:
         previous, self._zk_state = self._zk_state, state
-        if state in (KazooState.SUSPENDED, KazooState.LOST):
+        if state in (SUSPENDED, LOST):
             self.event_manager.put(ev.Expire())
-        elif state == KazooState.CONNECTED and previous == KazooState.SUSPENDED:
+        elif state == CONNECTED and previous == SUSPENDED:
             self.event_manager.put(ev.Startup())
 
     def _on_store_change(self, change: StoreChange) -> None:

@@ -52,6 +52,9 @@ from logstore.protocol.errors import KafkaError, KafkaException, UnknownServerEr
 
 __all__ = [
     "BATCH",
+    "CONNECTED",
+    "LOST",
+    "SUSPENDED",
     "BrokerIdInUseError",
     "ControllerEpoch",
     "ControllerMovedError",
@@ -87,6 +90,10 @@ PERSISTENT_PATHS = (
     "/latest_producer_id_block",
     "/log_dir_event_notification",
 )
+
+
+# The session states a state listener is called with (kazoo's ``KazooState`` names).
+CONNECTED, SUSPENDED, LOST = KazooState.CONNECTED, KazooState.SUSPENDED, KazooState.LOST
 
 
 class ZooKeeperError(KafkaException):

@@ -13,9 +13,7 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from broker_py.config.dynamic_broker_config import ZkDynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig
-from broker_py.security.authorizer.acl_authorizer import AclAuthorizer
 from broker_py.security.authorizer.acl_binding import (
     AccessControlEntry,
     AclBinding,
@@ -27,9 +25,11 @@ from broker_py.security.authorizer.acl_binding import (
     ResourceType,
 )
 from broker_py.security.sasl.scram_credentials import ScramCredential, credential_to_string
-from broker_py.security.sasl.zk_scram_credential_store import ZkScramCredentialStore
+from broker_py.zk.acl_authorizer import AclAuthorizer
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
+from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
+from broker_py.zk.zk_scram_credential_store import ZkScramCredentialStore
 from logstore.protocol.errors import (
     InvalidRequestError,
     UnacceptableCredentialError,

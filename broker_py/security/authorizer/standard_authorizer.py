@@ -17,7 +17,7 @@ Bindings are kept in ``<first log dir>/__logstore_metadata/acls.json``::
 
 with each code's name (``"TOPIC"``, ``"LITERAL"``, ``"READ"``, ``"ALLOW"``); the file is
 replaced whole after every change that stored or removed a binding. (A cluster keeps them
-in ZooKeeper instead: :class:`~broker_py.security.authorizer.acl_authorizer.AclAuthorizer`,
+in ZooKeeper instead: :class:`~broker_py.zk.acl_authorizer.AclAuthorizer`,
 which decides as this class does.)
 
 Lookups are indexed: literal bindings by (type, name), ``*`` under the name ``*``, and

@@ -10,7 +10,7 @@ On a broker alone (this module's :class:`ScramCredentialStore`), kept in
                                                          "server_key": b64, "iterations": n}}}}
 
 In a cluster, in ZooKeeper as Kafka keeps them
-(:mod:`broker_py.security.sasl.zk_scram_credential_store`), each credential a string of
+(:mod:`broker_py.zk.zk_scram_credential_store`), each credential a string of
 :func:`credential_to_string`.
 """
 

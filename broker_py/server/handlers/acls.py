@@ -8,7 +8,7 @@ binding needs a real one, a principal without a type, a CLUSTER resource not nam
 still carried out.
 
 A broker alone stores bindings in its log dir at once; in a cluster they are written to
-ZooKeeper (:mod:`broker_py.security.authorizer.acl_authorizer`) and the response waits
+ZooKeeper (:mod:`broker_py.zk.acl_authorizer`) and the response waits
 for those writes, each binding failing alone (INVALID_REQUEST for a resource name that
 cannot be a znode's, UNKNOWN_SERVER_ERROR when ZooKeeper cannot be reached).
 """

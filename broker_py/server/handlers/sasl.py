@@ -16,7 +16,7 @@ user with credentials, or the users asked for (RESOURCE_NOT_FOUND for one withou
 DUPLICATE_RESOURCE for one asked twice). With an authorizer, describing needs DESCRIBE
 and altering ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
-In a cluster credentials live in ZooKeeper (:mod:`broker_py.security.sasl.zk_scram_credential_store`):
+In a cluster credentials live in ZooKeeper (:mod:`broker_py.zk.zk_scram_credential_store`):
 altering waits for the writes (a user whose write fails gets UNKNOWN_SERVER_ERROR alone),
 describing reads ZooKeeper, as Kafka's ZooKeeper mode does.
 """
