@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker_py.cluster.replica import PendingIsrChange, Replica
 from broker_py.cluster.truncation import EpochEndOffset, diverging_epoch
-from broker_py.log.producer_state import CompletedTxn
+from broker_py.log.producer_state import CompletedTxn, ProducerEntry
 from broker_py.log.transaction_index import AbortedTxn
 from broker_py.log.unified_log import UnifiedLog
 from logstore.protocol.error_codes import ErrorCode
@@ -39,6 +40,10 @@ from logstore.protocol.errors import (
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
 )
+
+if TYPE_CHECKING:
+    from logstore import FileSlice
+    from logstore._native import BytesLike
 
 
 class Partition:
@@ -324,11 +329,11 @@ class Partition:
 
     def append_records_to_leader(
         self,
-        records,
+        records: BytesLike | None,
         required_acks: int,
         min_insync_replicas: int | None = None,
         idempotent: bool | None = None,
-        verify_transaction=None,
+        verify_transaction: Callable[[int, int], ErrorCode] | None = None,
     ) -> tuple[int, int, int, int]:
         """Appends producer batches as leader: (base offset, last offset, log append
         time or -1, log start offset). acks=all with the ISR below
@@ -389,7 +394,7 @@ class Partition:
 
     # ---- follower ----
 
-    def append_records_to_follower(self, records) -> tuple[int, int]:
+    def append_records_to_follower(self, records: BytesLike) -> tuple[int, int]:
         """Appends the leader's batches with their offsets: (first, last offset)."""
         if self.is_leader:
             raise NotLeaderOrFollowerError(
@@ -423,7 +428,7 @@ class Partition:
 
     def read_for_follower(
         self, fetch_offset: int, last_fetched_epoch: int, max_bytes: int, min_one_batch: bool
-    ):
+    ) -> tuple[EpochEndOffset | None, FileSlice | None]:
         """(DivergingEpoch or None, a FileSlice of whole batches from ``fetch_offset`` up
         to the log end, or None). A follower whose last epoch disagrees with this log
         gets the epoch and end offset to truncate to, and no records."""
@@ -441,11 +446,12 @@ class Partition:
 
     def read_records(
         self, fetch_offset: int, max_bytes: int, read_committed: bool, min_one_batch: bool
-    ):
+    ) -> FileSlice | None:
         """A ``logstore.FileSlice`` of whole batches from ``fetch_offset`` up to the high
         watermark (read_committed: the last stable offset); None when nothing is there."""
         bound = self.last_stable_offset if read_committed else self.high_watermark
-        return self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
+        found: FileSlice | None = self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
+        return found
 
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         return self.log.aborted_transactions(fetch_offset, upper_bound_offset)
@@ -459,7 +465,7 @@ class Partition:
         found = self.log.offset_for_timestamp(timestamp)
         return (found[1], found[0]) if found and found[0] < bound else None
 
-    def active_producers(self) -> list:
+    def active_producers(self) -> list[tuple[int, ProducerEntry]]:
         """(producer id, its state entry) of each producer the log remembers, by id."""
         return sorted(self.log.producer_state.producers.items())
 

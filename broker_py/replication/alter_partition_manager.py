@@ -15,12 +15,17 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from broker_py.cluster.replica import PendingIsrChange
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaException
 from logstore.protocol.messages.controller import AlterPartitionRequest
+from logstore.protocol.schema import Message, StructValue
+
+if TYPE_CHECKING:
+    from broker_py.cluster.partition import Partition
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +38,7 @@ class AlterPartitionManager:
         broker_id: int,
         broker_epoch: Callable[[], int],
         topic_id: Callable[[str], uuid.UUID | None],
-        send: Callable[[ApiKey, object, int], Awaitable[object]],
+        send: Callable[[ApiKey, Message, int], Awaitable[Message]],
         timeout_ms: int = 30_000,
     ) -> None:
         self.broker_id = broker_id
@@ -41,10 +46,10 @@ class AlterPartitionManager:
         self._topic_id = topic_id
         self._send = send
         self.timeout_ms = timeout_ms
-        self._waiting: list[tuple[object, PendingIsrChange]] = []
-        self._task: asyncio.Task | None = None
+        self._waiting: list[tuple[Partition, PendingIsrChange]] = []
+        self._task: asyncio.Task[None] | None = None
 
-    def submit(self, partition, change: PendingIsrChange) -> None:
+    def submit(self, partition: Partition, change: PendingIsrChange) -> None:
         """Called by a leader partition (on the event loop) with its proposed ISR."""
         self._waiting.append((partition, change))
         if self._task is None or self._task.done():
@@ -57,8 +62,8 @@ class AlterPartitionManager:
             batch, self._waiting = self._waiting, []
             await self._send_batch(batch)
 
-    def _request(self, batch) -> AlterPartitionRequest:
-        by_topic: dict[str, list] = {}
+    def _request(self, batch: list[tuple[Partition, PendingIsrChange]]) -> Message:
+        by_topic: dict[str, list[StructValue]] = {}
         for partition, change in batch:
             isr = sorted(change.proposed_isr)
             by_topic.setdefault(partition.topic, []).append(
@@ -84,7 +89,7 @@ class AlterPartitionManager:
             ],
         )
 
-    async def _send_batch(self, batch) -> None:
+    async def _send_batch(self, batch: list[tuple[Partition, PendingIsrChange]]) -> None:
         try:
             response = await self._send(
                 ApiKey.ALTER_PARTITION, self._request(batch), self.timeout_ms
@@ -95,19 +100,25 @@ class AlterPartitionManager:
                 partition.on_isr_change_result(change, ErrorCode.REQUEST_TIMED_OUT)
             return
         names = {self._topic_id(p.topic): p.topic for p, _ in batch}
-        results = {}
+        results: dict[tuple[str | None, int], StructValue] = {}
         for t in response.topics:
             topic = t.topic_name or names.get(t.topic_id)
             for p in t.partitions:
                 results[(topic, p.partition_index)] = p
         for partition, change in batch:
             r = results.get((partition.topic, partition.index))
+            # ErrorCode(code) is the member of that value; mypy takes it for a call of
+            # ErrorCode.__new__ (code, retriable, description) (mypy#10573).
             error = (
-                ErrorCode(response.error_code)
+                ErrorCode(response.error_code)  # type: ignore[call-arg]
                 if response.error_code
-                else (ErrorCode(r.error_code) if r is not None else ErrorCode.UNKNOWN_SERVER_ERROR)
+                else (
+                    ErrorCode(r.error_code)  # type: ignore[call-arg]
+                    if r is not None
+                    else ErrorCode.UNKNOWN_SERVER_ERROR
+                )
             )
-            if error != ErrorCode.NONE:
+            if error != ErrorCode.NONE or r is None:  # NONE comes only with r
                 log.info(
                     "AlterPartition of %s (leader epoch %d, partition epoch %d) refused: %s",
                     partition.name,

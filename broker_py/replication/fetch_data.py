@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from broker_py.cluster.partition import Partition
+    from logstore import FileSlice
+    from logstore.protocol.types import DeferredRecords
 
 
 class FetchInfo(Protocol):
@@ -54,10 +59,10 @@ class FetchParams:
     down_convert: bool = False
     down_convert_max_bytes: int = 0
     denied: frozenset[str] | set[str] = frozenset()
-    topic_name: Callable[[Any], str | None] | None = None
+    topic_name: Callable[[FetchInfo], str | None] | None = None
     selector: str | None = None
     client_rack: str = ""
-    replica_racks: Callable[[Any], dict[int, str | None]] | None = None
+    replica_racks: Callable[[Partition], dict[int, str | None]] | None = None
 
     @property
     def is_from_follower(self) -> bool:
@@ -73,13 +78,13 @@ class FetchPartitionData:
     follower whose log diverged truncates to; ``preferred_read_replica``: KIP-392's
     replica the consumer should read from instead (-1: this one)."""
 
-    fetch: Any
+    fetch: FetchInfo
     error_code: int
     high_watermark: int
     log_start_offset: int
-    records: Any = b""
+    records: bytes | DeferredRecords | ToConvert = b""
     aborted: list[tuple[int, int]] | None = None
-    partition: Any = None
+    partition: Partition | None = None
     diverging: tuple[int, int] | None = None
     preferred_read_replica: int = -1
 
@@ -93,7 +98,7 @@ class LogReadResult:
 
     reads: list[FetchPartitionData]
     bytes_read: int
-    partitions: list[Any]
+    partitions: list[Partition]
 
 
 class ToConvert:
@@ -103,7 +108,7 @@ class ToConvert:
 
     __slots__ = ("slice", "limit")
 
-    def __init__(self, slice_: Any, limit: int) -> None:
+    def __init__(self, slice_: FileSlice, limit: int) -> None:
         self.slice = slice_
         self.limit = limit
 

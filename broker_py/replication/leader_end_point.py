@@ -13,13 +13,14 @@ ListOffsets carries ``replica_id`` = this broker, so the leader answers its log 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
 
 from broker_py.network.network_client import NetworkClient
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.errors import KafkaError, error_class
+from logstore.protocol.errors import KafkaError, UnknownServerError, error_class
 from logstore.protocol.messages.fetch import FetchRequest
 from logstore.protocol.messages.list_offsets import ListOffsetsRequest
+from logstore.protocol.schema import Message, StructValue
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 4
@@ -57,10 +58,12 @@ class RemoteLeaderEndPoint:
         self.config = config
 
     def build_fetch(
-        self, partitions: dict[TopicPartition, PartitionFetchState], log_start_offset
-    ) -> FetchRequest:
+        self,
+        partitions: dict[TopicPartition, PartitionFetchState],
+        log_start_offset: Callable[[TopicPartition], int],
+    ) -> Message:
         """The Fetch for ``partitions``; ``log_start_offset(tp)`` is the follower's own."""
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[StructValue]] = {}
         for (topic, index), state in partitions.items():
             by_topic.setdefault(topic, []).append(
                 FetchRequest.FetchPartition(
@@ -86,12 +89,12 @@ class RemoteLeaderEndPoint:
             rack_id="",
         )
 
-    async def fetch(self, request: FetchRequest) -> dict[TopicPartition, Any]:
+    async def fetch(self, request: Message) -> dict[TopicPartition, StructValue]:
         """Each partition's data in the leader's answer; a request-level error raises."""
         timeout = self.config.request_timeout_ms + self.config.max_wait_ms
         response = await self.client.send(ApiKey.FETCH, request, timeout, version=FETCH_VERSION)
         if response.error_code:
-            raise error_class(response.error_code)(f"fetch from broker {self.client.address}")
+            raise _error(response.error_code, f"fetch from broker {self.client.address}")
         return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
 
     async def list_offset(
@@ -124,11 +127,19 @@ class RemoteLeaderEndPoint:
         for t in response.topics:
             for p in t.partitions:
                 if p.error_code:
-                    raise error_class(p.error_code)(
-                        f"ListOffsets of {topic}-{index} from broker {self.client.address}"
+                    raise _error(
+                        p.error_code,
+                        f"ListOffsets of {topic}-{index} from broker {self.client.address}",
                     )
-                return p.offset
+                offset: int = p.offset
+                return offset
         raise KafkaError(f"ListOffsets of {topic}-{index}: no answer for the partition")
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _error(code: int, message: str) -> KafkaError:
+    """The exception of a non-zero error code (:func:`error_class` has a class for each)."""
+    cls = error_class(code)
+    return (UnknownServerError if cls is None else cls)(message)

@@ -58,8 +58,8 @@ def _read_for_follower(
     follower = params.replica_id
     first_with_data = True
     total = 0
-    touched = []
-    out = []
+    touched: list[Partition] = []
+    out: list[FetchPartitionData] = []
     held = manager.partitions
     for fp in infos:
         if fp.topic is None or fp.topic in denied:
@@ -108,7 +108,7 @@ def _read_for_follower(
             manager.update_follower_fetch_state(
                 partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset
             )
-        records: object = b""
+        records: bytes | DeferredRecords = b""
         if slice_ is not None:
             first_with_data = False
             remaining -= slice_.length
@@ -137,13 +137,13 @@ def _read_for_consumer(
     if legacy:
         remaining = min(remaining, params.down_convert_max_bytes)
     read_committed = params.read_committed
-    no_data = [] if read_committed else None
+    no_data: list[tuple[int, int]] | None = [] if read_committed else None
     denied = params.denied
     topic_name = params.topic_name
     first_with_data = True
     total = 0
-    touched = []
-    out = []
+    touched: list[Partition] = []
+    out: list[FetchPartitionData] = []
     held = manager.partitions
     selector = params.selector
     redirected = False

@@ -7,6 +7,7 @@ grouped by topic: ``[(topic, [result, ...]), ...]`` in the order asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logstore.protocol.error_codes import ErrorCode
@@ -24,11 +25,15 @@ class ProducePartitionResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
-    record_errors: tuple | list = ()
+    record_errors: Sequence[tuple[int, str]] = ()
 
     @classmethod
     def failed(
-        cls, index: int, error: ErrorCode, message: str | None = None, record_errors=()
+        cls,
+        index: int,
+        error: ErrorCode,
+        message: str | None = None,
+        record_errors: Sequence[tuple[int, str]] = (),
     ) -> ProducePartitionResult:
         """The answer of a partition that appended nothing."""
         return cls(index, int(error), -1, -1, -1, message or error.description, record_errors)
@@ -39,7 +44,7 @@ class ProducePartitionResult:
         self.error_code = int(error)
         self.error_message = error.description
 
-    def wire(self) -> tuple:
+    def wire(self) -> tuple[int, int, int, int, int, str | None, Sequence[tuple[int, str]]]:
         """The 7-tuple ``logstore.encode_produce_response`` takes."""
         return (
             self.index,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from broker_py.common.java_string_hash import java_string_hashcode
 from broker_py.network.network_client import NetworkClient
@@ -25,6 +25,10 @@ from broker_py.replication.leader_end_point import (
 )
 from broker_py.replication.replica_fetcher_thread import ReplicaFetcherThread
 
+if TYPE_CHECKING:
+    from broker_py.controller.controller_store import BrokerRegistration
+    from broker_py.replication.replica_manager import ReplicaManager
+
 log = logging.getLogger(__name__)
 
 # (host, port) of a broker's inter-broker endpoint, or None when unknown.
@@ -35,10 +39,10 @@ class ReplicaFetcherManager:
     def __init__(
         self,
         broker_id: int,
-        replica_manager,
+        replica_manager: ReplicaManager,
         num_fetchers: int,
         make_client: Callable[[str, int, str], NetworkClient],
-        endpoint_of: Callable[[int, Any], Endpoint | None],
+        endpoint_of: Callable[[int, BrokerRegistration | None], Endpoint | None],
         fetch_config: FetchConfig,
         backoff_ms: int,
     ) -> None:
@@ -50,7 +54,7 @@ class ReplicaFetcherManager:
         self.fetch_config = fetch_config
         self.backoff_ms = backoff_ms
         self.fetchers: dict[tuple[int, int], tuple[Endpoint, ReplicaFetcherThread]] = {}
-        self._closing: set[asyncio.Task] = set()
+        self._closing: set[asyncio.Task[None]] = set()
 
     def fetcher_id(self, topic: str, index: int) -> int:
         return ((31 * java_string_hashcode(topic) + index) & 0x7FFFFFFF) % self.num_fetchers
@@ -58,12 +62,12 @@ class ReplicaFetcherManager:
     def add_fetcher_for_partitions(
         self,
         partitions: dict[TopicPartition, tuple[int, PartitionFetchState]],
-        live_leaders: dict[int, Any] | None = None,
+        live_leaders: dict[int, BrokerRegistration] | None = None,
     ) -> list[TopicPartition]:
         """Starts fetching each partition from its leader (``live_leaders``: the leaders'
         registrations a LeaderAndIsr named); returns those whose leader's endpoint is
         unknown (they wait for the next LeaderAndIsr)."""
-        unknown = []
+        unknown: list[TopicPartition] = []
         grouped: dict[tuple[int, int], dict[TopicPartition, PartitionFetchState]] = {}
         for tp, (leader_id, state) in partitions.items():
             grouped.setdefault((leader_id, self.fetcher_id(*tp)), {})[tp] = state

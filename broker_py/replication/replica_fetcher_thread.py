@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from broker_py.cluster.truncation import EpochEndOffset, offset_truncation_state
 from broker_py.replication.leader_end_point import (
@@ -36,6 +38,11 @@ from broker_py.replication.leader_end_point import (
 )
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
+from logstore.protocol.schema import StructValue
+
+if TYPE_CHECKING:
+    from broker_py.cluster.partition import Partition
+    from broker_py.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +53,7 @@ class ReplicaFetcherThread:
         name: str,
         leader_id: int,
         leader: RemoteLeaderEndPoint,
-        replica_manager,
+        replica_manager: ReplicaManager,
         backoff_ms: int,
     ) -> None:
         self.name = name
@@ -56,7 +63,7 @@ class ReplicaFetcherThread:
         self.backoff_s = backoff_ms / 1000
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._changed = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     # ---- partitions (called on the event loop) ----
 
@@ -66,7 +73,7 @@ class ReplicaFetcherThread:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
-    def remove_partitions(self, tps) -> None:
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
         for tp in tps:
             self.partitions.pop(tp, None)
 
@@ -122,7 +129,7 @@ class ReplicaFetcherThread:
             self._delay(ready)
             await asyncio.sleep(self.backoff_s)
             return
-        out_of_range = []
+        out_of_range: list[tuple[TopicPartition, PartitionFetchState, Partition]] = []
         for tp, state in ready.items():
             data = answers.get(tp)
             if data is None or self.partitions.get(tp) is not state:
@@ -135,7 +142,8 @@ class ReplicaFetcherThread:
             ):
                 continue
             error = (
-                ErrorCode(data.error_code)
+                # the member of that value (mypy reads a call of ErrorCode.__new__, mypy#10573)
+                ErrorCode(data.error_code)  # type: ignore[call-arg]
                 if data.error_code in ErrorCode._value2member_map_
                 else ErrorCode.UNKNOWN_SERVER_ERROR
             )
@@ -181,7 +189,9 @@ class ReplicaFetcherThread:
 
     # ---- applying answers ----
 
-    def _process_partition_data(self, partition, state: PartitionFetchState, data) -> None:
+    def _process_partition_data(
+        self, partition: Partition, state: PartitionFetchState, data: StructValue
+    ) -> None:
         diverging = data.diverging_epoch
         if diverging is not None and (diverging.epoch != -1 or diverging.end_offset != -1):
             self._truncate_on_diverging(
@@ -198,7 +208,7 @@ class ReplicaFetcherThread:
         )
 
     def _truncate_on_diverging(
-        self, partition, state: PartitionFetchState, leader: EpochEndOffset
+        self, partition: Partition, state: PartitionFetchState, leader: EpochEndOffset
     ) -> None:
         plog = partition.log
         target = offset_truncation_state(
@@ -219,7 +229,7 @@ class ReplicaFetcherThread:
         state.last_fetched_epoch = -1 if leader.epoch == -1 else _latest_epoch(partition)
 
     async def _handle_out_of_range(
-        self, tp: TopicPartition, state: PartitionFetchState, partition
+        self, tp: TopicPartition, state: PartitionFetchState, partition: Partition
     ) -> None:
         leader_end = await self.leader.list_offset(tp, state.current_leader_epoch, LATEST)
         if self.partitions.get(tp) is not state:
@@ -227,7 +237,8 @@ class ReplicaFetcherThread:
         end = partition.log_end_offset
         if leader_end < end:
             log.warning(
-                "%s: the leader of %s ends at %d, below this replica's %d (an unclean election): truncating",
+                "%s: the leader of %s ends at %d, below this replica's %d"
+                " (an unclean election): truncating",
                 self.name,
                 partition.name,
                 leader_end,
@@ -251,6 +262,6 @@ class ReplicaFetcherThread:
         state.last_fetched_epoch = _latest_epoch(partition)
 
 
-def _latest_epoch(partition) -> int:
+def _latest_epoch(partition: Partition) -> int:
     latest = partition.log.latest_epoch
     return -1 if latest is None else latest

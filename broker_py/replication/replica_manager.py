@@ -22,18 +22,26 @@ producer's answer never waits for a consumer's read.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import logstore
 from broker_py.cluster.partition import Partition
+from broker_py.cluster.replica import PendingIsrChange
 from broker_py.log import offset_checkpoint
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.delayed_fetch import DelayedFetch
 from broker_py.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
-from broker_py.replication.fetch_data import FetchInfo, FetchParams, LogReadResult
+from broker_py.replication.fetch_data import (
+    FetchInfo,
+    FetchParams,
+    FetchPartitionData,
+    LogReadResult,
+)
 from broker_py.replication.leader_end_point import PartitionFetchState
 from broker_py.replication.local_log_read import read_from_local_log
 from broker_py.replication.produce_result import ProducePartitionResult
@@ -43,12 +51,16 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker_py.common.topic import TopicInfo
     from broker_py.common.topic_partition import TopicPartition
     from broker_py.controller.controller_request_batch import (
         LeaderAndIsrRequestData,
         StopReplicaRequestData,
     )
+    from broker_py.controller.controller_store import BrokerRegistration
     from broker_py.log.log_manager import LogManager
+    from broker_py.replication.replica_fetcher_manager import ReplicaFetcherManager
+    from logstore._native import BytesLike
 
 from logstore.protocol.errors import (
     InvalidRequiredAcksError,
@@ -62,17 +74,37 @@ log = logging.getLogger(__name__)
 CLIENT = "client"
 COORDINATOR = "coordinator"
 
-# One partition's records in an append: (partition index, records, whether a batch
-# carries a producer id or None when unknown).
-PartitionRecords = tuple[int, Any, "bool | None"]
+# One partition's records in an append: (partition index, records or None when the
+# request carries null, whether a batch carries a producer id or None when unknown).
+PartitionRecords = tuple[int, "BytesLike | None", "bool | None"]
 # A transaction marker to append: (topic, partition, producer id, producer epoch,
 # commit, coordinator epoch).
 TxnMarker = tuple[str, int, int, int, bool, int]
-# A partition's topic (a TopicInfo, as the log manager takes it) and the effective
-# configs its log opens with.
-LogConfig = Callable[[str, int], tuple[Any, dict[str, str]]]
+# A partition's topic (as the log manager takes it) and the effective configs its log
+# opens with.
+LogConfig = Callable[[str, int], tuple["TopicInfo", dict[str, str]]]
 # An append's answer: each topic's partitions in the order asked.
 ProduceResults = list[tuple[str, list[ProducePartitionResult]]]
+# What :meth:`ReplicaManager.append` and :meth:`ReplicaManager.append_markers` return:
+# the results when ready now, else a future of them.
+ProduceAnswer = ProduceResults | asyncio.Future[ProduceResults]
+# What :meth:`ReplicaManager.fetch_messages` returns: the reads now, or a future of them.
+FetchAnswer = list[FetchPartitionData] | asyncio.Future[list[FetchPartitionData]]
+# A partition's verification guard (``ProducerStateManager.verification_guard``).
+VerificationGuard = object
+
+
+class TxnVerifier(Protocol):
+    """Asks a producer's transaction coordinator whether its ongoing transaction holds
+    each partition (a cluster's ``AddPartitionsToTxnManager``, KIP-890)."""
+
+    async def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]: ...
 
 
 # Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
@@ -122,15 +154,15 @@ class ReplicaManager:
         self._fetch_keys_to_check: set[tuple[str, int]] = set()
         # Sends a leader partition's proposed ISR to the controller (a cluster's
         # AlterPartitionManager.submit); None on a broker alone.
-        self.alter_isr: Callable[[Partition, Any], None] | None = None
+        self.alter_isr: Callable[[Partition, PendingIsrChange], None] | None = None
         # Checks transactional batches against the transaction coordinator (set once it runs).
-        self.verify_transaction: Callable[[int, int, str, int], Any] | None = None
+        self.verify_transaction: Callable[[int, int, str, int], ErrorCode] | None = None
         # Verifies the first batch of a producer's transaction in each partition with its
         # coordinator, wherever it runs (a cluster's AddPartitionsToTxnManager, KIP-890).
-        self.txn_verifier: Any = None
+        self.txn_verifier: TxnVerifier | None = None
         # Fetches the partitions this broker follows (a cluster's ReplicaFetcherManager);
         # None on a broker alone.
-        self.replica_fetcher_manager: Any = None
+        self.replica_fetcher_manager: ReplicaFetcherManager | None = None
         # Called with (partitions now led, partitions now followed) after each LeaderAndIsr
         # and StopReplica (the coordinators take or drop their internal partitions).
         self.on_leadership_change: list[
@@ -139,7 +171,7 @@ class ReplicaManager:
         # Whether a broker may join an ISR (set in a cluster: alive in the metadata cache).
         self.isr_eligible: Callable[[int], bool] | None = None
         # Topic ids as the controller's LeaderAndIsr named them (the metadata cache may lag).
-        self.topic_ids: dict[str, Any] = {}
+        self.topic_ids: dict[str, uuid.UUID] = {}
         # Whether the cluster's metadata has a partition (set in a cluster).
         self.partition_exists: Callable[[str, int], bool] | None = None
         # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
@@ -246,7 +278,7 @@ class ReplicaManager:
                         self._get_or_create_log(topic, index, log_config, opened, failures),
                         self.broker_id,
                         self._on_append,
-                        lambda t=topic: self._min_insync_replicas(t),
+                        functools.partial(self._min_insync_replicas, topic),
                     )
                     partition.alter_isr = self.alter_isr
                     partition.isr_eligible = self.isr_eligible
@@ -323,7 +355,7 @@ class ReplicaManager:
             return {}
         manager = self._log_manager()
         held = self.partitions
-        wanted = [
+        wanted: list[tuple[str, int]] = [
             s.partition
             for s in request.partitions
             if self.broker_id in s.replicas
@@ -336,7 +368,7 @@ class ReplicaManager:
         self,
         new_leaders: list[tuple[str, int]],
         new_followers: dict[tuple[str, int], Partition],
-        live_leaders: dict,
+        live_leaders: dict[int, BrokerRegistration],
     ) -> None:
         """Leaders stop fetching; followers of a new leader or epoch fetch from it,
         starting at their log end with their last epoch (the leader answers
@@ -345,7 +377,7 @@ class ReplicaManager:
         if fetcher is None:
             return
         fetcher.remove_fetcher_for_partitions([*new_leaders, *new_followers], shutdown_idle=False)
-        fetches = {}
+        fetches: dict[tuple[str, int], tuple[int, PartitionFetchState]] = {}
         for tp, partition in new_followers.items():
             if partition.leader_id >= 0:
                 latest = partition.log.latest_epoch
@@ -398,7 +430,7 @@ class ReplicaManager:
                 continue
             errors[state.partition] = ErrorCode.NONE
         stopped = [
-            tuple(s.partition)
+            (s.partition.topic, s.partition.partition)
             for s in request.partitions
             if errors.get(s.partition) == ErrorCode.NONE
         ]
@@ -517,27 +549,34 @@ class ReplicaManager:
         self,
         timeout_ms: int,
         required_acks: int,
-        entries,
+        entries: Sequence[tuple[str, Sequence[PartitionRecords]]],
         origin: str = CLIENT,
         transactional_id: str | None = None,
-    ):
+    ) -> ProduceAnswer:
         """:meth:`append_records` for a caller that returns what it gets: the results
         (a list) when they are ready now, else a future of them. In a cluster the first
         batch of a producer's transaction in a partition is verified with its
         coordinator before it is appended (KIP-890): the answer is then a future."""
-        if transactional_id and self.txn_verifier is not None and origin == CLIENT:
+        verifier = self.txn_verifier
+        if transactional_id and verifier is not None and origin == CLIENT:
             guards = self._start_verifications(entries)
             if guards:
                 return asyncio.ensure_future(
                     self._verify_then_append(
-                        timeout_ms, required_acks, entries, transactional_id, guards
+                        verifier, timeout_ms, required_acks, entries, transactional_id, guards
                     )
                 )
         return self._append_now(timeout_ms, required_acks, entries, origin)
 
     def _append_now(
-        self, timeout_ms: int, required_acks: int, entries, origin: str, verified=None, refused=None
-    ):
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
+        origin: str,
+        verified: dict[tuple[str, int], VerificationGuard] | None = None,
+        refused: dict[tuple[str, int], tuple[ErrorCode, str]] | None = None,
+    ) -> ProduceAnswer:
         results, waiting = self._append_to_leaders(
             required_acks, entries, origin, verified, refused
         )
@@ -545,22 +584,31 @@ class ReplicaManager:
 
     def _answer(
         self, timeout_ms: int, results: ProduceResults, waiting: list[ProducePartitionStatus]
-    ):
+    ) -> ProduceAnswer:
         """``results`` now, or a future of them once every waiting partition is answered."""
         if not waiting:
             return results
         done = Completion()
         self._delay(timeout_ms, results, waiting, done)
-        return done.result()
+        # The purgatory only watches (it tries nothing now): the answer is a future.
+        answer: asyncio.Future[ProduceResults] = done.result()
+        return answer
 
-    def _start_verifications(self, entries) -> dict[tuple[str, int], tuple[int, int, object]]:
+    def _start_verifications(
+        self, entries: Iterable[tuple[str, Iterable[PartitionRecords]]]
+    ) -> dict[tuple[str, int], tuple[int, int, VerificationGuard]]:
         """(producer id, epoch, verification guard) of each led partition whose records
         open a transaction there."""
-        guards = {}
+        guards: dict[tuple[str, int], tuple[int, int, VerificationGuard]] = {}
         for topic, partitions in entries:
             for index, records, idempotent in partitions:
                 partition = self.partitions.get((topic, index))
-                if idempotent is False or partition is None or not partition.is_leader:
+                if (
+                    idempotent is False
+                    or records is None
+                    or partition is None
+                    or not partition.is_leader
+                ):
                     continue  # the append answers for these
                 try:
                     batches = logstore.decode_batches(
@@ -581,14 +629,20 @@ class ReplicaManager:
         return guards
 
     async def _verify_then_append(
-        self, timeout_ms: int, required_acks: int, entries, transactional_id: str, guards
-    ):
+        self,
+        verifier: TxnVerifier,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
+        transactional_id: str,
+        guards: dict[tuple[str, int], tuple[int, int, VerificationGuard]],
+    ) -> ProduceResults:
         by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
         for key, (pid, epoch, _) in guards.items():
             by_producer.setdefault((pid, epoch), []).append(key)
         answers: dict[tuple[str, int], ErrorCode] = {}
         for (pid, epoch), keys in by_producer.items():
-            answers.update(await self.txn_verifier.verify(transactional_id, pid, epoch, keys))
+            answers.update(await verifier.verify(transactional_id, pid, epoch, keys))
         refused = {
             key: verification_produce_error(error)
             for key, error in answers.items()
@@ -603,13 +657,18 @@ class ReplicaManager:
         timeout_ms: int,
         results: ProduceResults,
         waiting: list[ProducePartitionStatus],
-        response_callback,
+        response_callback: Callable[[ProduceResults], None],
     ) -> None:
         operation = DelayedProduce(timeout_ms, results, waiting, response_callback)
         self.produce_purgatory.watch(operation, {s.partition.key for s in waiting})
 
     def _append_to_leaders(
-        self, required_acks: int, entries, origin: str, verified=None, refused=None
+        self,
+        required_acks: int,
+        entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
+        origin: str,
+        verified: dict[tuple[str, int], VerificationGuard] | None = None,
+        refused: dict[tuple[str, int], tuple[ErrorCode, str]] | None = None,
     ) -> tuple[ProduceResults, list[ProducePartitionStatus]]:
         """Appends every partition's records: (the results, the acks=all partitions
         whose high watermark has yet to pass their records). ``refused``: partitions
@@ -622,9 +681,11 @@ class ReplicaManager:
             out: list[ProducePartitionResult] = []
             results.append((topic, out))
             if required_acks not in (0, 1, -1):
-                error = InvalidRequiredAcksError(f"acks={required_acks}")
+                acks_error = InvalidRequiredAcksError(f"acks={required_acks}")
                 out.extend(
-                    ProducePartitionResult(index, int(error.errno), -1, -1, -1, str(error))
+                    ProducePartitionResult(
+                        index, int(acks_error.errno), -1, -1, -1, str(acks_error)
+                    )
                     for index, _, _ in partitions
                 )
                 continue
@@ -637,7 +698,8 @@ class ReplicaManager:
                     partition = held.get((topic, index))
                     if partition is None:
                         partition = self.get_partition_or_error(topic, index)  # raises
-                    if origin == COORDINATOR:
+                    # A coordinator's records are the bytes it encoded, never null.
+                    if origin == COORDINATOR and isinstance(records, bytes):
                         base_offset, last_offset = partition.append_records(records)
                         append_time, log_start = -1, partition.log_start_offset
                     else:
@@ -683,7 +745,10 @@ class ReplicaManager:
             result.fail(error)
 
     def _verification(
-        self, partition: Partition, idempotent, verified
+        self,
+        partition: Partition,
+        idempotent: bool | None,
+        verified: dict[tuple[str, int], VerificationGuard] | None,
     ) -> Callable[[int, int], ErrorCode] | None:
         """How the partition's log checks a transactional batch: against the verification
         guard when the transaction was verified for this append (KIP-890); else, in a
@@ -707,7 +772,7 @@ class ReplicaManager:
         topic, index = partition.key
         return lambda pid, epoch: verify(pid, epoch, topic, index)
 
-    def append_markers(self, timeout_ms: int, markers: Iterable[TxnMarker]):
+    def append_markers(self, timeout_ms: int, markers: Iterable[TxnMarker]) -> ProduceAnswer:
         """Appends COMMIT/ABORT markers as leader with acks=all (WriteTxnMarkers, and the
         transaction coordinator's own): ``[(topic, [ProducePartitionResult, ...]), ...]``
         as :meth:`append` answers, now or as a future once every marker is replicated
@@ -735,7 +800,7 @@ class ReplicaManager:
 
     # ---- fetches ----
 
-    def fetch_messages(self, params: FetchParams, infos: list[FetchInfo]):
+    def fetch_messages(self, params: FetchParams, infos: list[FetchInfo]) -> FetchAnswer:
         """Reads ``infos`` (Kafka's ``fetchMessages``): a :class:`FetchPartitionData`
         each, in order, at once when the read holds ``params.min_bytes``, may not wait
         or reads no partition held here; otherwise a future of them, completed by
@@ -748,7 +813,9 @@ class ReplicaManager:
         self.fetch_purgatory.watch(
             DelayedFetch(self, params, infos, done), [p.key for p in first.partitions]
         )
-        return done.result()
+        # The purgatory only watches (it tries nothing now): the answer is a future.
+        answer: asyncio.Future[list[FetchPartitionData]] = done.result()
+        return answer
 
     def read_from_local_log(self, params: FetchParams, infos: list[FetchInfo]) -> LogReadResult:
         """One read of ``infos`` as they are now (:mod:`.local_log_read`); a follower's

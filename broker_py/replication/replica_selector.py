@@ -17,7 +17,10 @@ cannot answer it. A follower serves consumers up to its own high watermark.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from broker_py.cluster.partition import Partition
 
 LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -32,7 +35,7 @@ class ReplicaView(NamedTuple):
 
 
 def candidates(
-    partition, fetch_offset: int, racks: Mapping[int, str | None], now_ms: int
+    partition: Partition, fetch_offset: int, racks: Mapping[int, str | None], now_ms: int
 ) -> tuple[ReplicaView, list[ReplicaView]]:
     """(the leader's view, the followers that may serve ``fetch_offset``)."""
     leader = ReplicaView(

@@ -10,6 +10,9 @@ from typing import Final
 
 import pyarrow
 
+# What the bindings that borrow their input without a copy take (the buffer protocol,
+# C-contiguous): appends, decoders, CRC, produce records.
+BytesLike = bytes | bytearray | memoryview
 Header = tuple[str | bytes, bytes | None]
 # (key, value, headers, timestamp_ms); headers and timestamp may be omitted.
 RecordInput = (
@@ -125,7 +128,7 @@ def encode_control_batch(
     """Build a transaction marker batch (control_type 0 abort, 1 commit)."""
 
 def decode_batches(
-    data: bytes, *, records: bool = True, verify_crc: bool = True, allow_partial: bool = True
+    data: BytesLike, *, records: bool = True, verify_crc: bool = True, allow_partial: bool = True
 ) -> list[RecordBatch]:
     """Decode every whole batch in ``data``.
 
@@ -137,7 +140,7 @@ def decode_batches(
     batch comes back with ``crc_valid`` False.
     """
 
-def up_convert_records(records: bytes | bytearray | memoryview, now_ms: int) -> bytes:
+def up_convert_records(records: BytesLike, now_ms: int) -> bytes:
     """The one RecordBatch v2 holding the messages of a magic 0/1 message set (base
     offset 0; the log assigns offsets), keeping keys, values, timestamps (magic 0:
     ``now_ms``) and the codec. Raises CorruptRecordError for a malformed set, a bad CRC
@@ -187,7 +190,7 @@ def clean_dry_run(
     """The counters of a forced ``Log.clean`` of the stopped log at ``path``, computed
     from its files only: nothing is written, renamed or deleted."""
 
-def crc32c(data: bytes, value: int = 0) -> int:
+def crc32c(data: BytesLike, value: int = 0) -> int:
     """CRC-32C (Castagnoli), continuing from ``value``."""
 
 def parse_produce_request(
@@ -210,7 +213,7 @@ def parse_produce_request(
     records_start and records_end are -1 for null records. ``None`` for a frame with
     tagged fields, trailing bytes, bad UTF-8 or anything malformed."""
 
-def has_producer_id(records: bytes) -> bool:
+def has_producer_id(records: BytesLike) -> bool:
     """Whether any batch in a produce request's records carries a producer id (walks
     only the batch lengths)."""
 
@@ -375,7 +378,7 @@ class Log:
     @property
     def closed(self) -> bool: ...
     def append(
-        self, data: bytes, *, leader_epoch: int | None = None, now_ms: int | None = None
+        self, data: BytesLike, *, leader_epoch: int | None = None, now_ms: int | None = None
     ) -> tuple[int, int]:
         """Validate and append one or more whole batches, assigning offsets.
 
@@ -383,10 +386,10 @@ class Log:
         Nothing is written if any batch fails validation.
         """
     def append_info(
-        self, data: bytes, *, leader_epoch: int | None = None, now_ms: int | None = None
+        self, data: BytesLike, *, leader_epoch: int | None = None, now_ms: int | None = None
     ) -> AppendInfo:
         """As ``append``, with the full result."""
-    def append_as_follower(self, data: bytes) -> AppendInfo:
+    def append_as_follower(self, data: BytesLike) -> AppendInfo:
         """Append batches that carry their offsets (replication); they must follow the log end."""
     def read(
         self,
@@ -513,7 +516,7 @@ def offset_for_timestamp(path: str, timestamp: int) -> int | None:
     """The first offset whose record timestamp (ms) is >= ``timestamp``, or None."""
 
 def decode_arrow(
-    data: bytes,
+    data: BytesLike,
     topic: str,
     partition: int,
     *,
