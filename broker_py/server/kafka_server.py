@@ -189,6 +189,7 @@ class KafkaServer:
             self.broker_id,
             lambda topic: self.apis.log_config_manager.min_insync_replicas(topic),
             self.time,
+            log_manager=self.log_manager,
         )
         # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
         self.metrics = BrokerMetrics.from_config(config)
