@@ -11,7 +11,10 @@ Handlers and coordinators reach a partition only through here:
   acks=-1;
 - :meth:`ReplicaManager.fetch_messages`: answers a fetch at once when it has
   ``min_bytes`` or may not wait, else parks it in the fetch purgatory
-  (:class:`DelayedFetch`) until appends bring enough or ``max_wait_ms`` passes.
+  (:class:`DelayedFetch`) until appends bring enough or ``max_wait_ms`` passes;
+- :meth:`ReplicaManager.describe_log_dirs` and :meth:`ReplicaManager.alter_replica_log_dirs`:
+  the log dirs and the replicas in each, and moves between them
+  (:mod:`.replica_log_dirs`).
 
 Every append notifies both purgatories under the partition's key: produces waiting for
 its high watermark are checked at once; fetches waiting on it are read again once the
@@ -46,6 +49,11 @@ from broker_py.replication.leader_end_point import PartitionFetchState
 from broker_py.replication.local_log_read import read_from_local_log
 from broker_py.replication.produce_result import ProducePartitionResult
 from broker_py.replication.purgatory import DelayedOperationPurgatory
+from broker_py.replication.replica_log_dirs import (
+    LogDirInfo,
+    alter_replica_log_dir,
+    describe_log_dirs,
+)
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
@@ -58,6 +66,7 @@ if TYPE_CHECKING:
         StopReplicaRequestData,
     )
     from broker_py.controller.controller_store import BrokerRegistration
+    from broker_py.log.log_dir_mover import LogDirMover
     from broker_py.log.log_manager import LogManager
     from broker_py.replication.replica_fetcher_manager import ReplicaFetcherManager
     from logstore._native import BytesLike
@@ -106,6 +115,8 @@ class TxnVerifier(Protocol):
         partitions: list[tuple[str, int]],
     ) -> dict[tuple[str, int], ErrorCode]: ...
 
+    async def close(self) -> None: ...
+
 
 # Verification failures a producer retries, answered as NOT_ENOUGH_REPLICAS so that
 # every client retries the produce without a metadata refresh (as Kafka does).
@@ -144,6 +155,9 @@ class ReplicaManager:
         self.broker_id = broker_id
         # Opens, creates and deletes the logs of the partitions the controller assigns.
         self.log_manager = log_manager
+        # Moves partitions' logs between log dirs (AlterReplicaLogDirs); set by the broker
+        # once the logs' configs can be had (a move reopens a log with them).
+        self.log_dir_mover: LogDirMover | None = None
         self._min_insync_replicas = min_insync_replicas
         self.time = time
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -325,6 +339,11 @@ class ReplicaManager:
             raise RuntimeError("this replica manager was made without a log manager")
         return self.log_manager
 
+    def _log_dir_mover(self) -> LogDirMover:
+        if self.log_dir_mover is None:
+            raise RuntimeError("this replica manager was given no log dir mover")
+        return self.log_dir_mover
+
     def _get_or_create_log(
         self,
         topic: str,
@@ -437,6 +456,24 @@ class ReplicaManager:
         for callback in self.on_leadership_change:
             callback([], stopped)
         return ErrorCode.NONE, errors
+
+    # ---- log dirs ----
+
+    def describe_log_dirs(self, partitions: Iterable[tuple[str, int]] | None) -> list[LogDirInfo]:
+        """Each log dir with the replicas of ``partitions`` (None: every partition held)
+        in it (Kafka's ``describeLogDirs``)."""
+        return describe_log_dirs(self, self._log_manager(), self.log_dir_mover, partitions)
+
+    def alter_replica_log_dirs(
+        self, assignments: Iterable[tuple[str, int, str]]
+    ) -> list[ErrorCode]:
+        """Moves each (topic, partition, log dir)'s replica to that dir, in order (Kafka's
+        ``alterReplicaLogDirs``): an error or NONE each, the move running on."""
+        log_manager, mover = self._log_manager(), self._log_dir_mover()
+        return [
+            alter_replica_log_dir(self, log_manager, mover, topic, index, path)
+            for topic, index, path in assignments
+        ]
 
     # ---- high watermark checkpoints ----
 

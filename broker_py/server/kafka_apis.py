@@ -1,10 +1,22 @@
 """What request handlers see of the broker (the fields of Kafka's ``KafkaApis``).
 
 A handler is ``handle(apis, request, connection)``: ``apis`` is this object,
-``connection`` the request context (:class:`~broker_py.server.request_context.RequestContext`). Handlers
-reach partitions only through :attr:`KafkaApis.replica_manager` and cluster metadata
-only through :attr:`KafkaApis.metadata_cache`; they never see the broker's wiring or a
-partition's log.
+``connection`` the request context
+(:class:`~broker_py.server.request_context.RequestContext`). Through ``apis`` a handler
+reaches:
+
+- partitions only through :attr:`KafkaApis.replica_manager`: appends, fetches, the
+  partitions it hands out (their offsets, leadership and reads) and the log dirs
+  (DescribeLogDirs, AlterReplicaLogDirs). This object holds neither the log manager nor
+  the log dir mover; no handler touches a log, a segment or a log dir (the replica
+  manager and its partitions do);
+- cluster metadata only through :attr:`KafkaApis.metadata_cache`;
+- the coordinators, the admin managers (topics, configs, replicas, log configs), the
+  authorizer, the producer id manager, fetch sessions, SCRAM credentials and dynamic
+  configs, and the listeners (advertised endpoints);
+- in a cluster, :attr:`KafkaApis.zk_support`: the controller (its requests and
+  whether this broker is it), the broker epoch, and ZooKeeper-kept consumer offsets
+  (OffsetCommit / OffsetFetch v0).
 """
 
 from __future__ import annotations
@@ -18,10 +30,11 @@ if TYPE_CHECKING:
     from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
     from broker_py.config.kafka_config import BrokerConfig, Listener
     from broker_py.coordinator.group.group_coordinator import GroupCoordinator
-    from broker_py.coordinator.transaction.producer_id_manager import ProducerIdManager
+    from broker_py.coordinator.transaction.producer_id_manager import (
+        ProducerIdManager,
+        ZkProducerIdManager,
+    )
     from broker_py.coordinator.transaction.transaction_coordinator import TransactionCoordinator
-    from broker_py.log.log_dir_mover import LogDirMover
-    from broker_py.log.log_manager import LogManager
     from broker_py.network.listener_manager import ListenerManager
     from broker_py.replication.replica_manager import ReplicaManager
     from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
@@ -51,8 +64,6 @@ class KafkaApis:
     producer_ids: ProducerIdManager | ZkProducerIdManager
     scram_credentials: ScramCredentialStore
     dynamic_configs: DynamicBrokerConfigStore
-    log_manager: LogManager
-    log_dir_mover: LogDirMover
     listeners: ListenerManager
     time: Time = SYSTEM_TIME
     group_coordinator: GroupCoordinator | Any = None

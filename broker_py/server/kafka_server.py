@@ -208,6 +208,9 @@ class KafkaServer:
             partition = replica_manager.get_partition(topic, index)
             return None if partition is None else partition.log
 
+        replica_manager.log_dir_mover = self.log_dir_mover = LogDirMover(
+            self.log_manager, get_log, log_configs.reopen_partition
+        )
         self.apis = KafkaApis(
             config=config,
             broker_id=self.broker_id,
@@ -229,8 +232,6 @@ class KafkaServer:
             else self.zk_support.producer_id_manager(),
             scram_credentials=scram_credentials,
             dynamic_configs=dynamic_configs,
-            log_manager=self.log_manager,
-            log_dir_mover=LogDirMover(self.log_manager, get_log, log_configs.reopen_partition),
             listeners=listeners,
             time=self.time,
             zk_support=self.zk_support,
@@ -313,7 +314,7 @@ class KafkaServer:
             await self.metrics.stop()
         if self.zk_support is not None and self.config["controlled.shutdown.enable"]:
             await self.zk_support.controlled_shutdown()
-        await apis.log_dir_mover.stop()
+        await self.log_dir_mover.stop()
         await self.log_tasks.stop()
         await apis.listeners.stop()
         if self.zk_support is not None:

@@ -84,7 +84,7 @@ class LogTasks:
 
     def partitions_with_policy(self, policy: str) -> list:
         """Partitions the cleaner or retention may work on: not those moving to another dir."""
-        mover = self._apis.log_dir_mover
+        mover = self._apis.replica_manager.log_dir_mover
         log_configs = self._apis.log_config_manager
         return [
             p

@@ -238,8 +238,8 @@ def test_a_move_catches_up_off_the_event_loop_before_its_last_step(tmp_path, mon
     monkeypatch.setattr(log_dir_mover, "sync_files", sync_measuring_tail)
 
     async def move():
-        broker.apis.log_dir_mover.start("t", 0, dest_dir)
-        m = broker.apis.log_dir_mover.moves[("t", 0)]
+        broker.log_dir_mover.start("t", 0, dest_dir)
+        m = broker.log_dir_mover.moves[("t", 0)]
         await m.task
         return m
 
@@ -298,7 +298,7 @@ def test_a_second_move_redirects_the_first(tmp_path, monkeypatch):
     broker, home, (b, c), release = _moving_broker(tmp_path, monkeypatch)
 
     async def scenario():
-        mover = broker.apis.log_dir_mover
+        mover = broker.log_dir_mover
         mover.start("t", 0, b)
         first = mover.moves[("t", 0)]
         await asyncio.sleep(0.05)
@@ -314,7 +314,7 @@ def test_a_second_move_redirects_the_first(tmp_path, monkeypatch):
     assert broker.log_manager.dir_of("t", 0) == c
     assert not os.path.exists(first.future_path) and _futures([home, b, c]) == []
     assert broker.apis.replica_manager.partitions[("t", 0)].log.local_log.log_end_offset == 100
-    assert broker.apis.log_dir_mover.moves == {}
+    assert broker.log_dir_mover.moves == {}
     broker.log_manager.shutdown()
 
 
@@ -324,7 +324,7 @@ def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypa
     broker, home, (b,), release = _moving_broker(tmp_path, monkeypatch, dirs=("a", "b"))
 
     async def scenario():
-        mover = broker.apis.log_dir_mover
+        mover = broker.log_dir_mover
         mover.start("t", 0, b)
         first = mover.moves[("t", 0)]
         await asyncio.sleep(0.05)
@@ -337,7 +337,7 @@ def test_a_move_back_to_the_partitions_own_dir_stops_the_move(tmp_path, monkeypa
     assert broker.log_manager.dir_of("t", 0) == home
     assert _futures([home, b]) == []
     assert broker.apis.replica_manager.partitions[("t", 0)].log.local_log.log_end_offset == 100
-    assert broker.apis.log_dir_mover.moves == {}
+    assert broker.log_dir_mover.moves == {}
     broker.log_manager.shutdown()
 
 
