@@ -64,6 +64,7 @@ from kazoo.client import KazooClient  # noqa: E402
 from kazoo.exceptions import NoNodeError  # noqa: E402
 
 from broker_py.controller import controller_events as ev  # noqa: E402
+from broker_py.controller.broker_info import BrokerInfo, EndPoint  # noqa: E402
 from broker_py.controller.controller_request_batch import (  # noqa: E402
     ControllerRequestBatch,
     LeaderAndIsrRequestData,
@@ -73,9 +74,11 @@ from broker_py.controller.controller_request_batch import (  # noqa: E402
 from broker_py.controller.controller_requests import to_wire  # noqa: E402
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController  # noqa: E402
 from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas  # noqa: E402
-from broker_py.zk.kafka_zk_client import PIPELINE, KafkaZkClient  # noqa: E402
+from broker_py.controller.topic_assignment import TopicAssignment  # noqa: E402
+from broker_py.zk.kafka_zk_client import KafkaZkClient  # noqa: E402
 from broker_py.zk.zk_controller_store import ZkControllerStore  # noqa: E402
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, random_uuid  # noqa: E402
+from broker_py.zk.zk_data import random_uuid  # noqa: E402
+from broker_py.zk.zk_node_ops import PIPELINE  # noqa: E402
 
 PARTITIONS_PER_TOPIC = 10
 RF = 3

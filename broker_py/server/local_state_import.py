@@ -48,7 +48,6 @@ from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.server.local_support import STORE_FILE, take_over_topics_json
 from broker_py.utils import metadata_file
 from broker_py.utils.metadata_file import METADATA_DIR
-from broker_py.zk.kafka_zk_client import CreateOp
 from broker_py.zk.zk_data import (
     ConfigEntityZNode,
     TopicPartitionStateZNode,
@@ -57,6 +56,7 @@ from broker_py.zk.zk_data import (
     TopicsZNode,
     TopicZNode,
 )
+from broker_py.zk.zk_node_ops import CreateOp
 from logstore.protocol.errors import KafkaException
 
 log = logging.getLogger(__name__)

@@ -48,11 +48,12 @@ from broker_py.server.broker_to_controller_channel import BrokerToControllerChan
 from broker_py.server.metadata_cache import MetadataCache
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.acl_authorizer import AclAuthorizer
-from broker_py.zk.kafka_zk_client import CONNECTED, LOST, SUSPENDED, KafkaZkClient
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
 from broker_py.zk.zk_controller_store import ZkControllerStore
 from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
 from broker_py.zk.zk_scram_credential_store import ZkScramCredentialStore
+from broker_py.zk.zk_session import CONNECTED, LOST, SUSPENDED
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.controller import ControlledShutdownRequest

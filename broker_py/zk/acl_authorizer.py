@@ -45,10 +45,11 @@ from broker_py.security.authorizer.acl_binding import (
 )
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.zk import zk_acl_data
-from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError, zk_failure
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_acl_data import CHANGE_PREFIX, PATTERN_TYPES, ResourceZNode, change_store
 from broker_py.zk.zk_change_notifications import ZkNodeChangeNotificationListener, call_on_loop
 from broker_py.zk.zk_data import ZkDataError, is_valid_node_name
+from broker_py.zk.zk_errors import ZooKeeperError, zk_failure
 from logstore.protocol.errors import InvalidRequestError, KafkaError, UnknownServerError
 
 log = logging.getLogger(__name__)

@@ -40,8 +40,9 @@ from collections.abc import Callable
 
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
-from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_data import ConfigEntityChangeNotificationSequenceZNode, ZkDataError
+from broker_py.zk.zk_errors import ZooKeeperError
 
 log = logging.getLogger(__name__)
 

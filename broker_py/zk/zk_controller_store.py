@@ -43,7 +43,6 @@ Failures of ZooKeeper itself (connection loss, session expired) raise
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import queue
 import threading
@@ -54,6 +53,8 @@ from kazoo.client import KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo
 from broker_py.controller.controller_store import (
     BrokerRegistration,
     ControllerEpoch,
@@ -62,28 +63,21 @@ from broker_py.controller.controller_store import (
     StoreChangeKind,
     TopicExistsInStoreError,
 )
+from broker_py.controller.leader_and_isr import LeaderIsrAndControllerEpoch
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk import zk_data
-from broker_py.zk.kafka_zk_client import (
-    CreateOp,
-    DeleteOp,
-    KafkaZkClient,
-    SetDataOp,
-    ZooKeeperError,
-    first_error,
-)
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_data import (
     BrokerIdZNode,
-    BrokerInfo,
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartition,
     TopicPartitionStateZNode,
     TopicZNode,
     ZkDataError,
 )
+from broker_py.zk.zk_errors import zk_failures
+from broker_py.zk.zk_node_ops import CreateOp, DeleteOp, SetDataOp, first_error
 from logstore.protocol.errors import UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
@@ -92,19 +86,6 @@ CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListene
 _CHANGES = zk_data.ConfigEntityChangeNotificationZNode.PATH
 _CHANGE_PREFIX = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_NUMBER_PREFIX
 _TOPIC_ENTITY = "topics/"
-
-
-def _zk_errors(method: Callable) -> Callable:
-    """ZooKeeper's own failures (not the outcomes a method handles) as ZooKeeperError."""
-
-    @functools.wraps(method)
-    def wrapper(self: ZkControllerStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except (KazooException, KazooTimeoutError) as e:
-            raise ZooKeeperError(f"ZooKeeper {method.__name__}: {e!r}") from e
-
-    return wrapper
 
 
 def has_collision(a: str, b: str) -> bool:
@@ -136,13 +117,13 @@ class ZkControllerStore:
 
     # ---- membership and election ----
 
-    @_zk_errors
+    @zk_failures
     def register_broker(self, info: BrokerInfo, wait_ms: int = 0) -> int:
         if info.timestamp_ms is None:
             info = dataclasses.replace(info, timestamp_ms=self._time.milliseconds())
         return self.zk.register_broker(info.id, BrokerIdZNode.encode(info), wait_ms)
 
-    @_zk_errors
+    @zk_failures
     def live_brokers(self) -> dict[int, BrokerRegistration]:
         ids = self.zk.get_broker_ids()
         out = {}
@@ -159,7 +140,7 @@ class ZkControllerStore:
                 )
         return out
 
-    @_zk_errors
+    @zk_failures
     def controller_id(self) -> int | None:
         try:
             return self.zk.get_controller_id()
@@ -167,21 +148,21 @@ class ZkControllerStore:
             log.warning("reading /controller as absent: %s", e)
             return None
 
-    @_zk_errors
+    @zk_failures
     def elect_controller(self, broker_id: int, timestamp_ms: int) -> ControllerEpoch:
         return self.zk.register_controller_and_increment_epoch(broker_id, timestamp_ms)
 
-    @_zk_errors
+    @zk_failures
     def resign_controller(self) -> None:
         self.zk.resign_controller()
 
     # ---- reads ----
 
-    @_zk_errors
+    @zk_failures
     def all_topics(self) -> set[str]:
         return set(self.zk.get_children(zk_data.TopicsZNode.PATH))
 
-    @_zk_errors
+    @zk_failures
     def topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
         topics = list(topics)
         out = {}
@@ -193,7 +174,7 @@ class ZkControllerStore:
                     log.warning("leaving out topic %s: %s", topic, e)
         return out
 
-    @_zk_errors
+    @zk_failures
     def partition_states(
         self, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
@@ -208,7 +189,7 @@ class ZkControllerStore:
                     log.warning("leaving out the state of %s-%d: %s", tp.topic, tp.partition, e)
         return out
 
-    @_zk_errors
+    @zk_failures
     def topic_configs(self, topic: str) -> dict[str, str]:
         path = ConfigEntityZNode.path("topics", topic)
         got = self.zk.get_data(path)
@@ -220,11 +201,11 @@ class ZkControllerStore:
             log.warning("reading the config of topic %s as empty: %s", topic, e)
             return {}
 
-    @_zk_errors
+    @zk_failures
     def topics_to_delete(self) -> set[str]:
         return set(self.zk.get_children(zk_data.DeleteTopicsZNode.PATH))
 
-    @_zk_errors
+    @zk_failures
     def reassignment_request(self) -> dict[TopicPartition, list[int]]:
         got = self.zk.get_data(zk_data.ReassignPartitionsZNode.PATH)
         try:
@@ -233,7 +214,7 @@ class ZkControllerStore:
             log.warning("ignoring the partition reassignment: %s", e)
             return {}
 
-    @_zk_errors
+    @zk_failures
     def preferred_election_request(self) -> set[TopicPartition]:
         got = self.zk.get_data(zk_data.PreferredReplicaElectionZNode.PATH)
         try:
@@ -244,7 +225,7 @@ class ZkControllerStore:
 
     # ---- controller writes ----
 
-    @_zk_errors
+    @zk_failures
     def controller_create_partition_states(
         self, epoch_zk_version: int, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch]
     ) -> dict[TopicPartition, int | PartitionEpochMismatch]:
@@ -304,7 +285,7 @@ class ZkControllerStore:
             for tp, stat in zip(partitions, stats)
         }
 
-    @_zk_errors
+    @zk_failures
     def controller_update_partition_states(
         self, epoch_zk_version: int, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch]
     ) -> dict[TopicPartition, int | PartitionEpochMismatch]:
@@ -332,7 +313,7 @@ class ZkControllerStore:
         out.update(self._mismatches(failed))
         return {tp: out[tp] for tp in partitions}
 
-    @_zk_errors
+    @zk_failures
     def controller_set_topic_assignment(
         self, epoch_zk_version: int, topic: str, assignment: TopicAssignment
     ) -> None:
@@ -344,7 +325,7 @@ class ZkControllerStore:
         if error is not None:
             raise error
 
-    @_zk_errors
+    @zk_failures
     def controller_delete_topic(self, epoch_zk_version: int, topic: str) -> None:
         """Kafka's ``deleteTopicZNode`` (recursive), ``deleteTopicConfigs`` and
         ``deleteTopicDeletions``, every delete fenced; nodes already gone are skipped.
@@ -373,17 +354,17 @@ class ZkControllerStore:
             if error is not None and not isinstance(error, NoNodeError):
                 raise error
 
-    @_zk_errors
+    @zk_failures
     def controller_delete_reassignment_request(self, epoch_zk_version: int) -> None:
         self._fenced_deletes(epoch_zk_version, [zk_data.ReassignPartitionsZNode.PATH])
 
-    @_zk_errors
+    @zk_failures
     def controller_delete_preferred_election_request(self, epoch_zk_version: int) -> None:
         self._fenced_deletes(epoch_zk_version, [zk_data.PreferredReplicaElectionZNode.PATH])
 
     # ---- admin writes ----
 
-    @_zk_errors
+    @zk_failures
     def create_topic(
         self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]
     ) -> None:
@@ -405,7 +386,7 @@ class ZkControllerStore:
         except NodeExistsError:
             raise TopicExistsInStoreError(f"topic {topic!r} already exists") from None
 
-    @_zk_errors
+    @zk_failures
     def set_topic_assignment(self, topic: str, assignment: TopicAssignment) -> None:
         """UnknownTopicOrPartitionError if the topic does not exist."""
         try:
@@ -413,7 +394,7 @@ class ZkControllerStore:
         except NoNodeError:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist") from None
 
-    @_zk_errors
+    @zk_failures
     def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         """UnknownTopicOrPartitionError if the topic does not exist (Kafka's
         ``AdminZkClient.changeTopicConfig``)."""
@@ -428,7 +409,7 @@ class ZkControllerStore:
             sequence=True,
         )
 
-    @_zk_errors
+    @zk_failures
     def mark_topic_for_deletion(self, topic: str) -> None:
         """Idempotent; UnknownTopicOrPartitionError if the topic does not exist."""
         if self.zk.get_stat_many([TopicZNode.path(topic)])[0] is None:
@@ -438,21 +419,21 @@ class ZkControllerStore:
         except NodeExistsError:
             pass  # already marked (Kafka's callers swallow TopicAlreadyMarkedForDeletion)
 
-    @_zk_errors
+    @zk_failures
     def request_reassignment(self, reassignment: Mapping[TopicPartition, list[int]]) -> None:
         self.zk.set_or_create(
             zk_data.ReassignPartitionsZNode.PATH,
             zk_data.ReassignPartitionsZNode.encode(reassignment),
         )
 
-    @_zk_errors
+    @zk_failures
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
         data = zk_data.PreferredReplicaElectionZNode.encode(partitions)
         self.zk.set_or_create(zk_data.PreferredReplicaElectionZNode.PATH, data)
 
     # ---- changes ----
 
-    @_zk_errors
+    @zk_failures
     def watch(self, on_change: Callable[[StoreChange], None]) -> None:
         """Arms the watches (see the module's docstring); a later call replaces them."""
         self.unwatch()
@@ -494,7 +475,7 @@ class ZkControllerStore:
             changes.put(None)
         self.zk.remove_state_listener(self._state_changed)
 
-    @_zk_errors
+    @zk_failures
     def watch_topic(self, topic: str) -> None:
         """Reports PARTITION_MODIFICATIONS(topic) on changes of ``/brokers/topics/<topic>``'s
         data, until the node is deleted (not reported); nothing if it does not exist."""

@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable
 
 from broker_py.config.dynamic_broker_config import DEFAULT, try_layers
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
-from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError, zk_failure
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener, call_on_loop
 from broker_py.zk.zk_data import DEFAULT_ENTITY, ConfigEntityZNode, ZkDataError
 from broker_py.zk.zk_data import ConfigEntityChangeNotificationSequenceZNode as ConfigChange
+from broker_py.zk.zk_errors import ZooKeeperError, zk_failure
 
 log = logging.getLogger(__name__)
 

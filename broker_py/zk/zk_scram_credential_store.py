@@ -40,7 +40,7 @@ from broker_py.security.sasl.scram_credentials import (
     credential_from_string,
     credential_to_string,
 )
-from broker_py.zk.kafka_zk_client import KafkaZkClient, ZooKeeperError, zk_failure
+from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener, call_on_loop
 from broker_py.zk.zk_data import (
     ConfigEntityChangeNotificationSequenceZNode,
@@ -51,6 +51,7 @@ from broker_py.zk.zk_data import (
     is_valid_node_name,
     sanitize,
 )
+from broker_py.zk.zk_errors import ZooKeeperError, zk_failure
 from logstore.protocol.errors import KafkaError, UnacceptableCredentialError, UnknownServerError
 
 log = logging.getLogger(__name__)

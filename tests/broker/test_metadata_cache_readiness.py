@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import types
 
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_request_batch import UpdateMetadataRequestData
 from broker_py.controller.controller_store import BrokerRegistration
 from broker_py.server.handlers import _after_cluster_known
 from broker_py.server.metadata_cache import MetadataCache
-from broker_py.zk.zk_data import BrokerInfo, EndPoint
 
 ME = 2
 

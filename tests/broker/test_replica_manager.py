@@ -277,11 +277,11 @@ test_high_watermark_model = HighWatermarkModel.TestCase
 
 
 def _lai(controller_epoch, *states):
+    from broker_py.common.topic_partition import TopicPartition
     from broker_py.controller.controller_request_batch import (
         LeaderAndIsrPartitionState,
         LeaderAndIsrRequestData,
     )
-    from broker_py.zk.zk_data import TopicPartition
 
     return LeaderAndIsrRequestData(
         1,
@@ -329,7 +329,7 @@ def log_config(topic: str, index: int):
 
 
 def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
-    from broker_py.zk.zk_data import TopicPartition
+    from broker_py.common.topic_partition import TopicPartition
 
     log_manager = FakeLogManager(logs)
     manager = ReplicaManager(ME, lambda topic: 1, MockTime(), log_manager=log_manager)
@@ -369,11 +369,11 @@ def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
 
 
 def test_stop_replica_deletes_and_fences_old_epochs(logs):
+    from broker_py.common.topic_partition import TopicPartition
     from broker_py.controller.controller_request_batch import (
         StopReplicaPartitionState,
         StopReplicaRequestData,
     )
-    from broker_py.zk.zk_data import TopicPartition
 
     log_manager = FakeLogManager(logs)
     manager = ReplicaManager(ME, lambda topic: 1, MockTime(), log_manager=log_manager)

@@ -15,25 +15,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
+from broker_py.controller.leader_and_isr import (
+    RECOVERED,
+    RECOVERING,
+    LeaderIsrAndControllerEpoch,
+)
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.zk import zk_data as z
 from broker_py.zk.zk_data import (
     BrokerIdZNode,
-    BrokerInfo,
     ClusterIdZNode,
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerRegistration,
     ControllerZNode,
-    EndPoint,
     IsrChangeNotificationSequenceZNode,
-    LeaderIsrAndControllerEpoch,
     PreferredReplicaElectionZNode,
     ProducerIdBlockZNode,
     ProducerIdsBlock,
     ReassignPartitionsZNode,
-    TopicAssignment,
-    TopicPartition,
     TopicPartitionStateZNode,
     TopicZNode,
     ZkDataError,
@@ -205,7 +208,7 @@ GOLDEN = [
         b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}',
     ),
     (
-        TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(1, 5, [1], 2, z.RECOVERING)),
+        TopicPartitionStateZNode.encode(LeaderIsrAndControllerEpoch(1, 5, [1], 2, RECOVERING)),
         b'{"controller_epoch":2,"leader":1,"version":1,"leader_recovery_state":1,"leader_epoch":5,"isr":[1]}',
     ),
     (
@@ -376,7 +379,7 @@ def test_partition_state_without_recovery_state_is_recovered():
     state = TopicPartitionStateZNode.decode(
         b'{"version":1,"leader":1,"leader_epoch":6,"controller_epoch":10,"isr":[1]}', 5
     )
-    assert state == LeaderIsrAndControllerEpoch(1, 6, [1], 10, z.RECOVERED, partition_epoch=5)
+    assert state == LeaderIsrAndControllerEpoch(1, 6, [1], 10, RECOVERED, partition_epoch=5)
 
 
 def test_config_change_notification_versions():
@@ -455,9 +458,7 @@ def test_topic_round_trip(topic_id, partitions, data):
 
 
 @SETTINGS
-@given(
-    ints, ints, st.lists(ints, max_size=5), ints, st.sampled_from([z.RECOVERED, z.RECOVERING]), ints
-)
+@given(ints, ints, st.lists(ints, max_size=5), ints, st.sampled_from([RECOVERED, RECOVERING]), ints)
 def test_partition_state_round_trip(
     leader, leader_epoch, isr, controller_epoch, recovery, zk_version
 ):

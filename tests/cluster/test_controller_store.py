@@ -16,6 +16,8 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_store import (
     BrokerIdInUseError,
     ControllerMovedError,
@@ -24,19 +26,14 @@ from broker_py.controller.controller_store import (
     StoreChangeKind,
     TopicExistsInStoreError,
 )
+from broker_py.controller.leader_and_isr import RECOVERING, LeaderIsrAndControllerEpoch
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.utils.metadata_file import MetadataFileError
 from broker_py.utils.time import MockTime
 from broker_py.zk import zk_data
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_controller_store import CHANGE_EXPIRATION_MS, ZkControllerStore
-from broker_py.zk.zk_data import (
-    BrokerInfo,
-    EndPoint,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartition,
-)
 from logstore.protocol.errors import UnknownTopicOrPartitionError
 from tests.support.waiting import wait_until
 
@@ -504,7 +501,7 @@ def test_znodes_hold_exactly_kafkas_encodings(zk_cluster, raw):
     assert raw.get("/brokers/topics/t")[0] == zk_data.TopicZNode.encode(a)
     assert raw.get("/config/topics/t")[0] == zk_data.ConfigEntityZNode.encode(configs)
     tp = TopicPartition("t", 1)
-    recovering = LeaderIsrAndControllerEpoch(2, 3, [2], 1, zk_data.RECOVERING)
+    recovering = LeaderIsrAndControllerEpoch(2, 3, [2], 1, RECOVERING)
     store.controller_create_partition_states(epoch.zk_version, {tp: recovering})
     data, stat = raw.get("/brokers/topics/t/partitions/1/state")
     assert data == zk_data.TopicPartitionStateZNode.encode(recovering) and stat.version == 0

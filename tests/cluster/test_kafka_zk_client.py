@@ -8,12 +8,10 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 
-from broker_py.zk.kafka_zk_client import (
-    PERSISTENT_PATHS,
-    BrokerIdInUseError,
-    ControllerMovedError,
-    KafkaZkClient,
-)
+from broker_py.controller.controller_store import ControllerMovedError
+from broker_py.zk.kafka_zk_client import KafkaZkClient
+from broker_py.zk.zk_broker_registration import BrokerIdInUseError
+from broker_py.zk.zk_session import PERSISTENT_PATHS
 
 
 @pytest.fixture

@@ -10,7 +10,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_request_batch import (
     LeaderAndIsrRequestData,
     StopReplicaRequestData,
@@ -19,9 +21,10 @@ from broker_py.controller.controller_request_batch import (
 from broker_py.controller.controller_store import BrokerRegistration
 from broker_py.controller.kafka_controller import ControllerConfig, KafkaController
 from broker_py.controller.replica_assignment import BrokerMetadata, assign_replicas
+from broker_py.controller.topic_assignment import TopicAssignment
 from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.utils.time import MockTime
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicAssignment, TopicPartition, random_uuid
+from broker_py.zk.zk_data import random_uuid
 
 
 @dataclasses.dataclass

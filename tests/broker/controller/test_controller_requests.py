@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from broker_py.common.topic_partition import TopicPartition
+from broker_py.controller.broker_info import BrokerInfo, EndPoint
 from broker_py.controller.controller_request_batch import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequestData,
@@ -25,7 +27,6 @@ from broker_py.controller.controller_requests import (
     update_metadata_from_wire,
 )
 from broker_py.controller.controller_store import BrokerRegistration
-from broker_py.zk.zk_data import BrokerInfo, EndPoint, TopicPartition
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.frame import decode_request, encode_request
 from logstore.protocol.headers import RequestHeader

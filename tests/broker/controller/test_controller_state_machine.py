@@ -18,9 +18,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_request_batch import LeaderAndIsrRequestData
-from broker_py.zk.zk_data import TopicPartition
 
 from .sim import SimCluster
 

@@ -3,6 +3,7 @@ simulated brokers, mock clock)."""
 
 from __future__ import annotations
 
+from broker_py.common.topic_partition import TopicPartition
 from broker_py.controller import controller_events as ev
 from broker_py.controller.controller_request_batch import (
     LeaderAndIsrRequestData,
@@ -10,7 +11,6 @@ from broker_py.controller.controller_request_batch import (
     UpdateMetadataRequestData,
 )
 from broker_py.controller.kafka_controller import ControllerConfig
-from broker_py.zk.zk_data import TopicPartition
 from logstore.protocol.error_codes import ErrorCode
 
 from .sim import SimCluster
