@@ -208,7 +208,10 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # JWTs, Kafka's default validator).
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # The OAUTHBEARER validator this broker has: Kafka's default.
-UNSECURED_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+UNSECURED_VALIDATOR = (
+    "org.apache.kafka.common.security.oauthbearer.internals.unsecured"
+    ".OAuthBearerUnsecuredValidatorCallbackHandler"
+)
 
 
 def _protocol_map(key: str, raw: str) -> str:
@@ -218,7 +221,8 @@ def _protocol_map(key: str, raw: str) -> str:
             raise ConfigError(
                 key,
                 raw,
-                f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}",
+                f"{entry!r} is not NAME:PROTOCOL with PROTOCOL one of "
+                f"{', '.join(SECURITY_PROTOCOLS)}",
             )
     return raw.strip()
 
@@ -486,7 +490,8 @@ def _check(values: dict[str, Any]) -> None:
         raise ConfigError(
             "broker.id",
             values["broker.id"],
-            f"is above reserved.broker.max.id ({values['reserved.broker.max.id']}), where generated ids start",
+            f"is above reserved.broker.max.id ({values['reserved.broker.max.id']}), "
+            "where generated ids start",
         )
     if values["advertised.listeners"] is None:
         values["advertised.listeners"] = values["listeners"]
@@ -706,7 +711,8 @@ class BrokerConfig:
             raise ConfigError(
                 "inter.broker.listener.name",
                 name,
-                "only one of inter.broker.listener.name and security.inter.broker.protocol should be set",
+                "only one of inter.broker.listener.name and security.inter.broker.protocol "
+                "should be set",
             )
         advertised = [listener.name for listener in self["advertised.listeners"]]
         protocols = protocol_map(self["listener.security.protocol.map"])

@@ -3,8 +3,10 @@ ZooKeeper in Kafka's layout (:mod:`broker_py.zk.zk_acl_data`), decisions as
 :class:`~broker_py.security.authorizer.standard_authorizer.StandardAuthorizer` makes them,
 over a cache every broker keeps current through Kafka's ACL change notifications.
 
-    /kafka-acl/<Type>/<name>, /kafka-acl-extended/prefixed/<Type>/<name>   a pattern's ACLs
-    /kafka-acl-changes/acl_changes_N, /kafka-acl-extended-changes/acl_changes_N  "this pattern changed"
+    /kafka-acl/<Type>/<name>, /kafka-acl-extended/prefixed/<Type>/<name>
+        a pattern's ACLs
+    /kafka-acl-changes/acl_changes_N, /kafka-acl-extended-changes/acl_changes_N
+        "this pattern changed"
 
 Invariants:
 - Startup: Kafka's ACL paths exist, both change listeners run, then every pattern is read
@@ -275,7 +277,8 @@ class AclAuthorizer(StandardAuthorizer):
                     current = [] if got is None else ResourceZNode.decode(got[0], path=path)
                 except ZkDataError as e:
                     raise UnknownServerError(
-                        f"the stored ACLs of {path} do not decode, not overwriting them: {e.problem}"
+                        f"the stored ACLs of {path} do not decode, not overwriting them: "
+                        f"{e.problem}"
                     ) from None
                 new = update(current)
                 if new == current:

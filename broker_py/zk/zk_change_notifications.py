@@ -7,9 +7,12 @@ watch the root's children, and for every notification newer than the last one th
 processed read the entity's znode again. Roots in use (formats in :mod:`zk_data` and
 :mod:`zk_acl_data`):
 
-    /config/changes/config_change_<10 digits>         {"version":2,"entity_path":"<type>/<name>"}
-    /kafka-acl-changes/acl_changes_<10 digits>         "<RESOURCE_TYPE>:<name>" (literal patterns)
-    /kafka-acl-extended-changes/acl_changes_<10 digits> {"version":1,"resourceType":..,"name":..,"patternType":..}
+    /config/changes/config_change_<10 digits>
+        {"version":2,"entity_path":"<type>/<name>"}
+    /kafka-acl-changes/acl_changes_<10 digits>
+        "<RESOURCE_TYPE>:<name>" (literal patterns)
+    /kafka-acl-extended-changes/acl_changes_<10 digits>
+        {"version":1,"resourceType":..,"name":..,"patternType":..}
 
 Invariants:
 - Notifications present when a listener starts count as processed: its owner reads the

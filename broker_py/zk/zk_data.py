@@ -5,17 +5,19 @@ Paths are absolute and chroot-free; the client applies the chroot of ``zookeeper
 (:func:`split_chroot`). One class per znode, named as Kafka's object: ``PATH`` or
 ``path(...)``, and for nodes with data ``encode(...) -> bytes`` and ``decode(bytes)``.
 
-/controller                   ephemeral {"version":2,"brokerid":N,"timestamp":"<ms>","kraftControllerEpoch":-1}
+/controller                   ephemeral {"version":2,"brokerid":N,"timestamp":"<ms>",
+                              "kraftControllerEpoch":-1}
 /controller_epoch             the epoch as a bare decimal integer
 /brokers/ids/<id>             ephemeral {"features":{},"listener_security_protocol_map":{"L":"P"},
-                              "endpoints":["L://host:port"],"rack":R,"jmx_port":-1,"port":P,"host":H,
-                              "version":5,"timestamp":"<ms>"}; rack only when set; host/port those of
-                              the first PLAINTEXT endpoint, else null/-1
+                              "endpoints":["L://host:port"],"rack":R,"jmx_port":-1,"port":P,
+                              "host":H,"version":5,"timestamp":"<ms>"}; rack only when set;
+                              host/port those of the first PLAINTEXT endpoint, else null/-1
 /brokers/topics/<T>           {"partitions":{"0":[1,2]},"topic_id":"<uuid>","adding_replicas":{},
                               "removing_replicas":{},"version":3}; topic_id absent on pre-2.8 topics
-/brokers/topics/<T>/partitions/<P>/state  {"controller_epoch":C,"leader":L,"version":1,
-                              "leader_recovery_state":1,"leader_epoch":E,"isr":[..]}, the recovery
-                              state only while RECOVERING; the node's zkVersion is the partition epoch
+/brokers/topics/<T>/partitions/<P>/state  {"controller_epoch":C,"leader":L,
+                              "version":1,"leader_recovery_state":1,"leader_epoch":E,"isr":[..]},
+                              the recovery state only while RECOVERING; the node's zkVersion is
+                              the partition epoch
 /config/<type>/<name>         {"version":1,"config":{"k":"v"}}, string values, names sanitized
                               (:func:`sanitize`); <name> of a cluster-wide default is "<default>"
 /config/changes/config_change_N  sequential {"version":2,"entity_path":"<type>/<name>"}
@@ -99,11 +101,9 @@ def _escape(m: re.Match[str]) -> str:
     o = ord(c) - 0x10000
     if c in _ESCAPES:
         return _ESCAPES[c]
-    return (
-        "\\u%04X" % ord(c)
-        if o < 0
-        else "\\u%04X\\u%04X" % (0xD800 + (o >> 10), 0xDC00 + (o & 0x3FF))
-    )
+    if o < 0:
+        return f"\\u{ord(c):04X}"
+    return f"\\u{0xD800 + (o >> 10):04X}\\u{0xDC00 + (o & 0x3FF):04X}"
 
 
 def _json(v: Any) -> str:
@@ -619,7 +619,8 @@ class ConfigEntityTypeZNode:
 class ConfigEntityZNode:
     @staticmethod
     def path(entity_type: str, entity_name: str) -> str:
-        """``entity_name`` sanitized (Kafka's ``Sanitizer``); a user's client is "<user>/clients/<client>"."""
+        """``entity_name`` sanitized (Kafka's ``Sanitizer``); a user's client is
+        "<user>/clients/<client>"."""
         return f"/config/{entity_type}/{entity_name}"
 
     @staticmethod
@@ -648,7 +649,8 @@ class ConfigEntityChangeNotificationSequenceZNode:
 
     @staticmethod
     def decode(data: bytes, *, path: str = "/config/changes/config_change_<n>") -> str:
-        """The entity path; version 1's {"entity_type":"topics"|"clients","entity_name":N} gives "<type>/N"."""
+        """The entity path; version 1's {"entity_type":"topics"|"clients","entity_name":N}
+        gives "<type>/N"."""
         obj = _object(path, data, 1, 2)
         if obj["version"] == 2:
             entity_path = _get(path, obj, "entity_path", "str")

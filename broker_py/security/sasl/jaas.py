@@ -1,7 +1,8 @@
 """JAAS login module configuration, as Kafka's ``sasl.jaas.config`` values hold it::
 
     org.apache.kafka.common.security.plain.PlainLoginModule required
-        username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";
+        username="admin" password="admin-secret"
+        user_admin="admin-secret" user_alice="alice-secret";
 
 One login module: its class name, a control flag (required, requisite, sufficient or
 optional), options as ``name=value`` with the value quoted (``\\"`` and ``\\\\`` escape
@@ -52,7 +53,8 @@ def parse(key: str, raw: str) -> LoginModule:
         raise ConfigError(
             key,
             "(hidden)",
-            "expected '<LoginModule class> <required|requisite|sufficient|optional> name=\"value\" ... ;'",
+            "expected '<LoginModule class> <required|requisite|sufficient|optional> "
+            'name="value" ... ;\'',
         )
     options: dict[str, str] = {}
     body = tokens[2:-1]

@@ -61,7 +61,8 @@ class UnsecuredValidatorOptions:
         scope = options.get("unsecuredValidatorScopeClaimName", "scope").strip()
         if not principal or not scope:
             raise ValueError(
-                "unsecuredValidatorPrincipalClaimName and unsecuredValidatorScopeClaimName must not be empty"
+                "unsecuredValidatorPrincipalClaimName and unsecuredValidatorScopeClaimName "
+                "must not be empty"
             )
         required = tuple(
             s for s in re.split(r"[\s,]+", options.get("unsecuredValidatorRequiredScope", "")) if s
@@ -200,8 +201,8 @@ class OAuthBearerSaslServer:
         authzid = gs2["authzid"]
         if authzid and authzid != principal:
             raise SaslAuthenticationFailedError(
-                f"Authentication failed: Client requested an authorization id ({authzid}) that is different "
-                f"from the token's principal name ({principal})"
+                f"Authentication failed: Client requested an authorization id ({authzid}) "
+                f"that is different from the token's principal name ({principal})"
             )
         self.complete = True
         self.authorization_id = principal

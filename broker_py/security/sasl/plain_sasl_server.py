@@ -36,7 +36,8 @@ class PlainSaslServer:
             raise SaslAuthenticationFailedError("Authentication failed: password not specified")
         if authzid and authzid != user:
             raise SaslAuthenticationFailedError(
-                "Authentication failed: Client requested an authorization id that is different from username"
+                "Authentication failed: Client requested an authorization id that is different "
+                "from username"
             )
         expected = self._users.get(user)
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):

@@ -114,7 +114,8 @@ class SaslServerAuthenticator:
             if self.state == "reauthenticate" and principal != self.principal:
                 self.state = "failed"
                 raise SaslAuthenticationFailedError(
-                    f"Cannot change principals during re-authentication from User:{self.principal}: User:{principal}"
+                    "Cannot change principals during re-authentication from "
+                    f"User:{self.principal}: User:{principal}"
                 )
             self.state = "complete"
             self.principal = principal

@@ -76,7 +76,10 @@ def credential_to_string(credential: ScramCredential) -> str:
     in ``/config/users/<user>``: ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>``
     (standard base64 with padding)."""
     c = credential
-    return f"salt={_b64(c.salt)},stored_key={_b64(c.stored_key)},server_key={_b64(c.server_key)},iterations={c.iterations}"
+    return (
+        f"salt={_b64(c.salt)},stored_key={_b64(c.stored_key)},"
+        f"server_key={_b64(c.server_key)},iterations={c.iterations}"
+    )
 
 
 def credential_from_string(text: str) -> ScramCredential:
@@ -90,7 +93,8 @@ def credential_from_string(text: str) -> ScramCredential:
         fields[key] = value
     if set(fields) != {"salt", "stored_key", "server_key", "iterations"}:
         raise ValueError(
-            f"SCRAM credential has keys {sorted(fields)}, expected salt, stored_key, server_key, iterations"
+            f"SCRAM credential has keys {sorted(fields)}, "
+            "expected salt, stored_key, server_key, iterations"
         )
     try:
         iterations = int(fields["iterations"])

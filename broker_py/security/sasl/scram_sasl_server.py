@@ -92,14 +92,16 @@ class ScramSaslServer:
         user = _unescape(attrs["n"])
         if authzid is not None and _unescape(authzid) != user:
             raise self._fail(
-                "Authentication failed: Client requested an authorization id that is different from username"
+                "Authentication failed: Client requested an authorization id that is different "
+                "from username"
             )
         credential = self._credentials.get(user, self.mechanism)
         if credential is None:
             raise self._fail("Authentication failed: Invalid user credentials")
         self._user, self._credential = user, credential
         self._nonce = attrs["r"] + secrets.token_urlsafe(24)
-        self._server_first = f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
         self._state = "client-final"
         return self._server_first.encode()
 
@@ -119,14 +121,16 @@ class ScramSaslServer:
         signature = hmac.digest(credential.stored_key, auth_message, self._hash)
         if len(client_proof) != len(signature):
             raise self._fail(
-                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+                "Authentication failed during authentication due to invalid credentials with "
+                f"SASL mechanism {self.mechanism}"
             )
         client_key = bytes(a ^ b for a, b in zip(client_proof, signature, strict=True))
         if not hmac.compare_digest(
             hashlib.new(self._hash, client_key).digest(), credential.stored_key
         ):
             raise self._fail(
-                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+                "Authentication failed during authentication due to invalid credentials with "
+                f"SASL mechanism {self.mechanism}"
             )
         self._state = "complete"
         self.complete = True

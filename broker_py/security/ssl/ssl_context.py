@@ -73,7 +73,8 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
             raise ConfigError(
                 location_key,
                 "",
-                f"listener {listener} needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain",
+                f"listener {listener} needs ssl.keystore.location, "
+                "or ssl.keystore.key and ssl.keystore.certificate.chain",
             )
     elif kind == "PKCS12":
         if not location:
@@ -95,7 +96,8 @@ def _load_keystore(ctx: ssl.SSLContext, listener: str, value) -> None:
         raise ConfigError(
             type_key,
             kind,
-            "JKS keystores are not read here; convert with `keytool -importkeystore -deststoretype PKCS12` or use PEM",
+            "JKS keystores are not read here; convert with "
+            "`keytool -importkeystore -deststoretype PKCS12` or use PEM",
         )
     elif kind == "JKS":
         raise ConfigError(
@@ -135,7 +137,8 @@ def _load_chain_text(
             raise ConfigError(
                 key,
                 "(hidden)",
-                f"cannot load the key and certificate chain: {getattr(e, 'reason', None) or e.__class__.__name__}",
+                "cannot load the key and certificate chain: "
+                f"{getattr(e, 'reason', None) or e.__class__.__name__}",
             ) from None
 
 
@@ -176,7 +179,8 @@ def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
                 raise ConfigError(
                     location_key,
                     "",
-                    f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore",
+                    f"listener {listener} authenticates clients (ssl.client.auth) "
+                    "but has no truststore",
                 )
         except FileNotFoundError:
             raise ConfigError(location_key, location or "", "no such file") from None
@@ -191,7 +195,8 @@ def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
             raise ConfigError(
                 location_key,
                 "",
-                f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore",
+                f"listener {listener} authenticates clients (ssl.client.auth) "
+                "but has no truststore",
             )
         _, cert, extra = _read_pkcs12(location_key, location, value("ssl.truststore.password")[1])
         from cryptography.hazmat.primitives import serialization
@@ -209,7 +214,8 @@ def _load_truststore(ctx: ssl.SSLContext, listener: str, value) -> None:
         raise ConfigError(
             location_key,
             "",
-            f"listener {listener} authenticates clients (ssl.client.auth) but has no truststore (ssl.truststore.type PEM or PKCS12)",
+            f"listener {listener} authenticates clients (ssl.client.auth) "
+            "but has no truststore (ssl.truststore.type PEM or PKCS12)",
         )
     else:
         raise ConfigError(type_key, kind, "must be PEM or PKCS12")
