@@ -160,7 +160,8 @@ class ListenerBindError(ConfigError):
         )
         KafkaException.__init__(
             self,
-            f"listeners entry {listener}: cannot listen on {listener.host}:{listener.port}: {reason}",
+            f"listeners entry {listener}: cannot listen on "
+            f"{listener.host}:{listener.port}: {reason}",
         )
 
 

@@ -1,8 +1,9 @@
 """What the controller reads and writes of the cluster's metadata (the part of Kafka's
 ``KafkaZkClient`` the controller and the admin paths use), as one interface with two
 implementations: ZooKeeper (:class:`broker_py.zk.zk_controller_store.ZkControllerStore`)
-for a cluster, and local files (:class:`broker_py.server.local_controller_store.LocalControllerStore`)
-for a single broker, which is also the in-memory stand-in of unit tests.
+for a cluster, and local files
+(:class:`broker_py.server.local_controller_store.LocalControllerStore`) for a single broker,
+which is also the in-memory stand-in of unit tests.
 
 Calls block; the controller makes them on its own thread, one event at a time.
 

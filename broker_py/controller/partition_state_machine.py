@@ -182,7 +182,8 @@ class PartitionStateMachine:
             if leader is None:
                 return (
                     None,
-                    f"preferred replica {assignment.replicas[0] if assignment.replicas else '-'} is not live and in sync",
+                    f"preferred replica {assignment.replicas[0] if assignment.replicas else '-'} "
+                    "is not live and in sync",
                 )
             new_isr = list(isr)
         else:

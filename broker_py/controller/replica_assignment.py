@@ -70,7 +70,8 @@ def assign_replicas(
         raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
     if replication_factor > len(brokers):
         raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}."
+            f"Replication factor: {replication_factor} larger than available brokers: "
+            f"{len(brokers)}."
         )
     with_rack = [b for b in brokers if b.rack is not None]
     if with_rack and len(with_rack) != len(brokers):
@@ -129,7 +130,8 @@ def validate_assignment(
     expected = list(range(first_partition, first_partition + len(assignment)))
     if sorted(assignment) != expected:
         raise InvalidReplicaAssignmentError(
-            f"partitions must be numbered {expected[0]}..{expected[-1]} without gaps, not {sorted(assignment)}"
+            f"partitions must be numbered {expected[0]}..{expected[-1]} without gaps, "
+            f"not {sorted(assignment)}"
         )
     lengths = {len(r) for r in assignment.values()}
     if 0 in lengths:

@@ -148,13 +148,15 @@ class ProducerStateManager:
             and batch.producer_epoch == entry.epoch
         ):
             raise InvalidTxnStateError(
-                f"producer {batch.producer_id} wrote a non-transactional batch during its ongoing transaction"
+                f"producer {batch.producer_id} wrote a non-transactional batch "
+                "during its ongoing transaction"
             )
         if batch.base_sequence == NO_SEQUENCE:
             return None
         if batch.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"producer {batch.producer_id} epoch {batch.producer_epoch} is older than {entry.epoch}"
+                f"producer {batch.producer_id} epoch {batch.producer_epoch} "
+                f"is older than {entry.epoch}"
             )
         if batch.producer_epoch == entry.epoch:
             for meta in entry.batches:
@@ -162,11 +164,13 @@ class ProducerStateManager:
                     return meta
             if entry.batches and not _in_sequence(entry.last_seq, batch.base_sequence):
                 raise OutOfOrderSequenceNumberError(
-                    f"producer {batch.producer_id}: sequence {batch.base_sequence} does not follow {entry.last_seq}"
+                    f"producer {batch.producer_id}: sequence {batch.base_sequence} "
+                    f"does not follow {entry.last_seq}"
                 )
         elif batch.base_sequence != 0 and entry.epoch != NO_EPOCH:
             raise OutOfOrderSequenceNumberError(
-                f"producer {batch.producer_id}: new epoch {batch.producer_epoch} starts at sequence {batch.base_sequence}, not 0"
+                f"producer {batch.producer_id}: new epoch {batch.producer_epoch} "
+                f"starts at sequence {batch.base_sequence}, not 0"
             )
         return None
 
@@ -226,11 +230,13 @@ class ProducerStateManager:
             return
         if producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"marker of producer {producer_id} has epoch {producer_epoch}, older than {entry.epoch}"
+                f"marker of producer {producer_id} has epoch {producer_epoch}, "
+                f"older than {entry.epoch}"
             )
         if coordinator_epoch < entry.coordinator_epoch:
             raise TransactionCoordinatorFencedError(
-                f"marker of producer {producer_id} has coordinator epoch {coordinator_epoch}, older than {entry.coordinator_epoch}"
+                f"marker of producer {producer_id} has coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}"
             )
 
     def record_marker(

@@ -177,8 +177,8 @@ class UnifiedLog:
                         )
                     if error != ErrorCode.NONE:
                         raise InvalidTxnStateError(
-                            f"producer {b.producer_id} epoch {b.producer_epoch} has no ongoing transaction "
-                            f"that includes {self.name}"
+                            f"producer {b.producer_id} epoch {b.producer_epoch} "
+                            f"has no ongoing transaction that includes {self.name}"
                         )
                 duplicate = state.check(b)
                 if duplicate is not None:

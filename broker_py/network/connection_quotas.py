@@ -46,7 +46,10 @@ class ConnectionQuotas:
                 if host in self.config["max.connections.per.ip.overrides"]
                 else "max.connections.per.ip"
             )
-            return f"{host} has {self.per_ip.get(host, 0)} connections, the most {key} allows ({limit})"
+            return (
+                f"{host} has {self.per_ip.get(host, 0)} connections, "
+                f"the most {key} allows ({limit})"
+            )
         if self.at_limit():
             return (
                 f"the broker has {self.total} connections, the most it takes ({self._limit_name()})"

@@ -100,7 +100,8 @@ def apply() -> FdBudget:
     if set_limit is not None:
         set_limit(_budget.storage)
     log.info(
-        "file descriptors: limit %d; storage keeps at most %d open, connections at most %d, %d spare",
+        "file descriptors: limit %d; storage keeps at most %d open, "
+        "connections at most %d, %d spare",
         _budget.limit,
         _budget.storage,
         _budget.connections,

@@ -111,8 +111,9 @@ class ListenerManager:
                 raise ConfigError(
                     "listeners",
                     str(listener),
-                    f"listener {name} is on {server.host}:{server.port}; an existing listener cannot move while the "
-                    "broker runs (restart it, or add the address under a new listener name)",
+                    f"listener {name} is on {server.host}:{server.port}; "
+                    "an existing listener cannot move while the broker runs "
+                    "(restart it, or add the address under a new listener name)",
                 )
         added = [listener for name, listener in wanted.items() if name not in running]
         removed = [server for name, server in running.items() if name not in wanted]

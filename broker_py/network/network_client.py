@@ -243,7 +243,8 @@ class NetworkClient:
     ) -> None:
         if security_protocol not in SECURITY_PROTOCOLS:
             raise ValueError(
-                f"security protocol {security_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+                f"security protocol {security_protocol!r} is not one of "
+                f"{', '.join(SECURITY_PROTOCOLS)}"
             )
         tls = security_protocol in ("SSL", "SASL_SSL")
         if tls and ssl_context is None:
@@ -436,12 +437,14 @@ class NetworkClient:
         if version is not None:
             if not low <= version <= high:
                 raise UnsupportedVersionError(
-                    f"{api_key.api_name} v{version} is outside the versions both sides serve ({low}-{high})"
+                    f"{api_key.api_name} v{version} is outside the versions "
+                    f"both sides serve ({low}-{high})"
                 )
             return version
         if high < low:
             raise UnsupportedVersionError(
-                f"{self.address} serves {api_key.api_name} {theirs[0]}-{theirs[1]}; this broker {api_key.min_version}-{api_key.max_version}"
+                f"{self.address} serves {api_key.api_name} {theirs[0]}-{theirs[1]}; "
+                f"this broker {api_key.min_version}-{api_key.max_version}"
             )
         return high
 
@@ -459,7 +462,8 @@ class NetworkClient:
         if response.error_code != 0:
             raise _error(
                 response.error_code,
-                f"SASL mechanism {mechanism} at {self.address} (enabled: {', '.join(response.mechanisms)})",
+                f"SASL mechanism {mechanism} at {self.address} "
+                f"(enabled: {', '.join(response.mechanisms)})",
             )
         version = self._pick_version(conn, ApiKey.SASL_AUTHENTICATE, None)
         client = sasl_client(mechanism, username, password)

@@ -76,8 +76,8 @@ def log_completed(
     """``Completed request:...;totalTime:...`` as Kafka's RequestChannel logs it."""
     phases = ",".join(f"{k}:{v:.3f}" for k, v in times.phases_ms().items())
     request_log.debug(
-        "Completed request:{apiKey:%s,apiVersion:%d,correlationId:%d,clientId:%s} from connection %s-%s;%s,"
-        "principal:%s",
+        "Completed request:{apiKey:%s,apiVersion:%d,correlationId:%d,clientId:%s} "
+        "from connection %s-%s;%s,principal:%s",
         api_name,
         api_version,
         correlation_id,

@@ -142,7 +142,8 @@ class BrokerToControllerChannelManager:
         if self._closed:
             raise DisconnectError(f"{self.client_id}: the channel is closed")
         raise RequestTimeoutError(
-            f"{api_key.api_name} to the controller: no answer within {timeout_ms} ms ({attempts} attempts; last: {reason})"
+            f"{api_key.api_name} to the controller: no answer within {timeout_ms} ms "
+            f"({attempts} attempts; last: {reason})"
         )
 
     async def close(self) -> None:

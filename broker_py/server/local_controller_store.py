@@ -31,7 +31,8 @@ MetadataFileError naming it). Its JSON, with every znode's object in Kafka's for
     {"version": 1, "zxid": <last zxid>,
      "controller_epoch": {"epoch": E, "zk_version": V} | null,
      "topics": {"<T>": <TopicZNode object>},
-     "partition_states": {"<T>": {"<P>": {"zk_version": V, "state": <TopicPartitionStateZNode object>}}},
+     "partition_states": {"<T>": {"<P>": {"zk_version": V,
+                                          "state": <TopicPartitionStateZNode object>}}},
      "configs": {"<T>": {"<key>": "<value>"}},
      "topic_deletions": ["<T>", ...],
      "reassign_partitions": <ReassignPartitionsZNode object> | null,
@@ -349,7 +350,8 @@ class LocalControllerStore:
         current = self._b.data.controller_epoch
         if current is None or current.zk_version != epoch_zk_version:
             raise ControllerMovedError(
-                f"/controller_epoch is no longer at version {epoch_zk_version}: another controller exists"
+                f"/controller_epoch is no longer at version {epoch_zk_version}: "
+                "another controller exists"
             )
 
     # ---- membership and election ----
@@ -365,8 +367,8 @@ class LocalControllerStore:
                 if entry[1] == session:
                     return entry[0].epoch  # a retry by the same session
                 raise BrokerIdInUseError(
-                    f"broker.id {info.id} is registered at {zk_data.BrokerIdZNode.path(info.id)} by another live broker; "
-                    "two brokers cannot share a broker.id"
+                    f"broker.id {info.id} is registered at {zk_data.BrokerIdZNode.path(info.id)} "
+                    "by another live broker; two brokers cannot share a broker.id"
                 )
             self._b.brokers[info.id] = (BrokerRegistration(info, self._b.next_zxid()), session)
             changes.append((StoreChange(StoreChangeKind.BROKERS), None))
@@ -388,7 +390,8 @@ class LocalControllerStore:
                 data.controller_epoch = ControllerEpoch(0, 0)
             if self._b.controller is not None:
                 raise ControllerMovedError(
-                    f"broker {self._b.controller[0]} is the controller (epoch {data.controller_epoch.epoch})"
+                    f"broker {self._b.controller[0]} is the controller "
+                    f"(epoch {data.controller_epoch.epoch})"
                 )
             self._b.next_zxid()
             data.controller_epoch = ControllerEpoch(

@@ -88,7 +88,8 @@ async def import_local_state(log_dir: str, apis) -> None:
             done = await step(log_dir, path, apis)
         except (KafkaException, OSError) as e:
             log.error(
-                "importing %s into ZooKeeper failed (left in place, tried again at the next start): %s",
+                "importing %s into ZooKeeper failed "
+                "(left in place, tried again at the next start): %s",
                 path,
                 e,
             )
@@ -107,7 +108,8 @@ async def import_local_state(log_dir: str, apis) -> None:
             metadata_file.sync_dir(os.path.dirname(path))
         except OSError as e:
             log.error(
-                "imported %s into ZooKeeper, but renaming it failed (imported again at the next start): %s",
+                "imported %s into ZooKeeper, but renaming it failed "
+                "(imported again at the next start): %s",
                 path,
                 e,
             )

@@ -66,7 +66,8 @@ def resolve_broker_id(
         raise ConfigError(
             "broker.id",
             config_id,
-            "is not set and broker.id.generation.enable is false (or there is no zookeeper.connect)",
+            "is not set and broker.id.generation.enable is false "
+            "(or there is no zookeeper.connect)",
         )
     return config_id
 

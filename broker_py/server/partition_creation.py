@@ -106,8 +106,9 @@ class PartitionLimits:
         needed = new_partitions * max(replication_factor, 1)
         if needed > room:
             raise PolicyViolationError(
-                f"{new_partitions} new partitions with {replication_factor} replicas each would exceed "
-                f"max.broker.partitions={limit} (room for {room} more replicas on {len(brokers)} live brokers)"
+                f"{new_partitions} new partitions with {replication_factor} replicas each "
+                f"would exceed max.broker.partitions={limit} (room for {room} more replicas "
+                f"on {len(brokers)} live brokers)"
             )
 
     def check_assignment(self, assignment: dict[int, list[int]]) -> None:
@@ -122,7 +123,8 @@ class PartitionLimits:
             have = replicas.get(b, 0) + self.reserved_replicas.get(b, 0)
             if have + n > limit:
                 raise PolicyViolationError(
-                    f"broker {b} would host {have + n} partition replicas, more than max.broker.partitions={limit}"
+                    f"broker {b} would host {have + n} partition replicas, "
+                    f"more than max.broker.partitions={limit}"
                 )
 
     def reserve(self, assignment: dict[int, list[int]]) -> None:
@@ -152,7 +154,8 @@ class LocalPartitionCreator:
     def claim(self, name: str) -> None:
         if name in self.busy:
             raise InvalidRequestError(
-                f"topic {name!r} is already being created or given partitions; retry once that is done"
+                f"topic {name!r} is already being created or given partitions; "
+                "retry once that is done"
             )
         self.busy.add(name)
 

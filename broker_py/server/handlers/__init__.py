@@ -2,8 +2,8 @@
 
 A handler is ``handle(apis, request, connection)``: it takes what the broker offers
 handlers (:class:`~broker_py.server.kafka_apis.KafkaApis`), the decoded
-:class:`~logstore.protocol.frame.Request` and the connection it came on, and returns the response message (or that
-response already encoded as a whole frame, ``bytes``),
+:class:`~logstore.protocol.frame.Request` and the connection it came on, and returns the
+response message (or that response already encoded as a whole frame, ``bytes``),
 ``None`` (send nothing, as for Produce with acks=0), or, when it must wait (a Fetch
 long poll, JoinGroup, SyncGroup), a coroutine that returns one. The network layer
 runs the first kind inline and the second as a task, answering in request order
@@ -22,7 +22,6 @@ import inspect
 from typing import TYPE_CHECKING
 
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.frame import UnsupportedRequest
 from logstore.protocol.messages.api_versions import ApiVersionsResponse
 

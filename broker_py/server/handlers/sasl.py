@@ -134,7 +134,8 @@ def _describe(known: dict[str, dict[str, int]], request):
                     result(
                         name,
                         ErrorCode.DUPLICATE_RESOURCE,
-                        f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}",
+                        "Cannot describe SCRAM credentials for the same user twice "
+                        f"in a single request: {name}",
                     )
                 )
             elif name not in known:
@@ -170,7 +171,7 @@ def handle_alter_user_scram_credentials(apis, request, connection):
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "ALTER on the cluster is not authorized",
             )
-    for (user, mechanism), count in seen.items():
+    for (user, _mechanism), count in seen.items():
         if count > 1:
             refuse(
                 user,

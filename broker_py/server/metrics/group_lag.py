@@ -3,7 +3,8 @@
 - ``kafka_consumergroup_current_offset{consumergroup, topic, partition}``: the committed offset;
 - ``kafka_consumergroup_lag{consumergroup, topic, partition}``: high watermark minus
   committed offset (never below 0);
-- ``kafka_consumergroup_lag_sum{consumergroup, topic}`` and ``kafka_consumergroup_members{consumergroup}``.
+- ``kafka_consumergroup_lag_sum{consumergroup, topic}`` and
+  ``kafka_consumergroup_members{consumergroup}``.
 
 The high watermark is the local replica's (leader or follower): a committed partition
 with no replica on the coordinating broker has no lag series there (kafka_exporter asks
