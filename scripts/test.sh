@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything the tests need on a fresh Debian machine, then runs every test:
-# the Rust core's unit tests (no Python), then the pytest suites against the installed
-# wheel, driving a real broker process with real clients (kcat, confluent-kafka,
-# kafka-python, aiokafka) and a real ZooKeeper.
+# Installs everything the tests need on a fresh Debian machine, then runs the linters (ruff,
+# import-linter, mypy, clippy) and every test: the Rust core's unit tests (no Python), then
+# the pytest suites against the installed wheel, driving a real broker process with real
+# clients (kcat, confluent-kafka, kafka-python, aiokafka) and a real ZooKeeper.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +31,16 @@ for member in logstore/__init__.py logstore/spark/source.py logstore/_native log
 done
 python3 -m pip install --quiet --force-reinstall "$wheel"
 python3 -m pip install --quiet ".[test]"
+
+# Linters before the tests: ruff (errors and format), import-linter (the broker's layers,
+# drawn in docs/design/layout.md; PYTHONPATH=. so it reads this tree), mypy (strict on the pure
+# cores listed in pyproject.toml), clippy on the core alone and with the PyO3 bindings.
+ruff check .
+ruff format --check .
+PYTHONPATH=. lint-imports
+mypy
+cargo clippy --quiet --all-targets -- -D warnings
+cargo clippy --quiet --all-targets --features python -- -D warnings
 
 cargo test --quiet
 
