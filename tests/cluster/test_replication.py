@@ -24,7 +24,11 @@ from tests.cluster.harness.replicas import compare_replicas
 from tests.cluster.harness.workload import Workload
 from tests.support.waiting import wait_until
 
-SESSION_MS = 4000
+# The ZooKeeper session of every broker. Its pings pass through this process's link
+# proxies, which stall whenever this process does (the workload's clients run here too);
+# 6 s, as the chaos matrix uses, leaves them room where 4 s let live sessions expire in
+# two full-suite runs.
+SESSION_MS = 6000
 LAG_MS = 3000
 OVERRIDES = {
     "replica.lag.time.max.ms": str(LAG_MS),
