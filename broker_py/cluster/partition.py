@@ -65,6 +65,9 @@ class Partition:
         self.partition_epoch = -1  # the state node's zkVersion the controller last sent
         self.leader_epoch_start_offset = -1
         self.leader_id = -1
+        # Its log dir failed: it neither leads nor follows, and waiting produces answer
+        # KAFKA_STORAGE_ERROR.
+        self.offline = False
         self.assigned_replicas: list[int] = []
         self.isr: set[int] = set()
         # Derived from isr and assigned_replicas whenever either changes:
@@ -158,6 +161,12 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    def mark_offline(self) -> None:
+        """Its log dir failed (Kafka's ``markPartitionOffline``)."""
+        self.offline = True
+        self.leader_id = -1
+        self.pending_isr_change = None
 
     def leader_epoch_error(self, current_leader_epoch: int, leader_only: bool = True) -> ErrorCode:
         """The error for a request made under ``current_leader_epoch`` (-1: not checked):
@@ -315,7 +324,9 @@ class Partition:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below the minimum or shrank
         below it before (the high watermark then stays where it is, so waiting longer
         would only end in a timeout), with NOT_LEADER_OR_FOLLOWER once this broker no
-        longer leads."""
+        longer leads (KAFKA_STORAGE_ERROR once its log dir failed)."""
+        if self.offline:
+            return True, ErrorCode.KAFKA_STORAGE_ERROR
         if not self.is_leader:
             return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
         enough = self._min_isr_reached(min_insync_replicas)

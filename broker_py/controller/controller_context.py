@@ -86,6 +86,9 @@ class ControllerContext:
         self.topics_ineligible_for_deletion: set[str] = set()
         # topic -> live brokers that have not yet acknowledged an UpdateMetadata with it
         self.metadata_pending: dict[str, set[int]] = defaultdict(set)
+        # broker -> its replicas in a failed log dir (KIP-112), from its LeaderAndIsr
+        # responses (KAFKA_STORAGE_ERROR); cleared when the broker fails or restarts
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
 
     # ---- brokers ----
 
@@ -120,8 +123,14 @@ class ControllerContext:
         assignment = self.assignments.get(tp)
         return () if assignment is None else assignment.replicas
 
+    def is_replica_online(self, broker_id: int, tp: TopicPartition) -> bool:
+        """Live, and the replica's log dir has not failed (Kafka's ``isReplicaOnline``)."""
+        return self.is_live(broker_id) and tp not in self.replicas_on_offline_dirs.get(
+            broker_id, ()
+        )
+
     def offline_replicas(self, tp: TopicPartition) -> list[int]:
-        return [r for r in self.replicas(tp) if not self.is_live(r)]
+        return [r for r in self.replicas(tp) if not self.is_replica_online(r, tp)]
 
     def is_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_delete

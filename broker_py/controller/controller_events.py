@@ -153,6 +153,20 @@ class RequestResponse:
 
 
 @dataclasses.dataclass(frozen=True)
+class LogDirEventNotification:
+    """``/log_dir_event_notification`` changed: a broker's log dir failed (KIP-112)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderAndIsrResponseReceived:
+    """A broker answered a LeaderAndIsr: KAFKA_STORAGE_ERROR marks a replica offline."""
+
+    broker_id: int
+    broker_epoch: int  # the epoch the request was sent to
+    errors: dict[TopicPartition, int]
+
+
+@dataclasses.dataclass(frozen=True)
 class UpdateMetadataResponseReceived:
     broker_id: int
     topics: frozenset[str]
@@ -181,6 +195,8 @@ def from_store_change(change: StoreChange) -> object | None:
         return ZkPartitionReassignment()
     if kind is K.PREFERRED_ELECTION:
         return ZkPreferredReplicaElection()
+    if kind is K.LOG_DIR_EVENT:
+        return LogDirEventNotification()
     if kind is K.TOPIC_CONFIG and change.name is not None:
         return TopicUncleanLeaderElectionEnable(change.name)
     return None

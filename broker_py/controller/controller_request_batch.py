@@ -125,6 +125,8 @@ class ControllerRequestBatch:
             None
         )
         self.on_update_metadata_response: Callable[[int, set[str], object], None] | None = None
+        # (broker id, broker epoch sent to, per-partition errors) of each LeaderAndIsr.
+        self.on_leader_and_isr_response: Callable[[int, int, object], None] | None = None
 
     def is_empty(self) -> bool:
         return not (self._leader_and_isr or self._stop_replica or self._metadata_brokers)
@@ -215,7 +217,12 @@ class ControllerRequestBatch:
                 },
                 tuple(r for r in live if r.id in leaders),
             )
-            channel.send(broker_id, request)
+            on_response = None
+            if self.on_leader_and_isr_response is not None:
+                on_response = (lambda hook, b, e: lambda response: hook(b, e, response))(
+                    self.on_leader_and_isr_response, broker_id, request.broker_epoch
+                )
+            channel.send(broker_id, request, on_response)
         if self._metadata_brokers:
             metadata_states = tuple(
                 s

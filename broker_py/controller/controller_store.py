@@ -90,6 +90,7 @@ class StoreChangeKind(enum.Enum):
     PREFERRED_ELECTION = "preferred_election"  # /admin/preferred_replica_election created
     CONTROLLER = "controller"  # /controller created, changed or deleted
     TOPIC_CONFIG = "topic_config"  # a /config/changes notification for topics/<name>
+    LOG_DIR_EVENT = "log_dir_event"  # /log_dir_event_notification children (KIP-112)
     SESSION_EXPIRED = "session_expired"  # the session ended: ephemerals and watches are gone
 
 
@@ -133,6 +134,9 @@ class ControllerStore(Protocol):
     def reassignment_request(self) -> dict[TopicPartition, list[int]]:
         """``/admin/reassign_partitions`` ({} when absent)."""
 
+    def log_dir_event_notifications(self) -> dict[str, int]:
+        """The pending log dir failure notifications: name -> the broker that wrote it."""
+
     def preferred_election_request(self) -> set[TopicPartition]:
         """``/admin/preferred_replica_election`` (empty when absent)."""
 
@@ -161,6 +165,11 @@ class ControllerStore(Protocol):
 
     def controller_delete_preferred_election_request(self, epoch_zk_version: int) -> None: ...
 
+    def controller_delete_log_dir_event_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        """Deletes the named log dir event notifications (those already gone are fine)."""
+
     # ---- admin writes (from any broker; the controller acts on them through watch) ----
     def create_topic(
         self, topic: str, assignment: TopicAssignment, configs: Mapping[str, str]
@@ -182,6 +191,10 @@ class ControllerStore(Protocol):
     def request_reassignment(self, reassignment: Mapping[TopicPartition, list[int]]) -> None: ...
 
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        """Tells the controller that a log dir of ``broker_id`` failed (Kafka's
+        ``propagateLogDirEvent``: a sequential ``/log_dir_event_notification`` node)."""
 
     # ---- changes ----
     def watch(self, on_change: Callable[[StoreChange], None]) -> None:

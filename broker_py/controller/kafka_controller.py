@@ -104,6 +104,7 @@ class KafkaController:
         self.batch = ControllerRequestBatch(self.broker_id, self.context)
         self.batch.on_stop_replica_response = self._stop_replica_response
         self.batch.on_update_metadata_response = self._update_metadata_response
+        self.batch.on_leader_and_isr_response = self._leader_and_isr_response
         self.partition_state_machine = PartitionStateMachine(
             self.context, self.store, self.batch, self._unclean_default
         )
@@ -159,6 +160,10 @@ class KafkaController:
                 broker_id, frozenset(topics), response if isinstance(response, int) else 0
             )
         )
+
+    def _leader_and_isr_response(self, broker_id: int, broker_epoch: int, response: object) -> None:
+        errors = response if isinstance(response, dict) else {}
+        self.enqueue(ev.LeaderAndIsrResponseReceived(broker_id, broker_epoch, errors))
 
     # ---- election and failover ----
 
@@ -227,6 +232,11 @@ class KafkaController:
         ctx.leadership.update(self.store.partition_states(all_partitions))
         queued = self.store.topics_to_delete()
         ctx.topics_to_delete = queued & ctx.all_topics()
+        # Offline replicas are learned from the LeaderAndIsr answers below, not from old
+        # notifications (Kafka deletes them at failover).
+        self.store.controller_delete_log_dir_event_notifications(
+            epoch_zk_version, self.store.log_dir_event_notifications()
+        )
         # UpdateMetadata (the live brokers and this controller) to every broker before any
         # LeaderAndIsr; partition states follow with the LeaderAndIsr (Kafka 2.4+).
         self.batch.add_update_metadata(ctx.live_brokers, [])
@@ -320,6 +330,8 @@ class KafkaController:
     def _on_broker_startup(self, brokers: set[int]) -> None:
         ctx = self.context
         ctx.shutting_down -= brokers
+        for b in brokers:  # a restart recovered its log dirs
+            ctx.replicas_on_offline_dirs.pop(b, None)
         existing = set(ctx.live_brokers) - brokers
         self.batch.add_update_metadata(existing, [])
         self.batch.add_update_metadata(brokers, list(ctx.assignments))
@@ -339,6 +351,8 @@ class KafkaController:
     def _on_broker_failure(self, brokers: set[int]) -> None:
         ctx = self.context
         ctx.shutting_down -= brokers
+        for b in brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
         for pending in ctx.metadata_pending.values():
             pending -= brokers
         led = [
@@ -355,6 +369,76 @@ class KafkaController:
             self.partition_state_machine.remove_replica_from_isr(b, partitions)
         self.topic_deletion.on_brokers_failed(brokers)
         self.batch.add_update_metadata(ctx.live_brokers, [])
+        self.batch.send(self.channel)
+
+    # ---- log dir failures (KIP-112) ----
+
+    def _log_dir_event(self, _event: object) -> None:
+        """Brokers wrote log dir failure notifications: each is sent a LeaderAndIsr for
+        every replica it holds (Kafka's ``onBrokerLogDirFailure``); the replicas it
+        answers KAFKA_STORAGE_ERROR for go offline (:meth:`_leader_and_isr_answered`)."""
+        if not self.active:
+            return
+        ctx = self.context
+        notifications = self.store.log_dir_event_notifications()
+        if not notifications:
+            return
+        self.store.controller_delete_log_dir_event_notifications(
+            ctx.epoch_zk_version, notifications
+        )
+        brokers = sorted(set(notifications.values()))
+        log.info("log dir failure notifications from brokers %s", brokers)
+        for b in brokers:
+            if not ctx.is_live(b):
+                continue
+            for tp in ctx.partitions_on_broker(b):
+                if not ctx.is_queued_for_deletion(tp.topic):
+                    self.batch.add_leader_and_isr([b], tp)
+        self.batch.send(self.channel)
+
+    def _leader_and_isr_answered(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        """Kafka's ``processLeaderAndIsrResponseReceived``: the broker's replicas answered
+        KAFKA_STORAGE_ERROR are offline, those answered NONE online again."""
+        ctx = self.context
+        broker_id = event.broker_id
+        if not self.active or ctx.broker_epoch(broker_id) != event.broker_epoch:
+            return  # sent to an earlier registration of the broker, or no longer ours
+        offline = {tp for tp, e in event.errors.items() if e == ErrorCode.KAFKA_STORAGE_ERROR}
+        online = {tp for tp, e in event.errors.items() if e == ErrorCode.NONE}
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        current = (previous - online) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[broker_id] = current
+        else:
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
+        new = sorted(current - previous)
+        if new:
+            log.info(
+                "replicas on broker %d are offline (failed log dir): %s",
+                broker_id,
+                ", ".join(f"{tp.topic}-{tp.partition}" for tp in new),
+            )
+            self._on_replicas_become_offline(broker_id, new)
+
+    def _on_replicas_become_offline(self, broker_id: int, partitions: list[TopicPartition]) -> None:
+        """The replicas of ``partitions`` on ``broker_id`` are offline: the partitions it
+        led elect a leader among their other in-sync replicas, and it leaves every ISR
+        (Kafka's ``onReplicasBecomeOffline``)."""
+        ctx = self.context
+        partitions = [
+            tp
+            for tp in partitions
+            if tp in ctx.assignments and not ctx.is_queued_for_deletion(tp.topic)
+        ]
+        led = [
+            tp
+            for tp in partitions
+            if (s := ctx.leadership.get(tp)) is not None and s.leader == broker_id
+        ]
+        self.partition_state_machine.to_offline(led)
+        self.partition_state_machine.trigger_online_partition_state_change()
+        self.partition_state_machine.remove_replica_from_isr(broker_id, partitions)
+        self.batch.add_update_metadata(ctx.live_brokers, partitions)
         self.batch.send(self.channel)
 
     # ---- topics ----
@@ -761,4 +845,6 @@ _HANDLERS: dict[type, Callable[[KafkaController, Any], None]] = {
     ev.ApiPartitionReassignment: KafkaController._api_partition_reassignment,
     ev.ListPartitionReassignments: KafkaController._list_partition_reassignments,
     ev.ZkPartitionReassignment: KafkaController._zk_partition_reassignment,
+    ev.LogDirEventNotification: KafkaController._log_dir_event,
+    ev.LeaderAndIsrResponseReceived: KafkaController._leader_and_isr_answered,
 }

@@ -71,7 +71,7 @@ class PartitionStateMachine:
             state = ctx.leadership.get(tp)
             if state is None:
                 ctx.states[tp] = PartitionState.NEW
-            elif ctx.is_live(state.leader):
+            elif ctx.is_replica_online(state.leader, tp):
                 ctx.states[tp] = PartitionState.ONLINE
             else:
                 ctx.states[tp] = PartitionState.OFFLINE
@@ -158,7 +158,8 @@ class PartitionStateMachine:
     ) -> tuple[LeaderIsrAndControllerEpoch | None, str]:
         ctx = self.context
         assignment = ctx.assignments[tp]
-        live = ctx.live_or_shutting_down()
+        # Live brokers whose replica of tp is online (a failed log dir's replica is not).
+        live = {b for b in ctx.live_or_shutting_down() if ctx.is_replica_online(b, tp)}
         isr = current.isr
         if election in (Election.OFFLINE, Election.OFFLINE_UNCLEAN):
             unclean_ok = election is Election.OFFLINE_UNCLEAN or ctx.unclean_election_enabled(

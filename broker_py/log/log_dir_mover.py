@@ -294,6 +294,13 @@ class LogDirMover:
             return None
         return partition
 
+    def stop_moves_touching(self, log_dir: str) -> list[tuple[str, int]]:
+        """Stops every move from or to ``log_dir`` (gone offline); returns their partitions."""
+        stopped = [k for k, m in self.moves.items() if log_dir in (m.src_dir, m.dest_dir)]
+        for key in stopped:
+            self.moves[key].stopped.set()
+        return stopped
+
     async def stop(self) -> None:
         tasks = [m.task for m in self.moves.values() if m.task is not None]
         for t in tasks:

@@ -5,6 +5,9 @@ Invariants:
 - A new partition goes to the log dir that holds the fewest partitions.
 - Every open ``logstore.Log`` is closed cleanly by :meth:`shutdown`, which leaves the
   clean-shutdown marker so the next start needs no recovery.
+- A log dir that failed (KIP-112, :meth:`LogManager.handle_log_dir_failure`) is offline
+  until the broker restarts: its logs are dropped without a write (the next start
+  recovers them) and no log opens or is created in it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logstore
 from broker_py.common.topic import TopicInfo
 from broker_py.log import log_dir_mover
 from broker_py.log.file_lock import lock_log_dirs
+from broker_py.log.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from broker_py.log.partition_metadata_file import (
     partition_metadata_text,
     partition_metadata_topic_id,
@@ -77,16 +81,25 @@ def _dropped(plog: logstore.Log) -> str:
     return f"; {report}" if report else ""
 
 
-def _open(path: str, effective_config: dict[str, str]) -> logstore.Log:
+def _open(
+    path: str, effective_config: dict[str, str], failures: LogDirFailureChannel | None = None
+) -> logstore.Log:
     try:
         return logstore.Log.open(path, **log_config(effective_config))
     except logstore.LogIOError as e:
+        if failures is not None and is_log_dir_failure(e):
+            failures.maybe_add_offline_log_dir(
+                os.path.dirname(path), f"opening {os.path.basename(path)} failed: {e}"
+            )
         raise KafkaStorageError(str(e)) from e
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[str]) -> None:
+    def __init__(
+        self, log_dirs: list[str], failure_channel: LogDirFailureChannel | None = None
+    ) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.failure_channel = failure_channel or LogDirFailureChannel()
         # Before anything reads or changes a dir: LogDirInUseError when another broker has it.
         self._locks = lock_log_dirs(self.log_dirs)
         try:
@@ -141,11 +154,23 @@ class LogManager:
             moved.append(target)
         return moved
 
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """The log dirs not offline, in ``log.dirs`` order."""
+        return [d for d in self.log_dirs if not self.failure_channel.has_offline_log_dir(d)]
+
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        return not self.failure_channel.has_offline_log_dir(log_dir)
+
     def _choose_dir(self, planned: Mapping[str, int] | None = None) -> str:
-        """The dir with the fewest partitions, counting ``planned`` ones not yet open."""
+        """The live dir with the fewest partitions, counting ``planned`` ones not yet open
+        (KafkaStorageError when every dir is offline)."""
         planned = planned or {}
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError(f"every log dir of {self.log_dirs} is offline")
         return min(
-            self.log_dirs,
+            live,
             key=lambda d: (self._count_in.get(d, 0) + planned.get(d, 0), self.log_dirs.index(d)),
         )
 
@@ -155,12 +180,18 @@ class LogManager:
     def place(
         self, topic: str, partition: int, planned: Mapping[str, int] | None = None
     ) -> tuple[str, bool]:
-        """(the dir a partition's log is or goes in, whether it exists there already)."""
-        found = [d for d in self.log_dirs if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))]
-        return (found[0], True) if found else (self._choose_dir(planned), False)
+        """(the dir a partition's log is or goes in, whether it exists there already);
+        KafkaStorageError when its dir is offline (its log is there, unreadable until a
+        restart) or no live dir is left for a new one."""
+        for d in self.log_dirs:
+            if not self.is_log_dir_online(d):
+                continue
+            if os.path.isdir(os.path.join(d, f"{topic}-{partition}")):
+                return d, True
+        return self._choose_dir(planned), False
 
-    @staticmethod
     def open_files(
+        self,
         topic: TopicInfo,
         partition: int,
         log_dir: str,
@@ -173,7 +204,7 @@ class LogManager:
         path = os.path.join(log_dir, f"{topic.name}-{partition}")
         started = time.monotonic()
         try:
-            plog = _open(path, effective_config)
+            plog = _open(path, effective_config, self.failure_channel)
         except KafkaStorageError:
             if not existed:
                 shutil.rmtree(path, ignore_errors=True)
@@ -195,7 +226,9 @@ class LogManager:
                 with open(meta, "w", encoding="utf-8") as f:
                     f.write(partition_metadata_text(topic.topic_id))
             except OSError as e:
-                plog.close()
+                if is_log_dir_failure(e):
+                    self.failure_channel.maybe_add_offline_log_dir(log_dir, f"writing {meta}: {e}")
+                plog.close_handlers()
                 if not existed:
                     shutil.rmtree(path, ignore_errors=True)
                 raise KafkaStorageError(f"writing {meta}: {e.strerror or e}") from None
@@ -227,7 +260,12 @@ class LogManager:
     ) -> UnifiedLog:
         """The partition's log (Kafka's ``getOrCreateLog``): opened (recovering if needed)
         or created and registered, with its producer state, on the caller's thread."""
-        return UnifiedLog(topic.name, partition, self.open_log(topic, partition, effective_config))
+        return UnifiedLog(
+            topic.name,
+            partition,
+            self.open_log(topic, partition, effective_config),
+            self.failure_channel,
+        )
 
     async def open_new_logs(
         self,
@@ -264,7 +302,10 @@ class LogManager:
             try:
                 out.append(
                     UnifiedLog(
-                        info.name, index, self.open_files(info, index, log_dir, existed, config)
+                        info.name,
+                        index,
+                        self.open_files(info, index, log_dir, existed, config),
+                        self.failure_channel,
                     )
                 )
             except KafkaError:
@@ -275,7 +316,9 @@ class LogManager:
         self, topic: str, partition: int, log_dir: str, effective_config: dict[str, str]
     ) -> logstore.Log:
         """Opens a partition's (closed) log again, from ``log_dir``, in place of the old."""
-        plog = _open(os.path.join(log_dir, f"{topic}-{partition}"), effective_config)
+        plog = _open(
+            os.path.join(log_dir, f"{topic}-{partition}"), effective_config, self.failure_channel
+        )
         self.register(topic, partition, plog, log_dir)
         return plog
 
@@ -302,6 +345,30 @@ class LogManager:
             )
         if log_dir is not None:
             shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[tuple[str, int]]:
+        """Drops the logs of ``log_dir`` (offline: see the failure channel) without writing
+        to them (Kafka's ``closeHandlers``: no flush, no checkpoint, no clean-shutdown
+        marker, so the next start recovers them); returns their partitions."""
+        log_dir = os.path.abspath(log_dir)
+        self.failure_channel.maybe_add_offline_log_dir(log_dir, "taken offline")
+        dropped = sorted(key for key, d in self._dir_of.items() if d == log_dir)
+        for key in dropped:
+            plog = self.logs.pop(key, None)
+            del self._dir_of[key]
+            if plog is not None:
+                try:
+                    plog.close_handlers()
+                except logstore.LogStoreError:
+                    log.exception("dropping the log of %s-%d", *key)
+        self._count_in[log_dir] = 0
+        log.warning(
+            "log dir %s is offline: dropped the logs of %d partitions; live log dirs: %s",
+            log_dir,
+            len(dropped),
+            self.live_log_dirs,
+        )
+        return dropped
 
     def partitions_of(self, topic: str) -> list[int]:
         return sorted(p for t, p in self.logs if t == topic)

@@ -12,12 +12,20 @@ leader-epoch cache) with the producer state and the transaction index kept besid
   the partition computes from its high watermark.
 - Every storage-engine error leaves this class as a Kafka error
   (:mod:`broker_py.log.storage_errors`); storage errors are logged at most once per
-  interval.
+  interval. An I/O failure of the disk (the engine's or the producer state's and
+  transaction index's own files) also reports the log's dir to the
+  :class:`~broker_py.log.log_dir_failure_channel.LogDirFailureChannel`, which takes it
+  offline.
 """
 
 from __future__ import annotations
 
 import logstore
+from broker_py.log.log_dir_failure_channel import (
+    LogDirFailureChannel,
+    is_log_dir_failure,
+    log_dir_of,
+)
 from broker_py.log.producer_state import CompletedTxn, ProducerStateManager
 from broker_py.log.storage_errors import StorageErrorLog, kafka_error
 from broker_py.log.transaction_index import AbortedTxn, TransactionIndex
@@ -28,6 +36,7 @@ from logstore.protocol.errors import (
     InvalidRecordError,
     InvalidTxnStateError,
     KafkaError,
+    KafkaStorageError,
 )
 
 COMMIT = 1
@@ -52,7 +61,13 @@ def _coordinator_epoch(data, batch) -> int:
 
 
 class UnifiedLog:
-    def __init__(self, topic: str, index: int, local_log: logstore.Log) -> None:
+    def __init__(
+        self,
+        topic: str,
+        index: int,
+        local_log: logstore.Log,
+        failure_channel: LogDirFailureChannel | None = None,
+    ) -> None:
         self.topic = topic
         self.index = index
         self.local_log = local_log
@@ -64,6 +79,7 @@ class UnifiedLog:
         # producer state is snapshotted (a later truncation replays from there).
         self._segments = local_log.num_segments
         self._storage_errors = StorageErrorLog(f"{topic}-{index}")
+        self.failure_channel = failure_channel
         self._index_replayed_aborts()
 
     @property
@@ -77,9 +93,29 @@ class UnifiedLog:
         self.txn_index.moved_to(local_log.path)
         self._segments = local_log.num_segments
 
+    @property
+    def log_dir(self) -> str:
+        return log_dir_of(self.local_log.path)
+
     def error(self, e: logstore.LogStoreError, action: str = "appending to") -> KafkaError:
-        """The Kafka error for a storage-engine error of this log (storage errors logged)."""
+        """The Kafka error for a storage-engine error of this log (storage errors logged;
+        a failure of the disk reported to the failure channel)."""
+        self._report_failure(e, action)
         return self._storage_errors.record(kafka_error(e, self.name), action)
+
+    def os_error(self, e: OSError, action: str) -> KafkaError:
+        """KAFKA_STORAGE_ERROR for an OSError of this log's own files (producer state
+        snapshots, the transaction index), reported like the engine's I/O errors."""
+        self._report_failure(e, action)
+        return self._storage_errors.record(
+            KafkaStorageError(f"{action} {self.name}: {e.strerror or e}"), action
+        )
+
+    def _report_failure(self, e: BaseException, action: str) -> None:
+        if self.failure_channel is not None and is_log_dir_failure(e):
+            self.failure_channel.maybe_add_offline_log_dir(
+                self.log_dir, f"{action} {self.name} failed: {e}"
+            )
 
     # ---- offsets ----
 
@@ -119,6 +155,22 @@ class UnifiedLog:
                 )
         self.producer_state.replayed_aborts.clear()
 
+    def _index_abort(self, producer_id: int, first_offset: int, marker_offset: int) -> None:
+        """Indexes the ABORT marker at ``marker_offset`` ending a transaction that began at
+        ``first_offset``; its entry records, as Kafka's, the first offset still unstable
+        once the transaction is over (the marker's offset + 1 when none is)."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        entry = AbortedTxn(
+            producer_id,
+            first_offset,
+            marker_offset,
+            marker_offset + 1 if first_unstable is None else first_unstable,
+        )
+        try:
+            self.txn_index.append(entry, self._segment_of(marker_offset))
+        except OSError as e:
+            raise self.os_error(e, "indexing an aborted transaction of") from None
+
     def _after_truncation(self) -> None:
         """The log's tail was cut: rebuild the producer state (from its newest snapshot
         at or below the new end) and cut the transaction index."""
@@ -130,7 +182,11 @@ class UnifiedLog:
     def _after_append(self) -> None:
         segments = self.local_log.num_segments
         if segments > self._segments:
-            self.producer_state.write_snapshot(sync=False)
+            self._segments = segments
+            try:
+                self.producer_state.write_snapshot(sync=False)
+            except OSError as e:
+                raise self.os_error(e, "snapshotting the producer state of") from None
         self._segments = segments
 
     def _after_log_start_moved(self) -> None:
@@ -248,16 +304,7 @@ class UnifiedLog:
         )
         self._after_append()
         if txn is not None and txn.aborted:
-            first_unstable = self.producer_state.first_unstable_offset()
-            self.txn_index.append(
-                AbortedTxn(
-                    producer_id,
-                    txn.first_offset,
-                    offset,
-                    offset + 1 if first_unstable is None else first_unstable,
-                ),
-                self._segment_of(offset),
-            )
+            self._index_abort(producer_id, txn.first_offset, offset)
         return offset, txn
 
     def append_as_follower(self, records) -> tuple[int, int]:
@@ -286,16 +333,7 @@ class UnifiedLog:
                     offset,
                 )
                 if txn is not None and txn.aborted:
-                    first_unstable = state.first_unstable_offset()
-                    self.txn_index.append(
-                        AbortedTxn(
-                            batch.producer_id,
-                            txn.first_offset,
-                            offset,
-                            offset + 1 if first_unstable is None else first_unstable,
-                        ),
-                        self._segment_of(offset),
-                    )
+                    self._index_abort(batch.producer_id, txn.first_offset, offset)
         self._after_append()
         return info.base_offset, info.last_offset
 

@@ -40,6 +40,7 @@ TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 UNKNOWN_TOPIC_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+KAFKA_STORAGE_ERROR = int(ErrorCode.KAFKA_STORAGE_ERROR)
 
 
 def read_from_local_log(
@@ -71,7 +72,16 @@ def _read_for_follower(
             continue
         partition = held.get((fp.topic, fp.partition))
         if partition is None:
-            out.append(FetchPartitionData(fp, UNKNOWN_TOPIC_OR_PARTITION, -1, -1))
+            out.append(
+                FetchPartitionData(
+                    fp,
+                    KAFKA_STORAGE_ERROR
+                    if (fp.topic, fp.partition) in manager.offline_partitions
+                    else UNKNOWN_TOPIC_OR_PARTITION,
+                    -1,
+                    -1,
+                )
+            )
             continue
         touched.append(partition)
         error = partition.leader_epoch_error(fp.current_leader_epoch)
@@ -258,8 +268,11 @@ def _read_for_consumer(
 
 
 def _not_held_error(manager: ReplicaManager, topic: str, index: int) -> int:
-    """NOT_LEADER_OR_FOLLOWER for a partition the cluster has elsewhere (Kafka's answer:
-    the client refreshes its metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
+    """KAFKA_STORAGE_ERROR for a partition in an offline log dir; NOT_LEADER_OR_FOLLOWER
+    for a partition the cluster has elsewhere (Kafka's answer: the client refreshes its
+    metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
+    if (topic, index) in manager.offline_partitions:
+        return KAFKA_STORAGE_ERROR
     exists = manager.partition_exists
     return (
         NOT_LEADER_OR_FOLLOWER

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from logstore.protocol.error_codes import ErrorCode
 
+_LOST_PARTITION = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR})
+
 
 @dataclass(slots=True)
 class ProducePartitionResult:
@@ -39,10 +41,15 @@ class ProducePartitionResult:
         return cls(index, int(error), -1, -1, -1, message or error.description, record_errors)
 
     def fail(self, error: ErrorCode) -> None:
-        """Answers ``error`` (its description as the message) after all, offsets kept:
-        an appended partition whose acks=all condition failed."""
+        """Answers ``error`` (its description as the message) after all: an appended
+        partition whose acks=all condition failed. A leader that lost its partition
+        (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR) answers -1 offsets, as the records
+        may be truncated away; NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT
+        keep them (the records are in this leader's log), as Kafka's do."""
         self.error_code = int(error)
         self.error_message = error.description
+        if error in _LOST_PARTITION:
+            self.base_offset = self.log_append_time_ms = self.log_start_offset = -1
 
     def wire(self) -> tuple[int, int, int, int, int, str | None, Sequence[tuple[int, str]]]:
         """The 7-tuple ``logstore.encode_produce_response`` takes."""

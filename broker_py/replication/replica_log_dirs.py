@@ -12,6 +12,12 @@ do for a partition already in that dir, and otherwise the move starts
 moving elsewhere is redirected, as Kafka replaces a future replica: that move stops, its
 future log goes, and the partition moves to the new dir from wherever it is (to its own
 dir: it stays).
+
+A log dir that failed (KIP-112) is described with KAFKA_STORAGE_ERROR and no replicas.
+:func:`stop_serving_log_dir` is Kafka's ``ReplicaManager.handleLogDirFailure``: the dir's
+partitions stop being fetched and served (they answer KAFKA_STORAGE_ERROR until a
+restart), waiting produces and fetches on them complete, moves from or to the dir stop,
+and its logs are dropped unwritten.
 """
 
 from __future__ import annotations
@@ -69,6 +75,9 @@ def describe_log_dirs(
     wanted = held if partitions is None else set(partitions) & held
     results: list[LogDirInfo] = []
     for log_dir in log_manager.log_dirs:
+        if not log_manager.is_log_dir_online(log_dir):
+            results.append(LogDirInfo(log_dir, ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, []))
+            continue
         replicas: list[ReplicaLogDirInfo] = []
         for topic, index in sorted(wanted):
             partition = manager.get_partition(topic, index)
@@ -124,3 +133,32 @@ def alter_replica_log_dir(
     if current != dest or move is not None:
         mover.start(topic, index, dest)
     return ErrorCode.NONE
+
+
+def stop_serving_log_dir(
+    manager: ReplicaManager, log_manager: LogManager, mover: LogDirMover | None, log_dir: str
+) -> list[tuple[str, int]]:
+    """Stops serving the replicas in the failed ``log_dir`` (see the module docstring);
+    returns the partitions that went offline."""
+    log_dir = os.path.abspath(log_dir)
+    offline = sorted(
+        key
+        for key, partition in list(manager.partitions.items())
+        if log_manager.dir_of(*key) == log_dir or partition.log.log_dir == log_dir
+    )
+    fetcher = manager.replica_fetcher_manager
+    if fetcher is not None:
+        fetcher.remove_fetcher_for_partitions(offline)
+    if mover is not None:
+        mover.stop_moves_touching(log_dir)
+    for key in offline:
+        manager.mark_partition_offline(key)
+    log_manager.handle_log_dir_failure(log_dir)
+    log.warning(
+        "broker %d stopped serving %d partitions in the failed log dir %s: %s",
+        manager.broker_id,
+        len(offline),
+        log_dir,
+        ", ".join(f"{t}-{i}" for t, i in offline) or "none",
+    )
+    return offline

@@ -36,6 +36,7 @@ import logstore
 from broker_py.cluster.partition import Partition
 from broker_py.cluster.replica import PendingIsrChange
 from broker_py.log import offset_checkpoint
+from broker_py.log.log_dir_failure_channel import is_log_dir_failure
 from broker_py.log.unified_log import UnifiedLog
 from broker_py.replication.delayed_fetch import DelayedFetch
 from broker_py.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -53,6 +54,7 @@ from broker_py.replication.replica_log_dirs import (
     LogDirInfo,
     alter_replica_log_dir,
     describe_log_dirs,
+    stop_serving_log_dir,
 )
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -74,6 +76,7 @@ if TYPE_CHECKING:
 from logstore.protocol.errors import (
     InvalidRequiredAcksError,
     KafkaError,
+    KafkaStorageError,
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
@@ -161,6 +164,9 @@ class ReplicaManager:
         self._min_insync_replicas = min_insync_replicas
         self.time = time
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Partitions whose log dir failed (Kafka's HostedPartition.Offline): they answer
+        # KAFKA_STORAGE_ERROR until the broker restarts.
+        self.offline_partitions: set[tuple[str, int]] = set()
         # The highest controller epoch seen in a LeaderAndIsr or StopReplica.
         self.controller_epoch = -1
         self.produce_purgatory = DelayedOperationPurgatory("Produce", time)
@@ -202,6 +208,8 @@ class ReplicaManager:
         UnknownTopicOrPartitionError when no such partition exists."""
         partition = self.partitions.get((topic, index))
         if partition is None:
+            if (topic, index) in self.offline_partitions:
+                raise KafkaStorageError(f"{topic}-{index} is in an offline log dir")
             if self.partition_exists is not None and self.partition_exists(topic, index):
                 raise NotLeaderOrFollowerError(f"this broker holds no replica of {topic}-{index}")
             raise UnknownTopicOrPartitionError(f"{topic}-{index} is not on this broker")
@@ -273,6 +281,9 @@ class ReplicaManager:
             topic, index = tp
             if self.broker_id not in state.replicas:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if (topic, index) in self.offline_partitions:
+                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             partition = self.partitions.get((topic, index))
             if partition is not None and (
@@ -426,6 +437,9 @@ class ReplicaManager:
         errors: dict[TopicPartition, ErrorCode] = {}
         for state in request.partitions:
             topic, index = state.partition
+            if (topic, index) in self.offline_partitions:
+                errors[state.partition] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             partition = self.partitions.get((topic, index))
             if (
                 partition is not None
@@ -458,6 +472,26 @@ class ReplicaManager:
         return ErrorCode.NONE, errors
 
     # ---- log dirs ----
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[tuple[str, int]]:
+        """Stops serving the replicas of the failed ``log_dir`` (Kafka's
+        ``handleLogDirFailure``; see :func:`stop_serving_log_dir`) and tells the
+        leadership listeners they no longer lead them; returns those partitions."""
+        offline = stop_serving_log_dir(self, self._log_manager(), self.log_dir_mover, log_dir)
+        self._hw_checkpoints.pop(os.path.abspath(log_dir), None)
+        for callback in self.on_leadership_change:
+            callback([], offline)
+        return offline
+
+    def mark_partition_offline(self, key: tuple[str, int]) -> None:
+        """The partition's log dir failed: it answers KAFKA_STORAGE_ERROR from now on, and
+        produces and fetches waiting on it complete."""
+        partition = self.partitions.pop(key, None)
+        self.offline_partitions.add(key)
+        if partition is not None:
+            partition.mark_offline()
+            self.produce_purgatory.check_and_complete(key)
+            self.fetch_purgatory.complete_all(key)
 
     def describe_log_dirs(self, partitions: Iterable[tuple[str, int]] | None) -> list[LogDirInfo]:
         """Each log dir with the replicas of ``partitions`` (None: every partition held)
@@ -509,6 +543,10 @@ class ReplicaManager:
                 )
             except OSError as e:
                 log.error("writing the high watermark checkpoint of %s: %s", log_dir, e)
+                if self.log_manager is not None and is_log_dir_failure(e):
+                    self.log_manager.failure_channel.maybe_add_offline_log_dir(
+                        log_dir, f"writing the high watermark checkpoint failed: {e}"
+                    )
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
         """Proposes dropping, from the ISR of every partition this broker leads, the

@@ -21,6 +21,7 @@ import logging
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.coordinator.transaction.producer_id_manager import ProducerIdManager
+from broker_py.log.log_dir_failure_channel import LogDirFailureChannel
 from broker_py.log.log_dir_mover import LogDirMover
 from broker_py.log.log_manager import LogManager
 from broker_py.network import fd_budget
@@ -39,6 +40,7 @@ from broker_py.server.kafka_apis import KafkaApis
 from broker_py.server.local_state_import import import_local_state
 from broker_py.server.local_support import LocalSupport
 from broker_py.server.log_config_manager import LogConfigManager
+from broker_py.server.log_dir_failure_handler import LogDirFailureHandler
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
@@ -134,7 +136,9 @@ class KafkaServer:
         fd_budget.apply()
         # First: the log manager locks every log dir (LogDirInUseError if another broker
         # holds one) before this broker reads or writes anything in them.
-        self.log_manager = LogManager(config.log_dirs)
+        # Where I/O failures of a log dir are reported (KIP-112): it goes offline.
+        self.log_dir_failure_channel = LogDirFailureChannel()
+        self.log_manager = LogManager(config.log_dirs, self.log_dir_failure_channel)
         try:
             self._load(config)
         except BaseException:
@@ -237,6 +241,13 @@ class KafkaServer:
             zk_support=self.zk_support,
         )
         support.on_topic_config.append(self._topic_config_changed)
+        self.log_dir_failure_handler = LogDirFailureHandler(
+            self.log_dir_failure_channel,
+            replica_manager,
+            self.log_manager,
+            support,
+            end_session=None if self.zk_support is None else self.zk_support.zk.close,
+        )
         if self.zk_support is not None:
             self.zk_support.attach(self.apis)
         self.log_tasks = LogTasks(config, self.apis, self.time)
@@ -288,6 +299,7 @@ class KafkaServer:
             )
 
     async def start(self) -> None:
+        self.log_dir_failure_handler.start()
         self.startup_logs()
         if self.zk_support is not None:
             # State this broker kept while it ran alone joins the cluster's, once.
@@ -314,6 +326,7 @@ class KafkaServer:
             await self.metrics.stop()
         if self.zk_support is not None and self.config["controlled.shutdown.enable"]:
             await self.zk_support.controlled_shutdown()
+        await self.log_dir_failure_handler.stop()
         await self.log_dir_mover.stop()
         await self.log_tasks.stop()
         await apis.listeners.stop()

@@ -236,6 +236,10 @@ class _Backend:
         self.controller: tuple[int, int] | None = None  # (broker id, owner session)
         self.session_ids = itertools.count(1)
         self.sessions: list[LocalControllerStore] = []
+        # Pending log dir failure notifications (name -> broker), not persisted: a new
+        # controller learns offline replicas from its LeaderAndIsr responses.
+        self.log_dir_events: dict[str, int] = {}
+        self.log_dir_event_ids = itertools.count()
 
     def next_zxid(self) -> int:
         self.data.zxid += 1
@@ -446,6 +450,10 @@ class LocalControllerStore:
         with self._b.lock:
             return set(self._b.data.preferred or ())
 
+    def log_dir_event_notifications(self) -> dict[str, int]:
+        with self._b.lock:
+            return dict(self._b.log_dir_events)
+
     # ---- controller writes ----
 
     def controller_create_partition_states(
@@ -528,6 +536,14 @@ class LocalControllerStore:
             self._fence(epoch_zk_version)
             self._b.data.preferred = None
 
+    def controller_delete_log_dir_event_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        with self._write(persist=False):
+            self._fence(epoch_zk_version)
+            for name in names:
+                self._b.log_dir_events.pop(name, None)
+
     # ---- admin writes ----
 
     def create_topic(
@@ -584,6 +600,12 @@ class LocalControllerStore:
             self._b.data.preferred = dict.fromkeys(TopicPartition(*tp) for tp in partitions)
             self._b.next_zxid()
             changes.append((StoreChange(StoreChangeKind.PREFERRED_ELECTION), None))
+
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        with self._write(persist=False) as changes:
+            name = f"log_dir_event_{next(self._b.log_dir_event_ids):010d}"
+            self._b.log_dir_events[name] = broker_id
+            changes.append((StoreChange(StoreChangeKind.LOG_DIR_EVENT), None))
 
     # ---- changes ----
 

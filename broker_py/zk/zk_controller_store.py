@@ -427,6 +427,40 @@ class ZkControllerStore:
         )
 
     @zk_failures
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        self.zk.create_sequential(
+            zk_data.LogDirEventNotificationSequenceZNode.path(),
+            zk_data.LogDirEventNotificationSequenceZNode.encode(broker_id),
+        )
+
+    @zk_failures
+    def log_dir_event_notifications(self) -> dict[str, int]:
+        names = sorted(self.zk.get_children(zk_data.LogDirEventNotificationZNode.PATH))
+        paths = [f"{zk_data.LogDirEventNotificationZNode.PATH}/{n}" for n in names]
+        out = {}
+        for name, path, got in zip(names, paths, self.zk.get_data_many(paths)):
+            if got is None:
+                continue
+            try:
+                out[name] = zk_data.LogDirEventNotificationSequenceZNode.decode(got[0], path=path)
+            except ZkDataError as e:
+                log.warning("leaving out the log dir event %s: %s", path, e)
+        return out
+
+    @zk_failures
+    def controller_delete_log_dir_event_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        parent = zk_data.LogDirEventNotificationZNode.PATH
+        for name in names:
+            try:
+                self.zk.controller_transaction(
+                    epoch_zk_version, lambda t, path=f"{parent}/{name}": t.delete(path)
+                )
+            except NoNodeError:
+                continue
+
+    @zk_failures
     def request_preferred_election(self, partitions: Iterable[TopicPartition]) -> None:
         data = zk_data.PreferredReplicaElectionZNode.encode(partitions)
         self.zk.set_or_create(zk_data.PreferredReplicaElectionZNode.PATH, data)
@@ -454,6 +488,7 @@ class ZkControllerStore:
             (zk_data.BrokerIdsZNode.PATH, StoreChangeKind.BROKERS),
             (zk_data.TopicsZNode.PATH, StoreChangeKind.TOPICS),
             (zk_data.DeleteTopicsZNode.PATH, StoreChangeKind.TOPIC_DELETIONS),
+            (zk_data.LogDirEventNotificationZNode.PATH, StoreChangeKind.LOG_DIR_EVENT),
         ):
             self.zk.children_watch(path, self._children_reporter(generation, kind))
         self.zk.children_watch(_CHANGES, self._changes_reporter(generation, changes))

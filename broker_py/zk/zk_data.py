@@ -685,6 +685,37 @@ class IsrChangeNotificationSequenceZNode:
         return {tp for tp, _ in _partition_list("/isr_change_notification/isr_change_<n>", data)}
 
 
+LogDirEventNotificationZNode = _fixed("LogDirEventNotificationZNode", "/log_dir_event_notification")
+
+
+class LogDirEventNotificationSequenceZNode:
+    """``/log_dir_event_notification/log_dir_event_<10 digits>``: a broker's log dir failed
+    (KIP-112); ``{"version":1,"broker":<id>,"event":1}`` (1: LogDirFailure)."""
+
+    SEQUENCE_NUMBER_PREFIX = "log_dir_event_"
+    LOG_DIR_FAILURE = 1
+
+    @staticmethod
+    def path(sequence_number: str = "") -> str:
+        return f"/log_dir_event_notification/log_dir_event_{sequence_number}"
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return _dumps(
+            {
+                "version": 1,
+                "broker": broker_id,
+                "event": LogDirEventNotificationSequenceZNode.LOG_DIR_FAILURE,
+            }
+        )
+
+    @staticmethod
+    def decode(data: bytes, *, path: str = "/log_dir_event_notification/<n>") -> int:
+        """The broker whose log dir failed."""
+        obj = _object(path, data, 1)
+        return int(_get(path, obj, "broker", "int"))
+
+
 class DeleteTopicsTopicZNode:
     @staticmethod
     def path(topic: str) -> str:

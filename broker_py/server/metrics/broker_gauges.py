@@ -5,7 +5,10 @@
   ``..._numdelayedoperations{delayedOperation}`` for ``Produce`` and ``Fetch``: watch
   entries (an operation waits on each of its partitions) and distinct operations;
 - ``kafka_server_socket_server_metrics_connection_count{listener, networkProcessor}``:
-  open connections per listener (one network processor, the event loop: ``"0"``).
+  open connections per listener (one network processor, the event loop: ``"0"``);
+- ``kafka_log_logmanager_offlinelogdirectorycount``: log dirs offline after an I/O
+  failure (KIP-112), and ``kafka_server_replicamanager_offlinereplicacount``: the
+  replicas in them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,15 @@ def snapshot(apis: Any, controller: Any) -> dict[str, Any]:
         )
     connections = {s.name: len(s.connections) for s in apis.listeners.servers}
     active = 1 if controller is not None and getattr(controller, "active", False) else 0
-    return {"active": active, "purgatories": purgatories, "connections": connections}
+    log_manager = rm.log_manager
+    offline_dirs = 0 if log_manager is None else len(log_manager.failure_channel.offline_log_dirs())
+    return {
+        "active": active,
+        "purgatories": purgatories,
+        "connections": connections,
+        "offline_log_dirs": offline_dirs,
+        "offline_replicas": len(rm.offline_partitions),
+    }
 
 
 def collect(snap: dict[str, Any]) -> Iterator[Metric]:
@@ -59,3 +70,13 @@ def collect(snap: dict[str, Any]) -> Iterator[Metric]:
     for listener, n in sorted(snap["connections"].items()):
         conns.add_metric([listener, "0"], n)
     yield conns
+    yield GaugeMetricFamily(
+        "kafka_log_logmanager_offlinelogdirectorycount",
+        "Log dirs offline after an I/O failure",
+        value=snap["offline_log_dirs"],
+    )
+    yield GaugeMetricFamily(
+        "kafka_server_replicamanager_offlinereplicacount",
+        "Replicas in offline log dirs",
+        value=snap["offline_replicas"],
+    )

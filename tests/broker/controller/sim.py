@@ -38,6 +38,12 @@ class SimBroker:
     )  # tp -> (leader, epoch)
     deleted: set[TopicPartition] = dataclasses.field(default_factory=set)
     metadata_controller: int = -1
+    # replicas in a failed log dir: LeaderAndIsr answers KAFKA_STORAGE_ERROR for them
+    offline: set[TopicPartition] = dataclasses.field(default_factory=set)
+    # the offline replicas each UpdateMetadata named, by partition (the last one)
+    metadata_offline: dict[TopicPartition, tuple[int, ...]] = dataclasses.field(
+        default_factory=dict
+    )
 
     def apply(self, request) -> object:
         if request.controller_epoch < self.controller_epoch:
@@ -46,6 +52,9 @@ class SimBroker:
         if isinstance(request, LeaderAndIsrRequestData):
             out = {}
             for s in request.partitions:
+                if s.partition in self.offline:
+                    out[s.partition] = 56  # KAFKA_STORAGE_ERROR
+                    continue
                 held = self.leaders.get(s.partition)
                 if held is None or s.leader_epoch > held[1] or s.leader_epoch == held[1]:
                     self.leaders[s.partition] = (s.leader, s.leader_epoch)
@@ -55,6 +64,9 @@ class SimBroker:
         if isinstance(request, StopReplicaRequestData):
             out = {}
             for s in request.partitions:
+                if s.partition in self.offline:
+                    out[s.partition] = 56  # KAFKA_STORAGE_ERROR, as the real broker
+                    continue
                 if s.delete:
                     self.leaders.pop(s.partition, None)
                     self.deleted.add(s.partition)
@@ -64,6 +76,8 @@ class SimBroker:
                 out[s.partition] = 0
             return out
         self.metadata_controller = request.controller_id
+        for s in request.partitions:
+            self.metadata_offline[s.partition] = s.offline_replicas
         return 0
 
 
@@ -152,6 +166,13 @@ class SimCluster:
         self.brokers.pop(b)
         store.unwatch()
         store.expire_session()
+
+    def fail_log_dir(self, b: int, partitions) -> None:
+        """Broker ``b``'s log dir holding ``partitions`` failed: it answers
+        KAFKA_STORAGE_ERROR for them and writes a log dir event notification."""
+        self.brokers[b].offline |= set(partitions)
+        self.sessions[b].propagate_log_dir_event(b)
+        self.drain()
 
     def live(self) -> list[int]:
         return sorted(self.controllers)

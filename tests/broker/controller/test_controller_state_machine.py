@@ -160,6 +160,21 @@ class ControllerMachine(RuleBasedStateMachine):
         self.c.submit(ev.AutoPreferredReplicaLeaderElection())
 
     @precondition(lambda self: self.c.active() is not None)
+    @rule(data=st.data())
+    def fail_log_dir(self, data):
+        """A live broker's log dir fails under some of its replicas (KIP-112)."""
+        b = data.draw(st.sampled_from(self.c.live()))
+        topics = self.c.admin.topic_assignments(self.c.admin.all_topics())
+        held = sorted(
+            TopicPartition(t, p)
+            for t, a in topics.items()
+            for p, replicas in a.partitions.items()
+            if b in replicas
+        )
+        if held:
+            self.c.fail_log_dir(b, data.draw(st.sets(st.sampled_from(held), min_size=1)))
+
+    @precondition(lambda self: self.c.active() is not None)
     @rule()
     def unclean_election(self):
         self.unclean_step = True
@@ -172,6 +187,10 @@ class ControllerMachine(RuleBasedStateMachine):
         c = self.c
         now = self.states()
         live = set(c.controllers)
+
+        def online(b: int, tp: TopicPartition) -> bool:
+            return b in live and tp not in c.brokers[b].offline
+
         for old, new, tp in c.writes[self.checked_writes :]:
             if (
                 old is not None
@@ -191,8 +210,19 @@ class ControllerMachine(RuleBasedStateMachine):
             if s.leader >= 0:
                 assert s.leader in s.isr, f"{tp}: leader {s.leader} outside ISR {s.isr}"
             topic_deleting = tp.topic in c.admin.topics_to_delete()
-            if not topic_deleting and c.active() is not None and any(r in live for r in s.isr):
-                assert s.leader in live, f"{tp}: live ISR member in {s.isr} but leader {s.leader}"
+            if (
+                not topic_deleting
+                and c.active() is not None
+                and s.leader >= 0
+                and not self.unclean_step
+            ):
+                assert online(s.leader, tp) or s.leader not in live, (
+                    f"{tp}: leader {s.leader}'s replica is in a failed log dir"
+                )
+            if not topic_deleting and c.active() is not None and any(online(r, tp) for r in s.isr):
+                assert online(s.leader, tp), (
+                    f"{tp}: online ISR member in {s.isr} but leader {s.leader}"
+                )
         for _dest, request in c.sent[self.checked_sent :]:
             if isinstance(request, LeaderAndIsrRequestData):
                 for p in request.partitions:
