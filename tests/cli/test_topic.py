@@ -47,6 +47,7 @@ def test_create_list_describe(logstore: Cli) -> None:
     assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
     for p in described["partitions"]:
         assert p["replicas"] == [0] and p["isr"] == [0] and p["leader"] == 0
+        assert p["offline_replicas"] == []
         assert p["log_start_offset"] == 0 and p["high_watermark"] == 0
     configs = {c["key"]: c for c in described["configs"]}
     assert configs["retention.ms"]["value"] == "3600000"
@@ -62,10 +63,13 @@ def test_create_list_describe(logstore: Cli) -> None:
         "LEADER",
         "REPLICAS",
         "ISR",
+        "OFFLINE",
         "LOG-START-OFFSET",
         "HIGH-WATERMARK",
         "ERROR",
     ] in rows
+    # partition, leader, replicas, ISR, offline (none), log start, high watermark, error
+    assert ["0", "0", "0", "0", "-", "0", "0", "-"] in rows
     assert ["retention.ms", "3600000", "DYNAMIC_TOPIC_CONFIG"] in rows
 
 

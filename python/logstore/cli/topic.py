@@ -27,6 +27,7 @@ from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_OK, CliError
 from logstore.cli.connection import ClientOptions, broker_command
+from logstore.cli.metadata_probe import offline_replicas
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
 
@@ -178,7 +179,11 @@ def list_(patterns: tuple[str, ...], internal: bool, client: ClientOptions, out:
     return EXIT_OK
 
 
-def describe_topic(admin: Admin, name: str, meta: Any) -> dict[str, Any]:
+def describe_topic(
+    admin: Admin, name: str, meta: Any, offline: dict[int, list[int]] | None
+) -> dict[str, Any]:
+    """The topic's summary, partitions and configs; ``offline`` maps each partition to
+    its offline replicas (None: unknown, shown as null)."""
     parts = sorted(meta.partitions.values(), key=lambda p: p.id)
     tps = [(name, p.id) for p in parts]
     starts = admin.offsets(tps, "earliest")
@@ -192,6 +197,7 @@ def describe_topic(admin: Admin, name: str, meta: Any) -> dict[str, Any]:
                 "leader": p.leader if p.leader >= 0 else None,
                 "replicas": list(p.replicas),
                 "isr": list(p.isrs),
+                "offline_replicas": None if offline is None else offline.get(p.id),
                 "log_start_offset": start if isinstance(start, int) else None,
                 "high_watermark": end if isinstance(end, int) else None,
                 "error": status_of(p.error)
@@ -225,11 +231,12 @@ def describe(
     client: ClientOptions,
     out: Output,
 ) -> int:
-    """Show each topic's partitions (leader, replicas, ISR, log start offset, high
-    watermark) and configs with their sources."""
+    """Show each topic's partitions (leader, replicas, ISR, offline replicas, log start
+    offset, high watermark) and configs with their sources."""
     admin = Admin(client)
     metas = topic_metadata(admin, topics)
-    data = [describe_topic(admin, name, metas[name]) for name in topics]
+    offline = offline_replicas(client, list(topics))
+    data = [describe_topic(admin, name, metas[name], offline.get(name)) for name in topics]
     every = not (print_partitions or print_configs)
 
     def draw(o: Output, described: list[dict[str, Any]]) -> None:
@@ -251,6 +258,7 @@ def describe(
                         "leader",
                         "replicas",
                         "isr",
+                        "offline",
                         "log-start-offset",
                         "high-watermark",
                         "error",
@@ -261,6 +269,7 @@ def describe(
                             p["leader"],
                             p["replicas"],
                             p["isr"],
+                            p["offline_replicas"],
                             p["log_start_offset"],
                             p["high_watermark"],
                             p["error"],

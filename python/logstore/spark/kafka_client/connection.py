@@ -43,23 +43,34 @@ class _BrokerConnection:
     Opening connects and sends ApiVersions.  :meth:`request` sends one
     request and waits for its response.  Any failure closes the socket and
     raises; a closed connection stays closed (``closed`` is true).
+
+    ``sock``, when given, is an already connected socket to ``host:port`` (e.g.
+    one wrapped in TLS) that the connection takes over instead of connecting.
     """
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str,
+        timeout_s: float,
+        sock: socket.socket | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.versions: dict[ApiKey, int] = {}
         self.ranges: dict[ApiKey, tuple[int, int]] = {}  # the broker's, for CLIENT_VERSIONS' APIs
+        self.api_ranges: dict[int, tuple[int, int]] = {}  # the broker's, for every API it serves
         self._next_correlation_id = 0
         self._decoder = FrameDecoder(DEFAULT_MAX_REQUEST_SIZE, min_size=4)
-        try:
-            self._sock: socket.socket | None = socket.create_connection(
-                (host, port), timeout=timeout_s
-            )
-        except OSError as exc:
-            raise BrokerUnavailable(f"cannot connect to {host}:{port}: {exc}") from exc
+        if sock is None:
+            try:
+                sock = socket.create_connection((host, port), timeout=timeout_s)
+            except OSError as exc:
+                raise BrokerUnavailable(f"cannot connect to {host}:{port}: {exc}") from exc
+        self._sock: socket.socket | None = sock
         try:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._negotiate_versions()
@@ -98,6 +109,7 @@ class _BrokerConnection:
         if response.error_code != 0:
             raise _response_error(response.error_code, f"ApiVersions to {self.address}")
         ranges = {e.api_key: (e.min_version, e.max_version) for e in response.api_keys}
+        self.api_ranges = ranges
         for key, (ours_min, ours_max) in CLIENT_VERSIONS.items():
             theirs_min, theirs_max = ranges.get(int(key), (0, -1))
             version = min(ours_max, theirs_max)
