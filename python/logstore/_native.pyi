@@ -58,7 +58,12 @@ class LogClosedError(LogStoreError):
     """The log was closed."""
 
 class LogIOError(LogStoreError):
-    """The operating system refused a file operation; the message names the file."""
+    """The operating system refused a file operation; the message names the file.
+
+    ``errno`` is the OS error number (``errno.ENOSPC``, ``errno.EIO``, ``errno.EROFS``,
+    ...), or None when the error has none."""
+
+    errno: int | None
 
 class UnsupportedForMessageFormatError(LogStoreError):
     """Records message format v0/v1 cannot hold (zstd), met in a down-conversion."""
@@ -468,6 +473,11 @@ class Log:
     def close(self) -> None:
         """Flush, trim indexes, write the clean-shutdown marker, then unlink the
         ``.deleted`` files of removed segments still waiting for file.delete.delay.ms."""
+    def close_handlers(self) -> None:
+        """Close without writing anything, for a log dir gone offline (Kafka's
+        ``closeHandlers``): the files are let go of with no flush, index trim,
+        checkpoint or clean-shutdown marker, so the next ``open`` recovers the log.
+        Later calls raise LogClosedError, as after ``close``."""
     def __enter__(self) -> Log: ...
     def __exit__(self, *exc: object) -> None: ...
 

@@ -43,12 +43,20 @@ pub enum Error {
     #[error("{op} {path}: {source}")]
     Io { op: &'static str, path: PathBuf, #[source] source: std::io::Error },
 
-    /// An I/O error that is not about one file (e.g. sendfile to a socket).
+    /// An I/O error that is not about one file (starting the cleaner's thread).
     #[error(transparent)]
     Os(#[from] std::io::Error),
 }
 
 impl Error {
+    /// The OS error number of an I/O error (`Io`, `Os`), if it has one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::Io { source, .. } | Error::Os(source) => source.raw_os_error(),
+            _ => None,
+        }
+    }
+
     pub fn corrupt(position: u64, reason: impl Into<String>) -> Self {
         Error::CorruptRecord { position, reason: reason.into() }
     }

@@ -1,7 +1,8 @@
 //! A memory-mapped file of fixed-size index entries (Kafka's `AbstractIndex`).
 //!
 //! Invariants:
-//! - `entries * entry_size <= mapped length <= file length`.
+//! - `entries * entry_size <= mapped length <= file length`, and `populated <= mapped
+//!   length`.
 //! - Entries are sorted: the key of entry i+1 is greater than the key of entry i.
 //! - The active segment's index is preallocated to `max_index_size` (rounded down to a
 //!   whole entry) so appends never grow the file; `trim()` cuts it to `entries *
@@ -11,9 +12,20 @@
 //! - No file descriptor is kept: the file is opened to be sized and mapped, and closed
 //!   again (a mapping outlives its descriptor), so a broker's descriptors do not grow
 //!   with its partitions' indexes.
+//! - An entry is written only to pages with storage behind them: the first `populated`
+//!   bytes of the mapping are backed (given storage by `MADV_POPULATE_WRITE` before the
+//!   first write into each page), so a write does not fault on a full disk (a
+//!   preallocated file is sparse: a store into a hole that the filesystem cannot fill
+//!   raises SIGBUS, which kills the process). Pages holding the entries an index was
+//!   opened with have storage already: they were written.
+//!   `populated` only grows while the mapping lives, and is 0 after each (re)map. An
+//!   entry whose page cannot get storage is skipped: entries are optional (the index is
+//!   sparse), so they stay contiguous and sorted, only fewer. On a kernel without
+//!   `MADV_POPULATE_WRITE` entries are written unchecked.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::MmapMut;
 
@@ -25,6 +37,44 @@ pub struct IndexFile {
     entries: usize,
     entry_size: usize,
     max_entries: usize,
+    /// Bytes from the start of the mapping whose pages are known to have storage
+    /// (module comment).
+    populated: usize,
+}
+
+fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    // SAFETY: sysconf only reads a system constant.
+    *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as usize,
+        _ => 4096,
+    })
+}
+
+/// How `MADV_POPULATE_WRITE` answered for a range of the mapping.
+enum Populated {
+    /// The pages have storage.
+    Yes,
+    /// The kernel or the mapping does not support it (EINVAL, ENOSYS, EOPNOTSUPP).
+    Unsupported,
+    /// The pages cannot get storage: EFAULT (a write would raise SIGBUS: no space, or an
+    /// I/O error), ENOMEM, EHWPOISON.
+    No,
+}
+
+fn populate_write(map: &MmapMut, offset: usize, len: usize) -> Populated {
+    loop {
+        match map.advise_range(memmap2::Advice::PopulateWrite, offset, len) {
+            Ok(()) => return Populated::Yes,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return match e.raw_os_error() {
+                    Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => Populated::Unsupported,
+                    _ => Populated::No,
+                }
+            }
+        }
+    }
 }
 
 impl IndexFile {
@@ -37,7 +87,7 @@ impl IndexFile {
         let entries = len / entry_size;
         // A trimmed index takes no appends until `make_appendable` grows it.
         let max_entries = if preallocate { (max_index_size / entry_size).max(entries) } else { entries };
-        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries };
+        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries, populated: 0 };
         if preallocate {
             index.resize_file(&file, max_entries * entry_size)?;
         } else {
@@ -52,6 +102,7 @@ impl IndexFile {
 
     fn map(&mut self, file: &File) -> Result<()> {
         self.mmap = None;
+        self.populated = 0;
         let len = file.metadata().ctx("stat index", &self.path)?.len();
         if len > 0 {
             // SAFETY: the index file is owned by this process (Kafka's layout gives each
@@ -112,17 +163,45 @@ impl IndexFile {
         &m[i * self.entry_size..(i + 1) * self.entry_size]
     }
 
-    /// Appends one entry. The caller checks ordering and `is_full()` first.
-    pub fn push(&mut self, entry: &[u8]) {
+    /// Gives the page(s) the next entry lands on storage, if they have none yet. False
+    /// when they cannot get it (a full disk): the next entry must then be skipped. True
+    /// for a full index (`push` refuses its entry) and where populating is unsupported.
+    pub fn prepare_next(&mut self) -> bool {
+        let at = self.entries * self.entry_size;
+        let end = at + self.entry_size;
+        if end <= self.populated || self.is_full() {
+            return true;
+        }
+        let Some(m) = self.mmap.as_ref() else { return true };
+        let page = page_size();
+        let start = self.populated.max(at / page * page);
+        let stop = (end.div_ceil(page) * page).min(m.len());
+        match populate_write(m, start, stop - start) {
+            Populated::Yes | Populated::Unsupported => {
+                self.populated = stop;
+                true
+            }
+            Populated::No => false,
+        }
+    }
+
+    /// Appends one entry, or returns false, writing nothing, when its page cannot get
+    /// storage (`prepare_next`). The caller checks ordering and `is_full()` first.
+    pub fn push(&mut self, entry: &[u8]) -> bool {
         debug_assert_eq!(entry.len(), self.entry_size);
         assert!(!self.is_full(), "append to a full index {}", self.path.display());
+        if !self.prepare_next() {
+            return false;
+        }
         let at = self.entries * self.entry_size;
         let m = self.mmap.as_mut().expect("a preallocated index is mapped");
         m[at..at + self.entry_size].copy_from_slice(entry);
         self.entries += 1;
+        true
     }
 
-    /// Keeps the first `n` entries.
+    /// Keeps the first `n` entries. `populated` stays: the file keeps its length and
+    /// its pages their storage.
     pub fn truncate_entries(&mut self, n: usize) {
         self.entries = self.entries.min(n);
     }
@@ -184,5 +263,94 @@ impl IndexFile {
         std::fs::rename(&self.path, to).ctx("rename index", &self.path)?;
         self.path = to.to_path_buf();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: usize) -> [u8; 8] {
+        (i as u64).to_be_bytes()
+    }
+
+    fn cut_file(path: &Path, len: usize) {
+        OpenOptions::new().write(true).open(path).unwrap().set_len(len as u64).unwrap();
+    }
+
+    /// A page the mapping covers but the file does not (cut under the mapping) cannot get
+    /// storage, as a hole cannot on a full disk: MADV_POPULATE_WRITE fails (EFAULT) where
+    /// a store would raise SIGBUS.
+    #[test]
+    fn an_entry_whose_page_cannot_get_storage_is_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("0.index");
+        let page = page_size();
+        let per_page = page / 8;
+        let mut index = IndexFile::open(&path, 8, 3 * page, true).unwrap();
+        for i in 0..per_page {
+            assert!(index.push(&entry(i)));
+        }
+        cut_file(&path, page);
+        assert!(!index.prepare_next());
+        for i in per_page..per_page + 3 {
+            assert!(!index.push(&entry(i)), "entry {i} written past the file");
+        }
+        assert_eq!(index.entries(), per_page);
+        assert!((0..per_page).all(|i| index.entry(i) == entry(i)));
+        assert_eq!(index.floor(per_page as u64 + 5, |e| u64::from_be_bytes(e.try_into().unwrap())), Some(per_page - 1));
+
+        // Storage back: entries continue where they stopped, contiguous and sorted.
+        cut_file(&path, 3 * page);
+        for i in per_page..per_page + 3 {
+            assert!(index.push(&entry(i)));
+        }
+        assert_eq!(index.entries(), per_page + 3);
+        assert!((0..index.entries()).all(|i| index.entry(i) == entry(i)));
+        index.trim().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, (per_page + 3) * 8);
+    }
+
+    #[test]
+    fn an_entry_straddling_two_pages_needs_both() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("0.timeindex");
+        let page = page_size();
+        let mut index = IndexFile::open(&path, 12, 2 * page, true).unwrap();
+        let straddling = page / 12; // starts in the first page, ends in the second
+        assert!(page % 12 != 0);
+        for i in 0..straddling {
+            assert!(index.push(&[i as u8; 12]));
+        }
+        cut_file(&path, page);
+        assert!(!index.push(&[0xFF; 12]));
+        assert_eq!(index.entries(), straddling);
+        cut_file(&path, 2 * page);
+        assert!(index.push(&[0xFF; 12]));
+        assert_eq!(index.entry(straddling), &[0xFF; 12]);
+    }
+
+    #[test]
+    fn remapping_forgets_the_populated_pages() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("0.index");
+        let page = page_size();
+        let mut index = IndexFile::open(&path, 8, 2 * page, true).unwrap();
+        assert_eq!(index.populated, 0);
+        assert!(index.push(&entry(0)));
+        assert_eq!(index.populated, page);
+        index.truncate_entries(0); // the file and its storage stay
+        assert_eq!(index.populated, page);
+        assert!(index.push(&entry(0)));
+        index.trim().unwrap();
+        assert_eq!(index.populated, 0);
+        index.make_appendable(2 * page).unwrap();
+        assert_eq!(index.populated, 0);
+        for i in 1..=page / 8 {
+            assert!(index.push(&entry(i)));
+        }
+        // Entry page/8 straddles nothing (8 divides the page): it starts the second page.
+        assert_eq!(index.populated, 2 * page);
+        assert!((0..index.entries()).all(|i| index.entry(i) == entry(i)));
     }
 }

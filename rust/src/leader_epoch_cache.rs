@@ -1,7 +1,9 @@
 //! Leader epochs and the offset at which each began (`leader-epoch-checkpoint`).
 //!
 //! Invariant: entries are sorted and strictly increasing in both epoch and start offset.
-//! Every change is written to the checkpoint file before the call returns.
+//! Every change is written to the checkpoint file before the call returns; `assign`
+//! changes the entries in memory only once the file is written, so a failed write
+//! leaves the cache as it was.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,7 @@ use crate::error::Result;
 
 pub const FILE_NAME: &str = "leader-epoch-checkpoint";
 
+#[derive(Clone)]
 pub struct LeaderEpochCache {
     path: PathBuf,
     entries: Vec<(i32, i64)>,
@@ -40,24 +43,37 @@ impl LeaderEpochCache {
         self.entries.last().map(|e| e.0)
     }
 
-    fn save(&self) -> Result<()> {
+    /// Writes the entries to the checkpoint file.
+    pub fn save(&self) -> Result<()> {
         checkpoint::write(&self.path, &self.entries.iter().map(|(e, o)| format!("{e} {o}")).collect::<Vec<_>>())
     }
 
     /// Records that `epoch` starts at `start_offset`. Entries that would break
     /// monotonicity (an epoch >= `epoch` or a start offset >= `start_offset`) are dropped.
     pub fn assign(&mut self, epoch: i32, start_offset: i64) -> Result<()> {
-        if epoch < 0 {
-            return Ok(());
+        let mut next = self.clone();
+        if next.stage(epoch, start_offset) {
+            next.save()?;
+            *self = next;
         }
-        if let Some(&(e, o)) = self.entries.last() {
-            if e == epoch && start_offset >= o {
-                return Ok(()); // this epoch already starts at or before start_offset
-            }
+        Ok(())
+    }
+
+    /// True when `assign(epoch, start_offset)` would change the entries: not when the
+    /// latest epoch is `epoch` and already starts at or before `start_offset`.
+    pub fn changed_by(&self, epoch: i32, start_offset: i64) -> bool {
+        epoch >= 0 && self.entries.last().is_none_or(|&(e, o)| e != epoch || start_offset < o)
+    }
+
+    /// `assign` in memory only, for the caller to `save` (several assignments written
+    /// once); true when the entries changed.
+    pub fn stage(&mut self, epoch: i32, start_offset: i64) -> bool {
+        if !self.changed_by(epoch, start_offset) {
+            return false;
         }
         self.entries.retain(|&(e, o)| e < epoch && o < start_offset);
         self.entries.push((epoch, start_offset));
-        self.save()
+        true
     }
 
     /// (epoch, end offset) for OffsetsForLeaderEpoch: the end of `epoch` is the start of

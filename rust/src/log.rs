@@ -9,7 +9,7 @@
 //!   removes it, so a crash at any later point leads to recovery on the next open.
 //! - `<segment file>.deleted`: a segment removed by retention or the cleaner, unlinked
 //!   `file.delete.delay.ms` later (`segment_deletion.rs`). `close` unlinks the ones still
-//!   pending before it returns; `open` deletes any left by a crash.
+//!   pending before it returns; `open` deletes any left by a crash or `close_handlers`.
 //!
 //! Invariants:
 //! - `log_start_offset <= next_offset` (the log end offset); segments are contiguous
@@ -18,14 +18,14 @@
 //!   segments from the one holding the recovery point onward are re-validated.
 //! - An append is validated whole before it is published: either every batch in the
 //!   call lands, or none does (a large one is checked while it is written and cut back
-//!   if it fails; see `log/append.rs`).
+//!   if it fails; a write the disk refuses is cut back too; see `log/append.rs`).
 //!
 //! This file holds the log's state (`Log`, `LogInner`), its options and results, and
 //! the reads of that state; the operations on it are split by concern, each in a child
 //! module (so they share `LogInner`'s private fields, and every public path stays
 //! `crate::log::…`):
-//! - `log/recovery.rs`: `open` (listing, leftovers, checkpoints, recovery) and `close`
-//!   (the clean-shutdown marker);
+//! - `log/recovery.rs`: `open` (listing, leftovers, checkpoints, recovery), `close`
+//!   (the clean-shutdown marker) and `close_handlers` (a log dir gone offline);
 //! - `log/append.rs`: `append`, `roll` and `flush` (the recovery point's advance);
 //! - `log/read.rs`: `read`, `read_slice`, `offset_for_timestamp`;
 //! - `log/retention.rs`: `truncate_to`, `truncate_fully_and_start_at`, `delete_records`,

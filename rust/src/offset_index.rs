@@ -81,7 +81,9 @@ impl OffsetIndex {
         }
     }
 
-    /// Adds an entry; offsets and positions must grow. Returns false when full.
+    /// Adds an entry when both the offset and the position advance past the last one.
+    /// Returns false when it was not added: the index is full, or the entry's page
+    /// cannot get storage (a full disk; `IndexFile::push`).
     pub fn append(&mut self, offset: i64, position: u32) -> bool {
         if self.file.is_full() {
             return false;
@@ -94,8 +96,7 @@ impl OffsetIndex {
         let mut e = [0u8; ENTRY_SIZE];
         e[0..4].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
         e[4..8].copy_from_slice(&position.to_be_bytes());
-        self.file.push(&e);
-        true
+        self.file.push(&e)
     }
 
     /// Drops entries for offsets >= `offset`.

@@ -6,8 +6,16 @@
 //! - Batch offsets strictly increase and are all >= `base_offset`; offsets relative to
 //!   `base_offset` fit in an i32 (the log rolls before they would not).
 //! - `next_offset` is the last offset of the last batch + 1 (`base_offset` when empty).
-//! - The file may be longer than `size` only transiently, inside a failed write, which
-//!   truncates it back.
+//! - The file may be longer than `size` only transiently, inside a failed write or an
+//!   `undo`, which truncate it back.
+//! - Index entries are optional: one is due every `index.interval.bytes`, but when a
+//!   page of either index cannot get storage (a full disk, `index_file.rs`) both skip
+//!   it and the next batch is indexed instead. So a skipped entry never leaves the
+//!   time index behind the offset index: its last entry still holds the max timestamp
+//!   up to the batch of the offset index's last entry, where `load` starts its walk.
+//! - `mark` and `undo` take back published batches (an append whose later step
+//!   failed): the file is cut back to the marked size, index entries added since are
+//!   dropped and the cached tail state is as it was.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -33,6 +41,17 @@ pub struct PreparedBatch<'a> {
     pub header_bytes: [u8; HEADER_SIZE],
     pub header: BatchHeader,
     pub records: &'a [u8],
+}
+
+/// A segment's state before an append (`LogSegment::mark`), for `LogSegment::undo`.
+pub struct AppendMark {
+    size: u64,
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    rolling_timestamp: Option<i64>,
+    bytes_since_last_index_entry: usize,
+    index_entries: (usize, usize),
 }
 
 /// The suffix of the files of a segment that left the log and waits to be unlinked.
@@ -299,9 +318,14 @@ impl LogSegment {
             self.offset_of_max_timestamp = h.last_offset();
         }
         if self.bytes_since_last_index_entry > self.index_interval_bytes {
-            self.offset_index.append(h.last_offset(), position as u32);
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
-            self.bytes_since_last_index_entry = 0;
+            // Both indexes take this batch's entries or neither does (a full disk: see
+            // the module comment), so the next batch tries again.
+            let time_entry = self.time_index.advances(self.max_timestamp, self.offset_of_max_timestamp);
+            if self.offset_index.prepare_next() && (!time_entry || self.time_index.prepare_next()) {
+                self.offset_index.append(h.last_offset(), position as u32);
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+                self.bytes_since_last_index_entry = 0;
+            }
         }
         self.bytes_since_last_index_entry += h.size();
         self.next_offset = h.next_offset();
@@ -367,6 +391,40 @@ impl LogSegment {
         }
         self.publish(batches, start);
         Ok(())
+    }
+
+    /// The state `undo` returns to.
+    pub fn mark(&self) -> AppendMark {
+        AppendMark {
+            size: self.size,
+            next_offset: self.next_offset,
+            max_timestamp: self.max_timestamp,
+            offset_of_max_timestamp: self.offset_of_max_timestamp,
+            rolling_timestamp: self.rolling_timestamp,
+            bytes_since_last_index_entry: self.bytes_since_last_index_entry,
+            index_entries: self.index_entries(),
+        }
+    }
+
+    /// Takes back the batches published since `mark` (see the module comment). The file
+    /// is cut back as after a failed write; should cutting fail too, the bytes past
+    /// `size` stay until the next append overwrites them (readers never see them, but
+    /// recovery after a crash before then would take back whole batches among them).
+    pub fn undo(&mut self, mark: &AppendMark) {
+        debug_assert!(self.direct.is_none(), "undo is for appends through the page cache");
+        if self.size > mark.size {
+            if let Ok(file) = self.file() {
+                let _ = file.set_len(mark.size);
+            }
+        }
+        self.size = mark.size;
+        self.next_offset = mark.next_offset;
+        self.max_timestamp = mark.max_timestamp;
+        self.offset_of_max_timestamp = mark.offset_of_max_timestamp;
+        self.rolling_timestamp = mark.rolling_timestamp;
+        self.bytes_since_last_index_entry = mark.bytes_since_last_index_entry;
+        self.offset_index.truncate_entries(mark.index_entries.0);
+        self.time_index.truncate_entries(mark.index_entries.1);
     }
 
     fn publish(&mut self, batches: &[PreparedBatch<'_>], start: u64) {

@@ -16,6 +16,7 @@
 //!   pending before it returns, after waiting for an unlink the background thread has
 //!   begun. From then on the thread touches no file of that log, so a closed log's
 //!   directory can be removed right away.
+//! - `abandon` (run by `Log::close_handlers`) empties the queue and unlinks nothing.
 //! - A path already gone (NotFound) counts as deleted. Any other failure to unlink leaves
 //!   the file under its `.deleted` name for the next open to delete.
 
@@ -82,6 +83,12 @@ impl PendingDeletions {
         let _unlinking = self.unlinking.lock();
         let all: Vec<PathBuf> = self.queue.lock().drain(..).flat_map(|(_, paths)| paths).collect();
         unlink_all(&all)
+    }
+
+    /// Forgets everything pending without unlinking it (a log dir gone offline): the
+    /// `.deleted` files stay for the next `Log::open` to delete.
+    pub fn abandon(&self) {
+        self.queue.lock().clear();
     }
 }
 

@@ -64,13 +64,18 @@ impl TimeIndex {
         }
     }
 
+    /// True when (timestamp, offset) advances past the last entry, so `maybe_append`
+    /// would add it.
+    pub fn advances(&self, timestamp: i64, offset: i64) -> bool {
+        self.last_entry().is_none_or(|(t, o)| timestamp > t && offset > o)
+    }
+
     /// Adds (timestamp, offset) when both advance past the last entry. Returns false
-    /// when the index is full.
+    /// when it was not added although it advances: the index is full, or the entry's
+    /// page cannot get storage (a full disk; `IndexFile::push`).
     pub fn maybe_append(&mut self, timestamp: i64, offset: i64) -> bool {
-        if let Some((t, o)) = self.last_entry() {
-            if timestamp <= t || offset <= o {
-                return true;
-            }
+        if !self.advances(timestamp, offset) {
+            return true;
         }
         if self.file.is_full() {
             return false;
@@ -78,8 +83,7 @@ impl TimeIndex {
         let mut e = [0u8; ENTRY_SIZE];
         e[0..8].copy_from_slice(&timestamp.to_be_bytes());
         e[8..12].copy_from_slice(&((offset - self.base_offset) as u32).to_be_bytes());
-        self.file.push(&e);
-        true
+        self.file.push(&e)
     }
 
     /// Drops entries for offsets >= `offset`.

@@ -3,7 +3,9 @@
 //! Every exception class of `logstore._native` is declared here, all under the one base
 //! `LogStoreError`, and every `crate::error::Error` variant maps to exactly one of them in
 //! the single exhaustive `From<Error> for PyErr` below (a new variant fails to compile
-//! until it is mapped). `Error::Os` alone maps to the built-in `OSError` subclasses.
+//! until it is mapped). Both I/O variants (`Error::Io`, `Error::Os`) become `LogIOError`,
+//! whose `errno` attribute is the OS error number (`errno.ENOSPC`, `errno.EIO`, ...) or
+//! None; the class's own `errno` is None (`bindings/mod.rs`).
 
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -22,7 +24,7 @@ pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A 
 pyo3::create_exception!(logstore._native, InvalidOffsetError, LogStoreError, "Follower batches do not follow the log end.");
 pyo3::create_exception!(logstore._native, CorruptIndexError, LogStoreError, "An index file disagrees with its segment.");
 pyo3::create_exception!(logstore._native, LogClosedError, LogStoreError, "The log was closed.");
-pyo3::create_exception!(logstore._native, LogIOError, LogStoreError, "The OS refused a file operation.");
+pyo3::create_exception!(logstore._native, LogIOError, LogStoreError, "The OS refused a file operation; `errno` is its error number (or None).");
 
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
@@ -48,8 +50,16 @@ impl From<Error> for PyErr {
             Error::InvalidOffset { .. } => InvalidOffsetError::new_err(msg),
             Error::CorruptIndex { .. } => CorruptIndexError::new_err(msg),
             Error::LogClosed(_) => LogClosedError::new_err(msg),
-            Error::Io { .. } => LogIOError::new_err(msg),
-            Error::Os(io) => io.into(),
+            Error::Io { .. } | Error::Os(_) => {
+                let errno = e.raw_os_error();
+                Python::attach(|py| {
+                    let err = LogIOError::new_err(msg);
+                    match err.value(py).setattr("errno", errno) {
+                        Ok(()) => err,
+                        Err(e) => e,
+                    }
+                })
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `Log`, one partition's log, and the records of its calls: `AppendInfo` (an append)
 //! and `SegmentInfo` (one segment). Thin wrappers: open, appends, reads, truncation,
-//! retention, roll, flush, clean and close run with the GIL released; `Log.clean`
-//! shares its options and callbacks with `clean_dry_run` (`cleaner.rs`).
+//! retention, roll, flush, clean, close and close_handlers run with the GIL released;
+//! `Log.clean` shares its options and callbacks with `clean_dry_run` (`cleaner.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -267,6 +267,11 @@ impl PyLog {
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         Ok(py.detach(|| self.0.close())?)
+    }
+
+    /// Closes without writing anything (a log dir gone offline); the next open recovers.
+    fn close_handlers(&self, py: Python<'_>) {
+        py.detach(|| self.0.close_handlers())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

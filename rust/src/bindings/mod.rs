@@ -55,6 +55,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidOffsetError", py.get_type::<InvalidOffsetError>())?;
     m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
     m.add("LogClosedError", py.get_type::<LogClosedError>())?;
+    py.get_type::<LogIOError>().setattr("errno", py.None())?;
     m.add("LogIOError", py.get_type::<LogIOError>())?;
     m.add("UnsupportedForMessageFormatError", py.get_type::<UnsupportedForMessageFormatError>())?;
     m.add("COMPRESSION_TYPES", PyTuple::new(py, ALL.iter().map(|c| c.name()))?)?;

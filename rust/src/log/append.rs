@@ -15,6 +15,11 @@
 //! - Offsets are assigned and bytes written under the write lock; leader appends take
 //!   the next offsets, follower appends keep theirs and must not fall below the log end.
 //! - Only the last segment takes appends; a roll starts the new one at the log end.
+//! - A failed append leaves the log as it was: a write that fails (ENOSPC, EIO) is cut
+//!   back, as is a written append whose `leader-epoch-checkpoint` cannot be written,
+//!   and a segment rolled for the append is removed again. Only the flush that
+//!   `flush.messages` / `flush.ms` make due runs after the batches are published; if it
+//!   fails, its error is returned with the batches appended (as in Kafka).
 //! - The recovery point only moves to an offset below which everything is fsynced.
 
 use std::fs::File;
@@ -23,6 +28,7 @@ use std::sync::Arc;
 use super::{now_ms, remove_if_exists, AppendInfo, AppendOptions, Log, LogInner, RECOVERY_POINT_FILE};
 use crate::checkpoint;
 use crate::error::{Error, Result};
+use crate::leader_epoch_cache::LeaderEpochCache;
 use crate::log_config::TimestampType;
 use crate::records::record_batch::{self, BatchHeader, BatchIter, HEADER_SIZE};
 use crate::records::record_rules::RecordRules;
@@ -127,26 +133,33 @@ impl Log {
         if size as u64 > inner.config.segment_bytes {
             return Err(Error::RecordTooLarge { size, limit: inner.config.segment_bytes as usize, what: "segment.bytes" });
         }
-        if inner.active().should_roll(&inner.config, size, last_offset, max_ts, now) {
+        let rolled = inner.active().should_roll(&inner.config, size, last_offset, max_ts, now);
+        if rolled {
             self.roll_locked(inner, now)?;
         }
-        if check_beside_write {
-            inner.active_mut().append_checked(&prepared, check_contents)?;
-        } else {
-            inner.active_mut().append(&prepared)?;
-        }
-        inner.next_offset = next;
-        match opts.leader_epoch {
-            Some(epoch) => inner.epochs.assign(epoch, base_offset)?,
-            None => {
-                for b in &prepared {
-                    let e = b.header.partition_leader_epoch;
-                    if e >= 0 && inner.epochs.latest_epoch().is_none_or(|l| e > l) {
-                        inner.epochs.assign(e, b.header.base_offset)?;
-                    }
+        let mark = inner.active().mark();
+        let written = match check_beside_write {
+            true => inner.active_mut().append_checked(&prepared, check_contents),
+            false => inner.active_mut().append(&prepared),
+        };
+        // The epochs the batches start are written once the batches are; if that fails
+        // the batches are taken back.
+        let epochs = written.and_then(|()| match staged_epochs(&inner.epochs, opts.leader_epoch, base_offset, &prepared) {
+            Some(epochs) => epochs.save().map(|()| Some(epochs)),
+            None => Ok(None),
+        });
+        match epochs {
+            Ok(Some(epochs)) => inner.epochs = epochs,
+            Ok(None) => {}
+            Err(e) => {
+                inner.active_mut().undo(&mark);
+                if rolled {
+                    unroll_locked(inner);
                 }
+                return Err(e);
             }
         }
+        inner.next_offset = next;
         inner.unflushed_messages += num_records;
         if inner.unflushed_messages >= inner.config.flush_messages || now - inner.last_flush_ms >= inner.config.flush_ms {
             self.flush_locked(inner, now)?;
@@ -166,23 +179,35 @@ impl Log {
 
     /// Starts a new active segment at the log end offset, then fsyncs the old ones in
     /// the background and advances the recovery point past them (Kafka's async flush).
+    /// On failure the active segment stays the active one.
     fn roll_locked(&self, inner: &mut LogInner, now: i64) -> Result<()> {
         if inner.active().size() == 0 {
             return Ok(());
         }
         let base = inner.next_offset;
-        inner.active_mut().on_become_inactive()?;
-        for suffix in [".log", ".index", ".timeindex"] {
-            remove_if_exists(&self.dir.join(crate::segment::file_name(base, suffix)))?;
-        }
-        let seg = LogSegment::open(&self.dir, base, &inner.config, true, now)?;
+        // The segments below the new one not fsynced yet, for the background flush.
+        let files: Vec<Arc<File>> =
+            inner.segments.values().filter(|s| s.next_offset() > inner.recovery_point).map(LogSegment::file).collect::<Result<_>>()?;
+        let opened = inner
+            .active_mut()
+            .on_become_inactive()
+            .and_then(|()| {
+                [".log", ".index", ".timeindex"]
+                    .into_iter()
+                    .try_for_each(|suffix| remove_if_exists(&self.dir.join(crate::segment::file_name(base, suffix))))
+            })
+            .and_then(|()| LogSegment::open(&self.dir, base, &inner.config, true, now));
+        let seg = match opened {
+            Ok(seg) => seg,
+            Err(e) => {
+                let LogInner { segments, config, .. } = inner;
+                if let Some(active) = segments.values_mut().next_back() {
+                    let _ = active.on_become_active(config);
+                }
+                return Err(e);
+            }
+        };
         inner.segments.insert(base, seg);
-        let files: Vec<Arc<File>> = inner
-            .segments
-            .range(..base)
-            .filter(|(_, s)| s.next_offset() > inner.recovery_point)
-            .map(|(_, s)| s.file())
-            .collect::<Result<_>>()?;
         let state = Arc::clone(&self.inner);
         let (dir, topic, partition) = (self.dir.clone(), self.topic.clone(), self.partition);
         std::thread::spawn(move || {
@@ -220,5 +245,47 @@ impl Log {
         let mut inner = self.inner.write();
         inner.check_open(&self.dir)?;
         self.flush_locked(&mut inner, now_ms())
+    }
+}
+
+/// Takes back a roll whose segment took no batches (the append that rolled it failed):
+/// the new, empty segment's files go and the one before it takes appends again. Should
+/// the unlink fail, the empty files stay for the next `open`, which takes them as the
+/// (empty) active segment; should growing the indexes back fail, they stay full and the
+/// next append rolls again.
+fn unroll_locked(inner: &mut LogInner) {
+    let LogInner { segments, config, .. } = inner;
+    if segments.len() < 2 || segments.values().next_back().is_none_or(|s| s.size() > 0) {
+        return;
+    }
+    if let Some((_, empty)) = segments.pop_last() {
+        let _ = empty.delete();
+    }
+    if let Some(active) = segments.values_mut().next_back() {
+        let _ = active.on_become_active(config);
+    }
+}
+
+/// The leader epoch cache with the epochs `batches` start: a leader's `epoch` at
+/// `base_offset`, or each follower batch's epoch above the latest one. None when they
+/// change nothing.
+fn staged_epochs(epochs: &LeaderEpochCache, leader_epoch: Option<i32>, base_offset: i64, batches: &[PreparedBatch<'_>]) -> Option<LeaderEpochCache> {
+    let newer = |e: i32, cache: &LeaderEpochCache| e >= 0 && cache.latest_epoch().is_none_or(|l| e > l);
+    match leader_epoch {
+        Some(epoch) => epochs.changed_by(epoch, base_offset).then(|| {
+            let mut staged = epochs.clone();
+            staged.stage(epoch, base_offset);
+            staged
+        }),
+        None if batches.iter().any(|b| newer(b.header.partition_leader_epoch, epochs)) => {
+            let mut staged = epochs.clone();
+            for b in batches {
+                if newer(b.header.partition_leader_epoch, &staged) {
+                    staged.stage(b.header.partition_leader_epoch, b.header.base_offset);
+                }
+            }
+            Some(staged)
+        }
+        None => None,
     }
 }

@@ -8,11 +8,13 @@
 //! `checkpoint_faults`, as Kafka does), removes `.kafka_cleanshutdown`, opens the
 //! segments, loads `leader-epoch-checkpoint` and rewrites both offset checkpoints.
 //! `close` flushes, writes both offset checkpoints, then the marker, and unlinks the
-//! `.deleted` files still pending.
+//! `.deleted` files still pending. `close_handlers` (a log dir gone offline) only lets go
+//! of the files, writing nothing.
 //!
 //! Invariants:
 //! - `.kafka_cleanshutdown` exists only while the log is closed cleanly: `open` removes
-//!   it before it opens any segment; `close` writes it after the flush and checkpoints.
+//!   it before it opens any segment; `close` writes it after the flush and checkpoints;
+//!   `close_handlers` never does.
 //! - After a crash (no marker), every segment from the one holding the recovery point
 //!   onward is re-validated; after a clean shutdown only a segment whose files disagree
 //!   or lack an index is. Recovery may cut a torn tail; the segments after a cut one
@@ -228,5 +230,17 @@ impl Log {
         inner.segments.clear();
         // Nothing is scheduled once `closed` is set (scheduling happens under this lock).
         self.deletions.delete_all()
+    }
+
+    /// Kafka's `closeHandlers`, for a log whose directory went offline: marks the log
+    /// closed and drops its segments' file handles and index mappings, writing nothing
+    /// (no flush, no index trim, no checkpoint, no clean-shutdown marker), so the next
+    /// `open` recovers it. Segment files waiting for `file.delete.delay.ms` are left as
+    /// they are, for the next `open` to delete. Later calls fail as after `close`.
+    pub fn close_handlers(&self) {
+        let mut inner = self.inner.write();
+        inner.closed = true;
+        inner.segments.clear();
+        self.deletions.abandon();
     }
 }

@@ -341,3 +341,121 @@ fn retention_unlinks_segment_files_after_file_delete_delay_ms() {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Name -> bytes of every file in `dir`.
+fn dir_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap()))
+        .collect()
+}
+
+#[test]
+fn index_entries_are_skipped_together_while_a_page_cannot_get_storage() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("index.interval.bytes", "1")]).unwrap();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    // The time index cut to nothing under its mapping: its first page has no storage, as
+    // a hole has none on a full disk.
+    let tidx = dir.join(crate::segment::file_name(0, ".timeindex"));
+    let full_len = fs::metadata(&tidx).unwrap().len();
+    fs::OpenOptions::new().write(true).open(&tidx).unwrap().set_len(0).unwrap();
+    let t0 = now_ms();
+    for i in 0..10 {
+        log.append(&batch(2, t0 + i), &leader()).unwrap();
+    }
+    let s = &log.segments().unwrap()[0];
+    assert_eq!((s.index_entries, s.time_index_entries), (0, 0), "the offset index skips with the time index");
+    fs::OpenOptions::new().write(true).open(&tidx).unwrap().set_len(full_len).unwrap();
+    for i in 10..20 {
+        log.append(&batch(2, t0 + i), &leader()).unwrap();
+    }
+    let s = &log.segments().unwrap()[0];
+    assert_eq!((s.index_entries, s.time_index_entries), (10, 10));
+    log.close().unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert!(!log.recovered(), "the trimmed indexes load as they are");
+    assert_eq!(log.segments().unwrap()[0].largest_timestamp, t0 + 19);
+    for i in 0..20 {
+        assert_eq!(log.offset_for_timestamp(t0 + i).unwrap(), Some((2 * i, t0 + i)));
+        let h = BatchHeader::parse(&log.read(2 * i + 1, 1, None, true).unwrap());
+        assert_eq!(h.base_offset, 2 * i);
+    }
+}
+
+#[test]
+fn close_handlers_writes_nothing_and_the_next_open_recovers() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let cfg = LogConfig::from_pairs([("segment.bytes", "2000"), ("segment.index.bytes", "4096"), ("index.interval.bytes", "100"), ("file.delete.delay.ms", "60000")])
+        .unwrap();
+    let log = Log::open(&dir, cfg.clone(), OpenOptions::default()).unwrap();
+    let t0 = now_ms();
+    for i in 0..20 {
+        log.append(&batch(3, t0 + i), &leader()).unwrap();
+    }
+    let first = log.segments().unwrap()[1].base_offset;
+    log.delete_records(first).unwrap(); // the first segment waits as `.deleted` files
+    log.flush().unwrap(); // no background flush of a rolled segment writes after this
+    log.append(&batch(3, t0 + 20), &leader()).unwrap();
+    let end = log.log_end_offset();
+    let contents: Vec<Vec<u8>> = (first..end).step_by(3).map(|o| log.read(o, 1, None, true).unwrap()).collect();
+    let before = dir_files(&dir);
+    assert!(before.keys().any(|n| n.ends_with(".deleted")));
+
+    log.close_handlers();
+    assert_eq!(dir_files(&dir), before, "close_handlers wrote, trimmed or deleted a file");
+    assert!(log.is_closed());
+    assert!(matches!(log.append(&batch(1, t0), &leader()), Err(Error::LogClosed(_))));
+    assert!(matches!(log.read(first, 1, None, true), Err(Error::LogClosed(_))));
+    assert!(matches!(log.segments(), Err(Error::LogClosed(_))));
+    assert!(matches!(log.flush(), Err(Error::LogClosed(_))));
+    log.close().unwrap(); // a closed log's close does nothing
+    log.close_handlers();
+    drop(log);
+    assert_eq!(dir_files(&dir), before, "closing again or dropping the log wrote a file");
+
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    assert!(log.recovered(), "no clean-shutdown marker: recovery runs");
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (first, end));
+    let reread: Vec<Vec<u8>> = (first..end).step_by(3).map(|o| log.read(o, 1, None, true).unwrap()).collect();
+    assert_eq!(reread, contents);
+    assert!(!dir_files(&dir).keys().any(|n| n.ends_with(".deleted")));
+}
+
+#[test]
+fn an_append_whose_epoch_checkpoint_fails_is_taken_back_with_its_roll() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let one = batch(3, 1000).len();
+    let cfg = LogConfig::from_pairs([("segment.bytes", (2 * one + one / 2).to_string().as_str()), ("index.interval.bytes", "1")]).unwrap();
+    let log = Log::open(&dir, cfg, OpenOptions::default()).unwrap();
+    let epoch = |e: i32| AppendOptions { leader_epoch: Some(e), ..leader() };
+    log.append(&batch(3, 1000), &epoch(0)).unwrap();
+    // The checkpoint's temporary file cannot be created while a directory holds its name.
+    let blocker = dir.join("leader-epoch-checkpoint.tmp");
+    let state = |log: &Log| {
+        let segs: Vec<(i64, u64, usize, usize)> = log.segments().unwrap().iter().map(|s| (s.base_offset, s.size, s.index_entries, s.time_index_entries)).collect();
+        (log.log_end_offset(), segs, log.epoch_entries(), dir_files(&dir).into_iter().filter(|(n, _)| !n.ends_with(".index") && !n.ends_with(".timeindex")).collect::<Vec<_>>())
+    };
+    // Epoch 1 starts with the second batch (no roll), epoch 2 with the third (a roll).
+    for (e, rolls) in [(1, false), (2, true)] {
+        fs::create_dir(&blocker).unwrap();
+        let before = state(&log);
+        let failed = log.append(&batch(3, 1000 + e as i64), &epoch(e));
+        assert!(matches!(failed, Err(Error::Io { op: "create checkpoint", .. })), "{failed:?}");
+        assert_eq!(state(&log), before, "epoch {e}: the log changed");
+        fs::remove_dir(&blocker).unwrap();
+        let info = log.append(&batch(3, 1000 + e as i64), &epoch(e)).unwrap();
+        assert_eq!(info.base_offset, before.0);
+        assert_eq!(log.num_segments(), before.1.len() + rolls as usize, "epoch {e}");
+        assert_eq!(log.epoch_entries().last(), Some(&(e, before.0)));
+    }
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (1, 3), (2, 6)]);
+    for o in 0..9 {
+        assert_eq!(BatchHeader::parse(&log.read(o, 1, None, true).unwrap()).base_offset, o / 3 * 3);
+    }
+}
