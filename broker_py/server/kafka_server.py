@@ -247,6 +247,7 @@ class KafkaServer:
             self.log_manager,
             support,
             end_session=None if self.zk_support is None else self.zk_support.zk.close,
+            metadata_dir=first_dir if self.zk_support is None else None,
         )
         if self.zk_support is not None:
             self.zk_support.attach(self.apis)

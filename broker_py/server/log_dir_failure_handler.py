@@ -6,9 +6,11 @@ reports offline, on the event loop, in order:
 
 1. the replica manager stops serving the dir's partitions (they answer
    KAFKA_STORAGE_ERROR; fetchers and moves stop; the logs are dropped unwritten);
-2. if no live log dir is left, the broker halts: it logs why, ends its ZooKeeper
-   session (so the controller moves leadership at once instead of after the session
-   timeout) and exits with status 1 without a clean shutdown, as Kafka's
+2. if no live log dir is left, or the dir was a broker alone's metadata dir (the first
+   log dir holds its cluster metadata, as a KRaft broker's ``metadata.log.dir``, whose
+   failure Kafka also answers with a shutdown), the broker halts: it logs why, ends its
+   ZooKeeper session (so the controller moves leadership at once instead of after the
+   session timeout) and exits with status 1 without a clean shutdown, as Kafka's
    ``Exit.halt(1)``; the next start recovers every log;
 3. otherwise it tells the controller (``/log_dir_event_notification/log_dir_event_N``,
    or the local controller of a broker alone), which sends it a LeaderAndIsr for every
@@ -41,8 +43,9 @@ SESSION_CLOSE_WAIT_S = 5.0
 class LogDirFailureHandler:
     """``support``: the broker's ZkSupport or LocalSupport (its ``store`` takes the
     notification, ``store_call`` runs a store call off the loop); ``end_session``: ends
-    the ZooKeeper session before a halt (None on a broker alone); ``exit``: how the
-    process ends (``os._exit``)."""
+    the ZooKeeper session before a halt (None on a broker alone); ``metadata_dir``: the
+    log dir whose failure halts the broker whatever else is live (a broker alone's
+    first); ``exit``: how the process ends (``os._exit``)."""
 
     def __init__(
         self,
@@ -51,6 +54,7 @@ class LogDirFailureHandler:
         log_manager: LogManager,
         support,
         end_session: Callable[[], None] | None = None,
+        metadata_dir: str | None = None,
         exit: Callable[[int], None] = os._exit,
     ) -> None:
         self.channel = channel
@@ -58,6 +62,7 @@ class LogDirFailureHandler:
         self.log_manager = log_manager
         self.support = support
         self._end_session = end_session
+        self._metadata_dir = None if metadata_dir is None else os.path.abspath(metadata_dir)
         self._exit = exit
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -84,10 +89,17 @@ class LogDirFailureHandler:
 
     async def handle(self, log_dir: str) -> None:
         self.replica_manager.handle_log_dir_failure(log_dir)
+        broker_id = self.replica_manager.broker_id
         if not self.log_manager.live_log_dirs:
             self.halt(
-                f"shutting down broker {self.replica_manager.broker_id} because all log dirs "
+                f"shutting down broker {broker_id} because all log dirs "
                 f"in {', '.join(self.log_manager.log_dirs)} have failed"
+            )
+            return
+        if os.path.abspath(log_dir) == self._metadata_dir:
+            self.halt(
+                f"shutting down broker {broker_id} because its metadata log dir "
+                f"{log_dir} has failed"
             )
             return
         await self._notify_controller()

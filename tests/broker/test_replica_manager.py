@@ -366,6 +366,7 @@ def test_leader_and_isr_leads_follows_and_ignores_what_is_stale(logs):
     assert not partition.is_leader and partition.leader_id == 2 and partition.leader_epoch == 4
     ((_, [result]),) = answers[0]
     assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert result.base_offset == -1, "a lost leadership answers no offset"
 
 
 def test_stop_replica_deletes_and_fences_old_epochs(logs):
