@@ -11,6 +11,9 @@ partitions, RF 3, ``min.insync.replicas`` 2), for ``CHAOS_MINUTES``:
   ZooKeeper session timeout, then SIGCONTed and awaited back in every ISR; repeated.
 - ``zookeeper_restart``: ZooKeeper stopped (SIGTERM, or SIGKILL every other round), down
   for 1 s or past the session timeout, started again on the same data; repeated.
+- ``zookeeper_outage``: ZooKeeper SIGKILLed for 20 s (past the session timeout) and
+  started again on the same data; after each round every broker still holds the
+  registration it had before the first (same czxid: no session expired); repeated.
 - ``rolling_restart``: every broker in turn SIGTERMed and started again, each waiting
   for full ISRs before the next; whole rounds until the time is up.
 - ``random_nemesis``: :func:`~tests.cluster.harness.nemesis.schedule` from the seed over
@@ -174,6 +177,35 @@ def test_zookeeper_restart(tmp_path, chaos_seed, chaos_seconds):
             time.sleep(QUIET)
 
     _run(tmp_path, "zookeeper_restart", chaos_seed, chaos_seconds, rounds)
+
+
+@scenario.chaos_only
+@pytest.mark.timeout(scenario.TIMEOUT + 300)
+def test_zookeeper_outage(tmp_path, chaos_seed, chaos_seconds):
+    down = 20.0  # past SESSION_S: the brokers must resume their sessions, not wait them out
+
+    def rounds(c, note, t0):
+        zk = c.zookeeper
+        assert zk is not None
+        registered = faults.registrations(c)
+        note(f"{_stamp()} registrations (czxid, session) {registered}")
+        for i in range(MAX_ROUNDS):
+            if i > 0 and _time_left(t0, chaos_seconds) < down + SESSION_S:
+                return
+            note(f"{_stamp()} ZooKeeper SIGKILL, down {down:.0f}s")
+            zk.kill()
+            time.sleep(down)
+            zk.start()
+            note(f"{_stamp()} ZooKeeper started")
+            time.sleep(SESSION_S + 2)  # a session not resumed by now has expired
+            now = faults.registrations(c)
+            if now != registered:
+                raise AssertionError(f"brokers registered again: {registered} -> {now}")
+            note(f"{_stamp()} every broker kept its session")
+            faults.wait_full_isr(c, TOPIC, 60)
+            time.sleep(QUIET)
+
+    _run(tmp_path, "zookeeper_outage", chaos_seed, chaos_seconds, rounds)
 
 
 @scenario.chaos_only

@@ -81,6 +81,24 @@ def wait_deregistered(cluster: Cluster, broker_id: int, timeout: float = 60) -> 
         zk.close()
 
 
+def registrations(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    """Each registered broker's ``/brokers/ids/N`` as (czxid, ephemeralOwner): its broker
+    epoch and the session holding it. A broker that registers again (after its session
+    expired) has a new pair."""
+    zk = KazooClient(hosts=cluster.zk_connect)
+    zk.start(timeout=15)
+    try:
+        out = {}
+        for child in zk.get_children("/brokers/ids"):
+            stat = zk.exists(f"/brokers/ids/{child}")
+            if stat is not None:
+                out[int(child)] = (stat.czxid, stat.ephemeralOwner)
+        return out
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def wait_full_isr(cluster: Cluster, topic: str, timeout: float = 60) -> None:
     """Every partition's ISR holds every broker, as every broker's metadata says."""
     ids = sorted(b.id for b in cluster.brokers)
