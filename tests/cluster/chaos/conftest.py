@@ -27,10 +27,11 @@ How a scenario uses the harness (tests/cluster/harness/):
 
 Every scenario is bounded: the nemesis schedule ends by ``chaos_seconds``, every client
 loop has a count and a time limit, and chaos.sh puts a hard timeout around pytest.
-Scenarios: test_replication_matrix.py (Kafka's replication_test) and test_nemesis.py
-(isolated leader, paused follower, ZooKeeper restart, rolling restart, random faults);
-each skips without CHAOS_SEED. Kafka's transactions_test runs in the quick suite
-(tests/cluster/test_exactly_once_copy.py).
+Scenarios: test_replication_matrix.py (Kafka's replication_test), test_nemesis.py
+(isolated leader, paused follower, ZooKeeper restart, rolling restart, random faults)
+and test_disk_full.py (KIP-112: a full log dir on the leader, on a follower, every log
+dir of the leader; log dirs on tmpfs mounts, root only); each skips without CHAOS_SEED.
+Kafka's transactions_test runs in the quick suite (tests/cluster/test_exactly_once_copy.py).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ suite, the cluster they run on, and the check-and-report step that ends each of 
   ``scripts/chaos.sh`` does; a plain ``python -m pytest tests/`` collects and skips
   them.
 - :func:`chaos_cluster`: one ZooKeeper and three brokers (session timeout
-  :data:`SESSION_MS`, ``replica.lag.time.max.ms`` :data:`LAG_MS`), waiting until all
-  three are registered; the topic is created with :func:`create_topic` (RF 3,
-  ``min.insync.replicas`` 2).
+  :data:`SESSION_MS`, ``replica.lag.time.max.ms`` :data:`LAG_MS`, optional settings
+  per broker), waiting until all three are registered; the topic is created with
+  :func:`create_topic` (RF 3, ``min.insync.replicas`` 2).
 - :func:`workload`: producers and consumers of the three clients with a count and a
   time bound; the scenario's ``during`` sets ``stop`` to end the producers once its
   faults are over.
@@ -67,10 +67,19 @@ TAIL = 5.0  # seconds of writes after the last fault is undone
 
 
 @contextlib.contextmanager
-def chaos_cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """Three brokers and ZooKeeper; the ``with`` kills everything on the way out and
-    prints every log's tail when the block raised."""
-    c = Cluster(tmp_path, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=OVERRIDES)
+def chaos_cluster(
+    tmp_path: Path, broker_overrides: dict[int, dict[str, str]] | None = None
+) -> Iterator[Cluster]:
+    """Three brokers and ZooKeeper (``broker_overrides``: settings per broker id, e.g.
+    its ``log.dirs``); the ``with`` kills everything on the way out and prints every
+    log's tail when the block raised."""
+    c = Cluster(
+        tmp_path,
+        n_brokers=3,
+        zk_session_timeout_ms=SESSION_MS,
+        overrides=OVERRIDES,
+        broker_overrides=broker_overrides,
+    )
     with c:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         wait_until(

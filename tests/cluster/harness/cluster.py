@@ -224,7 +224,11 @@ class ClusterBroker:
             return ""
 
     def partition_dir(self, topic: str, partition: int) -> Path:
-        return self.data_dir / f"{topic}-{partition}"
+        """``<log dir>/<topic>-<partition>`` in the first of its ``log.dirs`` that holds
+        it (the first log dir when none does)."""
+        dirs = [self.workdir / d for d in self.overrides["log.dirs"].split(",")]
+        held = [d for d in dirs if (d / f"{topic}-{partition}").is_dir()]
+        return (held or dirs)[0] / f"{topic}-{partition}"
 
 
 class ClusterZooKeeper(ZooKeeperServer):
