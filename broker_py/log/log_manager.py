@@ -7,7 +7,10 @@ Invariants:
   clean-shutdown marker so the next start needs no recovery.
 - A log dir that failed (KIP-112, :meth:`LogManager.handle_log_dir_failure`) is offline
   until the broker restarts: its logs are dropped without a write (the next start
-  recovers them) and no log opens or is created in it.
+  recovers them) and no log opens or is created in it, nor is a partition whose log is
+  there created anew in another dir.
+- No partition has a directory in two log dirs: the broker refuses to start on finding
+  one (as Kafka does), as either copy may be the one that counts.
 """
 
 from __future__ import annotations
@@ -104,12 +107,15 @@ class LogManager:
         self._locks = lock_log_dirs(self.log_dirs)
         try:
             log_dir_mover.recover(self.log_dirs)
+            self._check_no_duplicates()
         except BaseException:
             self._unlock()
             raise
         self.logs: dict[tuple[str, int], logstore.Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         self._count_in: dict[str, int] = {d: 0 for d in self.log_dirs}  # partitions per dir
+        # partitions whose log was dropped with its failed dir (they stay there until a restart)
+        self._in_offline_dirs: set[tuple[str, int]] = set()
 
     def existing_partitions(self) -> Iterator[tuple[str, int, str]]:
         """(topic, partition, log dir) of every partition directory on disk."""
@@ -118,6 +124,19 @@ class LogManager:
                 m = _PARTITION_DIR.match(name)
                 if m and name != METADATA_DIR and os.path.isdir(os.path.join(d, name)):
                     yield m["topic"], int(m["partition"]), d
+
+    def _check_no_duplicates(self) -> None:
+        """KafkaStorageError naming a partition found in two log dirs (Kafka refuses to
+        start on it: opening either copy could hide the other's records)."""
+        seen: dict[tuple[str, int], str] = {}
+        for topic, partition, log_dir in self.existing_partitions():
+            first = seen.setdefault((topic, partition), log_dir)
+            if first != log_dir:
+                raise KafkaStorageError(
+                    f"duplicate log directories for {topic}-{partition} are found in both "
+                    f"{first} and {log_dir}: it is likely a failed log dir was recreated "
+                    "elsewhere; remove the stale copy and start again"
+                )
 
     def set_aside_stray_logs(self, topics: Mapping[str, TopicInfo]) -> list[str]:
         """Renames each partition directory the topic metadata does not account for to
@@ -183,10 +202,13 @@ class LogManager:
         """(the dir a partition's log is or goes in, whether it exists there already);
         KafkaStorageError when its dir is offline (its log is there, unreadable until a
         restart) or no live dir is left for a new one."""
+        name = f"{topic}-{partition}"
+        if (topic, partition) in self._in_offline_dirs:
+            raise KafkaStorageError(f"the log of {name} is in an offline log dir")
         for d in self.log_dirs:
-            if not self.is_log_dir_online(d):
-                continue
-            if os.path.isdir(os.path.join(d, f"{topic}-{partition}")):
+            if os.path.isdir(os.path.join(d, name)):
+                if not self.is_log_dir_online(d):
+                    raise KafkaStorageError(f"the log of {name} is in the offline log dir {d}")
                 return d, True
         return self._choose_dir(planned), False
 
@@ -353,6 +375,7 @@ class LogManager:
         log_dir = os.path.abspath(log_dir)
         self.failure_channel.maybe_add_offline_log_dir(log_dir, "taken offline")
         dropped = sorted(key for key, d in self._dir_of.items() if d == log_dir)
+        self._in_offline_dirs.update(dropped)
         for key in dropped:
             plog = self.logs.pop(key, None)
             del self._dir_of[key]

@@ -380,7 +380,8 @@ class ReplicaManager:
         """The logs of the partitions ``request`` names for this broker for the first
         time, opened by the log manager off the event loop
         (:meth:`LogManager.open_new_logs`), for :meth:`become_leader_or_follower` to take.
-        None is opened for a request from an older controller epoch (it is refused)."""
+        None is opened for a request from an older controller epoch (it is refused), nor
+        for a partition in an offline log dir (it answers KAFKA_STORAGE_ERROR)."""
         if request.controller_epoch < self.controller_epoch:
             return {}
         manager = self._log_manager()
@@ -390,6 +391,7 @@ class ReplicaManager:
             for s in request.partitions
             if self.broker_id in s.replicas
             and s.partition not in held
+            and s.partition not in self.offline_partitions
             and manager.get(*s.partition) is None
         ]
         return await manager.open_new_logs(wanted, log_config) if wanted else {}

@@ -5,6 +5,7 @@ tests/cluster/test_log_dir_failure.py."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import uuid
@@ -144,6 +145,19 @@ def test_a_failed_dir_stops_serving_its_partitions_and_only_them(two_dirs):
     assert list(stopped.values()) == [ErrorCode.KAFKA_STORAGE_ERROR]
     assert os.path.isdir(partition_dir), "nothing in an offline dir is deleted"
 
+    # Nor is its log made anew in the live dir (its records are in the failed one).
+    assert (
+        asyncio.run(
+            manager.open_new_logs(
+                _lai(1, ("t", 0, ME, 2, [ME], [ME, 2, 3], 2)), lambda topic, index: (TOPIC, {})
+            )
+        )
+        == {}
+    )
+    with pytest.raises(KafkaStorageError, match="offline log dir"):
+        log_manager.place("t", 0)
+    assert not os.path.exists(os.path.join(b, "t-0"))
+
     described = {d.log_dir: d for d in manager.describe_log_dirs(None)}
     assert described[a].error == ErrorCode.KAFKA_STORAGE_ERROR and described[a].replicas == []
     assert described[b].error == ErrorCode.NONE
@@ -159,3 +173,14 @@ def test_no_live_dir_left_refuses_new_logs(two_dirs):
     assert log_manager.live_log_dirs == []
     with pytest.raises(KafkaStorageError, match="every log dir"):
         log_manager.place("t", 9)
+
+
+def test_a_partition_in_two_log_dirs_stops_the_start(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        (d / "t-0").mkdir(parents=True)
+    with pytest.raises(KafkaStorageError, match="duplicate log directories for t-0") as e:
+        LogManager([str(d) for d in dirs])
+    assert str(dirs[0]) in str(e.value) and str(dirs[1]) in str(e.value)
+    (dirs[1] / "t-0").rmdir()
+    LogManager([str(d) for d in dirs]).shutdown()  # the locks were let go

@@ -224,6 +224,7 @@ def test_leader_disk_full_moves_leadership_and_acks_resume(tmp_path):
             print(f"leader disk full: leadership moved in {moved:.2f} s, acks paused {gap:.2f} s")
             assert gap < RESUME_S, f"acks stalled {gap:.1f} s"
             assert c.broker(1).alive(), "b1 keeps its other, healthy log dir"
+            assert not (other / "df-0").exists(), "the failed dir's partition is not made anew"
             errors = _dir_errors(c, 1)
             assert errors == {str(disk): KAFKA_STORAGE_ERROR, str(other): 0}
             assert _metric(port, "kafka_log_logmanager_offlinelogdirectorycount") == 1
@@ -262,6 +263,7 @@ def test_follower_disk_full_leaves_the_isr_and_acks_resume(tmp_path):
             print(f"follower disk full: acks paused {gap:.2f} s")
             assert gap < RESUME_S, f"acks stalled {gap:.1f} s"
             assert c.broker(3).alive(), "b3 keeps its other, healthy log dir"
+            assert not (other / "ff-0").exists(), "the failed dir's partition is not made anew"
             assert _dir_errors(c, 3) == {str(disk): KAFKA_STORAGE_ERROR, str(other): 0}
             _check_nothing_lost(c, "ff", producer, 0)
             tmpfs.free(disk)
