@@ -44,4 +44,11 @@ cargo clippy --quiet --all-targets --features python -- -D warnings
 
 cargo test --quiet
 
-python3 -m pytest -q -p no:cacheprovider "$@"
+if [ $# -gt 0 ]; then
+    python3 -m pytest -q -p no:cacheprovider "$@"
+    exit
+fi
+# The in-process suites (no ports, no processes: tests/broker, tests/storage) on both
+# cores; the rest, which start brokers, ZooKeeper and clients, one test at a time.
+python3 -m pytest -q -p no:cacheprovider -n 2 tests/broker tests/storage
+python3 -m pytest -q -p no:cacheprovider --ignore=tests/broker --ignore=tests/storage
