@@ -12,7 +12,9 @@ Invariants:
 - :meth:`LogDirFailureChannel.maybe_add_offline_log_dir` may be called from any thread
   and never blocks on the listener beyond handing the dir over.
 - Only I/O errors that are the disk's take a dir offline (:func:`is_log_dir_failure`):
-  a process out of file descriptors (EMFILE, ENFILE) or memory is not a failed disk.
+  a process out of file descriptors (EMFILE, ENFILE) or memory, or past its file size
+  limit (EFBIG: RLIMIT_FSIZE), is not a failed disk; those appends answer
+  KAFKA_STORAGE_ERROR and the dir stays online.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ __all__ = ["LogDirFailureChannel", "is_log_dir_failure", "log_dir_of"]
 log = logging.getLogger(__name__)
 
 # Errors of the process, not of the disk: they take no dir offline.
-_PROCESS_ERRNOS = frozenset({errno_codes.EMFILE, errno_codes.ENFILE, errno_codes.ENOMEM})
+_PROCESS_ERRNOS = frozenset(
+    {errno_codes.EMFILE, errno_codes.ENFILE, errno_codes.ENOMEM, errno_codes.EFBIG}
+)
 
 
 def is_log_dir_failure(e: BaseException) -> bool:
     """Whether ``e`` (raised by the storage engine or the OS) is an I/O failure of the
     disk under a log dir: the storage engine's LogIOError or an OSError, unless its errno
-    is the process's (EMFILE, ENFILE, ENOMEM)."""
+    is the process's (EMFILE, ENFILE, ENOMEM, EFBIG)."""
     if not isinstance(e, logstore.LogIOError | OSError):
         return False
     return getattr(e, "errno", None) not in _PROCESS_ERRNOS

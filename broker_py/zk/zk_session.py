@@ -56,7 +56,7 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.protocol.connection import ConnectionHandler
 from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KeeperState
-from kazoo.retry import KazooRetry
+from kazoo.retry import KazooRetry, RetryFailedError
 
 from broker_py.zk import zk_data
 from broker_py.zk.zk_errors import ZooKeeperClientTimeoutError, ZooKeeperError
@@ -207,13 +207,35 @@ class ZkSession:
             bootstrap = self._client(self._hosts)
             self._start(bootstrap)
             try:
-                bootstrap.ensure_path(self._chroot)
+                self._until_connected(bootstrap.ensure_path, self._chroot)
             finally:
                 bootstrap.stop()
                 bootstrap.close()
         self._start(self._zk)
         for path in PERSISTENT_PATHS:
-            self._zk.ensure_path(path)
+            self._until_connected(self._zk.ensure_path, path)
+
+    def _until_connected(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)``, made again while the connection drops under it
+        (ConnectionLoss: the session lives on and kazoo reconnects), as Kafka's
+        ZooKeeperClient retries a request until connected; ZooKeeperClientTimeoutError once
+        ``zookeeper.connection.timeout.ms`` has passed. For the startup's calls, which
+        have nobody else to retry them."""
+        retry = KazooRetry(
+            max_tries=-1,
+            delay=FIRST_RECONNECT_WAIT_S,
+            backoff=2,
+            max_delay=reconnect_wait_max_s(self.session_timeout_ms),
+            deadline=self.connection_timeout_ms / 1000,
+            sleep_func=SequentialThreadingHandler.sleep_func,
+        )
+        try:
+            return retry(call, *args, **kwargs)
+        except RetryFailedError:
+            raise ZooKeeperClientTimeoutError(
+                f"ZooKeeper at {self.connect} kept dropping the connection for "
+                f"{self.connection_timeout_ms} ms (zookeeper.connection.timeout.ms)"
+            ) from None
 
     def _start(self, client: KazooClient) -> None:
         try:
@@ -285,12 +307,16 @@ class ZkSession:
         return self._zk.state == KazooState.CONNECTED
 
     def create_or_get_cluster_id(self, proposed: str) -> str:
-        """The cluster's id: ``/cluster/id`` if some broker wrote it, else ``proposed``."""
+        """The cluster's id: ``/cluster/id`` if some broker wrote it, else ``proposed``
+        (a create whose answer a dropped connection lost finds its own node, and reads it)."""
         try:
-            self._zk.create(
-                zk_data.ClusterIdZNode.PATH, zk_data.ClusterIdZNode.encode(proposed), makepath=True
+            self._until_connected(
+                self._zk.create,
+                zk_data.ClusterIdZNode.PATH,
+                zk_data.ClusterIdZNode.encode(proposed),
+                makepath=True,
             )
             return proposed
         except NodeExistsError:
-            data, _ = self._zk.get(zk_data.ClusterIdZNode.PATH)
+            data, _ = self._until_connected(self._zk.get, zk_data.ClusterIdZNode.PATH)
             return zk_data.ClusterIdZNode.decode(data)

@@ -66,6 +66,7 @@ def test_only_the_disks_errors_take_a_dir_offline():
     assert is_log_dir_failure(logstore.LogIOError("write segment: os error 28"))
     assert not is_log_dir_failure(OSError(errno.EMFILE, "Too many open files"))
     assert not is_log_dir_failure(OSError(errno.ENFILE, "Too many open files in system"))
+    assert not is_log_dir_failure(OSError(errno.EFBIG, "File too large"))  # RLIMIT_FSIZE
     assert not is_log_dir_failure(logstore.CorruptRecordError("bad crc"))
     assert not is_log_dir_failure(ValueError("not I/O"))
 

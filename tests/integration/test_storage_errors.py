@@ -1,8 +1,10 @@
-"""A log dir that cannot take more bytes: RLIMIT_FSIZE on the broker's process makes
-the kernel refuse writes past a size (EFBIG), the way a full disk refuses them
-(ENOSPC), with no privileges needed. Appends that fail get KAFKA_STORAGE_ERROR and
-leave nothing behind; what was acknowledged stays readable; the broker keeps serving
-and says so in its log, once per interval rather than once per retry."""
+"""A broker process that may not write more bytes: RLIMIT_FSIZE makes the kernel refuse
+writes past a size (EFBIG), with no privileges needed. Appends that fail get
+KAFKA_STORAGE_ERROR and leave nothing behind; what was acknowledged stays readable; a
+file size limit is the process's, not a failed disk, so the broker keeps serving and
+says so in its log, once per interval rather than once per retry. A full disk (ENOSPC)
+takes its log dir offline instead: tests/integration/test_log_dir_failure_alone.py and
+tests/cluster/test_log_dir_failure.py."""
 
 from __future__ import annotations
 
