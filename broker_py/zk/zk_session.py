@@ -13,8 +13,8 @@ Invariants:
 - ``/cluster/id`` is written once, by the first broker to start; every later one reads it.
 
 Reconnection (Kafka's ``ClientCnxn``: a random wait under 1 s before each reconnect, all
-within the session), with ``R = min(1 s, session timeout / 3)`` and ``A = min(2 s,
-session timeout / 3)``:
+within the session), with ``R = min(1 s, session timeout / 3)``, ``C = min(2 s,
+session timeout / 3)`` and ``S = session timeout / 3``:
 
 - A lost connection is detected when the socket closes (ZooKeeper killed or stopped
   cleanly) or when a ping goes unanswered (kazoo pings every third of the negotiated
@@ -23,16 +23,18 @@ session timeout / 3)``:
   ``R`` * 2/3 and ``R``, forever (:func:`connection_retry`; kazoo's default doubles up to
   an hour, which let a broker sleep through the rest of its session). The waits start
   over after every connection established.
-- Each attempt is bounded: its TCP connect gives up after ``A``
-  (:class:`BoundedConnectHandler`), and so does its wait for ZooKeeper's answer to the
-  session request (:class:`BoundedSessionRequest`); kazoo would wait the whole session
-  timeout for each. A ZooKeeper that is starting accepts connections before it serves
-  them and may leave a session request unanswered; a paused one holds it; an address
-  that drops packets answers no SYN. An attempt given up is followed by another, so a
-  session request lost to any of them costs ``A`` + ``R``, not the session.
+- Each attempt is bounded: its TCP connect gives up after ``C``
+  (:class:`BoundedConnectHandler`), its wait for ZooKeeper's answer to the session
+  request after ``S`` (:class:`BoundedSessionRequest`); kazoo would wait the whole
+  session timeout for each. A ZooKeeper that is starting accepts connections before it
+  serves them and may leave a session request unanswered; a paused one holds it; an
+  address that drops packets answers no SYN. An attempt given up is followed by
+  another, so a session request lost to any of them costs at most ``S`` + ``R``, not the
+  session; a ZooKeeper merely slow to answer (a loaded host) still has a third of the
+  session to do it.
 - So while ZooKeeper refuses connections (killed), a broker tries about once a second,
   and a restarted ZooKeeper, which gives every session it restored a full timeout,
-  sees the broker back within about ``R`` of serving (``A`` + ``R`` at worst): the
+  sees the broker back within about ``R`` of serving (``S`` + ``R`` at worst): the
   session, its ephemeral ``/brokers/ids/N`` and the broker epoch survive an outage of
   any length.
 - While disconnected (SUSPENDED) nothing here gives up the session; calls made meanwhile
@@ -72,6 +74,7 @@ __all__ = [
     "attempt_timeout_s",
     "connection_retry",
     "reconnect_wait_max_s",
+    "session_request_timeout_s",
 ]
 
 log = logging.getLogger(__name__)
@@ -110,9 +113,15 @@ def reconnect_wait_max_s(session_timeout_ms: int) -> float:
 
 
 def attempt_timeout_s(session_timeout_ms: int) -> float:
-    """How long one attempt waits for its TCP connect, and then for the answer to its
-    session request: 2 s, or a third of the session timeout when that is shorter."""
+    """How long one attempt waits for its TCP connect: 2 s, or a third of the session
+    timeout when that is shorter."""
     return min(ATTEMPT_TIMEOUT_MAX_S, session_timeout_ms / 3000)
+
+
+def session_request_timeout_s(session_timeout_ms: int) -> float:
+    """How long one attempt waits for the answer to its session request: a third of the
+    session timeout."""
+    return session_timeout_ms / 3000
 
 
 def connection_retry(session_timeout_ms: int) -> KazooRetry:
@@ -198,7 +207,9 @@ class ZkSession:
             connection_retry=connection_retry(self.session_timeout_ms),
             command_retry=connection_retry(self.session_timeout_ms),
         )
-        client._connection = BoundedSessionRequest(client, bound)
+        client._connection = BoundedSessionRequest(
+            client, session_request_timeout_s(self.session_timeout_ms)
+        )
         return client
 
     def start(self) -> None:
