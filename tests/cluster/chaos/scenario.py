@@ -150,6 +150,42 @@ def faults_then_tail(
     return during
 
 
+def stamp() -> str:
+    """The wall-clock time of a note."""
+    return time.strftime("%H:%M:%S")
+
+
+def time_left(t0: float, seconds: float) -> float:
+    """What is left of a fault phase of ``seconds`` that began at monotonic ``t0``."""
+    return seconds - (time.monotonic() - t0)
+
+
+def run_rounds(
+    c: Cluster,
+    name: str,
+    seed: int,
+    topic: str,
+    seconds: float,
+    rounds: Callable[[Cluster, Callable[[str], None], float], None],
+    started: float,
+    check: Callable[[Cluster], list[BaseException]] | None = None,
+) -> None:
+    """Creates ``topic``, runs ``rounds(c, note, t0)`` (the faults; returns when they
+    are over) under the workload, adds what ``check(c)`` finds to the errors, then
+    :func:`finish` (``started``: when the scenario began)."""
+    notes: list[str] = []
+    errors: list[BaseException] = []
+    create_topic(c, topic)
+    wl = workload(c, topic, seconds + 300)
+    t = time.monotonic()
+    history = wl.run(
+        during=faults_then_tail(lambda t0: rounds(c, notes.append, t0), errors, seconds)
+    )
+    if check is not None:
+        errors.extend(check(c))
+    finish(c, name, seed, topic, wl, history, started, time.monotonic() - t, notes, errors)
+
+
 def _ack_stall(history: History) -> tuple[float, str]:
     """What ``longest_ack_gap`` leaves out: the longest time a producer kept sending
     after its last acknowledgement (seconds, and which producer); 0 when every producer

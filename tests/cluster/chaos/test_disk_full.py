@@ -54,12 +54,8 @@ DIRS = ("a", "b")  # each broker's two log dirs: <run dir>/disks/b<id>-a, -b
 _PARTITION_DIR = re.compile(r"^.+-\d+$")  # <topic>-<n>; not -delete, -stray, -future
 
 
-def _stamp() -> str:
-    return time.strftime("%H:%M:%S")
-
-
-def _time_left(t0: float, seconds: float) -> float:
-    return seconds - (time.monotonic() - t0)
+_stamp = scenario.stamp
+_time_left = scenario.time_left
 
 
 def _disks(root: Path, broker: int) -> list[Path]:
@@ -161,42 +157,27 @@ def _restart(c: Cluster, note, broker: int, disks: list[Path]) -> None:
 
 
 def _run(tmp_path: Path, name: str, seed: int, seconds: float, rounds) -> None:
-    """Runs ``rounds(c, note, t0)`` (the faults; returns when they are over) under the
-    workload on brokers whose log dirs are the tmpfs mounts, then
-    :func:`scenario.finish`."""
+    """Runs ``rounds(c, note, t0)`` under the workload (:func:`scenario.run_rounds`) on
+    brokers whose log dirs are the tmpfs mounts; a partition directory left in both log
+    dirs of a broker fails the scenario."""
     started = time.monotonic()
-    notes: list[str] = []
-    errors: list[BaseException] = []
     brokers = [1, 2, 3]
     per_broker = {b: {"log.dirs": ",".join(str(d) for d in _disks(tmp_path, b))} for b in brokers}
-    with _mounted(tmp_path, brokers), scenario.chaos_cluster(tmp_path, per_broker) as c:
-        scenario.create_topic(c, TOPIC)
-        wl = scenario.workload(c, TOPIC, seconds + 300)
-        t = time.monotonic()
-        history = wl.run(
-            during=scenario.faults_then_tail(
-                lambda t0: rounds(c, notes.append, t0), errors, seconds
-            )
-        )
+
+    def check(c: Cluster) -> list[BaseException]:
         twice = _duplicates(c)
-        if twice:
-            errors.append(
-                AssertionError(
-                    f"{len(twice)} partition directories in both log dirs of a broker: "
-                    f"{', '.join(twice[:12])}{' ...' if len(twice) > 12 else ''}"
-                )
+        if not twice:
+            return []
+        return [
+            AssertionError(
+                f"{len(twice)} partition directories in both log dirs of a broker: "
+                f"{', '.join(twice[:12])}{' ...' if len(twice) > 12 else ''}"
             )
-        scenario.finish(
-            c,
-            f"disk_full/{name}",
-            seed,
-            TOPIC,
-            wl,
-            history,
-            started,
-            time.monotonic() - t,
-            notes,
-            errors,
+        ]
+
+    with _mounted(tmp_path, brokers), scenario.chaos_cluster(tmp_path, per_broker) as c:
+        scenario.run_rounds(
+            c, f"disk_full/{name}", seed, TOPIC, seconds, rounds, started, check=check
         )
 
 

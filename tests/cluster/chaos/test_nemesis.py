@@ -43,41 +43,15 @@ QUIET = 2.0  # seconds between rounds
 TOPIC = "nemesis"
 
 
-def _stamp() -> str:
-    return time.strftime("%H:%M:%S")
+_stamp = scenario.stamp
+_time_left = scenario.time_left
 
 
 def _run(tmp_path, name: str, seed: int, seconds: float, rounds) -> None:
-    """Runs ``rounds(c, note, t0)`` (the faults; returns when they are over) under the
-    workload, then :func:`scenario.finish`."""
+    """Runs ``rounds(c, note, t0)`` under the workload (:func:`scenario.run_rounds`)."""
     started = time.monotonic()
-    notes: list[str] = []
-    errors: list[BaseException] = []
     with scenario.chaos_cluster(tmp_path) as c:
-        scenario.create_topic(c, TOPIC)
-        wl = scenario.workload(c, TOPIC, seconds + 300)
-        t = time.monotonic()
-        history = wl.run(
-            during=scenario.faults_then_tail(
-                lambda t0: rounds(c, notes.append, t0), errors, seconds
-            )
-        )
-        scenario.finish(
-            c,
-            f"nemesis/{name}",
-            seed,
-            TOPIC,
-            wl,
-            history,
-            started,
-            time.monotonic() - t,
-            notes,
-            errors,
-        )
-
-
-def _time_left(t0: float, seconds: float) -> float:
-    return seconds - (time.monotonic() - t0)
+        scenario.run_rounds(c, f"nemesis/{name}", seed, TOPIC, seconds, rounds, started)
 
 
 @scenario.chaos_only
