@@ -51,4 +51,4 @@ fi
 # The in-process suites (no ports, no processes: tests/broker, tests/storage) on both
 # cores; the rest, which start brokers, ZooKeeper and clients, one test at a time.
 python3 -m pytest -q -p no:cacheprovider -n 2 tests/broker tests/storage
-python3 -m pytest -q -p no:cacheprovider --ignore=tests/broker --ignore=tests/storage
+python3 -m pytest -q -p no:cacheprovider --durations=15 --ignore=tests/broker --ignore=tests/storage
