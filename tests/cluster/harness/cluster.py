@@ -331,6 +331,9 @@ class Cluster:
                 settings["zookeeper.connect"] = f"127.0.0.1:{zp.port}{self.chroot}"
                 if zk_session_timeout_ms is not None:
                     settings["zookeeper.session.timeout.ms"] = str(zk_session_timeout_ms)
+                # A broker (re)starting on a loaded host waits this long for its first
+                # connection, rather than the session timeout it defaults to.
+                settings["zookeeper.connection.timeout.ms"] = "30000"
             settings.update(overrides or {})
             settings.update((broker_overrides or {}).get(i, {}))
             self.brokers.append(
