@@ -25,7 +25,12 @@ import signal
 import sys
 import tempfile
 
-from broker_py.config.kafka_config import BrokerConfig, ConfigError, Listener
+from broker_py.config.kafka_config import (
+    BrokerConfig,
+    ConfigError,
+    Listener,
+    unknown_key_warning,
+)
 from broker_py.network.allocator import retain_request_buffers
 from logstore.protocol.errors import KafkaException
 
@@ -215,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"logstore-broker: {e}", file=sys.stderr)
         return 2
     for key in config.unknown:
-        log.warning("unknown configuration key %s (ignored)", key)
+        log.warning("%s", unknown_key_warning(key))
     retain_request_buffers()
     try:
         asyncio.run(_run(config))

@@ -4,7 +4,8 @@ A config is built from a properties file (Java ``.properties`` syntax: ``key=val
 or ``key: value`` lines, ``#``/``!`` comments, backslash line continuations) plus
 ``--override key=value`` pairs, over Kafka's defaults. Every value is checked when
 the broker starts: a bad value raises :class:`ConfigError` naming the key; an unknown
-key is returned in ``unknown`` for the caller to warn about.
+key is returned in ``unknown`` for the caller to warn about, as Kafka warns (and ignores
+it), with :func:`unknown_key_warning` naming the nearest known key.
 
 Broker-level ``log.*`` keys are the defaults of the per-topic configs
 (``log.segment.bytes`` -> ``segment.bytes`` ...); :meth:`BrokerConfig.topic_defaults`
@@ -14,6 +15,7 @@ gives that mapping, which topic configs then override.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -203,6 +205,47 @@ def _listeners(key: str, raw: str) -> list[Listener]:
     return out
 
 
+# zookeeper.connect: ``host[:port][,host[:port]...][/chroot]`` as ZooKeeper's
+# ConnectStringParser reads it (port 2181 when left out; an IPv6 host in brackets); the
+# chroot is an absolute path of znode names (none empty, ``.`` or ``..``, and none of the
+# characters ZooKeeper refuses). Empty: no ZooKeeper (a broker alone).
+_ZK_SERVER = re.compile(r"^(?P<host>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>.*))?$")
+_ZK_INVALID_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+_ZK_FORMAT = "expected host:port[,host:port...][/chroot]"
+
+
+def _zookeeper_connect(key: str, raw: str) -> str:
+    value = raw.strip()
+    if not value:
+        return value
+    hosts, slash, chroot = value.partition("/")
+    for server in hosts.split(","):
+        m = _ZK_SERVER.match(server.strip())
+        if m is None or not m["host"].strip("[]"):
+            raise ConfigError(key, raw, f"server {server.strip()!r} has no host ({_ZK_FORMAT})")
+        port = m["port"]
+        if port is None:
+            continue
+        if not port.isdigit():
+            raise ConfigError(
+                key, raw, f"port {port!r} of {server.strip()!r} is not a number ({_ZK_FORMAT})"
+            )
+        if not 1 <= int(port) <= 65535:
+            raise ConfigError(key, raw, f"port {port} of {server.strip()!r} is out of range")
+    if slash:
+        path = "/" + chroot
+        names = chroot.rstrip("/").split("/") if chroot.rstrip("/") else []
+        for name in names:
+            if not name or name in (".", "..") or _ZK_INVALID_CHARS.search(name):
+                raise ConfigError(
+                    key,
+                    raw,
+                    f"chroot {path!r} is not a ZooKeeper path (an absolute path of znode names, "
+                    "none empty, '.' or '..')",
+                )
+    return value
+
+
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # SASL mechanisms this broker serves (GSSAPI it does not; OAUTHBEARER with unsecured
 # JWTs, Kafka's default validator).
@@ -320,6 +363,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     ),
     "message.max.bytes": (_int(0), "1048588"),
     "socket.request.max.bytes": (_int(1), "104857600"),
+    "max.request.partition.size.limit": (_int(1), "2000"),
     "socket.send.buffer.bytes": (_int(-1), "102400"),
     "socket.receive.buffer.bytes": (_int(-1), "102400"),
     "connections.max.idle.ms": (_int(0), "600000"),
@@ -367,7 +411,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # The Prometheus endpoint (broker_py/server/metrics): off unless metrics.port is set.
     "metrics.port": (_int(0, 65535), None),
     "metrics.host": (_str, "0.0.0.0"),
-    "zookeeper.connect": (_str, None),
+    "zookeeper.connect": (_zookeeper_connect, None),
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),
     "controlled.shutdown.enable": (_bool, "true"),
@@ -518,6 +562,13 @@ def _check(values: dict[str, Any]) -> None:
             values["group.min.session.timeout.ms"],
             "exceeds group.max.session.timeout.ms",
         )
+
+
+def unknown_key_warning(key: str) -> str:
+    """Kafka's warning for a key it does not know, naming the nearest known keys."""
+    text = f"The configuration '{key}' was supplied but isn't a known config (ignored)"
+    near = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.75)
+    return f"{text}; did you mean {near[0]}?" if near else text
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker_py.config.kafka_config import BrokerConfig, ConfigError, Listener, parse_properties
+from broker_py.config.kafka_config import (
+    BrokerConfig,
+    ConfigError,
+    Listener,
+    parse_properties,
+    unknown_key_warning,
+)
 
 
 def test_defaults_are_a_single_local_broker():
@@ -73,6 +79,14 @@ def test_load_file_and_overrides(tmp_path):
         ("authorizer.class.name", "com.example.MyAuthorizer"),
         ("super.users", "admin"),
         ("allow.everyone.if.no.acl.found", "maybe"),
+        ("zookeeper.connect", "127.0.0.1:notaport"),
+        ("zookeeper.connect", ":2181"),
+        ("zookeeper.connect", "127.0.0.1:2181,,127.0.0.2:2181"),
+        ("zookeeper.connect", "127.0.0.1:0"),
+        ("zookeeper.connect", "127.0.0.1:65536"),
+        ("zookeeper.connect", "127.0.0.1:2181/kafka//a"),
+        ("zookeeper.connect", "127.0.0.1:2181/kafka/.."),
+        ("zookeeper.connect", "127.0.0.1:2181/ka\x01fka"),
     ],
 )
 def test_bad_values_name_the_key(key, value):
@@ -163,3 +177,40 @@ def test_listeners_change_per_broker_only_and_need_a_security_protocol():
     ]
     # advertised.listeners, unset, follows them
     assert c.advertised_listener("EXTRA").port == 9093
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "127.0.0.1:2181",
+        "zk1:2181,zk2:2182,zk3/kafka",
+        "[::1]:2181/kafka/cluster-a/",
+        "127.0.0.1:2181/",
+    ],
+)
+def test_zookeeper_connect_forms_zookeeper_reads(value):
+    assert BrokerConfig({"zookeeper.connect": value})["zookeeper.connect"] == value.strip()
+
+
+def test_zookeeper_connect_errors_say_what_is_wrong():
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({"zookeeper.connect": "127.0.0.1:notaport"})
+    assert str(e.value) == (
+        "invalid value '127.0.0.1:notaport' for configuration zookeeper.connect: port "
+        "'notaport' of '127.0.0.1:notaport' is not a number "
+        "(expected host:port[,host:port...][/chroot])"
+    )
+
+
+def test_unknown_keys_are_kept_and_the_warning_names_the_nearest_key():
+    c = BrokerConfig({"log.retension.hours": "1", "no.such.key": "1"})
+    assert c.unknown == ["log.retension.hours", "no.such.key"]
+    assert c["log.retention.hours"] == 168  # the misspelt key changes nothing
+    assert unknown_key_warning("log.retension.hours") == (
+        "The configuration 'log.retension.hours' was supplied but isn't a known config "
+        "(ignored); did you mean log.retention.hours?"
+    )
+    assert unknown_key_warning("no.such.key") == (
+        "The configuration 'no.such.key' was supplied but isn't a known config (ignored)"
+    )

@@ -51,6 +51,9 @@ def test_sigterm_is_a_clean_shutdown_and_sigkill_is_recovered(broker):
             ],
             "sasl.jaas.config",
         ),
+        (["zookeeper.connect=127.0.0.1:notaport"], "zookeeper.connect"),
+        (["zookeeper.connect=:2181/kafka"], "zookeeper.connect"),
+        (["zookeeper.connect=127.0.0.1:2181/kafka//brokers"], "zookeeper.connect"),
     ],
 )
 def test_bad_config_value_names_the_key(tmp_path, overrides, key):
@@ -67,11 +70,22 @@ def test_bad_config_value_names_the_key(tmp_path, overrides, key):
     assert r.returncode == 2, r.stderr
     assert f"for configuration {key}:" in r.stderr, r.stderr
     assert "secret" not in r.stderr
+    # One line naming the key, no traceback.
+    assert [line for line in r.stderr.splitlines() if line.startswith("logstore-broker: ")] == [
+        line for line in r.stderr.splitlines() if key in line
+    ], r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_unknown_key_warns_and_starts(broker_factory):
-    b = broker_factory({"no.such.key": "1"})
-    assert "unknown configuration key no.such.key" in b.log_text()
+    b = broker_factory({"no.such.key": "1", "log.retension.hours": "1"})
+    log = b.log_text()
+    assert "The configuration 'no.such.key' was supplied but isn't a known config" in log
+    assert "did you mean" not in log.split("'no.such.key'")[1].splitlines()[0]
+    assert (
+        "The configuration 'log.retension.hours' was supplied but isn't a known config "
+        "(ignored); did you mean log.retention.hours?"
+    ) in log
 
 
 def test_a_second_broker_on_the_same_log_dirs_exits_and_the_first_keeps_serving(broker):
