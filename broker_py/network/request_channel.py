@@ -35,7 +35,8 @@ from broker_py.network.request_logger import enabled as request_log_enabled
 from broker_py.network.request_reader import LargeRequestFrame, QueuedRequest
 from broker_py.network.response_sender import ConnectionClosed
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.errors import MalformedMessageError, ProtocolError
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError, MalformedMessageError, ProtocolError
 from logstore.protocol.frame import (
     Request,
     UnsupportedRequest,
@@ -112,6 +113,7 @@ class RequestChannel:
         ):
             event, received = queue.popleft()
             self.queued_bytes -= event.size
+            conn.request_received = received  # the request queue time's start, for metrics
             times = RequestTimes(received, now()) if request_log_enabled() else None
             if type(event) is LargeRequestFrame:
                 self._start(self._handle_off_loop(event, times))
@@ -139,7 +141,7 @@ class RequestChannel:
                 elif times is not None:
                     self._completed(event, times)
             except (ConnectionClosed, ProtocolError) as e:
-                conn.close_with_warning("protocol", "%s", e)
+                conn.close_with_warning(getattr(e, "kind", "protocol"), "%s", e)
                 return
             if self._close_after:
                 conn.closed = True
@@ -162,8 +164,12 @@ class RequestChannel:
         sasl = conn.sasl
         if sasl is not None:
             if not sasl.authenticated and event.api_key not in _BEFORE_AUTHENTICATION:
+                # Its own warning kind: other protocol errors do not hold this one back.
                 raise ConnectionClosed(
-                    f"{event.api_key.api_name} request before SASL authentication"
+                    f"{event.api_key.api_name} request before SASL authentication on "
+                    f"listener {self._server.name} (a client without SASL settings? it must "
+                    f"authenticate with one of {', '.join(sasl.mechanisms)} first)",
+                    kind="unauthenticated",
                 )
             if event.api_key not in _REAUTHENTICATION and sasl.session_expired():
                 raise ConnectionClosed(
@@ -175,17 +181,30 @@ class RequestChannel:
             raise ConnectionClosed(f"no handler for {event.api_key.api_name}")
         try:
             return handler(event, conn)
+        except KafkaError as exc:
+            # The handler refused the request as a whole (Kafka's Errors.forException).
+            log.info(
+                "%s v%d from %s: %s %s",
+                event.api_key.api_name,
+                event.api_version,
+                conn.peer,
+                exc.errno.name,
+                exc,
+            )
+            return self._error_response(event, exc.errno)
         except Exception:
             log.exception(
                 "%s v%d from %s failed", event.api_key.api_name, event.api_version, conn.peer
             )
             return self._error_response(event)
 
-    def _error_response(self, event: Request | ProduceFrame):
-        """The answer to a request whose handler raised (UNKNOWN_SERVER_ERROR; None:
-        nothing is sent); the connection stays open unless even that fails."""
+    def _error_response(
+        self, event: Request | ProduceFrame, code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    ):
+        """The answer to a request whose handler raised (``code`` in every error field;
+        None: nothing is sent); the connection stays open unless even that fails."""
         try:
-            return self._server.on_error(event)
+            return self._server.on_error(event, code)
         except Exception:
             log.exception(
                 "answering the failed %s from %s failed too",

@@ -48,6 +48,7 @@ from broker_py.network.response_sender import WRITE_HIGH_WATER, WRITE_LOW_WATER,
 from broker_py.security.sasl.sasl_authenticator import SaslServerAuthenticator
 from broker_py.security.ssl.ssl_context import distinguished_name
 from broker_py.security.ssl.ssl_principal_mapper import NoMatchingRuleError, SslPrincipalMapper
+from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, MalformedMessageError, ProtocolError
 from logstore.protocol.frame import Request, UnsupportedRequest
 from logstore.protocol.produce_frame import ProduceFrame
@@ -76,6 +77,9 @@ class ClientConnection(asyncio.Protocol):
         self._tls_principal: str | None = None
         self.client_id: str | None = None
         self.client_software: str | None = None
+        # The clock reading (request_logger.now) of the socket read that completed the
+        # request being handled: where its time in the request queue starts.
+        self.request_received = 0.0
         self.transport: asyncio.Transport | None = None
         self.reader = RequestReader(self, server.max_request_size, self.sasl is not None)
         self.channel = RequestChannel(self)
@@ -152,6 +156,27 @@ class ClientConnection(asyncio.Protocol):
             return "User:" + self.sasl.principal
         return self._tls_principal or "User:ANONYMOUS"
 
+    def authentication_failed(self, mechanism: str | None, reason: object) -> None:
+        """Logs a failed SASL authentication at INFO as Kafka does, with the listener, the
+        mechanism and the user name the client gave (never its password): ``Failed
+        authentication with /<host> (channelId=<local>-<peer>, listener <name>, mechanism
+        <mechanism>, user '<user>') (<reason>)``. A client retrying the same failure is
+        rate-limited per client host, mechanism and user (the next line counts them)."""
+        user = self.sasl.user if self.sasl is not None else None
+        rate_limited.log(
+            logging.INFO,
+            f"authentication {self.host} {mechanism} {user}",
+            "Failed authentication with /%s (channelId=%s-%s, listener %s, mechanism %s, "
+            "user %s) (%s)",
+            self.host,
+            self.local,
+            self.peer,
+            self.server.name,
+            mechanism or "none",
+            repr(user) if user is not None else "not given",
+            reason,
+        )
+
     def close_after_response(self) -> None:
         """Closes the connection once the response being made is sent (a failed
         authentication)."""
@@ -179,9 +204,7 @@ class ClientConnection(asyncio.Protocol):
                 try:
                     challenge = sasl.authenticate(token)
                 except KafkaError as e:
-                    rate_limited.warning(
-                        "sasl", "closing %s: SASL authentication failed: %s", self.peer, e
-                    )
+                    self.authentication_failed(sasl.mechanism, e)
                     self.channel.close_after_delay(None)
                     return
                 self.sender.write_frame(len(challenge).to_bytes(4, "big") + challenge)
@@ -259,14 +282,14 @@ class SocketServer:
         new_authenticator: Callable[[], SaslServerAuthenticator] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         principal_mapper: SslPrincipalMapper | None = None,
-        on_error: Callable[[Request | ProduceFrame], Any] | None = None,
+        on_error: Callable[[Request | ProduceFrame, ErrorCode], Any] | None = None,
         config=None,
         quotas: ConnectionQuotas | None = None,
         memory_pool: RequestMemoryPool | None = None,
     ) -> None:
         self.name = name
         # The answer to a request whose handler raised (None: send nothing).
-        self.on_error = on_error or (lambda event: None)
+        self.on_error = on_error or (lambda event, code: None)
         self.new_authenticator = new_authenticator
         self.ssl_context = ssl_context
         self.principal_mapper = principal_mapper or SslPrincipalMapper("DEFAULT")

@@ -71,7 +71,14 @@ def _modules():
 
 # Answers drawn from the brokers the metadata cache knows: a cluster broker just started
 # holds them back until the controller's first UpdateMetadata (MetadataCache.knows_cluster).
-_CLUSTER_VIEWS = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
+_CLUSTER_VIEWS = frozenset(
+    {
+        ApiKey.METADATA,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.DESCRIBE_CLUSTER,
+    }
+)
 
 
 def registry(apis: KafkaApis) -> dict:

@@ -9,6 +9,14 @@ asks again, and in a cluster the leader only exists once the controller has elec
 ``__transaction_state``), not for every name starting with ``__``.
 A null topic list (v1+), or an empty one at v0, means every topic.
 
+DescribeTopicPartitions (KIP-966) pages through the same view: topics in name order from
+the request's cursor, at most ``min(response_partition_limit,
+max.request.partition.size.limit)`` partitions, and ``next_cursor`` at the first partition
+left out. An empty topic list means every topic the connection may DESCRIBE (topics
+that fail are left out); named topics it may not DESCRIBE come last, with
+TOPIC_AUTHORIZATION_FAILED and a zero topic id; a cursor naming a topic missing from a
+non-empty list is INVALID_REQUEST. It creates no topic.
+
 With an authorizer, the list of every topic holds those the connection may DESCRIBE; a
 requested topic it may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED, and so does a
 missing one it could have auto-created without CREATE on the cluster or the topic.
@@ -19,13 +27,16 @@ from __future__ import annotations
 import uuid
 
 from broker_py.common.internal_topics import is_internal_topic
-from broker_py.common.topic import TopicInfo
+from broker_py.common.topic import TopicInfo, validate_topic_name
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
 from broker_py.utils.in_steps import for_each
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.errors import KafkaError
+from logstore.protocol.errors import InvalidRequestError, InvalidTopicError, KafkaError
+from logstore.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsResponse,
+)
 from logstore.protocol.messages.metadata import MetadataResponse
 
 NULL_UUID = uuid.UUID(int=0)
@@ -187,4 +198,104 @@ def handle_metadata(apis, request, connection):
     return for_each(body.topics, answer, response)
 
 
-HANDLERS = {ApiKey.METADATA: handle_metadata}
+_DtpTopic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+_DtpPartition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
+
+
+def _missing_topic(name: str) -> _DtpTopic:
+    try:
+        validate_topic_name(name)
+        error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    except InvalidTopicError:
+        error = ErrorCode.INVALID_TOPIC_EXCEPTION
+    return _DtpTopic(
+        error_code=int(error), name=name, topic_id=NULL_UUID, is_internal=is_internal_topic(name)
+    )
+
+
+def _described_topic(apis, topic: TopicInfo, first: int, limit: int, connection):
+    """The topic's partitions ``first`` .. at most ``limit`` of them, and the index of the
+    next one left out (-1 when none was)."""
+    end = min(topic.partitions, first + limit)
+    partitions = []
+    for index in range(first, end):
+        p = _partition_response(apis, topic.name, index)
+        partitions.append(
+            _DtpPartition(
+                error_code=p.error_code,
+                partition_index=index,
+                leader_id=p.leader_id,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=p.replica_nodes,
+                isr_nodes=p.isr_nodes,
+                offline_replicas=p.offline_replicas,
+            )
+        )
+    described = _DtpTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=partitions,
+        topic_authorized_operations=auth_helper.authorized_operations(
+            apis, connection, ResourceType.TOPIC, topic.name, True
+        ),
+    )
+    return described, (end if end < topic.partitions else -1)
+
+
+def handle_describe_topic_partitions(apis, request, connection):
+    body = request.body
+    cursor = body.cursor
+    cursor_topic = cursor.topic_name if cursor is not None else ""
+    every_topic = not body.topics
+    if every_topic:
+        names = {t.name for t in apis.metadata_cache.select()}
+    else:
+        names = {t.name for t in body.topics}
+        if cursor is not None and cursor_topic not in names:
+            raise InvalidRequestError(
+                "DescribeTopicPartitionsRequest topic list should contain the cursor topic: "
+                f"{cursor_topic}"
+            )
+    refused = []
+    authorized = []
+    for name in sorted(n for n in names if n >= cursor_topic):
+        if auth_helper.authorize(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            authorized.append(name)
+        elif not every_topic:
+            refused.append(
+                _DtpTopic(
+                    error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    name=name,
+                    topic_id=NULL_UUID,
+                )
+            )
+    remaining = min(apis.config["max.request.partition.size.limit"], body.response_partition_limit)
+    topics_out = []
+    next_cursor = None
+    for name in authorized:
+        if remaining <= 0:
+            next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=0)
+            break
+        first = cursor.partition_index if cursor is not None and name == cursor_topic else 0
+        topic = apis.metadata_cache.get(name)
+        if topic is None:
+            if not every_topic:
+                topics_out.append(_missing_topic(name))
+            continue
+        described, next_index = _described_topic(apis, topic, max(first, 0), remaining, connection)
+        topics_out.append(described)
+        if next_index != -1:
+            next_cursor = DescribeTopicPartitionsResponse.Cursor(
+                topic_name=name, partition_index=next_index
+            )
+            break
+        remaining -= len(described.partitions)
+    return DescribeTopicPartitionsResponse(topics=topics_out + refused, next_cursor=next_cursor)
+
+
+HANDLERS = {
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: handle_describe_topic_partitions,
+}

@@ -159,6 +159,7 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0
     DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
     LIST_TRANSACTIONS = 66, "ListTransactions", 0, 1, 0
+    DESCRIBE_TOPIC_PARTITIONS = 75, "DescribeTopicPartitions", 0, 0, 0
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
