@@ -1,4 +1,5 @@
-"""``logstore cluster``: ``info`` (cluster id, controller, brokers) and ``config get|set``
+"""``logstore cluster``: ``info`` (cluster id, controller, brokers), ``health``
+(:mod:`logstore.cli.cluster_health`) and ``config get|set``
 (broker configs, as ``rpk cluster config`` and ``kafka-configs.sh --entity-type
 brokers`` do them).
 
@@ -16,6 +17,7 @@ from typing import Any
 import click
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from logstore.cli import cluster_health
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
@@ -72,6 +74,9 @@ def info(client: ClientOptions, out: Output) -> int:
 
     out.emit(data, draw)
     return EXIT_OK
+
+
+group.add_command(cluster_health.command)
 
 
 @group.group("config")

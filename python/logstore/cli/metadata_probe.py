@@ -15,8 +15,11 @@ the command's other connections are, from the librdkafka configuration of
 - ApiVersions (the spark client's connection), then for SASL_PLAINTEXT and SASL_SSL a
   SaslHandshake v1 and SaslAuthenticate exchange: PLAIN (RFC 4616) or
   SCRAM-SHA-256/512 (RFC 5802, RFC 7677);
-- Metadata for the topics named, at the highest version both sides serve, never
-  auto-creating a topic.
+- Metadata for the topics named (``cluster health``: every topic), at the highest
+  version both sides serve, never auto-creating a topic.
+
+:func:`first_answer` runs any such exchange on the first server that answers (``cluster
+health`` adds a DescribeConfigs on the same connection).
 
 A broker that serves no Metadata v5 (Kafka before 1.0) cannot say: its topics map to
 None (unknown), as do topics its answer lists with an error. A server that cannot be
@@ -35,7 +38,8 @@ import secrets
 import socket
 import ssl
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from logstore.cli.common import EXIT_FAILED, EXIT_USAGE, CliError
 from logstore.cli.connection import ClientOptions
@@ -56,6 +60,7 @@ SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 SCRAM_MIN_ITERATIONS = 4096  # Kafka's client refuses fewer
 DEFAULT_PORT = 9092
 _NULL_UUID = uuid.UUID(int=0)
+T = TypeVar("T")
 
 OfflineReplicas = dict[str, dict[int, list[int]] | None]
 """topic -> (partition -> broker ids of its offline replicas), None when unknown."""
@@ -70,36 +75,62 @@ class AuthenticationFailed(CliError):
 
 def offline_replicas(options: ClientOptions, topics: list[str]) -> OfflineReplicas:
     """Each topic's partitions' offline replicas, as one bootstrap server answers."""
+
+    def exchange(connection: _BrokerConnection) -> MetadataResponse | None:
+        if connection.versions[ApiKey.METADATA] < FIRST_VERSION_WITH_OFFLINE_REPLICAS:
+            return None
+        return answered_metadata(connection, topics)
+
+    response = first_answer(options, "offline replicas", exchange, unsupported=None)
+    return dict.fromkeys(topics) if response is None else offline_by_topic(response, topics)
+
+
+def first_answer(
+    options: ClientOptions,
+    what: str,
+    exchange: Callable[[_BrokerConnection], T],
+    unsupported: T,
+) -> T:
+    """``exchange(connection)`` with the first bootstrap server of ``options`` that can be
+    reached and answers it; ``unsupported`` when that server serves too old a protocol.
+    A server whose exchange fails (KafkaClientError, :class:`NotReady`) is skipped for the
+    next; CliError (exit status 2) naming ``what`` (a prefix, may be empty) and every
+    failure when none answers."""
     conf = options.config()
     failures: list[str] = []
     for host, port in bootstrap_servers(str(conf["bootstrap.servers"])):
         try:
             connection = connect(conf, host, port, options.timeout)
         except UnsupportedVersion:
-            return dict.fromkeys(topics)
+            return unsupported
         except KafkaClientError as exc:
             failures.append(str(exc))
             continue
         try:
-            version = connection.versions[ApiKey.METADATA]
-            if version < FIRST_VERSION_WITH_OFFLINE_REPLICAS:
-                return dict.fromkeys(topics)
-            response = connection.request(ApiKey.METADATA, metadata_request(topics))
-        except KafkaClientError as exc:
+            return exchange(connection)
+        except (KafkaClientError, NotReady) as exc:
             failures.append(str(exc))
-            continue
         finally:
             connection.close()
-        assert isinstance(response, MetadataResponse)
-        if not response.brokers:
-            failures.append(f"{host}:{port} answered Metadata without brokers (just started?)")
-            continue
-        return offline_by_topic(response, topics)
     raise CliError(
-        f"offline replicas: no broker of {options.brokers} answered Metadata: "
+        f"{what}{': ' if what else ''}no broker of {options.brokers} answered Metadata: "
         + "; ".join(failures),
         EXIT_USAGE,
     )
+
+
+class NotReady(Exception):
+    """A server answered, but not usefully yet (e.g. Metadata without brokers)."""
+
+
+def answered_metadata(connection: _BrokerConnection, topics: list[str] | None) -> MetadataResponse:
+    """Metadata for ``topics`` (None: every topic) at the negotiated version; NotReady
+    when the answer lists no brokers (a broker that just started)."""
+    response = connection.request(ApiKey.METADATA, metadata_request(topics))
+    assert isinstance(response, MetadataResponse)
+    if not response.brokers:
+        raise NotReady(f"{connection.address} answered Metadata without brokers (just started?)")
+    return response
 
 
 def bootstrap_servers(servers: str) -> list[tuple[str, int]]:
@@ -117,9 +148,12 @@ def bootstrap_servers(servers: str) -> list[tuple[str, int]]:
         raise CliError(f"--brokers {servers!r}: {exc}") from None
 
 
-def metadata_request(topics: list[str]) -> MetadataRequest:
+def metadata_request(topics: list[str] | None) -> MetadataRequest:
+    """Metadata for ``topics`` (None: every topic), never creating one."""
     return MetadataRequest(
-        topics=[MetadataRequest.MetadataRequestTopic(topic_id=_NULL_UUID, name=t) for t in topics],
+        topics=None
+        if topics is None
+        else [MetadataRequest.MetadataRequestTopic(topic_id=_NULL_UUID, name=t) for t in topics],
         allow_auto_topic_creation=False,
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
@@ -203,8 +237,8 @@ def authenticate(
             + ", ".join(SCRAM_HASHES)
         )
     where = f"SASL {mechanism} to {connection.address}"
-    handshake = _version(connection, ApiKey.SASL_HANDSHAKE)
-    authenticate_version = _version(connection, ApiKey.SASL_AUTHENTICATE)
+    handshake = negotiated_version(connection, ApiKey.SASL_HANDSHAKE)
+    authenticate_version = negotiated_version(connection, ApiKey.SASL_AUTHENTICATE)
     if handshake < 1 or authenticate_version < 0:
         raise AuthenticationFailed(f"{where}: the broker serves no SaslHandshake v1")
     response = connection.request(
@@ -233,7 +267,7 @@ def authenticate(
         raise AuthenticationFailed(f"{where}: the exchange ended before completing")
 
 
-def _version(connection: _BrokerConnection, api_key: ApiKey) -> int:
+def negotiated_version(connection: _BrokerConnection, api_key: ApiKey) -> int:
     """The highest version of ``api_key`` both sides serve, -1 when none."""
     low, high = connection.api_ranges.get(int(api_key), (0, -1))
     version = min(api_key.max_version, high)
