@@ -160,14 +160,16 @@ def test_user_create_list_delete(logstore: Cli) -> None:
     ]
     assert name in logstore("user", "list").stdout
 
-    assert [r["mechanism"] for r in logstore.json("user", "delete", name)] == [
+    assert [r["mechanism"] for r in logstore.json("user", "delete", name, "--no-confirm")] == [
         "SCRAM-SHA-256",
         "SCRAM-SHA-512",
     ]
     assert name not in {u["user"] for u in logstore.json("user", "list")}
     again = logstore("user", "delete", name, check=False)
     assert again.returncode == 1 and name in again.stderr
-    again = logstore("user", "delete", name, "--mechanism", "SCRAM-SHA-256", check=False)
+    again = logstore(
+        "user", "delete", name, "--mechanism", "SCRAM-SHA-256", "--no-confirm", check=False
+    )
     assert again.returncode == 1 and "RESOURCE_NOT_FOUND" in again.stdout
 
 

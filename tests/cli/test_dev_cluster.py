@@ -108,7 +108,7 @@ def test_commands_against_three_brokers(dev_cluster) -> None:
     for broker in (1, 2, 3):
         (entry,) = cli.json("cluster", "config", "get", "log.retention.ms", "--broker", str(broker))
         assert entry["value"] == "7200000"
-    cli("topic", "delete", topic)
+    cli("topic", "delete", topic, "--no-confirm")
 
 
 def test_down_stops_everything(tmp_path: Path) -> None:

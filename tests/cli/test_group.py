@@ -170,7 +170,9 @@ def test_seek_to_timestamp_and_to_group(logstore: Cli, cli_broker) -> None:
 
 def test_delete(logstore: Cli, cli_broker) -> None:
     _topic, group = setup_group(logstore, cli_broker.bootstrap)
-    assert logstore.json("group", "delete", group) == [{"group": group, "error": None}]
+    assert logstore.json("group", "delete", group, "--no-confirm") == [
+        {"group": group, "error": None}
+    ]
     assert group not in {g["group"] for g in logstore.json("group", "list")}
-    again = logstore("group", "delete", group, check=False)
+    again = logstore("group", "delete", group, "--no-confirm", check=False)
     assert again.returncode == 1 and "GROUP_ID_NOT_FOUND" in again.stdout

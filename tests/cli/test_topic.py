@@ -135,9 +135,11 @@ def test_alter_config_add_partitions_delete(logstore: Cli) -> None:
     assert result == [{"topic": topic, "partitions": 3, "error": None}]
     assert logstore.json("topic", "describe", topic)[0]["partition_count"] == 3
 
-    assert logstore.json("topic", "delete", topic) == [{"topic": topic, "error": None}]
+    assert logstore.json("topic", "delete", topic, "--no-confirm") == [
+        {"topic": topic, "error": None}
+    ]
     assert topic not in {t["name"] for t in logstore.json("topic", "list")}
-    gone = logstore("topic", "delete", topic, check=False)
+    gone = logstore("topic", "delete", topic, "--no-confirm", check=False)
     assert gone.returncode == 1 and "UNKNOWN_TOPIC_OR_PART" in gone.stdout
 
 
@@ -157,12 +159,27 @@ def test_trim_prefix(logstore: Cli, cli_broker) -> None:
 
     past = logstore("topic", "trim-prefix", topic, "-o", "11", "--no-confirm", check=False)
     assert past.returncode == 1 and "OFFSET_OUT_OF_RANGE" in past.stderr
-    # Without --no-confirm and a "no" answer nothing is deleted.
-    refused = logstore("topic", "trim-prefix", topic, "-o", "end", input="n\n", check=False)
-    assert refused.returncode != 0
+    # Without --no-confirm and no terminal to ask on, nothing is deleted.
+    refused = logstore("topic", "trim-prefix", topic, "-o", "end", input="y\n", check=False)
+    assert refused.returncode == 2 and "--no-confirm" in refused.stderr
     assert (
         logstore.json("topic", "describe", topic, "-p")[0]["partitions"][1]["log_start_offset"] == 0
     )
-    logstore("topic", "trim-prefix", topic, "-o", "end", input="y\n")
+    logstore("topic", "trim-prefix", topic, "-o", "end", "--no-confirm")
     parts = logstore.json("topic", "describe", topic, "-p")[0]["partitions"]
     assert [p["log_start_offset"] for p in parts] == [10, 10]
+
+
+def test_durations_for_ms_configs(logstore: Cli) -> None:
+    topic = unique("durations")
+    logstore("topic", "create", topic, "-c", "retention.ms=1h", "-c", "segment.ms=7d")
+    logstore("topic", "alter-config", topic, "--set", "delete.retention.ms=1h30m")
+    configs = {c["key"]: c for c in logstore.json("topic", "describe", topic, "-c")[0]["configs"]}
+    assert configs["retention.ms"]["value"] == str(3600 * 1000)
+    assert configs["segment.ms"]["value"] == str(7 * 24 * 3600 * 1000)
+    assert configs["delete.retention.ms"]["value"] == str(90 * 60 * 1000)
+    # Only *.ms configs take durations; anything else is the broker's to judge.
+    bad = logstore("topic", "alter-config", topic, "--set", "segment.bytes=1h", check=False)
+    assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stdout
+    bad = logstore("topic", "alter-config", topic, "--set", "retention.ms=1y", check=False)
+    assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stdout

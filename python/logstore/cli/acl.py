@@ -25,6 +25,7 @@ from confluent_kafka.admin import (
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_OK, CliError
+from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.output import Output, report, status_of
 
@@ -207,28 +208,32 @@ def _binding_filters(
     ]
 
 
+def _matching(admin: Admin, filters: list[AclBindingFilter]) -> list[dict[str, Any]]:
+    """The rows of the ACLs that match any of ``filters``, each once, sorted."""
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for f in filters:
+        for b in admin.result(admin.client.describe_acls(f, **admin.kwargs()), "describe ACLs"):
+            row = _row(b)
+            seen[tuple(row.values())] = row
+    return sorted(seen.values(), key=lambda r: tuple(r.values()))
+
+
 @group.command("list")
 @_filters
 @broker_command
 def list_(client: ClientOptions, out: Output, **flags: Any) -> int:
     """List the ACLs matching the flags given (all when none)."""
-    admin = Admin(client)
-    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for f in _binding_filters(**flags):
-        for b in admin.result(admin.client.describe_acls(f, **admin.kwargs()), "describe ACLs"):
-            row = _row(b)
-            seen[tuple(row.values())] = row
-    rows = sorted(seen.values(), key=lambda r: tuple(r.values()))
-    out.emit(rows, _table)
+    out.emit(_matching(Admin(client), _binding_filters(**flags)), _table)
     return EXIT_OK
 
 
 @group.command("delete")
 @_filters
-@click.option("--no-confirm", is_flag=True, help="do not ask before deleting")
+@no_confirm_option
 @broker_command
 def delete(no_confirm: bool, client: ClientOptions, out: Output, **flags: Any) -> int:
-    """Delete the ACLs matching the flags (at least a principal or a resource)."""
+    """Delete the ACLs matching the flags (at least a principal or a resource); lists
+    them and asks first (see --no-confirm)."""
     if not (
         flags["allow_principal"]
         or flags["deny_principal"]
@@ -242,9 +247,16 @@ def delete(no_confirm: bool, client: ClientOptions, out: Output, **flags: Any) -
             "--allow-principal/--topic ..."
         )
     filters = _binding_filters(**flags)
-    if not no_confirm:
-        click.confirm(f"Delete the ACLs matching {len(filters)} filter(s)?", abort=True, err=True)
     admin = Admin(client)
+
+    def question() -> str:
+        rows = _matching(admin, filters)
+        listed = "".join(
+            "\n  " + " ".join(str(r[c]) for c in COLUMNS if c != "pattern") for r in rows
+        )
+        return f"Delete these {len(rows)} ACL(s)?{listed}\n"
+
+    confirm(question, no_confirm)
     results = admin.results(admin.client.delete_acls(filters, **admin.kwargs()))
     rows: list[dict[str, Any]] = []
     for f in filters:

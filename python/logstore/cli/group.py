@@ -23,6 +23,7 @@ from confluent_kafka import (
 from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
+from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
@@ -318,9 +319,12 @@ def seek(
 
 @group.command("delete")
 @click.argument("groups", nargs=-1, required=True)
+@no_confirm_option
 @broker_command
-def delete(groups: tuple[str, ...], client: ClientOptions, out: Output) -> int:
-    """Delete consumer groups (with no active members) and their committed offsets."""
+def delete(groups: tuple[str, ...], no_confirm: bool, client: ClientOptions, out: Output) -> int:
+    """Delete consumer groups (with no active members) and their committed offsets (asks
+    first; see --no-confirm)."""
+    confirm(f"Delete group(s) {', '.join(groups)} and their committed offsets?", no_confirm)
     admin = Admin(client)
     results = admin.results(admin.client.delete_consumer_groups(list(groups), **admin.kwargs()))
     rows = [{"group": g, "error": status_of(results[g])} for g in groups]

@@ -26,6 +26,8 @@ from confluent_kafka.admin import (
 from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_OK, CliError
+from logstore.cli.config_values import config_value
+from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.metadata_probe import offline_replicas
 from logstore.cli.output import Output, report, status_of
@@ -45,6 +47,12 @@ def parse_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
             raise CliError(f"{option} {pair!r}: expected KEY=VALUE (e.g. retention.ms=3600000)")
         out[key.strip()] = value.strip()
     return out
+
+
+def parse_configs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` topic configs, with durations for ``*.ms`` keys in milliseconds
+    (:mod:`logstore.cli.config_values`)."""
+    return {k: config_value(k, v) for k, v in parse_pairs(pairs, option).items()}
 
 
 def is_internal(topic: str) -> bool:
@@ -109,7 +117,11 @@ def config_rows(entries: dict[str, ConfigEntry]) -> list[dict[str, Any]]:
     help="replication factor (default: default.replication.factor)",
 )
 @click.option(
-    "-c", "--config", multiple=True, metavar="KEY=VALUE", help="a topic config; repeatable"
+    "-c",
+    "--config",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a topic config, *.ms ones also as durations (1h, 7d); repeatable",
 )
 @click.option("--dry-run", is_flag=True, help="only validate the request (validate_only)")
 @broker_command
@@ -123,7 +135,7 @@ def create(
     out: Output,
 ) -> int:
     """Create TOPICS with partitions, a replication factor and configs."""
-    configs = parse_pairs(config, "--config")
+    configs = parse_configs(config, "--config")
     admin = Admin(client)
     new = [
         NewTopic(t, num_partitions=partitions, replication_factor=replicas, config=configs)
@@ -292,7 +304,12 @@ def describe(
 @group.command("alter-config")
 @click.argument("topics", nargs=-1, required=True)
 @click.option(
-    "-s", "--set", "set_", multiple=True, metavar="KEY=VALUE", help="set a config; repeatable"
+    "-s",
+    "--set",
+    "set_",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="set a config, *.ms ones also as durations (1h, 7d); repeatable",
 )
 @click.option(
     "-d",
@@ -342,7 +359,7 @@ def incremental_entries(
 ) -> list[ConfigEntry]:
     entries = [
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-        for k, v in parse_pairs(set_, "--set").items()
+        for k, v in parse_configs(set_, "--set").items()
     ]
     entries += [
         ConfigEntry(k.strip(), None, incremental_operation=AlterConfigOpType.DELETE) for k in delete
@@ -383,9 +400,11 @@ def add_partitions(topics: tuple[str, ...], num: int, client: ClientOptions, out
 
 @group.command("delete")
 @click.argument("topics", nargs=-1, required=True)
+@no_confirm_option
 @broker_command
-def delete(topics: tuple[str, ...], client: ClientOptions, out: Output) -> int:
-    """Delete TOPICS and their data."""
+def delete(topics: tuple[str, ...], no_confirm: bool, client: ClientOptions, out: Output) -> int:
+    """Delete TOPICS and their data (asks first; see --no-confirm)."""
+    confirm(f"Delete topic(s) {', '.join(topics)} and all their records?", no_confirm)
     admin = Admin(client)
     results = admin.results(
         admin.client.delete_topics(list(topics), operation_timeout=admin.timeout, **admin.kwargs())
@@ -423,7 +442,7 @@ def parse_partitions(text: str | None, available: list[int]) -> list[int]:
     help="new log start offset: an offset, end, -N, or @timestamp",
 )
 @click.option("-p", "--partitions", metavar="0,1,4-6", help="only these partitions (default: all)")
-@click.option("--no-confirm", is_flag=True, help="do not ask before deleting")
+@no_confirm_option
 @broker_command
 def trim_prefix(
     topic: str,
@@ -433,7 +452,8 @@ def trim_prefix(
     client: ClientOptions,
     out: Output,
 ) -> int:
-    """Delete the records before an offset (DeleteRecords): the log start offset moves up."""
+    """Delete the records before an offset (DeleteRecords): the log start offset moves up
+    (asks first; see --no-confirm)."""
     where = parse_position(position, "--offset")
     admin = Admin(client)
     meta = topic_metadata(admin, [topic])[topic]
@@ -459,11 +479,8 @@ def trim_prefix(
                 topic, tp[1], resolve(where, start, end, at if isinstance(at, int) else None)
             )
         )
-    if not no_confirm:
-        plan = ", ".join(f"{t.partition}:{t.offset}" for t in targets)
-        click.confirm(
-            f"Delete the records of {topic} before (partition:offset) {plan}?", abort=True, err=True
-        )
+    plan = ", ".join(f"{t.partition}:{t.offset}" for t in targets)
+    confirm(f"Delete the records of {topic} before (partition:offset) {plan}?", no_confirm)
     results = admin.results(
         admin.client.delete_records(targets, operation_timeout=admin.timeout, **admin.kwargs())
     )

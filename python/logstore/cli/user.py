@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_OK, CliError
+from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.output import Output, report, status_of
 
@@ -95,9 +96,12 @@ def create(
     type=click.Choice(MECHANISMS, case_sensitive=False),
     help="delete only this credential (default: every one the user has)",
 )
+@no_confirm_option
 @broker_command
-def delete(name: str, mechanism: str | None, client: ClientOptions, out: Output) -> int:
-    """Delete a SCRAM user's credentials."""
+def delete(
+    name: str, mechanism: str | None, no_confirm: bool, client: ClientOptions, out: Output
+) -> int:
+    """Delete a SCRAM user's credentials (asks first; see --no-confirm)."""
     admin = Admin(client)
     if mechanism:
         mechanisms = [mechanism.upper()]
@@ -105,6 +109,7 @@ def delete(name: str, mechanism: str | None, client: ClientOptions, out: Output)
         mechanisms = [c["mechanism"] for c in _describe(admin).get(name, [])]
         if not mechanisms:
             raise CliError(f"no SCRAM user named {name}", 1)
+    confirm(f"Delete the {', '.join(mechanisms)} credentials of user {name}?", no_confirm)
     rows = []
     for m in mechanisms:
         results = admin.results(
