@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from logstore.cli import profile_store
 from logstore.cli.common import CliError
 from logstore.cli.output import Output, format_option
 
@@ -155,8 +156,10 @@ _OPTIONS = [
 
 
 def broker_command(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds the connection options and ``--format`` to a click command; the function
-    receives ``client`` (:class:`ClientOptions`) and ``out`` (:class:`Output`)."""
+    """Adds the connection options, ``--profile`` and ``--format`` to a click command; the
+    function receives ``client`` (:class:`ClientOptions`, options neither flags nor the
+    environment set taken from the profile, see :mod:`profile_store`) and ``out``
+    (:class:`Output`)."""
     names = [
         "brokers",
         "security_protocol",
@@ -174,10 +177,13 @@ def broker_command(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        client = ClientOptions(**{name: kwargs.pop(name) for name in names})
+        values = {name: kwargs.pop(name) for name in names}
+        # flags > environment > the profile (--profile, else the current one) > defaults
+        profile_store.apply(click.get_current_context(), values, kwargs.pop("profile"))
+        client = ClientOptions(**values)
         out = Output(kwargs.pop("fmt"))
         return f(*args, client=client, out=out, **kwargs)
 
-    for option in reversed([*_OPTIONS, format_option]):
+    for option in reversed([*_OPTIONS, profile_store.option, format_option]):
         wrapper = option(wrapper)
     return wrapper
