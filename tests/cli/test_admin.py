@@ -189,3 +189,23 @@ def test_version_is_shared_with_the_broker(logstore: Cli) -> None:
     assert logstore("--version").stdout.strip() == cli[0]
     parts = logstore.json("version")
     assert cli[0].startswith(f"logstore {parts['logstore']} ")
+
+
+def test_rpk_spellings_are_aliases(logstore: Cli) -> None:
+    topic = unique("aliased")
+    logstore("topic", "create", topic)
+    produced = logstore.lines_json("topic", "produce", topic, "--value", "v1")
+    assert [(p["topic"], p["offset"]) for p in produced] == [(topic, 0)]
+    assert logstore("topic", "consume", topic, "-e").stdout == "v1\n"
+    assert logstore.json("security", "acl", "list") == logstore.json("acl", "list")
+    assert logstore.json("security", "user", "list") == logstore.json("user", "list")
+    assert "(alias of logstore produce)" in logstore("topic", "produce", "--help").stdout
+    assert "(alias of logstore acl)" in logstore("security", "--help").stdout
+    # Aliases stay out of the lists of commands.
+    assert "produce" not in logstore("topic", "--help").stdout
+    assert "security" not in logstore("--help").stdout
+
+    typo = logstore("topic", "produc", topic, check=False)
+    assert typo.returncode == 2 and "Did you mean 'produce'?" in typo.stderr
+    typo = logstore("securty", "acl", "list", check=False)
+    assert typo.returncode == 2 and "Did you mean 'security'?" in typo.stderr

@@ -47,6 +47,7 @@ def cli() -> None:
 def _register() -> None:
     from logstore.cli import (
         acl,
+        aliases,
         clean,
         cluster,
         consume,
@@ -79,6 +80,7 @@ def _register() -> None:
         clean.command,
     ):
         cli.add_command(cmd)
+    aliases.register(cli)
 
 
 _register()

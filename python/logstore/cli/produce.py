@@ -2,18 +2,19 @@
 or from ``--value`` options, as ``rpk topic produce`` and ``kafka-console-producer.sh``
 do, with confluent-kafka's Producer.
 
-``-f/--input-format`` says how a line splits into key and value: ``%k`` and ``%v``
-stand for them and the text between them is the separator (``'%k:%v'``; default
-``%v``, the whole line is the value). ``-k`` gives every record the same key, ``-H
+``-f/--input-format`` says how the input splits into records and a record into key,
+value, topic, partition and headers (:mod:`logstore.cli.input_format`; default ``%v``,
+the whole line is the value). ``-k`` gives every record the same key, ``-H
 KEY=VALUE`` adds headers. Each record acknowledged prints its partition and offset
 (``--format json``: one JSON object per line); a record the broker refuses prints its
-error in words on stderr and makes the exit status 1.
+error in words on stderr and makes the exit status 1. A topic that did not exist
+before and does after is named on stderr (``created topic X
+(auto.create.topics.enable)``): the broker created it for this producer.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -21,41 +22,46 @@ from typing import Any, BinaryIO
 import click
 from confluent_kafka import KafkaException, Producer
 
-from logstore.cli.admin import error_text
+from logstore.cli.admin import Admin, error_text
 from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
 from logstore.cli.connection import ClientOptions, broker_command
+from logstore.cli.input_format import InputFormat, shown, unescape
 from logstore.cli.output import Output
 from logstore.cli.topic import parse_pairs
 
 
-class InputFormat:
-    """A line's layout: literal text around at most one ``%k`` and one ``%v``."""
+def record_delimiter(fmt: InputFormat, delimiter: str | None) -> bytes:
+    """What ends a record on stdin: the format's trailing text, else ``--delimiter``,
+    else a newline; CliError when the two disagree."""
+    given = None if delimiter is None else unescape(delimiter, "--delimiter")
+    if fmt.delimiter is not None and given is not None and given != fmt.delimiter:
+        raise CliError(
+            f"--input-format {shown(fmt.spec)} ends records with its trailing text; "
+            f"--delimiter {shown(delimiter or '')} says otherwise: give one of them"
+        )
+    sep = fmt.delimiter if fmt.delimiter is not None else given
+    if sep is None:
+        return b"\n"
+    if not sep:
+        raise CliError("--delimiter must not be empty")
+    return sep
 
-    def __init__(self, spec: str) -> None:
-        if spec.count("%v") != 1 or spec.count("%k") > 1:
-            raise CliError(f"--input-format {spec!r}: needs exactly one %v and at most one %k")
-        pattern = ""
-        for part in re.split(r"(%k|%v)", spec):
-            if part == "%k":
-                pattern += "(?P<key>.*?)"
-            elif part == "%v":
-                pattern += "(?P<value>.*?)" if spec.index("%v") < len(spec) - 2 else "(?P<value>.*)"
-            else:
-                pattern += re.escape(part)
-        self.regex = re.compile(pattern, re.DOTALL)
-        self.spec = spec
-        self.has_key = "%k" in spec
 
-    def parse(self, line: bytes) -> tuple[bytes | None, bytes]:
-        text = line.decode("utf-8", errors="surrogateescape")
-        m = self.regex.fullmatch(text)
-        if m is None:
-            raise CliError(
-                f"input {text[:60]!r} does not match --input-format {self.spec!r}", EXIT_FAILED
-            )
-        key = m.group("key").encode("utf-8", errors="surrogateescape") if self.has_key else None
-        return key, m.group("value").encode("utf-8", errors="surrogateescape")
+def announce_created(
+    before: set[str], produced: set[str], producer: Producer, timeout: float
+) -> None:
+    """Names on stderr each topic of ``produced`` missing from ``before`` (the topics
+    that existed when the command started) that exists now."""
+    new = produced - before
+    if not new:
+        return
+    try:
+        now = set(producer.list_topics(timeout=timeout).topics)
+    except KafkaException:
+        return
+    for topic in sorted(new & now):
+        click.echo(f"logstore produce: created topic {topic} (auto.create.topics.enable)", err=True)
 
 
 def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
@@ -70,7 +76,7 @@ def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
 
 
 @cli_command("produce")
-@click.argument("topic")
+@click.argument("topic", required=False)
 @click.option("-k", "--key", help="the key of every record")
 @click.option(
     "-H",
@@ -91,7 +97,7 @@ def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
     "--input-format",
     default="%v",
     show_default=True,
-    help="how a line splits into %k key and %v value",
+    help="fields %k %v %t %p %h and the text around them; trailing text ends a record",
 )
 @click.option(
     "--value",
@@ -101,9 +107,7 @@ def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
 )
 @click.option(
     "--delimiter",
-    default="\\n",
-    show_default=True,
-    help="what ends a record on stdin (\\n, \\0 or any text)",
+    help="what ends a record on stdin when -f does not say (default \\n; \\0 or any text)",
 )
 @click.option(
     "--acks", type=click.Choice(["all", "-1", "0", "1"]), default="all", show_default=True
@@ -117,24 +121,25 @@ def read_records(stream: BinaryIO, delimiter: bytes) -> Iterator[bytes]:
 )
 @broker_command
 def command(
-    topic: str,
+    topic: str | None,
     key: str | None,
     headers: tuple[str, ...],
     partition: int | None,
     input_format: str,
     values: tuple[str, ...],
-    delimiter: str,
+    delimiter: str | None,
     acks: str,
     compression: str,
     client: ClientOptions,
     out: Output,
 ) -> int:
-    """Produce records to TOPIC: lines of stdin, or --value options."""
+    """Produce records to TOPIC (or each record's %t): lines of stdin, or --value options."""
     fmt = InputFormat(input_format)
-    header_list = list(parse_pairs(headers, "--header").items())
-    sep = delimiter.encode().decode("unicode_escape").encode("latin-1")
-    if not sep:
-        raise CliError("--delimiter must not be empty")
+    header_list = [(k, v.encode()) for k, v in parse_pairs(headers, "--header").items()]
+    sep = record_delimiter(fmt, delimiter)
+    if topic is None and "t" not in fmt.fields:
+        raise CliError("give a TOPIC, or %t in --input-format")
+    existing = set(Admin(client).metadata().topics)
     conf = client.config()
     conf.update(
         {
@@ -165,27 +170,30 @@ def command(
             )
 
     source = (v.encode() for v in values) if values else read_records(sys.stdin.buffer, sep)
-    for raw in source:
-        record_key, value = fmt.parse(raw)
-        if key is not None:
-            record_key = key.encode()
+    produced: set[str] = set()
+    for number, raw in enumerate(source, 1):
+        fields = fmt.parse(raw, number)
+        record_topic = fields.topic or topic
+        assert record_topic is not None
+        produced.add(record_topic)
         kwargs: dict[str, Any] = {
-            "key": record_key,
-            "value": value,
-            "headers": header_list,
+            "key": key.encode() if key is not None else fields.key,
+            "value": fields.value,
+            "headers": header_list + fields.headers,
             "on_delivery": delivered,
         }
-        if partition is not None:
-            kwargs["partition"] = partition
+        if fields.partition is not None or partition is not None:
+            kwargs["partition"] = fields.partition if fields.partition is not None else partition
         while True:
             try:
-                producer.produce(topic, **kwargs)
+                producer.produce(record_topic, **kwargs)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 producer.poll(0.1)
         producer.poll(0)
     left = producer.flush(client.timeout + 5)
     sys.stdout.flush()
+    announce_created(existing, produced, producer, client.timeout)
     if left:
         raise CliError(
             f"{left} records not acknowledged within {client.timeout:g}s "
