@@ -9,6 +9,7 @@ pointing at it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -72,6 +73,19 @@ def table_rows(stdout: str) -> list[list[str]]:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{time.monotonic_ns()}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_config_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Every command the tests run keeps its profiles (``logstore profile``) in a fresh
+    XDG_CONFIG_HOME, so a profile of the developer's never supplies options."""
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
 
 
 @pytest.fixture(scope="module")
