@@ -36,6 +36,7 @@ from broker_py.controller.controller_context import (
     ReplicaAssignment,
 )
 from broker_py.controller.controller_request_batch import ControllerChannel, ControllerRequestBatch
+from broker_py.controller.controller_stats import ControllerStats
 from broker_py.controller.controller_store import (
     ControllerMovedError,
     ControllerStore,
@@ -97,6 +98,8 @@ class KafkaController:
         self._create_waiters: list[ev.CreateTopics] = []
         # Hands an event to the queue this controller is driven from (set by its driver).
         self.enqueue: Callable[[object], None] = lambda event: None
+        # Event timers for the metrics endpoint (LeaderElectionRateAndTimeMs).
+        self.stats = ControllerStats()
         self._reset()
 
     def _reset(self) -> None:
@@ -117,6 +120,8 @@ class KafkaController:
         handler = _HANDLERS.get(type(event))
         if handler is None:
             raise TypeError(f"unknown controller event {event!r}")
+        started = self.time.monotonic()
+        was_active = self.active
         try:
             handler(self, event)
             if self.active:
@@ -135,6 +140,7 @@ class KafkaController:
         finally:
             if self.active:
                 self._check_create_waiters()
+            self.stats.record(event, self.time.monotonic() - started, was_active)
 
     def _fail_api_event(self, event: object, error: int) -> None:
         if isinstance(event, ev.ControlledShutdown):

@@ -33,13 +33,16 @@ TopicPartition = tuple[str, int]
 @dataclasses.dataclass
 class PartitionFetchState:
     """Where a follower fetches a partition from: its next offset, the leader epoch it
-    follows in, the epoch of its last batch (-1: unknown or not to be checked), and
-    until when (monotonic seconds) it backs off after an error."""
+    follows in, the epoch of its last batch (-1: unknown or not to be checked), until
+    when (monotonic seconds) it backs off after an error, and its lag: the leader's high
+    watermark minus the next offset at the leader's last answer (Kafka's FetcherLagStats;
+    0 until the first)."""
 
     fetch_offset: int
     current_leader_epoch: int
     last_fetched_epoch: int
     delayed_until: float = 0.0
+    lag: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -203,6 +203,7 @@ class ReplicaFetcherThread:
             partition.append_records_to_follower(records)
             state.fetch_offset = partition.log_end_offset
             state.last_fetched_epoch = _latest_epoch(partition)
+        state.lag = max(0, data.high_watermark - state.fetch_offset)
         self.replica_manager.update_follower_high_watermark(
             partition, data.high_watermark, data.log_start_offset
         )

@@ -70,6 +70,9 @@ class KafkaApis:
     transaction_coordinator: TransactionCoordinator | Any = None
     # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
     zk_support: ZkSupport | Any = None
+    # What counts Produce's and Fetch's per-partition errors when metrics.port is set
+    # (broker_py.server.metrics.BrokerMetrics: on_produce_results, on_fetch_response).
+    metrics: Any = None
 
     def advertised_listener(self, connection=None) -> Listener:
         return self.listeners.advertised_listener(connection)

@@ -201,6 +201,8 @@ def _response(
             reads, version, request.body.max_bytes, apis.log_config_manager.down_conversion_enabled
         )
     error_code, session_id, selected = context.respond(reads)
+    if apis.metrics is not None:
+        apis.metrics.on_fetch_response(error_code, reads, selected)
     topics: list[tuple] = []
     records: list[DeferredRecords] = []
     parts: list[tuple] = []

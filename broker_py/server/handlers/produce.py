@@ -204,6 +204,8 @@ async def _when_done(pending, respond):
 
 
 def _encode(apis, connection, request, results: ProduceResults) -> bytes:
+    if apis.metrics is not None:
+        apis.metrics.on_produce_results(results)
     wire = [(topic, [p.wire() for p in parts]) for topic, parts in results]
     wire, endpoints = with_produce_hints(apis, connection, request.api_version, wire)
     return logstore.encode_produce_response(

@@ -13,6 +13,9 @@ from prometheus_client.registry import Collector
 
 from broker_py.server.metrics import (
     broker_gauges,
+    controller_metrics,
+    exporter_partitions,
+    fetcher_lag,
     group_lag,
     partition_metrics,
     request_metrics,
@@ -51,3 +54,19 @@ class BrokerCollector(Collector):
         yield from partition_metrics.collect(snap["partitions"])
         yield from broker_gauges.collect(snap["broker"])
         yield from group_lag.collect(snap["groups"])
+        yield from exporter_partitions.collect(snap["exporter"])
+        yield from fetcher_lag.collect(snap["fetchers"])
+        yield from controller_metrics.collect(snap["controller"])
+        idle = snap["idle"]
+        if idle["network"] is not None:
+            yield GaugeMetricFamily(
+                "kafka_network_socketserver_networkprocessoravgidlepercent",
+                "Share of the last minute the event loop waited for I/O (0-1)",
+                value=idle["network"],
+            )
+        if idle["handler"] is not None:
+            yield GaugeMetricFamily(
+                "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent",
+                "Share of the last minute the event loop ran no request handler (0-1)",
+                value=idle["handler"],
+            )

@@ -2,8 +2,17 @@
 
 Exported as the JMX exporter names them:
 ``kafka_server_brokertopicmetrics_messagesin_total{topic}``, ``..._bytesin_total{topic}``,
-``..._bytesout_total{topic}``, ``..._totalproducerequests_total{topic}`` and
-``..._totalfetchrequests_total{topic}``.
+``..._bytesout_total{topic}``, ``..._totalproducerequests_total{topic}``,
+``..._totalfetchrequests_total{topic}``, ``..._failedproducerequests_total{topic}`` and
+``..._failedfetchrequests_total{topic}``; each also without the ``topic`` label, the
+broker-wide meter (Kafka's ``BrokerTopicMetrics`` bean with no topic): the sum over
+every topic counted since the broker started.
+
+Failed: each partition of a Produce or Fetch response answered with an error code
+(:meth:`on_produce_results`, :meth:`on_fetch_response`, called by those handlers).
+Kafka leaves out of its failed meters the errors that only say "not here"
+(NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...) and counts the others; these
+count every error, so a client chasing a moved leader shows here.
 
 In: counted from each Produce request as it arrives (record-set bytes, and records from
 the RecordBatch v2 headers: ``batchLength`` at byte 8, ``recordsCount`` at byte 57),
@@ -46,6 +55,8 @@ class BrokerTopicMetrics:
         self.bytes_out: collections.Counter[str] = collections.Counter()
         self.produce_requests: collections.Counter[str] = collections.Counter()
         self.fetch_requests: collections.Counter[str] = collections.Counter()
+        self.failed_produce: collections.Counter[str] = collections.Counter()
+        self.failed_fetch: collections.Counter[str] = collections.Counter()
 
     def on_produce(self, request: Any) -> None:
         topics = getattr(request, "topics", None)
@@ -82,6 +93,19 @@ class BrokerTopicMetrics:
             if read.records:
                 self.bytes_out[topic] += len(read.records)
 
+    def on_produce_results(self, results: Any) -> None:
+        """``results``: ``[(topic, [ProducePartitionResult, ...]), ...]`` of one Produce."""
+        for topic, parts in results:
+            for p in parts:
+                if p.error_code:
+                    self.failed_produce[topic] += 1
+
+    def on_fetch_response(self, reads: Any) -> None:
+        """``reads``: the FetchPartitionData of one Fetch (every partition read)."""
+        for read in reads:
+            if read.error_code and read.fetch.topic:  # a topic id unknown here: no name
+                self.failed_fetch[read.fetch.topic] += 1
+
     def watch_fetches(self, replica_manager: Any) -> None:
         fetch_messages = replica_manager.fetch_messages
 
@@ -106,6 +130,8 @@ class BrokerTopicMetrics:
             "bytesout": dict(self.bytes_out),
             "totalproducerequests": dict(self.produce_requests),
             "totalfetchrequests": dict(self.fetch_requests),
+            "failedproducerequests": dict(self.failed_produce),
+            "failedfetchrequests": dict(self.failed_fetch),
         }
 
 
@@ -115,6 +141,8 @@ _HELP = {
     "bytesout": "Record bytes sent in Fetch responses",
     "totalproducerequests": "Produce requests naming the topic",
     "totalfetchrequests": "Partitions of the topic read by Fetch requests",
+    "failedproducerequests": "Partitions of the topic a Produce response answered with an error",
+    "failedfetchrequests": "Partitions of the topic a Fetch response answered with an error",
 }
 
 
@@ -125,4 +153,6 @@ def collect(snap: dict[str, dict[str, int]]) -> Iterator[Metric]:
         )
         for topic, n in sorted(values.items()):
             family.add_metric([topic], n)
+        # The broker-wide meter: the same name without the topic label.
+        family.add_sample(f"kafka_server_brokertopicmetrics_{name}_total", {}, sum(values.values()))
         yield family
