@@ -196,13 +196,25 @@ def _metric(port: int, name: str) -> float:
     raise AssertionError(f"{name} not exported")
 
 
+def _metric_lines(port: int, name: str) -> list[str]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return [line for line in text.splitlines() if line.startswith((name + " ", name + "{"))]
+
+
+def _elections(ports: dict[int, int]) -> float:
+    """Leader elections (broker changes) the controllers of the cluster handled."""
+    name = "kafka_controller_controllerstats_leaderelectionrateandtimems_count"
+    return sum(_metric(p, name) for p in ports.values())
+
+
 def test_leader_disk_full_moves_leadership_and_acks_resume(tmp_path):
     disk = tmp_path / "b1-small"
     other = tmp_path / "b1-other"
     other.mkdir()
-    port = free_port()
+    ports = {b: free_port() for b in (1, 2, 3)}
+    port = ports[1]
     with tmpfs.mounted_tmpfs(disk, TMPFS_MB):
-        with _cluster(tmp_path, {1: [disk, other]}, {1: port}) as c:
+        with _cluster(tmp_path, {1: [disk, other]}, ports) as c:
             _create(c, "df", [[1, 2, 3]])
             assert (disk / "df-0").is_dir(), "the partition went to the first (emptiest) dir"
             with AckedProducer(c.bootstrap_servers, "df", [0]) as producer:
@@ -233,9 +245,21 @@ def test_leader_disk_full_moves_leadership_and_acks_resume(tmp_path):
             assert not producer.failed, producer.failed[:3]
             # Back only through a restart, with room again: recovered and caught up.
             tmpfs.free(disk)
+            elections = _elections({b: p for b, p in ports.items() if b != 1})
             c.broker(1).restart()
             wait_until(lambda: _full_isrs(c, "df", 1), 60, 0.2, "b1 back in the ISR")
             assert _dir_errors(c, 1) == {str(disk): 0, str(other): 0}
+            # The controller handled b1's restart as a broker change (its election timer),
+            # and b1 follows df-0 again: its fetcher reports the partition's lag.
+            wait_until(lambda: _elections(ports) > elections, 30, 0.5, "an election counted")
+            lags = wait_until(
+                lambda: _metric_lines(port, "kafka_server_fetcherlagmetrics_consumerlag"),
+                30,
+                0.5,
+                "b1's fetcher lag of df-0",
+            )
+            assert any('topic="df"' in line and 'partition="0"' in line for line in lags), lags
+            assert _metric(port, "kafka_server_replicafetchermanager_maxlag") >= 0
 
 
 def test_follower_disk_full_leaves_the_isr_and_acks_resume(tmp_path):
