@@ -22,7 +22,8 @@ attempt, and waits ``retry_backoff_ms`` between attempts, when:
 Any other response is returned as it is, and other errors (authentication,
 unsupported version, a response that does not decode) are raised at once. At the
 deadline it raises RequestTimeoutError; the request may have been processed by a
-controller whose answer was lost.
+controller whose answer was lost. :meth:`send_once` makes one attempt, for callers
+that count their own attempts (controlled shutdown).
 """
 
 from __future__ import annotations
@@ -145,6 +146,19 @@ class BrokerToControllerChannelManager:
             f"{api_key.api_name} to the controller: no answer within {timeout_ms} ms "
             f"({attempts} attempts; last: {reason})"
         )
+
+    async def send_once(self, api_key: ApiKey, request: Message) -> Message:
+        """One attempt of :meth:`send`, bounded by ``request_timeout_ms``: the controller's
+        response whatever its error codes (NOT_CONTROLLER included). DisconnectError when
+        no controller is known, the channel is closed or the connection fails;
+        RequestTimeoutError when no response came in time."""
+        api_key = ApiKey(api_key)
+        if self._closed:
+            raise DisconnectError(f"{self.client_id}: the channel is closed")
+        endpoint = self._controller_endpoint()
+        if endpoint is None:
+            raise DisconnectError("no controller is known")
+        return await self._client_for(endpoint).send(api_key, request, self.request_timeout_ms)
 
     async def close(self) -> None:
         """Closes the client; sends under way fail with DisconnectError."""

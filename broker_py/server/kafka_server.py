@@ -348,6 +348,7 @@ class KafkaServer:
             except OSError:
                 log.exception("producer snapshot of %s", partition.name)
         self.log_manager.shutdown()
+        log.info("broker %d stopped: every log closed", self.broker_id)
 
 
 class _OnListener:

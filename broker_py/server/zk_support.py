@@ -454,31 +454,57 @@ class ZkSupport:
 
     async def controlled_shutdown(self) -> bool:
         """Asks the controller to move this broker's leaderships away (Kafka's
-        ``controlledShutdown``): ``controlled.shutdown.max.retries`` attempts,
-        ``controlled.shutdown.retry.backoff.ms`` apart. True once none remain."""
+        ``KafkaServer.controlledShutdown``): ``controlled.shutdown.max.retries`` attempts
+        (Kafka counts attempts by that name), ``controlled.shutdown.retry.backoff.ms``
+        apart. An attempt is one ControlledShutdown to the controller this broker knows,
+        bounded by ``request.timeout.ms``; it fails when no controller is known, the
+        connection fails, or the answer is an error (NOT_CONTROLLER once the controller's
+        ZooKeeper session is gone) or names partitions still led. So the whole takes at
+        most retries x request timeout + (retries - 1) x backoff. Every attempt and the
+        giving-up are logged. True once no leadership remains here."""
         retries = self.config["controlled.shutdown.max.retries"]
-        backoff = self.config["controlled.shutdown.retry.backoff.ms"] / 1000
-        for attempt in range(retries + 1):
+        backoff_ms = self.config["controlled.shutdown.retry.backoff.ms"]
+        log.info(
+            "starting controlled shutdown (at most %d attempts, %d ms apart)", retries, backoff_ms
+        )
+        for attempt in range(1, retries + 1):
             try:
-                response = await self.to_controller.send(
+                response = await self.to_controller.send_once(
                     ApiKey.CONTROLLED_SHUTDOWN,
                     ControlledShutdownRequest(
                         broker_id=self.broker_id, broker_epoch=self.broker_epoch
                     ),
-                    self.config["request.timeout.ms"],
-                )
-                if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
-                    log.info("controlled shutdown of broker %d done", self.broker_id)
-                    return True
-                log.info(
-                    "controlled shutdown: error %d, %d partitions still led",
-                    response.error_code,
-                    len(response.remaining_partitions),
                 )
             except Exception as e:
-                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+                log.warning("controlled shutdown attempt %d of %d failed: %s", attempt, retries, e)
+            else:
+                if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
+                    log.info(
+                        "controlled shutdown of broker %d done (attempt %d of %d)",
+                        self.broker_id,
+                        attempt,
+                        retries,
+                    )
+                    return True
+                error = response.error_code
+                log.warning(
+                    "controlled shutdown attempt %d of %d failed: %s",
+                    attempt,
+                    retries,
+                    _error_name(error)
+                    if error != ErrorCode.NONE
+                    else f"{len(response.remaining_partitions)} partitions still led here",
+                )
             if attempt < retries:
-                await asyncio.sleep(backoff)
+                log.info(
+                    "retrying controlled shutdown in %d ms (%d retries remaining)",
+                    backoff_ms,
+                    retries - attempt,
+                )
+                await asyncio.sleep(backoff_ms / 1000)
+        log.warning(
+            "controlled shutdown failed after %d attempts; shutting down uncleanly", retries
+        )
         return False
 
     # ---- shutdown ----
@@ -495,3 +521,11 @@ class ZkSupport:
         for close in self._closing:
             close()
         await asyncio.to_thread(self.zk.close)
+
+
+def _error_name(code: int) -> str:
+    """``code``'s name (NOT_CONTROLLER), or the number when it has none."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
