@@ -45,7 +45,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 # Line prefix -> why it is not run here, and where it is run.
 ELSEWHERE = {
     "logstore dev-cluster": "starts ZooKeeper and brokers: tests/cli/test_dev_cluster.py",
-    "logstore export": "needs pyspark and Java 17: tests/spark/",
+    "logstore export": "needs pyspark and Java 17: tests/spark/test_export.py",
 }
 
 # A synopsis that is not a command line -> the command lines that show it works.
