@@ -31,7 +31,12 @@ WRITE_LOW_WATER = 1 << 20
 
 
 class ConnectionClosed(Exception):
-    """The connection is being closed for a protocol violation or a failed handler."""
+    """The connection is being closed for a protocol violation or a failed handler;
+    ``kind`` is the rate-limited warning's kind that says so."""
+
+    def __init__(self, message: str, kind: str = "protocol") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ResponseSender:

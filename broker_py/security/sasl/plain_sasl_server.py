@@ -20,6 +20,7 @@ class PlainSaslServer:
         self.complete = False
         self.credential_expiration_ms: float | None = None  # a password does not expire
         self.authorization_id: str | None = None
+        self.user: str | None = None  # the user name the client gave, for the broker's log
 
     def evaluate(self, response: bytes) -> bytes:
         if self.complete:
@@ -30,6 +31,7 @@ class PlainSaslServer:
             raise SaslAuthenticationFailedError(
                 "Invalid SASL/PLAIN response: expected 3 tokens"
             ) from None
+        self.user = user or None
         if not user:
             raise SaslAuthenticationFailedError("Authentication failed: username not specified")
         if not password:

@@ -63,6 +63,12 @@ class SaslServerAuthenticator:
         self._session_end: float | None = None  # time.monotonic() when it ends
 
     @property
+    def user(self) -> str | None:
+        """The user name the client gave in this exchange (None before it gave one, or for
+        a mechanism without one), for the broker's log of a failed authentication."""
+        return getattr(self._server, "user", None)
+
+    @property
     def authenticated(self) -> bool:
         return self.state in ("complete", "reauthenticate")
 

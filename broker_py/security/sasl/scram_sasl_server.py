@@ -50,6 +50,7 @@ class ScramSaslServer:
         self.complete = False
         self.credential_expiration_ms: float | None = None  # a password does not expire
         self.authorization_id: str | None = None
+        self.user: str | None = None  # the user name the client gave, for the broker's log
 
     def evaluate(self, response: bytes) -> bytes:
         try:
@@ -90,6 +91,7 @@ class ScramSaslServer:
             raise self._fail("Authentication failed: delegation tokens are not supported")
         attrs = {"n": fields[0][2:], "r": fields[1][2:]}
         user = _unescape(attrs["n"])
+        self.user = user
         if authzid is not None and _unescape(authzid) != user:
             raise self._fail(
                 "Authentication failed: Client requested an authorization id that is different "

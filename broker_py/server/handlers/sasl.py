@@ -54,6 +54,7 @@ def handle_sasl_handshake(apis, request, connection):
     try:
         auth.handshake(request.body.mechanism, request.api_version)
     except KafkaError as e:
+        connection.authentication_failed(request.body.mechanism, e)
         connection.close_after_response()
         return SaslHandshakeResponse(error_code=int(e.errno), mechanisms=list(auth.mechanisms))
     return SaslHandshakeResponse(error_code=0, mechanisms=list(auth.mechanisms))
@@ -70,6 +71,7 @@ def handle_sasl_authenticate(apis, request, connection):
     try:
         challenge = auth.authenticate(bytes(request.body.auth_bytes))
     except (SaslAuthenticationFailedError, IllegalSaslStateError) as e:
+        connection.authentication_failed(auth.mechanism, e)
         connection.close_after_response()
         return SaslAuthenticateResponse(
             error_code=int(e.errno), error_message=str(e), auth_bytes=b""
