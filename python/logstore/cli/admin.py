@@ -5,7 +5,13 @@ Errors: :func:`error_text` names a Kafka error code as Kafka does
 (``TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists.``); librdkafka's own
 errors (negative codes) keep their names without the leading underscore
 (``TRANSPORT: ...``). A request that could not reach any broker is :class:`BrokerUnreachable`
-(exit status 2); a broker's refusal is :class:`BrokerError` (exit status 1).
+(exit status 2), whose message names the cause librdkafka reported (a refused
+connection, a host that does not resolve, a failed authentication, no answer within
+``--timeout``: :mod:`logstore.cli.client_log`); a broker's refusal is
+:class:`BrokerError` (exit status 1).
+
+The client is polled after every call, so librdkafka's errors and log lines (``-v``)
+reach the command's :class:`~logstore.cli.client_log.ClientLog` as they happen.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logstore.cli.common import EXIT_FAILED, EXIT_USAGE, CliError
-from logstore.cli.connection import ClientOptions
+from logstore.cli.connection import ClientOptions, client_config_error
 
 K = TypeVar("K")
 
@@ -64,7 +70,14 @@ class BrokerError(CliError):
 
 
 class BrokerUnreachable(BrokerError):
-    """No broker of ``--brokers`` answered within ``--timeout``."""
+    """No broker of ``--brokers`` answered within ``--timeout``; ``cause`` (from the
+    clients' :class:`~logstore.cli.client_log.ClientLog`) is the message when given."""
+
+    def __init__(self, what: str, err: KafkaError | BaseException, cause: str = "") -> None:
+        super().__init__(what, err)
+        self.exit_code = EXIT_USAGE
+        if cause:
+            self.args = (cause,)
 
 
 class Admin:
@@ -76,7 +89,7 @@ class Admin:
         try:
             self.client = AdminClient(client.config())
         except KafkaException as exc:
-            raise CliError(f"client configuration: {error_text(exc)}") from None
+            raise client_config_error(exc) from None
 
     def kwargs(self) -> dict[str, float]:
         return {"request_timeout": self.timeout}
@@ -84,32 +97,49 @@ class Admin:
     def result(self, future: Future[Any], what: str) -> Any:
         """The future's value, or BrokerError naming ``what``."""
         try:
-            return future.result(timeout=self.timeout + 5)
+            value = future.result(timeout=self.timeout + 5)
         except KafkaException as exc:
             raise self._error(what, exc) from None
         except TimeoutError:
-            raise BrokerUnreachable(what, KafkaError(KafkaError._TIMED_OUT)) from None
+            raise self._unreachable(what, KafkaError(KafkaError._TIMED_OUT)) from None
+        finally:
+            self.client.poll(0)
+        # ListConsumerGroups answers with an error per broker it could not ask.
+        errors = getattr(value, "errors", None)
+        if errors and not getattr(value, "valid", None):
+            if all(isinstance(e, KafkaError) and e.code() in _UNREACHABLE for e in errors):
+                raise self._unreachable(what, errors[0])
+        return value
 
     def results(self, futures: Mapping[K, Future[Any]]) -> dict[K, Any]:
         """Each key's value or its exception (KafkaException), for per-item reports."""
         out: dict[K, Any] = {}
-        for key, future in futures.items():
-            try:
-                out[key] = future.result(timeout=self.timeout + 5)
-            except KafkaException as exc:
-                kerr = kafka_error(exc)
-                if kerr is not None and kerr.code() in _UNREACHABLE:
-                    raise BrokerUnreachable(str(key), exc) from None
-                out[key] = exc
-            except TimeoutError:
-                raise BrokerUnreachable(str(key), KafkaError(KafkaError._TIMED_OUT)) from None
+        try:
+            for key, future in futures.items():
+                try:
+                    out[key] = future.result(timeout=self.timeout + 5)
+                except KafkaException as exc:
+                    kerr = kafka_error(exc)
+                    if kerr is not None and kerr.code() in _UNREACHABLE:
+                        raise self._unreachable(str(key), exc) from None
+                    out[key] = exc
+                except TimeoutError:
+                    raise self._unreachable(str(key), KafkaError(KafkaError._TIMED_OUT)) from None
+        finally:
+            self.client.poll(0)
         return out
 
     def _error(self, what: str, exc: KafkaException) -> BrokerError:
         kerr = kafka_error(exc)
         if kerr is not None and kerr.code() in _UNREACHABLE:
-            return BrokerUnreachable(f"{what} (brokers {self.options.brokers})", exc)
+            return self._unreachable(what, exc)
         return BrokerError(what, exc)
+
+    def _unreachable(self, what: str, err: KafkaError | BaseException) -> BrokerUnreachable:
+        """BrokerUnreachable naming the cause the client reported (it is polled first, so
+        its errors and log lines have arrived)."""
+        self.client.poll(0)
+        return BrokerUnreachable(what, err, self.options.log.cause())
 
     def metadata(self, topic: str | None = None) -> Any:
         """ClusterMetadata of every topic (or one)."""
@@ -117,6 +147,8 @@ class Admin:
             return self.client.list_topics(topic=topic, timeout=self.timeout)
         except KafkaException as exc:
             raise self._error("metadata", exc) from None
+        finally:
+            self.client.poll(0)
 
     def offsets(
         self, partitions: list[tuple[str, int]], spec: str | int

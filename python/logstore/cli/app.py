@@ -94,12 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # click raises Abort for Ctrl-C (and end of input) at a prompt.
         print("logstore: aborted", file=sys.stderr)
-        return EXIT_USAGE
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        return EXIT_INTERRUPTED if interrupted else EXIT_USAGE
     except click.ClickException as exc:
+        # Usage errors, bad parameters, files click cannot open: all exit status 2.
         exc.show()
-        return exc.exit_code
+        return EXIT_USAGE
     except CliError as exc:
         sys.stdout.flush()
         name = getattr(exc, "command", "logstore")

@@ -47,12 +47,15 @@ def command(
     (or over the network) with the logstore Spark data source and write Parquet
     partitioned by topic and partition, showing progress on stderr."""
     try:
+        import pyarrow  # noqa: F401 - the spark extra: pyspark, pyarrow
+        import pyspark  # noqa: F401
+
         from logstore.spark.errors import SparkSourceError
         from logstore.spark.export import parse_bound, run_export
-    except ImportError as exc:
+    except ImportError as exc:  # pyspark, pyarrow or pandas: the spark extra
         raise CliError(
-            f"{exc}: export needs pyspark and pyarrow "
-            "(pip install '.[spark]' from a logstore checkout)"
+            f"needs the spark extra ({exc.name or exc} is not installed): "
+            "pip install '.[spark]' from a logstore checkout"
         ) from None
     if not log_dirs and not bootstrap_server:
         raise CliError("give the broker's log.dirs or --bootstrap-server")

@@ -99,7 +99,9 @@ class Output:
 
 def status_of(value: object) -> str | None:
     """None for success, else the error in words (for per-item result rows)."""
-    if isinstance(value, BaseException):
+    from confluent_kafka import KafkaError
+
+    if isinstance(value, (BaseException, KafkaError)):
         from logstore.cli.admin import error_text
 
         return error_text(value)

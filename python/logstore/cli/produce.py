@@ -7,8 +7,10 @@ value, topic, partition and headers (:mod:`logstore.cli.input_format`; default `
 the whole line is the value). ``-k`` gives every record the same key, ``-H
 KEY=VALUE`` adds headers. Each record acknowledged prints its partition and offset
 (``--format json``: one JSON object per line); a record the broker refuses prints its
-error in words on stderr and makes the exit status 1. A topic that did not exist
-before and does after is named on stderr (``created topic X
+error in words on stderr and makes the exit status 1. No broker reachable (before the
+first record, or for every record) is exit status 2, with the cause librdkafka reported
+(:mod:`logstore.cli.client_log`); the records then are not listed one by one. A topic
+that did not exist before and does after is named on stderr (``created topic X
 (auto.create.topics.enable)``): the broker created it for this producer.
 """
 
@@ -20,12 +22,12 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from logstore.cli.admin import Admin, error_text
 from logstore.cli.base import command as cli_command
-from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
-from logstore.cli.connection import ClientOptions, broker_command
+from logstore.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from logstore.cli.connection import ClientOptions, broker_command, client_config_error
 from logstore.cli.input_format import InputFormat, shown, unescape
 from logstore.cli.output import Output
 from logstore.cli.topic import parse_pairs
@@ -152,15 +154,19 @@ def command(
     try:
         producer = Producer(conf)
     except KafkaException as exc:
-        raise CliError(f"client configuration: {error_text(exc)}") from None
-    failed = 0
+        raise client_config_error(exc) from None
+    failed = acknowledged = timed_out = 0
 
     def delivered(err: Any, msg: Any) -> None:
-        nonlocal failed
+        nonlocal failed, acknowledged, timed_out
         if err is not None:
             failed += 1
+            if err.code() == KafkaError._MSG_TIMED_OUT and not acknowledged:
+                timed_out += 1  # reported below: the broker went away, or the record failed
+                return
             click.echo(f"logstore produce: error: record {failed}: {error_text(err)}", err=True)
             return
+        acknowledged += 1
         result = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset()}
         if out.json:
             sys.stdout.write(json.dumps(result) + "\n")
@@ -193,7 +199,18 @@ def command(
         producer.poll(0)
     left = producer.flush(client.timeout + 5)
     sys.stdout.flush()
+    if (left or timed_out) and client.log.unreachable():
+        cause = client.log.cause()
+        if not acknowledged:  # no broker took any record
+            raise CliError(f"{cause}; {left + timed_out} records not sent", EXIT_USAGE)
+        raise CliError(f"{left + timed_out} records not acknowledged: {cause}", EXIT_FAILED)
     announce_created(existing, produced, producer, client.timeout)
+    if timed_out:
+        click.echo(
+            f"logstore produce: error: {timed_out} records not acknowledged within "
+            f"{client.timeout:g}s (MSG_TIMED_OUT)",
+            err=True,
+        )
     if left:
         raise CliError(
             f"{left} records not acknowledged within {client.timeout:g}s "
