@@ -1,12 +1,14 @@
 """Errors that name their cause: a refused connection, a host that does not resolve, a
 broker that never answers, a wrong SASL password (and the broker's log of it), a listener
-that needs SASL, ``-v``, rpk's ``-X`` keys and a mistyped one, and ``export`` without the
-spark extra. Every command runs as ``python -m logstore`` against real processes: one
+that needs SASL, ``-v``, rpk's ``-X`` keys and a mistyped one, ``export`` without the
+spark extra, and Ctrl-C at a prompt. Every command runs as ``python -m logstore`` against real processes: one
 broker with a PLAINTEXT and a SASL_PLAINTEXT listener for the module."""
 
 from __future__ import annotations
 
 import os
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -255,3 +257,34 @@ def test_export_without_the_spark_extra(tmp_path: pytest.TempPathFactory) -> Non
         "logstore export: error: needs the spark extra (pyspark is not installed): "
         "pip install '.[spark]' from a logstore checkout\n"
     )
+
+
+def test_ctrl_c_at_a_prompt_is_exit_status_130(broker: BrokerProcess) -> None:
+    """``user create`` asks for the password; SIGINT while it waits (a new session: no
+    terminal, so the prompt reads stdin)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logstore", "user", "create", "bob", "-b", broker.bootstrap],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=repo_env(),
+        start_new_session=True,
+    )
+    seen = b""
+
+    def prompted() -> bool:
+        nonlocal seen
+        ready, _, _ = select.select([proc.stdout, proc.stderr], [], [], 0.2)
+        for stream in ready:
+            seen += os.read(stream.fileno(), 4096)
+        return b"New password:" in seen
+
+    try:
+        wait_until(prompted, timeout=60, message="the password prompt")
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert err.decode().strip().splitlines()[-1] == "logstore: aborted"
