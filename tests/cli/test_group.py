@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from tests.cli.conftest import Cli, table_rows, unique
 from tests.cli.test_topic import produce
@@ -76,12 +77,80 @@ def test_describe_lag(logstore: Cli, cli_broker) -> None:
     text = logstore("group", "describe", group).stdout
     table = table_rows(text)
     assert ["TOTAL-LAG", "7"] in table
-    assert [topic, "0", "7", "10", "3", "-", "-", "-"] in table
+    assert [topic, "0", "7", "0", "10", "3", "-", "-", "-"] in table
 
     assert {"group": group, "state": "EMPTY", "simple": False} in logstore.json(
         "group", "list"
     ) or any(g["group"] == group for g in logstore.json("group", "list"))
     assert group in logstore("group", "list").stdout
+
+
+def trim(bootstrap: str, topic: str, partition: int, before: int) -> None:
+    """Deletes the records of ``topic``-``partition`` before offset ``before``."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, before)])
+    for future in futures.values():
+        assert future.result(timeout=30).low_watermark == before
+
+
+def test_lag_counts_uncommitted_partitions_from_the_log_start(logstore: Cli, cli_broker) -> None:
+    topic, group = unique("unread"), unique("g")
+    logstore("topic", "create", topic, "-p", "3")
+    produce(cli_broker.bootstrap, topic, {0: 10, 1: 6, 2: 5})
+    trim(cli_broker.bootstrap, topic, 2, 3)
+    # An empty group that committed one partition: the others are wholly unread.
+    commit(cli_broker.bootstrap, group, {(topic, 0): 7})
+    (g,) = logstore.json("group", "describe", group)
+    rows = {
+        p["partition"]: (p["current_offset"], p["log_start_offset"], p["log_end_offset"], p["lag"])
+        for p in g["partitions"]
+    }
+    assert rows == {0: (7, 0, 10, 3), 1: (None, 0, 6, 6), 2: (None, 3, 5, 2)}
+    assert g["total_lag"] == 11
+    table = table_rows(logstore("group", "describe", group).stdout)
+    assert ["TOTAL-LAG", "11"] in table
+    assert [topic, "2", "-", "3", "5", "2", "-", "-", "-"] in table
+
+    # A member assigned partitions it has not committed: lag from the log start too.
+    fresh = unique("g")
+    c = Consumer(
+        {
+            "bootstrap.servers": cli_broker.bootstrap,
+            "group.id": fresh,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "latest",
+        }
+    )
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while len(c.assignment()) < 3 and time.monotonic() < deadline:
+            c.poll(0.2)
+        (g,) = logstore.json("group", "describe", fresh)
+        assert g["state"] == "STABLE"
+        assert [(p["partition"], p["current_offset"], p["lag"]) for p in g["partitions"]] == [
+            (0, None, 10),
+            (1, None, 6),
+            (2, None, 2),
+        ]
+        assert all(p["member_id"] for p in g["partitions"]) and g["total_lag"] == 18
+    finally:
+        c.close()
+
+
+def test_describe_every_group(logstore: Cli, cli_broker) -> None:
+    _topic, first = setup_group(logstore, cli_broker.bootstrap)
+    _topic, second = setup_group(logstore, cli_broker.bootstrap)
+    listed = {g["group"] for g in logstore.json("group", "list")}
+    for args in ((), ("--all",)):
+        every = logstore.json("group", "describe", *args)
+        assert isinstance(every, list) and {g["group"] for g in every} == listed
+        assert {first, second} <= listed
+        assert [g["total_lag"] for g in every if g["group"] in (first, second)] == [7, 7]
+    text = logstore("group", "describe").stdout
+    assert ["GROUP", first] in table_rows(text) and ["GROUP", second] in table_rows(text)
+    both = logstore("group", "describe", "--all", first, check=False)
+    assert both.returncode == 2 and "--all" in both.stderr
 
 
 def test_describe_shows_members(logstore: Cli, cli_broker) -> None:

@@ -82,3 +82,18 @@ def test_consume_in_a_group_commits(logstore: Cli) -> None:
     assert logstore("consume", topic, "-g", group, "-e").stdout.splitlines() == ["e"]
     bad = logstore("consume", topic, "-g", group, "-o", "5", check=False)
     assert bad.returncode == 2 and "group seek" in bad.stderr
+
+    # -n commits the records printed, not the rest of what was fetched.
+    partial = unique("g")
+    printed: dict[int, int] = {}
+    text = logstore("consume", topic, "-g", partial, "-n", "2", "-f", "%p %o\\n").stdout
+    for line in text.splitlines():
+        partition, offset = map(int, line.split())
+        printed[partition] = offset + 1
+    (described,) = logstore.json("group", "describe", partial)
+    assert {
+        p["partition"]: p["current_offset"]
+        for p in described["partitions"]
+        if p["current_offset"] is not None
+    } == printed
+    assert sum(printed.values()) == 2 and described["total_lag"] == 5 - 2

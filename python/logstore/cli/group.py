@@ -2,9 +2,13 @@
 seek (reset committed offsets, dry run unless ``--execute``) and delete consumer groups,
 as ``rpk group`` and ``kafka-consumer-groups.sh`` do.
 
-Lag of a partition = its high watermark (``log-end-offset``, what a read-uncommitted
-consumer can reach) minus the group's committed offset; a partition the group has not
-committed shows no current offset and no lag.
+``describe`` lists, as ``rpk group describe`` does, every partition a member is assigned,
+every partition the group committed, and the other partitions of the topics it
+committed to or is assigned. Lag of a partition = its high watermark (``log-end-offset``,
+what a read-uncommitted consumer can reach) minus the group's committed offset; for a
+partition without a commit (current offset ``-``), the high watermark minus the log start
+offset: every record there is unread. Lag is never below 0. ``total-lag`` is their sum.
+With no GROUP (or ``--all``) it describes every group ``list`` shows.
 """
 
 from __future__ import annotations
@@ -79,7 +83,9 @@ def list_(client: ClientOptions, out: Output) -> int:
     return EXIT_FAILED if result.errors else EXIT_OK
 
 
-def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
+def describe_one(admin: Admin, desc: Any, topic_partitions: dict[str, list[int]]) -> dict[str, Any]:
+    """The group's summary and per-partition rows; ``topic_partitions`` maps each topic
+    in the cluster to its partition ids."""
     group_id = desc.group_id
     offsets = committed(admin, group_id)
     owners: dict[tuple[str, int], Any] = {}
@@ -100,11 +106,14 @@ def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
                 "partitions": [f"{t}-{p}" for t, p in tps],
             }
         )
-    tps = sorted(set(offsets) | set(owners))
-    ends = admin.offsets(tps, "latest")
+    listed = set(offsets) | set(owners)
+    for topic in {t for t, _p in listed}:
+        listed |= {(topic, p) for p in topic_partitions.get(topic, [])}
+    tps = sorted(listed)
+    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
     partitions = []
     for tp in tps:
-        end = ends.get(tp)
+        start, end = starts.get(tp), ends.get(tp)
         current = offsets.get(tp)
         owner = owners.get(tp)
         partitions.append(
@@ -112,12 +121,13 @@ def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
                 "topic": tp[0],
                 "partition": tp[1],
                 "current_offset": current,
+                "log_start_offset": start if isinstance(start, int) else None,
                 "log_end_offset": end if isinstance(end, int) else None,
-                "lag": end - current if isinstance(end, int) and current is not None else None,
+                "lag": _lag(current, start, end),
                 "member_id": owner.member_id if owner else None,
                 "client_id": owner.client_id if owner else None,
                 "host": owner.host if owner else None,
-                "error": status_of(end),
+                "error": status_of(end) or status_of(start),
             }
         )
     coordinator = desc.coordinator
@@ -132,55 +142,88 @@ def describe_one(admin: Admin, desc: Any) -> dict[str, Any]:
     }
 
 
-@group.command("describe")
-@click.argument("groups", nargs=-1, required=True)
-@broker_command
-def describe(groups: tuple[str, ...], client: ClientOptions, out: Output) -> int:
-    """Show each group's state, members, and per partition its committed offset, end
-    offset and lag."""
-    admin = Admin(client)
-    data = [describe_one(admin, d) for d in describe_groups(admin, groups).values()]
+def _lag(current: int | None, start: object, end: object) -> int | None:
+    """End minus the committed offset, or minus the log start without a commit; None
+    when an offset could not be listed."""
+    if not isinstance(end, int):
+        return None
+    if current is not None:
+        return max(0, end - current)
+    return max(0, end - start) if isinstance(start, int) else None
 
-    def draw(o: Output, described: list[dict[str, Any]]) -> None:
-        for g in described:
-            o.fields(
+
+def _draw_groups(o: Output, described: list[dict[str, Any]]) -> None:
+    if not described:
+        o.line("No groups.")
+    for i, g in enumerate(described):
+        if i:
+            o.line("")
+        o.fields(
+            [
+                ("group", g["group"]),
+                ("coordinator", g["coordinator"]),
+                ("state", g["state"]),
+                ("balancer", g["assignor"]),
+                ("members", len(g["members"])),
+                ("total-lag", g["total_lag"]),
+            ]
+        )
+        o.table(
+            [
+                "topic",
+                "partition",
+                "current-offset",
+                "log-start-offset",
+                "log-end-offset",
+                "lag",
+                "member-id",
+                "client-id",
+                "host",
+            ],
+            (
                 [
-                    ("group", g["group"]),
-                    ("coordinator", g["coordinator"]),
-                    ("state", g["state"]),
-                    ("balancer", g["assignor"]),
-                    ("members", len(g["members"])),
-                    ("total-lag", g["total_lag"]),
+                    p["topic"],
+                    p["partition"],
+                    p["current_offset"],
+                    p["log_start_offset"],
+                    p["log_end_offset"],
+                    p["lag"],
+                    p["member_id"],
+                    p["client_id"],
+                    p["host"],
                 ]
-            )
-            o.table(
-                [
-                    "topic",
-                    "partition",
-                    "current-offset",
-                    "log-end-offset",
-                    "lag",
-                    "member-id",
-                    "client-id",
-                    "host",
-                ],
-                (
-                    [
-                        p["topic"],
-                        p["partition"],
-                        p["current_offset"],
-                        p["log_end_offset"],
-                        p["lag"],
-                        p["member_id"],
-                        p["client_id"],
-                        p["host"],
-                    ]
-                    for p in g["partitions"]
-                ),
-            )
+                for p in g["partitions"]
+            ),
+        )
 
-    out.emit(data, draw)
-    return EXIT_OK
+
+@group.command("describe")
+@click.argument("groups", nargs=-1)
+@click.option(
+    "-a", "--all", "all_groups", is_flag=True, help="every group (the default without GROUP)"
+)
+@broker_command
+def describe(groups: tuple[str, ...], all_groups: bool, client: ClientOptions, out: Output) -> int:
+    """Show each group's state, members, and per partition its committed offset, log
+    start and end offsets and lag. Without GROUP (or with --all): every group."""
+    if groups and all_groups:
+        raise CliError("give GROUP names or --all, not both")
+    admin = Admin(client)
+    status = EXIT_OK
+    if not groups:
+        listed = admin.result(admin.client.list_consumer_groups(**admin.kwargs()), "list groups")
+        groups = tuple(sorted(g.group_id for g in listed.valid))
+        for err in listed.errors:
+            click.echo(f"logstore group describe: error: {status_of(err)}", err=True)
+            status = EXIT_FAILED
+    topic_partitions = {
+        name: sorted(t.partitions) for name, t in admin.metadata().topics.items() if not t.error
+    }
+    data = [
+        describe_one(admin, d, topic_partitions) for d in describe_groups(admin, groups).values()
+    ]
+    out.emit(data, _draw_groups)
+    return status
 
 
 def _topic_partitions(admin: Admin, spec: str) -> list[tuple[str, int]]:
