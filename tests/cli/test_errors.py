@@ -86,8 +86,19 @@ def test_a_wrong_password_says_authentication_failed_and_the_broker_logs_it(
     logstore: Cli, broker: BrokerProcess, args: tuple[str, ...]
 ) -> None:
     password = unique("wrong-password")
+    # A refused authentication ends the command at once: with --timeout 300 it would
+    # otherwise outlast the 120 s the test gives it (subprocess.TimeoutExpired).
     line = failing(
-        logstore, *args, "-b", sasl(broker), "--user", "alice", "--password", password, *FAIL_FAST
+        logstore,
+        *args,
+        "-b",
+        sasl(broker),
+        "--user",
+        "alice",
+        "--password",
+        password,
+        "--timeout",
+        "300",
     )
     assert line == (
         f"logstore {command(args)}: error: authentication failed: SASL SCRAM-SHA-256 for user "

@@ -16,6 +16,7 @@ reach the command's :class:`~logstore.cli.client_log.ClientLog` as they happen.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -27,6 +28,9 @@ from logstore.cli.common import EXIT_FAILED, EXIT_USAGE, CliError
 from logstore.cli.connection import ClientOptions, client_config_error
 
 K = TypeVar("K")
+
+# How long one wait lasts before the clients' reports are read again (seconds).
+_SLICE = 0.5
 
 # librdkafka errors that mean no broker answered at all.
 _UNREACHABLE = {
@@ -97,7 +101,7 @@ class Admin:
     def result(self, future: Future[Any], what: str) -> Any:
         """The future's value, or BrokerError naming ``what``."""
         try:
-            value = future.result(timeout=self.timeout + 5)
+            value = self._wait(future, what)
         except KafkaException as exc:
             raise self._error(what, exc) from None
         except TimeoutError:
@@ -117,7 +121,7 @@ class Admin:
         try:
             for key, future in futures.items():
                 try:
-                    out[key] = future.result(timeout=self.timeout + 5)
+                    out[key] = self._wait(future, str(key))
                 except KafkaException as exc:
                     kerr = kafka_error(exc)
                     if kerr is not None and kerr.code() in _UNREACHABLE:
@@ -143,12 +147,38 @@ class Admin:
 
     def metadata(self, topic: str | None = None) -> Any:
         """ClusterMetadata of every topic (or one)."""
+        deadline = time.monotonic() + self.timeout
         try:
-            return self.client.list_topics(topic=topic, timeout=self.timeout)
-        except KafkaException as exc:
-            raise self._error("metadata", exc) from None
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    return self.client.list_topics(topic=topic, timeout=max(min(_SLICE, left), 0.1))
+                except KafkaException as exc:
+                    kerr = kafka_error(exc)
+                    retry = kerr is not None and kerr.code() in _UNREACHABLE and left > _SLICE
+                    if not retry:
+                        raise self._error("metadata", exc) from None
+                self._stop_if_refused("metadata")
         finally:
             self.client.poll(0)
+
+    def _wait(self, future: Future[Any], what: str) -> Any:
+        """The future's value within the timeout (TimeoutError after it). A refused
+        authentication ends the wait at once: waiting does not change the answer."""
+        deadline = time.monotonic() + self.timeout + 5
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return future.result(timeout=max(min(_SLICE, left), 0.0))
+            except TimeoutError:
+                if left <= _SLICE:
+                    raise
+            self._stop_if_refused(what)
+
+    def _stop_if_refused(self, what: str) -> None:
+        self.client.poll(0)
+        if self.options.log.authentication_failed():
+            raise self._unreachable(what, KafkaError(KafkaError._AUTHENTICATION))
 
     def offsets(
         self, partitions: list[tuple[str, int]], spec: str | int

@@ -102,6 +102,13 @@ class ClientLog(logging.Handler):
         """Whether a client reported a broker it could not reach or authenticate with."""
         return any(e.code() in _CONNECTION_ERRORS for e in self.errors)
 
+    def authentication_failed(self) -> bool:
+        """Whether a client reported a refused SASL authentication (final: retrying
+        with the same credentials gets the same answer)."""
+        return any(e.code() == KafkaError._AUTHENTICATION for e in self.errors) or any(
+            line.startswith("FAIL ") and _SASL.search(line) for line in self.lines
+        )
+
     def cause(self) -> str:
         """Why no broker answered, in words (see the module's docstring)."""
         texts: list[tuple[int | None, str]] = [(e.code(), e.str()) for e in self.errors]
