@@ -1,8 +1,8 @@
 """Errors that name their cause: a refused connection, a host that does not resolve, a
 broker that never answers, a wrong SASL password (and the broker's log of it), a listener
 that needs SASL, ``-v``, rpk's ``-X`` keys and a mistyped one, ``export`` without the
-spark extra, and Ctrl-C at a prompt. Every command runs as ``python -m logstore`` against real processes: one
-broker with a PLAINTEXT and a SASL_PLAINTEXT listener for the module."""
+spark extra, and Ctrl-C at a prompt. Every command runs as ``python -m logstore`` against
+real processes: one broker with a PLAINTEXT and a SASL_PLAINTEXT listener for the module."""
 
 from __future__ import annotations
 
