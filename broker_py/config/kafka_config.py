@@ -397,6 +397,15 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.min.session.timeout.ms": (_int(0), "6000"),
     "group.max.session.timeout.ms": (_int(0), "1800000"),
     "group.max.size": (_int(1), str((1 << 31) - 1)),
+    # Consumer groups on the consumer protocol (KIP-848); cross-key bounds in _check.
+    "group.consumer.session.timeout.ms": (_int(1), "45000"),
+    "group.consumer.min.session.timeout.ms": (_int(1), "45000"),
+    "group.consumer.max.session.timeout.ms": (_int(1), "60000"),
+    "group.consumer.heartbeat.interval.ms": (_int(1), "5000"),
+    "group.consumer.min.heartbeat.interval.ms": (_int(1), "5000"),
+    "group.consumer.max.heartbeat.interval.ms": (_int(1), "15000"),
+    "group.consumer.max.size": (_int(1), str((1 << 31) - 1)),
+    "group.consumer.assignors": (_list, "uniform,range"),
     "transactional.id.expiration.ms": (_int(1), "604800000"),
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),
@@ -562,6 +571,36 @@ def _check(values: dict[str, Any]) -> None:
             values["group.min.session.timeout.ms"],
             "exceeds group.max.session.timeout.ms",
         )
+    _check_consumer_group(values)
+
+
+def _check_consumer_group(values: dict[str, Any]) -> None:
+    """Kafka's bounds between the group.consumer.* keys."""
+    for kind in ("session.timeout", "heartbeat.interval"):
+        key, lo, hi = (f"group.consumer.{p}{kind}.ms" for p in ("", "min.", "max."))
+        if values[hi] < values[lo]:
+            raise ConfigError(hi, values[hi], f"must be greater than or equal to {lo}")
+        if not values[lo] <= values[key] <= values[hi]:
+            raise ConfigError(key, values[key], f"must be within {lo} and {hi}")
+    interval = values["group.consumer.heartbeat.interval.ms"]
+    if interval >= values["group.consumer.session.timeout.ms"]:
+        raise ConfigError(
+            "group.consumer.heartbeat.interval.ms",
+            interval,
+            "must be less than group.consumer.session.timeout.ms",
+        )
+    builtin = {
+        "uniform": "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "range": "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+    }
+    assignors = values["group.consumer.assignors"]
+    if not assignors:
+        raise ConfigError("group.consumer.assignors", "", "at least one assignor is needed")
+    for name in assignors:
+        if name not in builtin and name not in builtin.values():
+            raise ConfigError(
+                "group.consumer.assignors", name, "unknown assignor; built-in: uniform, range"
+            )
 
 
 def unknown_key_warning(key: str) -> str:
