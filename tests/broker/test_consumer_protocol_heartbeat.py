@@ -271,6 +271,23 @@ def test_epochs_are_checked():
     assert m.heartbeat(beat("m1", 2, {})).response.error_code == ErrorCode.FENCED_MEMBER_EPOCH
 
 
+def test_fenced_member_rejoins_with_epoch_0_and_the_same_member_id():
+    # Kafka (KAFKA-19233): a member that rejoins with epoch 0 is accepted whatever its
+    # state; it owns nothing, so revocations it was asked for are done.
+    m, _ = make()
+    a1 = m.heartbeat(join("m1")).response.assignment
+    m.heartbeat(join("m2"))
+    m.heartbeat(beat("m1", 1, a1))
+    assert m.groups["g"].members["m1"].state is MemberState.UNREVOKED_PARTITIONS
+    r = m.heartbeat(join("m1")).response
+    assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, 2)
+    assert m.groups["g"].members["m1"].state is MemberState.STABLE
+    assert len(parts(r.assignment)) == 5
+    # A stable member rejoining gets its whole assignment back at its epoch.
+    again = m.heartbeat(join("m1")).response
+    assert (again.member_epoch, again.assignment) == (2, r.assignment)
+
+
 def test_group_max_size():
     m, _ = make(max_size=1)
     m.heartbeat(join("m1"))

@@ -1,5 +1,6 @@
 """Model-based test of the consumer protocol's coordinator logic (hypothesis state
-machine): consumers join, heartbeat, lose responses, leave, go silent, stop revoking,
+machine): consumers (two of them static members) join, heartbeat, lose responses, leave
+(for good, or a static one for a while), crash and restart, go silent, stop revoking,
 change subscriptions (by names or by an RE2 regex) while topics are created and grow and a
 MockTime moves. Each consumer behaves as a client does: it consumes exactly the
 assignment of its last response, drops everything and rejoins on FENCED_MEMBER_EPOCH
@@ -48,7 +49,10 @@ def compile_re2(pattern):
 
 @dataclass
 class Client:
-    member_id: str
+    name: str
+    # Static members: a restart comes back with the same instance id, a new member id.
+    instance_id: str | None = None
+    incarnation: int = 0
     topics: tuple[str, ...] = ("a",)
     regex: str | None = None
     joined: bool = False
@@ -61,6 +65,10 @@ class Client:
     subscription_changed: bool = False
     # After a lost response a client sends every field (a full request).
     resend_all: bool = False
+
+    @property
+    def member_id(self) -> str:
+        return f"{self.name}-{self.incarnation}"
 
     def reset(self):
         self.joined, self.epoch, self.owned, self.received = False, 0, {}, None
@@ -89,7 +97,11 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
             "b": TopicMetadata(uuid.UUID(int=2), "b", 2),
         }
         self.coordinator.update_topics(self.topics.values())
-        self.clients = [Client(f"c{i}") for i in range(N_CLIENTS)]
+        # The last two consumers are static members.
+        self.clients = [
+            Client(f"c{i}", instance_id=f"i{i}" if i >= N_CLIENTS - 2 else None)
+            for i in range(N_CLIENTS)
+        ]
         self.last_group_epoch = 0
         self.last_member_epochs: dict[str, int] = {}
 
@@ -101,6 +113,7 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
                 group_id="g",
                 member_id=client.member_id,
                 member_epoch=0,
+                instance_id=client.instance_id,
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
                 subscribed_topic_names=tuple(client.topics),
                 subscribed_topic_regex=client.regex or "",
@@ -113,6 +126,7 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
                 group_id="g",
                 member_id=client.member_id,
                 member_epoch=client.epoch,
+                instance_id=client.instance_id,
                 rebalance_timeout_ms=REBALANCE_TIMEOUT_MS if full else -1,
                 subscribed_topic_names=tuple(client.topics) if send_subs else None,
                 subscribed_topic_regex=(client.regex or "") if send_subs else None,
@@ -122,11 +136,20 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
         self._persisted(result.records)
         r = result.response
         if lost:
+            # The client resends every field next, and drops an assignment it had not
+            # applied yet: the answer to the full request replaces it.
             client.resend_all = True
+            client.received = None
             return result
         client.resend_all = False
         if r.error_code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
             client.reset()
+        elif r.error_code == ErrorCode.UNRELEASED_INSTANCE_ID:
+            # Its previous incarnation still holds the instance id: retry later.
+            assert not client.joined
+        elif r.error_code == ErrorCode.FENCED_INSTANCE_ID:
+            client.reset()
+            client.incarnation += 1
         else:
             assert r.error_code == ErrorCode.NONE, r
             client.joined, client.epoch = True, r.member_epoch
@@ -177,15 +200,39 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
         if client.joined and not client.silent:
             self._send(client, lost=True)
 
-    @rule(i=st.integers(0, N_CLIENTS - 1))
-    def leave(self, i):
+    @rule(i=st.integers(0, N_CLIENTS - 1), temporarily=st.booleans())
+    def leave(self, i, temporarily):
+        """The consumer closes: a static one with -2 (it will be back) or -1."""
         client = self.clients[i]
         if not client.joined or client.silent:
             return
-        request = HeartbeatRequest(group_id="g", member_id=client.member_id, member_epoch=-1)
+        epoch = -2 if temporarily and client.instance_id else -1
+        request = HeartbeatRequest(
+            group_id="g",
+            member_id=client.member_id,
+            member_epoch=epoch,
+            instance_id=client.instance_id,
+        )
         result = self.coordinator.heartbeat(request)
+        # A member the coordinator already removed is told so; it closes all the same.
+        assert result.response.error_code in (
+            ErrorCode.NONE,
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            ErrorCode.FENCED_INSTANCE_ID,
+        ), result.response
         self._persisted(result.records)
         client.reset()
+        if client.instance_id:
+            client.incarnation += 1
+
+    @rule(i=st.integers(0, N_CLIENTS - 1))
+    def crash_and_restart(self, i):
+        """The process dies without a word; a static consumer restarts under a new
+        member id (refused until its old incarnation is released or times out)."""
+        client = self.clients[i]
+        client.reset()
+        client.silent = False
+        client.incarnation += 1
 
     @rule(i=st.integers(0, N_CLIENTS - 1), sub=subscriptions)
     def change_subscription(self, i, sub):
@@ -295,7 +342,8 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
         assert group.assignment_epoch <= group.group_epoch
         self.last_group_epoch = group.group_epoch
         for member_id, member in group.members.items():
-            assert member.member_epoch >= self.last_member_epochs.get(member_id, 0)
+            if member.member_epoch != -2:  # a static member away
+                assert member.member_epoch >= self.last_member_epochs.get(member_id, 0)
         self.last_member_epochs = {k: v.member_epoch for k, v in group.members.items()}
 
     @invariant()
