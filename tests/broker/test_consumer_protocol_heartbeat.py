@@ -525,3 +525,34 @@ DEFAULT_KEYS = [
     "group.consumer.max.size",
     "group.consumer.assignors",
 ]
+
+
+# --- offsets fenced by member epoch ----------------------------------------------------
+
+
+def test_offset_commit_and_fetch_are_fenced_by_member_epoch():
+    from logstore.protocol.errors import (
+        StaleMemberEpochError,
+        UnknownMemberIdError,
+        UnsupportedVersionError,
+    )
+
+    m, _ = make()
+    m.heartbeat(join("m1"))
+    group = m.groups["g"]
+    group.validate_offset_commit("m1", 1)
+    group.validate_offset_fetch("m1", 1)
+    group.validate_offset_fetch(None, -1)  # an admin client
+    group.validate_offset_commit("", -1, transactional=True)  # TxnOffsetCommit, no member
+    with pytest.raises(StaleMemberEpochError, match="received member epoch 0 does not match"):
+        group.validate_offset_commit("m1", 0)
+    with pytest.raises(StaleMemberEpochError):
+        group.validate_offset_fetch("m1", 2)
+    with pytest.raises(UnknownMemberIdError):
+        group.validate_offset_commit("zz", 1)
+    with pytest.raises(UnknownMemberIdError):
+        group.validate_offset_commit("", -1)  # the group is not empty
+    with pytest.raises(UnsupportedVersionError):
+        group.validate_offset_commit("m1", 1, api_version=8)
+    m.heartbeat(beat("m1", -1))
+    group.validate_offset_commit("", -1)  # empty group: anyone may commit

@@ -48,6 +48,11 @@ from broker_py.coordinator.group.modern.records import (
     TargetAssignmentMetadataTombstone,
     TopicMetadata,
 )
+from logstore.protocol.errors import (
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnsupportedVersionError,
+)
 
 
 class IllegalStateError(Exception):
@@ -140,6 +145,51 @@ class ConsumerGroup:
         if not counts:
             return None
         return min(counts, key=lambda name: (-counts[name], name))
+
+    # --- offsets fenced by member epoch -------------------------------------------------
+
+    def validate_offset_commit(
+        self,
+        member_id: str,
+        member_epoch: int,
+        *,
+        transactional: bool = False,
+        instance_id: str | None = None,
+        api_version: int = 9,
+    ) -> None:
+        """Kafka's checks of an OffsetCommit (or TxnOffsetCommit) against the group:
+        a negative epoch commits only into an empty group (admin clients, consumers
+        without group management); a TxnOffsetCommit naming no member is accepted;
+        otherwise the member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit
+        v9+ (UNSUPPORTED_VERSION) and at its current epoch (STALE_MEMBER_EPOCH)."""
+        if member_epoch < 0 and not self.members:
+            return
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(
+                f"Member {member_id} is not a member of group {self.group_id}."
+            )
+        if not transactional and api_version < 9:
+            raise UnsupportedVersionError(
+                "OffsetCommit version 9 or above must be used by members using the modern "
+                "group protocol"
+            )
+        _check_member_epoch(member_epoch, member.member_epoch)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """Kafka's checks of an OffsetFetch naming a member (v9+): none named with a
+        negative epoch is accepted (admin clients); else UNKNOWN_MEMBER_ID or
+        STALE_MEMBER_EPOCH."""
+        if member_id is None and member_epoch < 0:
+            return
+        member = None if member_id is None else self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(
+                f"Member {member_id} is not a member of group {self.group_id}."
+            )
+        _check_member_epoch(member_epoch, member.member_epoch)
 
     # --- replay --------------------------------------------------------------------
 
@@ -275,6 +325,14 @@ class ConsumerGroup:
         out.append(PartitionMetadataTombstone(gid))
         out.append(GroupEpochTombstone(gid))
         return out
+
+
+def _check_member_epoch(received: int, expected: int) -> None:
+    if received != expected:
+        raise StaleMemberEpochError(
+            f"The received member epoch {received} does not match the expected member "
+            f"epoch {expected}."
+        )
 
 
 def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> MemberMetadataRecord:

@@ -32,6 +32,9 @@ Heartbeat, in order (Kafka's consumerGroupHeartbeat):
 The response carries the member's assignment when the request was full or the assigned
 partitions changed.
 
+The caller routes a group id here only when it is not a classic group with members
+(Kafka answers GROUP_ID_NOT_FOUND "Group X is not a consumer group" then).
+
 Leaving: epoch -1 removes the member (its partitions are freed, the group epoch bumps);
 epoch -2 from a static member keeps it with epoch -2 and its assigned partitions until it
 rejoins with the same instance id or its session times out.
