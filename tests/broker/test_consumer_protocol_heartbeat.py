@@ -301,6 +301,7 @@ def test_server_assignor_named_by_the_members_wins():
     m, _ = make()
     m.heartbeat(join("m1", server_assignor="range"))
     m.heartbeat(join("m2", server_assignor="range"))
+    assert m.assignor_name("g") == "range" and m.assignor_name("other") == "uniform"
     target = m.groups["g"].target_assignment
     # range: co-partitioned numbering per topic.
     assert target["m1"] == {FOO.topic_id: frozenset({0, 1, 2}), BAR.topic_id: frozenset({0, 1})}

@@ -477,6 +477,14 @@ class ConsumerGroupManager:
             names.update(_member_topics(m, regexes))
         return {n: self.topics[n] for n in sorted(names) if n in self.topics}
 
+    def assignor_name(self, group_id: str) -> str:
+        """The server assignor the group's next target assignment uses (ConsumerGroupDescribe's
+        AssignorName): the one most members name, else the first configured."""
+        group = self.groups.get(group_id)
+        members = {} if group is None else group.members
+        preferred = None if group is None else group.preferred_server_assignor(members)
+        return preferred or self.config.default_assignor
+
     def _assignor(
         self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember]
     ) -> PartitionAssignor:
