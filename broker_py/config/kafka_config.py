@@ -420,6 +420,8 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # The Prometheus endpoint (broker_py/server/metrics): off unless metrics.port is set.
     "metrics.port": (_int(0, 65535), None),
     "metrics.host": (_str, "0.0.0.0"),
+    # The largest PushTelemetry payload taken (KIP-714, Kafka's default).
+    "telemetry.max.bytes": (_int(1), "1048576"),
     "zookeeper.connect": (_zookeeper_connect, None),
     "zookeeper.session.timeout.ms": (_int(1), "18000"),
     "zookeeper.connection.timeout.ms": (_int(1), None),

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from broker_py.server.log_config_manager import LogConfigManager
     from broker_py.server.metadata_cache import MetadataCache
     from broker_py.server.replica_admin_manager import ReplicaAdminManager
+    from broker_py.server.telemetry.client_telemetry import ClientTelemetry
     from broker_py.server.topic_admin_manager import TopicAdminManager
     from broker_py.server.zk_support import ZkSupport
 
@@ -70,6 +71,8 @@ class KafkaApis:
     transaction_coordinator: TransactionCoordinator | Any = None
     # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
     zk_support: ZkSupport | Any = None
+    # Client telemetry (KIP-714): CLIENT_METRICS resources, subscriptions, pushed metrics.
+    client_telemetry: ClientTelemetry | Any = None
     # What counts Produce's and Fetch's per-partition errors when metrics.port is set
     # (broker_py.server.metrics.BrokerMetrics: on_produce_results, on_fetch_response).
     metrics: Any = None

@@ -45,6 +45,8 @@ from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
 from broker_py.server.replica_admin_manager import ReplicaAdminManager
+from broker_py.server.telemetry.client_metrics_store import LocalClientMetricsStore
+from broker_py.server.telemetry.client_telemetry import ClientTelemetry
 from broker_py.server.topic_admin_manager import TopicAdminManager
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
@@ -240,6 +242,15 @@ class KafkaServer:
             time=self.time,
             zk_support=self.zk_support,
         )
+        # Client telemetry (KIP-714): CLIENT_METRICS resources kept beside the dynamic configs.
+        self.apis.client_telemetry = ClientTelemetry(
+            LocalClientMetricsStore(first_dir)
+            if self.zk_support is None
+            else self.zk_support.client_metrics_store(),
+            config["telemetry.max.bytes"],
+            self.time.milliseconds,
+        )
+        self.apis.client_telemetry.start()
         support.on_topic_config.append(self._topic_config_changed)
         self.log_dir_failure_handler = LogDirFailureHandler(
             self.log_dir_failure_channel,

@@ -3,7 +3,8 @@
 A broker alone keeps its metadata in ``<first log dir>/__logstore_metadata/``:
 ``cluster-metadata.json`` (topics: Kafka's topic, partition-state and topic-config
 znodes as JSON), ``scram-credentials.json`` (SCRAM users), ``acls.json`` (ACLs) and
-``broker-configs.json`` (dynamic broker configs); a data dir from before
+``broker-configs.json`` (dynamic broker configs) and ``client-metrics.json``
+(CLIENT_METRICS resources); a data dir from before
 ``cluster-metadata.json`` has ``topics.json`` instead, whose topics are first taken
 over into a ``cluster-metadata.json`` as a broker alone would. A cluster keeps them in
 ZooKeeper.
@@ -29,7 +30,8 @@ Rules:
 - A file whose import fails (ZooKeeper unreachable, a value ZooKeeper refuses) is left
   in place and tried again at the next start; the broker starts anyway.
 - Dynamic configs are validated as an AlterConfigs request would validate them; a
-  resource whose merged configs are invalid is skipped with an error in the log.
+  resource whose merged configs are invalid is skipped with an error in the log. So are
+  CLIENT_METRICS resources (merged key by key, ZooKeeper winning).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from broker_py.zk.zk_data import (
     TopicZNode,
 )
 from broker_py.zk.zk_node_ops import CreateOp
-from logstore.protocol.errors import KafkaException
+from logstore.protocol.errors import InvalidConfigError, InvalidRequestError, KafkaException
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ OLD_TOPICS_FILE = (
 USERS_FILE = "scram-credentials.json"
 ACLS_FILE = "acls.json"
 BROKER_CONFIGS_FILE = "broker-configs.json"
+CLIENT_METRICS_FILE = "client-metrics.json"
 IMPORTED_SUFFIX = ".imported"
 
 
@@ -79,6 +82,7 @@ async def import_local_state(log_dir: str, apis) -> None:
         (USERS_FILE, _import_users),
         (ACLS_FILE, _import_acls),
         (BROKER_CONFIGS_FILE, _import_broker_configs),
+        (CLIENT_METRICS_FILE, _import_client_metrics),
     )
     for name, step in steps:
         path = os.path.join(log_dir, METADATA_DIR, name)
@@ -262,4 +266,21 @@ async def _import_broker_configs(log_dir: str, path: str, apis) -> bool:
             )
             continue
         await store.write(resource, merged)
+    return True
+
+
+async def _import_client_metrics(log_dir: str, path: str, apis) -> bool:
+    resources = (
+        metadata_file.load(
+            path, lambda doc: {str(k): dict(v) for k, v in doc.get("resources", {}).items()}
+        )
+        or {}
+    )
+    for name, local in resources.items():
+        try:
+            await apis.client_telemetry.alter(
+                name, lambda shared, local=local: {**local, **shared}, False
+            )
+        except (InvalidConfigError, InvalidRequestError) as e:
+            log.error("not importing client metrics resource %r from %s: %s", name, path, e)
     return True

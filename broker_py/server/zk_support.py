@@ -50,6 +50,7 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.acl_authorizer import AclAuthorizer
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
+from broker_py.zk.zk_client_metrics_store import ZkClientMetricsStore
 from broker_py.zk.zk_controller_store import ZkControllerStore
 from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
 from broker_py.zk.zk_scram_credential_store import ZkScramCredentialStore
@@ -289,6 +290,12 @@ class ZkSupport:
         on the event loop when the default's or this broker's change."""
         store = ZkDynamicBrokerConfigStore(self.zk, self.loop, self.config, apply)
         store.start(self._config_changes)
+        return store
+
+    def client_metrics_store(self) -> ZkClientMetricsStore:
+        """CLIENT_METRICS resources in ``/config/client-metrics`` (started by its owner)."""
+        store = ZkClientMetricsStore(self.zk, self.loop)
+        store.listen(self._config_changes)
         return store
 
     def scram_credential_store(self) -> ZkScramCredentialStore:

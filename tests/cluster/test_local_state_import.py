@@ -1,8 +1,8 @@
 """A broker that ran alone joins a cluster with its topics (their data and the groups'
-committed offsets with them), SCRAM users, ACLs and dynamic broker configs: on its
-first start with ``zookeeper.connect`` they are written to ZooKeeper (where ZooKeeper
-lacks them) and the local files are renamed ``*.imported``. Real broker processes and
-a real ZooKeeper."""
+committed offsets with them), SCRAM users, ACLs, dynamic broker configs and
+CLIENT_METRICS resources: on its first start with ``zookeeper.connect`` they are
+written to ZooKeeper (where ZooKeeper lacks them) and the local files are renamed
+``*.imported``. Real broker processes and a real ZooKeeper."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
-from tests.integration.clients import create_topic
+from logstore.protocol.messages.configs import IncrementalAlterConfigsRequest
+from tests.integration.clients import create_topic, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
@@ -129,6 +130,21 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
             ],
         )
         admin.incremental_alter_configs([broker])[broker].result(15)
+        subscription = IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=16,  # CLIENT_METRICS (KIP-714): no AdminClient type for it
+            resource_name="imported-subs",
+            configs=[
+                IncrementalAlterConfigsRequest.AlterableConfig(
+                    name="metrics", config_operation=0, value="*"
+                )
+            ],
+        )
+        altered = wire_call(
+            b.bootstrap,
+            IncrementalAlterConfigsRequest(resources=[subscription], validate_only=False),
+            1,
+        )
+        assert altered.responses[0].error_code == 0
         _produce_as(b, sasl_port, "alice", "alice-secret", topic)
         data = "imported-data"
         create_topic(b.bootstrap, data, 2)
@@ -160,7 +176,11 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
             "log.retention.ms": "3600000"
         }
         meta = os.path.join(b.data_dir, METADATA)
-        for name in ("scram-credentials.json", "acls.json", "broker-configs.json"):
+        assert _zk_json(zk_connect, "/config/client-metrics/imported-subs")["config"] == {
+            "metrics": "*"
+        }
+        imported = ("scram-credentials.json", "acls.json", "broker-configs.json")
+        for name in (*imported, "client-metrics.json"):
             assert not os.path.exists(os.path.join(meta, name)), name
             assert os.path.exists(os.path.join(meta, name + ".imported")), name
 
@@ -198,7 +218,7 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
 
         # A second start finds nothing left to import, and ZooKeeper keeps it all.
         b.restart()
-        assert b.log_text().count("into ZooKeeper; the file is now") == 4
+        assert b.log_text().count("into ZooKeeper; the file is now") == 5
         assert _zk_json(zk_connect, "/config/users/alice") is not None
         wait_until(
             lambda: admin.list_topics(timeout=5).brokers, message="the broker back in the cluster"

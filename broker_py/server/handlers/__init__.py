@@ -45,6 +45,7 @@ def _modules():
         records,
         replicas,
         sasl,
+        telemetry,
         topics,
         transactions,
     )
@@ -64,6 +65,7 @@ def _modules():
         records,
         replicas,
         sasl,
+        telemetry,
         topics,
         transactions,
     )

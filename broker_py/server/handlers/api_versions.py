@@ -16,7 +16,9 @@ from logstore.protocol.messages import request_class
 from logstore.protocol.messages.api_versions import ApiVersionsResponse
 
 
-def api_versions_body(error: ErrorCode = ErrorCode.NONE) -> ApiVersionsResponse:
+def api_versions_body(
+    error: ErrorCode = ErrorCode.NONE, unadvertised: frozenset[ApiKey] = frozenset()
+) -> ApiVersionsResponse:
     from broker_py.server.handlers import served_api_keys
 
     return ApiVersionsResponse(
@@ -26,15 +28,18 @@ def api_versions_body(error: ErrorCode = ErrorCode.NONE) -> ApiVersionsResponse:
                 api_key=int(k), min_version=k.min_version, max_version=k.max_version
             )
             for k in served_api_keys()
+            if k not in unadvertised
         ],
     )
 
 
 def handle_api_versions(apis, request, connection):
+    from broker_py.server.handlers.telemetry import unadvertised
+
     body = request.body
     if request.api_version >= 3:
         connection.client_software = f"{body.client_software_name}/{body.client_software_version}"
-    return api_versions_body()
+    return api_versions_body(unadvertised=unadvertised(apis))
 
 
 HANDLERS = {ApiKey.API_VERSIONS: handle_api_versions}

@@ -10,6 +10,10 @@ with the chain of synonyms when asked. A BROKER resource is this broker's id or
 With an authorizer, describing needs DESCRIBE_CONFIGS and altering ALTER_CONFIGS, on the
 topic or, for a broker or its loggers, on the cluster.
 
+A CLIENT_METRICS resource (KIP-714) is a client telemetry subscription
+(``broker_py.server.telemetry``): DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, keys
+checked as Kafka's ``ClientMetricsConfigs``, described with source CLIENT_METRICS_CONFIG.
+
 In a cluster a BROKER resource's configs live in ZooKeeper: any broker alters the
 default's or any broker id's (``/config/brokers/<default>`` or ``<id>``, the response
 waiting for the write), every broker applies the default's and its own when notified,
@@ -23,6 +27,7 @@ from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigErro
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server import broker_loggers
+from broker_py.server.telemetry import client_metrics_configs
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
@@ -40,6 +45,7 @@ from logstore.protocol.messages.configs import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+CLIENT_METRICS = 16
 
 SOURCE_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2
@@ -47,6 +53,7 @@ SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 SOURCE_DYNAMIC_BROKER_LOGGER = 6
+SOURCE_CLIENT_METRICS = 7
 
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = (
     1,
@@ -204,7 +211,7 @@ def _ensure_allowed(
     the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
     if resource_type == TOPIC:
         auth_helper.ensure(apis, connection, operation, ResourceType.TOPIC, name)
-    elif resource_type in (BROKER, BROKER_LOGGER):
+    elif resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
         auth_helper.ensure(apis, connection, operation, ResourceType.CLUSTER)
 
 
@@ -237,6 +244,11 @@ def handle_describe_configs(apis, request, connection):
                 result.configs = _topic_entries(apis, topic, keys, body.include_synonyms)
         elif r.resource_type == BROKER and _is_this_broker(apis, r.resource_name):
             result.configs = _broker_entries(apis, r.resource_name, keys, body.include_synonyms)
+        elif r.resource_type == CLIENT_METRICS:
+            try:
+                result.configs = client_metrics_entries(apis, r.resource_name, keys)
+            except KafkaError as e:
+                result.error_code, result.error_message = int(e.errno), str(e)
         elif r.resource_type == BROKER_LOGGER and _is_this_broker(apis, r.resource_name):
             result.configs = [
                 _entry(name, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
@@ -265,6 +277,8 @@ def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool
         return _write_broker_configs(apis, name, new_configs, validate_only)
     elif resource_type == BROKER:
         apis.config_admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
+    elif resource_type == CLIENT_METRICS:
+        return apis.client_telemetry.alter(name, lambda _: dict(new_configs), validate_only)
     elif resource_type == BROKER_LOGGER:
         raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
@@ -382,6 +396,52 @@ def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[
     return {}, {}
 
 
+def client_metrics_entries(apis, name: str, keys) -> list:
+    """A CLIENT_METRICS resource's keys as Kafka describes them: those it holds, each with
+    source CLIENT_METRICS_CONFIG (none for a resource that does not exist)."""
+    if not name:
+        raise InvalidRequestError("Client metrics subscription name must not be empty")
+    return [
+        _entry(
+            key,
+            value,
+            SOURCE_CLIENT_METRICS,
+            config_type=TYPE_LIST if key in client_metrics_configs.LIST_KEYS else TYPE_INT,
+        )
+        for key, value in sorted(apis.client_telemetry.describe(name).items())
+        if keys is None or key in keys
+    ]
+
+
+def client_metrics_incremented(configs: dict[str, str], operations) -> dict[str, str]:
+    """A CLIENT_METRICS resource's configs after IncrementalAlterConfigs' operations;
+    APPEND and SUBTRACT take its LIST keys (``metrics``, ``match``) alone (Kafka's
+    controller's text otherwise)."""
+    for c in operations:
+        if c.config_operation == OP_SET:
+            if c.value is None:
+                raise InvalidConfigError(f"null value for {c.name}")
+            configs[c.name] = c.value
+        elif c.config_operation == OP_DELETE:
+            configs.pop(c.name, None)
+        elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
+            if c.name not in client_metrics_configs.LIST_KEYS:
+                op = "APPEND" if c.config_operation == OP_APPEND else "SUBTRACT"
+                raise InvalidConfigError(
+                    f"Can't {op} to key {c.name} because its type is not LIST."
+                )
+            current = client_metrics_configs.split_list(configs.get(c.name, ""))
+            items = client_metrics_configs.split_list(c.value or "")
+            if c.config_operation == OP_APPEND:
+                current += [v for v in items if v not in current]
+            else:
+                current = [v for v in current if v not in items]
+            configs[c.name] = ",".join(current)
+        else:
+            raise InvalidRequestError(f"unknown config operation {c.config_operation}")
+    return configs
+
+
 def _incremented(configs: dict[str, str], effective: dict[str, str], operations) -> dict[str, str]:
     """``configs`` (a resource's own) after IncrementalAlterConfigs' SET, DELETE, APPEND
     and SUBTRACT; a list's current value is its own, else the effective one."""
@@ -447,7 +507,18 @@ def handle_incremental_alter_configs(apis, request, connection):
                     )
                 )
                 continue
-            if r.resource_type == BROKER and apis.zk_support is not None:
+            if r.resource_type == CLIENT_METRICS:
+                pending.append(
+                    (
+                        len(responses),
+                        apis.client_telemetry.alter(
+                            r.resource_name,
+                            lambda current, ops=r.configs: client_metrics_incremented(current, ops),
+                            body.validate_only,
+                        ),
+                    )
+                )
+            elif r.resource_type == BROKER and apis.zk_support is not None:
                 pending.append(
                     (len(responses), _incremental_broker_configs(apis, r, body.validate_only))
                 )

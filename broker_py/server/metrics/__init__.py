@@ -18,6 +18,7 @@ so existing Grafana dashboards chart them. One concept per module:
 - :mod:`.controller_metrics`: the controller's leader election timer;
 - :mod:`.broker_gauges`: active controller, purgatory sizes, connections per listener;
 - :mod:`.group_lag`: consumer group lag;
+- :mod:`.client_telemetry`: the metrics clients push (KIP-714), ``kafka_client_*``;
 - prometheus-client's ``ProcessCollector``: ``process_cpu_seconds_total``,
   ``process_resident_memory_bytes``, ``process_open_fds``, ... of the broker process;
 - :mod:`.collector` and :mod:`.on_loop`: scrapes read all of it on the event loop.
@@ -41,6 +42,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.server.metrics import (
     broker_gauges,
+    client_telemetry,
     controller_metrics,
     exporter_partitions,
     fetcher_lag,
@@ -121,6 +123,7 @@ class BrokerMetrics:
             "exporter": exporter_partitions.snapshot(apis, controller),
             "fetchers": fetcher_lag.snapshot(apis.replica_manager),
             "controller": controller_metrics.snapshot(controller),
+            "client_telemetry": client_telemetry.snapshot(apis.client_telemetry),
         }
 
     async def start(self, server: Any) -> None:
@@ -129,6 +132,8 @@ class BrokerMetrics:
         self._server = server
         self.topics.watch_fetches(server.apis.replica_manager)
         server.apis.metrics = self
+        if server.apis.client_telemetry is not None:
+            server.apis.client_telemetry.keep_points = True
         self.idle.install(asyncio.get_running_loop())
         self.registry.register(
             BrokerCollector(asyncio.get_running_loop(), self.snapshot, server.broker_id)
@@ -156,6 +161,8 @@ class BrokerMetrics:
         self.idle.uninstall()
         if self._server is not None:
             self._server.apis.metrics = None
+            if self._server.apis.client_telemetry is not None:
+                self._server.apis.client_telemetry.keep_points = False
         if self._sampler is not None:
             self._sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from broker_py.server.metrics import (
     broker_gauges,
+    client_telemetry,
     controller_metrics,
     exporter_partitions,
     fetcher_lag,
@@ -57,6 +58,7 @@ class BrokerCollector(Collector):
         yield from exporter_partitions.collect(snap["exporter"])
         yield from fetcher_lag.collect(snap["fetchers"])
         yield from controller_metrics.collect(snap["controller"])
+        yield from client_telemetry.collect(snap["client_telemetry"])
         idle = snap["idle"]
         if idle["network"] is not None:
             yield GaugeMetricFamily(

@@ -159,6 +159,9 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0
     DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
     LIST_TRANSACTIONS = 66, "ListTransactions", 0, 1, 0
+    GET_TELEMETRY_SUBSCRIPTIONS = 71, "GetTelemetrySubscriptions", 0, 0, 0
+    PUSH_TELEMETRY = 72, "PushTelemetry", 0, 0, 0
+    LIST_CLIENT_METRICS_RESOURCES = 74, "ListClientMetricsResources", 0, 0, 0
     DESCRIBE_TOPIC_PARTITIONS = 75, "DescribeTopicPartitions", 0, 0, 0
 
     def supports(self, version: int) -> bool:
