@@ -113,3 +113,21 @@ def test_a_log_in_use_is_refused(stopped_log, capsys):
     finally:
         log.close()
     assert main(["clean", str(path / "missing")]) == 2
+
+
+@pytest.mark.parametrize(
+    "pair, message",
+    [
+        ("delete_retention_ms=0", "Unknown topic config name: delete_retention_ms"),
+        (
+            "delete.retention.ms=soon",
+            "Invalid value soon for configuration delete.retention.ms: Not a number of type LONG",
+        ),
+    ],
+)
+def test_config_is_checked_as_a_broker_checks_topic_configs(stopped_log, capsys, pair, message):
+    path, _ = stopped_log
+    before = _dir_hash(path)
+    assert main(["clean", str(path), "--config", pair]) == 2
+    assert f"--config: {message}" in capsys.readouterr().err
+    assert _dir_hash(path) == before

@@ -15,6 +15,7 @@ gives that mapping, which topic configs then override.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import difflib
 import os
 import re
@@ -27,10 +28,12 @@ LONG_MAX = (1 << 63) - 1
 
 
 class ConfigError(KafkaException):
-    """A configuration value is invalid; ``key`` names the offending key."""
+    """A configuration value is invalid; ``key`` names the offending key. Worded as Kafka's
+    ``ConfigException(name, value, message)``: ``Invalid value <value> for configuration
+    <key>: <reason>``."""
 
     def __init__(self, key: str, value: object, reason: str) -> None:
-        super().__init__(f"invalid value {value!r} for configuration {key}: {reason}")
+        super().__init__(f"Invalid value {value} for configuration {key}: {reason}")
         self.key = key
         self.value = value
         self.reason = reason
@@ -64,29 +67,84 @@ def raise_all(errors: list[ConfigError]) -> None:
         raise ConfigErrors(errors)
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+class DynamicConfigError(ConfigError):
+    """Keys a dynamic config change may not hold, worded as Kafka's DynamicBrokerConfig:
+    ``<reason>: Set(<key>, ...)``."""
+
+    def __init__(self, reason: str, keys: Iterable[str], values: Mapping[str, str]) -> None:
+        names = sorted(keys)
+        super().__init__(names[0], values[names[0]], reason)
+        KafkaException.__init__(self, f"{reason}: Set({', '.join(names)})")
+
+
+# Kafka's ConfigDef number types: name -> bit width.
+_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
+
+
+def _java_trim(raw: str) -> str:
+    """Java's ``String.trim``: every char up to U+0020 off both ends."""
+    return raw.strip("".join(map(chr, range(33))))
+
+
+def _int(
+    lo: int | None = None, hi: int | None = None, kind: str = "INT"
+) -> Callable[[str, str], int]:
+    """A ConfigDef INT (or ``kind`` SHORT/LONG) with Kafka's Range validator."""
+    bits = _BITS[kind]
+
     def parse(key: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ConfigError(key, raw, "not an integer") from None
+        text = _java_trim(raw)
+        if not re.fullmatch(r"[+-]?[0-9]+", text) or not (
+            -(1 << (bits - 1)) <= int(text) < 1 << (bits - 1)
+        ):
+            raise ConfigError(key, raw, f"Not a number of type {kind}")
+        value = int(text)
         if lo is not None and value < lo:
-            raise ConfigError(key, raw, f"must be at least {lo}")
+            raise ConfigError(key, value, f"Value must be at least {lo}")
         if hi is not None and value > hi:
-            raise ConfigError(key, raw, f"must be at most {hi}")
+            raise ConfigError(key, value, f"Value must be no more than {hi}")
         return value
 
     return parse
 
 
-def _float(lo: float, hi: float) -> Callable[[str, str], float]:
+def _long(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    return _int(lo, hi, "LONG")
+
+
+def _short(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    return _int(lo, hi, "SHORT")
+
+
+def java_double(value: float) -> str:
+    """Java's ``Double.toString``: plain from 1e-3 up to 1e7, else ``d.dddE<n>``."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(float(value))
+    _sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    shown = "".join(map(str, digits))
+    sign = "-" if value < 0 else ""
+    return f"{sign}{shown[0]}.{shown[1:] or '0'}E{len(digits) - 1 + int(exponent)}"
+
+
+_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?", re.ASCII)
+
+
+def _float(lo: float | None = None, hi: float | None = None) -> Callable[[str, str], float]:
+    """A ConfigDef DOUBLE (Java's ``Double.parseDouble``) with Kafka's Range validator."""
+
     def parse(key: str, raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ConfigError(key, raw, "not a number") from None
-        if not lo <= value <= hi:
-            raise ConfigError(key, raw, f"must be between {lo} and {hi}")
+        text = _java_trim(raw)
+        if not _JAVA_DOUBLE.fullmatch(text):
+            raise ConfigError(key, raw, "Not a number of type DOUBLE")
+        value = float(text.rstrip("fFdD").replace("Infinity", "inf"))
+        if lo is not None and value < lo:
+            raise ConfigError(key, java_double(value), f"Value must be at least {lo}")
+        if hi is not None and value > hi:
+            raise ConfigError(key, java_double(value), f"Value must be no more than {hi}")
         return value
 
     return parse
@@ -110,9 +168,9 @@ def _ip_overrides(key: str, raw: str) -> dict[str, int]:
 
 
 def _bool(key: str, raw: str) -> bool:
-    v = raw.strip().lower()
+    v = _java_trim(raw).lower()
     if v not in ("true", "false"):
-        raise ConfigError(key, raw, "must be true or false")
+        raise ConfigError(key, raw, "Expected value to be either true or false")
     return v == "true"
 
 
@@ -121,20 +179,25 @@ def _str(key: str, raw: str) -> str:
 
 
 def _choice(*allowed: str) -> Callable[[str, str], str]:
+    """A STRING with Kafka's ``ValidString.in``."""
+
     def parse(key: str, raw: str) -> str:
-        v = raw.strip()
+        v = _java_trim(raw)
         if v not in allowed:
-            raise ConfigError(key, raw, f"must be one of {', '.join(allowed)}")
+            raise ConfigError(key, v, f"String must be one of: {', '.join(allowed)}")
         return v
 
     return parse
 
 
 def _cleanup_policy(key: str, raw: str) -> str:
-    # Empty is allowed (Kafka's ValidList): logs are then neither deleted nor compacted.
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if any(p not in ("delete", "compact") for p in parts):
-        raise ConfigError(key, raw, "must be a list of delete and compact (or empty)")
+    """A LIST with Kafka's ``ValidList.in(compact, delete)``: each element checked. Empty is
+    allowed: logs are then neither deleted nor compacted."""
+    text = _java_trim(raw)
+    parts = [p.strip() for p in text.split(",")] if text else []
+    for p in parts:
+        if p not in ("compact", "delete"):
+            raise ConfigError(key, p, "String must be one of: compact, delete")
     return ",".join(parts)
 
 
@@ -315,8 +378,8 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "security.inter.broker.protocol": (_choice(*SECURITY_PROTOCOLS), "PLAINTEXT"),
     "sasl.mechanism.inter.broker.protocol": (_str, "GSSAPI"),
     "ssl.endpoint.identification.algorithm": (_str, "https"),
-    "reconnect.backoff.ms": (_int(0), "50"),
-    "reconnect.backoff.max.ms": (_int(0), "1000"),
+    "reconnect.backoff.ms": (_long(0), "50"),
+    "reconnect.backoff.max.ms": (_long(0), "1000"),
     "request.timeout.ms": (_int(0), "30000"),
     "controller.socket.timeout.ms": (_int(0), "30000"),
     "log.dirs": (_list, None),
@@ -326,39 +389,39 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "auto.create.topics.enable": (_bool, "true"),
     "delete.topic.enable": (_bool, "true"),
     "log.segment.bytes": (_int(14, (1 << 31) - 1), "1073741824"),
-    "log.roll.ms": (_int(1), None),
+    "log.roll.ms": (_long(1), None),
     "log.roll.hours": (_int(1), "168"),
-    "log.roll.jitter.ms": (_int(0), None),
+    "log.roll.jitter.ms": (_long(0), None),
     "log.roll.jitter.hours": (_int(0), "0"),
-    "log.retention.ms": (_int(-1), None),
+    "log.retention.ms": (_long(-1), None),
     "log.retention.minutes": (_int(-1), None),
     "log.retention.hours": (_int(-1), "168"),
-    "log.retention.bytes": (_int(-1), "-1"),
-    "log.retention.check.interval.ms": (_int(1), "300000"),
+    "log.retention.bytes": (_long(-1), "-1"),
+    "log.retention.check.interval.ms": (_long(1), "300000"),
     "log.index.interval.bytes": (_int(0), "4096"),
     "log.index.size.max.bytes": (_int(4), "10485760"),
-    "log.flush.interval.messages": (_int(1), str(LONG_MAX)),
-    "log.flush.interval.ms": (_int(0), None),
-    "log.flush.scheduler.interval.ms": (_int(0), str(LONG_MAX)),
+    "log.flush.interval.messages": (_long(1), str(LONG_MAX)),
+    "log.flush.interval.ms": (_long(0), None),
+    "log.flush.scheduler.interval.ms": (_long(0), str(LONG_MAX)),
     "log.flush.offset.checkpoint.interval.ms": (_int(0), "60000"),
-    "log.segment.delete.delay.ms": (_int(0), "60000"),
+    "log.segment.delete.delay.ms": (_long(0), "60000"),
     "log.cleanup.policy": (_cleanup_policy, "delete"),
     "log.message.timestamp.type": (_choice("CreateTime", "LogAppendTime"), "CreateTime"),
-    "log.message.timestamp.difference.max.ms": (_int(0), str(LONG_MAX)),
-    "log.message.timestamp.before.max.ms": (_int(0), str(LONG_MAX)),
-    "log.message.timestamp.after.max.ms": (_int(0), str(LONG_MAX)),
+    "log.message.timestamp.difference.max.ms": (_long(0), str(LONG_MAX)),
+    "log.message.timestamp.before.max.ms": (_long(0), str(LONG_MAX)),
+    "log.message.timestamp.after.max.ms": (_long(0), str(LONG_MAX)),
     "log.preallocate": (_bool, "false"),
     "log.cleaner.enable": (_bool, "true"),
     "log.cleaner.threads": (_int(0), "1"),
-    "log.cleaner.dedupe.buffer.size": (_int(0), str(128 * 1024 * 1024)),
-    "log.cleaner.io.max.bytes.per.second": (_float(0, float("inf")), str(float("inf"))),
-    "log.cleaner.backoff.ms": (_int(0), "15000"),
-    "log.cleaner.delete.retention.ms": (_int(0), "86400000"),
+    "log.cleaner.dedupe.buffer.size": (_long(0), str(128 * 1024 * 1024)),
+    "log.cleaner.io.max.bytes.per.second": (_float(), "Infinity"),
+    "log.cleaner.backoff.ms": (_long(0), "15000"),
+    "log.cleaner.delete.retention.ms": (_long(0), "86400000"),
     "log.cleaner.min.cleanable.ratio": (_float(0, 1), "0.5"),
-    "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
-    "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
+    "log.cleaner.min.compaction.lag.ms": (_long(0), "0"),
+    "log.cleaner.max.compaction.lag.ms": (_long(1), str(LONG_MAX)),
     "compression.type": (
-        _choice("uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"),
+        _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
         "producer",
     ),
     "message.max.bytes": (_int(0), "1048588"),
@@ -366,29 +429,29 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "max.request.partition.size.limit": (_int(1), "2000"),
     "socket.send.buffer.bytes": (_int(-1), "102400"),
     "socket.receive.buffer.bytes": (_int(-1), "102400"),
-    "connections.max.idle.ms": (_int(0), "600000"),
+    "connections.max.idle.ms": (_long(0), "600000"),
     "max.connections": (_int(0), "2147483647"),
     "max.connections.per.ip": (_int(0), "2147483647"),
     "max.connections.per.ip.overrides": (_ip_overrides, ""),
     "connection.failed.authentication.delay.ms": (_int(0), "100"),
-    "queued.max.request.bytes": (_int(-1), "-1"),
+    "queued.max.request.bytes": (_long(-1), "-1"),
     # KIP-578's partition limits; -1: as many as the broker's file descriptors allow
     # (broker_py/network/fd_budget.py).
     "max.broker.partitions": (_int(-1), "-1"),
     "max.partitions": (_int(-1), "-1"),
-    "connections.max.reauth.ms": (_int(0), "0"),
+    "connections.max.reauth.ms": (_long(0), "0"),
     "num.network.threads": (_int(1), "3"),
     "num.io.threads": (_int(1), "8"),
     "num.recovery.threads.per.data.dir": (_int(1), "1"),
     "min.insync.replicas": (_int(1), "1"),
     "unclean.leader.election.enable": (_bool, "false"),
     "log.message.downconversion.enable": (_bool, "true"),
-    "replica.lag.time.max.ms": (_int(0), "30000"),
+    "replica.lag.time.max.ms": (_long(0), "30000"),
     "replica.fetch.max.bytes": (_int(0), "1048576"),
     "replica.fetch.wait.max.ms": (_int(0), "500"),
     "max.incremental.fetch.session.cache.slots": (_int(0), "1000"),
     "offsets.topic.num.partitions": (_int(1), "50"),
-    "offsets.topic.replication.factor": (_int(1), "3"),
+    "offsets.topic.replication.factor": (_short(1), "3"),
     "offsets.topic.segment.bytes": (_int(1), "104857600"),
     "offsets.retention.minutes": (_int(1), "10080"),
     "offsets.commit.timeout.ms": (_int(1), "5000"),
@@ -410,7 +473,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),
     "transaction.state.log.segment.bytes": (_int(1), "104857600"),
-    "transaction.state.log.replication.factor": (_int(1), "3"),
+    "transaction.state.log.replication.factor": (_short(1), "3"),
     "transaction.state.log.min.isr": (_int(1), "2"),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int(1), "10000"),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (_int(1), "3600000"),
@@ -427,7 +490,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "zookeeper.connection.timeout.ms": (_int(1), None),
     "controlled.shutdown.enable": (_bool, "true"),
     "controlled.shutdown.max.retries": (_int(0), "3"),
-    "controlled.shutdown.retry.backoff.ms": (_int(0), "5000"),
+    "controlled.shutdown.retry.backoff.ms": (_long(0), "5000"),
     "broker.rack": (_str, None),
     "replica.selector.class": (
         _choice(
@@ -437,14 +500,14 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
         None,
     ),
     "auto.leader.rebalance.enable": (_bool, "true"),
-    "leader.imbalance.check.interval.seconds": (_int(1), "300"),
+    "leader.imbalance.check.interval.seconds": (_long(1), "300"),
     "leader.imbalance.per.broker.percentage": (_int(0), "10"),
     "replica.fetch.backoff.ms": (_int(0), "1000"),
     "replica.fetch.response.max.bytes": (_int(0), "10485760"),
     "replica.fetch.min.bytes": (_int(1), "1"),
     "num.replica.fetchers": (_int(1), "1"),
-    "replica.high.watermark.checkpoint.interval.ms": (_int(1), "5000"),
-    "sasl.kerberos.min.time.before.relogin": (_int(0), "60000"),
+    "replica.high.watermark.checkpoint.interval.ms": (_long(1), "5000"),
+    "sasl.kerberos.min.time.before.relogin": (_long(0), "60000"),
     "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
     "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
     "sasl.kerberos.kinit.cmd": (_str, "/usr/bin/kinit"),
@@ -667,20 +730,21 @@ class BrokerConfig:
         return values
 
     def set_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
-        """Replaces the dynamic layers. Raises ConfigError naming the key (and changes
-        nothing) for a key that cannot change at runtime or a bad value."""
+        """Replaces the dynamic layers. Raises ConfigError in Kafka's words (and changes
+        nothing): DynamicConfigError for keys that cannot change at runtime (unknown ones
+        included), or a bad value."""
         for layer in (default, per_broker):
-            for key, value in layer.items():
-                if key not in DYNAMIC_KEYS:
-                    reason = (
-                        "is not a broker config"
-                        if key not in _KEYS
-                        else "cannot be updated dynamically"
-                    )
-                    raise ConfigError(key, value, reason)
-        for key in PER_BROKER_KEYS & default.keys():
-            raise ConfigError(
-                key, default[key], "can only be set for a broker id, not as the cluster default"
+            # Kafka refuses a known static key so; an unknown key (no plugin here reads
+            # one) is refused the same way rather than stored.
+            static = [key for key in layer if key not in DYNAMIC_KEYS]
+            if static:
+                raise DynamicConfigError("Cannot update these configs dynamically", static, layer)
+        per_broker_only = PER_BROKER_KEYS & default.keys()
+        if per_broker_only:
+            raise DynamicConfigError(
+                "Cannot update these configs at default cluster level, broker id must be specified",
+                per_broker_only,
+                default,
             )
         values = self._parse({**self.originals, **default, **per_broker})
         self._values = values

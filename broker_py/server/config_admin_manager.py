@@ -1,14 +1,19 @@
 """Config administration (Kafka's ``ConfigAdminManager`` and the config half of
 ``ZkAdminManager``): the writes behind AlterConfigs and IncrementalAlterConfigs.
 
-- A TOPIC resource's configs are validated by the storage engine over the broker's
-  defaults, then written to the store by whichever broker is asked; every broker applies
-  them to its logs when notified (:class:`~broker_py.server.log_config_manager.LogConfigManager`).
+- A TOPIC resource's configs are validated as Kafka validates them (the engine's table of
+  topic configs, over the broker's defaults), then written to the store by whichever
+  broker is asked; every broker applies them to its logs when notified
+  (:class:`~broker_py.server.log_config_manager.LogConfigManager`). A bad value is
+  answered as Kafka's ZooKeeper mode answers a ConfigException: INVALID_CONFIG with
+  ``Invalid config value for resource ConfigResource(type=TOPIC, name='<topic>'): `` before
+  the message; an unknown name or a cross-key rule with the message alone.
 - A BROKER resource (``""``: the cluster default, or this broker's id) replaces the
   dynamic configs layered over the static ones. The new layers are checked before they
   stay: the topic defaults among them as a topic sees them, and the listeners they name
   (:class:`~broker_py.server.dynamic_listener_config.DynamicListenerConfig`: a new address
-  is bound before the change is accepted). Once accepted, listeners start and stop, and
+  is bound before the change is accepted). A refused key or value is answered as Kafka
+  answers it (:func:`broker_config_error`). Once accepted, listeners start and stop, and
   every partition whose topic does not set its own value takes the new defaults.
 
 A store write the disk refuses (KafkaStorageError naming the file) changes nothing.
@@ -22,10 +27,24 @@ import logging
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.server.dynamic_listener_config import DynamicListenerConfig, ListenerChanges
-from broker_py.server.log_config_manager import LogConfigManager
+from broker_py.server.log_config_manager import LogConfigManager, TopicConfigError
 from logstore.protocol.errors import InvalidConfigError, InvalidRequestError
 
 log = logging.getLogger(__name__)
+
+
+def config_resource(resource_type: str, name: str) -> str:
+    """Kafka's ``ConfigResource.toString``, as its error messages name a resource."""
+    return f"ConfigResource(type={resource_type}, name='{name}')"
+
+
+def broker_config_error(resource: str, e: ConfigError) -> InvalidConfigError:
+    """INVALID_CONFIG for a BROKER resource's refused configs, as Kafka's ZooKeeper mode
+    answers a ConfigException: ``Invalid config value for resource ConfigResource(type=BROKER,
+    name='<id>'): <message>``."""
+    return InvalidConfigError(
+        f"Invalid config value for resource {config_resource('BROKER', resource)}: {e}"
+    )
 
 
 class ConfigAdminManager:
@@ -47,7 +66,14 @@ class ConfigAdminManager:
     def set_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool = False):
         """Validates now and writes the topic's configs to the store: at once on a broker
         alone (None returned), else returned as the write to await."""
-        self._log_configs.validate_topic_configs(configs)
+        try:
+            self._log_configs.validate_topic_configs(configs)
+        except TopicConfigError as e:
+            if not e.config_exception:
+                raise
+            raise InvalidConfigError(
+                f"Invalid config value for resource {config_resource('TOPIC', name)}: {e}"
+            ) from None
         if validate_only:
             return None
         if self.support.local:
@@ -79,7 +105,7 @@ class ConfigAdminManager:
                 self._listener_config.abandon(listeners)
                 raise
         except ConfigError as e:
-            raise InvalidConfigError(str(e)) from None
+            raise broker_config_error(resource, e) from None
         if validate_only:
             self._listener_config.abandon(listeners)
             return

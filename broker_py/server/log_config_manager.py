@@ -5,18 +5,42 @@ A topic's effective config is its overrides (``TopicInfo.configs``) over the bro
 topic defaults (``BrokerConfig.topic_defaults``). It is cached per overrides dict: a
 topic whose configs change gets a new dict, so a cached entry is used only while its
 dict is the topic's. Broker configs changing drops every entry and reconfigures every
-partition's log. Validation is the engine's own (``logstore.validate_log_config``), so
-a config the engine would refuse never reaches a store.
+partition's log.
+
+Topic configs are checked by the engine's table of Kafka's topic configs
+(``logstore.validate_topic_configs``: Kafka's names, types, validators, cross-key rules
+and messages), so a config Kafka would refuse never reaches a store. A key stored before
+keys were checked (a ``_`` spelling, a typo) is not a topic config: it is left out of the
+effective config, warned about once per topic configs, and DescribeConfigs still shows
+it as stored (with type UNKNOWN), as Kafka shows a stored key it does not define.
 """
 
 from __future__ import annotations
+
+import logging
 
 import logstore
 from broker_py.common.topic import TopicInfo
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.log.log_manager import LogManager, log_config
-from broker_py.log.storage_errors import kafka_error
 from broker_py.replication.replica_manager import ReplicaManager
+from logstore.protocol.errors import InvalidConfigError
+
+log = logging.getLogger(__name__)
+
+# Kafka's topic config names (the engine's table).
+TOPIC_CONFIG_NAMES = frozenset(name for name, _type, _default in logstore.topic_config_keys())
+
+
+class TopicConfigError(InvalidConfigError):
+    """INVALID_CONFIG for a topic's configs, worded as Kafka. ``config_exception``: Kafka
+    raises it as a ConfigException (a bad value), which AlterConfigs answers prefixed
+    with the resource; otherwise an InvalidConfigurationException (an unknown name, a
+    cross-key rule), answered as is."""
+
+    def __init__(self, message: str, config_exception: bool) -> None:
+        super().__init__(message)
+        self.config_exception = config_exception
 
 
 class LogConfigManager:
@@ -43,7 +67,16 @@ class LogConfigManager:
         if cached is None or cached[0] is not topic.configs:
             if self._topic_defaults is None:
                 self._topic_defaults = self.config.topic_defaults()
-            cached = (topic.configs, {**self._topic_defaults, **topic.configs})
+            stray = sorted(k for k in topic.configs if k not in TOPIC_CONFIG_NAMES)
+            if stray:
+                log.warning(
+                    "topic %s: stored configs %s are not topic configs (Unknown topic config "
+                    "name); ignored",
+                    topic.name,
+                    ", ".join(f"{k}={topic.configs[k]}" for k in stray),
+                )
+            overrides = {k: v for k, v in topic.configs.items() if k in TOPIC_CONFIG_NAMES}
+            cached = (topic.configs, {**self._topic_defaults, **overrides})
             self._effective[topic.name] = cached
         return cached[1]
 
@@ -70,12 +103,13 @@ class LogConfigManager:
         )
 
     def validate_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        """``configs`` as a topic's overrides, checked by the engine over the broker's
-        current defaults (KafkaError naming the bad key)."""
+        """``configs`` as a topic's overrides (Kafka's names), checked as Kafka's
+        LogConfig.validate over the broker's current defaults: TopicConfigError with
+        Kafka's message."""
         try:
-            logstore.validate_log_config(**{**self.config.topic_defaults(), **configs})
-        except logstore.LogStoreError as e:
-            raise kafka_error(e, "topic configs") from None
+            logstore.validate_topic_configs(configs, self.config.topic_defaults())
+        except logstore.InvalidConfigError as e:
+            raise TopicConfigError(str(e), bool(getattr(e, "config_exception", True))) from None
         return configs
 
     # ---- the engine's logs ----

@@ -53,6 +53,7 @@ from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
     CoordinatorNotAvailableError,
+    InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidRequestError,
@@ -360,6 +361,11 @@ class TopicAdminManager:
         if cache.contains(t.name) or t.name in self._local_creator.busy:
             raise TopicAlreadyExistsError(f"Topic '{t.name}' already exists.")
         check_collision(t.name, itertools.chain(cache.topics, self._local_creator.busy, earlier))
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            raise InvalidConfigError(
+                f"Null value not supported for topic configs: {','.join(nulls)}"
+            )
         live = cache.alive_broker_ids()
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:

@@ -45,8 +45,10 @@ from logstore._native import (
     partition_offsets,
     sendfile,
     set_max_open_files,
+    topic_config_keys,
     up_convert_records,
     validate_log_config,
+    validate_topic_configs,
 )
 
 __all__ = [
@@ -88,6 +90,8 @@ __all__ = [
     "partition_offsets",
     "sendfile",
     "set_max_open_files",
+    "topic_config_keys",
     "up_convert_records",
     "validate_log_config",
+    "validate_topic_configs",
 ]

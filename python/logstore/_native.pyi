@@ -46,7 +46,10 @@ class RecordTooLargeError(LogStoreError):
     """A batch is larger than ``max.message.bytes`` (or than a segment can hold)."""
 
 class InvalidConfigError(LogStoreError):
-    """A config key is unknown or its value is out of range; the message names the key."""
+    """A config key is unknown or its value is invalid, worded as Kafka words it;
+    ``config_exception`` is true where Kafka raises a ConfigException (a bad value)."""
+
+    config_exception: bool
 
 class InvalidOffsetError(LogStoreError):
     """A batch appended with its own offsets does not follow the log end offset."""
@@ -161,10 +164,21 @@ def down_convert_slice(
     UnsupportedForMessageFormatError for a zstd batch."""
 
 def validate_log_config(**config: object) -> dict[str, str]:
-    """Checks topic configs as ``Log.open`` would; returns the effective config.
+    """Checks topic configs as ``Log.open`` would (a keyword may spell ``.`` as ``_``);
+    returns the effective config.
 
     Raises InvalidConfigError naming the key.
     """
+
+def validate_topic_configs(configs: dict[str, str], defaults: dict[str, str]) -> None:
+    """Checks a topic's config overrides (Kafka's names only) over the broker's topic
+    defaults as Kafka's LogConfig.validate does: unknown names, every value by its type
+    and validator, then the cross-key rules. Raises InvalidConfigError with Kafka's
+    message."""
+
+def topic_config_keys() -> list[tuple[str, str, str]]:
+    """Kafka's topic configs in definition order: (name, type such as ``LONG`` or
+    ``LIST``, default as DescribeConfigs shows it)."""
 
 class Throttler:
     """A byte-rate limit (log.cleaner.io.max.bytes.per.second) shared by the cleaning

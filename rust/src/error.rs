@@ -21,8 +21,11 @@ pub enum Error {
     #[error("record batch of {size} bytes exceeds the limit of {limit} bytes ({what})")]
     RecordTooLarge { size: usize, limit: usize, what: &'static str },
 
-    #[error("invalid config {key}={value}: {reason}")]
-    InvalidConfig { key: String, value: String, reason: String },
+    /// Worded as Kafka words it. `config_exception`: Kafka raises it as a `ConfigException`
+    /// (a bad value, which AlterConfigs answers prefixed with the resource) rather than an
+    /// `InvalidConfigurationException` (an unknown name, a cross-key rule).
+    #[error("{message}")]
+    InvalidConfig { message: String, config_exception: bool },
 
     #[error("batch offsets start at {base_offset}, but the log end offset is {log_end_offset}")]
     InvalidOffset { base_offset: i64, log_end_offset: i64 },
@@ -61,8 +64,21 @@ impl Error {
         Error::CorruptRecord { position, reason: reason.into() }
     }
 
+    /// Kafka's `ConfigException(name, value, message)`:
+    /// `Invalid value <value> for configuration <key>: <reason>`.
     pub fn config(key: &str, value: impl ToString, reason: impl Into<String>) -> Self {
-        Error::InvalidConfig { key: key.to_string(), value: value.to_string(), reason: reason.into() }
+        let message = format!("Invalid value {} for configuration {key}: {}", value.to_string(), reason.into());
+        Error::InvalidConfig { message, config_exception: true }
+    }
+
+    /// Kafka's `ConfigException(message)`.
+    pub fn config_exception(message: impl Into<String>) -> Self {
+        Error::InvalidConfig { message: message.into(), config_exception: true }
+    }
+
+    /// Kafka's `InvalidConfigurationException(message)`.
+    pub fn invalid_config(message: impl Into<String>) -> Self {
+        Error::InvalidConfig { message: message.into(), config_exception: false }
     }
 }
 

@@ -38,6 +38,7 @@ pub mod log;
 pub mod log_clean_pass;
 pub mod log_reader;
 pub mod log_config;
+pub mod topic_config_def;
 pub mod offset_index;
 pub mod offset_map;
 pub mod produce_request;

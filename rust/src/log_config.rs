@@ -1,14 +1,15 @@
 //! Per-log configuration under Kafka's topic config names, with Kafka's defaults.
 //!
-//! Keys the storage engine acts on are parsed into fields; the other topic configs
-//! Kafka defines (cleanup.policy, min.insync.replicas, ...) are validated where they
-//! have a closed set of values and kept as strings for the layers above.
+//! Every key is parsed and checked by Kafka's rules (`topic_config_def`, the one copy);
+//! keys the storage engine acts on become fields, the other topic configs Kafka defines
+//! (cleanup.policy, min.insync.replicas, ...) are kept as strings for the layers above.
 
 use std::collections::BTreeMap;
 
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::records::record_rules::RecordRules;
+use crate::topic_config_def::{config_key, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {
@@ -112,67 +113,8 @@ impl LogConfig {
     }
 }
 
-/// How a topic config the engine does not act on is validated before it is kept.
-enum Rule {
-    Long(i64),
-    Ratio,
-    Bool,
-    OneOf(&'static [&'static str]),
-    CleanupPolicy,
-    /// A Kafka release such as `0.10.0`, `2.8` or `3.0-IV1`.
-    Version,
-    Text,
-}
-
-/// Topic configs accepted and kept as strings for the broker and the cleaner, each
-/// with Kafka's validator (minimum, range or allowed values).
-const PASSTHROUGH: &[(&str, Rule)] = &[
-    ("cleanup.policy", Rule::CleanupPolicy),
-    ("compression.type", Rule::OneOf(&["uncompressed", "producer", "gzip", "snappy", "lz4", "zstd"])),
-    ("compression.gzip.level", Rule::Long(-1)),
-    ("compression.lz4.level", Rule::Long(1)),
-    ("compression.zstd.level", Rule::Long(-131072)),
-    ("delete.retention.ms", Rule::Long(0)),
-    ("min.cleanable.dirty.ratio", Rule::Ratio),
-    ("min.compaction.lag.ms", Rule::Long(0)),
-    ("max.compaction.lag.ms", Rule::Long(1)),
-    ("min.insync.replicas", Rule::Long(1)),
-    ("unclean.leader.election.enable", Rule::Bool),
-    ("preallocate", Rule::Bool),
-    ("message.downconversion.enable", Rule::Bool),
-    ("message.timestamp.difference.max.ms", Rule::Long(0)),
-    ("message.timestamp.before.max.ms", Rule::Long(0)),
-    ("message.timestamp.after.max.ms", Rule::Long(0)),
-    ("leader.replication.throttled.replicas", Rule::Text),
-    ("follower.replication.throttled.replicas", Rule::Text),
-    ("local.retention.ms", Rule::Long(-2)),
-    ("local.retention.bytes", Rule::Long(-2)),
-    ("remote.storage.enable", Rule::Bool),
-    ("remote.log.copy.disable", Rule::Bool),
-    ("remote.log.delete.on.disable", Rule::Bool),
-    // Deprecated since Kafka 3.0 and ignored (batches are always format v2), still accepted.
-    ("message.format.version", Rule::Version),
-];
-
-/// `0.10.0`, `0.10.0.1`, `2.8`, `3.0-IV1`: dotted numbers, then an optional `-IV<n>`.
-fn is_release(v: &str) -> bool {
-    let (numbers, iv) = v.split_once("-IV").map_or((v, None), |(n, iv)| (n, Some(iv)));
-    let parts: Vec<&str> = numbers.split('.').collect();
-    (2..=4).contains(&parts.len())
-        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && iv.is_none_or(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-fn parse_i64(key: &str, value: &str, min: i64) -> Result<i64> {
-    let v: i64 = value.trim().parse().map_err(|_| Error::config(key, value, "not an integer"))?;
-    if v < min {
-        return Err(Error::config(key, value, format!("must be at least {min}")));
-    }
-    Ok(v)
-}
-
 impl LogConfig {
-    /// Builds a config from (key, value) pairs over the defaults. Keys may use `_` for `.`.
+    /// Builds a config from (key, value) pairs (Kafka's names) over the defaults.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self> {
         let mut c = LogConfig::default();
         for (key, value) in pairs {
@@ -181,58 +123,35 @@ impl LogConfig {
         Ok(c)
     }
 
+    /// Sets topic config `key` (Kafka's name) to `value`, parsed and checked by Kafka's
+    /// rules (`topic_config_def`); the keys the engine acts on become fields, the others
+    /// are kept as their trimmed strings.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let key = key.replace('_', ".");
-        let k = key.as_str();
-        match k {
-            "segment.bytes" => self.segment_bytes = parse_i64(k, value, 14)?.min(i32::MAX as i64) as u64,
-            "segment.ms" => self.segment_ms = parse_i64(k, value, 1)?,
-            "segment.jitter.ms" => self.segment_jitter_ms = parse_i64(k, value, 0)?,
-            "segment.index.bytes" => self.segment_index_bytes = parse_i64(k, value, 4)?.min(i32::MAX as i64) as usize,
-            "index.interval.bytes" => self.index_interval_bytes = parse_i64(k, value, 0)?.min(i32::MAX as i64) as usize,
-            "retention.ms" => self.retention_ms = parse_i64(k, value, -1)?,
-            "retention.bytes" => self.retention_bytes = parse_i64(k, value, -1)?,
-            "flush.messages" => self.flush_messages = parse_i64(k, value, 1)?,
-            "flush.ms" => self.flush_ms = parse_i64(k, value, 0)?,
-            "max.message.bytes" => self.max_message_bytes = parse_i64(k, value, 0)?.min(i32::MAX as i64) as usize,
-            "file.delete.delay.ms" => self.file_delete_delay_ms = parse_i64(k, value, 0)?,
+        let Some(def) = config_key(key) else {
+            return Err(Error::invalid_config(format!("Unknown topic config name: {key}")));
+        };
+        let parsed = def.parse(value)?;
+        let n = |v: &Value| v.long();
+        match key {
+            "segment.bytes" => self.segment_bytes = n(&parsed) as u64,
+            "segment.ms" => self.segment_ms = n(&parsed),
+            "segment.jitter.ms" => self.segment_jitter_ms = n(&parsed),
+            "segment.index.bytes" => self.segment_index_bytes = n(&parsed) as usize,
+            "index.interval.bytes" => self.index_interval_bytes = n(&parsed) as usize,
+            "retention.ms" => self.retention_ms = n(&parsed),
+            "retention.bytes" => self.retention_bytes = n(&parsed),
+            "flush.messages" => self.flush_messages = n(&parsed),
+            "flush.ms" => self.flush_ms = n(&parsed),
+            "max.message.bytes" => self.max_message_bytes = n(&parsed) as usize,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = n(&parsed),
             "message.timestamp.type" => {
-                self.timestamp_type = match value.trim() {
-                    "CreateTime" => TimestampType::CreateTime,
-                    "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => return Err(Error::config(k, value, "must be CreateTime or LogAppendTime")),
+                self.timestamp_type = match &parsed {
+                    Value::Str(s) if s == "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => TimestampType::CreateTime,
                 }
             }
             _ => {
-                let Some((_, rule)) = PASSTHROUGH.iter().find(|(name, _)| *name == k) else {
-                    return Err(Error::config(k, value, "unknown topic config"));
-                };
-                let v = value.trim();
-                match rule {
-                    Rule::Long(min) => {
-                        parse_i64(k, v, *min)?;
-                    }
-                    Rule::Ratio => match v.parse::<f64>() {
-                        Ok(r) if (0.0..=1.0).contains(&r) => {}
-                        _ => return Err(Error::config(k, value, "must be a number between 0 and 1")),
-                    },
-                    Rule::Bool if !matches!(v, "true" | "false") => return Err(Error::config(k, value, "must be true or false")),
-                    Rule::OneOf(allowed) if !allowed.contains(&v) => {
-                        return Err(Error::config(k, value, format!("must be one of {}", allowed.join(", "))))
-                    }
-                    // An empty list is allowed, as Kafka's ValidList allows it: neither
-                    // deleted nor compacted, the log is kept whole.
-                    Rule::CleanupPolicy
-                        if !v.split(',').map(str::trim).filter(|p| !p.is_empty()).all(|p| matches!(p, "delete" | "compact")) =>
-                    {
-                        return Err(Error::config(k, value, "must be a list of delete and compact (or empty)"))
-                    }
-                    Rule::Version if !is_release(v) => {
-                        return Err(Error::config(k, value, "must be a Kafka release such as 0.10.0 or 3.0-IV1"))
-                    }
-                    _ => {}
-                }
-                self.other.insert(k.to_string(), v.to_string());
+                self.other.insert(key.to_string(), value.trim().to_string());
                 self.producer_rules = ProducerRules::from_kept(&self.other);
             }
         }
@@ -274,7 +193,7 @@ mod tests {
 
     #[test]
     fn parses_and_rejects_naming_the_key() {
-        let c = LogConfig::from_pairs([("segment_bytes", "1024"), ("message.timestamp.type", "LogAppendTime")]).unwrap();
+        let c = LogConfig::from_pairs([("segment.bytes", "1024"), ("message.timestamp.type", "LogAppendTime")]).unwrap();
         assert_eq!(c.segment_bytes, 1024);
         assert_eq!(c.timestamp_type, TimestampType::LogAppendTime);
         for (k, v) in [
@@ -288,6 +207,7 @@ mod tests {
             ("preallocate", "yes"),
             ("message.format.version", "ten"),
             ("message.format.version", "3.0-IV"),
+            ("segment_bytes", "1024"),
         ] {
             let e = LogConfig::from_pairs([(k, v)]).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");

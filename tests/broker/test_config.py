@@ -197,7 +197,7 @@ def test_zookeeper_connect_errors_say_what_is_wrong():
     with pytest.raises(ConfigError) as e:
         BrokerConfig({"zookeeper.connect": "127.0.0.1:notaport"})
     assert str(e.value) == (
-        "invalid value '127.0.0.1:notaport' for configuration zookeeper.connect: port "
+        "Invalid value 127.0.0.1:notaport for configuration zookeeper.connect: port "
         "'notaport' of '127.0.0.1:notaport' is not a number "
         "(expected host:port[,host:port...][/chroot])"
     )

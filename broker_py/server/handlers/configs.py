@@ -22,11 +22,15 @@ and each describes its own.
 
 from __future__ import annotations
 
+import functools
+
+import logstore
 from broker_py.config.dynamic_broker_config import validate_configs
 from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server import broker_loggers
+from broker_py.server.config_admin_manager import broker_config_error
 from broker_py.server.telemetry import client_metrics_configs
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -67,34 +71,30 @@ TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LI
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
-_LIST_KEYS = {
-    "cleanup.policy",
-    "log.cleanup.policy",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
+TYPE_UNKNOWN = 0
+# ConfigDef.Type name -> DescribeConfigs' config_type.
+_TYPE_IDS = {
+    "BOOLEAN": TYPE_BOOLEAN,
+    "STRING": TYPE_STRING,
+    "INT": TYPE_INT,
+    "SHORT": TYPE_SHORT,
+    "LONG": TYPE_LONG,
+    "DOUBLE": TYPE_DOUBLE,
+    "LIST": TYPE_LIST,
 }
-_TYPES = {
-    "cleanup.policy": TYPE_LIST,
-    "compression.type": TYPE_STRING,
-    "message.timestamp.type": TYPE_STRING,
-    "min.cleanable.dirty.ratio": TYPE_DOUBLE,
-    "min.insync.replicas": TYPE_INT,
-    "index.interval.bytes": TYPE_INT,
-    "segment.bytes": TYPE_INT,
-    "segment.index.bytes": TYPE_INT,
-    "max.message.bytes": TYPE_INT,
-    "unclean.leader.election.enable": TYPE_BOOLEAN,
-    "preallocate": TYPE_BOOLEAN,
-    "message.downconversion.enable": TYPE_BOOLEAN,
-    "remote.storage.enable": TYPE_BOOLEAN,
-}
+
+
+@functools.cache
+def _types() -> dict[str, int]:
+    """Topic configs' types, from the engine's table of Kafka's topic configs."""
+    types = {name: _TYPE_IDS[kind] for name, kind, _default in logstore.topic_config_keys()}
+    types["log.cleanup.policy"] = TYPE_LIST
+    return types
 
 
 def _type_of(key: str, value: str | None) -> int:
-    if key in _TYPES:
-        return _TYPES[key]
-    if key in _LIST_KEYS:
-        return TYPE_LIST
+    if key in _types():
+        return _types()[key]
     if key.endswith((".ms", ".bytes", ".messages")):
         return TYPE_LONG
     return TYPE_STRING
@@ -170,6 +170,21 @@ def _topic_entries(apis, topic, keys, include_synonyms):
             synonyms += _broker_synonyms(apis, broker_key)
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT
         out.append(_entry(key, value, source, synonyms=synonyms if include_synonyms else ()))
+    # Keys stored that are not topic configs (ignored): shown as stored, type UNKNOWN.
+    for key in sorted(set(topic.configs) - set(effective)):
+        if keys is None or key in keys:
+            stored = DescribeConfigsResponse.DescribeConfigsSynonym(
+                name=key, value=topic.configs[key], source=SOURCE_TOPIC
+            )
+            out.append(
+                _entry(
+                    key,
+                    topic.configs[key],
+                    SOURCE_TOPIC,
+                    synonyms=[stored] if include_synonyms else (),
+                    config_type=TYPE_UNKNOWN,
+                )
+            )
     return out
 
 
@@ -304,7 +319,7 @@ def _write_broker_configs(apis, name: str, configs: dict[str, str], validate_onl
         try:
             validate_configs(apis.config, name, configs)
         except ConfigError as e:
-            raise InvalidConfigError(str(e)) from None
+            raise broker_config_error(name, e) from None
     if validate_only:
         return None
     return apis.dynamic_configs.write(name, configs)
@@ -454,7 +469,10 @@ def _incremented(configs: dict[str, str], effective: dict[str, str], operations)
             configs.pop(c.name, None)
         elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
             if _type_of(c.name, None) != TYPE_LIST:
-                raise InvalidConfigError(f"{c.name} is not a list config")
+                op = "append" if c.config_operation == OP_APPEND else "subtract"
+                raise InvalidConfigError(
+                    f"Config value {op} is not allowed for config key: {c.name}"
+                )
             current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
             items = [v for v in (c.value or "").split(",") if v]
             if c.config_operation == OP_APPEND:

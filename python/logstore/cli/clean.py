@@ -16,13 +16,20 @@ from logstore.cli.progress import ProgressBar
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 
 
-def _parse_configs(pairs: Sequence[str]) -> dict[str, str]:
+def _parse_configs(native, pairs: Sequence[str]) -> dict[str, str]:
+    """The ``--config`` pairs under Kafka's names, checked as a broker checks a topic's
+    configs (an unknown name, ``_`` spellings included, or a bad value is refused with
+    Kafka's message)."""
     configs = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CliError(f"--config {pair!r}: expected KEY=VALUE (e.g. delete.retention.ms=0)")
-        configs[key.strip().replace(".", "_")] = value.strip()
+        configs[key.strip()] = value.strip()
+    try:
+        native.validate_topic_configs(configs, {})
+    except native.InvalidConfigError as e:
+        raise CliError(f"--config: {e}") from None
     return configs
 
 
@@ -55,7 +62,7 @@ def command(
         raise CliError(f"{directory}: not a directory")
     if not any(name.endswith(".log") for name in os.listdir(directory)):
         raise CliError(f"{directory}: holds no .log segment")
-    configs = _parse_configs(config)
+    configs = _parse_configs(native, config)
     stopped = os.path.exists(os.path.join(directory, CLEAN_SHUTDOWN_MARKER))
     if not stopped and not dry_run and not force:
         raise CliError(

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 
 from logstore.cli.admin import Admin, BrokerError
 from logstore.cli.base import group as cli_group
-from logstore.cli.common import EXIT_OK, CliError
+from logstore.cli.common import EXIT_OK, CliError, _native
 from logstore.cli.config_values import config_value
 from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
@@ -84,15 +84,23 @@ def source_name(source: Any) -> str:
         return str(getattr(source, "name", source))
 
 
-def config_rows(entries: dict[str, ConfigEntry]) -> list[dict[str, Any]]:
+def config_rows(
+    entries: dict[str, ConfigEntry], known: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per config; with ``known`` (the topic config names), a key outside it (a
+    stray key stored before keys were checked, which the broker ignores) is marked in its
+    source as unknown."""
     rows = []
     for name in sorted(entries):
         e = entries[name]
+        source = source_name(e.source)
         rows.append(
             {
                 "key": name,
                 "value": None if e.is_sensitive else e.value,
-                "source": source_name(e.source),
+                "source": source
+                if known is None or name in known
+                else f"{source} (unknown topic config: ignored)",
                 "sensitive": bool(e.is_sensitive),
                 "read_only": bool(e.is_read_only),
             }
@@ -227,7 +235,7 @@ def describe_topic(
         "partition_count": len(parts),
         "replication_factor": max((len(p["replicas"]) for p in partitions), default=0),
         "partitions": partitions,
-        "configs": config_rows(entries),
+        "configs": config_rows(entries, frozenset(k[0] for k in _native().topic_config_keys())),
     }
 
 

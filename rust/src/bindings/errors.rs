@@ -20,7 +20,7 @@ pyo3::create_exception!(logstore._native, InvalidTimestampError, InvalidRecordEr
 pyo3::create_exception!(logstore._native, UnsupportedForMessageFormatError, LogStoreError, "Records message format v0/v1 cannot hold (zstd), met in a down-conversion.");
 pyo3::create_exception!(logstore._native, OffsetOutOfRangeError, LogStoreError, "Offset outside [log start, log end].");
 pyo3::create_exception!(logstore._native, RecordTooLargeError, LogStoreError, "A batch exceeds max.message.bytes or segment.bytes.");
-pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A config key or value is invalid.");
+pyo3::create_exception!(logstore._native, InvalidConfigError, LogStoreError, "A config key or value is invalid, worded as Kafka; `config_exception` is true for a bad value (Kafka's ConfigException).");
 pyo3::create_exception!(logstore._native, InvalidOffsetError, LogStoreError, "Follower batches do not follow the log end.");
 pyo3::create_exception!(logstore._native, CorruptIndexError, LogStoreError, "An index file disagrees with its segment.");
 pyo3::create_exception!(logstore._native, LogClosedError, LogStoreError, "The log was closed.");
@@ -46,7 +46,13 @@ impl From<Error> for PyErr {
             Error::UnsupportedForMessageFormat { .. } => UnsupportedForMessageFormatError::new_err(msg),
             Error::OffsetOutOfRange { .. } => OffsetOutOfRangeError::new_err(msg),
             Error::RecordTooLarge { .. } => RecordTooLargeError::new_err(msg),
-            Error::InvalidConfig { .. } => InvalidConfigError::new_err(msg),
+            Error::InvalidConfig { config_exception, .. } => Python::attach(|py| {
+                let err = InvalidConfigError::new_err(msg);
+                match err.value(py).setattr("config_exception", config_exception) {
+                    Ok(()) => err,
+                    Err(e) => e,
+                }
+            }),
             Error::InvalidOffset { .. } => InvalidOffsetError::new_err(msg),
             Error::CorruptIndex { .. } => CorruptIndexError::new_err(msg),
             Error::LogClosed(_) => LogClosedError::new_err(msg),

@@ -51,6 +51,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidTimestampError", py.get_type::<InvalidTimestampError>())?;
     m.add("OffsetOutOfRangeError", py.get_type::<OffsetOutOfRangeError>())?;
     m.add("RecordTooLargeError", py.get_type::<RecordTooLargeError>())?;
+    // Instances say whether Kafka raises theirs as a ConfigException (a bad value).
+    py.get_type::<InvalidConfigError>().setattr("config_exception", true)?;
     m.add("InvalidConfigError", py.get_type::<InvalidConfigError>())?;
     m.add("InvalidOffsetError", py.get_type::<InvalidOffsetError>())?;
     m.add("CorruptIndexError", py.get_type::<CorruptIndexError>())?;
@@ -82,6 +84,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy::up_convert_records, m)?)?;
     m.add_function(wrap_pyfunction!(legacy::down_convert_slice, m)?)?;
     m.add_function(wrap_pyfunction!(log_config::validate_log_config, m)?)?;
+    m.add_function(wrap_pyfunction!(log_config::validate_topic_configs, m)?)?;
+    m.add_function(wrap_pyfunction!(log_config::topic_config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(cleaner::clean_dry_run, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_max_open_files, m)?)?;
     m.add_function(wrap_pyfunction!(log::open_files, m)?)?;
