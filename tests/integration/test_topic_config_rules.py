@@ -20,12 +20,14 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KpConfigResource
 
 from logstore.cli import main
+from logstore.protocol.messages.configs import AlterConfigsRequest, IncrementalAlterConfigsRequest
 from logstore.protocol.messages.topic_admin import CreateTopicsRequest
 from tests.broker.test_topic_config_rules import KAFKA, WRONG_TYPE
 from tests.integration.clients import topic_name, wire_call
 from tests.integration.test_confluent_kafka import admin, error_of
 
 INVALID_CONFIG = 40
+INVALID_REQUEST = 42
 
 
 def bad_cases() -> list[tuple[str, str, str]]:
@@ -258,3 +260,80 @@ def test_a_stray_stored_key_is_ignored_and_shown_as_unknown(broker, capsys, monk
         "DYNAMIC_TOPIC_CONFIG (unknown topic config: ignored)"
     )
     assert shown["cleanup.policy"]["source"] == "DEFAULT_CONFIG"
+
+
+def test_null_values_and_duplicate_keys_are_invalid_requests(module_broker):
+    """Kafka's ConfigAdminManager.preprocess, before any config is checked."""
+    a = admin(module_broker.bootstrap)
+    name = topic_name("ck-null")
+    assert error_of(a.create_topics([NewTopic(name, 1, 1)])[name]) is None
+    Alter, Inc = AlterConfigsRequest, IncrementalAlterConfigsRequest
+    for body, version in [
+        (
+            Alter(
+                resources=[
+                    Alter.AlterConfigsResource(
+                        resource_type=2,
+                        resource_name=name,
+                        configs=[Alter.AlterableConfig(name="retention.ms", value=None)],
+                    )
+                ],
+                validate_only=False,
+            ),
+            1,
+        ),
+        (
+            Inc(
+                resources=[
+                    Inc.AlterConfigsResource(
+                        resource_type=2,
+                        resource_name=name,
+                        configs=[
+                            Inc.AlterableConfig(
+                                name="retention.ms", config_operation=0, value=None
+                            ),
+                            Inc.AlterableConfig(name="segment.ms", config_operation=1, value=None),
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+            1,
+        ),
+    ]:
+        (r,) = wire_call(module_broker.bootstrap, body, version).responses
+        assert (r.error_code, r.error_message) == (
+            INVALID_REQUEST,
+            "Null value not supported for : retention.ms",
+        )
+    body = Inc(
+        resources=[
+            Inc.AlterConfigsResource(
+                resource_type=2,
+                resource_name=name,
+                configs=[
+                    Inc.AlterableConfig(name="retention.ms", config_operation=0, value="1"),
+                    Inc.AlterableConfig(name="retention.ms", config_operation=1, value=None),
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+    (r,) = wire_call(module_broker.bootstrap, body, 1).responses
+    assert (r.error_code, r.error_message) == (
+        INVALID_REQUEST,
+        "Error due to duplicate config keys",
+    )
+    # A DELETE takes no value.
+    body = Inc(
+        resources=[
+            Inc.AlterConfigsResource(
+                resource_type=2,
+                resource_name=name,
+                configs=[Inc.AlterableConfig(name="retention.ms", config_operation=1, value=None)],
+            )
+        ],
+        validate_only=False,
+    )
+    (r,) = wire_call(module_broker.bootstrap, body, 1).responses
+    assert r.error_code == 0, r

@@ -346,11 +346,8 @@ def handle_alter_configs(apis, request, connection):
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
-            configs = {}
-            for c in r.configs:
-                if c.value is None:
-                    raise InvalidConfigError(f"null value for {c.name}")
-                configs[c.name] = c.value
+            _preprocess(r.configs, lambda c: True)
+            configs = {c.name: c.value for c in r.configs}
             _ensure_allowed(
                 apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name
             )
@@ -373,6 +370,18 @@ def handle_alter_configs(apis, request, connection):
     return _answer(
         AlterConfigsResponse(throttle_time_ms=0, responses=responses), responses, pending
     )
+
+
+def _preprocess(entries, needs_value) -> None:
+    """Kafka's ConfigAdminManager.preprocess: INVALID_REQUEST for a key given twice, or a
+    null value where ``needs_value(entry)`` (every AlterConfigs entry; an
+    IncrementalAlterConfigs operation other than DELETE)."""
+    names = [c.name for c in entries]
+    if len(set(names)) != len(names):
+        raise InvalidRequestError("Error due to duplicate config keys")
+    nulls = [c.name for c in entries if c.value is None and needs_value(c)]
+    if nulls:
+        raise InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
 
 
 def _answer(response, responses, pending):
@@ -462,9 +471,7 @@ def _incremented(configs: dict[str, str], effective: dict[str, str], operations)
     and SUBTRACT; a list's current value is its own, else the effective one."""
     for c in operations:
         if c.config_operation == OP_SET:
-            if c.value is None:
-                raise InvalidConfigError(f"null value for {c.name}")
-            configs[c.name] = c.value
+            configs[c.name] = c.value  # not null: refused before (_preprocess)
         elif c.config_operation == OP_DELETE:
             configs.pop(c.name, None)
         elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
@@ -511,6 +518,7 @@ def handle_incremental_alter_configs(apis, request, connection):
     for r in body.resources:
         error, message = ErrorCode.NONE, None
         try:
+            _preprocess(r.configs, lambda c: c.config_operation != OP_DELETE)
             _ensure_allowed(
                 apis, connection, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name
             )
