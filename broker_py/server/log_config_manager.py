@@ -9,10 +9,11 @@ partition's log.
 
 Topic configs are checked by the engine's table of Kafka's topic configs
 (``logstore.validate_topic_configs``: Kafka's names, types, validators, cross-key rules
-and messages), so a config Kafka would refuse never reaches a store. A key stored before
-keys were checked (a ``_`` spelling, a typo) is not a topic config: it is left out of the
-effective config, warned about once per topic configs, and DescribeConfigs still shows
-it as stored (with type UNKNOWN), as Kafka shows a stored key it does not define.
+and messages), so a config Kafka would refuse never reaches a store. A config stored
+before keys were checked that Kafka refuses (a ``_`` spelling or a typo, a value out of
+its key's type or range) is left out of the effective config and warned about once per
+topic configs; DescribeConfigs still shows an unknown key as stored (with type UNKNOWN),
+as Kafka shows a stored key it does not define.
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ log = logging.getLogger(__name__)
 
 # Kafka's topic config names (the engine's table).
 TOPIC_CONFIG_NAMES = frozenset(name for name, _type, _default in logstore.topic_config_keys())
+
+
+def _refusal(key: str, value: str) -> str | None:
+    """Kafka's message refusing a stored topic config on its own (an unknown name, or a
+    value its key's type or validator refuses: stored before keys were checked), else
+    None."""
+    if key not in TOPIC_CONFIG_NAMES:
+        return f"Unknown topic config name: {key}"
+    try:
+        logstore.validate_topic_configs({key: value}, {})
+    except logstore.InvalidConfigError as e:
+        return str(e)
+    return None
 
 
 class TopicConfigError(InvalidConfigError):
@@ -67,15 +81,14 @@ class LogConfigManager:
         if cached is None or cached[0] is not topic.configs:
             if self._topic_defaults is None:
                 self._topic_defaults = self.config.topic_defaults()
-            stray = sorted(k for k in topic.configs if k not in TOPIC_CONFIG_NAMES)
-            if stray:
+            ignored = {k: r for k, v in topic.configs.items() if (r := _refusal(k, v))}
+            if ignored:
                 log.warning(
-                    "topic %s: stored configs %s are not topic configs (Unknown topic config "
-                    "name); ignored",
+                    "topic %s: stored configs ignored: %s",
                     topic.name,
-                    ", ".join(f"{k}={topic.configs[k]}" for k in stray),
+                    "; ".join(f"{k}={topic.configs[k]} ({r})" for k, r in sorted(ignored.items())),
                 )
-            overrides = {k: v for k, v in topic.configs.items() if k in TOPIC_CONFIG_NAMES}
+            overrides = {k: v for k, v in topic.configs.items() if k not in ignored}
             cached = (topic.configs, {**self._topic_defaults, **overrides})
             self._effective[topic.name] = cached
         return cached[1]

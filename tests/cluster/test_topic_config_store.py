@@ -1,8 +1,9 @@
 """Topic configs in a ZooKeeper cluster, checked as Kafka checks them: CreateTopics and
 AlterConfigs through the cluster refuse a ``_`` spelling with Kafka's text and store
 nothing, and a stray key already in ``/config/topics/<topic>`` (written before keys were
-checked) is not applied when its change notification arrives: the broker warns and
-DescribeConfigs shows it as stored, beside the real key's default."""
+checked), or a value Kafka refuses, is not applied when its change notification arrives:
+the broker warns and DescribeConfigs shows the stray key as stored, beside the real key's
+default."""
 
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ def test_underscore_keys_are_refused_and_stray_stored_keys_ignored(tmp_path):
         try:
             stored, _ = zk.get("/config/topics/t")
             assert json.loads(stored)["config"] == {}  # the refused change stored nothing
-            config = {"cleanup_policy": "compact", "retention.ms": "3600000"}
+            config = {
+                "cleanup_policy": "compact",
+                "retention.ms": "3600000",
+                "segment.bytes": "3000000000",
+            }
             zk.set("/config/topics/t", json.dumps({"version": 1, "config": config}).encode())
             zk.create(
                 "/config/changes/config_change_",
@@ -68,6 +73,10 @@ def test_underscore_keys_are_refused_and_stray_stored_keys_ignored(tmp_path):
         configs = describe(a, "t")
         assert configs["cleanup_policy"].value == "compact"
         assert configs["cleanup.policy"].value == "delete"  # the stray key is not applied
-        assert "stored configs cleanup_policy=compact are not topic configs" in (
-            c.broker(1).log_text()
+        warning = (
+            "stored configs ignored: cleanup_policy=compact (Unknown topic config name: "
+            "cleanup_policy); segment.bytes=3000000000 (Invalid value 3000000000 for "
+            "configuration segment.bytes: Not a number of type INT)"
         )
+        assert warning in c.broker(1).log_text()
+        assert configs["segment.bytes"].value == "1073741824"  # the bad stored value neither
