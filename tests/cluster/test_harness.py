@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cluster.harness.checker import check
 from tests.cluster.harness.cluster import Cluster, logs_on_failure
-from tests.cluster.harness.proxy import Network, source_of
+from tests.cluster.harness.proxy import STALL_S, Network, source_of
 from tests.cluster.harness.replicas import compare_replicas, read_batches, replica_reads
 from tests.cluster.harness.workload import Workload
 from tests.support.waiting import wait_until
@@ -289,6 +289,16 @@ def test_isolate_cuts_a_node_from_everything_or_keeps_clients():
             net.partition("b1", "b2", direction="b_to_a")
 
 
+def test_a_stalled_proxy_loop_is_recorded():
+    with Network() as net:
+        assert net.stalls == []
+        blocked = threading.Event()
+        net._loop.call_soon_threadsafe(lambda: (blocked.set(), time.sleep(STALL_S + 0.5)))
+        assert blocked.wait(10)
+        wait_until(lambda: len(net.stalls) == 1, timeout=10, message="the stall recorded")
+        assert "proxy loop" in net.stalls[0] and "s late" in net.stalls[0]
+
+
 def test_pause_and_resume_a_broker(c):
     b = c.broker(2)
     w = Wire(c.bootstrap(2), "tester")
@@ -403,6 +413,12 @@ def zk_cluster(tmp_path_factory):
 
 def test_zookeeper_mode_gives_each_broker_its_own_zookeeper_proxy(zk_cluster):
     c = zk_cluster
+    # The failure report has the proxy loop's stalls and the ZooKeeper JVM's pauses.
+    tails = c.log_tails()
+    assert "==== the test process's proxy loop: stalls over 1 s ====" in tails
+    assert "==== zookeeper JVM pauses over 0.5 s" in tails
+    assert c.zookeeper.gc_log.exists()  # written from the JVM's start
+    assert all("Safepoint" in line for line in c.zookeeper.long_pauses(0.0))
     assert c.zookeeper is not None and c.zookeeper.ok()
     for i in (1, 2):
         o = c.broker(i).overrides

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from tests.support.ports import free_port
 
 CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 JAVA = "/usr/bin/java"
+_SAFEPOINT_TOTAL = re.compile(r"Total: (\d+) ns")
 
 
 class ZooKeeperServer:
@@ -40,6 +42,23 @@ class ZooKeeperServer:
     @property
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def gc_log(self) -> Path:
+        return self.workdir / "safepoints.log"
+
+    def long_pauses(self, over_s: float) -> list[str]:
+        """The JVM's stop-the-world pauses longer than ``over_s`` seconds, from its
+        safepoint log (``[<time>] Safepoint "<why>", ... Total: <ns> ns``)."""
+        try:
+            text = self.gc_log.read_text(errors="replace")
+        except OSError:
+            return []
+        return [
+            line
+            for line in text.splitlines()
+            if (m := _SAFEPOINT_TOTAL.search(line)) and int(m.group(1)) > over_s * 1e9
+        ]
 
     def _config(self) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -68,6 +87,8 @@ class ZooKeeperServer:
             [
                 JAVA,
                 "-Xmx256m",
+                # Every stop-the-world pause (GC included), for long_pauses().
+                f"-Xlog:safepoint:file={self.gc_log}:time",
                 "-cp",
                 CLASSPATH,
                 "org.apache.zookeeper.server.ZooKeeperServerMain",

@@ -444,6 +444,15 @@ class Cluster:
                 f"==== {b.name} ({b.log_path}, exits {b.exit_codes}) ====\n"
                 f"{_tail(b.log_text(), lines)}"
             )
+        parts.append(
+            "==== the test process's proxy loop: stalls over 1 s ====\n"
+            + ("\n".join(self.net.stalls) or "none")
+        )
+        if self.zookeeper is not None:
+            parts.append(
+                f"==== zookeeper JVM pauses over 0.5 s ({self.zookeeper.gc_log}) ====\n"
+                + ("\n".join(self.zookeeper.long_pauses(0.5)) or "none")
+            )
         return "\n".join(parts)
 
     def create_topic(

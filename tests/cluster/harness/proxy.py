@@ -52,6 +52,7 @@ import re
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -63,6 +64,8 @@ _HEADER = struct.Struct(">ihhih")  # size, api_key, api_version, correlation_id,
 _CHUNK = 64 * 1024
 _QUEUE_CHUNKS = 64  # per direction: beyond this the proxy stops reading (backpressure)
 _CONNECT_TIMEOUT = 10.0
+_WATCH_S = 0.25
+STALL_S = 1.0  # a proxy loop this late is reported (Network.stalls)
 
 
 def source_of(client_id: str | None) -> str:
@@ -293,6 +296,8 @@ class Network:
         self.blocked: frozenset[tuple[str, str]] = frozenset()
         self.delays: dict[tuple[str, str], float] = {}
         self._extra_nodes: set[str] = {CLIENT}
+        # When the proxy loop itself stalled (see _watch_lateness), for failure reports.
+        self.stalls: list[str] = []
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._changed: asyncio.Event | None = None
@@ -438,9 +443,20 @@ class Network:
 
     # ---- loop side ----
 
+    async def _watch_lateness(self) -> None:
+        """Records each time the proxy loop woke more than STALL_S late: every proxied
+        byte (ZooKeeper's included) waits for this one loop, in the test's process."""
+        while True:
+            started = time.monotonic()
+            await asyncio.sleep(_WATCH_S)
+            late = time.monotonic() - started - _WATCH_S
+            if late > STALL_S and len(self.stalls) < 100:
+                self.stalls.append(f"{time.strftime('%H:%M:%S')} proxy loop {late:.1f} s late")
+
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._changed = asyncio.Event()
+        self._loop.create_task(self._watch_lateness())
         self._started.set()
         try:
             self._loop.run_forever()
