@@ -64,6 +64,7 @@ _HEADER = struct.Struct(">ihhih")  # size, api_key, api_version, correlation_id,
 _CHUNK = 64 * 1024
 _QUEUE_CHUNKS = 64  # per direction: beyond this the proxy stops reading (backpressure)
 _CONNECT_TIMEOUT = 10.0
+_DOWN_CLOSE_DELAY_S = 0.5  # see LinkProxy._accept
 _WATCH_S = 0.25
 STALL_S = 1.0  # a proxy loop this late is reported (Network.stalls)
 
@@ -185,7 +186,14 @@ class LinkProxy:
                     asyncio.open_connection(LOOPBACK, self.target_port), _CONNECT_TIMEOUT
                 )
             except (OSError, TimeoutError):
-                return  # the destination is down: the client sees its connection close
+                # The destination is down: the client sees its connection close, after a
+                # pause for a Kafka client. The proxy accepted the connection (a dead
+                # broker's own port would have refused it), so a client that resets its
+                # reconnect backoff on every accepted connection would otherwise reconnect
+                # in a tight loop, and that storm runs in this process beside the proxies.
+                if self.kind == "kafka":
+                    await asyncio.sleep(_DOWN_CLOSE_DELAY_S)
+                return
             _nodelay(target_w)
             conn.writers.append(target_w)
             up = asyncio.ensure_future(self._pump(client_r, target_w, src, self.dst, first))
