@@ -215,20 +215,7 @@ def broker_command(f: Callable[..., Any]) -> Callable[..., Any]:
     function receives ``client`` (:class:`ClientOptions`, options neither flags nor the
     environment set taken from the profile, see :mod:`profile_store`) and ``out``
     (:class:`Output`)."""
-    names = [
-        "brokers",
-        "security_protocol",
-        "sasl_mechanism",
-        "user",
-        "password",
-        "tls",
-        "tls_ca",
-        "tls_cert",
-        "tls_key",
-        "extra",
-        "timeout",
-        "verbose",
-    ]
+    names = [*profile_store.FIELDS, "verbose"]
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -31,6 +31,7 @@ from click.core import ParameterSource
 
 from logstore.cli.common import CliError
 
+# The connection options of every broker command (ClientOptions' fields but verbose).
 FIELDS = (
     "brokers",
     "security_protocol",
