@@ -456,14 +456,18 @@ def client_metrics_incremented(configs: dict[str, str], operations) -> dict[str,
                 )
             current = client_metrics_configs.split_list(configs.get(c.name, ""))
             items = client_metrics_configs.split_list(c.value or "")
-            if c.config_operation == OP_APPEND:
-                current += [v for v in items if v not in current]
-            else:
-                current = [v for v in current if v not in items]
-            configs[c.name] = ",".join(current)
+            configs[c.name] = _list_changed(current, items, c.config_operation)
         else:
             raise InvalidRequestError(f"unknown config operation {c.config_operation}")
     return configs
+
+
+def _list_changed(current: list[str], items: list[str], operation: int) -> str:
+    """A LIST config's value after APPEND (items not yet in it, at the end) or SUBTRACT
+    (every item removed), comma-separated."""
+    if operation == OP_APPEND:
+        return ",".join(current + [v for v in items if v not in current])
+    return ",".join(v for v in current if v not in items)
 
 
 def _incremented(configs: dict[str, str], effective: dict[str, str], operations) -> dict[str, str]:
@@ -482,11 +486,7 @@ def _incremented(configs: dict[str, str], effective: dict[str, str], operations)
                 )
             current = [v for v in configs.get(c.name, effective.get(c.name, "")).split(",") if v]
             items = [v for v in (c.value or "").split(",") if v]
-            if c.config_operation == OP_APPEND:
-                current += [v for v in items if v not in current]
-            else:
-                current = [v for v in current if v not in items]
-            configs[c.name] = ",".join(current)
+            configs[c.name] = _list_changed(current, items, c.config_operation)
         else:
             raise InvalidRequestError(f"unknown config operation {c.config_operation}")
     return configs
