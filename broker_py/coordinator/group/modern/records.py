@@ -58,6 +58,22 @@ class PartitionMetadataTombstone:
 
 
 @dataclass(frozen=True)
+class ClassicProtocol:
+    """One protocol a classic member offered in its JoinGroup (name and metadata)."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member on the classic protocol inside a consumer group adds to its metadata."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...]
+
+
+@dataclass(frozen=True)
 class MemberMetadataRecord:
     group_id: str
     member_id: str
@@ -69,6 +85,8 @@ class MemberMetadataRecord:
     subscribed_topic_regex: str | None
     server_assignor: str | None
     rebalance_timeout_ms: int
+    # Set for a member on the classic protocol; None for one on the consumer protocol.
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +144,9 @@ class RegularExpressionRecord:
     topics: tuple[str, ...]
     # Wall-clock milliseconds of the resolution.
     timestamp_ms: int
+    # The version of the metadata the expression was resolved against (Kafka's metadata
+    # image offset); 0 where none is kept.
+    version: int = 0
 
 
 @dataclass(frozen=True)
