@@ -15,40 +15,28 @@ gives that mapping, which topic configs then override.
 from __future__ import annotations
 
 import dataclasses
-import decimal
 import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from broker_py.config.config_def import (
+    LONG_MAX,
+    ConfigError,
+    ConfigErrors,
+    raise_all,
+)
+from broker_py.config.config_def import bool_type as _bool
+from broker_py.config.config_def import choice_type as _choice
+from broker_py.config.config_def import double_type as _float
+from broker_py.config.config_def import int_type as _int
+from broker_py.config.config_def import java_trim as _java_trim
+from broker_py.config.config_def import list_type as _list
+from broker_py.config.config_def import long_type as _long
+from broker_py.config.config_def import short_type as _short
+from broker_py.config.config_def import str_type as _str
 from logstore.protocol.errors import KafkaException
-
-LONG_MAX = (1 << 63) - 1
-
-
-class ConfigError(KafkaException):
-    """A configuration value is invalid; ``key`` names the offending key. Worded as Kafka's
-    ``ConfigException(name, value, message)``: ``Invalid value <value> for configuration
-    <key>: <reason>``."""
-
-    def __init__(self, key: str, value: object, reason: str) -> None:
-        super().__init__(f"Invalid value {value} for configuration {key}: {reason}")
-        self.key = key
-        self.value = value
-        self.reason = reason
-
-
-class ConfigErrors(ConfigError):
-    """Several invalid values, all reported at once (one line each); ``key``, ``value``
-    and ``reason`` are the first's, ``errors`` holds every one."""
-
-    def __init__(self, errors: list[ConfigError]) -> None:
-        first = errors[0]
-        super().__init__(first.key, first.value, first.reason)
-        lines = "\n".join(f"  {e}" for e in errors)
-        KafkaException.__init__(self, f"{len(errors)} invalid configuration values:\n{lines}")
-        self.errors = errors
 
 
 class PropertiesFileError(ConfigError):
@@ -59,14 +47,6 @@ class PropertiesFileError(ConfigError):
         KafkaException.__init__(self, f"properties file {path}: {reason}")
 
 
-def raise_all(errors: list[ConfigError]) -> None:
-    """Raises the one error, or :class:`ConfigErrors` for several; nothing for none."""
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise ConfigErrors(errors)
-
-
 class DynamicConfigError(ConfigError):
     """Keys a dynamic config change may not hold, worded as Kafka's DynamicBrokerConfig:
     ``<reason>: Set(<key>, ...)``."""
@@ -75,79 +55,6 @@ class DynamicConfigError(ConfigError):
         names = sorted(keys)
         super().__init__(names[0], values[names[0]], reason)
         KafkaException.__init__(self, f"{reason}: Set({', '.join(names)})")
-
-
-# Kafka's ConfigDef number types: name -> bit width.
-_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
-
-
-def _java_trim(raw: str) -> str:
-    """Java's ``String.trim``: every char up to U+0020 off both ends."""
-    return raw.strip("".join(map(chr, range(33))))
-
-
-def _int(
-    lo: int | None = None, hi: int | None = None, kind: str = "INT"
-) -> Callable[[str, str], int]:
-    """A ConfigDef INT (or ``kind`` SHORT/LONG) with Kafka's Range validator."""
-    bits = _BITS[kind]
-
-    def parse(key: str, raw: str) -> int:
-        text = _java_trim(raw)
-        if not re.fullmatch(r"[+-]?[0-9]+", text) or not (
-            -(1 << (bits - 1)) <= int(text) < 1 << (bits - 1)
-        ):
-            raise ConfigError(key, raw, f"Not a number of type {kind}")
-        value = int(text)
-        if lo is not None and value < lo:
-            raise ConfigError(key, value, f"Value must be at least {lo}")
-        if hi is not None and value > hi:
-            raise ConfigError(key, value, f"Value must be no more than {hi}")
-        return value
-
-    return parse
-
-
-def _long(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
-    return _int(lo, hi, "LONG")
-
-
-def _short(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
-    return _int(lo, hi, "SHORT")
-
-
-def java_double(value: float) -> str:
-    """Java's ``Double.toString``: plain from 1e-3 up to 1e7, else ``d.dddE<n>``."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(float(value))
-    _sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
-    shown = "".join(map(str, digits))
-    sign = "-" if value < 0 else ""
-    return f"{sign}{shown[0]}.{shown[1:] or '0'}E{len(digits) - 1 + int(exponent)}"
-
-
-_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?", re.ASCII)
-
-
-def _float(lo: float | None = None, hi: float | None = None) -> Callable[[str, str], float]:
-    """A ConfigDef DOUBLE (Java's ``Double.parseDouble``) with Kafka's Range validator."""
-
-    def parse(key: str, raw: str) -> float:
-        text = _java_trim(raw)
-        if not _JAVA_DOUBLE.fullmatch(text):
-            raise ConfigError(key, raw, "Not a number of type DOUBLE")
-        value = float(text.rstrip("fFdD").replace("Infinity", "inf"))
-        if lo is not None and value < lo:
-            raise ConfigError(key, java_double(value), f"Value must be at least {lo}")
-        if hi is not None and value > hi:
-            raise ConfigError(key, java_double(value), f"Value must be no more than {hi}")
-        return value
-
-    return parse
 
 
 def _ip_overrides(key: str, raw: str) -> dict[str, int]:
@@ -167,29 +74,6 @@ def _ip_overrides(key: str, raw: str) -> dict[str, int]:
     return out
 
 
-def _bool(key: str, raw: str) -> bool:
-    v = _java_trim(raw).lower()
-    if v not in ("true", "false"):
-        raise ConfigError(key, raw, "Expected value to be either true or false")
-    return v == "true"
-
-
-def _str(key: str, raw: str) -> str:
-    return raw.strip()
-
-
-def _choice(*allowed: str) -> Callable[[str, str], str]:
-    """A STRING with Kafka's ``ValidString.in``."""
-
-    def parse(key: str, raw: str) -> str:
-        v = _java_trim(raw)
-        if v not in allowed:
-            raise ConfigError(key, v, f"String must be one of: {', '.join(allowed)}")
-        return v
-
-    return parse
-
-
 def _cleanup_policy(key: str, raw: str) -> str:
     """A LIST with Kafka's ``ValidList.in(compact, delete)``: each element checked. Empty is
     allowed: logs are then neither deleted nor compacted."""
@@ -199,10 +83,6 @@ def _cleanup_policy(key: str, raw: str) -> str:
         if p not in ("compact", "delete"):
             raise ConfigError(key, p, "String must be one of: compact, delete")
     return ",".join(parts)
-
-
-def _list(key: str, raw: str) -> list[str]:
-    return [p.strip() for p in raw.split(",") if p.strip()]
 
 
 # authorizer.class.name values that name Kafka's ACL authorizers (ZooKeeper and KRaft
