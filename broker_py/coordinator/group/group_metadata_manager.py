@@ -24,6 +24,15 @@
   no marker yet are pending again.
 - Record timestamps, offset expiry and load times read the injected
   :class:`~broker_py.utils.time.Time`.
+- Consumer-group records (KIP-848, key types 3-8 and 16,
+  :mod:`broker_py.coordinator.group.modern.record_serde`) are not groups of this manager:
+  a load decodes them and hands them, in log order and tombstones included, to
+  ``consumer_group_loader(partition, records)`` (the consumer-group coordinator's). A group
+  id's classic metadata record and its consumer-group records supersede each other, the
+  later in the log winning as in Kafka's loader: a consumer-group record (not a tombstone)
+  drops the classic group read before it, a classic metadata record (not a tombstone)
+  drops the consumer-group records read before it. Other record types (share and streams
+  groups) are skipped with a warning, as Kafka's loader skips types it does not know.
 """
 
 from __future__ import annotations
@@ -56,6 +65,8 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_offset_commit_value,
     partition_for,
 )
+from broker_py.coordinator.group.modern import record_serde
+from broker_py.coordinator.group.modern.records import Record as ConsumerGroupRecord
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -69,6 +80,13 @@ log = logging.getLogger(__name__)
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024  # Kafka's offsets.load.buffer.size
 
 Record = tuple[bytes, bytes | None, list, int]
+
+# Called with an offsets partition and its consumer-group records, in log order.
+ConsumerGroupLoader = Callable[[int, list[ConsumerGroupRecord]], None]
+
+
+def _keep_out(partition: int, records: list[ConsumerGroupRecord]) -> None:
+    """The loader of a manager without a consumer-group coordinator: records stay unread."""
 
 
 def _group_append_error(error: ErrorCode) -> ErrorCode:
@@ -110,8 +128,10 @@ class GroupMetadataManager:
         *,
         cluster: bool,
         time: Time = SYSTEM_TIME,
+        consumer_group_loader: ConsumerGroupLoader = _keep_out,
     ) -> None:
         self.config = config
+        self.consumer_group_loader = consumer_group_loader
         self._writer = writer
         self.time = time
         self.groups: dict[str, Group] = {}
@@ -507,11 +527,12 @@ class GroupMetadataManager:
         )
         if p not in self.loading:
             return  # resigned meanwhile
+        modern = _ConsumerGroupRecords()
         for key, value in records:
-            _apply_record(key, value, offsets, metadata)
+            _apply_record(key, value, offsets, metadata, modern)
         for producer_id, txn_records in open_txns.items():
             for key, value in txn_records:
-                _apply_record(key, value, pending.setdefault(producer_id, {}), {})
+                _apply_record(key, value, pending.setdefault(producer_id, {}), {}, None)
         loaded_at = self.time.milliseconds()
         for group_id, value in metadata.items():
             self.groups[group_id] = loaded_group(group_id, value, loaded_at)
@@ -531,6 +552,7 @@ class GroupMetadataManager:
                     (topic_name, partition_index)
                 ] = o
                 self._txn_groups.setdefault(producer_id, set()).add(group_id)
+        self.consumer_group_loader(p, modern.in_log_order())
         self.loading.discard(p)
         self.owned.add(p)
         if metadata or offsets:
@@ -577,11 +599,32 @@ def loaded_group(group_id: str, value: GroupMetadataValue, now_ms: int) -> Group
     return group
 
 
+class _ConsumerGroupRecords:
+    """The consumer-group records of a load, in log order, without those a later classic
+    metadata record of their group superseded."""
+
+    def __init__(self) -> None:
+        self.records: list[ConsumerGroupRecord] = []
+        # group id -> how many records were read when its classic metadata record was.
+        self.superseded_before: dict[str, int] = {}
+
+    def add(self, record: ConsumerGroupRecord) -> None:
+        self.records.append(record)
+
+    def supersede(self, group_id: str) -> None:
+        self.superseded_before[group_id] = len(self.records)
+
+    def in_log_order(self) -> list[ConsumerGroupRecord]:
+        cut = self.superseded_before
+        return [r for i, r in enumerate(self.records) if i >= cut.get(r.group_id, 0)]
+
+
 def _apply_record(
     key_bytes: bytes,
     value: bytes | None,
     offsets: dict[tuple[str, str, int], OffsetAndMetadata],
     metadata: dict[str, GroupMetadataValue],
+    modern: _ConsumerGroupRecords | None,
 ) -> None:
     try:
         key = decode_key(key_bytes)
@@ -599,5 +642,19 @@ def _apply_record(
                 metadata.pop(key.group, None)
             else:
                 metadata[key.group] = decode_group_metadata_value(value)
+                if modern is not None:
+                    modern.supersede(key.group)
+        elif modern is not None:
+            record = record_serde.deserialize(key_bytes, value)
+            if record is None:
+                log.warning(
+                    "skipping a %s record of unknown type %d",
+                    OFFSETS_TOPIC,
+                    int.from_bytes(key_bytes[:2], "big", signed=True),
+                )
+            else:
+                if value is not None:
+                    metadata.pop(record.group_id, None)
+                modern.add(record)
     except InvalidGroupRecordError as e:
         log.error("skipping unreadable %s record: %s", OFFSETS_TOPIC, e)
