@@ -10,5 +10,9 @@ persists the records it returns. The package mirrors Kafka's ``modern/consumer``
 - :mod:`.reconciliation`: one member's step towards its target, revoking first;
 - :mod:`.heartbeat`: the request and response fields;
 - :mod:`.manager`: the heartbeat step function, leaving, fencing and the timers;
-- :mod:`.config`: group.consumer.* with Kafka's defaults and bounds.
+- :mod:`.config`: group.consumer.* with Kafka's defaults and bounds;
+- :mod:`.classic_member`: the ConsumerProtocol bytes of classic members, a classic group
+  as plain values;
+- :mod:`.migration`: upgrade and downgrade between the protocols, classic members served
+  inside a consumer group; :mod:`.migration_policy`: group.consumer.migration.policy.
 """

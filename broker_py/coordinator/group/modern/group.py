@@ -49,6 +49,7 @@ from broker_py.coordinator.group.modern.records import (
     TopicMetadata,
 )
 from logstore.protocol.errors import (
+    IllegalGenerationError,
     StaleMemberEpochError,
     UnknownMemberIdError,
     UnsupportedVersionError,
@@ -161,7 +162,9 @@ class ConsumerGroup:
         a negative epoch commits only into an empty group (admin clients, consumers
         without group management); a TxnOffsetCommit naming no member is accepted;
         otherwise the member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit
-        v9+ (UNSUPPORTED_VERSION) and at its current epoch (STALE_MEMBER_EPOCH)."""
+        v9+ (UNSUPPORTED_VERSION) and at its current epoch (STALE_MEMBER_EPOCH); a
+        classic member commits with any version, its generation being its epoch
+        (ILLEGAL_GENERATION)."""
         if member_epoch < 0 and not self.members:
             return
         if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
@@ -171,12 +174,12 @@ class ConsumerGroup:
             raise UnknownMemberIdError(
                 f"Member {member_id} is not a member of group {self.group_id}."
             )
-        if not transactional and api_version < 9:
+        if not transactional and not member.uses_classic_protocol and api_version < 9:
             raise UnsupportedVersionError(
                 "OffsetCommit version 9 or above must be used by members using the modern "
                 "group protocol"
             )
-        _check_member_epoch(member_epoch, member.member_epoch)
+        _check_member_epoch(member_epoch, member.member_epoch, member.uses_classic_protocol)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """Kafka's checks of an OffsetFetch naming a member (v9+): none named with a
@@ -189,7 +192,7 @@ class ConsumerGroup:
             raise UnknownMemberIdError(
                 f"Member {member_id} is not a member of group {self.group_id}."
             )
-        _check_member_epoch(member_epoch, member.member_epoch)
+        _check_member_epoch(member_epoch, member.member_epoch, member.uses_classic_protocol)
 
     # --- replay --------------------------------------------------------------------
 
@@ -261,6 +264,7 @@ class ConsumerGroup:
             subscribed_topic_regex=record.subscribed_topic_regex,
             server_assignor=record.server_assignor,
             rebalance_timeout_ms=record.rebalance_timeout_ms,
+            classic_member_metadata=record.classic_member_metadata,
         )
         if old.instance_id is not None and old.instance_id != new.instance_id:
             self.static_members.pop(old.instance_id, None)
@@ -327,7 +331,14 @@ class ConsumerGroup:
         return out
 
 
-def _check_member_epoch(received: int, expected: int) -> None:
+def _check_member_epoch(received: int, expected: int, classic: bool = False) -> None:
+    """A classic member's generation must be its member epoch (ILLEGAL_GENERATION); a
+    consumer member's epoch must be its member epoch (STALE_MEMBER_EPOCH)."""
+    if received != expected and classic:
+        raise IllegalGenerationError(
+            f"The received generation id {received} does not match the expected member "
+            f"epoch {expected}."
+        )
     if received != expected:
         raise StaleMemberEpochError(
             f"The received member epoch {received} does not match the expected member "
@@ -347,6 +358,7 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Member
         subscribed_topic_regex=member.subscribed_topic_regex,
         server_assignor=member.server_assignor,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
+        classic_member_metadata=member.classic_member_metadata,
     )
 
 

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from broker_py.coordinator.group.modern.member import Assignment
-from broker_py.coordinator.group.modern.records import Record
+from broker_py.coordinator.group.modern.records import ClassicMemberMetadata, Record
 from logstore.protocol.error_codes import ErrorCode
 
 
@@ -30,6 +30,9 @@ class HeartbeatRequest:
     topic_partitions: Assignment | None = None
     client_id: str = ""
     client_host: str = ""
+    # Set when the request is a classic member's JoinGroup (None: a ConsumerGroupHeartbeat,
+    # whose member then no longer uses the classic protocol).
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
     def is_full(self) -> bool:
         """Whether the request carries every field (a join, or a member resending all

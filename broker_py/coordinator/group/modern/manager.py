@@ -286,6 +286,7 @@ class ConsumerGroupManager:
             ),
             client_id=r.client_id,
             client_host=r.client_host,
+            classic_member_metadata=r.classic_member_metadata,
         )
         is_new = replaced is None and member.member_id not in group.members
         bump = is_new
@@ -689,6 +690,29 @@ class ConsumerGroupManager:
     def _cancel(self, group_id: str, member_id: str) -> None:
         self._cancel_kind("session", group_id, member_id)
         self._cancel_kind("rebalance", group_id, member_id)
+
+    def schedule_timer(
+        self, kind: str, group_id: str, member_id: str, delay_ms: int, if_absent: bool = False
+    ) -> None:
+        """Starts (or restarts) a timer that removes the member when it fires; with
+        ``if_absent`` a running one is kept. Used for the timers of classic members
+        ("session" with their own timeout, "join", "sync")."""
+        if if_absent and (kind, group_id, member_id) in self._timers:
+            return
+        self._schedule(kind, group_id, member_id, self.clock.monotonic() + max(0, delay_ms) / 1000)
+
+    def cancel_timer(self, kind: str, group_id: str, member_id: str) -> None:
+        self._cancel_kind(kind, group_id, member_id)
+
+    def forget_group(self, group_id: str) -> None:
+        """Drops a group that stopped being a consumer group (converted to a classic
+        group): its state and every timer of its members."""
+        self.groups.pop(group_id, None)
+        self._checked_at.pop(group_id, None)
+        for key in [k for k in self._resolved_at if k[0] == group_id]:
+            del self._resolved_at[key]
+        for timer_key in [k for k in self._timers if k[1] == group_id]:
+            self._timers.pop(timer_key).cancelled = True
 
     def timer_deadline(self, kind: str, group_id: str, member_id: str) -> float | None:
         timer = self._timers.get((kind, group_id, member_id))

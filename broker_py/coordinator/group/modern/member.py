@@ -13,6 +13,9 @@ Epochs:
 
 Assignments map a topic id to a frozen set of partition indexes; a topic never maps to an
 empty set.
+
+A member on the classic protocol (served through JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup) carries ``classic_member_metadata``; a member on the consumer protocol has none.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ import enum
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker_py.coordinator.group.modern.records import ClassicMemberMetadata
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 
@@ -93,6 +100,11 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch
@@ -114,6 +126,7 @@ class ConsumerGroupMember:
             self.subscribed_topic_names,
             self.subscribed_topic_regex,
             self.server_assignor,
+            self.classic_member_metadata,
         )
 
     def assignment_key(self) -> tuple[object, ...]:
