@@ -294,6 +294,9 @@ class KafkaServer:
     async def start_coordinators(self) -> None:
         apis = self.apis
         apis.group_coordinator = new_group_coordinator(apis, self.time)
+        apis.group_coordinator.consumer_groups.set_topic_source(
+            lambda: apis.metadata_cache.topics
+        )
         apis.topic_admin_manager.on_topic_deleted.append(apis.group_coordinator.on_topic_deleted)
         await apis.group_coordinator.start()
         apis.transaction_coordinator = new_transaction_coordinator(apis)

@@ -60,8 +60,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from broker_py.common.internal_topics import OFFSETS_TOPIC
+from broker_py.coordinator.group.consumer_group_coordinator import ConsumerGroupCoordinator
 from broker_py.coordinator.group.group_metadata import (
     COMPLETING,
+    CONSUMER_PROTOCOL_TYPE,
     DEAD,
     EMPTY,
     PREPARING,
@@ -75,6 +77,8 @@ from broker_py.coordinator.group.group_metadata_manager import GroupMetadataMana
 from broker_py.coordinator.group.heartbeat import HeartbeatMixin
 from broker_py.coordinator.group.join_group import JoinGroupMixin
 from broker_py.coordinator.group.leave_group import LeaveGroupMixin
+from broker_py.coordinator.group.modern.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
+from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
 from broker_py.coordinator.group.offsets import OffsetsMixin
 from broker_py.coordinator.group.rebalance import RebalanceMixin
 from broker_py.coordinator.group.sync_group import SyncGroupMixin
@@ -127,12 +131,15 @@ class GroupSummary:
 
 
 class GroupOverview:
-    __slots__ = ("group_id", "protocol_type", "state")
+    __slots__ = ("group_id", "group_type", "protocol_type", "state")
 
-    def __init__(self, group_id: str, protocol_type: str, state: str) -> None:
+    def __init__(
+        self, group_id: str, protocol_type: str, state: str, group_type: str = "classic"
+    ) -> None:
         self.group_id = group_id
         self.protocol_type = protocol_type
         self.state = state
+        self.group_type = group_type
 
 
 DEAD_GROUP = GroupSummary(str(DEAD), "", "", [])
@@ -162,6 +169,16 @@ class GroupCoordinator(
         self.verify_transaction = verify_transaction
         self.manager = GroupMetadataManager(config, writer, cluster=cluster, time=time)
         self.manager.on_group_loaded = self._on_group_loaded
+        # Groups on the consumer protocol (KIP-848), in the same group-id namespace.
+        self.consumer_groups = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_values(
+                {k: _config_or(config, k, v) for k, v in CONSUMER_GROUP_DEFAULTS.items()}
+            ),
+            self.manager,
+            time,
+        )
+        # A load hands the consumer-group records it reads to that coordinator.
+        self.manager.consumer_group_loader = self.consumer_groups.load_records
         self.active = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._expiration_task: asyncio.Task[None] | None = None
@@ -176,12 +193,14 @@ class GroupCoordinator(
         self.writer.add_leadership_listener(self._leadership_changed)
         await self.manager.load()
         self.active = True
+        self.consumer_groups.start()
         self._expiration_task = asyncio.create_task(
             self._expiration_loop(), name="group-offset-expiration"
         )
 
     async def stop(self) -> None:
         self.active = False
+        self.consumer_groups.stop()
         self.writer.remove_leadership_listener(self._leadership_changed)
         for task in list(self.manager._load_tasks.values()):
             task.cancel()
@@ -228,6 +247,7 @@ class GroupCoordinator(
     def on_resignation(self, offsets_partition: int) -> None:
         """This broker no longer leads an offsets partition: its groups go, their timers
         stop and their waiting JoinGroup / SyncGroup requests get NOT_COORDINATOR."""
+        self.consumer_groups.on_resignation(offsets_partition)
         for group in self.manager.on_resignation(offsets_partition):
             self._cancel_timers(group)
             for member in group.members.values():
@@ -334,7 +354,8 @@ class GroupCoordinator(
         if error is not None:
             return error, NO_GROUP
         group = self.manager.get_group(group_id)
-        if group is None:
+        if group is None or self.consumer_groups.group(group_id) is not None:
+            # DescribeGroups (up to v5) shows a consumer group as Kafka 4 does: Dead.
             return ErrorCode.NONE, DEAD_GROUP
         if group.is_(STABLE):
             protocol = group.protocol_name or ""
@@ -354,15 +375,24 @@ class GroupCoordinator(
     ) -> tuple[ErrorCode, list[GroupOverview]]:
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return ErrorCode.NONE, []
-        return ErrorCode.NONE, [
-            GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
-            for g in self.manager.current_groups()
-            if not wanted_states or str(g.state).lower() in wanted_states
-        ]
+        wanted_states = {s.lower().strip() for s in states}
+        wanted_types = {t.lower().strip() for t in types}
+        out: list[GroupOverview] = []
+        consumer = {g.group_id: g for g in self.consumer_groups.groups()}
+        if not wanted_types or "classic" in wanted_types:
+            out.extend(
+                GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
+                for g in self.manager.current_groups()
+                if g.group_id not in consumer
+                and (not wanted_states or str(g.state).lower() in wanted_states)
+            )
+        if not wanted_types or "consumer" in wanted_types:
+            out.extend(
+                GroupOverview(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, "consumer")
+                for g in consumer.values()
+                if not wanted_states or g.state.value.lower() in wanted_states
+            )
+        return ErrorCode.NONE, out
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         errors: dict[str, ErrorCode] = {}
@@ -373,6 +403,12 @@ class GroupCoordinator(
             error = self.validate_group_status(group_id, ApiKey.DELETE_GROUPS)
             if error is not None:
                 errors[group_id] = error
+                continue
+            if self.consumer_groups.group(group_id) is not None:
+                errors[group_id] = self.consumer_groups.delete_group(group_id)
+                holder = self.manager.get_group(group_id)
+                if errors[group_id] == ErrorCode.NONE and holder is not None:
+                    eligible.append(holder)
                 continue
             group = self.manager.get_group(group_id)
             if group is None or group.is_(DEAD):

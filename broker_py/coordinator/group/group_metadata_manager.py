@@ -275,6 +275,21 @@ class GroupMetadataManager:
             lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE),
         )
 
+    def store_records(
+        self,
+        group_id: str,
+        records: list[tuple[bytes, bytes | None]],
+        callback: Callable[[ErrorCode], None],
+    ) -> None:
+        """Appends (key, value) records of the group (None: a tombstone) as one batch,
+        then calls ``callback`` with the client-facing error (NONE once committed)."""
+        timestamp = self.time.milliseconds()
+        self._append(
+            group_id,
+            [(key, value, [], timestamp) for key, value in records],
+            lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE),
+        )
+
     def store_offsets(
         self,
         group: Group,

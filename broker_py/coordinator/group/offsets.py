@@ -20,6 +20,9 @@ Invariants:
   assignment yet); during Stable or PreparingRebalance it counts as a heartbeat.
 - A Dead group refuses commits (COORDINATOR_NOT_AVAILABLE) and has no offsets.
 - Removed offsets get tombstones; an Empty group left without offsets is removed.
+- A consumer group's (KIP-848) commits and fetches are fenced by member epoch
+  (:meth:`ConsumerGroup.validate_offset_commit` / ``validate_offset_fetch``); its offsets
+  live in the classic group that holds them (``consumer_groups.offsets_holder``).
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ from broker_py.coordinator.group.group_metadata_manager import offset_commit_err
 from broker_py.utils.completion import Completion
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
 
 if TYPE_CHECKING:
+    from broker_py.coordinator.group.consumer_group_coordinator import ConsumerGroupCoordinator
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
     from broker_py.coordinator.partition_writer import PartitionWriter
     from broker_py.utils.time import Time
@@ -81,6 +86,7 @@ class OffsetsMixin:
     time: Time
     writer: PartitionWriter
     verify_transaction: Callable[[int, int, str, int], ErrorCode] | None
+    consumer_groups: ConsumerGroupCoordinator
 
     def commit_offsets(
         self,
@@ -89,12 +95,27 @@ class OffsetsMixin:
         group_instance_id: str | None,
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode] | asyncio.Future:
         """OffsetCommit: each offset's error, or a future of them while the write waits
-        for its acks."""
+        for its acks. ``generation_id`` is a consumer group's member epoch."""
         error = self.validate_group_status(group_id, ApiKey.OFFSET_COMMIT)
         if error is not None:
             return dict.fromkeys(offsets, error)
+        consumer = self.consumer_groups.group(group_id)
+        if consumer is not None:
+            try:
+                consumer.validate_offset_commit(
+                    member_id,
+                    generation_id,
+                    instance_id=group_instance_id,
+                    api_version=api_version,
+                )
+            except KafkaError as e:
+                return dict.fromkeys(offsets, e.errno)
+            done = Completion()
+            self.manager.store_offsets(self.consumer_groups.offsets_holder(group_id), offsets, done)
+            return done.result()
         group = self.manager.get_group(group_id)
         if group is None:
             if generation_id >= 0:
@@ -173,17 +194,34 @@ class OffsetsMixin:
         error = self.validate_group_status(group_id, ApiKey.TXN_OFFSET_COMMIT)
         if error is not None:
             return dict.fromkeys(offsets, error)
-        group = self.manager.get_group(group_id)
+        consumer = self.consumer_groups.group(group_id)
+        if consumer is not None:
+            try:
+                consumer.validate_offset_commit(
+                    member_id,
+                    params.generation_id,
+                    transactional=True,
+                    instance_id=group_instance_id,
+                )
+            except KafkaError as e:
+                return dict.fromkeys(offsets, e.errno)
+        group = (
+            self.manager.get_group(group_id)
+            if consumer is None
+            else self.consumer_groups.offsets_holder(group_id)
+        )
         if group is None:
             group = self.manager.add_group(Group(group_id, self.time.milliseconds()))
         if group.is_(DEAD):
             return dict.fromkeys(offsets, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group_instance_id is not None or member_id != "":
-            error = self._validate_current_member(group, member_id, group_instance_id)
-            if error is not None:
-                return dict.fromkeys(offsets, error)
-        if params.generation_id >= 0 and params.generation_id != group.generation_id:
-            return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
+        if consumer is None:
+            # A consumer group's members were fenced by member epoch above.
+            if group_instance_id is not None or member_id != "":
+                error = self._validate_current_member(group, member_id, group_instance_id)
+                if error is not None:
+                    return dict.fromkeys(offsets, error)
+            if params.generation_id >= 0 and params.generation_id != group.generation_id:
+                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
         if verify:
             tp = (OFFSETS_TOPIC, self.partition_for(group_id))
             error = (
@@ -211,13 +249,24 @@ class OffsetsMixin:
         return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
         """Committed offsets (``None``: no commit) of ``partitions``, or of every
-        partition the group has committed when ``partitions`` is None."""
+        partition the group has committed when ``partitions`` is None. A consumer
+        group's fetch naming a member (OffsetFetch v9) is fenced by its epoch."""
         error = self.validate_group_status(group_id, ApiKey.OFFSET_FETCH)
         if error is not None:
             return error, {}
+        consumer = self.consumer_groups.group(group_id)
+        if consumer is not None:
+            try:
+                consumer.validate_offset_fetch(member_id, member_epoch)
+            except KafkaError as e:
+                return e.errno, {}
         group = self.manager.get_group(group_id)
         committed = group.offsets if group is not None and not group.is_(DEAD) else {}
         if partitions is None:

@@ -210,6 +210,18 @@ async def handle_join_group(apis, request, connection):
             member_id=body.member_id,
             members=[],
         )
+    # A consumer group (KIP-848) with members does not take classic members.
+    refusal = apis.group_coordinator.consumer_groups.classic_join_refusal(body.group_id)
+    if refusal is not None:
+        return JoinGroupResponse(
+            error_code=int(refusal),
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name="" if version < 7 else None,
+            leader="",
+            member_id=body.member_id,
+            members=[],
+        )
     # JoinGroup v0 has no rebalance timeout: the session timeout is used for both.
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
     params = JoinGroupParams(
@@ -366,6 +378,7 @@ def handle_offset_commit(apis, request, connection):
         body.group_instance_id if version >= 7 else None,
         body.generation_id_or_member_epoch,
         offsets,
+        version,
     )
     if isinstance(committed, asyncio.Future):
         return _when_committed(committed, body, errors, _offset_commit_response)
@@ -429,18 +442,27 @@ def _offset_commit_response(body, errors) -> OffsetCommitResponse:
 
 
 def _fetch_group_offsets(
-    apis, connection, group_id: str, topics, require_stable: bool = False
+    apis,
+    connection,
+    group_id: str,
+    topics,
+    require_stable: bool = False,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, list[tuple[str, list]]]:
     """(error, [(topic, [(partition, OffsetAndMetadata | None, error)])]) in request
     order; ``topics`` None means every committed offset of the group. With
     ``require_stable`` (v7+), a partition with a transactional commit not yet ended
-    gets UNSTABLE_OFFSET_COMMIT and no offset."""
+    gets UNSTABLE_OFFSET_COMMIT and no offset. ``member_id`` and ``member_epoch`` (v9)
+    fence a consumer group's member."""
     if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     partitions = (
         None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     )
-    error, offsets = apis.group_coordinator.fetch_offsets(group_id, partitions)
+    error, offsets = apis.group_coordinator.fetch_offsets(
+        group_id, partitions, member_id, member_epoch
+    )
     if apis.authorizer is not None and error == ErrorCode.NONE:
         names = {tp[0] for tp in offsets} | {t.name for t in topics or ()}
         denied = auth_helper.denied(
@@ -500,7 +522,13 @@ def handle_offset_fetch(apis, request, connection):
         groups = []
         for g in body.groups:
             error, topics = _fetch_group_offsets(
-                apis, connection, g.group_id, g.topics, body.require_stable
+                apis,
+                connection,
+                g.group_id,
+                g.topics,
+                body.require_stable,
+                g.member_id if version >= 9 else None,
+                g.member_epoch if version >= 9 else -1,
             )
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
@@ -672,7 +700,7 @@ def handle_list_groups(apis, request, connection):
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type="classic",
+                group_type=g.group_type,
             )
             for g in groups
         ],

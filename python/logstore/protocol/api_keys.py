@@ -54,6 +54,10 @@ carry topic ids, Fetch 7+ fetch sessions may always be answered
 sessionless (session id 0), and the 15+/16+/17 additions are tagged or
 follower-only fields.
 
+The one exception: ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848's
+consumer protocol) exist at Kafka 4.1's ranges (0-1 each); a client uses the
+consumer protocol (``group.protocol=consumer``) only when the broker advertises them.
+
 **Minimum: exactly Apache Kafka 3.9's (0 for every API).**  Kafka 4.0
 removed the versions older clients still send (KIP-896); 3.9 serves them
 all, and so does logstore:
@@ -159,6 +163,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61, "DescribeProducers", 0, 0, 0
     DESCRIBE_TRANSACTIONS = 65, "DescribeTransactions", 0, 0, 0
     LIST_TRANSACTIONS = 66, "ListTransactions", 0, 1, 0
+    CONSUMER_GROUP_HEARTBEAT = 68, "ConsumerGroupHeartbeat", 0, 1, 0
+    CONSUMER_GROUP_DESCRIBE = 69, "ConsumerGroupDescribe", 0, 1, 0
     GET_TELEMETRY_SUBSCRIPTIONS = 71, "GetTelemetrySubscriptions", 0, 0, 0
     PUSH_TELEMETRY = 72, "PushTelemetry", 0, 0, 0
     LIST_CLIENT_METRICS_RESOURCES = 74, "ListClientMetricsResources", 0, 0, 0

@@ -1,0 +1,351 @@
+"""The live coordinator of consumer groups on the consumer protocol (KIP-848): the
+sans-IO :class:`~broker_py.coordinator.group.modern.manager.ConsumerGroupManager` on the
+event loop, its records in ``__consumer_offsets``.
+
+Held by the classic :class:`~broker_py.coordinator.group.group_coordinator.GroupCoordinator`
+(one group-id namespace, as Kafka 4's GroupMetadataManager): a group id names either a
+classic group or a consumer group. The committed offsets of a consumer group are kept
+where a classic group's are, in a classic group without protocol or members that only
+holds them (:meth:`offsets_holder`); its records are the offset commit records of any
+group.
+
+Invariants:
+
+- A group is this coordinator's while this broker leads its ``__consumer_offsets``
+  partition (the classic manager's ``coordinator_error``); on resignation its groups go.
+- The records a heartbeat (or a timer) returns are appended to the group's partition
+  with acks=-1 before the heartbeat is answered; ``_persisted`` is the replay of the
+  records whose append succeeded, in order. When an append fails, the group is rebuilt
+  from ``_persisted`` once none of its appends is in flight, and the heartbeat gets the
+  append's error as Kafka maps it (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
+- Topics come from the broker's metadata (names, topic ids, partition counts), read
+  again whenever the metadata's topics object changes; regexes are google-re2 patterns
+  matched against whole names (RE2/J's ``matches()``).
+- One event-loop timer stands for the manager's earliest deadline (sessions, rebalance
+  timeouts), on the injected :class:`~broker_py.utils.time.Time`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import re2
+
+from broker_py.coordinator.group.group_metadata import Group, GroupState
+from broker_py.coordinator.group.group_metadata_records import (
+    encode_group_metadata_key,
+    partition_for,
+)
+from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
+from broker_py.coordinator.group.modern.group import ConsumerGroup, IllegalStateError
+from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
+from broker_py.coordinator.group.modern.manager import ConsumerGroupManager
+from broker_py.coordinator.group.modern.record_serde import serialize
+from broker_py.coordinator.group.modern.records import Record, TopicMetadata
+from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker_py.common.topic import TopicInfo
+    from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+
+log = logging.getLogger(__name__)
+
+TopicSource = Callable[[], Mapping[str, "TopicInfo"]]
+
+
+def compile_regex(pattern: str) -> Callable[[str], bool]:
+    """A full-match predicate of an RE2 pattern (RE2/J's ``Pattern.matches``);
+    ValueError for a pattern RE2 refuses."""
+    try:
+        compiled = re2.compile(pattern)
+    except re2.error as e:
+        raise ValueError(str(e)) from None
+    return lambda name: compiled.fullmatch(name) is not None
+
+
+class ConsumerGroupCoordinator:
+    def __init__(
+        self,
+        config: ConsumerGroupConfig,
+        groups: GroupMetadataManager,
+        time: Time = SYSTEM_TIME,
+        topics: TopicSource | None = None,
+    ) -> None:
+        self.config = config
+        self.time = time
+        self._groups = groups
+        self.manager = ConsumerGroupManager(config, time, compile_regex)
+        self._topic_source = topics
+        self._topics_seen: object = None
+        self._persisted: dict[str, ConsumerGroup] = {}
+        self._in_flight: dict[str, int] = {}
+        self._failed: set[str] = set()
+        self._timer: Timer | None = None
+        self._timer_deadline: float | None = None
+        self.active = False
+
+    # ---- lifecycle ----
+
+    def set_topic_source(self, topics: TopicSource) -> None:
+        self._topic_source = topics
+        self._topics_seen = None
+
+    def start(self) -> None:
+        self.active = True
+        self._arm()
+
+    def stop(self) -> None:
+        self.active = False
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+        self._timer_deadline = None
+
+    def on_resignation(self, offsets_partition: int) -> None:
+        """This broker no longer leads the partition: its consumer groups go."""
+        partitions = self._groups.num_partitions()
+        for group_id in [
+            g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
+        ]:
+            self.manager.groups.pop(group_id, None)
+            self._persisted.pop(group_id, None)
+            self._failed.discard(group_id)
+
+    def load_records(self, offsets_partition: int, records: list[Record]) -> None:
+        """The consumer-group records read back from an offsets partition, in log order
+        (the load path hands them over): replayed, then each group's timers start (every
+        member gets a full session)."""
+        loaded: list[str] = []
+        for record in records:
+            self.manager.replay(record)
+            self._replay_persisted(record)
+            if record.group_id not in loaded:
+                loaded.append(record.group_id)
+        for group_id in loaded:
+            self.manager.on_loaded(group_id)
+        self._arm()
+
+    # ---- lookups ----
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.manager.groups.get(group_id)
+        return None if group is None or group.deleted else group
+
+    def groups(self) -> list[ConsumerGroup]:
+        return [g for g in self.manager.groups.values() if not g.deleted]
+
+    def refresh_topics(self) -> None:
+        """Hands the manager the broker's topics when they changed since last time."""
+        if self._topic_source is None:
+            return
+        current = self._topic_source()
+        if current is self._topics_seen:
+            return
+        self._topics_seen = current
+        self.manager.update_topics(
+            TopicMetadata(t.topic_id, t.name, t.partitions)
+            for t in current.values()
+            if t.topic_id.int != 0
+        )
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        self.refresh_topics()
+        for t in self.manager.topics.values():
+            if t.topic_id == topic_id:
+                return t.name
+        return None
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        self.refresh_topics()
+        return {t.topic_id: t.name for t in self.manager.topics.values()}
+
+    # ---- heartbeat ----
+
+    def heartbeat(
+        self, request: HeartbeatRequest, api_version: int
+    ) -> HeartbeatResponse | asyncio.Future[HeartbeatResponse]:
+        """ConsumerGroupHeartbeat for a group this broker coordinates (the caller checked
+        the coordinator and the classic namespace): the response, or a future of it while
+        the group's records are written."""
+        classic = self._groups.get_group(request.group_id)
+        if classic is not None and self.group(request.group_id) is None:
+            refusal = self.classic_group_refusal(classic)
+            if refusal is not None:
+                return refusal
+        self.refresh_topics()
+        result = self.manager.heartbeat(request, api_version)
+        response = result.response
+        if response.error_code != ErrorCode.NONE or not result.records:
+            self._arm()
+            return response
+        extra: list[tuple[bytes, bytes | None]] = []
+        if classic is not None and classic.generation_id > 0:
+            # An empty classic group became a consumer group: its metadata is deleted,
+            # its offsets stay with it, now a group that only holds them.
+            extra.append((encode_group_metadata_key(classic.group_id), None))
+            classic.generation_id = 0
+            classic.protocol_type = classic.protocol_name = classic.leader_id = None
+            classic.current_state_timestamp = None
+        done: asyncio.Future[HeartbeatResponse] = asyncio.get_running_loop().create_future()
+
+        def written(error: ErrorCode) -> None:
+            if done.done():
+                return
+            if error == ErrorCode.NONE:
+                done.set_result(response)
+            else:
+                done.set_result(
+                    HeartbeatResponse(error_code=error, error_message=error.description)
+                )
+
+        self._persist(request.group_id, result.records, written, extra)
+        self._arm()
+        return done
+
+    def classic_group_refusal(self, classic: Group) -> HeartbeatResponse | None:
+        """The answer to a ConsumerGroupHeartbeat naming a classic group: a group with
+        members (or rebalancing) is not a consumer group; an empty one is replaced."""
+        if classic.is_(GroupState.EMPTY) or classic.is_(GroupState.DEAD):
+            return None
+        return HeartbeatResponse(
+            error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+            error_message=f"Group {classic.group_id} is not a consumer group",
+        )
+
+    def classic_join_refusal(self, group_id: str) -> ErrorCode | None:
+        """What a classic JoinGroup to a consumer group gets: INCONSISTENT_GROUP_PROTOCOL
+        while it has members (classic members inside a consumer group are not served);
+        an empty consumer group is deleted so that a classic group takes its id."""
+        group = self.group(group_id)
+        if group is None:
+            return None
+        if group.members:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        self.delete_group(group_id)
+        return None
+
+    # ---- administration ----
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a consumer group: NON_EMPTY_GROUP while it has members, else
+        its records are tombstoned (and its offsets, by the caller)."""
+        try:
+            records = self.manager.delete_group(group_id)
+        except KafkaError as e:
+            return e.errno
+        self._persist(group_id, records, lambda _error: None)
+        return ErrorCode.NONE
+
+    def offsets_holder(self, group_id: str) -> Group:
+        """The classic group without members that holds the consumer group's offsets."""
+        holder = self._groups.get_group(group_id)
+        if holder is None:
+            holder = self._groups.add_group(Group(group_id, self.time.milliseconds()))
+        return holder
+
+    # ---- persistence ----
+
+    def _persist(
+        self,
+        group_id: str,
+        records: list[Record],
+        callback: Callable[[ErrorCode], None],
+        extra: Iterable[tuple[bytes, bytes | None]] = (),
+    ) -> None:
+        try:
+            data = list(extra) + [serialize(r) for r in records]
+        except (ValueError, KafkaError) as e:
+            log.error("consumer group %s: records not serializable: %s", group_id, e)
+            self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
+            self._written(group_id, records, ErrorCode.UNKNOWN_SERVER_ERROR, callback)
+            return
+        self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
+        self._groups.store_records(
+            group_id, data, lambda error: self._written(group_id, records, error, callback)
+        )
+
+    def _written(
+        self,
+        group_id: str,
+        records: list[Record],
+        error: ErrorCode,
+        callback: Callable[[ErrorCode], None],
+    ) -> None:
+        left = self._in_flight.get(group_id, 1) - 1
+        if left:
+            self._in_flight[group_id] = left
+        else:
+            self._in_flight.pop(group_id, None)
+        if error == ErrorCode.NONE:
+            for record in records:
+                self._replay_persisted(record)
+        else:
+            log.warning(
+                "consumer group %s: %d records not written (%s); reloading it",
+                group_id,
+                len(records),
+                error.name,
+            )
+            self._failed.add(group_id)
+        if not left and group_id in self._failed:
+            self._failed.discard(group_id)
+            self._reload(group_id)
+        callback(error)
+
+    def _replay_persisted(self, record: Record) -> None:
+        group = self._persisted.get(record.group_id)
+        if group is None:
+            group = self._persisted[record.group_id] = ConsumerGroup(record.group_id)
+        try:
+            group.replay(record)
+        except IllegalStateError as e:
+            log.error("consumer group %s: persisted state: %s", record.group_id, e)
+        if group.deleted:
+            del self._persisted[record.group_id]
+
+    def _reload(self, group_id: str) -> None:
+        """Rebuilds the group from what was persisted of it."""
+        self.manager.groups.pop(group_id, None)
+        persisted = self._persisted.get(group_id)
+        if persisted is not None and self._groups.coordinator_error(group_id) is None:
+            for record in list(persisted.snapshot_records()):
+                self.manager.replay(record)
+            self.manager.on_loaded(group_id)
+        self._arm()
+
+    # ---- timers ----
+
+    def _arm(self) -> None:
+        if not self.active:
+            return
+        deadline = self.manager.next_deadline()
+        if deadline == self._timer_deadline and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is not None:
+            delay = max(0.0, deadline - self.time.monotonic())
+            self._timer = self.time.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        if not self.active:
+            return
+        for fired in self.manager.expire():
+            log.info(
+                "consumer group %s: member %s removed (%s timeout)",
+                fired.group_id,
+                fired.member_id,
+                fired.kind,
+            )
+            self._persist(fired.group_id, fired.records, lambda _error: None)
+        self._arm()
