@@ -12,6 +12,8 @@ DOUBLE     Java's ``Double.parseDouble`` syntax                   ``Not a number
 BOOLEAN    ``true`` or ``false``, any case                        ``Expected value to be
                                                                   either true or false``
 STRING     anything; ``ValidString.in`` lists the allowed ones    ``String must be one of: ..``
+           ``CaseInsensitiveValidString.in``: any case, kept      ``String must be one of (case
+           lower-cased                                            insensitive): ..``
 LIST       comma-separated, blanks around items dropped           (per validator)
 =========  ====================================================  ===========================
 
@@ -153,6 +155,21 @@ def choice_type(*allowed: str) -> Callable[[str, str], str]:
         if v not in allowed:
             raise ConfigError(key, v, f"String must be one of: {', '.join(allowed)}")
         return v
+
+    return parse
+
+
+def case_insensitive_choice_type(*allowed: str) -> Callable[[str, str], str]:
+    """A STRING with Kafka's ``CaseInsensitiveValidString.in`` (``allowed`` in lower
+    case); the value is returned in lower case."""
+
+    def parse(key: str, raw: str) -> str:
+        v = java_trim(raw)
+        if v.lower() not in allowed:
+            raise ConfigError(
+                key, v, f"String must be one of (case insensitive): {', '.join(allowed)}"
+            )
+        return v.lower()
 
     return parse
 

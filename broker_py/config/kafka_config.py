@@ -28,6 +28,7 @@ from broker_py.config.config_def import (
     raise_all,
 )
 from broker_py.config.config_def import bool_type as _bool
+from broker_py.config.config_def import case_insensitive_choice_type as _choice_ci
 from broker_py.config.config_def import choice_type as _choice
 from broker_py.config.config_def import double_type as _float
 from broker_py.config.config_def import int_type as _int
@@ -349,6 +350,22 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.consumer.max.heartbeat.interval.ms": (_int(1), "15000"),
     "group.consumer.max.size": (_int(1), str((1 << 31) - 1)),
     "group.consumer.assignors": (_list, "uniform,range"),
+    # Moving groups between the classic and consumer protocols online (Kafka's
+    # ConsumerGroupMigrationPolicy, in its order).
+    "group.consumer.migration.policy": (
+        _choice_ci("bidirectional", "upgrade", "downgrade", "disabled"),
+        "bidirectional",
+    ),
+    # Share groups (KIP-932): the defaults and bounds of the per-group share.* configs.
+    "group.share.session.timeout.ms": (_int(1), "45000"),
+    "group.share.min.session.timeout.ms": (_int(1), "45000"),
+    "group.share.max.session.timeout.ms": (_int(1), "60000"),
+    "group.share.heartbeat.interval.ms": (_int(1), "5000"),
+    "group.share.min.heartbeat.interval.ms": (_int(1), "5000"),
+    "group.share.max.heartbeat.interval.ms": (_int(1), "15000"),
+    "group.share.record.lock.duration.ms": (_int(1000, 3600000), "30000"),
+    "group.share.min.record.lock.duration.ms": (_int(1000, 30000), "15000"),
+    "group.share.max.record.lock.duration.ms": (_int(30000, 3600000), "60000"),
     "transactional.id.expiration.ms": (_int(1), "604800000"),
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),
@@ -519,21 +536,29 @@ def _check(values: dict[str, Any]) -> None:
     _check_consumer_group(values)
 
 
-def _check_consumer_group(values: dict[str, Any]) -> None:
-    """Kafka's bounds between the group.consumer.* keys."""
-    for kind in ("session.timeout", "heartbeat.interval"):
-        key, lo, hi = (f"group.consumer.{p}{kind}.ms" for p in ("", "min.", "max."))
+def _check_group_bounds(values: dict[str, Any], kind: str, names: Iterable[str]) -> None:
+    """Kafka's bounds between group.<kind>.<name>.ms and its min. and max. keys."""
+    for name in names:
+        key, lo, hi = (f"group.{kind}.{p}{name}.ms" for p in ("", "min.", "max."))
         if values[hi] < values[lo]:
             raise ConfigError(hi, values[hi], f"must be greater than or equal to {lo}")
         if not values[lo] <= values[key] <= values[hi]:
             raise ConfigError(key, values[key], f"must be within {lo} and {hi}")
-    interval = values["group.consumer.heartbeat.interval.ms"]
-    if interval >= values["group.consumer.session.timeout.ms"]:
+    interval = values[f"group.{kind}.heartbeat.interval.ms"]
+    if interval >= values[f"group.{kind}.session.timeout.ms"]:
         raise ConfigError(
-            "group.consumer.heartbeat.interval.ms",
+            f"group.{kind}.heartbeat.interval.ms",
             interval,
-            "must be less than group.consumer.session.timeout.ms",
+            f"must be less than group.{kind}.session.timeout.ms",
         )
+
+
+def _check_consumer_group(values: dict[str, Any]) -> None:
+    """Kafka's bounds between the group.consumer.* keys and between the group.share.* ones."""
+    _check_group_bounds(values, "consumer", ("session.timeout", "heartbeat.interval"))
+    _check_group_bounds(
+        values, "share", ("session.timeout", "heartbeat.interval", "record.lock.duration")
+    )
     builtin = {
         "uniform": "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "range": "org.apache.kafka.coordinator.group.assignor.RangeAssignor",

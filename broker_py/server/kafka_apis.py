@@ -29,6 +29,7 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 if TYPE_CHECKING:
     from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
     from broker_py.config.kafka_config import BrokerConfig, Listener
+    from broker_py.coordinator.group.group_config_manager import GroupConfigManager
     from broker_py.coordinator.group.group_coordinator import GroupCoordinator
     from broker_py.coordinator.transaction.producer_id_manager import (
         ProducerIdManager,
@@ -73,6 +74,8 @@ class KafkaApis:
     zk_support: ZkSupport | Any = None
     # Client telemetry (KIP-714): CLIENT_METRICS resources, subscriptions, pushed metrics.
     client_telemetry: ClientTelemetry | Any = None
+    # GROUP configs (Kafka 4): each group's overrides of the broker's group defaults.
+    group_configs: GroupConfigManager | Any = None
     # What counts Produce's and Fetch's per-partition errors when metrics.port is set
     # (broker_py.server.metrics.BrokerMetrics: on_produce_results, on_fetch_response).
     metrics: Any = None

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 
+from broker_py.config.config_entity_store import LocalConfigEntityStore
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
 from broker_py.config.kafka_config import BrokerConfig
+from broker_py.coordinator.group.group_config_manager import GroupConfigManager
 from broker_py.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker_py.log.log_dir_failure_channel import LogDirFailureChannel
 from broker_py.log.log_dir_mover import LogDirMover
@@ -45,7 +47,6 @@ from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
 from broker_py.server.replica_admin_manager import ReplicaAdminManager
-from broker_py.server.telemetry.client_metrics_store import LocalClientMetricsStore
 from broker_py.server.telemetry.client_telemetry import ClientTelemetry
 from broker_py.server.topic_admin_manager import TopicAdminManager
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -244,13 +245,21 @@ class KafkaServer:
         )
         # Client telemetry (KIP-714): CLIENT_METRICS resources kept beside the dynamic configs.
         self.apis.client_telemetry = ClientTelemetry(
-            LocalClientMetricsStore(first_dir)
+            LocalConfigEntityStore(first_dir, "client-metrics.json")
             if self.zk_support is None
             else self.zk_support.client_metrics_store(),
             config["telemetry.max.bytes"],
             self.time.milliseconds,
         )
         self.apis.client_telemetry.start()
+        # GROUP configs (Kafka 4): each group's overrides of the broker's group defaults.
+        self.apis.group_configs = GroupConfigManager(
+            LocalConfigEntityStore(first_dir, "group-configs.json")
+            if self.zk_support is None
+            else self.zk_support.group_config_store(),
+            self.config,
+        )
+        self.apis.group_configs.start()
         support.on_topic_config.append(self._topic_config_changed)
         self.log_dir_failure_handler = LogDirFailureHandler(
             self.log_dir_failure_channel,

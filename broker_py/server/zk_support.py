@@ -50,7 +50,7 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.acl_authorizer import AclAuthorizer
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
-from broker_py.zk.zk_client_metrics_store import ZkClientMetricsStore
+from broker_py.zk.zk_config_entity_store import CLIENT_METRICS, GROUPS, ZkConfigEntityStore
 from broker_py.zk.zk_controller_store import ZkControllerStore
 from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
 from broker_py.zk.zk_scram_credential_store import ZkScramCredentialStore
@@ -292,9 +292,15 @@ class ZkSupport:
         store.start(self._config_changes)
         return store
 
-    def client_metrics_store(self) -> ZkClientMetricsStore:
+    def client_metrics_store(self) -> ZkConfigEntityStore:
         """CLIENT_METRICS resources in ``/config/client-metrics`` (started by its owner)."""
-        store = ZkClientMetricsStore(self.zk, self.loop)
+        store = ZkConfigEntityStore(self.zk, self.loop, CLIENT_METRICS, "client metrics resource")
+        store.listen(self._config_changes)
+        return store
+
+    def group_config_store(self) -> ZkConfigEntityStore:
+        """GROUP configs in ``/config/groups`` (started by its owner)."""
+        store = ZkConfigEntityStore(self.zk, self.loop, GROUPS, "group config")
         store.listen(self._config_changes)
         return store
 

@@ -14,6 +14,11 @@ A CLIENT_METRICS resource (KIP-714) is a client telemetry subscription
 (``broker_py.server.telemetry``): DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, keys
 checked as Kafka's ``ClientMetricsConfigs``, described with source CLIENT_METRICS_CONFIG.
 
+A GROUP resource (Kafka 4) holds one group's overrides of the broker's group defaults
+(``broker_py.coordinator.group.group_config_manager``): DESCRIBE_CONFIGS / ALTER_CONFIGS on
+the group (GROUP_AUTHORIZATION_FAILED), keys checked as Kafka's ``GroupConfig``, every key
+described, with source GROUP_CONFIG where the group sets it and DEFAULT_CONFIG elsewhere.
+
 In a cluster a BROKER resource's configs live in ZooKeeper: any broker alters the
 default's or any broker id's (``/config/brokers/<default>`` or ``<id>``, the response
 waiting for the write), every broker applies the default's and its own when notified,
@@ -25,6 +30,7 @@ from __future__ import annotations
 import functools
 
 import logstore
+from broker_py.config import group_config
 from broker_py.config.dynamic_broker_config import validate_configs
 from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError
 from broker_py.security.authorizer import auth_helper
@@ -50,6 +56,7 @@ TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
 CLIENT_METRICS = 16
+GROUP = 32
 
 SOURCE_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2
@@ -58,6 +65,7 @@ SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 SOURCE_DYNAMIC_BROKER_LOGGER = 6
 SOURCE_CLIENT_METRICS = 7
+SOURCE_GROUP = 8
 
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = (
     1,
@@ -222,10 +230,12 @@ def _is_this_broker(apis, name: str) -> bool:
 def _ensure_allowed(
     apis, connection, operation: AclOperation, resource_type: int, name: str
 ) -> None:
-    """A topic's configs need the operation on the topic, a broker's and its loggers' on
-    the cluster (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED)."""
+    """A topic's configs need the operation on the topic, a group's on the group, a
+    broker's and its loggers' on the cluster (TOPIC_ / GROUP_ / CLUSTER_AUTHORIZATION_FAILED)."""
     if resource_type == TOPIC:
         auth_helper.ensure(apis, connection, operation, ResourceType.TOPIC, name)
+    elif resource_type == GROUP:
+        auth_helper.ensure(apis, connection, operation, ResourceType.GROUP, name)
     elif resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
         auth_helper.ensure(apis, connection, operation, ResourceType.CLUSTER)
 
@@ -259,9 +269,10 @@ def handle_describe_configs(apis, request, connection):
                 result.configs = _topic_entries(apis, topic, keys, body.include_synonyms)
         elif r.resource_type == BROKER and _is_this_broker(apis, r.resource_name):
             result.configs = _broker_entries(apis, r.resource_name, keys, body.include_synonyms)
-        elif r.resource_type == CLIENT_METRICS:
+        elif r.resource_type in (CLIENT_METRICS, GROUP):
+            entries = client_metrics_entries if r.resource_type == CLIENT_METRICS else group_entries
             try:
-                result.configs = client_metrics_entries(apis, r.resource_name, keys)
+                result.configs = entries(apis, r.resource_name, keys, body.include_synonyms)
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
         elif r.resource_type == BROKER_LOGGER and _is_this_broker(apis, r.resource_name):
@@ -294,6 +305,8 @@ def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool
         apis.config_admin_manager.set_broker_configs(name, new_configs, validate_only=validate_only)
     elif resource_type == CLIENT_METRICS:
         return apis.client_telemetry.alter(name, lambda _: dict(new_configs), validate_only)
+    elif resource_type == GROUP:
+        return apis.group_configs.alter(name, lambda _: dict(new_configs), validate_only)
     elif resource_type == BROKER_LOGGER:
         raise InvalidRequestError("broker logger levels are changed with IncrementalAlterConfigs")
     else:
@@ -420,7 +433,7 @@ def _current(apis, resource_type: int, name: str) -> tuple[dict[str, str], dict[
     return {}, {}
 
 
-def client_metrics_entries(apis, name: str, keys) -> list:
+def client_metrics_entries(apis, name: str, keys, include_synonyms: bool = False) -> list:
     """A CLIENT_METRICS resource's keys as Kafka describes them: those it holds, each with
     source CLIENT_METRICS_CONFIG (none for a resource that does not exist)."""
     if not name:
@@ -437,10 +450,36 @@ def client_metrics_entries(apis, name: str, keys) -> list:
     ]
 
 
-def client_metrics_incremented(configs: dict[str, str], operations) -> dict[str, str]:
-    """A CLIENT_METRICS resource's configs after IncrementalAlterConfigs' operations;
-    APPEND and SUBTRACT take its LIST keys (``metrics``, ``match``) alone (Kafka's
-    controller's text otherwise)."""
+def group_entries(apis, name: str, keys, include_synonyms: bool) -> list:
+    """A GROUP resource's keys as Kafka 4 describes them: every one, in force for the group
+    (source GROUP_CONFIG where the group sets it, else DEFAULT_CONFIG), a synonym each."""
+    out = []
+    for key, value, own in apis.group_configs.describe(name):
+        if keys is not None and key not in keys:
+            continue
+        source = SOURCE_GROUP if own else SOURCE_DEFAULT
+        synonym = DescribeConfigsResponse.DescribeConfigsSynonym(
+            name=key, value=value, source=source
+        )
+        config_type = TYPE_INT if group_config.is_int(key) else TYPE_STRING
+        out.append(
+            _entry(
+                key,
+                value,
+                source,
+                synonyms=[synonym] if include_synonyms else (),
+                config_type=config_type,
+            )
+        )
+    return out
+
+
+def client_metrics_incremented(
+    configs: dict[str, str], operations, list_keys=client_metrics_configs.LIST_KEYS
+) -> dict[str, str]:
+    """A CLIENT_METRICS (or GROUP, whose ``list_keys`` are none) resource's configs after
+    IncrementalAlterConfigs' operations; APPEND and SUBTRACT take its LIST keys
+    (``metrics``, ``match``) alone (Kafka's controller's text otherwise)."""
     for c in operations:
         if c.config_operation == OP_SET:
             if c.value is None:
@@ -449,7 +488,7 @@ def client_metrics_incremented(configs: dict[str, str], operations) -> dict[str,
         elif c.config_operation == OP_DELETE:
             configs.pop(c.name, None)
         elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
-            if c.name not in client_metrics_configs.LIST_KEYS:
+            if c.name not in list_keys:
                 op = "APPEND" if c.config_operation == OP_APPEND else "SUBTRACT"
                 raise InvalidConfigError(
                     f"Can't {op} to key {c.name} because its type is not LIST."
@@ -533,13 +572,17 @@ def handle_incremental_alter_configs(apis, request, connection):
                     )
                 )
                 continue
-            if r.resource_type == CLIENT_METRICS:
+            if r.resource_type in (CLIENT_METRICS, GROUP):
+                owner = apis.client_telemetry if r.resource_type == CLIENT_METRICS else None
+                list_keys = client_metrics_configs.LIST_KEYS if owner else frozenset()
                 pending.append(
                     (
                         len(responses),
-                        apis.client_telemetry.alter(
+                        (owner or apis.group_configs).alter(
                             r.resource_name,
-                            lambda current, ops=r.configs: client_metrics_incremented(current, ops),
+                            lambda current, ops=r.configs, lk=list_keys: client_metrics_incremented(
+                                current, ops, lk
+                            ),
                             body.validate_only,
                         ),
                     )

@@ -1,6 +1,6 @@
 """The broker's client telemetry (KIP-714): the CLIENT_METRICS resources (kept by a
-:class:`~broker_py.server.telemetry.client_metrics_store.LocalClientMetricsStore` or, in a
-cluster, a :class:`~broker_py.zk.zk_client_metrics_store.ZkClientMetricsStore`), the
+:class:`~broker_py.config.config_entity_store.LocalConfigEntityStore` or, in a
+cluster, a :class:`~broker_py.zk.zk_config_entity_store.ZkConfigEntityStore`), the
 sans-IO :class:`~broker_py.server.telemetry.client_metrics_manager.ClientMetricsManager`
 they feed, and the pushed metrics
 (:class:`~broker_py.server.metrics.client_telemetry.PushedClientMetrics`) the Prometheus
@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
+from broker_py.config.config_entity_store import ConfigEntityStore
 from broker_py.server.metrics.client_telemetry import PushedClientMetrics
 from broker_py.server.telemetry import client_metrics_configs as cmc
 from broker_py.server.telemetry import otlp_payload
@@ -35,21 +36,6 @@ log = logging.getLogger(__name__)
 
 DECOMPRESSED_LIMIT_FACTOR = 10
 EXPIRY_CHECK_MS = 1000
-
-
-class ClientMetricsStore(Protocol):
-    def start(self, on_change: Callable[[str, dict[str, str]], None]) -> None: ...
-
-    def names(self) -> list[str]: ...
-
-    def get(self, name: str) -> dict[str, str]: ...
-
-    def update(
-        self,
-        name: str,
-        change: Callable[[dict[str, str]], dict[str, str]],
-        validate_only: bool = False,
-    ) -> Awaitable[None] | None: ...
 
 
 def attributes_of(connection: Any) -> dict[str, str]:
@@ -73,7 +59,7 @@ def attributes_of(connection: Any) -> dict[str, str]:
 
 class ClientTelemetry:
     def __init__(
-        self, store: ClientMetricsStore, telemetry_max_bytes: int, now_ms: Callable[[], int]
+        self, store: ConfigEntityStore, telemetry_max_bytes: int, now_ms: Callable[[], int]
     ) -> None:
         self.store = store
         self.manager = ClientMetricsManager(telemetry_max_bytes, now_ms)

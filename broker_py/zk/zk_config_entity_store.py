@@ -1,10 +1,10 @@
-"""CLIENT_METRICS resources (KIP-714 subscriptions) of a cluster, in ZooKeeper as
-Kafka keeps config entities::
+"""The named config resources of one type in a cluster (CLIENT_METRICS subscriptions,
+entity type ``client-metrics``; GROUP configs, ``groups``), in ZooKeeper as Kafka keeps
+config entities::
 
-    /config/client-metrics/<sanitized name>  {"version":1,"config":{"metrics":"..",
-                                               "interval.ms":"..","match":".."}}
-    /config/changes/config_change_N          {"version":2,
-                                               "entity_path":"client-metrics/<sanitized name>"}
+    /config/<entity type>/<sanitized name>  {"version":1,"config":{"<key>":"<value>",..}}
+    /config/changes/config_change_N         {"version":2,
+                                              "entity_path":"<entity type>/<sanitized name>"}
 
 A resource whose last key is deleted loses its node. Any broker writes; every broker
 reads all the nodes at startup and one again when a notification names it.
@@ -38,15 +38,21 @@ from logstore.protocol.errors import InvalidRequestError, UnknownServerError
 
 log = logging.getLogger(__name__)
 
-CLIENT_METRICS = "client-metrics"  # the config entity type in ZooKeeper
+CLIENT_METRICS = "client-metrics"  # config entity types in ZooKeeper
+GROUPS = "groups"
 MAX_UPDATE_RETRIES = 10
 
 Change = Callable[[dict[str, str]], dict[str, str]]
 OnChange = Callable[[str, dict[str, str]], None]
 
 
-class ZkClientMetricsStore:
-    def __init__(self, zk: KafkaZkClient, loop: asyncio.AbstractEventLoop) -> None:
+class ZkConfigEntityStore:
+    def __init__(
+        self, zk: KafkaZkClient, loop: asyncio.AbstractEventLoop, entity_type: str, label: str
+    ) -> None:
+        """``label`` names a resource in logs and errors (``client metrics resource``)."""
+        self._entity_type = entity_type
+        self._label = label
         self._zk = zk
         self._loop = loop
         self._lock = threading.Lock()
@@ -62,16 +68,16 @@ class ZkClientMetricsStore:
         ``on_change(name, configs)``; later changes reach it on the event loop."""
         self._on_change = on_change
         if self._changes is not None:
-            self._changes.register(CLIENT_METRICS, self.on_change_notified)
+            self._changes.register(self._entity_type, self.on_change_notified)
         with self._lock:
-            names = self._zk.list_children(ConfigEntityTypeZNode.path(CLIENT_METRICS))
+            names = self._zk.list_children(ConfigEntityTypeZNode.path(self._entity_type))
             for node in names:
                 configs = self._read(node)[0]
                 if configs:
                     self._resources[desanitize(node)] = configs
         for name, configs in list(self._resources.items()):
             on_change(name, dict(configs))
-        log.info("loaded %d client metrics resources from ZooKeeper", len(self._resources))
+        log.info("loaded %d %ss from ZooKeeper", len(self._resources), self._label)
 
     def names(self) -> list[str]:
         return sorted(self._resources)
@@ -85,7 +91,7 @@ class ZkClientMetricsStore:
         written. UnknownServerError when ZooKeeper fails."""
         node = sanitize(name)
         if not is_valid_node_name(node):
-            raise InvalidRequestError(f"client metrics resource name {name!r} is not allowed")
+            raise InvalidRequestError(f"{self._label} name {name!r} is not allowed")
 
         def run() -> None:
             try:
@@ -96,7 +102,7 @@ class ZkClientMetricsStore:
         return asyncio.to_thread(run)
 
     def _update(self, name: str, node: str, change: Change, validate_only: bool) -> None:
-        path = ConfigEntityZNode.path(CLIENT_METRICS, node)
+        path = ConfigEntityZNode.path(self._entity_type, node)
         for _ in range(MAX_UPDATE_RETRIES + 1):
             with self._lock:
                 current, version = self._read(node)
@@ -116,18 +122,18 @@ class ZkClientMetricsStore:
                     self._zk.create_sequential(
                         ConfigEntityChangeNotificationSequenceZNode.create_path(),
                         ConfigEntityChangeNotificationSequenceZNode.encode(
-                            f"{CLIENT_METRICS}/{node}"
+                            f"{self._entity_type}/{node}"
                         ),
                     )
                     call_on_loop(self._loop, self._changed, name, dict(configs))
-                    log.info("wrote client metrics resource %r to ZooKeeper: %s", name, configs)
+                    log.info("wrote %s %r to ZooKeeper: %s", self._label, name, configs)
                     return
         raise UnknownServerError(
-            f"could not update client metrics resource {name!r} after {MAX_UPDATE_RETRIES} retries"
+            f"could not update {self._label} {name!r} after {MAX_UPDATE_RETRIES} retries"
         )
 
     def _read(self, node: str) -> tuple[dict[str, str], int | None]:
-        path = ConfigEntityZNode.path(CLIENT_METRICS, node)
+        path = ConfigEntityZNode.path(self._entity_type, node)
         got = self._zk.read_versioned(path)
         if got is None:
             return {}, None
@@ -138,12 +144,12 @@ class ZkClientMetricsStore:
             return {}, got[1]
 
     def on_change_notified(self, node: str) -> None:
-        """On the config change thread: a notification named ``client-metrics/<node>``."""
+        """On the config change thread: a notification named ``<entity type>/<node>``."""
         with self._lock:
             try:
                 configs = self._read(node)[0]
             except ZooKeeperError as e:
-                log.warning("could not read client metrics resource %s: %s", node, e)
+                log.warning("could not read %s %s: %s", self._label, node, e)
                 return
             call_on_loop(self._loop, self._changed, desanitize(node), configs)
 
@@ -159,4 +165,4 @@ class ZkClientMetricsStore:
             try:
                 self._on_change(name, dict(configs))
             except Exception as e:  # configs another broker wrote that this one refuses
-                log.error("could not apply client metrics resource %r %s: %s", name, configs, e)
+                log.error("could not apply %s %r %s: %s", self._label, name, configs, e)

@@ -1,4 +1,5 @@
-"""CLIENT_METRICS resources of a cluster in ZooKeeper (KIP-714), against a real
+"""CLIENT_METRICS resources (and GROUP configs, the same store) of a cluster in ZooKeeper
+(KIP-714), against a real
 ZooKeeper with two "brokers" (each its own session, ClientTelemetry and change
 listener) in one process: a resource written through one reaches the other's
 subscriptions through Kafka's config change notification, is kept at
@@ -13,11 +14,13 @@ import time
 
 import pytest
 
+from broker_py.config.kafka_config import BrokerConfig
+from broker_py.coordinator.group.group_config_manager import GroupConfigManager
 from broker_py.server.handlers.configs import client_metrics_incremented
 from broker_py.server.telemetry.client_telemetry import ClientTelemetry
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
-from broker_py.zk.zk_client_metrics_store import ZkClientMetricsStore
+from broker_py.zk.zk_config_entity_store import CLIENT_METRICS, GROUPS, ZkConfigEntityStore
 from logstore.protocol.errors import InvalidConfigError, InvalidRequestError
 from logstore.protocol.messages.configs import IncrementalAlterConfigsRequest
 
@@ -41,7 +44,9 @@ def zks(zk_connect):
 
 def broker(zk: KafkaZkClient) -> tuple[ClientTelemetry, ConfigChangeListener]:
     changes = ConfigChangeListener(zk)
-    store = ZkClientMetricsStore(zk, asyncio.get_running_loop())
+    store = ZkConfigEntityStore(
+        zk, asyncio.get_running_loop(), CLIENT_METRICS, "client metrics resource"
+    )
     store.listen(changes)
     telemetry = ClientTelemetry(store, 1024, lambda: 0)
     telemetry.start()
@@ -113,6 +118,50 @@ def test_resources_reach_every_broker(zks):
             t3, c3 = broker(zks())
             c3.close()
             assert t3.names() == ["bad"]
+        finally:
+            c1.close()
+            c2.close()
+
+    asyncio.run(main())
+
+
+def group_configs(zk: KafkaZkClient) -> tuple[GroupConfigManager, ConfigChangeListener]:
+    changes = ConfigChangeListener(zk)
+    store = ZkConfigEntityStore(zk, asyncio.get_running_loop(), GROUPS, "group config")
+    store.listen(changes)
+    manager = GroupConfigManager(store, BrokerConfig())
+    manager.start()
+    return manager, changes
+
+
+def test_group_configs_reach_every_broker(zks):
+    """The same store, entity type ``groups``: a GROUP config set through one broker is in
+    force on the other, and a node that breaks Kafka's group rules is ignored."""
+
+    async def main():
+        zk1 = zks()
+        (g1, c1), (g2, c2) = group_configs(zk1), group_configs(zks())
+        try:
+            await g1.alter("g", lambda _: {"consumer.session.timeout.ms": "50000"}, False)
+            assert g1.consumer_session_timeout_ms("g") == 50000
+            await until(lambda: g2.consumer_session_timeout_ms("g") == 50000, message="broker 2")
+            data = zk1.read_versioned("/config/groups/g")
+            assert data is not None
+            assert json.loads(data[0])["config"] == {"consumer.session.timeout.ms": "50000"}
+            with pytest.raises(InvalidConfigError):
+                await g2.alter("g", lambda _: {"consumer.session.timeout.ms": "1"}, False)
+            zk1.set_or_create_entity(
+                "/config/groups/bad", b'{"version":1,"config":{"consumer.session.timeout.ms":"1"}}'
+            )
+            zk1.create_sequential(
+                "/config/changes/config_change_", b'{"version":2,"entity_path":"groups/bad"}'
+            )
+            await g2.alter("after", lambda _: {"share.auto.offset.reset": "earliest"}, False)
+            await until(lambda: "after" in g1.configs, message="a later change on broker 1")
+            assert "bad" not in g1.configs and g1.consumer_session_timeout_ms("bad") == 45000
+            await g2.alter("g", lambda _: {}, False)
+            await until(lambda: "g" not in g1.configs, message="deletion")
+            assert zk1.read_versioned("/config/groups/g") is None
         finally:
             c1.close()
             c2.close()

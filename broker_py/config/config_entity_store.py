@@ -1,16 +1,17 @@
-"""Where a broker alone keeps its CLIENT_METRICS resources:
-``<first log dir>/__logstore_metadata/client-metrics.json``::
+"""Where a broker alone keeps the named config resources of one type (CLIENT_METRICS
+subscriptions, GROUP configs): ``<first log dir>/__logstore_metadata/<file name>``::
 
     {"version": 1, "resources": {"<name>": {"<key>": "<value>", ...}, ...}}
 
 A resource with no keys is not kept. (A cluster keeps them in ZooKeeper:
-:class:`broker_py.zk.zk_client_metrics_store.ZkClientMetricsStore`, same interface.)
+:class:`broker_py.zk.zk_config_entity_store.ZkConfigEntityStore`, same interface.)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from broker_py.utils import metadata_file
 from broker_py.utils.metadata_file import METADATA_DIR
@@ -19,9 +20,23 @@ Change = Callable[[dict[str, str]], dict[str, str]]
 OnChange = Callable[[str, dict[str, str]], None]
 
 
-class LocalClientMetricsStore:
-    def __init__(self, log_dir: str) -> None:
-        self._path = os.path.join(log_dir, METADATA_DIR, "client-metrics.json")
+class ConfigEntityStore(Protocol):
+    """What the owner of one resource type sees of its store, alone or in a cluster."""
+
+    def start(self, on_change: OnChange) -> None: ...
+
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> dict[str, str]: ...
+
+    def update(
+        self, name: str, change: Change, validate_only: bool = False
+    ) -> Awaitable[None] | None: ...
+
+
+class LocalConfigEntityStore:
+    def __init__(self, log_dir: str, file_name: str) -> None:
+        self._path = os.path.join(log_dir, METADATA_DIR, file_name)
         self._resources: dict[str, dict[str, str]] = (
             metadata_file.load(
                 self._path,
