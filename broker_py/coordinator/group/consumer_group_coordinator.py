@@ -113,7 +113,7 @@ class ConsumerGroupCoordinator:
         for group_id in [
             g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
         ]:
-            self.manager.groups.pop(group_id, None)
+            self.manager.forget_group(group_id)
             self._persisted.pop(group_id, None)
             self._failed.discard(group_id)
 
@@ -311,7 +311,7 @@ class ConsumerGroupCoordinator:
 
     def _reload(self, group_id: str) -> None:
         """Rebuilds the group from what was persisted of it."""
-        self.manager.groups.pop(group_id, None)
+        self.manager.forget_group(group_id)
         persisted = self._persisted.get(group_id)
         if persisted is not None and self._groups.coordinator_error(group_id) is None:
             for record in list(persisted.snapshot_records()):
