@@ -9,6 +9,11 @@ what a read-uncommitted consumer can reach) minus the group's committed offset; 
 partition without a commit (current offset ``-``), the high watermark minus the log start
 offset: every record there is unread. Lag is never below 0. ``total-lag`` is their sum.
 With no GROUP (or ``--all``) it describes every group ``list`` shows.
+
+A group's ``type`` is ``consumer`` on the consumer protocol (KIP-848) and ``classic``
+otherwise. A consumer group also shows its group epoch, target assignment epoch and
+server assignor, and per member its member epoch and its assigned and pending partitions
+(:mod:`logstore.cli.consumer_group_describe`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import click
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
     KafkaError,
     KafkaException,
     TopicPartition,
@@ -29,6 +35,7 @@ from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
 from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
+from logstore.cli.consumer_group_describe import describe_consumer_group
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
 from logstore.cli.topic import topic_metadata
@@ -131,15 +138,31 @@ def describe_one(admin: Admin, desc: Any, topic_partitions: dict[str, list[int]]
             }
         )
     coordinator = desc.coordinator
-    return {
+    consumer = getattr(desc, "type", None) == ConsumerGroupType.CONSUMER
+    described = {
         "group": group_id,
+        "type": "consumer" if consumer else "classic",
         "coordinator": None if coordinator is None else coordinator.id,
         "state": state_name(desc.state),
         "assignor": desc.partition_assignor or None,
+        "group_epoch": None,
+        "assignment_epoch": None,
         "members": members,
         "total_lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
         "partitions": partitions,
     }
+    if consumer and coordinator is not None:
+        details = describe_consumer_group(
+            admin.options, coordinator.host, coordinator.port, group_id
+        )
+        described.update(
+            state=details["state"],
+            assignor=details["assignor"] or None,
+            group_epoch=details["group_epoch"],
+            assignment_epoch=details["assignment_epoch"],
+            members=details["members"],
+        )
+    return described
 
 
 def _lag(current: int | None, start: object, end: object) -> int | None:
@@ -158,16 +181,37 @@ def _draw_groups(o: Output, described: list[dict[str, Any]]) -> None:
     for i, g in enumerate(described):
         if i:
             o.line("")
+        consumer = g["type"] == "consumer"
+        epochs = [("group-epoch", g["group_epoch"]), ("assignment-epoch", g["assignment_epoch"])]
         o.fields(
             [
                 ("group", g["group"]),
+                ("type", g["type"]),
                 ("coordinator", g["coordinator"]),
                 ("state", g["state"]),
                 ("balancer", g["assignor"]),
+                *(epochs if consumer else []),
                 ("members", len(g["members"])),
                 ("total-lag", g["total_lag"]),
             ]
         )
+        if consumer and g["members"]:
+            o.table(
+                ["member-id", "instance-id", "client-id", "host", "epoch", "assigned", "pending"],
+                (
+                    [
+                        m["member_id"],
+                        m["instance_id"],
+                        m["client_id"],
+                        m["host"],
+                        m["member_epoch"],
+                        m["assigned"],
+                        m["pending"],
+                    ]
+                    for m in g["members"]
+                ),
+            )
+            o.line("")
         o.table(
             [
                 "topic",
