@@ -67,13 +67,16 @@ def new_group_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
             return ErrorCode.INVALID_TXN_STATE
         return transactions.verify_partition(producer_id, epoch, topic, partition)
 
-    return GroupCoordinator(
+    coordinator = GroupCoordinator(
         apis.config,
         _partition_writer(apis),
         cluster=apis.zk_support is not None,
         verify_transaction=verify_transaction,
         time=time,
     )
+    # Consumer groups (KIP-848) see the topics the metadata cache has.
+    coordinator.consumer_groups.set_topic_source(lambda: apis.metadata_cache.topics)
+    return coordinator
 
 
 def new_transaction_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
@@ -303,9 +306,6 @@ class KafkaServer:
     async def start_coordinators(self) -> None:
         apis = self.apis
         apis.group_coordinator = new_group_coordinator(apis, self.time)
-        apis.group_coordinator.consumer_groups.set_topic_source(
-            lambda: apis.metadata_cache.topics
-        )
         apis.topic_admin_manager.on_topic_deleted.append(apis.group_coordinator.on_topic_deleted)
         await apis.group_coordinator.start()
         apis.transaction_coordinator = new_transaction_coordinator(apis)

@@ -20,7 +20,9 @@ Invariants:
   append's error as Kafka maps it (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
 - Topics come from the broker's metadata (names, topic ids, partition counts), read
   again whenever the metadata's topics object changes; regexes are google-re2 patterns
-  matched against whole names (RE2/J's ``matches()``).
+  matched against whole names (RE2/J's ``matches()``), and match only topics the client
+  whose heartbeat resolves them may DESCRIBE (Kafka resolves with that member's
+  context too).
 - One event-loop timer stands for the manager's earliest deadline (sessions, rebalance
   timeouts), on the injected :class:`~broker_py.utils.time.Time`.
 """
@@ -80,7 +82,9 @@ class ConsumerGroupCoordinator:
         self.config = config
         self.time = time
         self._groups = groups
-        self.manager = ConsumerGroupManager(config, time, compile_regex)
+        self.manager = ConsumerGroupManager(config, time, self._compile_regex)
+        # The topics the heartbeat being handled may see (None: all).
+        self._describable: Callable[[str], bool] | None = None
         self._topic_source = topics
         self._topics_seen: object = None
         self._persisted: dict[str, ConsumerGroup] = {}
@@ -167,19 +171,36 @@ class ConsumerGroupCoordinator:
 
     # ---- heartbeat ----
 
+    def _compile_regex(self, pattern: str) -> Callable[[str], bool]:
+        matches = compile_regex(pattern)
+
+        def visible(name: str) -> bool:
+            describable = self._describable
+            return matches(name) and (describable is None or describable(name))
+
+        return visible
+
     def heartbeat(
-        self, request: HeartbeatRequest, api_version: int
+        self,
+        request: HeartbeatRequest,
+        api_version: int,
+        describable: Callable[[str], bool] | None = None,
     ) -> HeartbeatResponse | asyncio.Future[HeartbeatResponse]:
         """ConsumerGroupHeartbeat for a group this broker coordinates (the caller checked
-        the coordinator and the classic namespace): the response, or a future of it while
-        the group's records are written."""
+        the coordinator): the response, or a future of it while the group's records are
+        written. ``describable``: the topics the client may DESCRIBE, which are all a
+        regex it makes the group resolve can match (None: every topic)."""
         classic = self._groups.get_group(request.group_id)
         if classic is not None and self.group(request.group_id) is None:
             refusal = self.classic_group_refusal(classic)
             if refusal is not None:
                 return refusal
         self.refresh_topics()
-        result = self.manager.heartbeat(request, api_version)
+        self._describable = describable
+        try:
+            result = self.manager.heartbeat(request, api_version)
+        finally:
+            self._describable = None
         response = result.response
         if response.error_code != ErrorCode.NONE or not result.records:
             self._arm()

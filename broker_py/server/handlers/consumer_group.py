@@ -5,7 +5,8 @@ Each handler turns the request into a call on the group coordinator's
 :class:`~broker_py.coordinator.group.consumer_group_coordinator.ConsumerGroupCoordinator`
 and its result into the response; the coordinator and its sans-IO manager hold the rules.
 
-Authorization, as Kafka's KafkaApis: ConsumerGroupHeartbeat needs READ on the group;
+Authorization, as Kafka's KafkaApis: ConsumerGroupHeartbeat needs READ on the group, and
+a regex it makes the group resolve matches only topics the client may DESCRIBE;
 ConsumerGroupDescribe DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others)
 and DESCRIBE on every topic its members are assigned, or the group is answered with
 TOPIC_AUTHORIZATION_FAILED and no members.
@@ -108,7 +109,15 @@ def handle_consumer_group_heartbeat(apis, request, connection):
         client_id=_client_id(request),
         client_host=_client_host(connection),
     )
-    result = apis.group_coordinator.consumer_groups.heartbeat(heartbeat, version)
+    describable = None
+    if apis.authorizer is not None:
+
+        def describable(topic: str) -> bool:
+            return auth_helper.authorize(
+                apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, topic
+            )
+
+    result = apis.group_coordinator.consumer_groups.heartbeat(heartbeat, version, describable)
     if isinstance(result, HeartbeatResponse):
         return _heartbeat_response(result)
     return _when_written(result)

@@ -1,0 +1,197 @@
+"""The live consumer-group coordinator (KIP-848), driven through its handlers with decoded
+requests over a real broker's logs (no sockets), on a MockTime: a heartbeat's records are
+in ``__consumer_offsets`` when it is answered; a write that fails (a batch over
+``message.max.bytes``) is answered with Kafka's mapped error and the group is rebuilt
+from what was written; a member whose session times out is removed and its removal
+written; bad requests get INVALID_REQUEST, unknown groups GROUP_ID_NOT_FOUND, a classic
+group with members is not a consumer group."""
+
+from __future__ import annotations
+
+import uuid
+
+from broker_py.coordinator.group.modern import record_serde
+from broker_py.coordinator.group.modern.records import (
+    CurrentAssignmentRecord,
+    CurrentAssignmentTombstone,
+    GroupEpochRecord,
+    MemberMetadataTombstone,
+)
+from broker_py.server.handlers import call
+from broker_py.server.handlers.consumer_group import HANDLERS
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.frame import Request
+from logstore.protocol.headers import RequestHeader
+from logstore.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
+from tests.broker.test_group_coordinator import CONNECTION, cluster, make_topic, run
+
+E = ErrorCode
+
+
+async def _call(c, api_key: ApiKey, body, version: int = 1):
+    wire = body.encode(version)
+    decoded = type(body).decode(wire, version)
+    header = RequestHeader(
+        api_key=int(api_key), api_version=version, correlation_id=1, client_id="cg-test"
+    )
+    response = await call(
+        HANDLERS[api_key], c.apis, Request(header=header, body=decoded, size=len(wire)), CONNECTION
+    )
+    return type(response).decode(response.encode(version), version)
+
+
+async def _join(c, group: str, member_id: str, topics: list[str]):
+    return await _call(
+        c,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=topics,
+            topic_partitions=[],
+        ),
+    )
+
+
+async def _describe(c, group: str):
+    response = await _call(
+        c,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+    )
+    (described,) = response.groups
+    return described
+
+
+def _consumer_group_records(c, group: str):
+    out = []
+    for key, value in c.offsets_log_records(group):
+        record = record_serde.deserialize(key, value)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+def test_heartbeat_records_are_written_before_the_answer(tmp_path):
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 3)
+            member = uuid.uuid4().hex
+            response = await _join(c, "g", member, ["orders"])
+            assert (response.error_code, response.member_id, response.member_epoch) == (
+                0,
+                member,
+                1,
+            )
+            assert sorted(
+                p for tp in response.assignment.topic_partitions for p in tp.partitions
+            ) == [
+                0,
+                1,
+                2,
+            ]
+            records = _consumer_group_records(c, "g")
+            assert GroupEpochRecord("g", 1) in records
+            (current,) = [r for r in records if isinstance(r, CurrentAssignmentRecord)]
+            assert (current.member_id, current.member_epoch) == (member, 1)
+            d = await _describe(c, "g")
+            assert (d.error_code, d.group_state, d.group_epoch) == (0, "Stable", 1)
+            assert [(m.member_id, m.client_id, m.client_host) for m in d.members] == [
+                (member, "cg-test", "/10.1.2.3")
+            ]
+
+    run(main())
+
+
+def test_a_failed_write_is_answered_and_the_group_rebuilt_from_what_was_written(tmp_path):
+    async def main():
+        async with cluster(tmp_path, message_max_bytes=2000) as c:
+            make_topic(c, "orders", 2)
+            first = uuid.uuid4().hex
+            assert (await _join(c, "g", first, ["orders"])).error_code == 0
+            # A member whose metadata record alone is over message.max.bytes.
+            many = [f"topic-with-a-long-name-{i:04d}-" + "x" * 40 for i in range(60)]
+            refused = await _join(c, "g", uuid.uuid4().hex, ["orders", *many])
+            assert refused.error_code == E.UNKNOWN_SERVER_ERROR
+            d = await _describe(c, "g")
+            assert [m.member_id for m in d.members] == [first]
+            assert (d.group_epoch, d.assignment_epoch, d.group_state) == (1, 1, "Stable")
+            # The first member carries on at its epoch.
+            again = await _call(
+                c,
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                ConsumerGroupHeartbeatRequest(group_id="g", member_id=first, member_epoch=1),
+            )
+            assert (again.error_code, again.member_epoch) == (0, 1)
+
+    run(main())
+
+
+def test_session_timeout_removes_the_member_and_writes_it(tmp_path):
+    async def main():
+        async with cluster(
+            tmp_path,
+            group_consumer_min_session_timeout_ms=1000,
+            group_consumer_session_timeout_ms=1000,
+            group_consumer_min_heartbeat_interval_ms=100,
+            group_consumer_heartbeat_interval_ms=100,
+        ) as c:
+            make_topic(c, "orders", 2)
+            a, b = uuid.uuid4().hex, uuid.uuid4().hex
+            assert (await _join(c, "g", a, ["orders"])).error_code == 0
+            await c.advance(0.6)
+            assert (await _join(c, "g", b, ["orders"])).error_code == 0
+            await c.advance(0.6)  # a's session (1 s) is over; b's is not
+            d = await _describe(c, "g")
+            assert [m.member_id for m in d.members] == [b]
+            records = _consumer_group_records(c, "g")
+            assert CurrentAssignmentTombstone("g", a) in records
+            assert MemberMetadataTombstone("g", a) in records
+
+    run(main())
+
+
+def test_bad_requests_and_the_group_namespace(tmp_path):
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 1)
+            hb = ApiKey.CONSUMER_GROUP_HEARTBEAT
+            blank = await _call(
+                c, hb, ConsumerGroupHeartbeatRequest(group_id="g", member_id="", member_epoch=0)
+            )
+            assert (blank.error_code, blank.error_message) == (
+                E.INVALID_REQUEST,
+                "MemberId can't be empty.",
+            )
+            unknown = await _call(
+                c, hb, ConsumerGroupHeartbeatRequest(group_id="nope", member_id="m", member_epoch=3)
+            )
+            assert unknown.error_code == E.GROUP_ID_NOT_FOUND
+            bad_regex = await _call(
+                c,
+                hb,
+                ConsumerGroupHeartbeatRequest(
+                    group_id="g",
+                    member_id="m",
+                    member_epoch=0,
+                    rebalance_timeout_ms=1000,
+                    subscribed_topic_regex="(",
+                    topic_partitions=[],
+                ),
+            )
+            assert bad_regex.error_code == E.INVALID_REGULAR_EXPRESSION
+            missing = await _describe(c, "nope")
+            assert (missing.error_code, missing.error_message) == (
+                E.GROUP_ID_NOT_FOUND,
+                "Group nope not found.",
+            )
+            empty = await _describe(c, "")
+            assert empty.error_code == E.INVALID_GROUP_ID
+
+    run(main())
