@@ -15,6 +15,7 @@ from broker_py.coordinator.group.modern.records import (
     CurrentAssignmentRecord,
     CurrentAssignmentTombstone,
     GroupEpochRecord,
+    GroupEpochTombstone,
     MemberMetadataTombstone,
 )
 from broker_py.server.handlers import call
@@ -193,5 +194,76 @@ def test_bad_requests_and_the_group_namespace(tmp_path):
             )
             empty = await _describe(c, "")
             assert empty.error_code == E.INVALID_GROUP_ID
+
+    run(main())
+
+
+async def _commit_offsets(c, group: str, member: str, epoch: int, offsets: dict):
+    from broker_py.server.handlers.groups import HANDLERS as GROUP_HANDLERS
+    from logstore.protocol.messages.offset_commit import OffsetCommitRequest
+
+    body = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=epoch,
+        member_id=member,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name=topic,
+                partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(
+                        partition_index=p, committed_offset=o, committed_metadata=""
+                    )
+                ],
+            )
+            for (topic, p), o in offsets.items()
+        ],
+    )
+    wire = body.encode(9)
+    header = RequestHeader(
+        api_key=int(ApiKey.OFFSET_COMMIT), api_version=9, correlation_id=1, client_id="cg-test"
+    )
+    response = await call(
+        GROUP_HANDLERS[ApiKey.OFFSET_COMMIT],
+        c.apis,
+        Request(header=header, body=OffsetCommitRequest.decode(wire, 9), size=len(wire)),
+        CONNECTION,
+    )
+    return {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+
+
+def test_offsets_of_subscribed_topics_are_kept_until_the_group_empties(tmp_path):
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 1)
+            make_topic(c, "other", 1)
+            member = uuid.uuid4().hex
+            assert (await _join(c, "g", member, ["orders"])).error_code == 0
+            committed = await _commit_offsets(
+                c, "g", member, 1, {("orders", 0): 5, ("other", 0): 7}
+            )
+            assert committed == {("orders", 0): 0, ("other", 0): 0}
+            coordinator = c.coordinator
+            # OffsetDelete keeps a subscribed topic's offsets.
+            error, errors = coordinator.delete_offsets("g", [("orders", 0)])
+            assert (error, errors) == (E.NONE, {("orders", 0): E.GROUP_SUBSCRIBED_TO_TOPIC})
+            # Expiry long after the commits: only the unsubscribed topic's offset goes.
+            later = c.apis.time.milliseconds() + 8 * 24 * 3600 * 1000
+            assert coordinator.expire_offsets(later) == 1
+            assert coordinator.fetch_offsets("g", None, member, 1)[1] == {
+                ("orders", 0): coordinator.manager.get_group("g").offsets[("orders", 0)]
+            }
+            left = await _call(
+                c,
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                ConsumerGroupHeartbeatRequest(group_id="g", member_id=member, member_epoch=-1),
+            )
+            assert (left.error_code, left.member_epoch) == (0, -1)
+            # Without members, the last offset expires and the empty group is deleted.
+            assert coordinator.expire_offsets(later) == 1
+            assert (await _describe(c, "g")).error_code == E.GROUP_ID_NOT_FOUND
+            records = _consumer_group_records(c, "g")
+            assert records[-1] == GroupEpochTombstone("g")
 
     run(main())

@@ -265,9 +265,33 @@ class GroupCoordinator(
         while True:
             await self.time.sleep(interval_ms / 1000)
             try:
-                self.manager.expire_offsets()
+                self.expire_offsets()
             except Exception:
                 log.exception("offset expiration")
+
+    def expire_offsets(self, now: int | None = None) -> int:
+        """Removes the offsets due for expiry (GroupMetadataManager.expire_offsets), except
+        a consumer group's offsets of topics it subscribes to, which do not expire (Kafka's
+        OffsetMetadataManager); a consumer group without members left without offsets is
+        deleted. Returns how many offsets were removed."""
+        now = self.time.milliseconds() if now is None else now
+        retention_ms = self.config["offsets.retention.minutes"] * 60_000
+
+        def expired(group: Group) -> list[tuple[str, int]]:
+            due = group.expired_offsets(now, retention_ms)
+            consumer = self.consumer_groups.group(group.group_id)
+            if consumer is None:
+                return due
+            subscribed = consumer.subscribed_topic_names()
+            return [tp for tp in due if tp[0] not in subscribed]
+
+        removed = self.manager.cleanup_group_metadata(self.manager.current_groups(), expired)
+        for consumer in self.consumer_groups.groups():
+            if not consumer.members and self.manager.get_group(consumer.group_id) is None:
+                self.consumer_groups.delete_group(consumer.group_id)
+        if removed:
+            log.info("removed %d expired offsets", removed)
+        return removed
 
     def _cancel_timers(self, group: Group) -> None:
         if group.delayed_join is not None:

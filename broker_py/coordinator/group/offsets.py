@@ -293,6 +293,21 @@ class OffsetsMixin:
         error = self.validate_group_status(group_id, ApiKey.OFFSET_DELETE)
         if error is not None:
             return error, {}
+        consumer = self.consumer_groups.group(group_id)
+        if consumer is not None:
+            # A consumer group keeps the offsets of the topics it subscribes to.
+            subscribed = consumer.subscribed_topic_names()
+            errors = {
+                tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if tp[0] in subscribed
+            }
+            wanted = {tp for tp in partitions if tp not in errors}
+            holder = self.manager.get_group(group_id)
+            if wanted and holder is not None:
+                self.manager.cleanup_group_metadata(
+                    [holder], lambda g: [tp for tp in g.offsets if tp in wanted]
+                )
+            errors.update(dict.fromkeys(wanted, ErrorCode.NONE))
+            return ErrorCode.NONE, errors
         group = self.manager.get_group(group_id)
         if group is None or group.is_(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
