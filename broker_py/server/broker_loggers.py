@@ -5,7 +5,9 @@ Kafka's Log4jController offers them.
 Each logger of the broker (``broker_py.*``, and ``kafka.request.logger``: the request
 log, ``broker_py/network/request_logger.py``) and ``root`` is a config key whose value
 is a log4j level name. Python has no TRACE or FATAL: they map to levels 5 and 50.
-Unsetting a logger gives it the root's level back.
+Unsetting a logger gives it the root's level back. A level is set only by one of Kafka's
+six names, exactly (``FATAL``, ``ERROR``, ``WARN``, ``INFO``, ``DEBUG``, ``TRACE``); errors
+carry Kafka's RuntimeLoggerManager texts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ _LEVELS = {
     "OFF": logging.CRITICAL + 10,
 }
 _PREFIXES = ("broker_py", "kafka.")
+# Kafka's LogLevelConfig.VALID_LOG_LEVELS, in the order its messages list them (sorted).
+VALID_LOG_LEVELS = ("DEBUG", "ERROR", "FATAL", "INFO", "TRACE", "WARN")
 
 
 def _name_of(level: int) -> str:
@@ -37,7 +41,7 @@ def _logger(name: str) -> logging.Logger:
     if name == ROOT:
         return logging.getLogger()
     if not name.startswith(_PREFIXES) or name not in logging.root.manager.loggerDict:
-        raise InvalidConfigError(f"logger {name} does not exist")
+        raise InvalidConfigError(f"Logger {name} does not exist!")
     return logging.getLogger(name)
 
 
@@ -58,12 +62,15 @@ def set_level(name: str, level: str | None, validate_only: bool = False) -> None
     logger = _logger(name)
     if level is None:
         if name == ROOT:
-            raise InvalidRequestError("the root logger's level cannot be removed")
+            raise InvalidRequestError(f"Removing the log level of the {ROOT} logger is not allowed")
         if not validate_only:
             logger.setLevel(logging.NOTSET)
         return
-    value = _LEVELS.get(level.strip().upper())
-    if value is None:
-        raise InvalidConfigError(f"{level!r} is not a log level: {', '.join(_LEVELS)}")
+    if level not in VALID_LOG_LEVELS:
+        raise InvalidConfigError(
+            f"Cannot set the log level of {name} to {level} as it is not a supported log "
+            f"level. Valid log levels are {', '.join(VALID_LOG_LEVELS)}"
+        )
+    value = _LEVELS[level]
     if not validate_only:
         logger.setLevel(value)

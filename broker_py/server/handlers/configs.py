@@ -28,6 +28,7 @@ and each describes its own.
 from __future__ import annotations
 
 import functools
+import re
 
 import logstore
 from broker_py.config import group_config
@@ -267,27 +268,48 @@ def handle_describe_configs(apis, request, connection):
                 result.error_message = f"topic {r.resource_name!r} does not exist"
             else:
                 result.configs = _topic_entries(apis, topic, keys, body.include_synonyms)
-        elif r.resource_type == BROKER and _is_this_broker(apis, r.resource_name):
-            result.configs = _broker_entries(apis, r.resource_name, keys, body.include_synonyms)
-        elif r.resource_type in (CLIENT_METRICS, GROUP):
-            entries = client_metrics_entries if r.resource_type == CLIENT_METRICS else group_entries
+        else:
             try:
-                result.configs = entries(apis, r.resource_name, keys, body.include_synonyms)
+                result.configs = _described(apis, r.resource_type, r.resource_name, keys, body)
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
-        elif r.resource_type == BROKER_LOGGER and _is_this_broker(apis, r.resource_name):
-            result.configs = [
-                _entry(name, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
-                for name, level in broker_loggers.levels().items()
-                if keys is None or name in keys
-            ]
-        else:
-            result.error_code = int(ErrorCode.INVALID_REQUEST)
-            result.error_message = (
-                f"unknown resource type {r.resource_type} or broker {r.resource_name!r}"
-            )
         results.append(result)
     return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _broker_id_of(name: str) -> int:
+    """Kafka's ``resourceNameToBrokerId``: Java's ``Integer.parseInt``."""
+    if not re.fullmatch(r"[+-]?[0-9]+", name) or not -(1 << 31) <= int(name) < 1 << 31:
+        raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}")
+    return int(name)
+
+
+def _described(apis, resource_type: int, name: str, keys, body) -> list:
+    """The entries of a BROKER, BROKER_LOGGER, CLIENT_METRICS or GROUP resource, or
+    Kafka's ConfigHelper error for its name."""
+    if resource_type == BROKER:
+        if name and _broker_id_of(name) != apis.broker_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {apis.broker_id} or empty string, "
+                f"but received {name}"
+            )
+        return _broker_entries(apis, name, keys, body.include_synonyms)
+    if resource_type == BROKER_LOGGER:
+        if not name:
+            raise InvalidRequestError("Broker id must not be empty")
+        if _broker_id_of(name) != apis.broker_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {apis.broker_id} but received {name}"
+            )
+        return [
+            _entry(logger, level, SOURCE_DYNAMIC_BROKER_LOGGER, config_type=TYPE_STRING)
+            for logger, level in broker_loggers.levels().items()
+            if keys is None or logger in keys
+        ]
+    if resource_type in (CLIENT_METRICS, GROUP):
+        entries = client_metrics_entries if resource_type == CLIENT_METRICS else group_entries
+        return entries(apis, name, keys, body.include_synonyms)
+    raise InvalidRequestError("Unsupported resource type: UNKNOWN")
 
 
 def _apply(apis, resource_type: int, name: str, new_configs, validate_only: bool):
@@ -532,16 +554,26 @@ def _incremented(configs: dict[str, str], effective: dict[str, str], operations)
 
 
 def _alter_loggers(apis, resource, validate_only: bool) -> None:
-    """SET or DELETE log levels; every change is checked before any is made."""
-    if not _is_this_broker(apis, resource.resource_name) or resource.resource_name == "":
+    """SET or DELETE log levels; every change is checked before any is made (Kafka's
+    RuntimeLoggerManager, its texts; its "Unexpected node id" names this broker twice)."""
+    name = resource.resource_name
+    try:
+        node_id = _broker_id_of(name)
+    except InvalidRequestError:
+        raise InvalidRequestError(f"Node id must be an integer, but it is: {name}") from None
+    if node_id != apis.broker_id:
         raise InvalidRequestError(
-            f"broker {resource.resource_name!r} is not this broker ({apis.broker_id})"
+            f"Unexpected node id. Expected {apis.broker_id}, but received {apis.broker_id}"
         )
     for final in (False, True):
         for c in resource.configs:
             if c.config_operation not in (OP_SET, OP_DELETE):
+                op = {OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}.get(c.config_operation)
                 raise InvalidRequestError(
-                    f"log levels take SET and DELETE, not operation {c.config_operation}"
+                    f"{op} operation is not allowed for the BROKER_LOGGER resource"
+                    if op
+                    else f"Unknown operation type {c.config_operation} is not allowed for "
+                    "the BROKER_LOGGER resource"
                 )
             broker_loggers.set_level(
                 c.name,
