@@ -5,8 +5,9 @@ Each handler turns the request into a call on the group coordinator's
 :class:`~broker_py.coordinator.group.consumer_group_coordinator.ConsumerGroupCoordinator`
 and its result into the response; the coordinator and its sans-IO manager hold the rules.
 
-Authorization, as Kafka's KafkaApis: ConsumerGroupHeartbeat needs READ on the group, and
-a regex it makes the group resolve matches only topics the client may DESCRIBE;
+Authorization, as Kafka's KafkaApis: ConsumerGroupHeartbeat needs READ on the group and
+DESCRIBE on every topic it subscribes to by name (else TOPIC_AUTHORIZATION_FAILED), and a
+regex it makes the group resolve matches only topics the client may DESCRIBE;
 ConsumerGroupDescribe DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others)
 and DESCRIBE on every topic its members are assigned, or the group is answered with
 TOPIC_AUTHORIZATION_FAILED and no members.
@@ -90,6 +91,15 @@ def handle_consumer_group_heartbeat(apis, request, connection):
     version = request.api_version
     if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
         return _error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if body.subscribed_topic_names and auth_helper.denied(
+        apis,
+        connection,
+        AclOperation.DESCRIBE,
+        ResourceType.TOPIC,
+        set(body.subscribed_topic_names),
+    ):
+        # Kafka: a client may not subscribe to topics it may not see.
+        return _error_response(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     error = _coordinator_error(apis, body.group_id)
     if error is not None:
         return _error_response(error)

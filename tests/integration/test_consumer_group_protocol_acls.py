@@ -1,0 +1,165 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe under an authorizer, on the wire: READ
+on the group for a heartbeat, DESCRIBE on every topic subscribed by name, a regex that
+matches only the topics the client may DESCRIBE, DESCRIBE on the group and on its
+assigned topics for a describe. Requests on the PLAINTEXT listener come as
+``User:ANONYMOUS`` (granted READ on the ``<prefix>-g`` groups and DESCRIBE on the
+``<prefix>-visible`` topics); the super user ``admin`` on the SASL listener sets things up
+and runs a member subscribed to a topic ANONYMOUS may not see."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
+from logstore.protocol.messages.metadata import MetadataRequest
+from tests.integration.clients import wire_call
+from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret";'
+)
+P = f"cga{uuid.uuid4().hex[:6]}"
+VISIBLE, SECRET = f"{P}-visible", f"{P}-secret"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(str(tmp_path_factory.mktemp("cga")))
+    b.sasl_port = free_port()
+    b.overrides.update(
+        {
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{b.sasl_port}",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.num.partitions": "1",
+        }
+    )
+    b.start()
+    admin = AdminClient(_admin_config(b))
+    for future in admin.create_topics([NewTopic(VISIBLE, 2, 1), NewTopic(SECRET, 1, 1)]).values():
+        future.result(15)
+    grants = [
+        AclBinding(
+            ResourceType.GROUP,
+            f"{P}-g",
+            ResourcePatternType.PREFIXED,
+            "User:ANONYMOUS",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.TOPIC,
+            VISIBLE,
+            ResourcePatternType.LITERAL,
+            "User:ANONYMOUS",
+            "*",
+            AclOperation.DESCRIBE,
+            AclPermissionType.ALLOW,
+        ),
+    ]
+    for future in admin.create_acls(grants).values():
+        assert future.result(15) is None
+    yield b
+    b.stop()
+
+
+def _admin_config(b: BrokerProcess) -> dict:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{b.sasl_port}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "admin",
+        "sasl.password": "admin-secret",
+    }
+
+
+def _join(b: BrokerProcess, group: str, names=None, regex=None):
+    body = ConsumerGroupHeartbeatRequest(
+        group_id=group,
+        member_id=uuid.uuid4().hex,
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=names,
+        subscribed_topic_regex=regex,
+        topic_partitions=[],
+    )
+    return wire_call(b.bootstrap, body, 1)
+
+
+def _describe(b: BrokerProcess, group: str):
+    body = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True)
+    (described,) = wire_call(b.bootstrap, body, 1).groups
+    return described
+
+
+def test_heartbeat_and_describe_are_authorized(broker):
+    denied = _join(broker, "not-granted", names=[VISIBLE])
+    assert denied.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    hidden = _join(broker, f"{P}-g1", names=[VISIBLE, SECRET])
+    assert hidden.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+    # The regex matches both topics' names, but only the one ANONYMOUS may see.
+    joined = _join(broker, f"{P}-g1", regex=f"{P}-.*")
+    assert joined.error_code == 0, joined.error_message
+    metadata = wire_call(
+        broker.bootstrap,
+        MetadataRequest(topics=None, allow_auto_topic_creation=False),
+        12,
+    )
+    ids = {t.name: t.topic_id for t in metadata.topics}
+    assert set(ids) == {VISIBLE}
+    assigned = {
+        (tp.topic_id, p) for tp in joined.assignment.topic_partitions for p in tp.partitions
+    }
+    assert assigned == {(ids[VISIBLE], 0), (ids[VISIBLE], 1)}
+
+    described = _describe(broker, f"{P}-g1")
+    assert described.error_code == 0
+    (member,) = described.members
+    assert [tp.topic_name for tp in member.assignment.topic_partitions] == [VISIBLE]
+    assert described.authorized_operations not in (0, -2147483648)
+    assert _describe(broker, "not-granted").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+    # A group whose members hold a topic ANONYMOUS may not describe.
+    admin_member = Consumer(
+        {**_admin_config(broker), "group.id": f"{P}-g2", "group.protocol": "consumer"}
+    )
+    admin_member.subscribe([SECRET])
+    try:
+
+        def secret_assigned():
+            admin_member.poll(0.1)
+            return admin_member.assignment()
+
+        wait_until(secret_assigned, timeout=30, message="the admin member's assignment")
+        refused = _describe(broker, f"{P}-g2")
+        assert refused.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert refused.error_message == (
+            "The described group uses topics that the client is not authorized to describe."
+        )
+        assert refused.members == []
+    finally:
+        admin_member.close()
