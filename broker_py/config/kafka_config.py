@@ -136,7 +136,12 @@ def _listeners(key: str, raw: str) -> list[Listener]:
     for part in _list(key, raw):
         m = _LISTENER.match(part)
         if not m:
-            raise ConfigError(key, raw, f"{part!r} is not NAME://host:port")
+            raise ConfigError(
+                key,
+                raw,
+                f"Error creating broker listeners from '{raw}': Unable to parse {part} to a "
+                "broker endpoint",
+            )
         port = int(m["port"])
         if port > 65535:
             raise ConfigError(key, raw, f"port {port} is out of range")
@@ -145,7 +150,11 @@ def _listeners(key: str, raw: str) -> list[Listener]:
         raise ConfigError(key, raw, "no listener given")
     names = [listener.name for listener in out]
     if len(set(names)) != len(names):
-        raise ConfigError(key, raw, "listener names must be unique")
+        raise ConfigError(
+            key,
+            raw,
+            f"requirement failed: Each listener must have a different name, listeners: {raw}",
+        )
     return out
 
 

@@ -214,3 +214,24 @@ def test_unknown_keys_are_kept_and_the_warning_names_the_nearest_key():
     assert unknown_key_warning("no.such.key") == (
         "The configuration 'no.such.key' was supplied but isn't a known config (ignored)"
     )
+
+
+@pytest.mark.parametrize(
+    ("listeners", "reason"),
+    [
+        (
+            "PLAINTEXT://a:1,PLAINTEXT://b:2",
+            "requirement failed: Each listener must have a different name, listeners: "
+            "PLAINTEXT://a:1,PLAINTEXT://b:2",
+        ),
+        (
+            "PLAINTEXT://a:1,bogus",
+            "Error creating broker listeners from 'PLAINTEXT://a:1,bogus': Unable to parse "
+            "bogus to a broker endpoint",
+        ),
+    ],
+)
+def test_listener_errors_in_kafkas_words(listeners, reason):
+    with pytest.raises(ConfigError) as e:
+        BrokerConfig({"listeners": listeners})
+    assert (e.value.key, e.value.reason) == ("listeners", reason)
