@@ -267,3 +267,30 @@ def test_offsets_of_subscribed_topics_are_kept_until_the_group_empties(tmp_path)
             assert records[-1] == GroupEpochTombstone("g")
 
     run(main())
+
+
+def test_txn_offset_commits_are_fenced_by_member_epoch(tmp_path):
+    from broker_py.coordinator.group.group_metadata import OffsetAndMetadata
+    from broker_py.coordinator.group.offsets import TxnOffsetCommitParams
+
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 1)
+            member = uuid.uuid4().hex
+            assert (await _join(c, "g", member, ["orders"])).error_code == 0
+            offsets = {("orders", 0): OffsetAndMetadata(offset=3, leader_epoch=-1, metadata="")}
+
+            def commit(member_id: str, epoch: int):
+                result = c.coordinator.commit_txn_offsets(
+                    TxnOffsetCommitParams("g", 1000, 0, member_id, None, epoch, offsets)
+                )
+                assert isinstance(result, dict)
+                return result[("orders", 0)]
+
+            assert commit(member, 0) == E.STALE_MEMBER_EPOCH
+            assert commit("stranger", 1) == E.UNKNOWN_MEMBER_ID
+            # Fenced by nothing: the transaction itself is then checked (none is known).
+            assert commit(member, 1) == E.INVALID_TXN_STATE
+            assert commit("", -1) == E.INVALID_TXN_STATE
+
+    run(main())

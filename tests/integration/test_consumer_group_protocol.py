@@ -19,7 +19,7 @@ import textwrap
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from logstore.protocol.error_codes import ErrorCode
@@ -267,6 +267,32 @@ def test_members_split_partitions_grow_and_one_leaves(broker):
     finally:
         c1.close()
         c2.close()
+
+
+def test_transactional_offsets_of_a_consumer_group(broker):
+    bootstrap = broker.bootstrap
+    topic, out, group = _name("cgp-txin"), _name("cgp-txout"), _name("g-tx")
+    _create(bootstrap, topic, 1, records=3)
+    _create(bootstrap, out, 1)
+    c = _consumer(bootstrap, group)
+    c.subscribe([topic])
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": _name("tx")})
+    try:
+        _read(c, 3)
+        p.init_transactions(15)
+        p.begin_transaction()
+        p.produce(out, b"processed")
+        # TxnOffsetCommit carries the member id and epoch the consumer has now.
+        p.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 3)], c.consumer_group_metadata(), 15
+        )
+        p.commit_transaction(15)
+        wait_until(
+            lambda: c.committed([TopicPartition(topic, 0)], timeout=5)[0].offset == 3,
+            message="the transaction's offset",
+        )
+    finally:
+        c.close()
 
 
 MEMBER_SCRIPT = textwrap.dedent(
