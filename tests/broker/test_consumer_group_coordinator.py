@@ -294,3 +294,95 @@ def test_txn_offset_commits_are_fenced_by_member_epoch(tmp_path):
             assert commit("", -1) == E.INVALID_TXN_STATE
 
     run(main())
+
+
+_ANSWERS = {
+    E.NONE,
+    E.INVALID_REQUEST,
+    E.UNKNOWN_MEMBER_ID,
+    E.FENCED_MEMBER_EPOCH,
+    E.UNSUPPORTED_ASSIGNOR,
+    E.UNRELEASED_INSTANCE_ID,
+    E.FENCED_INSTANCE_ID,
+    E.GROUP_ID_NOT_FOUND,
+    E.INVALID_REGULAR_EXPRESSION,
+}
+
+
+def _heartbeats():
+    from hypothesis import strategies as st
+
+    topic_partitions = st.lists(
+        st.builds(
+            ConsumerGroupHeartbeatRequest.TopicPartitions,
+            topic_id=st.sampled_from([uuid.UUID(int=0), uuid.UUID(int=7)]),
+            partitions=st.lists(st.integers(-2, 5), max_size=3),
+        ),
+        max_size=2,
+    )
+    joins = st.builds(
+        ConsumerGroupHeartbeatRequest,
+        group_id=st.sampled_from(["g", "h"]),
+        member_id=st.sampled_from(["m1", "m2", "m3"]),
+        member_epoch=st.just(0),
+        rebalance_timeout_ms=st.just(5000),
+        subscribed_topic_names=st.just(["orders"]),
+        topic_partitions=st.just([]),
+    )
+    steady = st.builds(
+        ConsumerGroupHeartbeatRequest,
+        group_id=st.sampled_from(["g", "h"]),
+        member_id=st.sampled_from(["m1", "m2", "m3"]),
+        member_epoch=st.integers(-1, 4),
+    )
+    anything = st.builds(
+        ConsumerGroupHeartbeatRequest,
+        group_id=st.sampled_from(["g", "h", "", " "]),
+        member_id=st.sampled_from(["m1", "m2", "", " "]),
+        member_epoch=st.integers(-3, 4),
+        instance_id=st.sampled_from([None, "i1", ""]),
+        rack_id=st.sampled_from([None, "r"]),
+        rebalance_timeout_ms=st.sampled_from([-1, 0, 5000]),
+        subscribed_topic_names=st.one_of(
+            st.none(), st.lists(st.sampled_from(["orders", "missing", ""]), max_size=3)
+        ),
+        subscribed_topic_regex=st.sampled_from([None, "", "ord.*", "(", "[a-"]),
+        server_assignor=st.sampled_from([None, "uniform", "range", "bogus"]),
+        topic_partitions=st.one_of(st.none(), topic_partitions),
+    )
+    return st.one_of(joins, steady, anything)
+
+
+def test_any_heartbeat_is_answered_with_a_kafka_error(tmp_path_factory):
+    """Arbitrary heartbeats (bad ids, epochs, regexes, assignors, owned partitions) from a
+    few members: each is answered with one of the heartbeat's error codes, none raises,
+    and a heartbeat that succeeded leaves no partition held by two members."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(
+        max_examples=12,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(requests=st.lists(_heartbeats(), min_size=1, max_size=25))
+    def check(requests):
+        async def main():
+            async with cluster(tmp_path_factory.mktemp("hb")) as c:
+                make_topic(c, "orders", 3)
+                for body in requests:
+                    response = await _call(c, ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
+                    assert ErrorCode(response.error_code) in _ANSWERS, response
+                    for group in c.coordinator.consumer_groups.groups():
+                        held = [
+                            (t, p)
+                            for m in group.members.values()
+                            for t, parts in m.assigned_partitions.items()
+                            for p in parts
+                        ]
+                        assert len(held) == len(set(held))
+
+        run(main())
+
+    check()
