@@ -127,10 +127,12 @@ class ConsumerGroupCoordinator:
         member gets a full session)."""
         loaded: list[str] = []
         for record in records:
-            self.manager.replay(record)
-            self._replay_persisted(record)
             if record.group_id not in loaded:
                 loaded.append(record.group_id)
+                # What a write completing after an earlier resignation left is stale.
+                self._persisted.pop(record.group_id, None)
+            self.manager.replay(record)
+            self._replay_persisted(record)
         for group_id in loaded:
             self.manager.on_loaded(group_id)
         self._arm()
@@ -304,8 +306,11 @@ class ConsumerGroupCoordinator:
         else:
             self._in_flight.pop(group_id, None)
         if error == ErrorCode.NONE:
-            for record in records:
-                self._replay_persisted(record)
+            # A group this broker no longer coordinates is reloaded from the log if ever
+            # it comes back; what was persisted of it is not kept.
+            if self._groups.coordinator_error(group_id) is None:
+                for record in records:
+                    self._replay_persisted(record)
         else:
             log.warning(
                 "consumer group %s: %d records not written (%s); reloading it",
