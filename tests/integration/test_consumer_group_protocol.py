@@ -295,6 +295,36 @@ def test_transactional_offsets_of_a_consumer_group(broker):
         c.close()
 
 
+def test_static_member_rejoins_without_a_rebalance(broker):
+    bootstrap = broker.bootstrap
+    topic, group = _name("cgp-static"), _name("g-static")
+    _create(bootstrap, topic, 2)
+    first = _consumer(bootstrap, group, **{"group.instance.id": "instance-1"})
+    first.subscribe([topic])
+    try:
+        before = _settled(bootstrap, group, [first], 1, 2)
+    finally:
+        first.close()
+    # A static member leaving keeps its place (epoch -2) for its session.
+    (gone,) = _describe(bootstrap, group).members
+    assert (gone.instance_id, gone.member_epoch) == ("instance-1", -2)
+    second = _consumer(bootstrap, group, **{"group.instance.id": "instance-1"})
+    second.subscribe([topic])
+    try:
+        after = _settled(bootstrap, group, [second], 1, 2)
+        (member,) = after.members
+        assert member.instance_id == "instance-1" and member.member_id != gone.member_id
+        assert after.group_epoch == before.group_epoch
+    finally:
+        second.close()
+    empty = wait_until(
+        lambda: (d := _describe(bootstrap, group)).group_state == "Empty" and d,
+        timeout=30,
+        message="the static member's session to end",
+    )
+    assert empty.members == [] and empty.group_epoch > before.group_epoch
+
+
 MEMBER_SCRIPT = textwrap.dedent(
     """
     import sys
