@@ -74,8 +74,23 @@ def new_group_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
         verify_transaction=verify_transaction,
         time=time,
     )
-    # Consumer groups (KIP-848) see the topics the metadata cache has.
+    # Consumer groups (KIP-848) see the topics the metadata cache has, and run on their
+    # GROUP configs' timeouts.
     coordinator.consumer_groups.set_topic_source(lambda: apis.metadata_cache.topics)
+
+    def group_timeouts(group_id: str) -> tuple[int, int]:
+        configs = apis.group_configs
+        if configs is None:
+            return (
+                apis.config["group.consumer.session.timeout.ms"],
+                apis.config["group.consumer.heartbeat.interval.ms"],
+            )
+        return (
+            configs.consumer_session_timeout_ms(group_id),
+            configs.consumer_heartbeat_interval_ms(group_id),
+        )
+
+    coordinator.consumer_groups.set_group_timeouts(group_timeouts)
     return coordinator
 
 

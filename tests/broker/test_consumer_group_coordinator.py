@@ -386,3 +386,21 @@ def test_any_heartbeat_is_answered_with_a_kafka_error(tmp_path_factory):
         run(main())
 
     check()
+
+
+def test_a_groups_own_timeouts_are_in_force(tmp_path):
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 1)
+            own = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+            assert c.apis.group_configs.alter("g", lambda _: dict(own), False) is None
+            member = uuid.uuid4().hex
+            joined = await _join(c, "g", member, ["orders"])
+            assert (joined.error_code, joined.heartbeat_interval_ms) == (0, 6000)
+            manager = c.coordinator.consumer_groups.manager
+            deadline = manager.timer_deadline("session", "g", member)
+            assert deadline == c.time.monotonic() + 50
+            other = await _join(c, "h", uuid.uuid4().hex, ["orders"])
+            assert other.heartbeat_interval_ms == 5000  # the broker's default
+
+    run(main())

@@ -30,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -87,6 +88,7 @@ class ConsumerGroupCoordinator:
         self._describable: Callable[[str], bool] | None = None
         self._topic_source = topics
         self._topics_seen: object = None
+        self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
         self._persisted: dict[str, ConsumerGroup] = {}
         self._in_flight: dict[str, int] = {}
         self._failed: set[str] = set()
@@ -95,6 +97,28 @@ class ConsumerGroupCoordinator:
         self.active = False
 
     # ---- lifecycle ----
+
+    def set_group_timeouts(self, timeouts: Callable[[str], tuple[int, int]]) -> None:
+        """The consumer.session.timeout.ms and consumer.heartbeat.interval.ms in force for
+        a group (its GROUP config resource over the broker's defaults)."""
+        self._group_timeouts = timeouts
+
+    def _with_group_timeouts(self, group_id: str, response: HeartbeatResponse) -> HeartbeatResponse:
+        """A member of a group with its own timeouts: its session restarts with the
+        group's session timeout, and the response carries the group's interval."""
+        if (
+            self._group_timeouts is None
+            or response.error_code != ErrorCode.NONE
+            or response.member_id is None
+            or response.member_epoch < 0
+        ):
+            return response
+        session_ms, interval_ms = self._group_timeouts(group_id)
+        if session_ms != self.config.session_timeout_ms:
+            self.manager.schedule_timer("session", group_id, response.member_id, session_ms)
+        if interval_ms != response.heartbeat_interval_ms:
+            response = dataclasses.replace(response, heartbeat_interval_ms=interval_ms)
+        return response
 
     def set_topic_source(self, topics: TopicSource) -> None:
         self._topic_source = topics
@@ -203,7 +227,7 @@ class ConsumerGroupCoordinator:
             result = self.manager.heartbeat(request, api_version)
         finally:
             self._describable = None
-        response = result.response
+        response = self._with_group_timeouts(request.group_id, result.response)
         if response.error_code != ErrorCode.NONE or not result.records:
             self._arm()
             return response
