@@ -80,9 +80,11 @@ def _heartbeat_response(response: HeartbeatResponse) -> ConsumerGroupHeartbeatRe
     )
 
 
-def _error_response(error: ErrorCode, message: str | None = None):
+def _error_response(error: ErrorCode):
+    """Kafka's answer to a heartbeat refused before the coordinator: the error with its
+    exception's default message."""
     return ConsumerGroupHeartbeatResponse(
-        error_code=int(error), error_message=message, member_epoch=0
+        error_code=int(error), error_message=error.description, member_epoch=0
     )
 
 
