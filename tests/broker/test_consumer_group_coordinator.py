@@ -404,3 +404,34 @@ def test_a_groups_own_timeouts_are_in_force(tmp_path):
             assert other.heartbeat_interval_ms == 5000  # the broker's default
 
     run(main())
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_keeping_its_offsets(tmp_path):
+    from broker_py.coordinator.group.group_metadata_records import GroupMetadataKey, decode_key
+    from tests.broker.test_group_coordinator import stable_group
+
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 2)
+            generation, _, (classic_member,) = await stable_group(c, 1)
+            committed = await c.commit(
+                {("orders", 1): (42, "m")}, generation=generation, member_id=classic_member
+            )
+            assert (await c.leave([classic_member])).error_code == 0
+            member = uuid.uuid4().hex
+            joined = await _join(c, "g", member, ["orders"])
+            assert (joined.error_code, joined.member_epoch) == (0, 1), committed
+            # The classic group's metadata is deleted; its offsets stay the group's.
+            metadata = [
+                value
+                for key, value in c.offsets_log_records("g")
+                if isinstance(decode_key(key), GroupMetadataKey)
+            ]
+            assert metadata[-1] is None
+            offsets, error = await c.fetch(version=8)
+            assert (error, offsets[("orders", 1)][0]) == (0, 42)
+            assert (await c.describe()).group_state == "Dead"  # DescribeGroups up to v5
+            d = await _describe(c, "g")
+            assert (d.error_code, [m.member_id for m in d.members]) == (0, [member])
+
+    run(main())
