@@ -193,7 +193,7 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
                 subscribed_topic_regex=member.subscribed_topic_regex,
                 assignment=_described_assignment(member.assigned_partitions, names),
                 target_assignment=_described_assignment(target, names),
-                member_type=0 if member.uses_classic_protocol() else 1,
+                member_type=0 if member.uses_classic_protocol else 1,
             )
         )
     if auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, used):
