@@ -435,3 +435,34 @@ def test_an_empty_classic_group_becomes_a_consumer_group_keeping_its_offsets(tmp
             assert (d.error_code, [m.member_id for m in d.members]) == (0, [member])
 
     run(main())
+
+
+def test_coordinator_errors_and_resignation(tmp_path):
+    from broker_py.coordinator.group.group_metadata_records import partition_for
+    from tests.broker.test_group_coordinator import PARTITIONS
+
+    async def main():
+        async with cluster(tmp_path) as c:
+            make_topic(c, "orders", 1)
+            member = uuid.uuid4().hex
+            assert (await _join(c, "g", member, ["orders"])).error_code == 0
+            p = partition_for("g", PARTITIONS)
+            groups = c.coordinator.manager
+            heartbeat = ConsumerGroupHeartbeatRequest(
+                group_id="g", member_id=member, member_epoch=1
+            )
+            groups.loading.add(p)
+            loading = await _call(c, ApiKey.CONSUMER_GROUP_HEARTBEAT, heartbeat)
+            assert loading.error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+            assert (await _describe(c, "g")).error_code == E.COORDINATOR_LOAD_IN_PROGRESS
+            groups.loading.discard(p)
+            # The partition's leadership goes: so do its groups.
+            c.coordinator.on_resignation(p)
+            assert c.coordinator.consumer_groups.group("g") is None
+            moved = await _call(c, ApiKey.CONSUMER_GROUP_HEARTBEAT, heartbeat)
+            assert (moved.error_code, moved.error_message) == (
+                E.NOT_COORDINATOR,
+                "This is not the correct coordinator.",
+            )
+
+    run(main())
