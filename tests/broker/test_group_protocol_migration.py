@@ -548,3 +548,12 @@ def test_records_of_a_round_trip_replay():
     assert "g" not in other.groups
     assert any(isinstance(r, TargetAssignmentMetadataRecord) for r in up.records)
     assert any(isinstance(r, CurrentAssignmentRecord) for r in up.records)
+
+
+def test_an_empty_rack_in_the_subscription_is_no_rack():
+    """librdkafka writes rack_id "" in subscription v3 when client.rack is unset."""
+    mig, _, _ = upgraded()
+    sub = encode_subscription(["foo"], version=3, rack_id="")
+    joined = mig.join(classic_join("x", protocols=(("range", sub),)))
+    assert joined.response.error_code is ErrorCode.NONE
+    assert mig.manager.groups["g"].members["x"].rack_id is None

@@ -34,7 +34,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import re2
 
@@ -47,6 +47,7 @@ from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
 from broker_py.coordinator.group.modern.group import ConsumerGroup, IllegalStateError
 from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
 from broker_py.coordinator.group.modern.manager import ConsumerGroupManager
+from broker_py.coordinator.group.modern.migration import GroupMigration
 from broker_py.coordinator.group.modern.record_serde import serialize
 from broker_py.coordinator.group.modern.records import Record, TopicMetadata
 from broker_py.utils.time import SYSTEM_TIME, Time, Timer
@@ -56,8 +57,11 @@ from logstore.protocol.errors import KafkaError
 if TYPE_CHECKING:
     from broker_py.common.topic import TopicInfo
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from broker_py.coordinator.group.protocol_migration import ProtocolMigration
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 TopicSource = Callable[[], Mapping[str, "TopicInfo"]]
 
@@ -95,6 +99,11 @@ class ConsumerGroupCoordinator:
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
         self.active = False
+        # The heartbeat, leave and timer rules with the downgrade (a group whose last
+        # consumer-protocol member goes becomes classic again), and the live side of
+        # moving between the protocols (set by the classic coordinator).
+        self.rules = GroupMigration(self.manager)
+        self.migration: ProtocolMigration | None = None
 
     # ---- lifecycle ----
 
@@ -218,13 +227,19 @@ class ConsumerGroupCoordinator:
         regex it makes the group resolve can match (None: every topic)."""
         classic = self._groups.get_group(request.group_id)
         if classic is not None and self.group(request.group_id) is None:
+            if self.migration is not None and classic.members:
+                self._describable = describable
+                try:
+                    return self.migration.upgrade(classic, request, api_version)
+                finally:
+                    self._describable = None
             refusal = self.classic_group_refusal(classic)
             if refusal is not None:
                 return refusal
         self.refresh_topics()
         self._describable = describable
         try:
-            result = self.manager.heartbeat(request, api_version)
+            result = self.rules.heartbeat(request, api_version)
         finally:
             self._describable = None
         response = self._with_group_timeouts(request.group_id, result.response)
@@ -251,7 +266,12 @@ class ConsumerGroupCoordinator:
                     HeartbeatResponse(error_code=error, error_message=error.description)
                 )
 
-        self._persist(request.group_id, result.records, written, extra)
+        records, tail = result.records, []
+        if result.downgrade is not None and self.migration is not None:
+            # The last consumer-protocol member left: the group is classic again.
+            records = records + result.downgrade.records
+            tail = self.migration.install_downgrade(result.downgrade)
+        self._persist(request.group_id, records, written, extra, tail)
         self._arm()
         return done
 
@@ -273,7 +293,9 @@ class ConsumerGroupCoordinator:
         if group is None:
             return None
         if group.members:
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            # Served as classic members inside the consumer group (protocol_migration),
+            # or refused when nothing serves them.
+            return None if self.migration is not None else ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         self.delete_group(group_id)
         return None
 
@@ -298,15 +320,47 @@ class ConsumerGroupCoordinator:
 
     # ---- persistence ----
 
+    def persist(self, group_id: str, records: list[Record]) -> None:
+        """Appends records already applied (nobody waits for them)."""
+        self._persist(group_id, records, lambda _error: None)
+        self._arm()
+
+    def persist_for_response(
+        self,
+        group_id: str,
+        records: list[Record],
+        response: _T,
+        failed: Callable[[ErrorCode], _T],
+        head: Iterable[tuple[bytes, bytes | None]] = (),
+    ) -> asyncio.Future[_T]:
+        """Appends ``head`` then the records; the future gets ``response`` once they are
+        written, else ``failed(error)``."""
+        done: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+
+        def written(error: ErrorCode) -> None:
+            if not done.done():
+                done.set_result(response if error == ErrorCode.NONE else failed(error))
+
+        self._persist(group_id, records, written, head)
+        self._arm()
+        return done
+
+    def arm(self) -> None:
+        """Re-arms the timer after a step outside the heartbeat changed the deadlines."""
+        self._arm()
+
     def _persist(
         self,
         group_id: str,
         records: list[Record],
         callback: Callable[[ErrorCode], None],
         extra: Iterable[tuple[bytes, bytes | None]] = (),
+        tail: Iterable[tuple[bytes, bytes | None]] = (),
     ) -> None:
+        """Appends ``extra`` (classic group records), the records, then ``tail`` (the
+        classic group a downgrade installs), as one batch."""
         try:
-            data = list(extra) + [serialize(r) for r in records]
+            data = list(extra) + [serialize(r) for r in records] + list(tail)
         except (ValueError, KafkaError) as e:
             log.error("consumer group %s: records not serializable: %s", group_id, e)
             self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
@@ -390,7 +444,8 @@ class ConsumerGroupCoordinator:
         self._timer_deadline = None
         if not self.active:
             return
-        for fired in self.manager.expire():
+        expired = self.rules.expire()
+        for fired in expired.timers:
             log.info(
                 "consumer group %s: member %s removed (%s timeout)",
                 fired.group_id,
@@ -398,4 +453,7 @@ class ConsumerGroupCoordinator:
                 fired.kind,
             )
             self._persist(fired.group_id, fired.records, lambda _error: None)
+        for down in expired.downgrades:
+            tail = [] if self.migration is None else self.migration.install_downgrade(down)
+            self._persist(down.group.group_id, down.records, lambda _error: None, tail=tail)
         self._arm()

@@ -79,7 +79,9 @@ from broker_py.coordinator.group.join_group import JoinGroupMixin
 from broker_py.coordinator.group.leave_group import LeaveGroupMixin
 from broker_py.coordinator.group.modern.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
+from broker_py.coordinator.group.modern.migration_policy import MigrationPolicy
 from broker_py.coordinator.group.offsets import OffsetsMixin
+from broker_py.coordinator.group.protocol_migration import ProtocolMigration
 from broker_py.coordinator.group.rebalance import RebalanceMixin
 from broker_py.coordinator.group.sync_group import SyncGroupMixin
 from broker_py.utils.time import SYSTEM_TIME, Time
@@ -179,6 +181,15 @@ class GroupCoordinator(
         )
         # A load hands the consumer-group records it reads to that coordinator.
         self.manager.consumer_group_loader = self.consumer_groups.load_records
+        # Groups moving between the protocols; classic requests for consumer groups.
+        self.migration = ProtocolMigration(
+            self,
+            self.consumer_groups,
+            MigrationPolicy.parse(
+                _config_or(config, "group.consumer.migration.policy", "bidirectional")
+            ),
+            _config_or(config, "group.max.size", (1 << 31) - 1),
+        )
         self.active = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._expiration_task: asyncio.Task[None] | None = None

@@ -33,6 +33,7 @@ from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from broker_py.coordinator.group.protocol_migration import ProtocolMigration
     from broker_py.utils.time import Time
 
 # The coordinator's one logger (see group_coordinator): its level is set by that name.
@@ -45,6 +46,7 @@ class HeartbeatMixin:
 
     # The shell's (GroupCoordinator.__init__/start).
     manager: GroupMetadataManager
+    migration: ProtocolMigration
     time: Time
 
     def heartbeat(
@@ -53,6 +55,8 @@ class HeartbeatMixin:
         error = self.validate_group_status(group_id, ApiKey.HEARTBEAT)
         if error is not None:
             return error
+        if self.migration.serves(group_id):
+            return self.migration.heartbeat(group_id, member_id, group_instance_id, generation_id)
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID

@@ -53,6 +53,7 @@ from logstore.protocol.error_codes import ErrorCode
 if TYPE_CHECKING:
     from broker_py.config.kafka_config import BrokerConfig
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from broker_py.coordinator.group.protocol_migration import ProtocolMigration
     from broker_py.utils.time import Time
 
 # The coordinator's one logger (see group_coordinator): its level is set by that name.
@@ -93,6 +94,7 @@ class JoinGroupMixin:
     _loop: asyncio.AbstractEventLoop | None
     config: BrokerConfig
     manager: GroupMetadataManager
+    migration: ProtocolMigration
     time: Time
 
     # A new member's JoinGroup is answered UNKNOWN_MEMBER_ID after this long at most.
@@ -122,6 +124,14 @@ class JoinGroupMixin:
             <= self.config["group.max.session.timeout.ms"]
         ):
             return respond(JoinGroupResult(member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
+        if self.migration.serves(params.group_id, joining=True):
+            # A consumer group with members: served as a classic member inside it.
+            served = self.migration.join(params)
+            if isinstance(served, asyncio.Future):
+                served.add_done_callback(lambda f: respond(f.result()))
+            else:
+                respond(served)
+            return None
         is_unknown_member = member_id == ""
         group = self.manager.get_group(params.group_id)
         if group is None:

@@ -26,6 +26,7 @@ from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from broker_py.coordinator.group.protocol_migration import ProtocolMigration
 
 # The coordinator's one logger (see group_coordinator): its level is set by that name.
 log = logging.getLogger("broker_py.coordinator.group.group_coordinator")
@@ -36,6 +37,7 @@ class LeaveGroupMixin:
 
     # The shell's (GroupCoordinator.__init__/start).
     manager: GroupMetadataManager
+    migration: ProtocolMigration
 
     def leave_group(
         self, group_id: str, members: list[tuple[str, str | None, str | None]]
@@ -45,6 +47,8 @@ class LeaveGroupMixin:
         error = self.validate_group_status(group_id, ApiKey.LEAVE_GROUP)
         if error is not None:
             return error, []
+        if self.migration.serves(group_id):
+            return self.migration.leave(group_id, members)
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]

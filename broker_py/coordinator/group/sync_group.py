@@ -42,6 +42,7 @@ from logstore.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+    from broker_py.coordinator.group.protocol_migration import ProtocolMigration
     from broker_py.utils.time import Time
 
 # The coordinator's one logger (see group_coordinator): its level is set by that name.
@@ -70,6 +71,7 @@ class SyncGroupMixin:
     # The shell's (GroupCoordinator.__init__/start).
     _loop: asyncio.AbstractEventLoop | None
     manager: GroupMetadataManager
+    migration: ProtocolMigration
     time: Time
 
     async def sync_group(self, params: SyncGroupParams) -> SyncGroupResult:
@@ -85,6 +87,9 @@ class SyncGroupMixin:
         error = self.validate_group_status(params.group_id, ApiKey.SYNC_GROUP)
         if error is not None:
             future.set_result(SyncGroupResult(error))
+            return
+        if self.migration.serves(params.group_id):
+            future.set_result(self.migration.sync(params))
             return
         group = self.manager.get_group(params.group_id)
         if group is None:

@@ -9,7 +9,8 @@ non-flexible, versions 0-3; a newer version is read as version 3, as Kafka's cli
     user_data        nullable bytes (int32 length, -1 for null)
     owned_partitions v1+: int32 count, then per topic: string, int32 count, int32 partitions
     generation_id    v2+: int32 (-1: none)
-    rack_id          v3+: nullable string (int16 length, -1 for null)
+    rack_id          v3+: nullable string (int16 length, -1 for null; librdkafka sends ""
+                     for no rack, which the conversions take as none)
 
 ConsumerProtocolAssignment (what SyncGroup hands a member; versions 0-3, one layout)::
 

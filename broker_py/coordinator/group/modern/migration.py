@@ -272,7 +272,7 @@ class GroupMigration:
                     previous_member_epoch=generation,
                     state=MemberState.STABLE,
                     instance_id=m.instance_id,
-                    rack_id=subscription.rack_id,
+                    rack_id=subscription.rack_id or None,
                     client_id=m.client_id,
                     client_host=m.client_host,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
@@ -505,7 +505,7 @@ class GroupMigration:
             member_id=member_id,
             member_epoch=0 if existing is None else existing.member_epoch,
             instance_id=r.instance_id,
-            rack_id=subscription.rack_id,
+            rack_id=subscription.rack_id or None,
             rebalance_timeout_ms=r.rebalance_timeout_ms,
             subscribed_topic_names=subscription.topics,
             topic_partitions=(

@@ -1,0 +1,312 @@
+"""Moving a group between the classic and consumer protocols online (issue 34 item 4)
+against a real broker, with confluent-kafka 2.16 consumers.
+
+A rolling upgrade: three consumers on ``group.protocol=classic`` read a topic while a
+producer writes to it; one at a time each commits, closes and comes back with
+``group.protocol=consumer`` (the first one's heartbeat turns the classic group into a
+consumer group, the classic members are then served through JoinGroup/SyncGroup/
+Heartbeat inside it), then back to classic one at a time (the last consumer-protocol
+member leaving turns it back into a classic group). The group id and its commits are
+kept throughout: every record produced is read, a record is read twice only where its
+commit had failed (at least once across restarts), and committed offsets never go
+backwards. With ``group.consumer.migration.policy=disabled`` the broker refuses the
+upgrade as Kafka does (GROUP_ID_NOT_FOUND with Kafka's text) and keeps a consumer group
+that only classic members are left in.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker_py.coordinator.group.modern.classic_member import encode_subscription
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
+from logstore.protocol.messages.group import JoinGroupRequest
+from logstore.protocol.messages.group_admin import DescribeGroupsRequest
+from tests.integration.clients import wire_call
+from tests.integration.conftest import BrokerProcess
+from tests.support.waiting import wait_until
+
+PARTITIONS = 6
+CONSUMER_OVERRIDES = {
+    "group.consumer.min.session.timeout.ms": "2000",
+    "group.consumer.session.timeout.ms": "3000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "offsets.topic.num.partitions": "1",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(str(tmp_path_factory.mktemp("migration")), dict(CONSUMER_OVERRIDES))
+    b.start()
+    yield b
+    assert b.stop() == 0, b.log_text()[-4000:]
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _create(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+
+
+def _describe(bootstrap: str, group: str):
+    response = wire_call(
+        bootstrap,
+        ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+        1,
+    )
+    return response.groups[0]
+
+
+def _describe_classic(bootstrap: str, group: str):
+    response = wire_call(bootstrap, DescribeGroupsRequest(groups=[group]), 5)
+    return response.groups[0]
+
+
+class Member:
+    """One consumer process's client: reads, commits each record at once, remembers
+    what it read and which commits failed."""
+
+    def __init__(self, bootstrap, group, topic, protocol, reads, uncommitted):
+        config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": protocol,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+        if protocol == "classic":
+            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        self.protocol = protocol
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic])
+        self.reads = reads
+        self.uncommitted = uncommitted
+
+    def poll(self, timeout=0.05):
+        msg = self.consumer.poll(timeout)
+        if msg is None or msg.error():
+            return
+        key = (msg.partition(), msg.offset())
+        self.reads.append(key)
+        try:
+            self.consumer.commit(message=msg, asynchronous=False)
+        except KafkaException:
+            # At least once: a record whose commit failed may be read again.
+            self.uncommitted.add(key)
+
+    def partitions(self):
+        try:
+            return {tp.partition for tp in self.consumer.assignment()}
+        except KafkaException:
+            return set()
+
+    def close(self):
+        self.consumer.close()
+
+
+def _committed(bootstrap, group, topic):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        parts = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        return {tp.partition: tp.offset for tp in parts}
+    finally:
+        c.close()
+
+
+def test_rolling_upgrade_to_consumer_and_back_keeps_group_and_commits(broker):
+    bootstrap = broker.bootstrap
+    topic, group = _name("migr"), _name("migr-group")
+    _create(bootstrap, topic, PARTITIONS)
+
+    produced: set[tuple[int, int]] = set()
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+
+        def delivered(err, msg):
+            if err is None:
+                produced.add((msg.partition(), msg.offset()))
+
+        i = 0
+        while not stop.is_set():
+            p.produce(topic, str(i).encode(), partition=i % PARTITIONS, on_delivery=delivered)
+            p.poll(0)
+            i += 1
+            time.sleep(0.02)
+        assert p.flush(15) == 0
+
+    producer = threading.Thread(target=produce, name="producer")
+    producer.start()
+    reads: list[tuple[int, int]] = []
+    uncommitted: set[tuple[int, int]] = set()
+    members = [Member(bootstrap, group, topic, "classic", reads, uncommitted) for _ in range(3)]
+    checkpoints: list[dict[int, int]] = []
+
+    def settled():
+        for m in members:
+            m.poll()
+        owned = [m.partitions() for m in members]
+        every = [p for ps in owned for p in ps]
+        return len(every) == PARTITIONS and len(set(every)) == PARTITIONS and all(owned)
+
+    def restart(i, protocol):
+        old = members[i]
+        old.close()
+        members[i] = Member(bootstrap, group, topic, protocol, reads, uncommitted)
+        wait_until(settled, timeout=60, message=f"group settled after member {i} -> {protocol}")
+        checkpoints.append(_committed(bootstrap, group, topic))
+
+    try:
+        wait_until(settled, timeout=60, message="classic group settled")
+        checkpoints.append(_committed(bootstrap, group, topic))
+        assert _describe(bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+        # Classic -> consumer, one member at a time.
+        for i in range(3):
+            restart(i, "consumer")
+            described = _describe(bootstrap, group)
+            assert described.error_code == 0
+            types = sorted(m.member_type for m in described.members)
+            assert types == sorted([1] * (i + 1) + [0] * (2 - i))
+        epoch_after_upgrade = _describe(bootstrap, group).group_epoch
+
+        # Consumer -> classic, one member at a time; the last one turns it classic.
+        for i in range(3):
+            restart(i, "classic")
+            if i < 2:
+                described = _describe(bootstrap, group)
+                assert described.error_code == 0
+                assert described.group_epoch >= epoch_after_upgrade
+        assert _describe(bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        classic = _describe_classic(bootstrap, group)
+        assert classic.group_state == "Stable"
+        assert classic.protocol_type == "consumer"
+        assert len(classic.members) == 3
+
+        stop.set()
+        producer.join(30)
+        assert not producer.is_alive()
+
+        def drained():
+            for m in members:
+                m.poll()
+            return produced <= set(reads)
+
+        wait_until(drained, timeout=60, message="every produced record read")
+    finally:
+        stop.set()
+        producer.join(30)
+        for m in members:
+            m.close()
+
+    # Nothing lost; a record read twice only where its commit had failed.
+    assert produced <= set(reads)
+    seen: set[tuple[int, int]] = set()
+    for key in reads:
+        assert key not in seen or key in uncommitted, f"record {key} read twice"
+        seen.add(key)
+    # Commits survived both conversions and never went backwards.
+    checkpoints.append(_committed(bootstrap, group, topic))
+    for before, after in zip(checkpoints, checkpoints[1:]):
+        for p in range(PARTITIONS):
+            assert after[p] >= before[p], (p, checkpoints)
+    last = max((o for p, o in produced if p == 0), default=-1)
+    assert checkpoints[-1][0] == last + 1
+
+
+@pytest.fixture(scope="module")
+def disabled_broker(tmp_path_factory):
+    b = BrokerProcess(
+        str(tmp_path_factory.mktemp("migration-disabled")),
+        {**CONSUMER_OVERRIDES, "group.consumer.migration.policy": "disabled"},
+    )
+    b.start()
+    yield b
+    assert b.stop() == 0, b.log_text()[-4000:]
+
+
+def _classic_join(bootstrap, group, topic, member_id=""):
+    return wire_call(
+        bootstrap,
+        JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id=member_id,
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(
+                    name="range", metadata=encode_subscription([topic], version=1)
+                )
+            ],
+        ),
+        7,
+    )
+
+
+def _consumer_join(bootstrap, group, topic, member_id):
+    return wire_call(
+        bootstrap,
+        ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=10000,
+            subscribed_topic_names=[topic],
+            topic_partitions=[],
+        ),
+        1,
+    )
+
+
+def test_disabled_policy_refuses_the_upgrade_and_keeps_a_consumer_group(disabled_broker):
+    bootstrap = disabled_broker.bootstrap
+    topic, group = _name("dis"), _name("dis-group")
+    _create(bootstrap, topic, 2)
+
+    # A classic group with a member: a consumer-protocol member may not join it.
+    member_id = _classic_join(bootstrap, group, topic).member_id
+    joined = _classic_join(bootstrap, group, topic, member_id)
+    assert joined.error_code == 0
+    refused = _consumer_join(bootstrap, group, topic, str(uuid.uuid4()))
+    assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert refused.error_message == (
+        f"Cannot upgrade classic group {group} to consumer group because online upgrade "
+        "is disabled."
+    )
+
+    # A consumer group that a classic member joins stays one when the consumer member
+    # leaves: no downgrade.
+    group2 = _name("dis-group")
+    cm = str(uuid.uuid4())
+    assert _consumer_join(bootstrap, group2, topic, cm).error_code == 0
+    first = _classic_join(bootstrap, group2, topic)
+    assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    inside = _classic_join(bootstrap, group2, topic, first.member_id)
+    assert inside.error_code == 0
+    assert inside.protocol_type == "consumer" and inside.protocol_name == "range"
+    left = wire_call(
+        bootstrap,
+        ConsumerGroupHeartbeatRequest(group_id=group2, member_id=cm, member_epoch=-1),
+        1,
+    )
+    assert left.error_code == 0
+    described = _describe(bootstrap, group2)
+    assert described.error_code == 0
+    assert [(m.member_id, m.member_type) for m in described.members] == [(first.member_id, 0)]
