@@ -557,3 +557,52 @@ def test_an_empty_rack_in_the_subscription_is_no_rack():
     joined = mig.join(classic_join("x", protocols=(("range", sub),)))
     assert joined.response.error_code is ErrorCode.NONE
     assert mig.manager.groups["g"].members["x"].rack_id is None
+
+
+def test_a_loaded_group_gives_classic_members_their_own_session():
+    """After a failover the records rebuild the classic members, metadata included; each
+    gets a session of its own timeout."""
+    mig, time, result = upgraded()
+    other = ConsumerGroupManager(ConsumerGroupConfig(), time, compile_re2)
+    for record in result.records:
+        other.replay(record)
+    other.on_loaded("g")
+    now = time.monotonic()
+    assert other.groups["g"].members["a"].classic_member_metadata.session_timeout_ms == SESSION_MS
+    assert other.timer_deadline("session", "g", "a") == pytest.approx(now + SESSION_MS / 1000)
+    assert other.timer_deadline("session", "g", "cm") == pytest.approx(now + 45)
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades():
+    """A static consumer restarted with group.protocol=classic and its instance id."""
+    mig, _ = make()
+    static_join = HeartbeatRequest(
+        group_id="g",
+        member_id="cm",
+        member_epoch=0,
+        instance_id="i1",
+        rebalance_timeout_ms=REBALANCE_MS,
+        subscribed_topic_names=("foo",),
+        topic_partitions={},
+    )
+    mig.upgrade(
+        classic_group(classic_member("a", [0, 1]), classic_member("b", [2, 3])), static_join
+    )
+    group = mig.manager.groups["g"]
+    epoch = group.members["cm"].member_epoch
+    assert mig.heartbeat(HeartbeatRequest("g", "cm", -2, instance_id="i1")).downgrade is None
+    joined = mig.join(classic_join("", instance_id="i1"))
+    assert joined.response.error_code is ErrorCode.NONE
+    down = joined.downgrade
+    assert down is not None and "g" not in mig.manager.groups
+    assert joined.response.generation_id == down.group.generation_id >= epoch
+    members = {m.member_id: m for m in down.group.members}
+    assert set(members) == {"a", "b", joined.response.member_id}
+    assert members[joined.response.member_id].instance_id == "i1"
+
+
+def test_a_classic_static_member_with_a_known_id_of_another_is_fenced():
+    mig, _, _ = upgraded()
+    mig.join(classic_join("x", instance_id="i2"))
+    fenced = mig.join(classic_join("y", instance_id="i2"))
+    assert fenced.response.error_code is ErrorCode.FENCED_INSTANCE_ID

@@ -332,16 +332,17 @@ class ConsumerGroupCoordinator:
         response: _T,
         failed: Callable[[ErrorCode], _T],
         head: Iterable[tuple[bytes, bytes | None]] = (),
+        tail: Iterable[tuple[bytes, bytes | None]] = (),
     ) -> asyncio.Future[_T]:
-        """Appends ``head`` then the records; the future gets ``response`` once they are
-        written, else ``failed(error)``."""
+        """Appends ``head``, the records, then ``tail``; the future gets ``response`` once
+        they are written, else ``failed(error)``."""
         done: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
 
         def written(error: ErrorCode) -> None:
             if not done.done():
                 done.set_result(response if error == ErrorCode.NONE else failed(error))
 
-        self._persist(group_id, records, written, head)
+        self._persist(group_id, records, written, head, tail)
         self._arm()
         return done
 

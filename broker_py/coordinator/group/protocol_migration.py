@@ -222,11 +222,17 @@ class ProtocolMigration:
         if not result.records:
             self.consumer.arm()
             return answer
+        records, tail = result.records, []
+        if result.downgrade is not None:
+            # A static classic member replaced the last consumer-protocol member.
+            records = records + result.downgrade.records
+            tail = self.install_downgrade(result.downgrade)
         return self.consumer.persist_for_response(
             params.group_id,
-            result.records,
+            records,
             answer,
             lambda error: JoinGroupResult(r.member_id, error),
+            tail=tail,
         )
 
     def sync(self, params: SyncGroupParams) -> SyncGroupResult:

@@ -622,17 +622,20 @@ class ConsumerGroupManager:
             del self.groups[record.group_id]
 
     def on_loaded(self, group_id: str) -> None:
-        """Starts the timers of a group just loaded: every member gets a full session,
-        and members revoking partitions a full rebalance timeout."""
+        """Starts the timers of a group just loaded: every member gets a full session
+        (a classic member its own session timeout), and consumer-protocol members
+        revoking partitions a full rebalance timeout."""
         group = self.groups.get(group_id)
         if group is None:
             return
         now = self.clock.monotonic()
         for member in group.members.values():
-            self._schedule(
-                "session", group_id, member.member_id, now + self.config.session_timeout_ms / 1000
+            classic = member.classic_member_metadata
+            session_ms = (
+                self.config.session_timeout_ms if classic is None else classic.session_timeout_ms
             )
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self._schedule("session", group_id, member.member_id, now + session_ms / 1000)
+            if classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule(
                     "rebalance",
                     group_id,

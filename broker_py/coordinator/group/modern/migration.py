@@ -35,12 +35,14 @@ Classic members inside a consumer group:
 - A join, sync or session timer firing removes the member.
 
 Downgrade (after a consumer-protocol member leaves or is fenced, in :meth:`heartbeat` and
-:meth:`expire`): when the members left are all classic, there is at least one, the policy
-allows downgrades and they fit in group.max.size, the consumer group is deleted (its
-tombstones) and a classic group returned in its place: generation = group epoch, protocol
-type ``consumer``, the protocol the members vote for, each member's target assignment
-encoded at its subscription's version. The caller writes the classic group record after
-the tombstones and starts a rebalance.
+:meth:`expire`, or is replaced by a classic static member with its instance id, in
+:meth:`join`, whose answer then carries the classic group's generation): when the
+members left are all classic, there is at least one, the policy allows downgrades and
+they fit in group.max.size, the consumer group is deleted (its tombstones) and a classic
+group returned in its place: generation = group epoch, protocol type ``consumer``, the
+protocol the members vote for, each member's target assignment encoded at its
+subscription's version. The caller writes the classic group record after the tombstones
+and starts a rebalance.
 
 Committed offsets are keyed by group id alone and are not part of any of these records.
 """
@@ -478,9 +480,11 @@ class GroupMigration:
 
         records: list[Record] = []
         existing = self._existing_member(group, r, member_id)
+        replaced_consumer_member = False
         if existing is None and r.instance_id is not None:
             static = group.static_member(r.instance_id)
             if static is not None:
+                replaced_consumer_member = not static.uses_classic_protocol
                 # A static member rejoining with a new id takes the old one's place:
                 # the old incarnation leaves temporarily, the new one replaces it.
                 left = self.manager.heartbeat(
@@ -534,11 +538,18 @@ class GroupMigration:
         self.manager.cancel_timer("rebalance", gid, member_id)
         self.manager.schedule_timer("session", gid, member_id, r.session_timeout_ms)
         self.manager.schedule_timer("sync", gid, member_id, r.rebalance_timeout_ms)
+        generation = member.member_epoch
+        # The last consumer-protocol member was a static member this classic member
+        # replaced: the group goes back to the classic protocol.
+        downgrade = self.maybe_downgrade(gid) if replaced_consumer_member else None
+        if downgrade is not None:
+            generation = downgrade.group.generation_id
         return ClassicJoinResult(
             records,
+            downgrade,
             response=ClassicJoinResponse(
                 member_id=member_id,
-                generation_id=member.member_epoch,
+                generation_id=generation,
                 protocol_type=CONSUMER_PROTOCOL_TYPE,
                 protocol_name=r.protocols[0][0],
             ),
