@@ -9,9 +9,12 @@ Heartbeat inside it), then back to classic one at a time (the last consumer-prot
 member leaving turns it back into a classic group). The group id and its commits are
 kept throughout: every record produced is read, a record is read twice only where its
 commit had failed (at least once across restarts), and committed offsets never go
-backwards. With ``group.consumer.migration.policy=disabled`` the broker refuses the
-upgrade as Kafka does (GROUP_ID_NOT_FOUND with Kafka's text) and keeps a consumer group
-that only classic members are left in.
+backwards. A broker restarted after each conversion reloads the group as it was written:
+the classic member inside the consumer group with its epoch and assignment, then the
+classic group it went back to, and the commits. With
+``group.consumer.migration.policy=disabled`` the broker refuses the upgrade as Kafka
+does (GROUP_ID_NOT_FOUND with Kafka's text) and keeps a consumer group that only
+classic members are left in.
 """
 
 from __future__ import annotations
@@ -24,14 +27,19 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_py.coordinator.group.modern.classic_member import encode_subscription
+from broker_py.coordinator.group.modern.classic_member import (
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.consumer_group import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
 )
-from logstore.protocol.messages.group import JoinGroupRequest
+from logstore.protocol.messages.group import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from logstore.protocol.messages.group_admin import DescribeGroupsRequest
+from logstore.protocol.messages.offset_commit import OffsetCommitRequest, OffsetFetchRequest
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.waiting import wait_until
@@ -310,3 +318,124 @@ def test_disabled_policy_refuses_the_upgrade_and_keeps_a_consumer_group(disabled
     described = _describe(bootstrap, group2)
     assert described.error_code == 0
     assert [(m.member_id, m.member_type) for m in described.members] == [(first.member_id, 0)]
+
+
+@pytest.fixture
+def restartable_broker(tmp_path):
+    b = BrokerProcess(str(tmp_path), dict(CONSUMER_OVERRIDES))
+    b.start()
+    yield b
+    b.kill()
+
+
+def _commit(bootstrap, group, topic, member_id, generation, offset, version=7):
+    body = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name=topic,
+                partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=offset, committed_metadata=""
+                    )
+                ],
+            )
+        ],
+    )
+    (t,) = wire_call(bootstrap, body, version).topics
+    return t.partitions[0].error_code
+
+
+def _fetched(bootstrap, group, topic):
+    body = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group, member_id=None, member_epoch=-1, topics=None
+            )
+        ],
+        require_stable=False,
+    )
+    (g,) = wire_call(bootstrap, body, 9).groups
+    return {(t.name, p.partition_index): p.committed_offset for t in g.topics for p in t.partitions}
+
+
+def _after_restart(broker, call):
+    """``call()`` once the restarted broker has loaded the group (bounded)."""
+
+    def ready():
+        result = call()
+        code = getattr(result, "error_code", 0)
+        return (
+            None
+            if code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR)
+            else result
+        )
+
+    return wait_until(ready, timeout=30, message="group loaded after restart")
+
+
+def test_a_migrated_group_survives_restarts(restartable_broker):
+    b = restartable_broker
+    topic, group = _name("rst"), _name("rst-group")
+    _create(b.bootstrap, topic, 2)
+
+    # A classic group: one member, leader, assigns itself both partitions; it commits.
+    a = _classic_join(b.bootstrap, group, topic).member_id
+    joined = _classic_join(b.bootstrap, group, topic, a)
+    assert joined.error_code == 0 and joined.leader == a
+    mine = encode_assignment({topic: [0, 1]}, 1)
+    synced = wire_call(
+        b.bootstrap,
+        SyncGroupRequest(
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=a,
+            assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=a, assignment=mine)],
+        ),
+        3,
+    )
+    assert synced.error_code == 0
+    assert _commit(b.bootstrap, group, topic, a, joined.generation_id, 5) == 0
+
+    # A consumer-protocol member joins: the group is upgraded; a keeps its partitions.
+    cm = str(uuid.uuid4())
+    assert _consumer_join(b.bootstrap, group, topic, cm).error_code == 0
+    before = _describe(b.bootstrap, group)
+    assert before.error_code == 0
+    by_type = {m.member_type: m for m in before.members}
+    assert by_type[0].member_id == a and by_type[0].member_epoch == joined.generation_id
+
+    b.restart()
+    after = _after_restart(b, lambda: _describe(b.bootstrap, group))
+    assert after.error_code == 0
+    assert after.group_epoch == before.group_epoch
+    assert sorted((m.member_id, m.member_type, m.member_epoch) for m in after.members) == sorted(
+        (m.member_id, m.member_type, m.member_epoch) for m in before.members
+    )
+    # The classic member is still served as one: its heartbeat at its epoch is known.
+    beat = wire_call(
+        b.bootstrap,
+        HeartbeatRequest(group_id=group, generation_id=by_type[0].member_epoch, member_id=a),
+        3,
+    )
+    assert beat.error_code in (0, ErrorCode.REBALANCE_IN_PROGRESS)
+    assert _fetched(b.bootstrap, group, topic)[(topic, 0)] == 5
+
+    # The consumer member leaves: the group is classic again, and stays so on restart.
+    left = wire_call(
+        b.bootstrap,
+        ConsumerGroupHeartbeatRequest(group_id=group, member_id=cm, member_epoch=-1),
+        1,
+    )
+    assert left.error_code == 0
+    assert _describe(b.bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    b.restart()
+    classic = _after_restart(b, lambda: _describe_classic(b.bootstrap, group))
+    assert classic.error_code == 0
+    assert classic.protocol_type == "consumer"
+    assert [m.member_id for m in classic.members] == [a]
+    assert decode_assignment(classic.members[0].member_assignment).partitions.keys() <= {topic}
+    assert _describe(b.bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert _fetched(b.bootstrap, group, topic)[(topic, 0)] == 5
