@@ -1,7 +1,8 @@
 """Model-based test of moving a group between the classic and consumer protocols
 (hypothesis state machine over :class:`GroupMigration` and a MockTime): clients on either
 protocol start, heartbeat, leave, crash and switch protocol (a rolling upgrade or
-downgrade, one restart at a time). While the group is classic it is modelled as Kafka's
+downgrade, one restart at a time); one is a static member, whose restart on the classic
+protocol takes its consumer-protocol incarnation's place by instance id. While the group is classic it is modelled as Kafka's
 classic coordinator behaves for eager members: every join or leave is a stop-the-world
 rebalance handing out ranges; a consumer-protocol client joining it upgrades it, and the
 last consumer-protocol client leaving (or expiring) downgrades it, followed by such a
@@ -66,6 +67,8 @@ def sub(owned=()):
 class Client:
     name: str
     classic: bool = True
+    # A static member keeps its instance id across restarts, with a new member id.
+    instance_id: str | None = None
     incarnation: int = 0
     joined: bool = False
     member_id: str = ""
@@ -81,6 +84,7 @@ class MigrationModel(RuleBasedStateMachine):
         manager.update_topics([FOO])
         self.mig = GroupMigration(manager)
         self.clients = [Client(f"c{i}", classic=i % 2 == 0) for i in range(N_CLIENTS)]
+        self.clients[-1].instance_id = "static"
         # The classic group: member id -> client, its generation.
         self.classic_members: dict[str, Client] = {}
         self.generation = 0
@@ -156,6 +160,7 @@ class MigrationModel(RuleBasedStateMachine):
             "g",
             c.member_id,
             c.epoch if epoch is None else epoch,
+            instance_id=c.instance_id,
             rebalance_timeout_ms=REBALANCE_MS,
             subscribed_topic_names=("foo",),
             topic_partitions={FOO.topic_id: frozenset(c.owned)} if c.owned else {},
@@ -191,7 +196,7 @@ class MigrationModel(RuleBasedStateMachine):
         """A classic client in a consumer group: heartbeat, and on REBALANCE_IN_PROGRESS
         join with what it owns and sync (a few times at most)."""
         for _ in range(3):
-            code, _ = self.mig.classic_heartbeat("g", c.member_id, None, c.epoch)
+            code, _ = self.mig.classic_heartbeat("g", c.member_id, c.instance_id, c.epoch)
             if code is ErrorCode.NONE:
                 return
             if code is not ErrorCode.REBALANCE_IN_PROGRESS:
@@ -203,7 +208,13 @@ class MigrationModel(RuleBasedStateMachine):
     def classic_join(self, c):
         join = self.mig.join(
             ClassicJoinRequest(
-                "g", c.member_id, "consumer", (("range", sub(c.owned)),), SESSION_MS, REBALANCE_MS
+                "g",
+                c.member_id,
+                "consumer",
+                (("range", sub(c.owned)),),
+                SESSION_MS,
+                REBALANCE_MS,
+                instance_id=c.instance_id,
             )
         )
         self.records.extend(join.records)
@@ -211,7 +222,13 @@ class MigrationModel(RuleBasedStateMachine):
             self.drop(c)
             return False
         c.member_id = join.response.member_id
-        sync = self.mig.sync("g", c.member_id, None, join.response.generation_id, None, None)
+        if join.downgrade is not None:
+            # A static classic member replaced the last consumer-protocol member.
+            self.install_downgrade(join.downgrade)
+            return False
+        sync = self.mig.sync(
+            "g", c.member_id, c.instance_id, join.response.generation_id, None, None
+        )
         if sync.error_code is ErrorCode.NONE:
             c.epoch = join.response.generation_id
             c.owned = set(decode_assignment(sync.assignment).partitions.get("foo", ()))
@@ -241,15 +258,16 @@ class MigrationModel(RuleBasedStateMachine):
                 self.classic_rebalance()
                 return
             c.member_id = ""
-            required = self.mig.join(
-                ClassicJoinRequest(
-                    "g", "", "consumer", (("range", sub()),), SESSION_MS, REBALANCE_MS
-                )
-            )
-            assert required.response.error_code is ErrorCode.MEMBER_ID_REQUIRED
-            c.member_id = required.response.member_id
             c.joined = True
-            if self.classic_join(c):
+            if c.instance_id is None:
+                required = self.mig.join(
+                    ClassicJoinRequest(
+                        "g", "", "consumer", (("range", sub()),), SESSION_MS, REBALANCE_MS
+                    )
+                )
+                assert required.response.error_code is ErrorCode.MEMBER_ID_REQUIRED
+                c.member_id = required.response.member_id
+            if self.classic_join(c) and self.consumer_group is not None:
                 self.classic_round(c)
             return
         c.joined = True
@@ -294,6 +312,21 @@ class MigrationModel(RuleBasedStateMachine):
             self.epochs_only_grow()
         c.classic = not c.classic
         self.start(i)
+
+    @rule()
+    def static_restart_switching_protocol(self):
+        """The static client restarts with the other group.protocol and its instance id; a
+        consumer-protocol one leaves for a while first (epoch -2), so the classic one
+        takes its place (and its partitions) under a new member id."""
+        c = self.clients[-1]
+        group = self.consumer_group
+        if not c.joined or group is None or c.classic:
+            return
+        result = self.consumer_beat(c, epoch=-2)
+        assert result.response.error_code is ErrorCode.NONE
+        self.drop(c)
+        c.classic = True
+        self.start(len(self.clients) - 1)
 
     @rule(i=st.integers(0, N_CLIENTS - 1))
     def crash(self, i):
