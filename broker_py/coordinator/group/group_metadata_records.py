@@ -8,7 +8,8 @@ key version    record               key fields after the version
 =============  ===================  =========================================
 0, 1           OffsetCommitKey      group string, topic string, partition int32
 2              GroupMetadataKey     group string
-3+             (KIP-848 records)    skipped on load
+3-8, 16        consumer groups      :mod:`~broker_py.coordinator.group.modern.record_serde`
+other          share, streams...    skipped on load
 =============  ===================  =========================================
 
 OffsetCommitValue (we write v3):
@@ -96,7 +97,8 @@ class GroupMetadataKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class UnknownRecordKey:
-    """A key version this broker does not read (KIP-848 consumer-group records...)."""
+    """A key version this codec does not read (consumer-group records, read by
+    :mod:`~broker_py.coordinator.group.modern.record_serde`; share and streams groups)."""
 
     version: int
 
