@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import zstandard
 
+from broker_py.config.config_entity_store import LocalConfigEntityStore
 from broker_py.security.authorizer.acl_binding import AclOperation
 from broker_py.server.handlers import configs, telemetry
-from broker_py.config.config_entity_store import LocalConfigEntityStore
 from broker_py.server.telemetry.client_telemetry import ClientTelemetry
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.configs import (
@@ -42,7 +42,9 @@ class Authorizer:
 
 
 def make_apis(log_dir: str, authorizer=None):
-    telemetry_ = ClientTelemetry(LocalConfigEntityStore(log_dir, "client-metrics.json"), 1024, lambda: 0)
+    telemetry_ = ClientTelemetry(
+        LocalConfigEntityStore(log_dir, "client-metrics.json"), 1024, lambda: 0
+    )
     telemetry_.start()
     return SimpleNamespace(client_telemetry=telemetry_, authorizer=authorizer, zk_support=None)
 
@@ -148,7 +150,9 @@ def test_authorization_on_the_cluster(tmp_path):
 
 def test_pushes_become_series_until_the_instance_goes(tmp_path):
     now = [1_000_000]
-    tel = ClientTelemetry(LocalConfigEntityStore(str(tmp_path), "client-metrics.json"), 100_000, lambda: now[0])
+    tel = ClientTelemetry(
+        LocalConfigEntityStore(str(tmp_path), "client-metrics.json"), 100_000, lambda: now[0]
+    )
     tel.start()
     tel.keep_points = True
     tel.manager.max_instances = 1
