@@ -389,6 +389,9 @@ def test_any_heartbeat_is_answered_with_a_kafka_error(tmp_path_factory):
 
 
 def test_a_groups_own_timeouts_are_in_force(tmp_path):
+    from broker_py.coordinator.group.group_metadata_records import partition_for
+    from tests.broker.test_group_coordinator import PARTITIONS
+
     async def main():
         async with cluster(tmp_path) as c:
             make_topic(c, "orders", 1)
@@ -402,6 +405,12 @@ def test_a_groups_own_timeouts_are_in_force(tmp_path):
             assert deadline == c.time.monotonic() + 50
             other = await _join(c, "h", uuid.uuid4().hex, ["orders"])
             assert other.heartbeat_interval_ms == 5000  # the broker's default
+            # Reloaded (a new coordinator), the member's session is the group's too.
+            p = partition_for("g", PARTITIONS)
+            c.coordinator.on_resignation(p)
+            c.time.advance(10)
+            c.coordinator.consumer_groups.load_records(p, _consumer_group_records(c, "g"))
+            assert manager.timer_deadline("session", "g", member) == c.time.monotonic() + 50
 
     run(main())
 

@@ -157,7 +157,8 @@ class ConsumerGroupCoordinator:
     def load_records(self, offsets_partition: int, records: list[Record]) -> None:
         """The consumer-group records read back from an offsets partition, in log order
         (the load path hands them over): replayed, then each group's timers start (every
-        member gets a full session)."""
+        member gets a full session: the group's own consumer.session.timeout.ms for
+        consumer-protocol members, a classic member's own timeout)."""
         loaded: list[str] = []
         for record in records:
             if record.group_id not in loaded:
@@ -168,7 +169,19 @@ class ConsumerGroupCoordinator:
             self._replay_persisted(record)
         for group_id in loaded:
             self.manager.on_loaded(group_id)
+            self._loaded_with_group_timeout(group_id)
         self._arm()
+
+    def _loaded_with_group_timeout(self, group_id: str) -> None:
+        group = self.manager.groups.get(group_id)
+        if group is None or self._group_timeouts is None:
+            return
+        session_ms = self._group_timeouts(group_id)[0]
+        if session_ms == self.config.session_timeout_ms:
+            return
+        for member in group.members.values():
+            if member.classic_member_metadata is None and member.member_epoch >= 0:
+                self.manager.schedule_timer("session", group_id, member.member_id, session_ms)
 
     # ---- lookups ----
 
