@@ -299,3 +299,32 @@ def test_offset_expiry_neither_drops_nor_brings_back_consumer_group_records(brok
         assert again.get_group(GROUP) is None
 
     asyncio.run(scenario())
+
+
+def test_a_deleted_consumer_group_stays_deleted_and_its_id_can_be_classic_again(broker):
+    async def scenario() -> None:
+        source, records = consumer_group_records()
+        for member_id in list(source.groups[GROUP].members):
+            result = source.heartbeat(
+                HeartbeatRequest(group_id=GROUP, member_id=member_id, member_epoch=-1)
+            )
+            records.extend(result.records)
+        records.extend(source.delete_group(GROUP))
+        loaded = Loaded()
+        manager = new_manager(broker, loaded)
+        await append(manager, [serialize(r) for r in records])
+        await load(manager)
+        rebuilt = ConsumerGroupManager(ConsumerGroupConfig(), MockTime(), compile_re2)
+        for record in loaded.last():
+            rebuilt.replay(record)
+        assert GROUP not in rebuilt.groups
+        # The id is then a classic group's: a reload finds that one only.
+        await append(manager, [(encode_group_metadata_key(GROUP), classic_value(generation=1))])
+        again = Loaded()
+        second = new_manager(broker, again)
+        await load(second)
+        assert all(r.group_id != GROUP for r in again.last())
+        group = second.get_group(GROUP)
+        assert group is not None and group.generation_id == 1
+
+    asyncio.run(scenario())
