@@ -4,7 +4,8 @@
   created, flagged not internal by Metadata, and deleted;
 - CreatePartitions needs exactly one assignment per added partition
   (INVALID_REPLICA_ASSIGNMENT with Kafka's message);
-- Metadata that auto-creates a topic answers LEADER_NOT_AVAILABLE first;
+- Metadata that auto-creates a topic answers LEADER_NOT_AVAILABLE first, and creates the
+  coordinators' topics as their coordinators do;
 - a request at a version the broker does not serve gets UNSUPPORTED_VERSION and the
   connection stays open;
 - ListOffsets v0, OffsetCommit v0/v1 with OffsetFetch v0, and what message formats
@@ -17,7 +18,7 @@ import socket
 import struct
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
 
 from logstore.protocol import ApiKey, RequestHeader, encode_request
 from logstore.protocol.error_codes import ErrorCode
@@ -162,6 +163,30 @@ def test_metadata_answers_an_auto_created_topic_leader_not_available_first(modul
     name2 = topic_name("auto-produce")
     p.produce(name2, b"x")
     assert p.flush(20) == 0
+
+
+def test_metadata_auto_creates_the_coordinators_topics_as_theirs(broker_factory) -> None:
+    """Named in a Metadata request that may create topics, __consumer_offsets and
+    __transaction_state are created as their coordinators create them (Kafka's
+    AutoTopicCreationManager), not as user topics with the broker's defaults."""
+    broker = broker_factory(
+        {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "2"}
+    )
+    names = {"__consumer_offsets": 3, "__transaction_state": 2}
+    request = Metadata(
+        topics=[Metadata.MetadataRequestTopic(name=n) for n in names],
+        allow_auto_topic_creation=True,
+    )
+
+    def created() -> dict[str, int]:
+        topics = wire_call(broker.bootstrap, request, 9).topics
+        return {t.name: len(t.partitions) for t in topics if t.error_code == 0}
+
+    wait_until(lambda: created() == names, message="both created")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+    for future in admin.describe_configs(resources).values():
+        assert future.result(timeout=15)["cleanup.policy"].value == "compact"
 
 
 # --- unsupported versions ------------------------------------------------------------------

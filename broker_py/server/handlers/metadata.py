@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import uuid
 
-from broker_py.common.internal_topics import is_internal_topic
+from broker_py.common.internal_topics import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    is_internal_topic,
+)
 from broker_py.common.topic import TopicInfo, validate_topic_name
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import CLUSTER_NAME, AclOperation, ResourceType
@@ -158,7 +162,7 @@ def handle_metadata(apis, request, connection):
                     return
                 if allow_create:
                     try:
-                        apis.topic_admin_manager.auto_create_topic(name)
+                        _auto_create(apis, name)
                         error = ErrorCode.LEADER_NOT_AVAILABLE
                     except KafkaError as e:
                         error = e.errno
@@ -293,6 +297,18 @@ def handle_describe_topic_partitions(apis, request, connection):
             break
         remaining -= len(described.partitions)
     return DescribeTopicPartitionsResponse(topics=topics_out + refused, next_cursor=next_cursor)
+
+
+def _auto_create(apis, name: str) -> None:
+    """Metadata's auto-creation as Kafka's AutoTopicCreationManager: a coordinator's topic
+    with that coordinator's partitions, replication factor and configs (compacted), any
+    other topic with the broker's defaults."""
+    if name == OFFSETS_TOPIC:
+        apis.group_coordinator.ensure_offsets_topic()
+    elif name == TRANSACTION_STATE_TOPIC:
+        apis.transaction_coordinator.ensure_topic()
+    else:
+        apis.topic_admin_manager.auto_create_topic(name)
 
 
 HANDLERS = {
