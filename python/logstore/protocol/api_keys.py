@@ -57,6 +57,10 @@ follower-only fields.
 The one exception: ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848's
 consumer protocol) exist at Kafka 4.1's ranges (0-1 each); a client uses the
 consumer protocol (``group.protocol=consumer``) only when the broker advertises them.
+So do the share-group APIs (KIP-932, 4.x only): ShareGroupHeartbeat, ShareGroupDescribe,
+ShareFetch and ShareAcknowledge at 1 (4.0's early-access version 0 is gone in 4.1; it is
+what librdkafka 2.16 sends), the share coordinator's state APIs (83-87) and the share
+group offset APIs (90-92) at 0.
 
 **Minimum: exactly Apache Kafka 3.9's (0 for every API).**  Kafka 4.0
 removed the versions older clients still send (KIP-896); 3.9 serves them
@@ -169,6 +173,18 @@ class ApiKey(IntEnum):
     PUSH_TELEMETRY = 72, "PushTelemetry", 0, 0, 0
     LIST_CLIENT_METRICS_RESOURCES = 74, "ListClientMetricsResources", 0, 0, 0
     DESCRIBE_TOPIC_PARTITIONS = 75, "DescribeTopicPartitions", 0, 0, 0
+    SHARE_GROUP_HEARTBEAT = 76, "ShareGroupHeartbeat", 1, 1, 1
+    SHARE_GROUP_DESCRIBE = 77, "ShareGroupDescribe", 1, 1, 1
+    SHARE_FETCH = 78, "ShareFetch", 1, 1, 0
+    SHARE_ACKNOWLEDGE = 79, "ShareAcknowledge", 1, 1, 0
+    INITIALIZE_SHARE_GROUP_STATE = 83, "InitializeShareGroupState", 0, 0, 0
+    READ_SHARE_GROUP_STATE = 84, "ReadShareGroupState", 0, 0, 0
+    WRITE_SHARE_GROUP_STATE = 85, "WriteShareGroupState", 0, 0, 0
+    DELETE_SHARE_GROUP_STATE = 86, "DeleteShareGroupState", 0, 0, 0
+    READ_SHARE_GROUP_STATE_SUMMARY = 87, "ReadShareGroupStateSummary", 0, 0, 0
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90, "DescribeShareGroupOffsets", 0, 0, 0
+    ALTER_SHARE_GROUP_OFFSETS = 91, "AlterShareGroupOffsets", 0, 0, 0
+    DELETE_SHARE_GROUP_OFFSETS = 92, "DeleteShareGroupOffsets", 0, 0, 0
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
