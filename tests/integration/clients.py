@@ -236,6 +236,46 @@ def wire_call(bootstrap: str, body, version: int):
     return response
 
 
+def incremental_alter_configs(
+    bootstrap: str, resource_type: int, name: str, *ops, validate_only: bool = False
+) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs v1 of one resource, ``ops`` as (key, operation, value):
+    the resource's (error code, error message)."""
+    from logstore.protocol.messages.configs import IncrementalAlterConfigsRequest as R
+
+    body = R(
+        resources=[
+            R.AlterConfigsResource(
+                resource_type=resource_type,
+                resource_name=name,
+                configs=[
+                    R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
+                ],
+            )
+        ],
+        validate_only=validate_only,
+    )
+    (result,) = wire_call(bootstrap, body, 1).responses
+    return result.error_code, result.error_message
+
+
+def describe_configs(bootstrap: str, resource_type: int, name: str, synonyms: bool = False):
+    """DescribeConfigs v4 of one resource, every key: its result."""
+    from logstore.protocol.messages.configs import DescribeConfigsRequest as R
+
+    body = R(
+        resources=[
+            R.DescribeConfigsResource(
+                resource_type=resource_type, resource_name=name, configuration_keys=None
+            )
+        ],
+        include_synonyms=synonyms,
+        include_documentation=False,
+    )
+    (result,) = wire_call(bootstrap, body, 4).results
+    return result
+
+
 def read_frame(s: socket.socket) -> bytes:
     """The next size-prefixed frame on ``s``, without its size."""
     return _read_exactly(s, int.from_bytes(_read_exactly(s, 4), "big"))

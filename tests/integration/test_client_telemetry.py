@@ -17,16 +17,12 @@ from confluent_kafka import Consumer, Producer
 
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
-from logstore.protocol.messages.configs import (
-    DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
-)
 from logstore.protocol.messages.telemetry import (
     GetTelemetrySubscriptionsRequest,
     ListClientMetricsResourcesRequest,
     PushTelemetryRequest,
 )
-from tests.integration.clients import wire_call
+from tests.integration.clients import describe_configs, incremental_alter_configs, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
@@ -48,35 +44,13 @@ def broker(tmp_path_factory):
 
 
 def alter(broker, name, *ops, validate_only=False):
-    R = IncrementalAlterConfigsRequest
-    body = R(
-        resources=[
-            R.AlterConfigsResource(
-                resource_type=CLIENT_METRICS,
-                resource_name=name,
-                configs=[
-                    R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
-                ],
-            )
-        ],
-        validate_only=validate_only,
+    return incremental_alter_configs(
+        broker.bootstrap, CLIENT_METRICS, name, *ops, validate_only=validate_only
     )
-    (result,) = wire_call(broker.bootstrap, body, 1).responses
-    return result.error_code, result.error_message
 
 
 def describe(broker, name):
-    R = DescribeConfigsRequest
-    body = R(
-        resources=[
-            R.DescribeConfigsResource(
-                resource_type=CLIENT_METRICS, resource_name=name, configuration_keys=None
-            )
-        ],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    (result,) = wire_call(broker.bootstrap, body, 4).results
+    result = describe_configs(broker.bootstrap, CLIENT_METRICS, name)
     assert result.error_code == 0, result.error_message
     return {c.name: (c.value, c.config_source) for c in result.configs}
 

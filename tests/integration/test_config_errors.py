@@ -6,11 +6,7 @@ from __future__ import annotations
 import pytest
 
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.messages.configs import (
-    DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
-)
-from tests.integration.clients import wire_call
+from tests.integration.clients import describe_configs, incremental_alter_configs
 from tests.integration.conftest import BrokerProcess
 
 BROKER, BROKER_LOGGER = 4, 8
@@ -27,36 +23,12 @@ def broker(tmp_path_factory):
 
 
 def describe(broker, resource_type, name):
-    R = DescribeConfigsRequest
-    body = R(
-        resources=[
-            R.DescribeConfigsResource(
-                resource_type=resource_type, resource_name=name, configuration_keys=None
-            )
-        ],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    (result,) = wire_call(broker.bootstrap, body, 4).results
+    result = describe_configs(broker.bootstrap, resource_type, name)
     return result.error_code, result.error_message
 
 
 def alter_loggers(broker, name, *ops):
-    R = IncrementalAlterConfigsRequest
-    body = R(
-        resources=[
-            R.AlterConfigsResource(
-                resource_type=BROKER_LOGGER,
-                resource_name=name,
-                configs=[
-                    R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
-                ],
-            )
-        ],
-        validate_only=False,
-    )
-    (result,) = wire_call(broker.bootstrap, body, 1).responses
-    return result.error_code, result.error_message
+    return incremental_alter_configs(broker.bootstrap, BROKER_LOGGER, name, *ops)
 
 
 LOGGER = "broker_py.network.socket_server"

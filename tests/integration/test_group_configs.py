@@ -14,11 +14,7 @@ from confluent_kafka.admin import (
 )
 
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.messages.configs import (
-    DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
-)
-from tests.integration.clients import wire_call
+from tests.integration.clients import describe_configs, incremental_alter_configs
 from tests.integration.conftest import BrokerProcess
 
 GROUP = 32
@@ -36,35 +32,13 @@ def broker(tmp_path_factory):
 
 
 def alter(broker, name, *ops, validate_only=False):
-    R = IncrementalAlterConfigsRequest
-    body = R(
-        resources=[
-            R.AlterConfigsResource(
-                resource_type=GROUP,
-                resource_name=name,
-                configs=[
-                    R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
-                ],
-            )
-        ],
-        validate_only=validate_only,
+    return incremental_alter_configs(
+        broker.bootstrap, GROUP, name, *ops, validate_only=validate_only
     )
-    (result,) = wire_call(broker.bootstrap, body, 1).responses
-    return result.error_code, result.error_message
 
 
 def describe(broker, name):
-    R = DescribeConfigsRequest
-    body = R(
-        resources=[
-            R.DescribeConfigsResource(
-                resource_type=GROUP, resource_name=name, configuration_keys=None
-            )
-        ],
-        include_synonyms=True,
-        include_documentation=False,
-    )
-    (result,) = wire_call(broker.bootstrap, body, 4).results
+    result = describe_configs(broker.bootstrap, GROUP, name, synonyms=True)
     if result.error_code:
         return result.error_code, result.error_message
     return {c.name: (c.value, c.config_source) for c in result.configs}
