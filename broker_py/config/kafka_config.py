@@ -37,6 +37,7 @@ from broker_py.config.config_def import list_type as _list
 from broker_py.config.config_def import long_type as _long
 from broker_py.config.config_def import short_type as _short
 from broker_py.config.config_def import str_type as _str
+from broker_py.config.share_coordinator_config import SHARE_COORDINATOR_KEYS
 from logstore.protocol.errors import KafkaException
 
 
@@ -417,6 +418,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
     "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
     "sasl.kerberos.kinit.cmd": (_str, "/usr/bin/kinit"),
+    **SHARE_COORDINATOR_KEYS,
 }
 
 # Keys AlterConfigs may change on a BROKER resource while the broker runs (those of

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from broker_py.config.kafka_config import BrokerConfig, Listener
     from broker_py.coordinator.group.group_config_manager import GroupConfigManager
     from broker_py.coordinator.group.group_coordinator import GroupCoordinator
+    from broker_py.coordinator.share.share_coordinator import ShareCoordinator
     from broker_py.coordinator.transaction.producer_id_manager import (
         ProducerIdManager,
         ZkProducerIdManager,
@@ -70,6 +71,8 @@ class KafkaApis:
     time: Time = SYSTEM_TIME
     group_coordinator: GroupCoordinator | Any = None
     transaction_coordinator: TransactionCoordinator | Any = None
+    # The share coordinator (KIP-932): share-partition state in __share_group_state.
+    share_coordinator: ShareCoordinator | Any = None
     # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
     zk_support: ZkSupport | Any = None
     # Client telemetry (KIP-714): CLIENT_METRICS resources, subscriptions, pushed metrics.

@@ -17,6 +17,7 @@ listeners are up, and on stop first asks the controller to move its leaderships 
 from __future__ import annotations
 
 import logging
+import uuid
 
 from broker_py.config.config_entity_store import LocalConfigEntityStore
 from broker_py.config.dynamic_broker_config import DynamicBrokerConfigStore
@@ -126,6 +127,25 @@ def new_transaction_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
             None if support is None else support.channel_builder.client,
         ),
         on_offsets_marker=on_offsets_marker,
+        time=time,
+    )
+
+
+def new_share_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
+    """The broker's share coordinator, writing through a
+    :class:`~broker_py.server.coordinator_partition_writer.CoordinatorPartitionWriter`;
+    topic ids are checked against the metadata cache."""
+    from broker_py.coordinator.share.share_coordinator import ShareCoordinator
+
+    def topic_partitions(topic_id: uuid.UUID) -> int | None:
+        topic = apis.metadata_cache.by_id(topic_id)
+        return None if topic is None else topic.partitions
+
+    return ShareCoordinator(
+        apis.config,
+        _partition_writer(apis),
+        topic_partitions,
+        cluster=apis.zk_support is not None,
         time=time,
     )
 
@@ -326,6 +346,8 @@ class KafkaServer:
         apis.transaction_coordinator = new_transaction_coordinator(apis)
         await apis.transaction_coordinator.start()
         apis.replica_manager.verify_transaction = apis.transaction_coordinator.verify_partition
+        apis.share_coordinator = new_share_coordinator(apis, self.time)
+        await apis.share_coordinator.start()
         support = self.zk_support
         if support is not None and self.config["transaction.partition.verification.enable"]:
             from broker_py.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
@@ -376,6 +398,8 @@ class KafkaServer:
         apis.replica_manager.shutdown()
         if apis.replica_manager.txn_verifier is not None:
             await apis.replica_manager.txn_verifier.close()
+        if apis.share_coordinator is not None:
+            await apis.share_coordinator.stop()
         if apis.transaction_coordinator is not None:
             await apis.transaction_coordinator.stop()
         if apis.group_coordinator is not None:

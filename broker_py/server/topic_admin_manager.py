@@ -73,6 +73,13 @@ from logstore.protocol.messages.topic_admin import (
     DeleteTopicsResponse,
 )
 
+# The replication factor of each coordinator's topic.
+_TXN_RF = "transaction.state.log.replication.factor"
+_REPLICATION_FACTOR_KEYS = {
+    "__consumer_offsets": "offsets.topic.replication.factor",
+    "__share_group_state": "share.coordinator.state.topic.replication.factor",
+}
+
 log = logging.getLogger(__name__)
 
 NULL_UUID = random_uuid().__class__(int=0)
@@ -219,12 +226,7 @@ class TopicAdminManager:
             except TopicAlreadyExistsError:
                 return self._metadata.get(name)
         if replication_factor == -1:
-            key = (
-                "offsets.topic.replication.factor"
-                if name == "__consumer_offsets"
-                else "transaction.state.log.replication.factor"
-            )
-            replication_factor = self.config[key]
+            replication_factor = self.config[_REPLICATION_FACTOR_KEYS.get(name, _TXN_RF)]
         live = len(self._metadata.alive_broker_ids())
         if live < replication_factor:
             # As Kafka: not created with fewer replicas than configured (it would stay so).

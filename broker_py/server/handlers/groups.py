@@ -25,11 +25,16 @@ import asyncio
 import logging
 
 import logstore
-from broker_py.common.internal_topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from broker_py.common.internal_topics import (
+    OFFSETS_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+)
 from broker_py.coordinator.group.group_metadata import JoinGroupResult, OffsetAndMetadata
 from broker_py.coordinator.group.group_metadata_records import partition_for
 from broker_py.coordinator.group.join_group import JoinGroupParams
 from broker_py.coordinator.group.sync_group import SyncGroupParams
+from broker_py.coordinator.share.share_coordinator_records import parse_coordinator_key
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.utils.in_steps import for_each
@@ -56,6 +61,7 @@ from logstore.protocol.messages.offset_delete import OffsetDeleteResponse
 
 COORDINATOR_KEY_GROUP = 0
 COORDINATOR_KEY_TRANSACTION = 1
+COORDINATOR_KEY_SHARE = 2  # "group:topicId:partition" (FindCoordinator v6+, KIP-932)
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +85,11 @@ def _client_host(connection) -> str:
 
 
 def _find_coordinator(
-    apis, key: str, key_type: int, connection=None
+    apis, key: str, key_type: int, connection=None, version: int = 6
 ) -> tuple[ErrorCode, int, str, int]:
     """(error, node id, host, port) of the coordinator of ``key``."""
+    if key_type == COORDINATOR_KEY_SHARE:
+        return _find_share_coordinator(apis, key, connection, version)
     if key_type == COORDINATOR_KEY_GROUP and not _group_allowed(
         apis, connection, AclOperation.DESCRIBE, key
     ):
@@ -119,6 +127,31 @@ def _find_coordinator(
     return ErrorCode.NONE, apis.broker_id, listener.host, listener.port
 
 
+def _find_share_coordinator(apis, key: str, connection, version: int):
+    """The share coordinator of a ``group:topicId:partition`` key, as Kafka answers it:
+    INVALID_REQUEST before v6 and for a key that is not one, CLUSTER_AUTHORIZATION_FAILED
+    without CLUSTER_ACTION on the cluster."""
+    if version < 6:
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    if not auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1, "", -1
+    coordinator = apis.share_coordinator
+    try:
+        parse_coordinator_key(key)
+    except ValueError:
+        return ErrorCode.INVALID_REQUEST, -1, "", -1
+    if coordinator is None or not coordinator.active:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    try:
+        coordinator.ensure_topic()
+    except (KafkaError, logstore.LogStoreError, OSError):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    listener = apis.advertised_listener(connection)
+    if apis.zk_support is not None:
+        return _partition_leader(apis, SHARE_GROUP_STATE_TOPIC, key, listener)
+    return ErrorCode.NONE, apis.broker_id, listener.host, listener.port
+
+
 def _partition_leader(apis, topic: str, key: str, listener) -> tuple[ErrorCode, int, str, int]:
     """In a cluster, the coordinator of ``key`` is the leader of its partition of the
     internal topic (Java's String.hashCode, as Kafka): COORDINATOR_NOT_AVAILABLE while
@@ -150,7 +183,7 @@ def handle_find_coordinator(apis, request, connection):
     if version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            error, node_id, host, port = _find_coordinator(apis, key, key_type, connection)
+            error, node_id, host, port = _find_coordinator(apis, key, key_type, connection, version)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key,
@@ -162,7 +195,7 @@ def handle_find_coordinator(apis, request, connection):
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
-    error, node_id, host, port = _find_coordinator(apis, body.key, key_type, connection)
+    error, node_id, host, port = _find_coordinator(apis, body.key, key_type, connection, version)
     return FindCoordinatorResponse(
         error_code=int(error),
         error_message=_error_message(error),

@@ -28,6 +28,7 @@ import uuid
 
 from broker_py.common.internal_topics import (
     OFFSETS_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
     is_internal_topic,
 )
@@ -307,6 +308,8 @@ def _auto_create(apis, name: str) -> None:
         apis.group_coordinator.ensure_offsets_topic()
     elif name == TRANSACTION_STATE_TOPIC:
         apis.transaction_coordinator.ensure_topic()
+    elif name == SHARE_GROUP_STATE_TOPIC and apis.share_coordinator is not None:
+        apis.share_coordinator.ensure_topic()
     else:
         apis.topic_admin_manager.auto_create_topic(name)
 

@@ -1,0 +1,336 @@
+"""The share coordinator (Kafka's ``ShareCoordinatorService``): the durable state of share
+partitions in ``__share_group_state``, for the share-partition leaders of the cluster.
+
+- ``__share_group_state`` is created on first use, compacted, with
+  ``share.coordinator.state.topic.num.partitions`` partitions and its replication
+  factor, min ISR and segment size from the ``share.coordinator.state.topic.*`` keys. A
+  share-partition key lives in partition
+  :func:`~broker_py.coordinator.share.share_coordinator_records.state_partition_for` of
+  ``"group:topicId:partition"``.
+- The keys of a partition are this broker's while it leads that partition: on election
+  a :class:`~broker_py.coordinator.share.share_coordinator_shard.ShareCoordinatorShard`
+  is rebuilt by replaying the partition's log (requests get COORDINATOR_LOAD_IN_PROGRESS
+  meanwhile), on resignation it is dropped (NOT_COORDINATOR). An empty partition is owned
+  at once.
+- An operation runs against its partition's shard, one at a time per partition: the
+  shard answers with records, they are appended as one batch with acks=-1
+  (``share.coordinator.write.timeout.ms``), and only once written are they replayed
+  and the answer given. A failed append answers the coordinator error Kafka maps it to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import logstore
+from broker_py.common.internal_topics import SHARE_GROUP_STATE_TOPIC
+from broker_py.coordinator.share.share_coordinator_records import (
+    InvalidShareRecordError,
+    SharePartitionKey,
+    StateBatch,
+    deserialize,
+    serialize,
+    state_partition_for,
+)
+from broker_py.coordinator.share.share_coordinator_shard import Outcome, ShareCoordinatorShard
+from broker_py.utils.time import SYSTEM_TIME, Time
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.coordinator.partition_writer import PartitionWriter, TopicMetadata
+
+log = logging.getLogger(__name__)
+
+
+def append_error(error: ErrorCode) -> ErrorCode:
+    """A failed append of share state as the share-partition leader gets it."""
+    if error in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+    ):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return error
+
+
+def _failed(error: ErrorCode) -> Outcome:
+    return Outcome([], error, error.description)
+
+
+class ShareCoordinator:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        writer: PartitionWriter,
+        topic_partitions: Callable[[uuid.UUID], int | None],
+        *,
+        cluster: bool,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        """``topic_partitions(topic id)``: how many partitions the metadata gives the
+        topic, None when it has no such topic; ``cluster``: this broker is one of a
+        cluster (a key whose partition does not exist yet is nobody's)."""
+        self.config = config
+        self._writer = writer
+        self._topic_partitions = topic_partitions
+        self.cluster = cluster
+        self.time = time
+        self.shards: dict[int, ShareCoordinatorShard] = {}
+        self.loading: set[int] = set()
+        self._load_tasks: dict[int, asyncio.Task[None]] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self.active = False
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        self._writer.add_leadership_listener(self._leadership_changed)
+        for p in self.led_partitions():
+            await self._load(p)
+        self.active = True
+
+    async def stop(self) -> None:
+        self.active = False
+        self._writer.remove_leadership_listener(self._leadership_changed)
+        tasks = list(self._load_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._load_tasks.clear()
+
+    # ---- the topic ----
+
+    def ensure_topic(self) -> TopicMetadata:
+        return self._writer.ensure_topic(
+            SHARE_GROUP_STATE_TOPIC,
+            self.config["share.coordinator.state.topic.num.partitions"],
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"]),
+                "min.insync.replicas": str(self.config["share.coordinator.state.topic.min.isr"]),
+            },
+        )
+
+    def num_partitions(self) -> int:
+        topic = self._writer.topic(SHARE_GROUP_STATE_TOPIC)
+        if topic is not None:
+            return topic.partitions
+        return int(self.config["share.coordinator.state.topic.num.partitions"])
+
+    def partition_for(self, key: SharePartitionKey) -> int:
+        return state_partition_for(key, self.num_partitions())
+
+    def led_partitions(self) -> list[int]:
+        topic = self._writer.topic(SHARE_GROUP_STATE_TOPIC)
+        if topic is None:
+            return []
+        return [
+            p
+            for p in range(topic.partitions)
+            if (part := self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))) is not None
+            and part.is_leader
+        ]
+
+    # ---- leadership ----
+
+    def _leadership_changed(
+        self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]
+    ) -> None:
+        for topic, index in leaders:
+            if topic == SHARE_GROUP_STATE_TOPIC:
+                self.on_election(index)
+        for topic, index in followers:
+            if topic == SHARE_GROUP_STATE_TOPIC:
+                self.on_resignation(index)
+
+    def _new_shard(self) -> ShareCoordinatorShard:
+        return ShareCoordinatorShard(
+            self.config["share.coordinator.snapshot.update.records.per.snapshot"],
+            self._topic_partitions,
+            self.time.milliseconds,
+        )
+
+    def on_election(self, p: int) -> None:
+        """This broker now leads ``__share_group_state`` partition ``p``: its states load
+        (at once when the partition is empty)."""
+        if p in self.shards or p in self.loading:
+            return
+        partition = self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))
+        if partition is None or not partition.is_leader:
+            return
+        if partition.log_end_offset == partition.log_start_offset:
+            self.shards[p] = self._new_shard()
+            return
+        self.loading.add(p)
+        self._load_tasks[p] = asyncio.get_running_loop().create_task(
+            self._load_in_background(p), name=f"load-{SHARE_GROUP_STATE_TOPIC}-{p}"
+        )
+
+    async def _load_in_background(self, p: int) -> None:
+        try:
+            await self._load(p)
+        except Exception:
+            log.exception("loading %s-%d", SHARE_GROUP_STATE_TOPIC, p)
+            self.loading.discard(p)
+        finally:
+            if self._load_tasks.get(p) is asyncio.current_task():
+                del self._load_tasks[p]
+
+    async def _load(self, p: int) -> None:
+        """Rebuilds partition ``p``'s shard by replaying its log from start to end."""
+        self.loading.add(p)
+        partition = self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))
+        if partition is None:
+            self.loading.discard(p)
+            return
+        records, _open_txns = await self._writer.read_keyed_records(
+            (SHARE_GROUP_STATE_TOPIC, p), self.config["share.coordinator.load.buffer.size"]
+        )
+        if p not in self.loading:
+            return  # resigned meanwhile
+        shard = self._new_shard()
+        for key, value in records:
+            try:
+                record = deserialize(key, value)
+            except InvalidShareRecordError as e:
+                log.error("skipping unreadable %s record: %s", SHARE_GROUP_STATE_TOPIC, e)
+                continue
+            if record is None:
+                log.warning(
+                    "skipping a %s record of unknown type %d",
+                    SHARE_GROUP_STATE_TOPIC,
+                    int.from_bytes(key[:2], "big", signed=True),
+                )
+                continue
+            shard.replay(record)
+        self.loading.discard(p)
+        self.shards[p] = shard
+        if shard.states:
+            log.info(
+                "loaded %d share-partition states from %s-%d",
+                len(shard.states),
+                SHARE_GROUP_STATE_TOPIC,
+                p,
+            )
+
+    def on_resignation(self, p: int) -> None:
+        """This broker no longer leads partition ``p``: its states go."""
+        self.loading.discard(p)
+        task = self._load_tasks.pop(p, None)
+        if task is not None:
+            task.cancel()
+        shard = self.shards.pop(p, None)
+        if shard is not None and shard.states:
+            log.info(
+                "dropped %d share-partition states of %s-%d: this broker no longer leads it",
+                len(shard.states),
+                SHARE_GROUP_STATE_TOPIC,
+                p,
+            )
+
+    # ---- operations ----
+
+    def _coordinator_error(self, p: int) -> ErrorCode | None:
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None if p in self.shards else ErrorCode.NOT_COORDINATOR
+
+    async def _run(
+        self, key: SharePartitionKey, operation: Callable[[ShareCoordinatorShard], Outcome]
+    ) -> Outcome:
+        """Runs ``operation`` on the shard of ``key``'s partition, appends its records and
+        replays them once written."""
+        if not self.active:
+            return _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        try:
+            topic = self.ensure_topic()
+        except KafkaError as e:
+            return _failed(e.errno if self.cluster else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        p = state_partition_for(key, topic.partitions)
+        if not self.cluster and p not in self.shards and p not in self.loading:
+            self.on_election(p)  # a broker alone leads the partitions it just created
+        error = self._coordinator_error(p)
+        if error is not None:
+            return _failed(error)
+        lock = self._locks.setdefault(p, asyncio.Lock())
+        async with lock:
+            shard = self.shards.get(p)
+            if shard is None:
+                return _failed(self._coordinator_error(p) or ErrorCode.NOT_COORDINATOR)
+            outcome = operation(shard)
+            if not outcome.records:
+                return outcome
+            error = await self._append(p, [serialize(r) for r in outcome.records])
+            if error != ErrorCode.NONE:
+                return _failed(error)
+            if self.shards.get(p) is shard:
+                shard.replay_all(outcome.records)
+            return outcome
+
+    async def _append(self, p: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        now = self.time.milliseconds()
+        data = logstore.encode_batch([(k, v, [], now) for k, v in records])
+        done: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+
+        def appended(error: ErrorCode, message: str | None) -> None:
+            if error != ErrorCode.NONE:
+                log.warning(
+                    "append to %s-%d failed (%s): %s",
+                    SHARE_GROUP_STATE_TOPIC,
+                    p,
+                    error.name,
+                    message,
+                )
+            if not done.done():
+                done.set_result(append_error(error) if error else ErrorCode.NONE)
+
+        self._writer.append(
+            (SHARE_GROUP_STATE_TOPIC, p),
+            data,
+            self.config["share.coordinator.write.timeout.ms"],
+            appended,
+        )
+        return await done
+
+    async def initialize_state(
+        self, key: SharePartitionKey, state_epoch: int, start_offset: int
+    ) -> Outcome:
+        return await self._run(key, lambda s: s.initialize_state(key, state_epoch, start_offset))
+
+    async def read_state(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
+        return await self._run(key, lambda s: s.read_state(key, leader_epoch))
+
+    async def write_state(
+        self,
+        key: SharePartitionKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Iterable[StateBatch],
+    ) -> Outcome:
+        batches = tuple(batches)
+        return await self._run(
+            key, lambda s: s.write_state(key, state_epoch, leader_epoch, start_offset, batches)
+        )
+
+    async def delete_state(self, key: SharePartitionKey) -> Outcome:
+        return await self._run(key, lambda s: s.delete_state(key))
+
+    async def read_state_summary(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
+        return await self._run(key, lambda s: s.read_state_summary(key, leader_epoch))
