@@ -376,6 +376,10 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.share.record.lock.duration.ms": (_int(1000, 3600000), "30000"),
     "group.share.min.record.lock.duration.ms": (_int(1000, 30000), "15000"),
     "group.share.max.record.lock.duration.ms": (_int(30000, 3600000), "60000"),
+    # Kafka 4.1 serves share groups only once enabled (its share.version feature, or
+    # this internal switch); off by default, as there.
+    "group.share.enable": (_bool, "false"),
+    "group.share.max.size": (_short(10, 1000), "200"),
     "transactional.id.expiration.ms": (_int(1), "604800000"),
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),

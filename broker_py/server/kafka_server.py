@@ -92,6 +92,25 @@ def new_group_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
         )
 
     coordinator.consumer_groups.set_group_timeouts(group_timeouts)
+    # Share groups (KIP-932) likewise, on their share.* timeouts.
+    coordinator.share_groups.set_topic_source(lambda: apis.metadata_cache.topics)
+
+    def share_timeouts(group_id: str) -> tuple[int, int]:
+        from broker_py.config import group_config
+
+        configs = apis.group_configs
+        if configs is None:
+            return (
+                apis.config["group.share.session.timeout.ms"],
+                apis.config["group.share.heartbeat.interval.ms"],
+            )
+        values = configs.values(group_id)
+        return (
+            int(values[group_config.SHARE_SESSION_TIMEOUT_MS]),
+            int(values[group_config.SHARE_HEARTBEAT_INTERVAL_MS]),
+        )
+
+    coordinator.share_groups.set_group_timeouts(share_timeouts)
     return coordinator
 
 

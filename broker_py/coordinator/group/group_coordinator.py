@@ -80,9 +80,12 @@ from broker_py.coordinator.group.leave_group import LeaveGroupMixin
 from broker_py.coordinator.group.modern.config import DEFAULTS as CONSUMER_GROUP_DEFAULTS
 from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
 from broker_py.coordinator.group.modern.migration_policy import MigrationPolicy
+from broker_py.coordinator.group.modern.share.group import SHARE_GROUP_TYPE, SHARE_PROTOCOL_TYPE
+from broker_py.coordinator.group.modern.share.records import SHARE_RECORD_CLASSES, ShareRecord
 from broker_py.coordinator.group.offsets import OffsetsMixin
 from broker_py.coordinator.group.protocol_migration import ProtocolMigration
 from broker_py.coordinator.group.rebalance import RebalanceMixin
+from broker_py.coordinator.group.share_group_coordinator import ShareGroupCoordinator
 from broker_py.coordinator.group.sync_group import SyncGroupMixin
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.api_keys import ApiKey
@@ -179,8 +182,18 @@ class GroupCoordinator(
             self.manager,
             time,
         )
-        # A load hands the consumer-group records it reads to that coordinator.
-        self.manager.consumer_group_loader = self.consumer_groups.load_records
+        # Share groups (KIP-932), in the same namespace too.
+        self.share_groups = ShareGroupCoordinator(
+            self.manager,
+            time,
+            max_size=_config_or(config, "group.share.max.size", 200),
+            session_timeout_ms=_config_or(config, "group.share.session.timeout.ms", 45000),
+            heartbeat_interval_ms=_config_or(config, "group.share.heartbeat.interval.ms", 5000),
+            enabled=bool(_config_or(config, "group.share.enable", False)),
+        )
+        # A load hands the consumer-group and share-group records it reads to those
+        # coordinators.
+        self.manager.consumer_group_loader = self._load_modern_records
         # Groups moving between the protocols; classic requests for consumer groups.
         self.migration = ProtocolMigration(
             self,
@@ -205,6 +218,7 @@ class GroupCoordinator(
         await self.manager.load()
         self.active = True
         self.consumer_groups.start()
+        self.share_groups.start()
         self._expiration_task = asyncio.create_task(
             self._expiration_loop(), name="group-offset-expiration"
         )
@@ -212,6 +226,7 @@ class GroupCoordinator(
     async def stop(self) -> None:
         self.active = False
         self.consumer_groups.stop()
+        self.share_groups.stop()
         self.writer.remove_leadership_listener(self._leadership_changed)
         for task in list(self.manager._load_tasks.values()):
             task.cancel()
@@ -228,6 +243,25 @@ class GroupCoordinator(
     @property
     def groups(self) -> dict[str, Group]:
         return self.manager.groups
+
+    def _load_modern_records(self, offsets_partition: int, records: list) -> None:
+        """A load's consumer-group records go to the consumer-group coordinator, its
+        share-group records to the share-group coordinator, each in log order."""
+        share: list[ShareRecord] = [r for r in records if isinstance(r, SHARE_RECORD_CLASSES)]
+        consumer = [r for r in records if not isinstance(r, SHARE_RECORD_CLASSES)]
+        self.consumer_groups.load_records(offsets_partition, consumer)
+        self.share_groups.load_records(share)
+
+    def group_type_of(self, group_id: str) -> str | None:
+        """``classic``, ``consumer`` or ``share`` for a group this coordinator holds."""
+        if self.share_groups.group(group_id) is not None:
+            return SHARE_GROUP_TYPE
+        if self.consumer_groups.group(group_id) is not None:
+            return "consumer"
+        classic = self.manager.get_group(group_id)
+        if classic is not None and not classic.is_(DEAD):
+            return "classic"
+        return None
 
     def _leadership_changed(
         self, leaders: list[tuple[str, int]], followers: list[tuple[str, int]]
@@ -259,6 +293,7 @@ class GroupCoordinator(
         """This broker no longer leads an offsets partition: its groups go, their timers
         stop and their waiting JoinGroup / SyncGroup requests get NOT_COORDINATOR."""
         self.consumer_groups.on_resignation(offsets_partition)
+        self.share_groups.on_resignation(offsets_partition)
         for group in self.manager.on_resignation(offsets_partition):
             self._cancel_timers(group)
             for member in group.members.values():
@@ -389,8 +424,13 @@ class GroupCoordinator(
         if error is not None:
             return error, NO_GROUP
         group = self.manager.get_group(group_id)
-        if group is None or self.consumer_groups.group(group_id) is not None:
-            # DescribeGroups (up to v5) shows a consumer group as Kafka 4 does: Dead.
+        if (
+            group is None
+            or self.consumer_groups.group(group_id) is not None
+            or self.share_groups.group(group_id) is not None
+        ):
+            # DescribeGroups (up to v5) shows a consumer or share group as Kafka 4 does:
+            # Dead.
             return ErrorCode.NONE, DEAD_GROUP
         if group.is_(STABLE):
             protocol = group.protocol_name or ""
@@ -427,6 +467,12 @@ class GroupCoordinator(
                 for g in consumer.values()
                 if not wanted_states or g.state.value.lower() in wanted_states
             )
+        if not wanted_types or SHARE_GROUP_TYPE in wanted_types:
+            out.extend(
+                GroupOverview(g.group_id, SHARE_PROTOCOL_TYPE, g.state.value, SHARE_GROUP_TYPE)
+                for g in self.share_groups.groups()
+                if not wanted_states or g.state.value.lower() in wanted_states
+            )
         return ErrorCode.NONE, out
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
@@ -438,6 +484,9 @@ class GroupCoordinator(
             error = self.validate_group_status(group_id, ApiKey.DELETE_GROUPS)
             if error is not None:
                 errors[group_id] = error
+                continue
+            if self.share_groups.group(group_id) is not None:
+                errors[group_id] = self.share_groups.delete_group(group_id)
                 continue
             if self.consumer_groups.group(group_id) is not None:
                 errors[group_id] = self.consumer_groups.delete_group(group_id)

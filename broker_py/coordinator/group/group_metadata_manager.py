@@ -31,8 +31,10 @@
   id's classic metadata record and its consumer-group records supersede each other, the
   later in the log winning as in Kafka's loader: a consumer-group record (not a tombstone)
   drops the classic group read before it, a classic metadata record (not a tombstone)
-  drops the consumer-group records read before it. Other record types (share and streams
-  groups) are skipped with a warning, as Kafka's loader skips types it does not know.
+  drops the consumer-group records read before it. Share-group records (key types 10-14,
+  :mod:`broker_py.coordinator.group.modern.share.record_serde`) travel the same way, to
+  the same loader. Other record types (streams groups) are skipped with a warning, as
+  Kafka's loader skips types it does not know.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from broker_py.coordinator.group.group_metadata_records import (
 )
 from broker_py.coordinator.group.modern import record_serde
 from broker_py.coordinator.group.modern.records import Record as ConsumerGroupRecord
+from broker_py.coordinator.group.modern.share import record_serde as share_record_serde
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -661,6 +664,8 @@ def _apply_record(
                     modern.supersede(key.group)
         elif modern is not None:
             record = record_serde.deserialize(key_bytes, value)
+            if record is None:
+                record = share_record_serde.deserialize(key_bytes, value)
             if record is None:
                 log.warning(
                     "skipping a %s record of unknown type %d",

@@ -105,6 +105,12 @@ def handle_consumer_group_heartbeat(apis, request, connection):
     error = _coordinator_error(apis, body.group_id)
     if error is not None:
         return _error_response(error)
+    if apis.group_coordinator.share_groups.group(body.group_id) is not None:
+        # One group-id namespace: a share group is not a consumer group.
+        return ConsumerGroupHeartbeatResponse(
+            error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+            error_message=f"Group {body.group_id} is not a consumer group.",
+        )
     heartbeat = HeartbeatRequest(
         group_id=body.group_id,
         member_id=body.member_id,
@@ -169,7 +175,7 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
         classic = apis.group_coordinator.manager.get_group(group_id)
         message = (
             f"Group {group_id} not found."
-            if classic is None
+            if classic is None and apis.group_coordinator.share_groups.group(group_id) is None
             else f"Group {group_id} is not a consumer group."
         )
         return Described(

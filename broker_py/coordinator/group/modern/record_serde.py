@@ -507,3 +507,17 @@ def _record(kind: int, k: Any, v: Any) -> Record:
         timestamp_ms=v.timestamp,
         version=v.version,
     )
+
+
+# ---- shared with the share-group records (modern/share/record_serde.py) -------------
+
+
+def topic_partitions_schema() -> Struct:
+    """The ``[topic_id uuid, partitions [int32]]`` struct of assignment values."""
+    return _TOPIC_PARTITIONS
+
+
+topic_partitions_to_wire = _topic_partitions_out
+assignment_from_wire = _assignment
+read_struct = _read
+record_version = _version

@@ -1,0 +1,294 @@
+"""The live coordinator of share groups (KIP-932): the sans-IO
+:class:`~broker_py.coordinator.group.modern.share.manager.ShareGroupManager` on the event
+loop, its records in ``__consumer_offsets``.
+
+Held by the classic :class:`~broker_py.coordinator.group.group_coordinator.GroupCoordinator`
+beside the consumer-group coordinator: one group-id namespace. A share heartbeat naming a
+classic or consumer group gets GROUP_ID_NOT_FOUND "Group X is not a share group." (Kafka's
+getOrMaybeCreatePersistedShareGroup), checked by the caller.
+
+Invariants, as for consumer groups:
+
+- A group is this coordinator's while this broker leads its ``__consumer_offsets``
+  partition; on resignation its groups go.
+- The records a heartbeat (or a session timeout) returns are appended to the group's
+  partition before the heartbeat is answered; ``_persisted`` is the replay of the records
+  whose append succeeded. When an append fails, the group is rebuilt from ``_persisted``
+  once none of its appends is in flight, and the heartbeat gets the append's error.
+- Topics come from the broker's metadata, read again whenever its topics object changes.
+- Sessions run on the group's share.session.timeout.ms; responses carry its
+  share.heartbeat.interval.ms (the GROUP config resource over the broker's defaults).
+- One event-loop timer stands for the manager's earliest session deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from broker_py.coordinator.group.group_metadata_records import partition_for
+from broker_py.coordinator.group.modern.records import TopicMetadata
+from broker_py.coordinator.group.modern.share.group import ShareGroup
+from broker_py.coordinator.group.modern.share.manager import (
+    ShareGroupManager,
+    ShareHeartbeatRequest,
+    ShareHeartbeatResponse,
+)
+from broker_py.coordinator.group.modern.share.record_serde import serialize
+from broker_py.coordinator.group.modern.share.records import ShareRecord
+from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from broker_py.common.topic import TopicInfo
+    from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
+
+log = logging.getLogger(__name__)
+
+TopicSource = Callable[[], Mapping[str, "TopicInfo"]]
+
+
+class ShareGroupCoordinator:
+    def __init__(
+        self,
+        groups: GroupMetadataManager,
+        time: Time = SYSTEM_TIME,
+        *,
+        max_size: int,
+        session_timeout_ms: int = 45000,
+        heartbeat_interval_ms: int = 5000,
+        enabled: bool = False,
+    ) -> None:
+        """``enabled``: group.share.enable (Kafka 4.1 serves share groups only when they
+        are enabled; a heartbeat otherwise gets UNSUPPORTED_VERSION)."""
+        self.time = time
+        self.enabled = enabled
+        self._groups = groups
+        self.manager = ShareGroupManager(time, max_size)
+        self._default_timeouts = (session_timeout_ms, heartbeat_interval_ms)
+        self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
+        self._topic_source: TopicSource | None = None
+        self._topics_seen: object = None
+        self._persisted: dict[str, ShareGroup] = {}
+        self._in_flight: dict[str, int] = {}
+        self._failed: set[str] = set()
+        self._timer: Timer | None = None
+        self._timer_deadline: float | None = None
+        self.active = False
+
+    # ---- lifecycle ----
+
+    def set_group_timeouts(self, timeouts: Callable[[str], tuple[int, int]]) -> None:
+        """share.session.timeout.ms and share.heartbeat.interval.ms in force for a group."""
+        self._group_timeouts = timeouts
+
+    def timeouts(self, group_id: str) -> tuple[int, int]:
+        if self._group_timeouts is None:
+            return self._default_timeouts
+        return self._group_timeouts(group_id)
+
+    def set_topic_source(self, topics: TopicSource) -> None:
+        self._topic_source = topics
+        self._topics_seen = None
+
+    def start(self) -> None:
+        self.active = True
+        self._arm()
+
+    def stop(self) -> None:
+        self.active = False
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+        self._timer_deadline = None
+
+    def on_resignation(self, offsets_partition: int) -> None:
+        """This broker no longer leads the partition: its share groups go."""
+        partitions = self._groups.num_partitions()
+        for group_id in [
+            g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
+        ]:
+            self.manager.forget_group(group_id)
+            self._persisted.pop(group_id, None)
+            self._failed.discard(group_id)
+        self._arm()
+
+    def load_records(self, records: list[ShareRecord]) -> None:
+        """The share-group records read back from an offsets partition, in log order:
+        replayed, then every member of each group gets a full session."""
+        loaded: list[str] = []
+        for record in records:
+            if record.group_id not in loaded:
+                loaded.append(record.group_id)
+                self._persisted.pop(record.group_id, None)
+                self.manager.forget_group(record.group_id)
+            self.manager.replay(record)
+            self._replay_persisted(record)
+        for group_id in loaded:
+            self.manager.on_loaded(group_id, self.timeouts(group_id)[0])
+        self._arm()
+
+    # ---- lookups ----
+
+    def group(self, group_id: str) -> ShareGroup | None:
+        return self.manager.group(group_id)
+
+    def groups(self) -> list[ShareGroup]:
+        return [g for g in self.manager.groups.values() if not g.deleted]
+
+    def refresh_topics(self) -> None:
+        if self._topic_source is None:
+            return
+        current = self._topic_source()
+        if current is self._topics_seen:
+            return
+        self._topics_seen = current
+        self.manager.update_topics(
+            TopicMetadata(t.topic_id, t.name, t.partitions)
+            for t in current.values()
+            if t.topic_id.int != 0
+        )
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        self.refresh_topics()
+        return {t.topic_id: t.name for t in self.manager.topics.values()}
+
+    # ---- heartbeat ----
+
+    def heartbeat(
+        self, request: ShareHeartbeatRequest
+    ) -> ShareHeartbeatResponse | asyncio.Future[ShareHeartbeatResponse]:
+        """ShareGroupHeartbeat for a group this broker coordinates (the caller checked
+        the coordinator and the group's type): the response, or a future of it while the
+        group's records are written."""
+        self.refresh_topics()
+        session_ms, interval_ms = self.timeouts(request.group_id)
+        result = self.manager.heartbeat(request, session_ms, interval_ms)
+        response = result.response
+        if response.error_code != ErrorCode.NONE or not result.records:
+            self._arm()
+            return response
+        done: asyncio.Future[ShareHeartbeatResponse] = asyncio.get_running_loop().create_future()
+
+        def written(error: ErrorCode) -> None:
+            if done.done():
+                return
+            if error == ErrorCode.NONE:
+                done.set_result(response)
+            else:
+                done.set_result(
+                    ShareHeartbeatResponse(error_code=error, error_message=error.description)
+                )
+
+        self._persist(request.group_id, result.records, written)
+        self._arm()
+        return done
+
+    # ---- administration ----
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else its
+        records are tombstoned."""
+        try:
+            records = self.manager.delete_group(group_id)
+        except KafkaError as e:
+            return e.errno
+        self._persist(group_id, records, lambda _error: None)
+        return ErrorCode.NONE
+
+    # ---- persistence ----
+
+    def _persist(
+        self, group_id: str, records: list[ShareRecord], callback: Callable[[ErrorCode], None]
+    ) -> None:
+        self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
+        try:
+            data = [serialize(r) for r in records]
+        except ValueError as e:
+            log.error("share group %s: records not serializable: %s", group_id, e)
+            self._written(group_id, records, ErrorCode.UNKNOWN_SERVER_ERROR, callback)
+            return
+        self._groups.store_records(
+            group_id, data, lambda error: self._written(group_id, records, error, callback)
+        )
+
+    def _written(
+        self,
+        group_id: str,
+        records: list[ShareRecord],
+        error: ErrorCode,
+        callback: Callable[[ErrorCode], None],
+    ) -> None:
+        left = self._in_flight.get(group_id, 1) - 1
+        if left:
+            self._in_flight[group_id] = left
+        else:
+            self._in_flight.pop(group_id, None)
+        if error == ErrorCode.NONE:
+            if self._groups.coordinator_error(group_id) is None:
+                for record in records:
+                    self._replay_persisted(record)
+        else:
+            log.warning(
+                "share group %s: %d records not written (%s); reloading it",
+                group_id,
+                len(records),
+                error.name,
+            )
+            self._failed.add(group_id)
+        if not left and group_id in self._failed:
+            self._failed.discard(group_id)
+            self._reload(group_id)
+        callback(error)
+
+    def _replay_persisted(self, record: ShareRecord) -> None:
+        group = self._persisted.get(record.group_id)
+        if group is None:
+            group = self._persisted[record.group_id] = ShareGroup(record.group_id)
+        group.replay(record)
+        if group.deleted:
+            del self._persisted[record.group_id]
+
+    def _reload(self, group_id: str) -> None:
+        """Rebuilds the group from what was persisted of it."""
+        self.manager.forget_group(group_id)
+        persisted = self._persisted.get(group_id)
+        if persisted is not None and self._groups.coordinator_error(group_id) is None:
+            for record in list(persisted.snapshot_records()):
+                self.manager.replay(record)
+            self.manager.on_loaded(group_id, self.timeouts(group_id)[0])
+        self._arm()
+
+    # ---- timers ----
+
+    def _arm(self) -> None:
+        if not self.active:
+            return
+        deadline = self.manager.next_deadline()
+        if deadline == self._timer_deadline and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is not None:
+            delay = max(0.0, deadline - self.time.monotonic())
+            self._timer = self.time.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        if not self.active:
+            return
+        for fired in self.manager.expire():
+            log.info(
+                "share group %s: member %s removed (session timeout)",
+                fired.group_id,
+                fired.member_id,
+            )
+            self._persist(fired.group_id, fired.records, lambda _error: None)
+        self._arm()

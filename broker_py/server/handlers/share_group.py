@@ -1,0 +1,223 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe.
+
+Each handler turns the request into a call on the group coordinator's
+:class:`~broker_py.coordinator.group.share_group_coordinator.ShareGroupCoordinator` and
+its result into the response; the sans-IO manager holds the rules.
+
+As Kafka 4.1's KafkaApis: while share groups are not enabled (group.share.enable, off by
+default as Kafka 4.1's share.version feature) ShareGroupHeartbeat and ShareGroupDescribe
+answer UNSUPPORTED_VERSION. ShareGroupHeartbeat needs READ on the group and DESCRIBE on
+every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED); ShareGroupDescribe needs
+DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others) and DESCRIBE on every
+topic its members are assigned, or the group is answered TOPIC_AUTHORIZATION_FAILED.
+Coordinator errors come first (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+NOT_COORDINATOR). One group-id namespace: a heartbeat or describe naming a classic or
+consumer group gets GROUP_ID_NOT_FOUND "Group X is not a share group.".
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from broker_py.coordinator.group.modern.member import Assignment
+from broker_py.coordinator.group.modern.share.manager import (
+    ShareHeartbeatRequest,
+    ShareHeartbeatResponse,
+)
+from broker_py.coordinator.group.modern.share.simple_assignor import NAME as SIMPLE_ASSIGNOR
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
+from broker_py.server.handlers.consumer_group import _coordinator_error
+from broker_py.server.handlers.groups import _client_host, _client_id, _group_allowed
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.share_group import (
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse,
+)
+
+_TOPICS_NOT_AUTHORIZED = (
+    "The described group uses topics that the client is not authorized to describe."
+)
+
+
+def _enabled(apis) -> bool:
+    coordinator = apis.group_coordinator
+    return coordinator is not None and coordinator.share_groups.enabled
+
+
+def _other_type(apis, group_id: str) -> str | None:
+    """The type of a classic or consumer group holding ``group_id``, if one does."""
+    kind = apis.group_coordinator.group_type_of(group_id)
+    return None if kind in (None, "share") else kind
+
+
+# ---- ShareGroupHeartbeat ----
+
+
+def _heartbeat_response(response: ShareHeartbeatResponse) -> ShareGroupHeartbeatResponse:
+    assignment = None
+    if response.assignment is not None:
+        assignment = ShareGroupHeartbeatResponse.Assignment(
+            topic_partitions=[
+                ShareGroupHeartbeatResponse.TopicPartitions(
+                    topic_id=topic_id, partitions=sorted(partitions)
+                )
+                for topic_id, partitions in sorted(response.assignment.items())
+            ]
+        )
+    return ShareGroupHeartbeatResponse(
+        error_code=int(response.error_code),
+        error_message=response.error_message,
+        member_id=response.member_id,
+        member_epoch=response.member_epoch,
+        heartbeat_interval_ms=response.heartbeat_interval_ms,
+        assignment=assignment,
+    )
+
+
+def _error_response(error: ErrorCode, message: str | None = None):
+    """Kafka's answer to a heartbeat refused before the coordinator: the error with its
+    exception's default message."""
+    return ShareGroupHeartbeatResponse(
+        error_code=int(error), error_message=message or error.description, member_epoch=0
+    )
+
+
+def handle_share_group_heartbeat(apis, request, connection):
+    body = request.body
+    if not _enabled(apis):
+        return _error_response(ErrorCode.UNSUPPORTED_VERSION)
+    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
+        return _error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if body.subscribed_topic_names and auth_helper.denied(
+        apis,
+        connection,
+        AclOperation.DESCRIBE,
+        ResourceType.TOPIC,
+        set(body.subscribed_topic_names),
+    ):
+        return _error_response(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    error = _coordinator_error(apis, body.group_id)
+    if error is not None:
+        return _error_response(error)
+    if body.group_id and _other_type(apis, body.group_id) is not None:
+        return _error_response(
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Group {body.group_id} is not a share group."
+        )
+    heartbeat = ShareHeartbeatRequest(
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        rack_id=body.rack_id,
+        subscribed_topic_names=(
+            None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names)
+        ),
+        client_id=_client_id(request),
+        client_host=_client_host(connection),
+    )
+    result = apis.group_coordinator.share_groups.heartbeat(heartbeat)
+    if isinstance(result, ShareHeartbeatResponse):
+        return _heartbeat_response(result)
+    return _when_written(result)
+
+
+async def _when_written(pending) -> ShareGroupHeartbeatResponse:
+    return _heartbeat_response(await pending)
+
+
+# ---- ShareGroupDescribe ----
+
+
+def _described_assignment(assignment: Assignment, names: Mapping[uuid.UUID, str]):
+    return ShareGroupDescribeResponse.Assignment(
+        topic_partitions=[
+            ShareGroupDescribeResponse.TopicPartitions(
+                topic_id=topic_id, topic_name=names[topic_id], partitions=sorted(partitions)
+            )
+            for topic_id, partitions in sorted(assignment.items())
+            if topic_id in names
+        ]
+    )
+
+
+def _describe(apis, connection, group_id: str, include_operations: bool, names):
+    Described = ShareGroupDescribeResponse.DescribedGroup
+    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
+        return Described(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id)
+    if not group_id:
+        return Described(error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id)
+    error = _coordinator_error(apis, group_id)
+    if error is not None:
+        return Described(error_code=int(error), group_id=group_id)
+    group = apis.group_coordinator.share_groups.group(group_id)
+    if group is None:
+        message = (
+            f"Group {group_id} not found."
+            if _other_type(apis, group_id) is None
+            else f"Group {group_id} is not a share group."
+        )
+        return Described(
+            error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=message, group_id=group_id
+        )
+    members = []
+    used: set[str] = set()
+    for member in group.members.values():
+        used.update(names[t] for t in member.assigned_partitions if t in names)
+        members.append(
+            ShareGroupDescribeResponse.Member(
+                member_id=member.member_id,
+                rack_id=member.rack_id,
+                member_epoch=member.member_epoch,
+                client_id=member.client_id,
+                client_host=member.client_host,
+                subscribed_topic_names=list(member.subscribed_topic_names),
+                assignment=_described_assignment(member.assigned_partitions, names),
+            )
+        )
+    if auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, used):
+        return Described(
+            error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            error_message=_TOPICS_NOT_AUTHORIZED,
+            group_id=group_id,
+        )
+    return Described(
+        group_id=group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=SIMPLE_ASSIGNOR,
+        members=members,
+        authorized_operations=auth_helper.authorized_operations(
+            apis, connection, ResourceType.GROUP, group_id, include_operations
+        ),
+    )
+
+
+def handle_share_group_describe(apis, request, connection):
+    body = request.body
+    if not _enabled(apis):
+        return ShareGroupDescribeResponse(
+            groups=[
+                ShareGroupDescribeResponse.DescribedGroup(
+                    group_id=g,
+                    error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+                    error_message=ErrorCode.UNSUPPORTED_VERSION.description,
+                )
+                for g in body.group_ids
+            ]
+        )
+    names = apis.group_coordinator.share_groups.topic_names()
+    return ShareGroupDescribeResponse(
+        groups=[
+            _describe(apis, connection, g, body.include_authorized_operations, names)
+            for g in body.group_ids
+        ]
+    )
+
+
+HANDLERS = {
+    ApiKey.SHARE_GROUP_HEARTBEAT: handle_share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: handle_share_group_describe,
+}
