@@ -15,8 +15,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.api_versions import ApiVersionsRequest
 from logstore.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
+from logstore.protocol.messages.group import JoinGroupRequest
 from logstore.protocol.messages.group_admin import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -144,6 +147,19 @@ def test_members_share_the_partition_leave_and_expire(broker) -> None:
     )
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert refused.error_message == f"Group {group} is not a consumer group."
+    joining = wire_call(
+        bootstrap,
+        JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+        ),
+        5,
+    )
+    assert joining.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     (busy,) = wire_call(bootstrap, DeleteGroupsRequest(groups_names=[group]), 2).results
     assert busy.error_code == ErrorCode.NON_EMPTY_GROUP
 
@@ -253,3 +269,21 @@ def test_share_consumer_joins_and_is_assigned(broker) -> None:
         timeout=SESSION_MS / 1000 + 10,
         message="the share consumer to leave",
     )
+
+
+def test_share_groups_are_off_by_default(tmp_path) -> None:
+    """As Kafka 4.1 without its share.version feature: the APIs are listed, and answer
+    UNSUPPORTED_VERSION."""
+    b = BrokerProcess(str(tmp_path), {"offsets.topic.num.partitions": "1"})
+    b.start()
+    try:
+        versions = wire_call(b.bootstrap, ApiVersionsRequest(), 3).api_keys
+        listed = {k.api_key: (k.min_version, k.max_version) for k in versions}
+        assert listed[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1)
+        assert listed[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
+        refused = _beat(b.bootstrap, "g", str(uuid.uuid4()), 0, ["t"])
+        assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
+        described = _describe(b.bootstrap, "g")
+        assert described.error_code == ErrorCode.UNSUPPORTED_VERSION
+    finally:
+        assert b.stop() == 0, b.log_text()[-4000:]

@@ -245,6 +245,9 @@ async def handle_join_group(apis, request, connection):
         )
     # A consumer group (KIP-848) with members does not take classic members.
     refusal = apis.group_coordinator.consumer_groups.classic_join_refusal(body.group_id)
+    if apis.group_coordinator.share_groups.group(body.group_id) is not None:
+        # Kafka: "Group X is not a classic group."
+        refusal = ErrorCode.GROUP_ID_NOT_FOUND
     if refusal is not None:
         return JoinGroupResponse(
             error_code=int(refusal),
