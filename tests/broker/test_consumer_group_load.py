@@ -248,19 +248,19 @@ def test_unknown_and_unreadable_records_are_skipped(broker, caplog):
     async def scenario() -> None:
         loaded = Loaded()
         manager = new_manager(broker, loaded)
-        share_key = b"\x00\x0a" + len(GROUP).to_bytes(2, "big") + GROUP.encode()
+        streams_key = b"\x00\x11" + len(GROUP).to_bytes(2, "big") + GROUP.encode()
         key, _ = serialize(GroupEpochRecord(GROUP, 1))
         await append(
             manager,
             [
-                (share_key, b"\x00\x00\x00"),  # a share group's metadata (type 10)
+                (streams_key, b"\x00\x00\x00"),  # a streams group's metadata (type 17)
                 (key, b"\x00\x00\x00"),  # a consumer group's metadata cut short
                 serialize(GroupEpochRecord(GROUP, 2)),
             ],
         )
         await load(manager)
         assert loaded.last() == [GroupEpochRecord(GROUP, 2)]
-        assert "unknown type 10" in caplog.text
+        assert "unknown type 17" in caplog.text
         assert "unreadable" in caplog.text
 
     asyncio.run(scenario())
