@@ -249,6 +249,44 @@ def test_release_on_leaving() -> None:
     assert sp.start_offset == 1 and sp.counts().acquired == 0 and sp.counts().in_flight == 3
 
 
+def test_a_full_window_still_redelivers_and_counts() -> None:
+    clock = Clock()
+    sp = make(clock, locks=4)
+    fetch(sp, "a", (0, 3))
+    assert not sp.can_acquire()
+    assert ack(sp, "a", (1, 1, (RELEASE,))) == ErrorCode.NONE
+    assert sp.can_acquire() and sp.next_fetch_offset() == 1
+    counts = sp.counts()
+    assert (counts.acquired, counts.in_flight, counts.redelivered) == (3, 4, 0)
+    assert fetch(sp, "b", (1, 3)) == [AcquiredRecords(1, 1, 2)]
+    assert sp.counts().redelivered == 1
+
+
+def test_a_lowered_limit_archives_on_the_next_acquisition() -> None:
+    clock = Clock()
+    sp = make(clock, limit=5)
+    fetch(sp, "a", (0, 1))
+    assert ack(sp, "a", (0, 1, (RELEASE,))) == ErrorCode.NONE
+    fetch(sp, "a", (0, 1))
+    assert ack(sp, "a", (0, 1, (RELEASE,))) == ErrorCode.NONE  # delivered twice
+    sp.config = SharePartitionConfig(delivery_count_limit=2)
+    assert fetch(sp, "b", (0, 1)) == []
+    assert (sp.start_offset, sp.expire_locks()) == (2, StateWrite(0, 3, 2, ()))
+
+
+def test_a_snapshot_holds_committed_states_only() -> None:
+    clock = Clock()
+    sp = make(clock)
+    fetch(sp, "a", (0, 2))
+    result = sp.acknowledge("a", [AcknowledgementBatch(0, 2, (ACCEPT,))])
+    assert result.transition is not None
+    assert sp.state_snapshot() == StateWrite(0, 3, 0, (StateBatch(0, 2, 0, 1),))
+    assert sp.next_fetch_offset() == 3
+    sp.update_log_start_offset(1)  # a pending offset drops out of the window
+    sp.complete(result.transition, True)
+    assert (sp.start_offset, sp.state_snapshot()) == (3, StateWrite(0, 3, 3, ()))
+
+
 # -- the log start offset ----------------------------------------------------------------
 
 

@@ -50,6 +50,17 @@ Driving it (what ShareFetch and ShareAcknowledge do with it)
     the log start offset moving: :meth:`update_log_start_offset`; the new SPSO reaches the
     share coordinator with the next write (Kafka writes it lazily too).
 
+    a GROUP config change: replace ``config``; a new lock duration applies to later
+    acquisitions, a lowered delivery-count limit archives AVAILABLE records at it when a
+    fetch reaches them.
+
+    leadership: a share-partition lives on the partition's leader for one leader epoch; on
+    losing leadership drop it (its pending transitions with it), and the next leader builds
+    its own from the share coordinator. A :class:`ShareStateError` from
+    :meth:`SharePartition.from_persisted` fails that share-partition's fetches (Kafka's
+    initialization fails with an IllegalStateException, which an answer carries as
+    UNKNOWN_SERVER_ERROR).
+
 Every write carries the committed SPSO (a transition's own records move it only once
 committed, with the next write), and the coordinator drops the batches below a written SPSO:
 the writes of one share-partition must therefore reach it in the order they are made.
