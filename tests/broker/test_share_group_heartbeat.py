@@ -257,3 +257,12 @@ def test_simple_assignor_covers_every_partition(members: list[str], partitions: 
     covered = set().union(*(set(a.get(topic, ())) for a in out.values()))
     assert covered == set(range(partitions))
     assert all(out.values())
+
+
+def test_simple_assignor_deals_again_what_an_unsubscribed_member_held() -> None:
+    a, b = uuid.UUID(int=1), uuid.UUID(int=2)
+    both = simple_assignor.assign({"m0": frozenset({b}), "m1": frozenset({b})}, {b: 6}, {})
+    assert set(both["m0"][b]) | set(both["m1"][b]) == set(range(6))
+    moved = simple_assignor.assign({"m0": frozenset({a}), "m1": frozenset({b})}, {a: 1, b: 6}, both)
+    assert moved["m0"] == {a: frozenset({0})}
+    assert moved["m1"] == {b: frozenset(range(6))}

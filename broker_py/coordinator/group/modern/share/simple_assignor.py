@@ -5,10 +5,14 @@ A partition may go to several members. Per member the subscribed partitions are 
 
 1. each member takes the partition at index ``abs(java_hash(member_id) % n)`` of its
    list of ``n`` partitions (Java's ``String.hashCode`` and remainder);
-2. partitions nobody took in step 1 and nobody holds now are dealt round-robin to the
-   members (all members when the subscriptions are the same, else per topic to the
-   members subscribing to it, in member-id order);
+2. partitions nobody took in step 1 and no member may keep (step 3) are dealt
+   round-robin to the members (all members when the subscriptions are the same, else
+   per topic to the members subscribing to it, in member-id order);
 3. every member keeps the partitions it holds now of topics it still subscribes to.
+
+Kafka's version counts in step 2 a partition held by a member that stopped subscribing
+to its topic as held, which can leave it to nobody; here it is dealt again, so that every
+subscribed partition always has a member.
 
 With fewer partitions than members, every partition goes to several members: one
 partition is assigned to every member.
@@ -53,11 +57,16 @@ def assign(
         m: [(t, p) for t in sorted(subscriptions[m]) for p in range(partitions.get(t, 0))]
         for m in members
     }
+    # What members hold now and may keep: partitions that exist, of topics they still
+    # subscribe to.
     held: dict[TopicPartition, list[str]] = {}
     for m in members:
         for t, parts in current.get(m, {}).items():
+            if t not in subscriptions[m]:
+                continue
             for p in parts:
-                held.setdefault((t, p), []).append(m)
+                if p < partitions.get(t, 0):
+                    held.setdefault((t, p), []).append(m)
     new: dict[TopicPartition, list[str]] = {}
     for m in members:
         target = targets[m]
@@ -86,8 +95,7 @@ def assign(
     out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
     for tp, holders in held.items():
         for m in holders:
-            if m in out and tp[0] in subscriptions[m] and tp[1] < partitions.get(tp[0], 0):
-                out[m].setdefault(tp[0], set()).add(tp[1])
+            out[m].setdefault(tp[0], set()).add(tp[1])
     for tp, takers in new.items():
         for m in takers:
             out[m].setdefault(tp[0], set()).add(tp[1])
