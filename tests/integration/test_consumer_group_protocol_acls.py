@@ -1,4 +1,5 @@
-"""ConsumerGroupHeartbeat and ConsumerGroupDescribe under an authorizer, on the wire: READ
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe (and their share-group counterparts,
+KIP-932) under an authorizer, on the wire: READ
 on the group for a heartbeat, DESCRIBE on every topic subscribed by name, a regex that
 matches only the topics the client may DESCRIBE, DESCRIBE on the group and on its
 assigned topics for a describe. Requests on the PLAINTEXT listener come as
@@ -28,6 +29,10 @@ from logstore.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatRequest,
 )
 from logstore.protocol.messages.metadata import MetadataRequest
+from logstore.protocol.messages.share_group import (
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
@@ -54,6 +59,7 @@ def broker(tmp_path_factory):
             "super.users": "User:admin",
             "auto.create.topics.enable": "false",
             "offsets.topic.num.partitions": "1",
+            "group.share.enable": "true",
         }
     )
     b.start()
@@ -163,3 +169,29 @@ def test_heartbeat_and_describe_are_authorized(broker):
         assert refused.members == []
     finally:
         admin_member.close()
+
+
+def test_share_group_heartbeat_and_describe_are_authorized(broker):
+    def beat(group: str, names: list[str]):
+        body = ShareGroupHeartbeatRequest(
+            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, subscribed_topic_names=names
+        )
+        return wire_call(broker.bootstrap, body, 1)
+
+    def describe(group: str):
+        body = ShareGroupDescribeRequest(group_ids=[group], include_authorized_operations=True)
+        (described,) = wire_call(broker.bootstrap, body, 1).groups
+        return described
+
+    assert beat("not-granted", [VISIBLE]).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    hidden = beat(f"{P}-gs", [VISIBLE, SECRET])
+    assert hidden.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    joined = beat(f"{P}-gs", [VISIBLE])
+    assert joined.error_code == 0, joined.error_message
+    assert [sorted(tp.partitions) for tp in joined.assignment.topic_partitions] == [[0, 1]]
+
+    assert describe("not-granted").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    described = describe(f"{P}-gs")
+    assert described.error_code == 0 and len(described.members) == 1
+    # READ on the group implies DESCRIBE; the bit field holds both (3 READ, 8 DESCRIBE).
+    assert described.authorized_operations & (1 << 3) and described.authorized_operations & (1 << 8)

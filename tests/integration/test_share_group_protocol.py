@@ -287,3 +287,19 @@ def test_share_groups_are_off_by_default(tmp_path) -> None:
         assert described.error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         assert b.stop() == 0, b.log_text()[-4000:]
+
+
+def test_a_group_runs_on_its_own_share_configs(broker) -> None:
+    from tests.integration.clients import incremental_alter_configs
+
+    bootstrap = broker.bootstrap
+    topic, group = _name("share-cfg"), _name("share-cfgg")
+    _create(bootstrap, topic)
+    # GROUP config resource (type 32), SET (0).
+    assert incremental_alter_configs(
+        bootstrap, 32, group, ("share.heartbeat.interval.ms", 0, "700")
+    ) == (0, None)
+    member = str(uuid.uuid4())
+    joined = _beat(bootstrap, group, member, 0, [topic])
+    assert (joined.error_code, joined.heartbeat_interval_ms) == (0, 700)
+    assert _beat(bootstrap, group, member, -1).error_code == 0
