@@ -18,7 +18,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
-from logstore.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
+from logstore.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 from logstore.protocol.messages.group import JoinGroupRequest
 from logstore.protocol.messages.group_admin import (
     DeleteGroupsRequest,
@@ -147,6 +150,15 @@ def test_members_share_the_partition_leave_and_expire(broker) -> None:
     )
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert refused.error_message == f"Group {group} is not a consumer group."
+    (not_consumer,) = wire_call(
+        bootstrap,
+        ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+        1,
+    ).groups
+    assert (not_consumer.error_code, not_consumer.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {group} is not a consumer group.",
+    )
     joining = wire_call(
         bootstrap,
         JoinGroupRequest(
