@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from broker_py.server.log_config_manager import LogConfigManager
     from broker_py.server.metadata_cache import MetadataCache
     from broker_py.server.replica_admin_manager import ReplicaAdminManager
+    from broker_py.server.share_state_persister import ShareStatePersister
     from broker_py.server.telemetry.client_telemetry import ClientTelemetry
     from broker_py.server.topic_admin_manager import TopicAdminManager
     from broker_py.server.zk_support import ZkSupport
@@ -73,6 +74,8 @@ class KafkaApis:
     transaction_coordinator: TransactionCoordinator | Any = None
     # The share coordinator (KIP-932): share-partition state in __share_group_state.
     share_coordinator: ShareCoordinator | Any = None
+    # How share-partition leaders reach the share coordinator of their state.
+    share_state_persister: ShareStatePersister | Any = None
     # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
     zk_support: ZkSupport | Any = None
     # Client telemetry (KIP-714): CLIENT_METRICS resources, subscriptions, pushed metrics.

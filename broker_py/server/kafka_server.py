@@ -169,6 +169,41 @@ def new_share_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
     )
 
 
+def new_share_state_persister(apis: KafkaApis):
+    """What this broker's share-partition leaders keep their state through: the share
+    coordinator of each key, this broker's own or another's over the inter-broker
+    listener."""
+    from broker_py.common.internal_topics import SHARE_GROUP_STATE_TOPIC
+    from broker_py.coordinator.share.share_coordinator_records import SharePartitionKey
+    from broker_py.server.share_state_persister import ShareStatePersister
+
+    support = apis.zk_support
+
+    def coordinator_of(key: SharePartitionKey) -> int | None:
+        coordinator = apis.share_coordinator
+        if coordinator is None:
+            return None
+        coordinator.ensure_topic()  # raises KafkaError while it is being created
+        if support is None:
+            return apis.broker_id
+        state = apis.metadata_cache.partition_state(
+            SHARE_GROUP_STATE_TOPIC, coordinator.partition_for(key)
+        )
+        return None if state is None else state.leader
+
+    return ShareStatePersister(
+        apis.broker_id,
+        lambda: apis.share_coordinator,
+        coordinator_of,
+        InterBrokerClients(
+            f"broker-{apis.broker_id}-share-state",
+            None if support is None else support.inter_broker_endpoint,
+            None if support is None else support.channel_builder.client,
+        ),
+        timeout_ms=apis.config["request.timeout.ms"],
+    )
+
+
 def _partition_writer(apis: KafkaApis) -> CoordinatorPartitionWriter:
     return CoordinatorPartitionWriter(
         apis.broker_id,
@@ -367,6 +402,7 @@ class KafkaServer:
         apis.replica_manager.verify_transaction = apis.transaction_coordinator.verify_partition
         apis.share_coordinator = new_share_coordinator(apis, self.time)
         await apis.share_coordinator.start()
+        apis.share_state_persister = new_share_state_persister(apis)
         support = self.zk_support
         if support is not None and self.config["transaction.partition.verification.enable"]:
             from broker_py.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
@@ -417,6 +453,8 @@ class KafkaServer:
         apis.replica_manager.shutdown()
         if apis.replica_manager.txn_verifier is not None:
             await apis.replica_manager.txn_verifier.close()
+        if apis.share_state_persister is not None:
+            await apis.share_state_persister.close()
         if apis.share_coordinator is not None:
             await apis.share_coordinator.stop()
         if apis.transaction_coordinator is not None:

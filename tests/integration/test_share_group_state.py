@@ -1,15 +1,24 @@
 """The share coordinator's APIs on the wire against a real broker alone: Initialize,
 Read, Write, Delete and ReadSummary of share-partition state in ``__share_group_state``,
-Kafka's errors for bad input and fencing, FindCoordinator's SHARE key type, and the
-state read back after a restart (the partition's log replayed)."""
+Kafka's errors for bad input and fencing, FindCoordinator's SHARE key type, the state
+read back after a restart (the partition's log replayed), and a share-partition leader's
+persister on another broker reaching the coordinator, retrying while there is none."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
 
-from broker_py.coordinator.share.share_coordinator_records import topic_id_string
+from broker_py.coordinator.share.share_coordinator_records import (
+    SharePartitionKey,
+    StateBatch,
+    topic_id_string,
+)
+from broker_py.network.network_client import NetworkClient
+from broker_py.server.inter_broker_clients import InterBrokerClients
+from broker_py.server.share_state_persister import ShareStatePersister
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
 from logstore.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -23,6 +32,7 @@ from logstore.protocol.messages.share_state import (
 )
 from tests.integration.clients import create_topic, wire_call
 from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
 
 TOPIC = "share-state"
 GROUP = "sg"
@@ -245,3 +255,53 @@ def test_an_empty_group_id_gets_an_empty_answer(broker):
         ],
     )
     assert wire_call(broker.bootstrap, body, 0).results == []
+
+
+def test_the_persister_reaches_the_coordinator_and_retries(broker):
+    """A share-partition leader's persister on another broker (id 99) sends the calls to
+    this broker's coordinator; while no coordinator is known, or the one named does not
+    answer, it retries until its timeout."""
+    tid = topic_id(broker, TOPIC)
+    host, port = broker.bootstrap.split(":")
+    key = SharePartitionKey("persisted", tid, 1)
+
+    def persister(coordinator, endpoint, timeout_ms=10000) -> ShareStatePersister:
+        return ShareStatePersister(
+            99,
+            lambda: None,
+            lambda k: coordinator,
+            InterBrokerClients("persister-test", lambda b: endpoint, NetworkClient),
+            timeout_ms=timeout_ms,
+            retry_backoff_ms=20,
+        )
+
+    async def calls():
+        p = persister(0, (host, int(port)))
+        try:
+            assert (await p.initialize(key, 0, 3)).error == ErrorCode.NONE
+            written = await p.write(key, 0, 1, -1, [StateBatch(3, 4, 2, 1)])
+            assert written.error == ErrorCode.NONE
+            state = await p.read(key, 1)
+            assert (state.error, state.state_epoch, state.start_offset) == (ErrorCode.NONE, 0, 3)
+            assert state.state_batches == (StateBatch(3, 4, 2, 1),)
+            summary_ = await p.read_summary(key, -1)
+            assert (summary_.leader_epoch, summary_.start_offset) == (1, 3)
+            assert (await p.write(key, 0, 0, -1, [])).error == ErrorCode.FENCED_LEADER_EPOCH
+            assert (await p.delete(key)).error == ErrorCode.NONE
+            gone = await p.read(key, 1)
+            assert gone.error == ErrorCode.INVALID_REQUEST
+        finally:
+            await p.close()
+        nobody = persister(None, (host, int(port)), timeout_ms=300)
+        assert (await nobody.read(key, 1)).error == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        closed_port = free_port()
+        dead = persister(5, ("127.0.0.1", closed_port), timeout_ms=300)
+        try:
+            assert (await dead.read(key, 1)).error in (
+                ErrorCode.NETWORK_EXCEPTION,
+                ErrorCode.REQUEST_TIMED_OUT,
+            )
+        finally:
+            await dead.close()
+
+    asyncio.run(calls())
