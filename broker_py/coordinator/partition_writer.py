@@ -61,6 +61,14 @@ class CoordinatorPartition(Protocol):
     @property
     def log_end_offset(self) -> int: ...
 
+    @property
+    def high_watermark(self) -> int: ...
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Moves the log start offset up to ``offset`` (at most the high watermark; raises
+        KafkaError when this broker does not lead the partition); the new start offset."""
+        ...
+
 
 class PartitionWriter(Protocol):
     # ---- metadata ----

@@ -223,6 +223,7 @@ _ops = st.lists(
         ),
         st.tuples(st.just("read"), st.integers(0, 2), st.integers(-1, 4)),
         st.tuples(st.just("delete"), st.integers(0, 2)),
+        st.tuples(st.just("prune"), st.just(0)),
     ),
     max_size=40,
 )
@@ -233,8 +234,15 @@ _ops = st.lists(
 def test_replaying_the_log_rebuilds_the_state(ops, per_snapshot) -> None:
     shard = _shard(per_snapshot)
     log: list[tuple[bytes, bytes | None]] = []
+    pruned_below = 0  # the log may start here: every state has a snapshot after it
     for op in ops:
         key = SharePartitionKey("g", TOPIC, op[1])
+        if op[0] == "prune":
+            pruned_below = len(log)
+            for record in shard.snapshot_all():
+                log.append(serialize(record))
+                shard.replay(record)
+            continue
         if op[0] == "init":
             out = shard.initialize_state(key, op[2], op[3])
         elif op[0] == "write":
@@ -248,16 +256,19 @@ def test_replaying_the_log_rebuilds_the_state(ops, per_snapshot) -> None:
         for record in out.records:
             log.append(serialize(record))
             shard.replay(record)
-    # Compaction keeps the last record of each key: a load of the whole log or of its
-    # compacted form gives the same states.
-    fresh = _shard(per_snapshot)
-    for k, v in log:
-        record = deserialize(k, v)
-        assert record is not None
-        fresh.replay(record)
-    assert fresh.states == shard.states
-    assert fresh.state_epochs == shard.state_epochs
-    assert fresh.leader_epochs == shard.leader_epochs
-    for key, state in shard.states.items():
-        read = fresh.read_state(key, -1)
-        assert (read.start_offset, read.state_batches) == (state.start_offset, state.state_batches)
+    # A load of the whole log, or of the log from the last prune on, gives the same states.
+    for start in (0, pruned_below):
+        fresh = _shard(per_snapshot)
+        for k, v in log[start:]:
+            record = deserialize(k, v)
+            assert record is not None
+            fresh.replay(record)
+        assert fresh.states == shard.states
+        assert fresh.state_epochs == shard.state_epochs
+        assert fresh.leader_epochs == shard.leader_epochs
+        for key, state in shard.states.items():
+            read = fresh.read_state(key, -1)
+            assert (read.start_offset, read.state_batches) == (
+                state.start_offset,
+                state.state_batches,
+            )

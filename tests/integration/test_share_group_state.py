@@ -1,8 +1,9 @@
 """The share coordinator's APIs on the wire against a real broker alone: Initialize,
 Read, Write, Delete and ReadSummary of share-partition state in ``__share_group_state``,
 Kafka's errors for bad input and fencing, FindCoordinator's SHARE key type, the state
-read back after a restart (the partition's log replayed), and a share-partition leader's
-persister on another broker reaching the coordinator, retrying while there is none."""
+read back after a restart (the partition's log replayed, also after pruning), and a
+share-partition leader's persister on another broker reaching the coordinator, retrying
+while there is none."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from logstore.protocol.messages.share_state import (
 from tests.integration.clients import create_topic, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 TOPIC = "share-state"
 GROUP = "sg"
@@ -305,3 +307,49 @@ def test_the_persister_reaches_the_coordinator_and_retries(broker):
             await dead.close()
 
     asyncio.run(calls())
+
+
+def test_pruning_keeps_the_state(tmp_path):
+    """Every prune interval a written partition of __share_group_state gets a snapshot of
+    each state and its records before them are deleted; a restart reads the same state
+    from what is left."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    b = BrokerProcess(
+        str(tmp_path),
+        {
+            "share.coordinator.state.topic.num.partitions": "1",
+            "share.coordinator.state.topic.prune.interval.ms": "200",
+            "share.coordinator.snapshot.update.records.per.snapshot": "1000",
+        },
+    )
+    b.start()
+    try:
+        create_topic(b.bootstrap, TOPIC, 2)
+        tid = topic_id(b, TOPIC)
+        assert initialize(b, tid, partition=0, start_offset=0).error_code == 0
+        assert initialize(b, tid, partition=1, start_offset=0).error_code == 0
+        assert delete(b, tid, partition=1).error_code == 0
+        for i in range(20):
+            assert write(b, tid, 0, 1, -1, [(i, i, 2, 1)]).error_code == 0
+        consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "pruning-test"})
+        try:
+
+            def pruned() -> bool:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition("__share_group_state", 0), timeout=5
+                )
+                return low >= 23 and high == low + 1
+
+            # 23 records written (two initializations, a tombstone, 20 updates); what is
+            # left is the snapshot of the one state (prunes may also have run between).
+            wait_until(pruned, 30, 0.1, "__share_group_state pruned to one snapshot")
+        finally:
+            consumer.close()
+        b.restart()
+        p = read(b, tid, 1)
+        assert (p.error_code, p.start_offset, batches(p)) == (0, 0, [(0, 19, 2, 1)])
+        assert read(b, tid, 1, partition=1).error_code == ErrorCode.INVALID_REQUEST
+        assert write(b, tid, 0, 0, -1, []).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    finally:
+        b.kill()

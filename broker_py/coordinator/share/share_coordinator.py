@@ -1,9 +1,11 @@
 """The share coordinator (Kafka's ``ShareCoordinatorService``): the durable state of share
 partitions in ``__share_group_state``, for the share-partition leaders of the cluster.
 
-- ``__share_group_state`` is created on first use, compacted, with
+- ``__share_group_state`` is created on first use with
   ``share.coordinator.state.topic.num.partitions`` partitions and its replication
-  factor, min ISR and segment size from the ``share.coordinator.state.topic.*`` keys. A
+  factor, min ISR and segment size from the ``share.coordinator.state.topic.*`` keys,
+  ``cleanup.policy=delete`` and ``retention.ms=-1`` as Kafka creates it: compaction
+  would keep only the last of the ShareUpdate records following a snapshot. A
   share-partition key lives in partition
   :func:`~broker_py.coordinator.share.share_coordinator_records.state_partition_for` of
   ``"group:topicId:partition"``.
@@ -16,6 +18,10 @@ partitions in ``__share_group_state``, for the share-partition leaders of the cl
   shard answers with records, they are appended as one batch with acks=-1
   (``share.coordinator.write.timeout.ms``), and only once written are they replayed
   and the answer given. A failed append answers the coordinator error Kafka maps it to.
+- Pruning, every ``share.coordinator.state.topic.prune.interval.ms``: a partition led
+  here and written to since its last prune gets a snapshot of every state it holds
+  (one batch), then its records before them are deleted (the log start offset moves
+  up), so a load replays at most one snapshot per key and the updates after it.
 """
 
 from __future__ import annotations
@@ -94,6 +100,9 @@ class ShareCoordinator:
         self.loading: set[int] = set()
         self._load_tasks: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        # partition -> its log end offset after its last prune
+        self._pruned_at: dict[int, int] = {}
+        self._prune_task: asyncio.Task[None] | None = None
         self.active = False
 
     # ---- lifecycle ----
@@ -102,12 +111,18 @@ class ShareCoordinator:
         self._writer.add_leadership_listener(self._leadership_changed)
         for p in self.led_partitions():
             await self._load(p)
+        self._prune_task = asyncio.get_running_loop().create_task(
+            self._prune_loop(), name=f"prune-{SHARE_GROUP_STATE_TOPIC}"
+        )
         self.active = True
 
     async def stop(self) -> None:
         self.active = False
         self._writer.remove_leadership_listener(self._leadership_changed)
         tasks = list(self._load_tasks.values())
+        if self._prune_task is not None:
+            tasks.append(self._prune_task)
+            self._prune_task = None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -120,7 +135,8 @@ class ShareCoordinator:
             SHARE_GROUP_STATE_TOPIC,
             self.config["share.coordinator.state.topic.num.partitions"],
             {
-                "cleanup.policy": "compact",
+                "cleanup.policy": "delete",
+                "retention.ms": "-1",
                 "compression.type": "producer",
                 "segment.bytes": str(self.config["share.coordinator.state.topic.segment.bytes"]),
                 "min.insync.replicas": str(self.config["share.coordinator.state.topic.min.isr"]),
@@ -235,6 +251,7 @@ class ShareCoordinator:
         task = self._load_tasks.pop(p, None)
         if task is not None:
             task.cancel()
+        self._pruned_at.pop(p, None)
         shard = self.shards.pop(p, None)
         if shard is not None and shard.states:
             log.info(
@@ -243,6 +260,43 @@ class ShareCoordinator:
                 SHARE_GROUP_STATE_TOPIC,
                 p,
             )
+
+    # ---- pruning ----
+
+    async def _prune_loop(self) -> None:
+        while True:
+            await asyncio.sleep(
+                self.config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+            )
+            for p in sorted(self.shards):
+                try:
+                    await self.prune(p)
+                except KafkaError as e:
+                    log.warning("pruning %s-%d: %s", SHARE_GROUP_STATE_TOPIC, p, e)
+
+    async def prune(self, p: int) -> int | None:
+        """Snapshots every state of partition ``p`` and deletes the records before them;
+        the new log start offset, None when there was nothing to prune or the snapshots
+        were not written."""
+        lock = self._locks.setdefault(p, asyncio.Lock())
+        async with lock:
+            shard = self.shards.get(p)
+            partition = self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))
+            if shard is None or partition is None or not partition.is_leader:
+                return None
+            below = partition.log_end_offset
+            if below <= partition.log_start_offset or self._pruned_at.get(p) == below:
+                return None
+            records = shard.snapshot_all()
+            if records:
+                error = await self._append(p, [serialize(r) for r in records])
+                if error != ErrorCode.NONE or self.shards.get(p) is not shard:
+                    return None
+                shard.replay_all(records)
+            self._pruned_at[p] = partition.log_end_offset
+            start = partition.delete_records_on_leader(min(below, partition.high_watermark))
+            log.debug("pruned %s-%d below %d", SHARE_GROUP_STATE_TOPIC, p, start)
+            return start
 
     # ---- operations ----
 

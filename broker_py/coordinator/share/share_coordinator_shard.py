@@ -288,6 +288,25 @@ class ShareCoordinatorShard:
             start_offset=current.start_offset,
         )
 
+    def snapshot_all(self) -> list[ShareRecord]:
+        """A snapshot of every state held (the next snapshot epoch, written now): once
+        appended, every record before them is redundant, and a log that starts with
+        them replays to the same states."""
+        now = self._now_ms()
+        return [
+            ShareSnapshot(
+                key,
+                s.snapshot_epoch + 1,
+                self.state_epochs.get(key, s.state_epoch),
+                self.leader_epochs.get(key, s.leader_epoch),
+                s.start_offset,
+                s.state_batches,
+                s.create_timestamp,
+                now,
+            )
+            for key, s in self.states.items()
+        ]
+
     def delete_state(self, key: SharePartitionKey) -> Outcome:
         if key.partition < 0:
             return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
