@@ -230,6 +230,22 @@ def test_lock_expiry_and_the_delivery_count_limit() -> None:
     assert (sp.start_offset, sp.end_offset, sp.next_lock_deadline()) == (2, 2, None)
 
 
+def test_a_release_at_the_limit_archives() -> None:
+    clock = Clock()
+    sp = make(clock, limit=2)
+    fetch(sp, "a", (0, 1))
+    assert ack(sp, "a", (0, 1, (RELEASE,))) == ErrorCode.NONE
+    assert fetch(sp, "a", (0, 1)) == [AcquiredRecords(0, 1, 2)]
+    result = sp.acknowledge("a", [AcknowledgementBatch(0, 1, (RELEASE, ACCEPT))])
+    assert result.transition is not None
+    assert result.transition.write.state_batches == (
+        StateBatch(0, 0, 4, 2),
+        StateBatch(1, 1, 2, 2),
+    )
+    sp.complete(result.transition, True)
+    assert (sp.start_offset, sp.end_offset) == (2, 2)
+
+
 def test_release_on_leaving() -> None:
     clock = Clock()
     sp = make(clock, limit=2)
@@ -427,6 +443,16 @@ class Coordinator:
                 )
             )
 
+    def persisted(self) -> tuple[int, dict[int, tuple[int, int]]]:
+        """The start offset and (delivery state, count) per offset held now."""
+        state = self.shard.states[self.key]
+        offsets = {
+            o: (b.delivery_state, b.delivery_count)
+            for b in state.state_batches
+            for o in range(b.first_offset, b.last_offset + 1)
+        }
+        return state.start_offset, offsets
+
     def read(self, leader_epoch: int) -> PersistedState:
         outcome = self._run(self.shard.read_state(self.key, leader_epoch))
         return PersistedState(outcome.state_epoch, outcome.start_offset, outcome.state_batches)
@@ -505,7 +531,7 @@ class SharePartitionModel(RuleBasedStateMachine):
     def _run_transition(self, transition: Transition | None, outcome: str) -> None:
         if transition is None:
             return
-        if outcome != "fail":
+        if outcome in ("ok", "hold"):  # the write succeeds
             self.coordinator.apply(transition.write)
         if outcome == "hold":
             self.pending.append((transition, True))
@@ -755,6 +781,21 @@ class SharePartitionModel(RuleBasedStateMachine):
         if first is not None:
             assert first[0] == self.sp.start_offset
             assert first[4] or first[1] not in (ACK, ARC)
+
+    @invariant()
+    def written_state_matches(self) -> None:
+        """Every record neither acquired nor in a transition is as the coordinator holds it
+        (an offset it has no batch for: AVAILABLE, never delivered)."""
+        start, persisted = self.coordinator.persisted()
+        assert start <= self.sp.start_offset
+        for offset, state, count, _, pending in self.sp.in_flight():
+            if state is not AQ and not pending:
+                assert persisted.get(offset, (0, 0)) == (int(state), count), offset
+
+    @invariant()
+    def fetching_starts_at_the_first_available_record(self) -> None:
+        available = [o for o, r in self.recs.items() if r.state is AV and not r.pending]
+        assert self.sp.next_fetch_offset() == (available[0] if available else self.end)
 
     @invariant()
     def expired_locks_are_released(self) -> None:

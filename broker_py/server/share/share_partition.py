@@ -286,6 +286,8 @@ class SharePartition:
         self._dirty: set[int] = set()
         # no ACQUIRED record's deadline is below this
         self._earliest_deadline: int | None = None
+        # False: no record is AVAILABLE outside a transition (Kafka's findNextFetchOffset)
+        self._maybe_available = False
         self._redelivered = 0
 
     # -- construction from the share coordinator ------------------------------------------
@@ -367,6 +369,7 @@ class SharePartition:
                     state = RecordState.AVAILABLE
                 records[offset] = _Record(state, batch.delivery_count)
             share_partition._end = batch.last_offset + 1
+        share_partition._maybe_available = True
         share_partition._advance_start()
         if log_start_offset > share_partition._start:
             share_partition.update_log_start_offset(log_start_offset)
@@ -413,9 +416,11 @@ class SharePartition:
     def next_fetch_offset(self) -> int:
         """Where the next log read starts: the first AVAILABLE record, else SPEO."""
         self._expire(self._clock())
-        for offset, record in self._records.items():
-            if record.state is RecordState.AVAILABLE and not record.pending:
-                return offset
+        if self._maybe_available:
+            for offset, record in self._records.items():
+                if record.state is RecordState.AVAILABLE and not record.pending:
+                    return offset
+            self._maybe_available = False
         return self._end
 
     def can_acquire(self) -> bool:
@@ -632,6 +637,8 @@ class SharePartition:
                     self._earliest_deadline is None or record.deadline_ms < self._earliest_deadline
                 ):
                     self._earliest_deadline = record.deadline_ms
+            elif record.state is RecordState.AVAILABLE:
+                self._maybe_available = True
             record.pending = 0
             record.saved = None
         self._advance_start()
@@ -670,6 +677,7 @@ class SharePartition:
                 record.member_id = NO_MEMBER
                 record.deadline_ms = 0
                 self._dirty.add(offset)
+                self._maybe_available = True
             elif earliest is None or record.deadline_ms < earliest:
                 earliest = record.deadline_ms
         self._earliest_deadline = earliest
