@@ -100,6 +100,10 @@ def test_acquire_is_bounded_by_max_records_and_the_window() -> None:
     assert not sp.can_acquire()
     assert fetch(sp, "b", (6, 9)) == []
     assert fetch(sp, "a", (0, 9), max_records=0) == []
+    with pytest.raises(ValueError):
+        fetch(sp, NO_MEMBER, (6, 9))
+    with pytest.raises(ValueError):
+        sp.acquire("a", 6, [FetchedBatch(6, 7), FetchedBatch(7, 9)], 10)
 
 
 def test_redelivery_first_with_incremented_count() -> None:

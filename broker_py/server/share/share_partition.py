@@ -452,7 +452,10 @@ class SharePartition:
         the window has room, at most ``max_records`` offsets in all. Offsets from
         ``fetch_offset`` up to the first batch are not in the log: AVAILABLE ones there are
         archived. Offsets between batches are acquired with them (the client acknowledges
-        them as GAP), as Kafka does."""
+        them as GAP), as Kafka does. ValueError for an empty member id or batches out of
+        order (the caller checks both first)."""
+        if member_id == NO_MEMBER:
+            raise ValueError("a member id is needed to acquire records")
         now = self._clock()
         self._expire(now)
         if max_records <= 0 or not batches:
