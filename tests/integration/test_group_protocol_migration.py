@@ -6,11 +6,16 @@ producer writes to it; one at a time each commits, closes and comes back with
 ``group.protocol=consumer`` (the first one's heartbeat turns the classic group into a
 consumer group, the classic members are then served through JoinGroup/SyncGroup/
 Heartbeat inside it), then back to classic one at a time (the last consumer-protocol
-member leaving turns it back into a classic group). The group id and its commits are
-kept throughout: every record produced is read, a record is read twice only where its
-commit had failed (at least once across restarts), and committed offsets never go
-backwards. A broker restarted after each conversion reloads the group as it was written:
-the classic member inside the consumer group with its epoch and assignment, then the
+member leaving turns it back into a classic group). Again with librdkafka's
+cooperative-sticky assignor, from the consumer protocol to classic members that revoke
+incrementally inside the consumer group; that assignor keeps user data in its
+assignments, so Kafka's rule refuses to upgrade the resulting classic group (its text
+is checked). The group id and its commits are kept throughout: every record produced
+is read, a record is read twice only where its commit had failed (at least once across
+restarts), and committed offsets never go backwards.
+
+A broker restarted after each conversion reloads the group as it was written: the
+classic member inside the consumer group with its epoch and assignment, then the
 classic group it went back to, and the commits. With
 ``group.consumer.migration.policy=disabled`` the broker refuses the upgrade as Kafka
 does (GROUP_ID_NOT_FOUND with Kafka's text) and keeps a consumer group that only
@@ -86,10 +91,12 @@ def _describe_classic(bootstrap: str, group: str):
 
 
 class Member:
-    """One consumer process's client: reads, commits each record at once, remembers
-    what it read and which commits failed."""
+    """One consumer process's client, polled by its own thread as an application would:
+    reads, commits each record at once (a synchronous commit may wait for a rebalance,
+    so each consumer has its own thread), remembers what it read and which commits
+    failed."""
 
-    def __init__(self, bootstrap, group, topic, protocol, reads, uncommitted):
+    def __init__(self, bootstrap, group, topic, protocol, reads, uncommitted, strategy="range"):
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -98,33 +105,50 @@ class Member:
             "enable.auto.commit": False,
         }
         if protocol == "classic":
-            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+            config.update(
+                {
+                    "session.timeout.ms": 6000,
+                    "heartbeat.interval.ms": 500,
+                    "partition.assignment.strategy": strategy,
+                }
+            )
         self.protocol = protocol
         self.consumer = Consumer(config)
         self.consumer.subscribe([topic])
         self.reads = reads
         self.uncommitted = uncommitted
+        # The partitions assigned, as the polling thread last saw them (the consumer is
+        # only called from that thread).
+        self.owned: frozenset[int] = frozenset()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"member-{protocol}")
+        self._thread.start()
 
-    def poll(self, timeout=0.05):
-        msg = self.consumer.poll(timeout)
-        if msg is None or msg.error():
-            return
-        key = (msg.partition(), msg.offset())
-        self.reads.append(key)
-        try:
-            self.consumer.commit(message=msg, asynchronous=False)
-        except KafkaException:
-            # At least once: a record whose commit failed may be read again.
-            self.uncommitted.add(key)
+    def _run(self):
+        while not self._stop.is_set():
+            msg = self.consumer.poll(0.05)
+            try:
+                self.owned = frozenset(tp.partition for tp in self.consumer.assignment())
+            except KafkaException:
+                self.owned = frozenset()
+            if msg is None or msg.error():
+                continue
+            key = (msg.partition(), msg.offset())
+            self.reads.append(key)
+            try:
+                self.consumer.commit(message=msg, asynchronous=False)
+            except KafkaException:
+                # At least once: a record whose commit failed may be read again.
+                self.uncommitted.add(key)
+        self.consumer.close()
 
     def partitions(self):
-        try:
-            return {tp.partition for tp in self.consumer.assignment()}
-        except KafkaException:
-            return set()
+        return self.owned
 
     def close(self):
-        self.consumer.close()
+        self._stop.set()
+        self._thread.join(60)
+        assert not self._thread.is_alive()
 
 
 def _committed(bootstrap, group, topic):
@@ -136,7 +160,17 @@ def _committed(bootstrap, group, topic):
         c.close()
 
 
-def test_rolling_upgrade_to_consumer_and_back_keeps_group_and_commits(broker):
+@pytest.mark.parametrize(
+    ("strategy", "phases"),
+    [
+        # Classic members with the eager range assignor: up to consumer and back.
+        ("range", ["classic", "consumer", "classic"]),
+        # librdkafka's cooperative-sticky assignor: classic members join the consumer
+        # group one at a time and revoke incrementally inside it, until it is classic.
+        ("cooperative-sticky", ["consumer", "classic"]),
+    ],
+)
+def test_rolling_restarts_between_protocols_keep_group_and_commits(broker, strategy, phases):
     bootstrap = broker.bootstrap
     topic, group = _name("migr"), _name("migr-group")
     _create(bootstrap, topic, PARTITIONS)
@@ -163,12 +197,13 @@ def test_rolling_upgrade_to_consumer_and_back_keeps_group_and_commits(broker):
     producer.start()
     reads: list[tuple[int, int]] = []
     uncommitted: set[tuple[int, int]] = set()
-    members = [Member(bootstrap, group, topic, "classic", reads, uncommitted) for _ in range(3)]
+    members = [
+        Member(bootstrap, group, topic, phases[0], reads, uncommitted, strategy) for _ in range(3)
+    ]
     checkpoints: list[dict[int, int]] = []
 
     def settled():
-        for m in members:
-            m.poll()
+        time.sleep(0.05)
         owned = [m.partitions() for m in members]
         every = [p for ps in owned for p in ps]
         return len(every) == PARTITIONS and len(set(every)) == PARTITIONS and all(owned)
@@ -176,44 +211,47 @@ def test_rolling_upgrade_to_consumer_and_back_keeps_group_and_commits(broker):
     def restart(i, protocol):
         old = members[i]
         old.close()
-        members[i] = Member(bootstrap, group, topic, protocol, reads, uncommitted)
+        members[i] = Member(bootstrap, group, topic, protocol, reads, uncommitted, strategy)
         wait_until(settled, timeout=60, message=f"group settled after member {i} -> {protocol}")
         checkpoints.append(_committed(bootstrap, group, topic))
 
     try:
-        wait_until(settled, timeout=60, message="classic group settled")
+        wait_until(settled, timeout=60, message=f"{phases[0]} group settled")
         checkpoints.append(_committed(bootstrap, group, topic))
-        assert _describe(bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
-
-        # Classic -> consumer, one member at a time.
-        for i in range(3):
-            restart(i, "consumer")
-            described = _describe(bootstrap, group)
-            assert described.error_code == 0
-            types = sorted(m.member_type for m in described.members)
-            assert types == sorted([1] * (i + 1) + [0] * (2 - i))
-        epoch_after_upgrade = _describe(bootstrap, group).group_epoch
-
-        # Consumer -> classic, one member at a time; the last one turns it classic.
-        for i in range(3):
-            restart(i, "classic")
-            if i < 2:
+        epoch = 0
+        for protocol in phases[1:]:
+            for i in range(3):
+                restart(i, protocol)
                 described = _describe(bootstrap, group)
+                if protocol == "classic" and i == 2:
+                    # The last consumer-protocol member left: a classic group again.
+                    assert described.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+                    continue
                 assert described.error_code == 0
-                assert described.group_epoch >= epoch_after_upgrade
-        assert _describe(bootstrap, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+                assert described.group_epoch >= epoch
+                epoch = described.group_epoch
+                # Members 0..i restarted on ``protocol`` (1: consumer, 0: classic).
+                new, old = (1, 0) if protocol == "consumer" else (0, 1)
+                types = sorted(m.member_type for m in described.members)
+                assert types == sorted([new] * (i + 1) + [old] * (2 - i))
         classic = _describe_classic(bootstrap, group)
         assert classic.group_state == "Stable"
         assert classic.protocol_type == "consumer"
+        assert classic.protocol_data == strategy
         assert len(classic.members) == 3
+        if strategy == "cooperative-sticky":
+            # librdkafka's sticky assignor keeps user data in every assignment, which a
+            # consumer group would lose: Kafka refuses to upgrade such a group.
+            refused = _consumer_join(bootstrap, group, topic, str(uuid.uuid4()))
+            assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+            assert "an unsupported custom assignor is in use" in refused.error_message
 
         stop.set()
         producer.join(30)
         assert not producer.is_alive()
 
         def drained():
-            for m in members:
-                m.poll()
+            time.sleep(0.05)
             return produced <= set(reads)
 
         wait_until(drained, timeout=60, message="every produced record read")

@@ -107,6 +107,7 @@ class ProtocolMigration:
         self.consumer.refresh_topics()
         result = self.rules.upgrade(classic_view(group), request, api_version)
         if result.response.error_code != ErrorCode.NONE:
+            log.info("group %s: not upgraded: %s", group.group_id, result.response.error_message)
             return result.response
         log.info(
             "group %s: converted from classic (generation %d, %d members) to consumer",
