@@ -43,9 +43,11 @@ Driving it (what ShareFetch and ShareAcknowledge do with it)
     transition like an acknowledgement (RELEASE of everything the member holds).
 
     timers: :meth:`expire_locks` at :meth:`next_lock_deadline`; it returns the state to write
-    (every offset whose lock expired since the last call), never rolled back (Kafka goes on
-    when that write fails). Every other call expires due locks first, so an acknowledgement
-    after the deadline is refused whether or not the timer has run.
+    (every offset changed outside a transition since the last call: expired locks, offsets
+    found missing from the log), never rolled back (Kafka goes on when that write fails).
+    :meth:`acquire`, :meth:`acknowledge`, :meth:`release_acquired_records` and
+    :meth:`next_fetch_offset` expire due locks first, so an acknowledgement after the
+    deadline is refused whether or not the timer has run.
 
     the log start offset moving: :meth:`update_log_start_offset`; the new SPSO reaches the
     share coordinator with the next write (Kafka writes it lazily too).
@@ -89,7 +91,7 @@ from logstore.protocol.error_codes import ErrorCode
 # group.share.partition.max.record.locks at 10,000.
 MAX_WINDOW = 1 << 16
 
-# No owner: Kafka's EMPTY_MEMBER_ID (the zero Uuid as a string).
+# The owner of a record nobody holds (Kafka's EMPTY_MEMBER_ID, the zero Uuid's string).
 NO_MEMBER = ""
 
 
