@@ -2,11 +2,12 @@
 (hypothesis state machine over :class:`GroupMigration` and a MockTime): clients on either
 protocol start, heartbeat, leave, crash and switch protocol (a rolling upgrade or
 downgrade, one restart at a time); one is a static member, whose restart on the classic
-protocol takes its consumer-protocol incarnation's place by instance id. While the group is classic it is modelled as Kafka's
-classic coordinator behaves for eager members: every join or leave is a stop-the-world
-rebalance handing out ranges; a consumer-protocol client joining it upgrades it, and the
-last consumer-protocol client leaving (or expiring) downgrades it, followed by such a
-rebalance. Clients consume exactly what their last response gave them.
+protocol takes its consumer-protocol incarnation's place by instance id. While the group
+is classic it is modelled as Kafka's classic coordinator behaves for eager members:
+every join or leave is a stop-the-world rebalance handing out ranges; a consumer-protocol
+client joining it upgrades it, and the last consumer-protocol client leaving (or
+expiring, or being replaced) downgrades it, followed by such a rebalance. Clients
+consume exactly what their last response gave them.
 
 Invariants after every step:
 - no partition is consumed by two live clients, and the coordinator never holds a
