@@ -165,6 +165,7 @@ def new_share_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
         _partition_writer(apis),
         topic_partitions,
         cluster=apis.zk_support is not None,
+        metadata_ready=lambda: apis.metadata_cache.knows_cluster,
         time=time,
     )
 

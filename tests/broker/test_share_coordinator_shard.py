@@ -272,3 +272,18 @@ def test_replaying_the_log_rebuilds_the_state(ops, per_snapshot) -> None:
                 state.start_offset,
                 state.state_batches,
             )
+
+
+def test_the_states_of_deleted_topics_get_tombstones() -> None:
+    shard = _shard()
+    other = SharePartitionKey("h", TOPIC, 1)
+    _apply(shard, shard.initialize_state(KEY, 0, 0))
+    _apply(shard, shard.initialize_state(other, 0, 0))
+    assert shard.delete_topics({uuid.uuid4()}) == []
+    tombstones = shard.delete_topics({TOPIC})
+    assert sorted(tombstones, key=lambda t: t.key.group_id) == [
+        ShareTombstone(KEY),
+        ShareTombstone(other),
+    ]
+    shard.replay_all(tombstones)
+    assert shard.states == {} and shard.leader_epochs == {} and shard.state_epochs == {}

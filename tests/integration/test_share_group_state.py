@@ -353,3 +353,61 @@ def test_pruning_keeps_the_state(tmp_path):
         assert write(b, tid, 0, 0, -1, []).error_code == ErrorCode.FENCED_LEADER_EPOCH
     finally:
         b.kill()
+
+
+def test_the_state_of_a_deleted_topic_goes(tmp_path):
+    """Once a topic is deleted, the next prune writes tombstones for its share-partition
+    states and deletes the records before them."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    b = BrokerProcess(
+        str(tmp_path),
+        {
+            "share.coordinator.state.topic.num.partitions": "1",
+            "share.coordinator.state.topic.prune.interval.ms": "200",
+        },
+    )
+    b.start()
+    state_partition = TopicPartition("__share_group_state", 0)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "group.id": "deleted-topic-test",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        create_topic(b.bootstrap, "doomed", 2)
+        tid = topic_id(b, "doomed")
+        assert initialize(b, tid, partition=0).error_code == 0
+        assert initialize(b, tid, partition=1).error_code == 0
+
+        def watermarks() -> tuple[int, int]:
+            return consumer.get_watermark_offsets(state_partition, timeout=5)
+
+        # Pruned to the two states' snapshots.
+        wait_until(
+            lambda: watermarks()[0] >= 2 and watermarks()[1] - watermarks()[0] == 2,
+            30,
+            0.1,
+            "pruned to two snapshots",
+        )
+        before = watermarks()[1]
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.delete_topics(["doomed"])["doomed"].result(15)
+        wait_until(
+            lambda: watermarks() == (before, before + 2), 30, 0.1, "two tombstones, the rest pruned"
+        )
+        consumer.assign([TopicPartition("__share_group_state", 0, before)])
+        values = []
+        deadline = 100
+        while len(values) < 2 and deadline:
+            deadline -= 1
+            for m in consumer.consume(2, 0.2):
+                assert m.error() is None, m.error()
+                values.append(m.value())
+        assert values == [None, None]
+    finally:
+        consumer.close()
+        b.kill()

@@ -21,7 +21,9 @@ partitions in ``__share_group_state``, for the share-partition leaders of the cl
 - Pruning, every ``share.coordinator.state.topic.prune.interval.ms``: a partition led
   here and written to since its last prune gets a snapshot of every state it holds
   (one batch), then its records before them are deleted (the log start offset moves
-  up), so a load replays at most one snapshot per key and the updates after it.
+  up), so a load replays at most one snapshot per key and the updates after it. The
+  states of topics the metadata no longer has (deleted topics) get tombstones in the
+  same batch, once the metadata is known (``metadata_ready``).
 """
 
 from __future__ import annotations
@@ -86,15 +88,19 @@ class ShareCoordinator:
         topic_partitions: Callable[[uuid.UUID], int | None],
         *,
         cluster: bool,
+        metadata_ready: Callable[[], bool] = lambda: True,
         time: Time = SYSTEM_TIME,
     ) -> None:
         """``topic_partitions(topic id)``: how many partitions the metadata gives the
         topic, None when it has no such topic; ``cluster``: this broker is one of a
-        cluster (a key whose partition does not exist yet is nobody's)."""
+        cluster (a key whose partition does not exist yet is nobody's);
+        ``metadata_ready()``: the metadata holds every topic (a topic missing from it
+        was deleted)."""
         self.config = config
         self._writer = writer
         self._topic_partitions = topic_partitions
         self.cluster = cluster
+        self._metadata_ready = metadata_ready
         self.time = time
         self.shards: dict[int, ShareCoordinatorShard] = {}
         self.loading: set[int] = set()
@@ -285,9 +291,17 @@ class ShareCoordinator:
             if shard is None or partition is None or not partition.is_leader:
                 return None
             below = partition.log_end_offset
-            if below <= partition.log_start_offset or self._pruned_at.get(p) == below:
+            gone: set[uuid.UUID] = set()
+            if self._metadata_ready():
+                topics = {key.topic_id for key in shard.states}
+                gone = {t for t in topics if self._topic_partitions(t) is None}
+            if not gone and (
+                below <= partition.log_start_offset or self._pruned_at.get(p) == below
+            ):
                 return None
-            records = shard.snapshot_all()
+            records = shard.delete_topics(gone) + [
+                r for r in shard.snapshot_all() if r.key.topic_id not in gone
+            ]
             if records:
                 error = await self._append(p, [serialize(r) for r in records])
                 if error != ErrorCode.NONE or self.shards.get(p) is not shard:

@@ -288,6 +288,11 @@ class ShareCoordinatorShard:
             start_offset=current.start_offset,
         )
 
+    def delete_topics(self, topic_ids: set[uuid.UUID]) -> list[ShareRecord]:
+        """Tombstones for every state of those topics (Kafka's cleanup of the share state
+        of deleted topics)."""
+        return [ShareTombstone(key) for key in self.states if key.topic_id in topic_ids]
+
     def snapshot_all(self) -> list[ShareRecord]:
         """A snapshot of every state held (the next snapshot epoch, written now): once
         appended, every record before them is redundant, and a log that starts with
