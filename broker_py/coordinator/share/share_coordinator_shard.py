@@ -19,7 +19,7 @@ Rules, as Kafka 4's shard has them:
   INVALID_REQUEST. A leader epoch below the highest seen (-1: not given) is
   FENCED_LEADER_EPOCH; a write's state epoch below the one held (-1: not given) is
   FENCED_STATE_EPOCH. A read with a newer leader epoch writes it (a record with no
-  batches).
+  batches); a write keeps the state and leader epochs held.
 - A write is a ShareUpdate with its batches merged (start offset -1: unchanged), or,
   once more than ``snapshot.update.records.per.snapshot`` updates followed the last
   snapshot, a ShareSnapshot of the whole merged state with the next snapshot epoch (its
@@ -212,7 +212,16 @@ class ShareCoordinatorShard:
             return _error(ErrorCode.FENCED_STATE_EPOCH)
         if self._unknown(key):
             return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return Outcome([self._state_record(key, state_epoch, leader_epoch, start_offset, batches)])
+        # Only an initialization sets the state epoch and only a read the leader epoch: a
+        # write keeps those held (Kafka 4.1, KAFKA-19456).
+        current = self.states[key]
+        return Outcome(
+            [
+                self._state_record(
+                    key, current.state_epoch, current.leader_epoch, start_offset, batches
+                )
+            ]
+        )
 
     def _state_record(
         self,
