@@ -277,8 +277,10 @@ class ShareCoordinator:
             for p in sorted(self.shards):
                 try:
                     await self.prune(p)
-                except KafkaError as e:
+                except KafkaError as e:  # no longer the leader, ...: the next round retries
                     log.warning("pruning %s-%d: %s", SHARE_GROUP_STATE_TOPIC, p, e)
+                except Exception:  # the loop goes on for the other partitions
+                    log.exception("pruning %s-%d", SHARE_GROUP_STATE_TOPIC, p)
 
     async def prune(self, p: int) -> int | None:
         """Snapshots every state of partition ``p`` and deletes the records before them;
