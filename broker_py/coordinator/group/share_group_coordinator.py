@@ -38,7 +38,7 @@ from broker_py.coordinator.group.modern.share.manager import (
     ShareHeartbeatResponse,
 )
 from broker_py.coordinator.group.modern.share.record_serde import serialize
-from broker_py.coordinator.group.modern.share.records import ShareRecord
+from broker_py.coordinator.group.modern.share.records import ShareGroupEpochRecord, ShareRecord
 from broker_py.utils.time import SYSTEM_TIME, Time, Timer
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -199,6 +199,35 @@ class ShareGroupCoordinator:
             return e.errno
         self._persist(group_id, records, lambda _error: None)
         return ErrorCode.NONE
+
+    def offsets_error(self, group_id: str, *, must_exist: bool) -> ErrorCode | None:
+        """Why the start offsets of ``group_id`` cannot be altered or deleted now
+        (Alter/DeleteShareGroupOffsets): NON_EMPTY_GROUP while it has members,
+        GROUP_ID_NOT_FOUND when ``must_exist`` and there is no such share group."""
+        group = self.manager.group(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND if must_exist else None
+        return ErrorCode.NON_EMPTY_GROUP if group.members else None
+
+    async def next_state_epoch(self, group_id: str) -> tuple[ErrorCode, int]:
+        """AlterShareGroupOffsets: the group (created empty when missing, as Kafka's
+        getOrMaybeCreatePersistedShareGroup) gets its group epoch bumped and written; the
+        new epoch is the state epoch its start offsets are initialized at."""
+        group = self.manager.group(group_id)
+        record = ShareGroupEpochRecord(
+            group_id,
+            1 if group is None else group.group_epoch + 1,
+            0 if group is None else group.metadata_hash,
+        )
+        self.manager.replay(record)
+        done: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+
+        def written(error: ErrorCode) -> None:
+            if not done.done():
+                done.set_result(error)
+
+        self._persist(group_id, [record], written)
+        return await done, record.epoch
 
     # ---- persistence ----
 

@@ -6,7 +6,9 @@ Describe: per group the topics (by name; null ``topics`` for every partition the
 group has state for) and partitions; answers per partition the share-partition
 ``start_offset`` and ``leader_epoch``, with errors per partition and per group.
 Alter: sets the start offsets of an empty group's partitions. Delete: drops an empty
-group's state for whole topics. Both answer a top-level error and one per partition.
+group's state for whole topics. Alter answers a top-level error and one per partition;
+Delete a top-level error and one per topic (Kafka 4.1's, KAFKA-16718: a topic's
+partitions are deleted together).
 """
 
 from __future__ import annotations
@@ -208,8 +210,19 @@ DeleteShareGroupOffsetsResponse = message(
     [
         Field("throttle_time_ms", INT32, "0+"),
         *_error_fields(),
-        _topic_results(
-            "DeleteShareGroupOffsetsResponseTopic", "DeleteShareGroupOffsetsResponsePartition"
+        Field(
+            "responses",
+            Array(
+                Struct(
+                    "DeleteShareGroupOffsetsResponseTopic",
+                    [
+                        Field("topic_name", STRING, "0+"),
+                        Field("topic_id", UUID, "0+"),
+                        *_error_fields(),
+                    ],
+                )
+            ),
+            "0+",
         ),
     ],
 )

@@ -1,0 +1,201 @@
+"""DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets (KIP-932)
+on the wire against a broker alone with group.share.enable=true: start offsets set on an
+empty (or missing) share group and read back, refused while the group has members,
+deleted per topic, and the errors for unknown topics, partitions and groups."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.api_versions import ApiVersionsRequest
+from logstore.protocol.messages.group_admin import ListGroupsRequest
+from logstore.protocol.messages.share_group import ShareGroupHeartbeatRequest
+from logstore.protocol.messages.share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+)
+from tests.integration.clients import wire_call
+from tests.integration.conftest import BrokerProcess
+
+ZERO = uuid.UUID(int=0)
+D = DescribeShareGroupOffsetsRequest
+A = AlterShareGroupOffsetsRequest
+X = DeleteShareGroupOffsetsRequest
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(
+        str(tmp_path_factory.mktemp("share-offsets")),
+        {"group.share.enable": "true", "offsets.topic.num.partitions": "2"},
+    )
+    b.start()
+    yield b
+    assert b.stop() == 0, b.log_text()[-4000:]
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _describe(bootstrap: str, group: str, topics: dict[str, list[int]] | None):
+    request = D(
+        groups=[
+            D.DescribeShareGroupOffsetsRequestGroup(
+                group_id=group,
+                topics=None
+                if topics is None
+                else [
+                    D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=p)
+                    for t, p in topics.items()
+                ],
+            )
+        ]
+    )
+    (described,) = wire_call(bootstrap, request, 0).groups
+    return described
+
+
+def _starts(described) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (start offset, error code)."""
+    return {
+        (t.topic_name, p.partition_index): (p.start_offset, p.error_code)
+        for t in described.topics
+        for p in t.partitions
+    }
+
+
+def _alter(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]):
+    topics: dict[str, list] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            A.AlterShareGroupOffsetsRequestPartition(partition_index=partition, start_offset=offset)
+        )
+    return wire_call(
+        bootstrap,
+        A(
+            group_id=group,
+            topics=[
+                A.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=p)
+                for t, p in topics.items()
+            ],
+        ),
+        0,
+    )
+
+
+def _altered(response) -> dict[tuple[str, int], int]:
+    return {
+        (t.topic_name, p.partition_index): p.error_code
+        for t in response.responses
+        for p in t.partitions
+    }
+
+
+def _delete(bootstrap: str, group: str, topics: list[str]):
+    return wire_call(
+        bootstrap,
+        X(
+            group_id=group,
+            topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics],
+        ),
+        0,
+    )
+
+
+def test_offsets_advertised(broker) -> None:
+    versions = {
+        k.api_key: (k.min_version, k.max_version)
+        for k in wire_call(broker.bootstrap, ApiVersionsRequest(), 3).api_keys
+    }
+    assert versions[90] == versions[91] == versions[92] == (0, 0)
+
+
+def test_alter_describe_delete_start_offsets(broker) -> None:
+    bootstrap = broker.bootstrap
+    topic, group = _name("so-t"), _name("so-g")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
+
+    # Nothing written yet: -1 for every partition, and for a topic that does not exist.
+    described = _describe(bootstrap, group, {topic: [0, 1], "no-such-topic": [0]})
+    assert described.error_code == 0
+    assert _starts(described) == {
+        (topic, 0): (-1, 0),
+        (topic, 1): (-1, 0),
+        ("no-such-topic", 0): (-1, 0),
+    }
+    assert {t.topic_name: t.topic_id for t in described.topics}["no-such-topic"] == ZERO
+
+    # Alter on a group that does not exist creates it, empty.
+    altered = _alter(
+        bootstrap, group, {(topic, 0): 5, (topic, 1): 7, (topic, 9): 1, ("no-such-topic", 0): 1}
+    )
+    assert altered.error_code == 0
+    assert _altered(altered) == {
+        (topic, 0): 0,
+        (topic, 1): 0,
+        (topic, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert _starts(_describe(bootstrap, group, {topic: [0, 1]})) == {
+        (topic, 0): (5, 0),
+        (topic, 1): (7, 0),
+    }
+    listed = wire_call(bootstrap, ListGroupsRequest(), 5).groups
+    assert [(g.group_type, g.group_state) for g in listed if g.group_id == group] == [
+        ("share", "Empty")
+    ]
+
+    # With a member the group refuses both; describing all covers its subscription.
+    member = str(uuid.uuid4())
+    joined = wire_call(
+        bootstrap,
+        ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+        ),
+        1,
+    )
+    assert joined.error_code == 0
+    refused = _alter(bootstrap, group, {(topic, 0): 1})
+    assert (refused.error_code, refused.responses) == (ErrorCode.NON_EMPTY_GROUP, [])
+    assert _delete(bootstrap, group, [topic]).error_code == ErrorCode.NON_EMPTY_GROUP
+    assert _starts(_describe(bootstrap, group, None)) == {(topic, 0): (5, 0), (topic, 1): (7, 0)}
+    left = wire_call(
+        bootstrap,
+        ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1),
+        1,
+    )
+    assert left.error_code == 0
+
+    # Empty again: a second alter is not fenced by the first one's state epoch.
+    assert _altered(_alter(bootstrap, group, {(topic, 0): 3})) == {(topic, 0): 0}
+    assert _starts(_describe(bootstrap, group, {topic: [0]})) == {(topic, 0): (3, 0)}
+
+    deleted = _delete(bootstrap, group, [topic, "no-such-topic"])
+    assert deleted.error_code == 0
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
+        (topic, 0),
+        ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    assert _starts(_describe(bootstrap, group, {topic: [0, 1]})) == {
+        (topic, 0): (-1, 0),
+        (topic, 1): (-1, 0),
+    }
+
+
+def test_group_errors(broker) -> None:
+    bootstrap = broker.bootstrap
+    missing = _delete(bootstrap, _name("so-missing"), ["t"])
+    assert (missing.error_code, missing.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        missing.error_message,
+    )
+    assert missing.error_message.endswith("not found.")
+    assert _alter(bootstrap, "", {("t", 0): 1}).error_code == ErrorCode.INVALID_GROUP_ID
+    assert _describe(bootstrap, "", None).error_code == ErrorCode.INVALID_GROUP_ID
