@@ -38,6 +38,7 @@ from broker_py.config.config_def import long_type as _long
 from broker_py.config.config_def import short_type as _short
 from broker_py.config.config_def import str_type as _str
 from broker_py.config.share_coordinator_config import SHARE_COORDINATOR_KEYS
+from broker_py.config.share_group_config import SHARE_GROUP_KEYS
 from logstore.protocol.errors import KafkaException
 
 
@@ -423,6 +424,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
     "sasl.kerberos.kinit.cmd": (_str, "/usr/bin/kinit"),
     **SHARE_COORDINATOR_KEYS,
+    **SHARE_GROUP_KEYS,
 }
 
 # Keys AlterConfigs may change on a BROKER resource while the broker runs (those of

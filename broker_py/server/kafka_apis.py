@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from broker_py.server.log_config_manager import LogConfigManager
     from broker_py.server.metadata_cache import MetadataCache
     from broker_py.server.replica_admin_manager import ReplicaAdminManager
+    from broker_py.server.share.share_partition_manager import SharePartitionManager
     from broker_py.server.share_state_persister import ShareStatePersister
     from broker_py.server.telemetry.client_telemetry import ClientTelemetry
     from broker_py.server.topic_admin_manager import TopicAdminManager
@@ -76,6 +77,8 @@ class KafkaApis:
     share_coordinator: ShareCoordinator | Any = None
     # How share-partition leaders reach the share coordinator of their state.
     share_state_persister: ShareStatePersister | Any = None
+    # The share-partitions this broker leads and the share sessions (ShareFetch).
+    share_partition_manager: SharePartitionManager | Any = None
     # The broker's cluster part (ZkSupport) when it runs with zookeeper.connect, else None.
     zk_support: ZkSupport | Any = None
     # Client telemetry (KIP-714): CLIENT_METRICS resources, subscriptions, pushed metrics.

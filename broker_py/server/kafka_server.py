@@ -170,6 +170,20 @@ def new_share_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
     )
 
 
+def new_share_partition_manager(apis: KafkaApis, time):
+    """The share-partitions this broker leads (ShareFetch, ShareAcknowledge)."""
+    from broker_py.server.share.share_partition_manager import SharePartitionManager
+
+    return SharePartitionManager(
+        apis.replica_manager,
+        apis.metadata_cache,
+        lambda: apis.share_state_persister,
+        apis.group_configs.values,
+        apis.config,
+        time,
+    )
+
+
 def new_share_state_persister(apis: KafkaApis):
     """What this broker's share-partition leaders keep their state through: the share
     coordinator of each key, this broker's own or another's over the inter-broker
@@ -404,6 +418,7 @@ class KafkaServer:
         apis.share_coordinator = new_share_coordinator(apis, self.time)
         await apis.share_coordinator.start()
         apis.share_state_persister = new_share_state_persister(apis)
+        apis.share_partition_manager = new_share_partition_manager(apis, self.time)
         support = self.zk_support
         if support is not None and self.config["transaction.partition.verification.enable"]:
             from broker_py.server.add_partitions_to_txn_manager import AddPartitionsToTxnManager
@@ -454,6 +469,8 @@ class KafkaServer:
         apis.replica_manager.shutdown()
         if apis.replica_manager.txn_verifier is not None:
             await apis.replica_manager.txn_verifier.close()
+        if apis.share_partition_manager is not None:
+            apis.share_partition_manager.close()
         if apis.share_state_persister is not None:
             await apis.share_state_persister.close()
         if apis.share_coordinator is not None:

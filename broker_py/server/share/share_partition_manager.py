@@ -1,0 +1,460 @@
+"""The share-partitions this broker leads (KIP-932; Kafka's ``SharePartitionManager``): the
+I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
+
+- A share-partition (group, topic id, partition) is built on its first fetch or
+  acknowledgement while this broker leads the partition: ReadShareGroupState through the
+  share-state persister at the partition's leader epoch; a state never initialized
+  (INVALID_REQUEST from the read) is initialized first, its start offset from the group's
+  ``share.auto.offset.reset`` (the log start offset, or the high watermark). It is dropped
+  and built again when the partition's leader epoch moves, and answers
+  NOT_LEADER_OR_FOLLOWER while this broker does not lead the partition.
+- Its config: ``group.share.partition.max.record.locks``,
+  ``group.share.delivery.count.limit`` (broker) and the group's
+  ``share.record.lock.duration.ms`` and ``share.auto.offset.reset``, read again at each use.
+- Writes (acknowledgements, releases, expired locks, records found missing) go to the
+  persister one at a time per share-partition, in the order they are made (a FIFO lock
+  taken before the first await).
+- Lock expiry: one event-loop timer per share-partition at its earliest lock deadline;
+  the expired records' state is written, and fetches waiting on the share-partition wake.
+- Fetch: read each partition's log from the share-partition's next fetch offset through the
+  replica manager (a consumer's read of the leader up to the high watermark), acquire what
+  it returned for the member up to ``max_records``, and answer the batches covering the
+  acquired offsets. With nothing acquired it waits, up to ``max_wait_ms``, for new records
+  in the log or for records to become available again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from broker_py.config.group_config import SHARE_AUTO_OFFSET_RESET, SHARE_RECORD_LOCK_DURATION_MS
+from broker_py.coordinator.share.share_coordinator_records import SharePartitionKey
+from broker_py.replication.fetch_data import FetchParams
+from broker_py.server.share.share_partition import (
+    AcknowledgementBatch,
+    AcquiredRecords,
+    FetchedBatch,
+    PersistedState,
+    SharePartition,
+    SharePartitionConfig,
+    ShareStateError,
+    StateWrite,
+    Transition,
+)
+from broker_py.server.share.share_session_cache import ShareSessionCache
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.types import DeferredRecords
+
+if TYPE_CHECKING:
+    from broker_py.cluster.partition import Partition
+    from broker_py.replication.replica_manager import ReplicaManager
+    from broker_py.server.metadata_cache import MetadataCache
+    from broker_py.server.share_state_persister import ShareStatePersister
+    from broker_py.utils.time import Time, Timer
+
+log = logging.getLogger(__name__)
+
+# (topic id, partition index)
+TopicIdPartition = tuple[uuid.UUID, int]
+_BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length (bytes after this field)
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
+
+
+@dataclass(slots=True)
+class _Info:
+    """One partition as the replica manager's read takes it (FetchInfo)."""
+
+    topic: str | None
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    fetcher_log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class _Held:
+    share_partition: SharePartition
+    topic: str
+    partition: Partition
+    writes: asyncio.Lock = field(default_factory=asyncio.Lock)
+    timer: Timer | None = None
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PartitionFetch:
+    """One partition's answer to a fetch: an error, or records and the acquired ranges."""
+
+    error: ErrorCode = ErrorCode.NONE
+    records: bytes | None = None
+    acquired: list[AcquiredRecords] = field(default_factory=list)
+    error_message: str | None = None
+
+
+def batch_offsets(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, start byte, end byte) of each whole v2 batch in ``data``."""
+    out = []
+    at = 0
+    while at + 27 <= len(data):
+        base, length = _BATCH_HEADER.unpack_from(data, at)
+        end = at + 12 + length
+        if length < 15 or end > len(data):
+            break
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, at + 23)
+        out.append((base, base + delta, at, end))
+        at = end
+    return out
+
+
+class SharePartitionManager:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        persister: Callable[[], ShareStatePersister | None],
+        group_values: Callable[[str], dict[str, Any]],
+        broker_config: Any,
+        time: Time,
+    ) -> None:
+        """``persister()``: the share-state persister (None before it runs);
+        ``group_values(group_id)``: the group's configs in force; ``broker_config``: the
+        broker's keys (``config[key]``)."""
+        self._replicas = replica_manager
+        self._metadata = metadata_cache
+        self._persister = persister
+        self._group_values = group_values
+        self._broker_config = broker_config
+        self._time = time
+        self._held: dict[SharePartitionKey, _Held] = {}
+        self.sessions = ShareSessionCache(
+            broker_config["group.share.max.share.sessions"],
+            broker_config["group.share.max.session.timeout.ms"],
+        )
+        self._loading: dict[SharePartitionKey, asyncio.Future[tuple[ErrorCode, _Held | None]]] = {}
+
+    # ---- share-partitions ----
+
+    def _config(self, group_id: str) -> SharePartitionConfig:
+        values = self._group_values(group_id)
+        return SharePartitionConfig(
+            max_record_locks=self._broker_config["group.share.partition.max.record.locks"],
+            delivery_count_limit=self._broker_config["group.share.delivery.count.limit"],
+            record_lock_duration_ms=values[SHARE_RECORD_LOCK_DURATION_MS],
+            auto_offset_reset=values[SHARE_AUTO_OFFSET_RESET],
+        )
+
+    def _leader(self, topic_id: uuid.UUID, index: int) -> tuple[ErrorCode, str, Any]:
+        topic = self._metadata.by_id(topic_id)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_ID, "", None
+        partition = self._replicas.get_partition(topic.name, index)
+        if partition is None:
+            if index < 0 or index >= topic.partitions:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic.name, None
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, topic.name, None
+        if not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, topic.name, None
+        return ErrorCode.NONE, topic.name, partition
+
+    async def share_partition(
+        self, group_id: str, topic_id: uuid.UUID, index: int
+    ) -> tuple[ErrorCode, _Held | None]:
+        """The share-partition, built when needed; or the error answering it."""
+        error, topic, partition = self._leader(topic_id, index)
+        key = SharePartitionKey(group_id, topic_id, index)
+        if error != ErrorCode.NONE:
+            self._drop(key)
+            return error, None
+        held = self._held.get(key)
+        if held is not None:
+            if (
+                held.partition is partition
+                and held.share_partition.leader_epoch == partition.leader_epoch
+            ):
+                config = self._config(group_id)
+                if config != held.share_partition.config:
+                    held.share_partition.config = config
+                return ErrorCode.NONE, held
+            self._drop(key)
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = asyncio.get_running_loop().create_future()
+            self._loading[key] = loading
+            try:
+                result = await self._load(key, topic, partition)
+            except Exception:
+                log.exception("loading share-partition %s", key)
+                result = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            finally:
+                del self._loading[key]
+            loading.set_result(result)
+            return result
+        return await asyncio.shield(loading)
+
+    async def _load(
+        self, key: SharePartitionKey, topic: str, partition: Partition
+    ) -> tuple[ErrorCode, _Held | None]:
+        persister = self._persister()
+        if persister is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        config = self._config(key.group_id)
+        leader_epoch = partition.leader_epoch
+        outcome = await persister.read(key, leader_epoch)
+        if outcome.error == ErrorCode.INVALID_REQUEST:  # never initialized
+            start = (
+                partition.log_start_offset
+                if config.auto_offset_reset == "earliest"
+                else partition.high_watermark
+            )
+            initialized = await persister.initialize(key, 0, start)
+            if initialized.error != ErrorCode.NONE:
+                return initialized.error, None
+            outcome = await persister.read(key, leader_epoch)
+        if outcome.error != ErrorCode.NONE:
+            return outcome.error, None
+        if partition.leader_epoch != leader_epoch or not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        try:
+            share_partition = SharePartition.from_persisted(
+                key.group_id,
+                key.topic_id,
+                key.partition,
+                leader_epoch=leader_epoch,
+                config=config,
+                clock=self._time.milliseconds,
+                persisted=PersistedState(
+                    outcome.state_epoch, outcome.start_offset, outcome.state_batches
+                ),
+                log_start_offset=partition.log_start_offset,
+                latest_offset=partition.high_watermark,
+            )
+        except ShareStateError:
+            log.exception("share-partition %s cannot load its state", key)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
+        held = _Held(share_partition, topic, partition)
+        self._held[key] = held
+        return ErrorCode.NONE, held
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        held = self._held.pop(key, None)
+        if held is not None:
+            if held.timer is not None:
+                held.timer.cancel()
+            self._wake(held)
+
+    def held(self) -> Iterable[tuple[SharePartitionKey, SharePartition]]:
+        return ((k, h.share_partition) for k, h in self._held.items())
+
+    # ---- writes, timers, waiters ----
+
+    async def _write(self, key: SharePartitionKey, held: _Held, write: StateWrite) -> ErrorCode:
+        async with held.writes:
+            persister = self._persister()
+            if persister is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            outcome = await persister.write(
+                key, write.state_epoch, write.leader_epoch, write.start_offset, write.state_batches
+            )
+            return outcome.error
+
+    async def _write_transition(
+        self, key: SharePartitionKey, held: _Held, transition: Transition
+    ) -> ErrorCode:
+        error = await self._write(key, held, transition.write)
+        held.share_partition.complete(transition, error == ErrorCode.NONE)
+        self._after_change(key, held)
+        return error
+
+    def _after_change(self, key: SharePartitionKey, held: _Held) -> None:
+        """Write what changed outside transitions, wake waiting fetches, set the timer."""
+        sp = held.share_partition
+        pending = sp.expire_locks()
+        if pending is not None:
+            asyncio.ensure_future(self._write_dirty(key, held, pending))
+        self._wake(held)
+        if held.timer is not None:
+            held.timer.cancel()
+            held.timer = None
+        deadline = sp.next_lock_deadline()
+        if deadline is not None and self._held.get(key) is held:
+            delay = max(0, deadline - self._time.milliseconds()) / 1000
+            held.timer = self._time.call_later(delay + 0.001, self._on_timer, key, held)
+
+    async def _write_dirty(self, key: SharePartitionKey, held: _Held, write: StateWrite) -> None:
+        error = await self._write(key, held, write)
+        if error != ErrorCode.NONE:
+            log.warning("share-partition %s: state write failed: %s", key, error.name)
+
+    def _on_timer(self, key: SharePartitionKey, held: _Held) -> None:
+        held.timer = None
+        if self._held.get(key) is held:
+            self._after_change(key, held)
+
+    def _wake(self, held: _Held) -> None:
+        waiters, held.waiters = held.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # ---- fetch ----
+
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: list[TopicIdPartition],
+        max_wait_ms: int,
+        max_bytes: int,
+        max_records: int,
+    ) -> dict[TopicIdPartition, PartitionFetch]:
+        """Acquire records for ``member_id`` from ``partitions`` (see the module)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, max_wait_ms) / 1000
+        while True:
+            out: dict[TopicIdPartition, PartitionFetch] = {}
+            ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]] = []
+            for tp in partitions:
+                error, held = await self.share_partition(group_id, tp[0], tp[1])
+                if held is None:
+                    out[tp] = PartitionFetch(error)
+                else:
+                    ready.append((tp, SharePartitionKey(group_id, tp[0], tp[1]), held))
+            acquired_any = self._acquire(member_id, ready, max_bytes, max_records, out)
+            remaining = deadline - loop.time()
+            if acquired_any or remaining <= 0 or not ready:
+                for tp in partitions:
+                    out.setdefault(tp, PartitionFetch())
+                return out
+            await self._wait(ready, remaining, max_bytes)
+
+    def _acquire(
+        self,
+        member_id: str,
+        ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]],
+        max_bytes: int,
+        max_records: int,
+        out: dict[TopicIdPartition, PartitionFetch],
+    ) -> bool:
+        infos: list[_Info] = []
+        reading = []
+        for tp, key, held in ready:
+            sp = held.share_partition
+            if sp.can_acquire():
+                infos.append(_Info(held.topic, tp[1], sp.next_fetch_offset(), max_bytes))
+                reading.append((tp, key, held))
+        if not infos:
+            return False
+        params = FetchParams(-1, 0, 1, max_bytes)
+        reads = self._replicas.read_from_local_log(params, list(infos)).reads
+        acquired_any = False
+        budget = max_records
+        for (tp, key, held), info, read in zip(reading, infos, reads, strict=True):
+            if read.error_code != 0:
+                out[tp] = PartitionFetch(ErrorCode(read.error_code))  # type: ignore[call-arg]
+                continue
+            records = read.records
+            if isinstance(records, DeferredRecords):
+                data = bytes(records.source.read())  # type: ignore[attr-defined]
+            else:
+                data = bytes(records)  # type: ignore[arg-type]
+            batches = batch_offsets(data)
+            if not batches or budget <= 0:
+                continue
+            sp = held.share_partition
+            acquired = sp.acquire(
+                member_id,
+                info.fetch_offset,
+                [FetchedBatch(b[0], b[1]) for b in batches],
+                budget,
+            )
+            self._after_change(key, held)
+            if not acquired:
+                continue
+            acquired_any = True
+            budget -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+            first, last = acquired[0].first_offset, acquired[-1].last_offset
+            kept = [b for b in batches if b[1] >= first and b[0] <= last]
+            out[tp] = PartitionFetch(
+                records=data[kept[0][2] : kept[-1][3]] if kept else None, acquired=acquired
+            )
+        return acquired_any
+
+    async def _wait(
+        self,
+        ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]],
+        remaining_s: float,
+        max_bytes: int,
+    ) -> None:
+        """Until records may be there to acquire: appended past a share-partition's end
+        offset, or available again; at most ``remaining_s``."""
+        loop = asyncio.get_running_loop()
+        mine: list[tuple[_Held, asyncio.Future[None]]] = []
+        for _, _, held in ready:
+            waiter: asyncio.Future[None] = loop.create_future()
+            held.waiters.append(waiter)
+            mine.append((held, waiter))
+        waiters: list[asyncio.Future[Any]] = [w for _, w in mine]
+        infos = [
+            _Info(held.topic, tp[1], held.share_partition.end_offset, max_bytes)
+            for tp, _, held in ready
+            if held.share_partition.can_acquire()
+        ]
+        if infos:
+            params = FetchParams(-1, int(remaining_s * 1000), 1, max_bytes)
+            appended = self._replicas.fetch_messages(params, list(infos))
+            if isinstance(appended, asyncio.Future):
+                waiters.append(appended)
+            else:  # records there but none acquired: look again shortly
+                remaining_s = min(remaining_s, 0.05)
+        try:
+            await asyncio.wait(waiters, timeout=remaining_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for held, waiter in mine:
+                if not waiter.done():
+                    waiter.cancel()
+                    if waiter in held.waiters:
+                        held.waiters.remove(waiter)
+
+    # ---- acknowledge and release ----
+
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicIdPartition,
+        batches: list[AcknowledgementBatch],
+    ) -> ErrorCode:
+        error, held = await self.share_partition(group_id, tp[0], tp[1])
+        if held is None:
+            return error
+        key = SharePartitionKey(group_id, tp[0], tp[1])
+        result = held.share_partition.acknowledge(member_id, batches)
+        if result.error_code != ErrorCode.NONE or result.transition is None:
+            self._after_change(key, held)
+            return ErrorCode(result.error_code)  # type: ignore[call-arg]
+        return await self._write_transition(key, held, result.transition)
+
+    async def release(self, group_id: str, member_id: str, tps: Iterable[TopicIdPartition]) -> None:
+        """Release what ``member_id`` holds in the share-partitions held here of ``tps``."""
+        for tp in tps:
+            key = SharePartitionKey(group_id, tp[0], tp[1])
+            held = self._held.get(key)
+            if held is None:
+                continue
+            transition = held.share_partition.release_acquired_records(member_id)
+            if transition is not None:
+                error = await self._write_transition(key, held, transition)
+                if error != ErrorCode.NONE:
+                    log.warning("share-partition %s: release failed: %s", key, error.name)
+
+    def close(self) -> None:
+        for key in list(self._held):
+            self._drop(key)
