@@ -7,14 +7,17 @@ record released every time stops at the delivery-count limit."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.clients import incremental_alter_configs
 from tests.integration.conftest import BrokerProcess
+from tests.support.processes import kill
 from tests.support.waiting import wait_until
 
 GROUP_CONFIG = 32  # IncrementalAlterConfigs resource type GROUP
@@ -106,3 +109,116 @@ def test_one_consumer_reads_every_record(broker) -> None:
     finally:
         consumer.close()
     assert sorted(seen) == list(range(50))
+
+
+def test_three_consumers_share_the_records(broker) -> None:
+    """Each record goes to exactly one of three consumers on one partition."""
+    bootstrap = broker.bootstrap
+    count = 60
+    topic = _topic_with(bootstrap, count)
+    group = _group(bootstrap)
+    consumers = [_consumer(bootstrap, group, topic) for _ in range(3)]
+    seen: list[list[int]] = [[], [], []]
+    try:
+
+        def all_read() -> bool:
+            for i, consumer in enumerate(consumers):
+                seen[i].extend(_values(consumer.poll(0.2)))
+            return sum(map(len, seen)) >= count
+
+        wait_until(all_read, timeout=40, message="three share consumers to read the records")
+        for i, consumer in enumerate(consumers):  # nothing comes twice
+            seen[i].extend(_values(consumer.poll(0.3)))
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    everything = [v for values in seen for v in values]
+    assert sorted(everything) == list(range(count))
+
+
+def test_explicit_release_reject_and_the_delivery_limit(broker) -> None:
+    """Offset 0 released once then accepted comes twice; offset 1 rejected comes once;
+    offset 2 released every time comes group.share.delivery.count.limit times."""
+    bootstrap = broker.bootstrap
+    topic = _topic_with(bootstrap, 3)
+    group = _group(bootstrap)
+    consumer = _consumer(bootstrap, group, topic, "explicit")
+    deliveries: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    try:
+
+        def handle(wait_s: float) -> None:
+            for m in consumer.poll(wait_s):
+                assert m.error() is None, m.error()
+                offset = m.offset()
+                deliveries[offset].append(m.delivery_count())
+                if offset == 1:
+                    kind = AcknowledgeType.REJECT
+                elif offset == 0 and len(deliveries[0]) == 1 or offset == 2:
+                    kind = AcknowledgeType.RELEASE
+                else:
+                    kind = AcknowledgeType.ACCEPT
+                consumer.acknowledge(m, kind)
+
+        def done() -> bool:
+            handle(0.3)
+            return len(deliveries[0]) == 2 and len(deliveries[2]) == DELIVERY_LIMIT
+
+        wait_until(done, timeout=30, message="the released records to come back")
+        for _ in range(4):  # nothing more comes
+            handle(0.3)
+        consumer.commit_sync(10)
+    finally:
+        consumer.close()
+    assert deliveries == {0: [1, 2], 1: [1], 2: list(range(1, DELIVERY_LIMIT + 1))}
+
+
+_HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+while True:
+    got = [m.offset() for m in c.poll(0.5) if m.error() is None]
+    if got:
+        print(" ".join(map(str, got)), flush=True)
+        break
+sys.stdin.read()
+"""
+
+
+def test_a_killed_consumers_records_come_back_after_the_lock(broker) -> None:
+    """A consumer SIGKILLed holding records: they go to another consumer once their
+    acquisition lock (the group's share.record.lock.duration.ms) expires."""
+    bootstrap = broker.bootstrap
+    count = 20
+    topic = _topic_with(bootstrap, count)
+    group = _group(bootstrap, lock_ms=LOCK_MS)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, bootstrap, group, topic],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()
+        held = sorted(map(int, line.split()))
+        assert held, "the holder acquired nothing"
+    finally:
+        kill(holder)
+    consumer = _consumer(bootstrap, group, topic)
+    counts: dict[int, int] = {}
+    try:
+
+        def all_read() -> bool:
+            for m in consumer.poll(0.3):
+                assert m.error() is None, m.error()
+                counts[m.offset()] = m.delivery_count()
+            return len(counts) >= count
+
+        wait_until(all_read, timeout=30, message="the killed consumer's records to come back")
+    finally:
+        consumer.close()
+    assert sorted(counts) == list(range(count))
+    assert {o for o, c in counts.items() if c == 2} == set(held)
