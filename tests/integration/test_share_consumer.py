@@ -15,7 +15,12 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.clients import incremental_alter_configs
+from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.api_versions import ApiVersionsRequest
+from logstore.protocol.messages.metadata import MetadataRequest
+from logstore.protocol.messages.share_fetch import ShareAcknowledgeRequest, ShareFetchRequest
+from tests.integration.clients import incremental_alter_configs, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.processes import kill
 from tests.support.waiting import wait_until
@@ -222,3 +227,101 @@ def test_a_killed_consumers_records_come_back_after_the_lock(broker) -> None:
         consumer.close()
     assert sorted(counts) == list(range(count))
     assert {o for o, c in counts.items() if c == 2} == set(held)
+
+
+def _fetch(bootstrap: str, group: str, member: str, epoch: int, topics=(), acks=None, wait=0):
+    R = ShareFetchRequest
+    parts: dict = {}
+    for topic_id, index in topics:
+        parts.setdefault(topic_id, []).append(R.FetchPartition(partition_index=index))
+    for (topic_id, index), batches in (acks or {}).items():
+        parts.setdefault(topic_id, []).append(
+            R.FetchPartition(
+                partition_index=index,
+                acknowledgement_batches=[
+                    R.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t)
+                    for f, la, t in batches
+                ],
+            )
+        )
+    body = R(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=wait,
+        min_bytes=1,
+        max_records=100,
+        batch_size=100,
+        topics=[R.FetchTopic(topic_id=t, partitions=p) for t, p in parts.items()],
+        forgotten_topics_data=[],
+    )
+    return wire_call(bootstrap, body, 1)
+
+
+def _topic_id(bootstrap: str, topic: str) -> uuid.UUID:
+    response = wire_call(
+        bootstrap, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 12
+    )
+    return response.topics[0].topic_id
+
+
+def test_share_fetch_errors_on_the_wire(broker) -> None:
+    bootstrap = broker.bootstrap
+    topic = _topic_with(bootstrap, 5)
+    topic_id = _topic_id(bootstrap, topic)
+    group, member = _group(bootstrap), str(uuid.uuid4())
+    # No session yet; acknowledgements in an opening request; ShareAcknowledge at epoch 0.
+    assert _fetch(bootstrap, group, member, 1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    opening_acks = _fetch(bootstrap, group, member, 0, acks={(topic_id, 0): [(0, 0, [1])]})
+    assert opening_acks.error_code == ErrorCode.INVALID_REQUEST
+    ack = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=0)
+    assert wire_call(bootstrap, ack, 1).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    # Opening: every record acquired, an unknown topic id answered per partition.
+    unknown = uuid.uuid4()
+    opened = _fetch(bootstrap, group, member, 0, [(topic_id, 0), (unknown, 0)], wait=2000)
+    assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30000
+    answers = {(t.topic_id, p.partition_index): p for t in opened.responses for p in t.partitions}
+    assert answers[(unknown, 0)].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    got = answers[(topic_id, 0)]
+    assert got.error_code == 0 and got.records
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in got.acquired_records] == [
+        (0, 4, 1)
+    ]
+    # A wrong epoch; an acknowledgement of offsets never acquired; then accept 0-1 and
+    # release 2-4, which the next fetch acquires again (delivery count 2).
+    assert _fetch(bootstrap, group, member, 5).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    bad = _fetch(bootstrap, group, member, 1, acks={(topic_id, 0): [(7, 8, [1])]})
+    (bad_part,) = bad.responses[0].partitions
+    assert bad_part.acknowledge_error_code == ErrorCode.INVALID_REQUEST
+    acked = _fetch(
+        bootstrap, group, member, 2, acks={(topic_id, 0): [(0, 4, [1, 1, 2, 2, 2])]}, wait=2000
+    )
+    (part,) = [p for t in acked.responses for p in t.partitions if t.topic_id == topic_id]
+    assert part.acknowledge_error_code == 0
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records] == [
+        (2, 4, 2)
+    ]
+    # Epoch -1 closes the session and releases what the member holds.
+    closing = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=-1)
+    assert wire_call(bootstrap, closing, 1).error_code == 0
+    assert _fetch(bootstrap, group, member, 4).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    other = _fetch(bootstrap, group, str(uuid.uuid4()), 0, [(topic_id, 0)], wait=2000)
+    (part,) = other.responses[0].partitions
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records] == [
+        (2, 4, 3)
+    ]
+
+
+def test_share_fetch_is_off_by_default(tmp_path) -> None:
+    b = BrokerProcess(str(tmp_path), {"offsets.topic.num.partitions": "1"})
+    b.start()
+    try:
+        versions = wire_call(b.bootstrap, ApiVersionsRequest(), 3).api_keys
+        listed = {k.api_key: (k.min_version, k.max_version) for k in versions}
+        assert listed[ApiKey.SHARE_FETCH] == listed[ApiKey.SHARE_ACKNOWLEDGE] == (1, 1)
+        refused = _fetch(b.bootstrap, "g", str(uuid.uuid4()), 0)
+        assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
+        ack = ShareAcknowledgeRequest(group_id="g", member_id="m", share_session_epoch=1)
+        assert wire_call(b.bootstrap, ack, 1).error_code == ErrorCode.UNSUPPORTED_VERSION
+    finally:
+        assert b.stop() == 0, b.log_text()[-4000:]
