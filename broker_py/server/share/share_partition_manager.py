@@ -13,7 +13,9 @@ I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
   ``share.record.lock.duration.ms`` and ``share.auto.offset.reset``, read again at each use.
 - Writes (acknowledgements, releases, expired locks, records found missing) go to the
   persister one at a time per share-partition, in the order they are made (a FIFO lock
-  taken before the first await).
+  taken before the first await). A write answered FENCED_STATE_EPOCH or
+  FENCED_LEADER_EPOCH drops the share-partition: the state was initialized again
+  (AlterShareGroupOffsets) or another leader owns it, and the next use reads it afresh.
 - Lock expiry: one event-loop timer per share-partition at its earliest lock deadline;
   the expired records' state is written, and fetches waiting on the share-partition wake.
 - Fetch: read each partition's log from the share-partition's next fetch offset through the
@@ -64,6 +66,7 @@ log = logging.getLogger(__name__)
 TopicIdPartition = tuple[uuid.UUID, int]
 _BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length (bytes after this field)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
+_FENCED = frozenset({ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH})
 
 
 @dataclass(slots=True)
@@ -263,7 +266,10 @@ class SharePartitionManager:
             outcome = await persister.write(
                 key, write.state_epoch, write.leader_epoch, write.start_offset, write.state_batches
             )
-            return outcome.error
+        if outcome.error in _FENCED and self._held.get(key) is held:
+            # The state moved on (re-initialized, or another leader): built again when next used.
+            self._drop(key)
+        return outcome.error
 
     async def _write_transition(
         self, key: SharePartitionKey, held: _Held, transition: Transition
