@@ -418,6 +418,10 @@ class KafkaServer:
         apis.share_coordinator = new_share_coordinator(apis, self.time)
         await apis.share_coordinator.start()
         apis.share_state_persister = new_share_state_persister(apis)
+        from broker_py.server.share_group_state_store import ShareGroupStateStore
+
+        state_store = ShareGroupStateStore(lambda: apis.share_state_persister)
+        apis.group_coordinator.share_groups.set_state_store(lambda: state_store)
         apis.share_partition_manager = new_share_partition_manager(apis, self.time)
         support = self.zk_support
         if support is not None and self.config["transaction.partition.verification.enable"]:

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
-from logstore.protocol.messages.group_admin import ListGroupsRequest
+from logstore.protocol.messages.group_admin import DeleteGroupsRequest, ListGroupsRequest
 from logstore.protocol.messages.share_group import ShareGroupHeartbeatRequest
 from logstore.protocol.messages.share_group_offsets import (
     AlterShareGroupOffsetsRequest,
@@ -21,6 +21,7 @@ from logstore.protocol.messages.share_group_offsets import (
 )
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
+from tests.support.waiting import wait_until
 
 ZERO = uuid.UUID(int=0)
 D = DescribeShareGroupOffsetsRequest
@@ -152,7 +153,8 @@ def test_alter_describe_delete_start_offsets(broker) -> None:
         ("share", "Empty")
     ]
 
-    # With a member the group refuses both; describing all covers its subscription.
+    # With a member the group refuses both; describing all covers its initialized
+    # partitions (those the alter set).
     member = str(uuid.uuid4())
     joined = wire_call(
         bootstrap,
@@ -199,3 +201,54 @@ def test_group_errors(broker) -> None:
     assert missing.error_message.endswith("not found.")
     assert _alter(bootstrap, "", {("t", 0): 1}).error_code == ErrorCode.INVALID_GROUP_ID
     assert _describe(bootstrap, "", None).error_code == ErrorCode.INVALID_GROUP_ID
+
+
+def test_heartbeat_initializes_state_and_delete_groups_deletes_it(broker) -> None:
+    """A member joining makes the coordinator initialize its subscribed partitions' state
+    (ShareGroupStatePartitionMetadata, type 15, lists them as initialized, also after a
+    restart); DeleteGroups of the empty group deletes that state."""
+    bootstrap = broker.bootstrap
+    topic, group = _name("so-init"), _name("so-init-g")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
+    member = str(uuid.uuid4())
+    joined = wire_call(
+        bootstrap,
+        ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+        ),
+        1,
+    )
+    assert joined.error_code == 0
+    # Answered once the state exists: initialized at start offset -1 (the leader applies
+    # share.auto.offset.reset), and the group describes both partitions with no topics.
+    assert _starts(_describe(bootstrap, group, None)) == {(topic, 0): (-1, 0), (topic, 1): (-1, 0)}
+    left = wire_call(
+        bootstrap,
+        ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1),
+        1,
+    )
+    assert left.error_code == 0
+    assert _altered(_alter(bootstrap, group, {(topic, 0): 4, (topic, 1): 6})) == {
+        (topic, 0): 0,
+        (topic, 1): 0,
+    }
+
+    broker.restart()
+    bootstrap = broker.bootstrap
+    after = wait_until(
+        lambda: (d := _describe(bootstrap, group, None)).error_code == 0 and d,
+        message="the group's coordinator back",
+    )
+    assert _starts(after) == {(topic, 0): (4, 0), (topic, 1): (6, 0)}
+
+    (deleted,) = wire_call(bootstrap, DeleteGroupsRequest(groups_names=[group]), 2).results
+    assert deleted.error_code == 0
+    wait_until(
+        lambda: (
+            _starts(_describe(bootstrap, group, {topic: [0, 1]}))
+            == {(topic, 0): (-1, 0), (topic, 1): (-1, 0)}
+        ),
+        message="the deleted group's share state deleted",
+    )
+    assert _describe(bootstrap, group, None).topics == []

@@ -11,17 +11,18 @@ InitializeShareGroupState, DeleteShareGroupState), as Kafka 4.1's GroupCoordinat
   DESCRIBE on each named topic (else its partitions' TOPIC_AUTHORIZATION_FAILED). It does
   not look at the group: a partition without state, or whose read fails, answers start
   offset -1 and leader epoch 0; a topic the metadata lacks answers topic id zero and -1.
-  Without topics (null) it describes every partition of the topics the group's members
-  subscribe to (Kafka reads the group's ShareGroupStatePartitionMetadata record, which
-  logstore does not write yet), skipping topics the client may not describe.
+  Without topics (null) it describes the group's initialized partitions (its
+  ShareGroupStatePartitionMetadata record), skipping topics the client may not describe.
 - Alter needs READ on the group and on each topic. The group must be a share group
   without members (NON_EMPTY_GROUP); a missing one is created empty, as Kafka does. Its
   group epoch is bumped and written, and each partition's start offset is initialized at
   that state epoch (or one above the state epoch the share coordinator holds, so the
-  write is not fenced). Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION.
+  write is not fenced); those set become initialized in the group's record. Unknown
+  topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION.
 - Delete needs DELETE on the group and READ on each topic. The group must exist and be
-  empty; every partition of each named topic has its state deleted, a topic answering
-  the first error among its partitions.
+  empty; the named topics move to the record's deleting set, every partition of each
+  has its state deleted (a topic answering the first error among its partitions), and
+  the deleted topics leave the record.
 - Coordinator errors (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
   NOT_COORDINATOR) and group errors are answered per group (Describe) or at the top
   level (Alter, Delete).
@@ -157,13 +158,13 @@ async def _describe_group(apis, connection, group) -> object:
     known = _topics(apis)
     requested: list[tuple[str, list[int]]]
     if group.topics is None:
-        share_group = apis.group_coordinator.share_groups.group(group_id)
-        names = sorted(share_group.subscribed_topic_names()) if share_group else []
-        names = [n for n in names if n in known]
+        by_id = {meta.topic_id: meta for meta in known.values()}
+        initialized = apis.group_coordinator.share_groups.initialized_partitions(group_id)
+        present = {by_id[t].name: sorted(p) for t, (_, p) in initialized.items() if t in by_id}
         refused = auth_helper.denied(
-            apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, names
+            apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, present
         )
-        requested = [(n, list(range(known[n].num_partitions))) for n in names if n not in refused]
+        requested = [(n, p) for n, p in sorted(present.items()) if n not in refused]
     else:
         requested = [(t.topic_name, list(t.partitions)) for t in group.topics]
         refused = auth_helper.denied(
@@ -299,6 +300,14 @@ async def _alter(apis, connection, body) -> object:
         )
         for (name, _, _), row in zip(valid, done, strict=True):
             answers[name].append(row)
+        await apis.group_coordinator.share_groups.mark_initialized(
+            body.group_id,
+            {
+                (key.topic_id, key.partition)
+                for (_, key, _), row in zip(valid, done, strict=True)
+                if row.error_code == 0
+            },
+        )
     return _A(
         error_code=0,
         responses=[
@@ -367,7 +376,16 @@ async def _delete(apis, connection, body) -> object:
             refusals.append(_deleted(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
             deletions.append(_delete_topic(apis, body.group_id, known[name]))
+    share_groups = apis.group_coordinator.share_groups
+    if deletions:
+        deleting = {known[n].topic_id: n for n in names if n not in refused and n in known}
+        error = await share_groups.start_deleting(body.group_id, deleting)
+        if error != ErrorCode.NONE:
+            return _X(error_code=int(error), error_message=error.description, responses=[])
     deleted = await asyncio.gather(*deletions)
+    await share_groups.finish_deleting(
+        body.group_id, {row.topic_id for row in deleted if row.error_code == 0}
+    )
     return _X(error_code=0, responses=[*deleted, *refusals])
 
 

@@ -27,6 +27,8 @@ from broker_py.coordinator.group.modern.share.records import (
     ShareMemberMetadataRecord,
     ShareMemberMetadataTombstone,
     ShareRecord,
+    ShareStatePartitionsRecord,
+    ShareStatePartitionsTombstone,
     ShareTargetAssignmentMemberRecord,
     ShareTargetAssignmentMemberTombstone,
     ShareTargetAssignmentMetadataRecord,
@@ -85,6 +87,8 @@ class ShareGroup:
         self.metadata_hash = 0
         self.members: dict[str, ShareGroupMember] = {}
         self.target_assignment: dict[str, Assignment] = {}
+        # The partitions with share-partition state (the last record of type 15).
+        self.state_partitions: ShareStatePartitionsRecord | None = None
         self.deleted = False
 
     @property
@@ -145,6 +149,10 @@ class ShareGroup:
                     self.members[member_id] = dataclasses.replace(
                         leaving, member_epoch=-1, previous_member_epoch=-1, assigned_partitions={}
                     )
+            case ShareStatePartitionsRecord():
+                self.state_partitions = record
+            case ShareStatePartitionsTombstone():
+                self.state_partitions = None
             case _:
                 raise TypeError(f"share group {gid}: not a share-group record: {record!r}")
 
@@ -159,6 +167,8 @@ class ShareGroup:
         yield ShareTargetAssignmentMetadataRecord(gid, self.assignment_epoch)
         for member in self.members.values():
             yield member.assignment_record(gid)
+        if self.state_partitions is not None:
+            yield self.state_partitions
 
     def tombstones(self) -> list[ShareRecord]:
         """Records that delete the group (it must have no members)."""
@@ -167,5 +177,7 @@ class ShareGroup:
             ShareTargetAssignmentMemberTombstone(gid, m) for m in self.target_assignment
         ]
         out.append(ShareTargetAssignmentMetadataTombstone(gid))
+        if self.state_partitions is not None:
+            out.append(ShareStatePartitionsTombstone(gid))
         out.append(ShareGroupEpochTombstone(gid))
         return out

@@ -9,6 +9,7 @@ strings), as for consumer groups (:mod:`broker_py.coordinator.group.modern.recor
     12    ShareGroupTargetAssignmentMetadataKey   group_id
     13    ShareGroupTargetAssignmentMemberKey     group_id, member_id
     14    ShareGroupCurrentMemberAssignmentKey    group_id, member_id
+    15    ShareGroupStatePartitionMetadataKey     group_id
 
 Value: int16 value version (0), then the fields in the flexible encoding:
 
@@ -21,17 +22,20 @@ Value: int16 value version (0), then the fields in the flexible encoding:
     ShareGroupCurrentMemberAssignmentValue   member_epoch int32, previous_member_epoch
                                         int32, state int8, assigned_partitions
                                         [topic_id uuid, partitions [int32]]
+    ShareGroupStatePartitionMetadataValue  initializing_topics and initialized_topics
+                                        [topic_id uuid, topic_name string, partitions
+                                        [int32]], deleting_topics [topic_id uuid,
+                                        topic_name string]
 
 A null value is a tombstone. Unknown tagged fields are skipped; a newer value version is
 read for its version-0 fields with a warning. Keys and values that do not parse raise
-:class:`InvalidGroupRecordError`. Other key types deserialize to ``None``
-(ShareGroupStatePartitionMetadata, type 15, belongs to the share coordinator's
-initialization and is not read here).
+:class:`InvalidGroupRecordError`. Other key types deserialize to ``None``.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from broker_py.coordinator.group.group_metadata_records import InvalidGroupRecordError
@@ -51,6 +55,8 @@ from broker_py.coordinator.group.modern.share.records import (
     ShareMemberMetadataRecord,
     ShareMemberMetadataTombstone,
     ShareRecord,
+    ShareStatePartitionsRecord,
+    ShareStatePartitionsTombstone,
     ShareTargetAssignmentMemberRecord,
     ShareTargetAssignmentMemberTombstone,
     ShareTargetAssignmentMetadataRecord,
@@ -58,7 +64,7 @@ from broker_py.coordinator.group.modern.share.records import (
 )
 from logstore.protocol.errors import EncodeError
 from logstore.protocol.schema import Array, Field, Struct, StructValue
-from logstore.protocol.types import INT8, INT32, INT64, STRING, Writer
+from logstore.protocol.types import INT8, INT32, INT64, STRING, UUID, Writer
 
 __all__ = ["SHARE_GROUP_RECORD_TYPES", "deserialize", "record_type", "serialize"]
 
@@ -69,6 +75,7 @@ GROUP_METADATA = 11
 TARGET_ASSIGNMENT_METADATA = 12
 TARGET_ASSIGNMENT_MEMBER = 13
 CURRENT_MEMBER_ASSIGNMENT = 14
+STATE_PARTITION_METADATA = 15
 
 SHARE_GROUP_RECORD_TYPES = frozenset(
     {
@@ -77,6 +84,7 @@ SHARE_GROUP_RECORD_TYPES = frozenset(
         TARGET_ASSIGNMENT_METADATA,
         TARGET_ASSIGNMENT_MEMBER,
         CURRENT_MEMBER_ASSIGNMENT,
+        STATE_PARTITION_METADATA,
     }
 )
 
@@ -86,6 +94,17 @@ _MEMBER_KEY = Struct(
 )
 
 _TOPIC_PARTITIONS = topic_partitions_schema()
+_TOPIC_PARTITIONS_INFO = Struct(
+    "TopicPartitionsInfo",
+    [
+        Field("topic_id", UUID, "0+"),
+        Field("topic_name", STRING, "0+"),
+        Field("partitions", Array(INT32), "0+"),
+    ],
+)
+_TOPIC_INFO = Struct(
+    "TopicInfo", [Field("topic_id", UUID, "0+"), Field("topic_name", STRING, "0+")]
+)
 
 _VALUES = {
     MEMBER_METADATA: Struct(
@@ -120,6 +139,14 @@ _VALUES = {
             Field("assigned_partitions", Array(_TOPIC_PARTITIONS), "0+"),
         ],
     ),
+    STATE_PARTITION_METADATA: Struct(
+        "ShareGroupStatePartitionMetadataValue",
+        [
+            Field("initializing_topics", Array(_TOPIC_PARTITIONS_INFO), "0+"),
+            Field("initialized_topics", Array(_TOPIC_PARTITIONS_INFO), "0+"),
+            Field("deleting_topics", Array(_TOPIC_INFO), "0+"),
+        ],
+    ),
 }
 
 _KEYS = {
@@ -128,6 +155,7 @@ _KEYS = {
     TARGET_ASSIGNMENT_METADATA: _GROUP_KEY,
     TARGET_ASSIGNMENT_MEMBER: _MEMBER_KEY,
     CURRENT_MEMBER_ASSIGNMENT: _MEMBER_KEY,
+    STATE_PARTITION_METADATA: _GROUP_KEY,
 }
 
 
@@ -143,6 +171,8 @@ def record_type(record: ShareRecord) -> int:
             return TARGET_ASSIGNMENT_MEMBER
         case ShareCurrentAssignmentRecord() | ShareCurrentAssignmentTombstone():
             return CURRENT_MEMBER_ASSIGNMENT
+        case ShareStatePartitionsRecord() | ShareStatePartitionsTombstone():
+            return STATE_PARTITION_METADATA
     raise TypeError(f"not a share-group record: {record!r}")
 
 
@@ -168,6 +198,22 @@ def _value_fields(kind: int, record: ShareRecord) -> StructValue | None:
                 previous_member_epoch=record.previous_member_epoch,
                 state=record.state,
                 assigned_partitions=topic_partitions_to_wire(record.assigned_partitions),
+            )
+        case ShareStatePartitionsRecord():
+            info = _TOPIC_PARTITIONS_INFO.cls
+            return cls(
+                initializing_topics=[
+                    info(topic_id=t, topic_name=name, partitions=sorted(p))
+                    for t, (name, p) in sorted(record.initializing.items())
+                ],
+                initialized_topics=[
+                    info(topic_id=t, topic_name=name, partitions=sorted(p))
+                    for t, (name, p) in sorted(record.initialized.items())
+                ],
+                deleting_topics=[
+                    _TOPIC_INFO.cls(topic_id=t, topic_name=name)
+                    for t, name in sorted(record.deleting.items())
+                ],
             )
     return None
 
@@ -233,6 +279,13 @@ def deserialize(key: bytes, value: bytes | None) -> ShareRecord | None:
         return ShareGroupEpochRecord(group_id, v.epoch, v.metadata_hash)
     if kind == TARGET_ASSIGNMENT_METADATA:
         return ShareTargetAssignmentMetadataRecord(group_id, v.assignment_epoch)
+    if kind == STATE_PARTITION_METADATA:
+        return ShareStatePartitionsRecord(
+            group_id,
+            _topic_partitions_info(v.initializing_topics),
+            _topic_partitions_info(v.initialized_topics),
+            {t.topic_id: t.topic_name for t in v.deleting_topics},
+        )
     if kind == TARGET_ASSIGNMENT_MEMBER:
         return ShareTargetAssignmentMemberRecord(
             group_id, k.member_id, assignment_from_wire(v.topic_partitions)
@@ -257,4 +310,14 @@ def _tombstone(kind: int, k: Any) -> ShareRecord:
         return ShareTargetAssignmentMetadataTombstone(group_id)
     if kind == TARGET_ASSIGNMENT_MEMBER:
         return ShareTargetAssignmentMemberTombstone(group_id, k.member_id)
+    if kind == STATE_PARTITION_METADATA:
+        return ShareStatePartitionsTombstone(group_id)
     return ShareCurrentAssignmentTombstone(group_id, k.member_id)
+
+
+def _topic_partitions_info(topics: Any) -> dict[uuid.UUID, tuple[str, frozenset[int]]]:
+    out: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
+    for t in topics:
+        name, partitions = out.get(t.topic_id, (t.topic_name, frozenset()))
+        out[t.topic_id] = (name, partitions | frozenset(t.partitions))
+    return out

@@ -10,15 +10,21 @@ in order (:meth:`~.group.ShareGroup.replay`).
     ShareTargetAssignmentMetadataRecord ShareGroupTargetAssignmentMetadata (12) group_id
     ShareTargetAssignmentMemberRecord ShareGroupTargetAssignmentMember (13) group_id, member_id
     ShareCurrentAssignmentRecord      ShareGroupCurrentMemberAssignment (14) group_id, member_id
+    ShareStatePartitionsRecord        ShareGroupStatePartitionMetadata (15) group_id
 
 A ``*Tombstone`` deletes the record with the same key (a null value in Kafka).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker_py.coordinator.group.modern.member import Assignment
+
+# Topic id -> (topic name, partitions): Kafka's TopicPartitionsInfo.
+TopicPartitionsInfo = Mapping[uuid.UUID, tuple[str, frozenset[int]]]
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,25 @@ class ShareCurrentAssignmentTombstone:
     member_id: str
 
 
+@dataclass(frozen=True)
+class ShareStatePartitionsRecord:
+    """Which partitions have share-partition state for the group (Kafka's
+    ShareGroupStatePartitionMetadata): being initialized, initialized, and topics whose
+    state is being deleted. A topic id is in at most one of ``initialized`` and
+    ``deleting``; a partition in at most one of ``initializing`` and ``initialized``."""
+
+    group_id: str
+    initializing: TopicPartitionsInfo
+    initialized: TopicPartitionsInfo
+    # Topic id -> topic name.
+    deleting: Mapping[uuid.UUID, str]
+
+
+@dataclass(frozen=True)
+class ShareStatePartitionsTombstone:
+    group_id: str
+
+
 ShareRecord = (
     ShareGroupEpochRecord
     | ShareGroupEpochTombstone
@@ -104,6 +129,8 @@ ShareRecord = (
     | ShareTargetAssignmentMemberTombstone
     | ShareCurrentAssignmentRecord
     | ShareCurrentAssignmentTombstone
+    | ShareStatePartitionsRecord
+    | ShareStatePartitionsTombstone
 )
 
 # For isinstance: every share-group record class.
@@ -118,4 +145,6 @@ SHARE_RECORD_CLASSES = (
     ShareTargetAssignmentMemberTombstone,
     ShareCurrentAssignmentRecord,
     ShareCurrentAssignmentTombstone,
+    ShareStatePartitionsRecord,
+    ShareStatePartitionsTombstone,
 )
