@@ -195,3 +195,34 @@ def test_share_group_heartbeat_and_describe_are_authorized(broker):
     assert described.error_code == 0 and len(described.members) == 1
     # READ on the group implies DESCRIBE; the bit field holds both (3 READ, 8 DESCRIBE).
     assert described.authorized_operations & (1 << 3) and described.authorized_operations & (1 << 8)
+
+
+def test_share_fetch_is_authorized(broker):
+    """ShareFetch: READ on the group for the request, READ on each topic for its
+    partitions (ANONYMOUS may only DESCRIBE the visible topic)."""
+    from logstore.protocol.messages.share_fetch import ShareFetchRequest as R
+
+    topics = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=VISIBLE)])
+    topic_id = wire_call(broker.bootstrap, topics, 12).topics[0].topic_id
+
+    def fetch(group: str):
+        body = R(
+            group_id=group,
+            member_id=uuid.uuid4().hex,
+            share_session_epoch=0,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_records=10,
+            batch_size=10,
+            topics=[
+                R.FetchTopic(topic_id=topic_id, partitions=[R.FetchPartition(partition_index=0)])
+            ],
+            forgotten_topics_data=[],
+        )
+        return wire_call(broker.bootstrap, body, 1)
+
+    assert fetch("not-granted").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    answer = fetch(f"{P}-gf")
+    assert answer.error_code == 0
+    (partition,) = answer.responses[0].partitions
+    assert partition.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
