@@ -21,8 +21,9 @@ I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
 - Fetch: read each partition's log from the share-partition's next fetch offset through the
   replica manager (a consumer's read of the leader up to the high watermark), acquire what
   it returned for the member up to ``max_records``, and answer the batches covering the
-  acquired offsets. With nothing acquired it waits, up to ``max_wait_ms``, for new records
-  in the log or for records to become available again.
+  acquired offsets. With nothing acquired and no partition in error it waits, up to
+  ``max_wait_ms``, for new records in the log or for records to become available again.
+  Records the log no longer holds (its start offset moved past them) are done.
 """
 
 from __future__ import annotations
@@ -335,7 +336,7 @@ class SharePartitionManager:
                     ready.append((tp, SharePartitionKey(group_id, tp[0], tp[1]), held))
             acquired_any = self._acquire(member_id, ready, max_bytes, max_records, out)
             remaining = deadline - loop.time()
-            if acquired_any or remaining <= 0 or not ready:
+            if acquired_any or remaining <= 0 or not ready or out:
                 for tp in partitions:
                     out.setdefault(tp, PartitionFetch())
                 return out
@@ -353,6 +354,7 @@ class SharePartitionManager:
         reading = []
         for tp, key, held in ready:
             sp = held.share_partition
+            sp.update_log_start_offset(held.partition.log_start_offset)
             if sp.can_acquire():
                 infos.append(_Info(held.topic, tp[1], sp.next_fetch_offset(), max_bytes))
                 reading.append((tp, key, held))
