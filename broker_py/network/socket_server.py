@@ -84,6 +84,8 @@ class ClientConnection(asyncio.Protocol):
         self.reader = RequestReader(self, server.max_request_size, self.sasl is not None)
         self.channel = RequestChannel(self)
         self.sender = ResponseSender(self)
+        # Called once the connection is gone (a share session ends with its connection).
+        self.on_close: list[Callable[[], None]] = []
 
     # ---- asyncio.Protocol ----
 
@@ -138,6 +140,12 @@ class ClientConnection(asyncio.Protocol):
         self.server.memory_pool.release(self.reader)
         self.release_quota()
         self.sender.connection_lost(self.channel.connection_lost())
+        callbacks, self.on_close = self.on_close, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("closing %s", self.peer)
 
     def pause_writing(self) -> None:
         self.sender.pause_writing()

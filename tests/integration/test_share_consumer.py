@@ -3,10 +3,13 @@ ShareAcknowledge from a broker alone, with group.share.enable=true and a one-par
 topic: one consumer reads every record (implicit acknowledgement); three consumers share
 the records, each delivered to one of them; in explicit mode a RELEASE is redelivered and a
 REJECT is not; a SIGKILLed consumer's records are redelivered once their lock expires; a
-record released every time stops at the delivery-count limit."""
+record released every time stops at the delivery-count limit. On the wire: the share
+session's and the partitions' errors, acquired ranges, and a session ending with the
+connection that opened it (its records released at once); both APIs off by default."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import uuid
@@ -15,12 +18,13 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from logstore.protocol import RequestHeader, encode_request
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
 from logstore.protocol.messages.metadata import MetadataRequest
 from logstore.protocol.messages.share_fetch import ShareAcknowledgeRequest, ShareFetchRequest
-from tests.integration.clients import incremental_alter_configs, wire_call
+from tests.integration.clients import incremental_alter_configs, read_response, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.processes import kill
 from tests.support.waiting import wait_until
@@ -229,7 +233,32 @@ def test_a_killed_consumers_records_come_back_after_the_lock(broker) -> None:
     assert {o for o, c in counts.items() if c == 2} == set(held)
 
 
-def _fetch(bootstrap: str, group: str, member: str, epoch: int, topics=(), acks=None, wait=0):
+class _Wire:
+    """One kept connection (a share session ends with the connection that opened it)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=15)
+        self.correlation_id = 0
+
+    def call(self, body, version: int = 1):
+        self.correlation_id += 1
+        header = RequestHeader(
+            api_key=int(body.API_KEY),
+            api_version=version,
+            correlation_id=self.correlation_id,
+            client_id="logstore-tests",
+        )
+        self.sock.sendall(encode_request(header, body))
+        correlation_id, response = read_response(self.sock, body.API_KEY, version)
+        assert correlation_id == self.correlation_id
+        return response
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fetch(wire: _Wire, group: str, member: str, epoch: int, topics=(), acks=None, wait=0):
     R = ShareFetchRequest
     parts: dict = {}
     for topic_id, index in topics:
@@ -255,7 +284,13 @@ def _fetch(bootstrap: str, group: str, member: str, epoch: int, topics=(), acks=
         topics=[R.FetchTopic(topic_id=t, partitions=p) for t, p in parts.items()],
         forgotten_topics_data=[],
     )
-    return wire_call(bootstrap, body, 1)
+    return wire.call(body)
+
+
+def _acquired(response, topic_id: uuid.UUID) -> list[tuple[int, int, int]]:
+    (part,) = [p for t in response.responses for p in t.partitions if t.topic_id == topic_id]
+    assert part.error_code == 0 and part.acknowledge_error_code == 0, part
+    return [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records]
 
 
 def _topic_id(bootstrap: str, topic: str) -> uuid.UUID:
@@ -270,46 +305,67 @@ def test_share_fetch_errors_on_the_wire(broker) -> None:
     topic = _topic_with(bootstrap, 5)
     topic_id = _topic_id(bootstrap, topic)
     group, member = _group(bootstrap), str(uuid.uuid4())
-    # No session yet; acknowledgements in an opening request; ShareAcknowledge at epoch 0.
-    assert _fetch(bootstrap, group, member, 1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    opening_acks = _fetch(bootstrap, group, member, 0, acks={(topic_id, 0): [(0, 0, [1])]})
-    assert opening_acks.error_code == ErrorCode.INVALID_REQUEST
-    ack = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=0)
-    assert wire_call(bootstrap, ack, 1).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
-    # Opening: every record acquired, an unknown topic id answered per partition.
-    unknown = uuid.uuid4()
-    opened = _fetch(bootstrap, group, member, 0, [(topic_id, 0), (unknown, 0)], wait=2000)
-    assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30000
-    answers = {(t.topic_id, p.partition_index): p for t in opened.responses for p in t.partitions}
-    assert answers[(unknown, 0)].error_code == ErrorCode.UNKNOWN_TOPIC_ID
-    got = answers[(topic_id, 0)]
-    assert got.error_code == 0 and got.records
-    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in got.acquired_records] == [
-        (0, 4, 1)
-    ]
-    # A wrong epoch; an acknowledgement of offsets never acquired; then accept 0-1 and
-    # release 2-4, which the next fetch acquires again (delivery count 2).
-    assert _fetch(bootstrap, group, member, 5).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
-    bad = _fetch(bootstrap, group, member, 1, acks={(topic_id, 0): [(7, 8, [1])]})
-    (bad_part,) = bad.responses[0].partitions
-    assert bad_part.acknowledge_error_code == ErrorCode.INVALID_REQUEST
-    acked = _fetch(
-        bootstrap, group, member, 2, acks={(topic_id, 0): [(0, 4, [1, 1, 2, 2, 2])]}, wait=2000
-    )
-    (part,) = [p for t in acked.responses for p in t.partitions if t.topic_id == topic_id]
-    assert part.acknowledge_error_code == 0
-    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records] == [
-        (2, 4, 2)
-    ]
-    # Epoch -1 closes the session and releases what the member holds.
-    closing = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=-1)
-    assert wire_call(bootstrap, closing, 1).error_code == 0
-    assert _fetch(bootstrap, group, member, 4).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    other = _fetch(bootstrap, group, str(uuid.uuid4()), 0, [(topic_id, 0)], wait=2000)
-    (part,) = other.responses[0].partitions
-    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records] == [
-        (2, 4, 3)
-    ]
+    wire = _Wire(bootstrap)
+    try:
+        # No session yet; acknowledgements in an opening request; ShareAcknowledge at 0.
+        assert _fetch(wire, group, member, 1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        opening_acks = _fetch(wire, group, member, 0, acks={(topic_id, 0): [(0, 0, [1])]})
+        assert opening_acks.error_code == ErrorCode.INVALID_REQUEST
+        ack = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=0)
+        assert wire.call(ack).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        # Opening: every record acquired, an unknown topic id answered per partition.
+        unknown = uuid.uuid4()
+        opened = _fetch(wire, group, member, 0, [(topic_id, 0), (unknown, 0)], wait=2000)
+        assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30000
+        answers = {
+            (t.topic_id, p.partition_index): p for t in opened.responses for p in t.partitions
+        }
+        assert answers[(unknown, 0)].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        assert answers[(topic_id, 0)].records
+        assert _acquired(opened, topic_id) == [(0, 4, 1)]
+        # A wrong epoch; an acknowledgement past the window; then accept 0-1 and release
+        # 2-4, which the same fetch acquires again (delivery count 2).
+        wrong = _fetch(wire, group, member, 5)
+        assert wrong.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        bad = _fetch(wire, group, member, 1, acks={(topic_id, 0): [(7, 8, [1])]})
+        (bad_part,) = bad.responses[0].partitions
+        assert bad_part.acknowledge_error_code == ErrorCode.INVALID_REQUEST
+        acks = {(topic_id, 0): [(0, 4, [1, 1, 2, 2, 2])]}
+        acked = _fetch(wire, group, member, 2, acks=acks, wait=2000)
+        assert _acquired(acked, topic_id) == [(2, 4, 2)]
+        # Epoch -1 closes the session and releases what the member holds.
+        closing = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=-1)
+        assert wire.call(closing).error_code == 0
+        assert _fetch(wire, group, member, 4).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        other = _fetch(wire, group, str(uuid.uuid4()), 0, [(topic_id, 0)], wait=2000)
+        assert _acquired(other, topic_id) == [(2, 4, 3)]
+    finally:
+        wire.close()
+
+
+def test_a_closed_connection_ends_its_share_session(broker) -> None:
+    """As Kafka 4.1: the records a member acquired through a session come back as soon as
+    the connection that opened the session closes, whatever their lock."""
+    bootstrap = broker.bootstrap
+    topic = _topic_with(bootstrap, 3)
+    topic_id = _topic_id(bootstrap, topic)
+    group, member = _group(bootstrap), str(uuid.uuid4())
+    first = _Wire(bootstrap)
+    try:
+        opened = _fetch(first, group, member, 0, [(topic_id, 0)], wait=2000)
+        assert _acquired(opened, topic_id) == [(0, 2, 1)]
+    finally:
+        first.close()
+    second = _Wire(bootstrap)
+    try:
+        # The lock is 30 s: only the closed session can have released them.
+        again = _fetch(second, group, str(uuid.uuid4()), 0, [(topic_id, 0)], wait=5000)
+        assert _acquired(again, topic_id) == [(0, 2, 2)]
+        # The old member's session is gone.
+        stale = _fetch(second, group, member, 1)
+        assert stale.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+    finally:
+        second.close()
 
 
 def test_share_fetch_is_off_by_default(tmp_path) -> None:
@@ -319,7 +375,11 @@ def test_share_fetch_is_off_by_default(tmp_path) -> None:
         versions = wire_call(b.bootstrap, ApiVersionsRequest(), 3).api_keys
         listed = {k.api_key: (k.min_version, k.max_version) for k in versions}
         assert listed[ApiKey.SHARE_FETCH] == listed[ApiKey.SHARE_ACKNOWLEDGE] == (1, 1)
-        refused = _fetch(b.bootstrap, "g", str(uuid.uuid4()), 0)
+        wire = _Wire(b.bootstrap)
+        try:
+            refused = _fetch(wire, "g", str(uuid.uuid4()), 0)
+        finally:
+            wire.close()
         assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
         ack = ShareAcknowledgeRequest(group_id="g", member_id="m", share_session_epoch=1)
         assert wire_call(b.bootstrap, ack, 1).error_code == ErrorCode.UNSUPPORTED_VERSION

@@ -17,8 +17,8 @@ acquires records from every partition of the session
 up to ``max_wait_ms`` while none can be acquired. An initial request (epoch 0) answers
 each of its partitions; a later one those with records, an error or acknowledgements.
 Epoch -1 closes the session after the acknowledgements: the member's acquired records in
-its partitions are released. ``acquisition_lock_timeout_ms`` is the group's
-``share.record.lock.duration.ms``.
+its partitions are released, as when the connection that opened the session closes.
+``acquisition_lock_timeout_ms`` is the group's ``share.record.lock.duration.ms``.
 """
 
 from __future__ import annotations
@@ -140,9 +140,12 @@ async def _share_fetch(apis, body, connection):
         key, epoch, wanted, forgotten, bool(acks), apis.time.milliseconds()
     )
     for released_key, released in update.released:
+        manager.session_ended(released_key)
         await manager.release(released_key[0], released_key[1], released)
     if update.error != ErrorCode.NONE:
         return R(error_code=int(update.error), error_message=update.error.description)
+    if epoch == INITIAL_EPOCH:
+        manager.session_opened(key, connection)
     session_partitions = list(update.partitions)
     topic_errors = _topic_errors(
         apis, connection, [tp[0] for tp in session_partitions] + [tp[0] for tp in acks]
@@ -150,6 +153,7 @@ async def _share_fetch(apis, body, connection):
     ack_errors = await _acknowledge_all(apis, body, topic_errors, acks)
     fetched: dict[TopicIdPartition, PartitionFetch] = {}
     if epoch == FINAL_EPOCH:
+        manager.session_ended(key)
         await manager.release(body.group_id, body.member_id, manager.sessions.close(key))
     else:
         to_fetch = [tp for tp in session_partitions if tp[0] not in topic_errors]
@@ -244,6 +248,7 @@ async def _share_acknowledge(apis, body, connection):
     topic_errors = _topic_errors(apis, connection, [tp[0] for tp in acks])
     ack_errors = await _acknowledge_all(apis, body, topic_errors, acks)
     if update.closing:
+        manager.session_ended(key)
         await manager.release(body.group_id, body.member_id, manager.sessions.close(key))
     hints = LeaderHints(apis, connection)
     by_topic: dict[uuid.UUID, list] = {}

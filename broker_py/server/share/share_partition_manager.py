@@ -18,6 +18,8 @@ I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
   (AlterShareGroupOffsets) or another leader owns it, and the next use reads it afresh.
 - Lock expiry: one event-loop timer per share-partition at its earliest lock deadline;
   the expired records' state is written, and fetches waiting on the share-partition wake.
+- Share sessions (:mod:`.share_session_cache`) end with the connection that opened them, as
+  Kafka 4.1's: the member's acquired records in their partitions are released.
 - Fetch: read each partition's log from the share-partition's next fetch offset through the
   replica manager (a consumer's read of the leader up to the high watermark), acquire what
   it returned for the member up to ``max_records``, and answer the batches covering the
@@ -50,7 +52,7 @@ from broker_py.server.share.share_partition import (
     StateWrite,
     Transition,
 )
-from broker_py.server.share.share_session_cache import ShareSessionCache
+from broker_py.server.share.share_session_cache import SessionKey, ShareSessionCache
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.types import DeferredRecords
 
@@ -142,7 +144,39 @@ class SharePartitionManager:
             broker_config["group.share.max.share.sessions"],
             broker_config["group.share.max.session.timeout.ms"],
         )
+        # The connection (its id) each share session was opened on, and the sessions of each
+        # watched connection: a session ends with its connection (Kafka 4.1).
+        self._session_connection: dict[SessionKey, int] = {}
+        self._connection_sessions: dict[int, set[SessionKey]] = {}
         self._loading: dict[SharePartitionKey, asyncio.Future[tuple[ErrorCode, _Held | None]]] = {}
+
+    # ---- share sessions and their connections ----
+
+    def session_opened(self, key: SessionKey, connection: Any) -> None:
+        """``key``'s session was opened on ``connection``: closing it closes the session and
+        releases the member's records (a connection without ``on_close`` is not watched)."""
+        self.session_ended(key)
+        callbacks = getattr(connection, "on_close", None)
+        if callbacks is None:
+            return
+        connection_id = id(connection)
+        keys = self._connection_sessions.get(connection_id)
+        if keys is None:
+            keys = self._connection_sessions[connection_id] = set()
+            callbacks.append(lambda: self._connection_closed(connection_id))
+        keys.add(key)
+        self._session_connection[key] = connection_id
+
+    def session_ended(self, key: SessionKey) -> None:
+        connection_id = self._session_connection.pop(key, None)
+        if connection_id is not None:
+            self._connection_sessions.get(connection_id, set()).discard(key)
+
+    def _connection_closed(self, connection_id: int) -> None:
+        for key in self._connection_sessions.pop(connection_id, set()):
+            if self._session_connection.pop(key, None) == connection_id:
+                partitions = self.sessions.close(key)
+                asyncio.ensure_future(self.release(key[0], key[1], partitions))
 
     # ---- share-partitions ----
 
