@@ -13,7 +13,9 @@ With no GROUP (or ``--all``) it describes every group ``list`` shows.
 A group's ``type`` is ``consumer`` on the consumer protocol (KIP-848) and ``classic``
 otherwise. A consumer group also shows its group epoch, target assignment epoch and
 server assignor, and per member its member epoch and its assigned and pending partitions
-(:mod:`logstore.cli.consumer_group_describe`).
+(:mod:`logstore.cli.consumer_group_describe`). A share group (KIP-932) has type
+``share`` and per partition its share-partition start offset and in-flight records
+instead of a committed offset and lag (:mod:`logstore.cli.share_group_describe`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.consumer_group_describe import describe_consumer_group
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
+from logstore.cli.share_group_describe import in_flight, share_group_at
 from logstore.cli.topic import topic_metadata
 
 # States in which Kafka lets an admin client commit offsets for the group.
@@ -181,6 +184,9 @@ def _draw_groups(o: Output, described: list[dict[str, Any]]) -> None:
     for i, g in enumerate(described):
         if i:
             o.line("")
+        if g["type"] == "share":
+            _draw_share(o, g)
+            continue
         consumer = g["type"] == "consumer"
         epochs = [("group-epoch", g["group_epoch"]), ("assignment-epoch", g["assignment_epoch"])]
         o.fields(
@@ -263,11 +269,109 @@ def describe(groups: tuple[str, ...], all_groups: bool, client: ClientOptions, o
     topic_partitions = {
         name: sorted(t.partitions) for name, t in admin.metadata().topics.items() if not t.error
     }
-    data = [
-        describe_one(admin, d, topic_partitions) for d in describe_groups(admin, groups).values()
-    ]
+    shares: dict[str, dict[str, Any]] = {}
+    for group_id in groups:
+        try:
+            share = share_group_at(client, group_id)
+        except CliError:
+            share = None  # described below as a consumer group, with its error
+        if share is not None:
+            shares[group_id] = describe_share(admin, group_id, share)
+    others = [g for g in groups if g not in shares]
+    described = describe_groups(admin, others) if others else {}
+    by_id = {d.group_id: describe_one(admin, d, topic_partitions) for d in described.values()}
+    data = [shares.get(g) or by_id[g] for g in groups if g in shares or g in by_id]
     out.emit(data, _draw_groups)
     return status
+
+
+def describe_share(admin: Admin, group_id: str, share: dict[str, Any]) -> dict[str, Any]:
+    """A share group's summary, members and per-partition rows (start offset, log start
+    and end offsets, in-flight records, how many members are assigned the partition)."""
+    assigned: dict[tuple[str, int], int] = {}
+    for m in share["members"]:
+        for name in m["partitions"]:
+            topic, _, partition = name.rpartition("-")
+            tp = (topic, int(partition))
+            assigned[tp] = assigned.get(tp, 0) + 1
+    tps = sorted(set(share["start_offsets"]) | set(assigned))
+    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
+    partitions = []
+    for tp in tps:
+        log_start, log_end = starts.get(tp), ends.get(tp)
+        start = share["start_offsets"].get(tp)
+        partitions.append(
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "start_offset": start,
+                "log_start_offset": log_start if isinstance(log_start, int) else None,
+                "log_end_offset": log_end if isinstance(log_end, int) else None,
+                "in_flight": in_flight(start, log_start, log_end),
+                "members": assigned.get(tp, 0),
+                "error": status_of(log_end) or status_of(log_start),
+            }
+        )
+    return {
+        "group": group_id,
+        "type": "share",
+        "coordinator": share["coordinator"],
+        "state": share["state"],
+        "assignor": share["assignor"] or None,
+        "group_epoch": share["group_epoch"],
+        "assignment_epoch": share["assignment_epoch"],
+        "members": share["members"],
+        "total_in_flight": sum(p["in_flight"] or 0 for p in partitions),
+        "partitions": partitions,
+    }
+
+
+def _draw_share(o: Output, g: dict[str, Any]) -> None:
+    o.fields(
+        [
+            ("group", g["group"]),
+            ("type", g["type"]),
+            ("coordinator", g["coordinator"]),
+            ("state", g["state"]),
+            ("balancer", g["assignor"]),
+            ("group-epoch", g["group_epoch"]),
+            ("assignment-epoch", g["assignment_epoch"]),
+            ("members", len(g["members"])),
+            ("total-in-flight", g["total_in_flight"]),
+        ]
+    )
+    if g["members"]:
+        o.table(
+            ["member-id", "client-id", "host", "epoch", "assigned"],
+            (
+                [m["member_id"], m["client_id"], m["host"], m["member_epoch"], m["partitions"]]
+                for m in g["members"]
+            ),
+        )
+        o.line("")
+    o.table(
+        [
+            "topic",
+            "partition",
+            "start-offset",
+            "log-start-offset",
+            "log-end-offset",
+            "in-flight",
+            "members",
+        ],
+        (
+            [
+                p["topic"],
+                p["partition"],
+                p["start_offset"],
+                p["log_start_offset"],
+                p["log_end_offset"],
+                p["in_flight"],
+                p["members"],
+            ]
+            for p in g["partitions"]
+        ),
+    )
 
 
 def _topic_partitions(admin: Admin, spec: str) -> list[tuple[str, int]]:
