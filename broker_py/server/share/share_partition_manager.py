@@ -148,7 +148,7 @@ class SharePartitionManager:
         # watched connection: a session ends with its connection (Kafka 4.1).
         self._session_connection: dict[SessionKey, int] = {}
         self._connection_sessions: dict[int, set[SessionKey]] = {}
-        self._loading: dict[SharePartitionKey, asyncio.Future[tuple[ErrorCode, _Held | None]]] = {}
+        self._loading: dict[SharePartitionKey, asyncio.Task[tuple[ErrorCode, _Held | None]]] = {}
 
     # ---- share sessions and their connections ----
 
@@ -224,18 +224,24 @@ class SharePartitionManager:
             self._drop(key)
         loading = self._loading.get(key)
         if loading is None:
-            loading = asyncio.get_running_loop().create_future()
+            loading = asyncio.ensure_future(self._load_logged(key, topic, partition))
             self._loading[key] = loading
-            try:
-                result = await self._load(key, topic, partition)
-            except Exception:
-                log.exception("loading share-partition %s", key)
-                result = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
-            finally:
-                del self._loading[key]
-            loading.set_result(result)
-            return result
+            loading.add_done_callback(lambda task: self._loaded(key, task))
+        # A cancelled request (its connection closed) leaves the load running for the others.
         return await asyncio.shield(loading)
+
+    def _loaded(self, key: SharePartitionKey, task: asyncio.Future[Any]) -> None:
+        if self._loading.get(key) is task:
+            del self._loading[key]
+
+    async def _load_logged(
+        self, key: SharePartitionKey, topic: str, partition: Partition
+    ) -> tuple[ErrorCode, _Held | None]:
+        try:
+            return await self._load(key, topic, partition)
+        except Exception:
+            log.exception("loading share-partition %s", key)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
 
     async def _load(
         self, key: SharePartitionKey, topic: str, partition: Partition
@@ -482,7 +488,16 @@ class SharePartitionManager:
         if result.error_code != ErrorCode.NONE or result.transition is None:
             self._after_change(key, held)
             return ErrorCode(result.error_code)  # type: ignore[call-arg]
-        return await self._write_transition(key, held, result.transition)
+        return await self._completed(key, held, result.transition)
+
+    async def _completed(
+        self, key: SharePartitionKey, held: _Held, transition: Transition
+    ) -> ErrorCode:
+        """A transition written and completed; a cancelled caller (its connection closed)
+        leaves it to finish, so no record stays in a transition for ever."""
+        return await asyncio.shield(
+            asyncio.ensure_future(self._write_transition(key, held, transition))
+        )
 
     async def release(self, group_id: str, member_id: str, tps: Iterable[TopicIdPartition]) -> None:
         """Release what ``member_id`` holds in the share-partitions held here of ``tps``."""
@@ -493,7 +508,7 @@ class SharePartitionManager:
                 continue
             transition = held.share_partition.release_acquired_records(member_id)
             if transition is not None:
-                error = await self._write_transition(key, held, transition)
+                error = await self._completed(key, held, transition)
                 if error != ErrorCode.NONE:
                     log.warning("share-partition %s: release failed: %s", key, error.name)
 
