@@ -342,8 +342,17 @@ class SharePartitionManager:
 
     def _on_timer(self, key: SharePartitionKey, held: _Held) -> None:
         held.timer = None
-        if self._held.get(key) is held:
-            self._after_change(key, held)
+        if self._held.get(key) is not held:
+            return
+        partition = held.partition
+        if (
+            not partition.is_leader
+            or partition.leader_epoch != held.share_partition.leader_epoch
+            or self._replicas.get_partition(held.topic, key.partition) is not partition
+        ):
+            self._drop(key)  # its next leader builds it from the share coordinator
+            return
+        self._after_change(key, held)
 
     def _wake(self, held: _Held) -> None:
         waiters, held.waiters = held.waiters, []
