@@ -48,6 +48,7 @@ from broker_py.server.metrics import (
     fetcher_lag,
     group_lag,
     partition_metrics,
+    share_groups,
 )
 from broker_py.server.metrics.collector import BrokerCollector
 from broker_py.server.metrics.loop_idle import LoopIdle
@@ -119,6 +120,7 @@ class BrokerMetrics:
             "partitions": partition_metrics.snapshot(apis, controller, self.isr_changes),
             "broker": broker_gauges.snapshot(apis, controller),
             "groups": group_lag.snapshot(apis),
+            "share_groups": share_groups.snapshot(apis),
             "idle": self.idle.snapshot(),
             "exporter": exporter_partitions.snapshot(apis, controller),
             "fetchers": fetcher_lag.snapshot(apis.replica_manager),

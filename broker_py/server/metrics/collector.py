@@ -20,6 +20,7 @@ from broker_py.server.metrics import (
     group_lag,
     partition_metrics,
     request_metrics,
+    share_groups,
     topic_metrics,
 )
 from broker_py.server.metrics.on_loop import LoopUnavailable, call_on_loop
@@ -55,6 +56,7 @@ class BrokerCollector(Collector):
         yield from partition_metrics.collect(snap["partitions"])
         yield from broker_gauges.collect(snap["broker"])
         yield from group_lag.collect(snap["groups"])
+        yield from share_groups.collect(snap["share_groups"])
         yield from exporter_partitions.collect(snap["exporter"])
         yield from fetcher_lag.collect(snap["fetchers"])
         yield from controller_metrics.collect(snap["controller"])
