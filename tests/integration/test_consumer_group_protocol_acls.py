@@ -226,3 +226,52 @@ def test_share_fetch_is_authorized(broker):
     assert answer.error_code == 0
     (partition,) = answer.responses[0].partitions
     assert partition.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_share_group_offsets_are_authorized(broker):
+    """DescribeShareGroupOffsets: DESCRIBE on the group, DESCRIBE on each topic;
+    AlterShareGroupOffsets: READ on the group and on each topic; DeleteShareGroupOffsets:
+    DELETE on the group (ANONYMOUS has READ on the group, DESCRIBE on the visible topic)."""
+    from logstore.protocol.messages.share_group_offsets import (
+        AlterShareGroupOffsetsRequest as A,
+    )
+    from logstore.protocol.messages.share_group_offsets import (
+        DeleteShareGroupOffsetsRequest as X,
+    )
+    from logstore.protocol.messages.share_group_offsets import (
+        DescribeShareGroupOffsetsRequest as D,
+    )
+
+    def describe(group: str):
+        topics = [
+            D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=[0])
+            for t in (VISIBLE, SECRET)
+        ]
+        body = D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=topics)])
+        (described,) = wire_call(broker.bootstrap, body, 0).groups
+        return described
+
+    def alter(group: str):
+        partitions = [A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)]
+        body = A(
+            group_id=group,
+            topics=[
+                A.AlterShareGroupOffsetsRequestTopic(topic_name=VISIBLE, partitions=partitions)
+            ],
+        )
+        answer = wire_call(broker.bootstrap, body, 0)
+        return [p.error_code for t in answer.responses for p in t.partitions]
+
+    assert describe("not-granted").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    described = describe(f"{P}-go")
+    assert described.error_code == 0
+    errors = {t.topic_name: [p.error_code for p in t.partitions] for t in described.topics}
+    assert errors == {VISIBLE: [0], SECRET: [ErrorCode.TOPIC_AUTHORIZATION_FAILED]}
+    assert alter("not-granted") == [ErrorCode.GROUP_AUTHORIZATION_FAILED]
+    assert alter(f"{P}-go") == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]  # DESCRIBE only
+    deleted = wire_call(
+        broker.bootstrap,
+        X(group_id=f"{P}-go", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=VISIBLE)]),
+        0,
+    )
+    assert deleted.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
