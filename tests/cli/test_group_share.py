@@ -96,6 +96,10 @@ def test_describe_a_share_group(logstore: Cli, cli_broker) -> None:
     assert any(r[: len(header)] == header for r in table)
     assert [topic, "0", "2", "0", "5", "3", "1"] in table
 
+    # Without a group name every listed group is described, the share group as such.
+    every = {g["group"]: g for g in logstore.json("group", "describe")}
+    assert every[group]["type"] == "share"
+
     _beat(bootstrap, group, member, -1)
     (empty,) = logstore.json("group", "describe", group)
     assert (empty["state"], empty["members"]) == ("Empty", [])

@@ -40,7 +40,7 @@ from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.consumer_group_describe import describe_consumer_group
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
-from logstore.cli.share_group_describe import in_flight, share_group_at
+from logstore.cli.share_group_describe import in_flight, share_group_at, share_group_ids
 from logstore.cli.topic import topic_metadata
 
 # States in which Kafka lets an admin client commit offsets for the group.
@@ -262,7 +262,7 @@ def describe(groups: tuple[str, ...], all_groups: bool, client: ClientOptions, o
     status = EXIT_OK
     if not groups:
         listed = admin.result(admin.client.list_consumer_groups(**admin.kwargs()), "list groups")
-        groups = tuple(sorted(g.group_id for g in listed.valid))
+        groups = tuple(sorted({g.group_id for g in listed.valid} | set(share_group_ids(client))))
         for err in listed.errors:
             click.echo(f"logstore group describe: error: {status_of(err)}", err=True)
             status = EXIT_FAILED

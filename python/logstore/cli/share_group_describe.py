@@ -25,13 +25,19 @@ from typing import Any
 
 from logstore.cli.common import EXIT_FAILED, CliError
 from logstore.cli.connection import ClientOptions
-from logstore.cli.metadata_probe import connect, first_answer, negotiated_version
+from logstore.cli.metadata_probe import (
+    answered_metadata,
+    connect,
+    first_answer,
+    negotiated_version,
+)
 from logstore.protocol import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from logstore.protocol.messages.group_admin import ListGroupsRequest, ListGroupsResponse
 from logstore.protocol.messages.share_group import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
@@ -74,6 +80,39 @@ def _coordinator(options: ClientOptions, group_id: str) -> tuple[int, str, int] 
         return found.node_id, found.host, found.port
 
     return first_answer(options, f"FindCoordinator of group {group_id}", exchange, None)
+
+
+def share_group_ids(options: ClientOptions) -> list[str]:
+    """The share groups every broker coordinates (ListGroups v5 filtered on type share:
+    confluent-kafka's list leaves them out). A broker that cannot be reached or does not
+    serve ListGroups v5 lists none."""
+
+    def brokers(connection: Any) -> list[tuple[str, int]]:
+        return [(b.host, b.port) for b in answered_metadata(connection, []).brokers]
+
+    found: set[str] = set()
+    conf = options.config()
+    for host, port in first_answer(options, "share groups", brokers, []):
+        try:
+            connection = connect(conf, host, port, options.timeout)
+        except KafkaClientError:
+            continue
+        try:
+            version = negotiated_version(connection, ApiKey.LIST_GROUPS)
+            if version < 5:
+                continue
+            response = connection.request(
+                ApiKey.LIST_GROUPS,
+                ListGroupsRequest(states_filter=[], types_filter=["share"]),
+                version=version,
+            )
+            assert isinstance(response, ListGroupsResponse)
+            found.update(g.group_id for g in response.groups if g.group_type == "share")
+        except KafkaClientError:
+            continue
+        finally:
+            connection.close()
+    return sorted(found)
 
 
 def share_group_at(options: ClientOptions, group_id: str) -> dict[str, Any] | None:
