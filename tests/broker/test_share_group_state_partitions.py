@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import uuid
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from broker_py.coordinator.group.modern.records import TopicMetadata
 from broker_py.coordinator.group.modern.share import record_serde, state_partitions
 from broker_py.coordinator.group.modern.share.group import ShareGroup
@@ -79,3 +82,53 @@ def test_initialize_then_delete() -> None:
     # The record is part of the group's snapshot and of its tombstones.
     assert group.state_partitions in list(group.snapshot_records())
     assert ShareStatePartitionsTombstone("g") in group.tombstones()
+
+
+PARTITIONS = [(T1, 0), (T1, 1), (T2, 0)]
+op = st.one_of(
+    st.tuples(st.just("initialize"), st.sets(st.sampled_from(PARTITIONS))),
+    st.tuples(
+        st.just("finish"),
+        st.sets(st.sampled_from(PARTITIONS)),
+        st.sets(st.sampled_from(PARTITIONS)),
+    ),
+    st.tuples(st.just("delete"), st.sets(st.sampled_from([T1, T2]))),
+    st.tuples(st.just("deleted"), st.sets(st.sampled_from([T1, T2]))),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(op, max_size=12))
+def test_transitions_keep_the_sets_apart(ops) -> None:
+    """Whatever the order of heartbeats' initializations, their outcomes, and deletions:
+    a partition is never both initializing and initialized, a deleting topic has no
+    initialized partition, the record reads back from its bytes, and every partition of
+    the subscribed topics is either in a set or asked for by the next heartbeat."""
+    group = _group()
+    for step in ops:
+        if step[0] == "initialize":
+            wanted = state_partitions.to_initialize(group, TOPICS, lambda _tp: False)
+            add = wanted & step[1]
+            if add:
+                group.replay(state_partitions.with_initializing(group, add, NAMES))
+        elif step[0] == "finish":
+            done, failed = step[1], step[2] - step[1]
+            group.replay(state_partitions.after_initialize(group, done, failed, NAMES))
+        elif step[0] == "delete":
+            group.replay(state_partitions.with_deleting(group, {t: NAMES[t] for t in step[1]}))
+        else:
+            group.replay(state_partitions.after_delete(group, step[1]))
+        record = group.state_partitions
+        if record is None:
+            continue
+        initializing = {(t, p) for t, (_, ps) in record.initializing.items() for p in ps}
+        initialized = {(t, p) for t, (_, ps) in record.initialized.items() for p in ps}
+        assert not initializing & initialized
+        assert not set(record.deleting) & {t for t, _ in initialized}
+        assert all(name == NAMES[t] for t, (name, _) in record.initialized.items())
+        assert record_serde.deserialize(*record_serde.serialize(record)) == record
+        asked = state_partitions.to_initialize(group, TOPICS, lambda _tp: False)
+        for tp in PARTITIONS:
+            assert (tp in asked) == (
+                tp not in initialized | initializing and tp[0] not in record.deleting
+            )
