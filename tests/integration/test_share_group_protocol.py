@@ -297,6 +297,32 @@ def test_share_groups_are_off_by_default(tmp_path) -> None:
         assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
         described = _describe(b.bootstrap, "g")
         assert described.error_code == ErrorCode.UNSUPPORTED_VERSION
+        # The share-group offsets APIs too (90-92).
+        from logstore.protocol.messages import share_group_offsets as m
+
+        D, A, X = (
+            m.DescribeShareGroupOffsetsRequest,
+            m.AlterShareGroupOffsetsRequest,
+            m.DeleteShareGroupOffsetsRequest,
+        )
+        (offsets,) = wire_call(
+            b.bootstrap, D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="g")]), 0
+        ).groups
+        assert offsets.error_code == ErrorCode.UNSUPPORTED_VERSION
+        partition = A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)
+        altered = wire_call(
+            b.bootstrap,
+            A(
+                group_id="g",
+                topics=[
+                    A.AlterShareGroupOffsetsRequestTopic(topic_name="t", partitions=[partition])
+                ],
+            ),
+            0,
+        )
+        assert altered.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+        deleted = wire_call(b.bootstrap, X(group_id="g", topics=[]), 0)
+        assert deleted.error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         assert b.stop() == 0, b.log_text()[-4000:]
 
