@@ -381,6 +381,8 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # this internal switch); off by default, as there.
     "group.share.enable": (_bool, "false"),
     "group.share.max.size": (_short(10, 1000), "200"),
+    # A share-partition left initializing this long is initialized again by a heartbeat.
+    "group.share.initialize.retry.interval.ms": (_int(1), "30000"),
     "transactional.id.expiration.ms": (_int(1), "604800000"),
     "transaction.state.log.num.partitions": (_int(1), "50"),
     "transaction.max.timeout.ms": (_int(1), "900000"),

@@ -190,6 +190,9 @@ class GroupCoordinator(
             session_timeout_ms=_config_or(config, "group.share.session.timeout.ms", 45000),
             heartbeat_interval_ms=_config_or(config, "group.share.heartbeat.interval.ms", 5000),
             enabled=bool(_config_or(config, "group.share.enable", False)),
+            initialize_retry_ms=_config_or(
+                config, "group.share.initialize.retry.interval.ms", 30000
+            ),
         )
         # A load hands the consumer-group and share-group records it reads to those
         # coordinators.

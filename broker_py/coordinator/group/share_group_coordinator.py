@@ -50,10 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Kafka 4.1's group.share.initialize.retry.interval.ms default: a partition left
-# initializing this long is initialized again by the next heartbeat.
-INITIALIZE_RETRY_S = 30.0
-
 Partition = tuple[uuid.UUID, int]
 
 
@@ -89,9 +85,11 @@ class ShareGroupCoordinator:
         session_timeout_ms: int = 45000,
         heartbeat_interval_ms: int = 5000,
         enabled: bool = False,
+        initialize_retry_ms: int = 30000,
     ) -> None:
         """``enabled``: group.share.enable (Kafka 4.1 serves share groups only when they
-        are enabled; a heartbeat otherwise gets UNSUPPORTED_VERSION)."""
+        are enabled; a heartbeat otherwise gets UNSUPPORTED_VERSION);
+        ``initialize_retry_ms``: group.share.initialize.retry.interval.ms."""
         self.time = time
         self.enabled = enabled
         self._groups = groups
@@ -106,6 +104,7 @@ class ShareGroupCoordinator:
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
         self._state_store: Callable[[], StateStore | None] | None = None
+        self._initialize_retry_s = initialize_retry_ms / 1000
         # (group id, topic id, partition) -> monotonic time it was put in initializing.
         self._initializing_since: dict[tuple[str, uuid.UUID, int], float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -262,7 +261,7 @@ class ShareGroupCoordinator:
 
         def retry(tp: Partition) -> bool:
             since = self._initializing_since.get((group_id, *tp))
-            return since is None or now - since >= INITIALIZE_RETRY_S
+            return since is None or now - since >= self._initialize_retry_s
 
         add = state_partitions.to_initialize(group, self.manager.topics, retry)
         if add:
