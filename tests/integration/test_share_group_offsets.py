@@ -124,11 +124,12 @@ def test_alter_describe_delete_start_offsets(broker) -> None:
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
 
     # Nothing written yet: -1 for every partition, and for a topic that does not exist.
-    described = _describe(bootstrap, group, {topic: [0, 1], "no-such-topic": [0]})
+    described = _describe(bootstrap, group, {topic: [0, 1, 99], "no-such-topic": [0]})
     assert described.error_code == 0
     assert _starts(described) == {
         (topic, 0): (-1, 0),
         (topic, 1): (-1, 0),
+        (topic, 99): (-1, 0),
         ("no-such-topic", 0): (-1, 0),
     }
     assert {t.topic_name: t.topic_id for t in described.topics}["no-such-topic"] == ZERO

@@ -130,17 +130,23 @@ def _group_failed(group_id: str, error: ErrorCode, message: str | None = None):
 
 
 async def _describe_topic(apis, group_id: str, meta: TopicMetadata, partitions: list[int]):
+    """A partition the topic does not have answers -1 without asking the share
+    coordinator (whose answer would be UNKNOWN_TOPIC_OR_PARTITION): the work stays
+    bounded by the topic's partitions, however many the request names."""
     persister = apis.share_state_persister
+    existing = sorted({p for p in partitions if 0 <= p < meta.num_partitions})
     outcomes = await asyncio.gather(
         *(
             persister.read_summary(SharePartitionKey(group_id, meta.topic_id, p), 0)
-            for p in partitions
+            for p in existing
         )
     )
+    read = dict(zip(existing, outcomes, strict=True))
+    missing = Outcome([], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return _D.DescribeShareGroupOffsetsResponseTopic(
         topic_name=meta.name,
         topic_id=meta.topic_id,
-        partitions=[_described_partition(p, o) for p, o in zip(partitions, outcomes, strict=True)],
+        partitions=[_described_partition(p, read.get(p, missing)) for p in partitions],
     )
 
 
@@ -295,18 +301,19 @@ async def _alter(apis, connection, body) -> object:
         error, epoch = await apis.group_coordinator.share_groups.next_state_epoch(body.group_id)
         if error != ErrorCode.NONE:
             return _A(error_code=int(error), error_message=error.description, responses=[])
-        done = await asyncio.gather(
-            *(_alter_partition(apis, key, epoch, offset) for _, key, offset in valid)
+        # One initialize per partition (its last start offset in the request), however
+        # often the request names it; every row is answered.
+        offsets = {key: offset for _, key, offset in valid}
+        keys = list(offsets)
+        rows_of = await asyncio.gather(
+            *(_alter_partition(apis, key, epoch, offsets[key]) for key in keys)
         )
-        for (name, _, _), row in zip(valid, done, strict=True):
-            answers[name].append(row)
+        result = dict(zip(keys, rows_of, strict=True))
+        for name, key, _ in valid:
+            answers[name].append(result[key])
         await apis.group_coordinator.share_groups.mark_initialized(
             body.group_id,
-            {
-                (key.topic_id, key.partition)
-                for (_, key, _), row in zip(valid, done, strict=True)
-                if row.error_code == 0
-            },
+            {(k.topic_id, k.partition) for k, row in result.items() if row.error_code == 0},
         )
     return _A(
         error_code=0,
