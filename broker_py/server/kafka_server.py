@@ -94,6 +94,7 @@ def new_group_coordinator(apis: KafkaApis, time: Time = SYSTEM_TIME):
     coordinator.consumer_groups.set_group_timeouts(group_timeouts)
     # Share groups (KIP-932) likewise, on their share.* timeouts.
     coordinator.share_groups.set_topic_source(lambda: apis.metadata_cache.topics)
+    coordinator.share_groups.set_metadata_ready(lambda: apis.metadata_cache.knows_cluster)
 
     def share_timeouts(group_id: str) -> tuple[int, int]:
         from broker_py.config import group_config

@@ -8,8 +8,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker_py.coordinator.group.modern.share import record_serde as share_serde
+from broker_py.coordinator.group.modern.share.records import (
+    ShareStatePartitionsRecord,
+    ShareStatePartitionsTombstone,
+)
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.api_versions import ApiVersionsRequest
 from logstore.protocol.messages.group_admin import DeleteGroupsRequest, ListGroupsRequest
@@ -253,3 +259,61 @@ def test_heartbeat_initializes_state_and_delete_groups_deletes_it(broker) -> Non
         message="the deleted group's share state deleted",
     )
     assert _describe(bootstrap, group, None).topics == []
+
+
+def _last_state_partitions(bootstrap: str, group: str):
+    """The group's last ShareGroupStatePartitionMetadata record in __consumer_offsets."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": _name("reader"), "enable.auto.commit": False}
+    )
+    try:
+        partitions = consumer.list_topics("__consumer_offsets", 10).topics["__consumer_offsets"]
+        tps = [TopicPartition("__consumer_offsets", p, 0) for p in partitions.partitions]
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, 10)[1] for tp in tps}
+        consumer.assign(tps)
+        last, left = None, {p for p, end in ends.items() if end > 0}
+
+        def read_all() -> bool:
+            nonlocal last
+            for m in consumer.consume(100, 0.5):
+                if m.error() is not None:
+                    continue
+                if m.offset() + 1 >= ends[m.partition()]:
+                    left.discard(m.partition())
+                record = share_serde.deserialize(m.key(), m.value())
+                if isinstance(record, (ShareStatePartitionsRecord, ShareStatePartitionsTombstone)):
+                    if record.group_id == group:
+                        last = record
+            return not left
+
+        wait_until(read_all, message="__consumer_offsets read to its end")
+        return last
+    finally:
+        consumer.close()
+
+
+def test_a_deleted_topic_leaves_the_record(broker) -> None:
+    bootstrap = broker.bootstrap
+    kept, gone, group = _name("so-kept"), _name("so-gone"), _name("so-del-g")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(kept, 1, 1), NewTopic(gone, 1, 1)]).values():
+        f.result(15)
+    member = str(uuid.uuid4())
+    joined = wire_call(
+        bootstrap,
+        ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[kept, gone]
+        ),
+        1,
+    )
+    assert joined.error_code == 0
+    names = {t for t, _ in _starts(_describe(bootstrap, group, None))}
+    assert names == {kept, gone}
+    admin.delete_topics([gone])[gone].result(15)
+
+    def forgotten():
+        _describe(bootstrap, group, None)  # reads the metadata again
+        record = _last_state_partitions(bootstrap, group)
+        return record is not None and {n for n, _ in record.initialized.values()} == {kept}
+
+    wait_until(forgotten, message="the deleted topic out of the group's record")

@@ -104,6 +104,7 @@ class ShareGroupCoordinator:
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
         self._state_store: Callable[[], StateStore | None] | None = None
+        self._metadata_ready: Callable[[], bool] = lambda: False
         self._initialize_retry_s = initialize_retry_ms / 1000
         # (group id, topic id, partition) -> monotonic time it was put in initializing.
         self._initializing_since: dict[tuple[str, uuid.UUID, int], float] = {}
@@ -182,6 +183,24 @@ class ShareGroupCoordinator:
             for t in current.values()
             if t.topic_id.int != 0
         )
+        if self._metadata_ready():
+            self._forget_deleted_topics()
+
+    def set_metadata_ready(self, ready: Callable[[], bool]) -> None:
+        """``ready()``: the metadata holds every topic (one missing from it was deleted)."""
+        self._metadata_ready = ready
+
+    def _forget_deleted_topics(self) -> None:
+        """Deleted topics leave the groups' ShareGroupStatePartitionMetadata records."""
+        existing = {t.topic_id for t in self.manager.topics.values()}
+        for group in list(self.manager.groups.values()):
+            if group.deleted:
+                continue
+            gone = state_partitions.gone_topics(group, existing)
+            if gone:
+                record = state_partitions.without_topics(group, gone)
+                self.manager.replay(record)
+                self._persist(group.group_id, [record], lambda _error: None)
 
     def topic_names(self) -> dict[uuid.UUID, str]:
         self.refresh_topics()

@@ -12,6 +12,7 @@ GroupMetadataManager keeps them in the ShareGroupStatePartitionMetadata record (
 - AlterShareGroupOffsets puts the partitions it set in ``initialized``.
 - DeleteShareGroupOffsets moves whole topics to ``deleting``, then out once their state
   is deleted; DeleteGroups deletes the state of ``initializing`` and ``initialized``.
+- A deleted topic leaves every set.
 
 Pure functions from a group's current record to the next one.
 """
@@ -140,3 +141,24 @@ def with_state(group: ShareGroup) -> dict[uuid.UUID, tuple[str, frozenset[int]]]
 
 def initialized(group: ShareGroup) -> TopicPartitionsInfo:
     return (group.state_partitions or _empty(group.group_id)).initialized
+
+
+def gone_topics(group: ShareGroup, existing: set[uuid.UUID]) -> set[uuid.UUID]:
+    """Topic ids the group's record names that the metadata no longer has."""
+    current = group.state_partitions
+    if current is None:
+        return set()
+    named = {*current.initializing, *current.initialized, *current.deleting}
+    return named - existing
+
+
+def without_topics(group: ShareGroup, gone: set[uuid.UUID]) -> ShareStatePartitionsRecord:
+    """Deleted topics out of every set (Kafka's maybeCleanupShareGroupState; the share
+    coordinator drops their state on its own)."""
+    current = group.state_partitions or _empty(group.group_id)
+    return ShareStatePartitionsRecord(
+        group.group_id,
+        {t: v for t, v in current.initializing.items() if t not in gone},
+        {t: v for t, v in current.initialized.items() if t not in gone},
+        {t: n for t, n in current.deleting.items() if t not in gone},
+    )
