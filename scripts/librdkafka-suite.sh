@@ -23,10 +23,10 @@
 # group.protocol=consumer and skips the keys that protocol forbids: session.timeout.ms,
 # heartbeat.interval.ms, partition.assignment.strategy, group.protocol.type) and
 # TEST_KAFKA_VERSION=RDK_KAFKA_VERSION (default 4.1.0, whose ConsumerGroupHeartbeat
-# range this broker serves; with 4.x the tests also take their Kafka 4 paths: 0081
-# checks GROUP configs and Kafka 4's group ACL operations, 0052 and 0092 skip the
-# message formats Kafka 4 removed). Unset, or classic, is the classic run with
-# TEST_KAFKA_VERSION=3.9.0, as before.
+# range this broker serves). The tests' consumer-protocol paths follow the protocol
+# setting; the version picks their Kafka 4 paths (0081 checks GROUP configs and Kafka 4's
+# group ACL operations, 0052 and 0092 skip the message formats Kafka 4 removed). Unset,
+# or classic, is the classic run with TEST_KAFKA_VERSION=3.9.0, as before.
 set -euo pipefail
 src=$(cd "${1:?usage: $0 LIBRDKAFKA_SOURCE_DIR [TEST ...]}" && pwd)
 shift
