@@ -124,6 +124,11 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
                     consumer.seek(
                         TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0)
                     )
+        # What the loop reached, for a failure report: a copy that made no progress shows
+        # whether records came in (copied) and where the consumer stood.
+        progress = f"copied {copied} in {len(transactions)} transactions, positions " + str(
+            [(tp.partition, tp.offset) for tp in consumer.position(consumer.assignment())]
+        )
     finally:
         stop.set()
         bouncer.join(90)
@@ -131,6 +136,6 @@ def test_an_exactly_once_copy_survives_hard_bounces(cluster):  # noqa: F811
     assert not bounce_errors and bounced == [1, 2], (bounced, bounce_errors)
     out = _read_committed(c, "eos-out", 3)
     assert sorted(out) == sorted(b"%d" % i for i in range(n)), (
-        f"{len(out)} records, {len(set(out))} distinct"
+        f"{len(out)} records, {len(set(out))} distinct; {progress}"
     )
     assert len(transactions) >= 10  # many small transactions, some across the bounces
