@@ -361,6 +361,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.consumer.max.heartbeat.interval.ms": (_int(1), "15000"),
     "group.consumer.max.size": (_int(1), str((1 << 31) - 1)),
     "group.consumer.assignors": (_list, "uniform,range"),
+    "group.consumer.regex.refresh.interval.ms": (_int(1), "600000"),
     # Moving groups between the classic and consumer protocols online (Kafka's
     # ConsumerGroupMigrationPolicy, in its order).
     "group.consumer.migration.policy": (

@@ -419,25 +419,85 @@ def test_rebalance_timer_stops_once_revoked():
 # --- topics and regexes ----------------------------------------------------------------
 
 
+def _join_by_regex(m, member_id, regex):
+    """A member joining by regex alone: nothing until the regex is resolved, then the
+    matched topics at the next group epoch."""
+    r = m.heartbeat(join(member_id, topics=None, subscribed_topic_regex=regex)).response
+    assert r.member_epoch == 1 and r.assignment == {}
+    assert m.regex_refresh_due("g")
+    assert m.resolve_pending_regexes("g")
+    return m.heartbeat(beat(member_id, 1, {})).response
+
+
 def test_regex_subscription_follows_new_topics():
     m, _ = make()
-    r = m.heartbeat(join("m1", topics=None, subscribed_topic_regex="fo.*")).response
-    assert r.assignment == {FOO.topic_id: frozenset(range(6))}
+    r = _join_by_regex(m, "m1", "fo.*")
+    assert r.member_epoch == 2 and r.assignment == {FOO.topic_id: frozenset(range(6))}
     assert m.groups["g"].resolved_regexes["fo.*"].topics == {"foo"}
     fox = TopicMetadata(uuid.UUID(int=3), "fox", 2)
     m.update_topics([FOO, BAR, fox])
-    result = m.heartbeat(beat("m1", 1, r.assignment))
+    # The heartbeat after the topics changed only marks the regex due.
+    r = m.heartbeat(beat("m1", 2, r.assignment)).response
+    assert r.member_epoch == 2 and m.regex_refresh_due("g")
+    records = m.resolve_pending_regexes("g")
     assert any(
-        isinstance(x, RegularExpressionRecord) and x.topics == ("foo", "fox")
-        for x in result.records
+        isinstance(x, RegularExpressionRecord) and x.topics == ("foo", "fox") for x in records
     )
-    assert result.response.member_epoch == 2
-    assert result.response.assignment[fox.topic_id] == frozenset({0, 1})
+    assert m.groups["g"].group_epoch == 3 and not m.regex_refresh_due("g")
+    r = m.heartbeat(beat("m1", 2, r.assignment)).response
+    assert r.member_epoch == 3
+    assert r.assignment[fox.topic_id] == frozenset({0, 1})
+
+
+def test_new_regex_is_resolved_after_the_heartbeat():
+    """Kafka's sequence: a member joining with topic names and a regex nobody in the
+    group uses gets the named topics first; the regex's topics come once it is resolved."""
+    m, _ = make()
+    first = m.heartbeat(join("m1", topics=("bar",), subscribed_topic_regex="fo.*"))
+    assert first.response.assignment == {BAR.topic_id: frozenset(range(3))}
+    assert not any(isinstance(x, RegularExpressionRecord) for x in first.records)
+    assert m.groups["g"].group_epoch == 1 and "fo.*" not in m.groups["g"].resolved_regexes
+    # Heartbeats before the resolution change nothing.
+    again = m.heartbeat(beat("m1", 1, first.response.assignment))
+    assert again.records == [] and again.response.member_epoch == 1
+    records = m.resolve_pending_regexes("g")
+    assert [type(x).__name__ for x in records] == [
+        "RegularExpressionRecord",
+        "PartitionMetadataRecord",
+        "GroupEpochRecord",
+    ]
+    assert m.resolve_pending_regexes("g") == []
+    r = m.heartbeat(beat("m1", 1, first.response.assignment)).response
+    assert r.member_epoch == 2
+    assert r.assignment == {BAR.topic_id: frozenset(range(3)), FOO.topic_id: frozenset(range(6))}
+
+
+def test_regex_already_resolved_in_the_group_is_used_at_once():
+    m, _ = make()
+    _join_by_regex(m, "m1", "fo.*")
+    r = m.heartbeat(join("m2", topics=None, subscribed_topic_regex="fo.*")).response
+    assert r.member_epoch == 3 and not m.regex_refresh_due("g")
+    assert m.groups["g"].target_assignment["m2"]
+
+
+def test_regex_is_resolved_again_after_the_refresh_interval():
+    m, time = make(regex_refresh_interval_ms=60000)
+    r = _join_by_regex(m, "m1", "fo.*")
+    time.advance(30)
+    m.heartbeat(beat("m1", 2, r.assignment))
+    assert not m.regex_refresh_due("g")
+    time.advance(31)
+    m.heartbeat(beat("m1", 2, r.assignment))
+    assert m.regex_refresh_due("g")
+    (record,) = m.resolve_pending_regexes("g")
+    # Same topics: a new resolution time, no new group epoch.
+    assert isinstance(record, RegularExpressionRecord) and record.topics == ("foo",)
+    assert m.groups["g"].group_epoch == 2
 
 
 def test_regex_is_a_full_match_in_re2_syntax():
     m, _ = make(topics=(FOO, BAR, TopicMetadata(uuid.UUID(int=3), "food", 1)))
-    r = m.heartbeat(join("m1", topics=None, subscribed_topic_regex="foo")).response
+    r = _join_by_regex(m, "m1", "foo")
     assert set(r.assignment) == {FOO.topic_id}
 
 

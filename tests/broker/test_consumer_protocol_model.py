@@ -103,6 +103,9 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
             for i in range(N_CLIENTS)
         ]
         self.last_group_epoch = 0
+        # Whether due regexes are resolved right after each heartbeat (else only by the
+        # resolve_regexes rule and in settle).
+        self.resolve_at_once = False
         self.last_member_epochs: dict[str, int] = {}
 
     # --- the consumers ----------------------------------------------------------------
@@ -134,6 +137,9 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
             )
         result = self.coordinator.heartbeat(request)
         self._persisted(result.records)
+        if self.resolve_at_once:
+            # The live coordinator resolves due regexes on the next turn of its loop.
+            self._persisted(self.coordinator.resolve_pending_regexes("g"))
         r = result.response
         if lost:
             # The client resends every field next, and drops an assignment it had not
@@ -270,9 +276,18 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
             self.topics[name] = TopicMetadata(old.topic_id, name, old.num_partitions + more)
         self.coordinator.update_topics(self.topics.values())
 
+    @rule()
+    def resolve_regexes(self):
+        self._persisted(self.coordinator.resolve_pending_regexes("g"))
+
+    @rule(at_once=st.booleans())
+    def set_resolve_at_once(self, at_once):
+        self.resolve_at_once = at_once
+
     @precondition(lambda self: any(c.joined for c in self.clients))
     @rule()
     def settle(self):
+        self.resolve_at_once = True
         for client in self.clients:
             client.unstick()
         # Silent consumers time out; the others heartbeat until nothing changes.
@@ -310,6 +325,9 @@ class ConsumerProtocolModel(RuleBasedStateMachine):
         assert set(held) == expected
         for client in live:
             assert client.owned == dict(group.members[client.member_id].assigned_partitions)
+        for regex in group.regexes_in_use():
+            matches = compile_re2(regex)
+            assert group.resolved_regexes[regex].topics == {n for n in self.topics if matches(n)}
 
     # --- invariants ---------------------------------------------------------------------
 

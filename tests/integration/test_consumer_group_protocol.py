@@ -3,9 +3,11 @@ confluent-kafka 2.16 consumers set to ``group.protocol=consumer``: a member read
 commits; a second member joins and the partitions split with none held by both; a
 partition added to the topic is assigned; a member that closes leaves its partitions to
 the other; a SIGKILLed member is dropped after the session timeout; a regex subscription
-picks up a topic created later. On the wire: ConsumerGroupDescribe (members, epochs,
-assignments), ListGroups with its type filter, DescribeGroups (Dead, as Kafka 4 shows a
-consumer group there), OffsetCommit / OffsetFetch v9 fenced by member epoch, DeleteGroups.
+picks up a topic created later; a regex new to the group is resolved after the heartbeat
+that brings it (its topics come on a later heartbeat, as Kafka 4). On the wire:
+ConsumerGroupDescribe (members, epochs, assignments), ListGroups with its type filter,
+DescribeGroups (Dead, as Kafka 4 shows a consumer group there), OffsetCommit /
+OffsetFetch v9 fenced by member epoch, DeleteGroups.
 
 The broker runs with short group.consumer.* timeouts (within their bounds) so that
 sessions expire and heartbeats come quickly.
@@ -23,7 +25,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from logstore.protocol.error_codes import ErrorCode
-from logstore.protocol.messages.consumer_group import ConsumerGroupDescribeRequest
+from logstore.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 from logstore.protocol.messages.group_admin import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -385,3 +390,50 @@ def test_regex_subscription_picks_up_a_new_topic(broker):
         _settled(bootstrap, group, [c], 1, 3)
     finally:
         c.close()
+
+
+def test_new_regex_is_assigned_on_a_later_heartbeat(broker):
+    """Kafka's asynchronous regex resolution (librdkafka's 0045_resubscribe_with_regex):
+    the first response holds the topic named literally; the regex's topics are assigned
+    by a later heartbeat, once the coordinator resolved the regex."""
+    bootstrap = broker.bootstrap
+    prefix, group = _name("cgpnr"), _name("g-nr")
+    literal, matched = f"{prefix}-a", f"{prefix}-regex-b"
+    _create(bootstrap, literal, 2)
+    _create(bootstrap, matched, 8)
+
+    def heartbeat(member_id: str, epoch: int, **kw):
+        body = ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch, **kw
+        )
+        response = wire_call(bootstrap, body, 1)
+        assert response.error_code == 0, response.error_message
+        return response
+
+    def assigned(response) -> int:
+        return sum(len(tp.partitions) for tp in response.assignment.topic_partitions)
+
+    member_id = uuid.uuid4().hex
+    first = heartbeat(
+        member_id,
+        0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=[literal],
+        subscribed_topic_regex=f"^.*{prefix}-regex.*",
+        topic_partitions=[],
+    )
+    assert first.member_epoch == 1 and assigned(first) == 2
+    later = []
+
+    def regex_topics_assigned() -> bool:
+        r = heartbeat(member_id, later[-1].member_epoch if later else 1)
+        later.append(r)
+        return r.assignment is not None and assigned(r) == 10
+
+    wait_until(regex_topics_assigned, timeout=15, interval=0.2, message="regex topics")
+    assert later[-1].member_epoch == 2
+    d = _describe(bootstrap, group)
+    assert {tp.topic_name for tp in d.members[0].assignment.topic_partitions} == {
+        literal,
+        matched,
+    }

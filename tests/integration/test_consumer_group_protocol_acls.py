@@ -130,6 +130,19 @@ def test_heartbeat_and_describe_are_authorized(broker):
     # The regex matches both topics' names, but only the one ANONYMOUS may see.
     joined = _join(broker, f"{P}-g1", regex=f"{P}-.*")
     assert joined.error_code == 0, joined.error_message
+    # The regex is resolved after the join's response: its topics come on a later one.
+    beats = [joined]
+
+    def regex_resolved():
+        body = ConsumerGroupHeartbeatRequest(
+            group_id=f"{P}-g1", member_id=joined.member_id, member_epoch=beats[-1].member_epoch
+        )
+        beats.append(wire_call(broker.bootstrap, body, 1))
+        assert beats[-1].error_code == 0, beats[-1].error_message
+        return beats[-1].assignment is not None and beats[-1].assignment.topic_partitions
+
+    wait_until(regex_resolved, timeout=15, interval=0.2, message="regex resolved")
+    joined = beats[-1]
     metadata = wire_call(
         broker.bootstrap,
         MetadataRequest(topics=None, allow_auto_topic_creation=False),

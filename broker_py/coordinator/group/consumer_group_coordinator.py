@@ -23,6 +23,10 @@ Invariants:
   matched against whole names (RE2/J's ``matches()``), and match only topics the client
   whose heartbeat resolves them may DESCRIBE (Kafka resolves with that member's
   context too).
+- Regexes are resolved off the heartbeat path: a heartbeat that makes a group's regexes
+  due for resolution is answered first; the resolution runs on a later turn of the
+  event loop with the describe rights of that heartbeat's client, and its records are
+  appended like a heartbeat's (at most one resolution per group is queued).
 - One event-loop timer stands for the manager's earliest deadline (sessions, rebalance
   timeouts), on the injected :class:`~broker_py.utils.time.Time`.
 """
@@ -98,6 +102,8 @@ class ConsumerGroupCoordinator:
         self._failed: set[str] = set()
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
+        # Groups whose regex resolution is queued on the event loop.
+        self._regex_refresh_queued: set[str] = set()
         self.active = False
         # The heartbeat, leave and timer rules with the downgrade (a group whose last
         # consumer-protocol member goes becomes classic again), and the live side of
@@ -246,6 +252,7 @@ class ConsumerGroupCoordinator:
                     return self.migration.upgrade(classic, request, api_version)
                 finally:
                     self._describable = None
+                    self._queue_regex_refresh(request.group_id, describable)
             refusal = self.classic_group_refusal(classic)
             if refusal is not None:
                 return refusal
@@ -255,6 +262,7 @@ class ConsumerGroupCoordinator:
             result = self.rules.heartbeat(request, api_version)
         finally:
             self._describable = None
+        self._queue_regex_refresh(request.group_id, describable)
         response = self._with_group_timeouts(request.group_id, result.response)
         if response.error_code != ErrorCode.NONE or not result.records:
             self._arm()
@@ -287,6 +295,30 @@ class ConsumerGroupCoordinator:
         self._persist(request.group_id, records, written, extra, tail)
         self._arm()
         return done
+
+    def _queue_regex_refresh(
+        self, group_id: str, describable: Callable[[str], bool] | None
+    ) -> None:
+        """Queues the resolution of the group's regexes when a heartbeat made it due."""
+        if group_id in self._regex_refresh_queued or not self.manager.regex_refresh_due(group_id):
+            return
+        self._regex_refresh_queued.add(group_id)
+        asyncio.get_running_loop().call_soon(self._refresh_regexes, group_id, describable)
+
+    def _refresh_regexes(self, group_id: str, describable: Callable[[str], bool] | None) -> None:
+        """Resolves the group's regexes and appends the records (nobody waits for them)."""
+        self._regex_refresh_queued.discard(group_id)
+        if not self.active or self._groups.coordinator_error(group_id) is not None:
+            return
+        self.refresh_topics()
+        self._describable = describable
+        try:
+            records = self.manager.resolve_pending_regexes(group_id)
+        finally:
+            self._describable = None
+        if records:
+            self._persist(group_id, records, lambda _error: None)
+            self._arm()
 
     def classic_group_refusal(self, classic: Group) -> HeartbeatResponse | None:
         """The answer to a ConsumerGroupHeartbeat naming a classic group: a group with

@@ -11,6 +11,8 @@ group.consumer.max.size                 2^31-1 >= 1
 group.consumer.assignors         uniform,range  names (or Kafka's class names) of the
                                                server-side assignors; the first is
                                                the default
+group.consumer.regex.refresh.interval.ms 600000 >= 1; a resolved regex this old is
+                                               resolved again on the group's next heartbeat
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ DEFAULTS: dict[str, int | str] = {
     "group.consumer.max.heartbeat.interval.ms": 15000,
     "group.consumer.max.size": (1 << 31) - 1,
     "group.consumer.assignors": "uniform,range",
+    "group.consumer.regex.refresh.interval.ms": 600000,
 }
 
 
@@ -70,6 +73,7 @@ class ConsumerGroupConfig:
     max_heartbeat_interval_ms: int = 15000
     max_size: int = (1 << 31) - 1
     assignors: tuple[str, ...] = field(default=BUILTIN_ASSIGNORS)
+    regex_refresh_interval_ms: int = 600000
 
     def __post_init__(self) -> None:
         for key, value in (
@@ -80,6 +84,7 @@ class ConsumerGroupConfig:
             ("group.consumer.min.heartbeat.interval.ms", self.min_heartbeat_interval_ms),
             ("group.consumer.max.heartbeat.interval.ms", self.max_heartbeat_interval_ms),
             ("group.consumer.max.size", self.max_size),
+            ("group.consumer.regex.refresh.interval.ms", self.regex_refresh_interval_ms),
         ):
             if value < 1:
                 raise ConsumerGroupConfigError(key, value, "Value must be at least 1")
@@ -167,4 +172,5 @@ class ConsumerGroupConfig:
             max_heartbeat_interval_ms=get_int("group.consumer.max.heartbeat.interval.ms"),
             max_size=get_int("group.consumer.max.size"),
             assignors=tuple(entries),
+            regex_refresh_interval_ms=get_int("group.consumer.regex.refresh.interval.ms"),
         )

@@ -20,9 +20,12 @@ Heartbeat, in order (Kafka's consumerGroupHeartbeat):
    FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID) and check its epoch: one above the known
    epoch, or below it unless it is the previous epoch with owned partitions within the
    assignment, is FENCED_MEMBER_EPOCH;
-4. update the member's metadata; a changed subscription (names or regex), a regex
-   resolving to other topics or subscribed topics changing partitions bumps the group
-   epoch;
+4. update the member's metadata; a changed subscription (names or regex) or subscribed
+   topics changing partitions bumps the group epoch. Regexes are not resolved here: the
+   heartbeat uses the group's resolutions as they are (a regex not resolved yet matches
+   nothing) and marks the group's regexes due for resolution when one is not resolved
+   yet, the topics changed since they were resolved, or one was resolved longer than
+   group.consumer.regex.refresh.interval.ms ago;
 5. when the group epoch is ahead of the assignment epoch, compute the target assignment
    with the preferred server assignor (the one most members name, else the first of
    group.consumer.assignors);
@@ -31,6 +34,13 @@ Heartbeat, in order (Kafka's consumerGroupHeartbeat):
    stop it when it no longer must.
 The response carries the member's assignment when the request was full or the assigned
 partitions changed.
+
+Regex resolution (Kafka's asynchronous regex refresh) is a step of its own,
+:meth:`ConsumerGroupManager.resolve_pending_regexes`, which the caller runs after
+answering the heartbeat that made it due: it resolves every regex the group's members
+use against the current topics, writes a RegularExpression record for each (its
+timestamp is the resolution time), and bumps the group epoch when a regex now matches
+other topics, so that the next heartbeats assign them.
 
 The caller routes a group id here only when it is not a classic group with members
 (Kafka answers GROUP_ID_NOT_FOUND "Group X is not a consumer group" then).
@@ -162,6 +172,8 @@ class ConsumerGroupManager:
         self._topics_version = 0
         # Regexes resolved at a topics version: (group, regex) -> version.
         self._resolved_at: dict[tuple[str, str], int] = {}
+        # Groups whose regexes are due for resolution (resolve_pending_regexes).
+        self._regex_refresh_due: set[str] = set()
         # The topics version each group's subscribed topics were last checked at.
         self._checked_at: dict[str, int] = {}
         self._assignors: dict[str, PartitionAssignor] = {
@@ -304,14 +316,16 @@ class ConsumerGroupManager:
 
         # Regexes and subscribed topics are looked at again only when a subscription
         # or the topics changed since the group last did.
-        if bump or self._checked_at.get(group.group_id) != self._topics_version:
-            regexes, regex_records = self._resolve_regexes(group, members_after)
+        look_again = bump or self._checked_at.get(group.group_id) != self._topics_version
+        if look_again:
+            regexes, regex_records = self._resolved_regexes(group, members_after)
             records.extend(regex_records)
             bump = bump or bool(regex_records)
             metadata = self._subscription_metadata(group, members_after, regexes)
         else:
             regexes = {r: v.topics for r, v in group.resolved_regexes.items()}
             metadata = group.subscription_metadata
+        refresh_due = self._regex_refresh_needed(group, members_after, look_again)
         if metadata != group.subscription_metadata:
             records.append(
                 PartitionMetadataRecord(
@@ -364,6 +378,8 @@ class ConsumerGroupManager:
         self._checked_at[group.group_id] = self._topics_version
         for record in records:
             group.replay(record)
+        if refresh_due:
+            self._regex_refresh_due.add(group.group_id)
         now = self.clock.monotonic()
         if replaced is not None:
             self._cancel(group.group_id, replaced.member_id)
@@ -437,35 +453,76 @@ class ConsumerGroupManager:
         _check_epoch(existing, r)
         return existing, None
 
-    def _resolve_regexes(
+    def _resolved_regexes(
         self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember]
     ) -> tuple[dict[str, frozenset[str]], list[Record]]:
-        """The topics each regex in use matches, resolving those not resolved against the
-        current topics; the records of the resolutions that changed and of the regexes
-        no longer in use."""
-        records: list[Record] = []
-        resolved: dict[str, frozenset[str]] = {}
+        """The topics each regex in use matches as the group resolved it (a regex not
+        resolved yet is absent), and the tombstones of the regexes no longer in use."""
         in_use = group.regexes_in_use(members)
-        for regex in sorted(in_use):
-            known = group.resolved_regexes.get(regex)
-            key = (group.group_id, regex)
-            if known is not None and self._resolved_at.get(key) == self._topics_version:
-                resolved[regex] = known.topics
-                continue
-            matches = self.compile_regex(regex)
-            topics = frozenset(name for name in self.topics if matches(name))
-            self._resolved_at[key] = self._topics_version
-            resolved[regex] = topics
-            if known is None or known.topics != topics:
-                records.append(
-                    RegularExpressionRecord(
-                        group.group_id, regex, tuple(sorted(topics)), self.clock.milliseconds()
-                    )
-                )
+        resolved = {r: v.topics for r, v in group.resolved_regexes.items() if r in in_use}
+        records: list[Record] = []
         for regex in sorted(set(group.resolved_regexes) - in_use):
             records.append(RegularExpressionTombstone(group.group_id, regex))
             self._resolved_at.pop((group.group_id, regex), None)
         return resolved, records
+
+    def _regex_refresh_needed(
+        self, group: ConsumerGroup, members: dict[str, ConsumerGroupMember], look_again: bool
+    ) -> bool:
+        """Whether a resolution is older than the refresh interval or, when a subscription
+        or the topics changed (``look_again``), whether a regex in use is not resolved or
+        was resolved before the topics last changed."""
+        oldest = self.clock.milliseconds() - self.config.regex_refresh_interval_ms
+        if any(v.timestamp_ms < oldest for v in group.resolved_regexes.values()):
+            return True
+        if not look_again:
+            return False
+        return any(
+            regex not in group.resolved_regexes
+            or self._resolved_at.get((group.group_id, regex)) != self._topics_version
+            for regex in group.regexes_in_use(members)
+        )
+
+    def regex_refresh_due(self, group_id: str) -> bool:
+        """Whether :meth:`resolve_pending_regexes` has work for the group."""
+        return group_id in self._regex_refresh_due
+
+    def resolve_pending_regexes(self, group_id: str) -> list[Record]:
+        """Resolves the regexes of a group a heartbeat marked due against the current
+        topics: a RegularExpression record for each regex in use, and the subscription
+        metadata and a group epoch bump when the topics a regex matches changed. The
+        records are already replayed into the group; none when nothing was due."""
+        if group_id not in self._regex_refresh_due:
+            return []
+        self._regex_refresh_due.discard(group_id)
+        group = self.groups.get(group_id)
+        if group is None or group.deleted:
+            return []
+        records: list[Record] = []
+        resolved: dict[str, frozenset[str]] = {}
+        changed = False
+        now_ms = self.clock.milliseconds()
+        for regex in sorted(group.regexes_in_use()):
+            matches = self.compile_regex(regex)
+            topics = frozenset(name for name in self.topics if matches(name))
+            known = group.resolved_regexes.get(regex)
+            changed = changed or known is None or known.topics != topics
+            self._resolved_at[(group_id, regex)] = self._topics_version
+            resolved[regex] = topics
+            records.append(RegularExpressionRecord(group_id, regex, tuple(sorted(topics)), now_ms))
+        metadata = self._subscription_metadata(group, dict(group.members), resolved)
+        if metadata != group.subscription_metadata:
+            records.append(
+                PartitionMetadataRecord(
+                    group_id, tuple(sorted(metadata.values(), key=lambda t: t.name))
+                )
+            )
+            changed = True
+        if changed:
+            records.append(GroupEpochRecord(group_id, group.group_epoch + 1))
+        for record in records:
+            group.replay(record)
+        return records
 
     def _subscription_metadata(
         self,
@@ -608,6 +665,7 @@ class ConsumerGroupManager:
         self._checked_at.pop(group_id, None)
         for key in [k for k in self._resolved_at if k[0] == group_id]:
             del self._resolved_at[key]
+        self._regex_refresh_due.discard(group_id)
         return records
 
     # --- loading -------------------------------------------------------------------
@@ -714,6 +772,7 @@ class ConsumerGroupManager:
         self._checked_at.pop(group_id, None)
         for key in [k for k in self._resolved_at if k[0] == group_id]:
             del self._resolved_at[key]
+        self._regex_refresh_due.discard(group_id)
         for timer_key in [k for k in self._timers if k[1] == group_id]:
             self._timers.pop(timer_key).cancelled = True
 
