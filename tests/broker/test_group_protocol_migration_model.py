@@ -123,7 +123,7 @@ class MigrationModel(RuleBasedStateMachine):
             members=tuple(
                 ClassicMemberView(
                     mid,
-                    None,
+                    c.instance_id,
                     c.name,
                     "/h",
                     REBALANCE_MS,
