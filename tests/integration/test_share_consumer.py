@@ -321,6 +321,7 @@ def test_share_fetch_errors_on_the_wire(broker) -> None:
             (t.topic_id, p.partition_index): p for t in opened.responses for p in t.partitions
         }
         assert answers[(unknown, 0)].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        assert answers[(unknown, 0)].records == b""  # empty, never null, as Kafka's
         assert answers[(topic_id, 0)].records
         assert _acquired(opened, topic_id) == [(0, 4, 1)]
         # A wrong epoch; an acknowledgement past the window; then accept 0-1 and release

@@ -195,7 +195,8 @@ async def _share_fetch(apis, body, connection):
                 error_message=result.error_message,
                 acknowledge_error_code=int(ack_error or ErrorCode.NONE),
                 current_leader=R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch),
-                records=result.records,
+                # never null: librdkafka's ShareFetch parser rejects null records
+                records=result.records if result.records is not None else b"",
                 acquired_records=[
                     R.AcquiredRecords(
                         first_offset=a.first_offset,
