@@ -51,9 +51,11 @@ fi
 # The in-process suites (no ports, no processes: tests/broker, tests/storage) on both
 # cores; then the suites that start their own brokers, ZooKeeper and clients on free ports
 # and in their own directories, two test files at a time (a file's module-scoped broker
-# stays on one worker); then the cluster suite, whose fault injection (SIGSTOP, proxies
-# cutting links, ZooKeeper outages) times sessions against the host, one test at a time.
+# stays on one worker); then, one test at a time, the cluster suite, whose fault injection
+# (SIGSTOP, proxies cutting links, ZooKeeper outages) times sessions against the host, and
+# the hardening suite, which checks that a hostile client delays no other by a second.
 python3 -m pytest -q -p no:cacheprovider -n 2 tests/broker tests/storage
 python3 -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=10 \
-    --ignore=tests/broker --ignore=tests/storage --ignore=tests/cluster
-python3 -m pytest -q -p no:cacheprovider --durations=10 tests/cluster
+    --ignore=tests/broker --ignore=tests/storage --ignore=tests/cluster \
+    --ignore=tests/integration/hardening
+python3 -m pytest -q -p no:cacheprovider --durations=10 tests/cluster tests/integration/hardening
