@@ -27,6 +27,12 @@
 # setting; the version picks their Kafka 4 paths (0081 checks GROUP configs and Kafka 4's
 # group ACL operations, 0052 and 0092 skip the message formats Kafka 4 removed). Unset,
 # or classic, is the classic run with TEST_KAFKA_VERSION=3.9.0, as before.
+# RDK_SHARE=1 runs the share-consumer tests (KIP-932, librdkafka 2.15's 0170-0185 series,
+# gated on broker version 4.2.0): the broker gets group.share.enable=true, the runner
+# TEST_KAFKA_VERSION=RDK_KAFKA_VERSION (default 4.2.0), and without test names the list is
+# the series' broker tests (not _local, _mock, the local 0186 or the manual 0190). Their
+# sub-tests are all full-mode ones (quick mode runs none and still says PASSED), so this
+# mode runs in full unless RDK_MODE says otherwise.
 set -euo pipefail
 src=$(cd "${1:?usage: $0 LIBRDKAFKA_SOURCE_DIR [TEST ...]}" && pwd)
 shift
@@ -36,6 +42,11 @@ classic) kafka_version=3.9.0 ;;
 consumer) kafka_version=${RDK_KAFKA_VERSION:-4.1.0} && export TEST_CONSUMER_GROUP_PROTOCOL=consumer ;;
 *) echo "RDK_GROUP_PROTOCOL must be classic or consumer" >&2 && exit 2 ;;
 esac
+share=${RDK_SHARE:-0}
+if [ "$share" = 1 ]; then
+    kafka_version=${RDK_KAFKA_VERSION:-4.2.0} mode=${RDK_MODE-}
+    LOGSTORE_OVERRIDES="group.share.enable=true ${LOGSTORE_OVERRIDES:-}"
+fi
 work=$(mktemp -d /tmp/librdkafka-suite.XXXXXX)
 
 if [ ! -x "$src/tests/test-runner" ]; then
@@ -55,7 +66,10 @@ for _ in $(seq 100); do
 done
 echo "metadata.broker.list=127.0.0.1:$port" >"$work/test.conf"
 
-if [ $# -eq 0 ]; then
+if [ $# -eq 0 ] && [ "$share" = 1 ]; then
+    set -- $(grep -oE '_TEST\(01[5-8][0-9]_share_[a-z0-9_]+' "$src/tests/test.c" |
+        sed 's/_TEST(//' | sort -u | grep -vE '_local$|_mock$|^0186_')
+elif [ $# -eq 0 ]; then
     set -- $(grep -oE '_TEST\(0[0-9]{3}_[a-z0-9_]+' "$src/tests/test.c" | sed 's/_TEST(//' | sort -u |
         grep -vE '_local|_mock|_ut$|ssl|sasl|oauth|auth|share|^0000_|^0004_|^0006_|^0009_|^0038_|^0052_|^0064_|^0066_|^0077_|^0078_|^0079_|^0098_|^0103_|^0109_' |
         awk -F_ '$1 < "0155"')
