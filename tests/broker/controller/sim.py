@@ -39,7 +39,12 @@ class SimBroker:
     deleted: set[TopicPartition] = dataclasses.field(default_factory=set)
     metadata_controller: int = -1
     # replicas in a failed log dir: LeaderAndIsr answers KAFKA_STORAGE_ERROR for them
+    # while they name the topic id the replica had when its dir failed (Kafka 3.9's
+    # ReplicaManager: a topic deleted and created again under the same name gets a new
+    # id, and its replica is created afresh in a good dir)
     offline: set[TopicPartition] = dataclasses.field(default_factory=set)
+    offline_topic_ids: dict[TopicPartition, object] = dataclasses.field(default_factory=dict)
+    topic_ids: dict[str, object] = dataclasses.field(default_factory=dict)
     # the offline replicas each UpdateMetadata named, by partition (the last one)
     metadata_offline: dict[TopicPartition, tuple[int, ...]] = dataclasses.field(
         default_factory=dict
@@ -52,9 +57,15 @@ class SimBroker:
         if isinstance(request, LeaderAndIsrRequestData):
             out = {}
             for s in request.partitions:
+                topic_id = request.topic_ids.get(s.partition.topic)
                 if s.partition in self.offline:
-                    out[s.partition] = 56  # KAFKA_STORAGE_ERROR
-                    continue
+                    if self.offline_topic_ids.get(s.partition) in (None, topic_id):
+                        out[s.partition] = 56  # KAFKA_STORAGE_ERROR
+                        continue
+                    self.offline.discard(s.partition)  # a new topic of the same name
+                    self.offline_topic_ids.pop(s.partition, None)
+                if topic_id is not None:
+                    self.topic_ids[s.partition.topic] = topic_id
                 held = self.leaders.get(s.partition)
                 if held is None or s.leader_epoch > held[1] or s.leader_epoch == held[1]:
                     self.leaders[s.partition] = (s.leader, s.leader_epoch)
@@ -170,7 +181,10 @@ class SimCluster:
     def fail_log_dir(self, b: int, partitions) -> None:
         """Broker ``b``'s log dir holding ``partitions`` failed: it answers
         KAFKA_STORAGE_ERROR for them and writes a log dir event notification."""
-        self.brokers[b].offline |= set(partitions)
+        broker = self.brokers[b]
+        broker.offline |= set(partitions)
+        for tp in partitions:
+            broker.offline_topic_ids[tp] = broker.topic_ids.get(tp.topic)
         self.sessions[b].propagate_log_dir_event(b)
         self.drain()
 
