@@ -185,6 +185,8 @@ class SimCluster:
         broker.offline |= set(partitions)
         for tp in partitions:
             broker.offline_topic_ids[tp] = broker.topic_ids.get(tp.topic)
+            # An offline replica neither leads nor follows (Kafka's handleLogDirFailure).
+            broker.leaders.pop(tp, None)
         self.sessions[b].propagate_log_dir_event(b)
         self.drain()
 
