@@ -254,10 +254,23 @@ def test_a_broker_without_zookeeper_stops_within_its_budget(dev_cluster) -> None
     directory, _state = dev_cluster
     nodes = status(directory)
     broker1 = nodes["broker 1"]["pid"]
-    log = directory / "b1" / "broker.log"
-    start = len(log.read_bytes())
+    brokers = [int(name.split()[1]) for name in nodes if name.startswith("broker ")]
+    logs = {n: directory / f"b{n}" / "broker.log" for n in brokers}
+    starts = {n: len(path.read_bytes()) for n, path in logs.items()}
+    log, start = logs[1], starts[1]
     os.kill(nodes["zookeeper"]["pid"], signal.SIGKILL)
     wait_until(lambda: not _alive(nodes["zookeeper"]["pid"]), timeout=30, message="ZK gone")
+
+    def every_broker_lost_zookeeper() -> bool:
+        return all(
+            b"ZooKeeper connection lost" in path.read_bytes()[starts[n] :]
+            for n, path in logs.items()
+        )
+
+    # The controller (possibly broker 1 itself) answers ControlledShutdown from memory
+    # until it sees its ZooKeeper connection go; the budget under test is a broker's
+    # once no controller is left.
+    wait_until(every_broker_lost_zookeeper, timeout=60, message="every broker saw ZK go")
     os.kill(broker1, signal.SIGTERM)
     # Budget: 2 attempts (each at most request.timeout.ms, 30 s) 0.5 s apart; bounded
     # generously, not timed.
