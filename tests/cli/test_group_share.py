@@ -1,7 +1,8 @@
 """``logstore group describe`` of a share group (KIP-932) against a real broker with
 group.share.enable=true: its type, epochs, members and assignments, and per partition
 the share-partition start offset, log offsets and in-flight records; a classic group's
-description is unchanged beside it."""
+description is unchanged beside it; ``group list`` shows every group's type and state
+and filters on types."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import uuid
 
 import pytest
 
+from logstore.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
 from logstore.protocol.messages.share_group import ShareGroupHeartbeatRequest
 from logstore.protocol.messages.share_group_offsets import AlterShareGroupOffsetsRequest as A
 from tests.cli.conftest import Cli, table_rows, unique
+from tests.cli.test_group import commit
 from tests.cli.test_topic import produce
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
@@ -104,3 +107,41 @@ def test_describe_a_share_group(logstore: Cli, cli_broker) -> None:
     (empty,) = logstore.json("group", "describe", group)
     assert (empty["state"], empty["members"]) == ("Empty", [])
     assert [p["start_offset"] for p in empty["partitions"]] == [2, 0]
+
+
+def test_list_shows_types_and_states(logstore: Cli, cli_broker) -> None:
+    bootstrap = cli_broker.bootstrap
+    topic = unique("types")
+    logstore("topic", "create", topic)
+    classic, consumer, share = unique("lc"), unique("lk"), unique("ls")
+    commit(bootstrap, classic, {(topic, 0): 0})
+    joined = wire_call(
+        bootstrap,
+        ConsumerGroupHeartbeatRequest(
+            group_id=consumer,
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=[topic],
+            topic_partitions=[],
+        ),
+        0,
+    )
+    assert joined.error_code == 0
+    _beat(bootstrap, share, str(uuid.uuid4()), 0, [topic])
+
+    mine = {classic, consumer, share}
+    listed = {g["group"]: g for g in logstore.json("group", "list") if g["group"] in mine}
+    assert {g: (r["type"], r["state"]) for g, r in listed.items()} == {
+        classic: ("classic", "EMPTY"),
+        consumer: ("consumer", listed[consumer]["state"]),
+        share: ("share", "STABLE"),
+    }
+    assert listed[consumer]["state"] in {"STABLE", "ASSIGNING", "RECONCILING"}
+    only = logstore.json("group", "list", "--type", "consumer")
+    assert {g["group"] for g in only} & mine == {consumer}
+    both = logstore.json("group", "list", "--type", "SHARE", "--type", "classic")
+    assert {g["group"] for g in both} & mine == {classic, share}
+    table = table_rows(logstore("group", "list").stdout)
+    assert table[0] == ["GROUP", "TYPE", "STATE"]
+    assert [share, "share", "STABLE"] in table and [classic, "classic", "EMPTY"] in table

@@ -16,6 +16,10 @@ server assignor, and per member its member epoch and its assigned and pending pa
 (:mod:`logstore.cli.consumer_group_describe`). A share group (KIP-932) has type
 ``share`` and per partition its share-partition start offset and in-flight records
 instead of a committed offset and lag (:mod:`logstore.cli.share_group_describe`).
+
+``list`` shows each group's type and state, as ``kafka-groups.sh --list`` does from
+ListGroups v5; ``--type`` (repeatable) keeps the groups of the given types, passed to the
+brokers as ListGroups' TypesFilter.
 """
 
 from __future__ import annotations
@@ -40,7 +44,12 @@ from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.consumer_group_describe import describe_consumer_group
 from logstore.cli.output import Output, report, status_of
 from logstore.cli.positions import parse_position, resolve
-from logstore.cli.share_group_describe import in_flight, share_group_at, share_group_ids
+from logstore.cli.share_group_describe import (
+    in_flight,
+    share_group_at,
+    share_group_ids,
+    share_groups,
+)
 from logstore.cli.topic import topic_metadata
 
 # States in which Kafka lets an admin client commit offsets for the group.
@@ -49,7 +58,7 @@ _INACTIVE = {ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupSta
 
 @cli_group("group")
 def group() -> None:
-    """List, describe, seek and delete consumer groups."""
+    """List, describe, seek and delete groups."""
 
 
 def state_name(state: Any) -> str:
@@ -77,20 +86,63 @@ def describe_groups(admin: Admin, group_ids: tuple[str, ...] | list[str]) -> dic
     return {g: admin.result(futures[g], f"group {g}") for g in group_ids}
 
 
+# Group types as ListGroups v5 (KIP-848's TypesFilter) and ``kafka-groups.sh`` name them.
+GROUP_TYPES = ("classic", "consumer", "share")
+_CONFLUENT_TYPES = {"classic": ConsumerGroupType.CLASSIC, "consumer": ConsumerGroupType.CONSUMER}
+
+
+def type_name(group_type: Any) -> str:
+    """``classic``/``consumer`` from confluent-kafka's ConsumerGroupType (``unknown``
+    from a broker older than ListGroups v5)."""
+    return state_name(group_type).lower()
+
+
 @group.command("list")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    type=click.Choice(GROUP_TYPES, case_sensitive=False),
+    help="only groups of this type (repeatable)",
+)
 @broker_command
-def list_(client: ClientOptions, out: Output) -> int:
-    """List the consumer groups and their states."""
-    admin = Admin(client)
-    result = admin.result(admin.client.list_consumer_groups(**admin.kwargs()), "list groups")
-    rows = [
-        {"group": g.group_id, "state": state_name(g.state), "simple": g.is_simple_consumer_group}
-        for g in sorted(result.valid, key=lambda g: g.group_id)
-    ]
-    out.emit(rows, lambda o, d: o.table(["group", "state"], ([r["group"], r["state"]] for r in d)))
-    for err in result.errors:
+def list_(types: tuple[str, ...], client: ClientOptions, out: Output) -> int:
+    """List the groups (classic, consumer and share) with their types and states."""
+    wanted = {t.lower() for t in types} or set(GROUP_TYPES)
+    rows = []
+    errors: list[Any] = []
+    confluent_types = {_CONFLUENT_TYPES[t] for t in wanted if t in _CONFLUENT_TYPES}
+    if confluent_types:
+        admin = Admin(client)
+        kwargs: dict[str, Any] = dict(admin.kwargs())
+        if wanted != set(GROUP_TYPES):
+            kwargs["types"] = confluent_types
+        result = admin.result(admin.client.list_consumer_groups(**kwargs), "list groups")
+        errors = result.errors
+        rows = [
+            {
+                "group": g.group_id,
+                "type": type_name(g.type),
+                "state": state_name(g.state),
+                "simple": g.is_simple_consumer_group,
+            }
+            for g in result.valid
+        ]
+    if "share" in wanted:
+        rows += [
+            {"group": g, "type": "share", "state": state.upper(), "simple": False}
+            for g, state in share_groups(client).items()
+        ]
+    rows.sort(key=lambda r: r["group"])
+    out.emit(
+        rows,
+        lambda o, d: o.table(
+            ["group", "type", "state"], ([r["group"], r["type"], r["state"]] for r in d)
+        ),
+    )
+    for err in errors:
         click.echo(f"logstore group list: error: {status_of(err)}", err=True)
-    return EXIT_FAILED if result.errors else EXIT_OK
+    return EXIT_FAILED if errors else EXIT_OK
 
 
 def describe_one(admin: Admin, desc: Any, topic_partitions: dict[str, list[int]]) -> dict[str, Any]:

@@ -83,14 +83,20 @@ def _coordinator(options: ClientOptions, group_id: str) -> tuple[int, str, int] 
 
 
 def share_group_ids(options: ClientOptions) -> list[str]:
-    """The share groups every broker coordinates (ListGroups v5 filtered on type share:
-    confluent-kafka's list leaves them out). A broker that cannot be reached or does not
-    serve ListGroups v5 lists none."""
+    """The share groups every broker coordinates (see :func:`share_groups`)."""
+    return sorted(share_groups(options))
+
+
+def share_groups(options: ClientOptions) -> dict[str, str]:
+    """Every share group the brokers coordinate and its state as ListGroups names it
+    (``Empty``, ``Stable``): ListGroups v5 filtered on type share, of each broker
+    (confluent-kafka's list leaves share groups out). A broker that cannot be reached or
+    does not serve ListGroups v5 lists none."""
 
     def brokers(connection: Any) -> list[tuple[str, int]]:
         return [(b.host, b.port) for b in answered_metadata(connection, []).brokers]
 
-    found: set[str] = set()
+    found: dict[str, str] = {}
     conf = options.config()
     for host, port in first_answer(options, "share groups", brokers, []):
         try:
@@ -107,12 +113,14 @@ def share_group_ids(options: ClientOptions) -> list[str]:
                 version=version,
             )
             assert isinstance(response, ListGroupsResponse)
-            found.update(g.group_id for g in response.groups if g.group_type == "share")
+            found.update(
+                (g.group_id, g.group_state) for g in response.groups if g.group_type == "share"
+            )
         except KafkaClientError:
             continue
         finally:
             connection.close()
-    return sorted(found)
+    return found
 
 
 def share_group_at(options: ClientOptions, group_id: str) -> dict[str, Any] | None:
