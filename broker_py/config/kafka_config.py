@@ -422,6 +422,12 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "replica.fetch.min.bytes": (_int(1), "1"),
     "num.replica.fetchers": (_int(1), "1"),
     "replica.high.watermark.checkpoint.interval.ms": (_long(1), "5000"),
+    # Replication throttles (KIP-73): bytes/s for the replicas the topic configs
+    # leader/follower.replication.throttled.replicas list; set dynamically.
+    "leader.replication.throttled.rate": (_long(0), str(LONG_MAX)),
+    "follower.replication.throttled.rate": (_long(0), str(LONG_MAX)),
+    "replication.quota.window.num": (_int(1), "11"),
+    "replication.quota.window.size.seconds": (_int(1), "1"),
     "sasl.kerberos.min.time.before.relogin": (_long(0), "60000"),
     "sasl.kerberos.ticket.renew.jitter": (_float(0, 1), "0.05"),
     "sasl.kerberos.ticket.renew.window.factor": (_float(0, 1), "0.8"),
@@ -482,6 +488,8 @@ DYNAMIC_KEYS = frozenset(
         "max.connections",
         "max.connections.per.ip",
         "max.connections.per.ip.overrides",
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
     }
 )
 

@@ -36,13 +36,15 @@ class PartitionFetchState:
     follows in, the epoch of its last batch (-1: unknown or not to be checked), until
     when (monotonic seconds) it backs off after an error, and its lag: the leader's high
     watermark minus the next offset at the leader's last answer (Kafka's FetcherLagStats;
-    0 until the first)."""
+    0 until the first); ``in_sync``: that lag was 0 (Kafka's ``isReplicaInSync``: the
+    follower's replication throttle never holds it back; False until the first answer)."""
 
     fetch_offset: int
     current_leader_epoch: int
     last_fetched_epoch: int
     delayed_until: float = 0.0
     lag: int = 0
+    in_sync: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,10 @@ With a replica selector, the leader may send a consumer to another replica
 
 A follower (``replica_id`` ≥ 0) reads up to the log end and gets a DivergingEpoch
 where its log disagrees with the leader's; otherwise its fetch offset is recorded as
-its log end offset (which may move the high watermark and the ISR).
+its log end offset (which may move the high watermark and the ISR). A follower outside
+the ISR gets no records of a partition the leader's replication throttle lists while
+that throttle is over its rate (Kafka's ``shouldLeaderThrottle``, KIP-73); an in-sync
+follower is never held back, so acks=all is not slowed.
 """
 
 from __future__ import annotations
@@ -119,6 +122,8 @@ def _read_for_follower(
                 partition, follower, fp.fetch_offset, fp.fetcher_log_start_offset
             )
         records: bytes | DeferredRecords = b""
+        if slice_ is not None and _leader_throttled(manager, partition, follower):
+            slice_ = None
         if slice_ is not None:
             first_with_data = False
             remaining -= slice_.length
@@ -137,6 +142,14 @@ def _read_for_follower(
             )
         )
     return LogReadResult(out, total, touched)
+
+
+def _leader_throttled(manager: ReplicaManager, partition: Partition, follower: int) -> bool:
+    """Whether ``follower``'s read of ``partition`` is held back by the leader's throttle."""
+    if follower in partition.isr:
+        return False
+    quota = manager.leader_quota
+    return quota.is_throttled((partition.topic, partition.index)) and quota.is_quota_exceeded()
 
 
 def _read_for_consumer(

@@ -19,6 +19,12 @@ Per partition, by the error the leader answers:
 An answer is applied only if the partition's fetch state is still the one the request
 was built from (a LeaderAndIsr in between replaces it). A follower never truncates to
 its high watermark: only by epoch, or to the leader's log end when out of range.
+
+Replication throttle (KIP-73, Kafka's ``shouldFollowerThrottle``): a partition the
+follower's throttle lists, and not caught up to the leader's high watermark at its last
+answer, is left out of the Fetch while that throttle is over its rate; when every ready
+partition is left out the fetcher waits ``replica.fetch.backoff.ms``. The record bytes of
+throttled partitions are counted against it.
 """
 
 from __future__ import annotations
@@ -107,6 +113,14 @@ class ReplicaFetcherThread:
                 except TimeoutError:
                     pass
                 continue
+            ready = self._unthrottled(ready)
+            if not ready:
+                self._changed.clear()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), self.backoff_s)
+                except TimeoutError:
+                    pass
+                continue
             try:
                 await self._fetch(ready)
             except asyncio.CancelledError:
@@ -115,6 +129,16 @@ class ReplicaFetcherThread:
                 log.exception("%s: fetch failed", self.name)
                 self._delay(ready)
                 await asyncio.sleep(self.backoff_s)
+
+    def _unthrottled(
+        self, ready: dict[TopicPartition, PartitionFetchState]
+    ) -> dict[TopicPartition, PartitionFetchState]:
+        """``ready`` less the partitions the follower's throttle holds back now."""
+        quota = self.replica_manager.follower_quota
+        held = {tp for tp, s in ready.items() if not s.in_sync and quota.is_throttled(tp)}
+        if not held or not quota.is_quota_exceeded():
+            return ready
+        return {tp: s for tp, s in ready.items() if tp not in held}
 
     def _log_start_offset(self, tp: TopicPartition) -> int:
         partition = self.replica_manager.get_partition(*tp)
@@ -203,7 +227,11 @@ class ReplicaFetcherThread:
             partition.append_records_to_follower(records)
             state.fetch_offset = partition.log_end_offset
             state.last_fetched_epoch = _latest_epoch(partition)
+            quota = self.replica_manager.follower_quota
+            if quota.is_throttled((partition.topic, partition.index)):
+                quota.record(len(records))
         state.lag = max(0, data.high_watermark - state.fetch_offset)
+        state.in_sync = state.lag == 0
         self.replica_manager.update_follower_high_watermark(
             partition, data.high_watermark, data.log_start_offset
         )

@@ -56,6 +56,12 @@ from broker_py.replication.replica_log_dirs import (
     describe_log_dirs,
     stop_serving_log_dir,
 )
+from broker_py.replication.replication_quota_manager import (
+    FOLLOWER,
+    LEADER,
+    ReplicationQuotaManager,
+    unthrottled,
+)
 from broker_py.utils.completion import Completion
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
@@ -196,6 +202,19 @@ class ReplicaManager:
         self.partition_exists: Callable[[str, int], bool] | None = None
         # Each log dir's replication-offset-checkpoint as read at start (high watermarks).
         self._hw_checkpoints: dict[str, dict[tuple[str, int], int]] = {}
+        # Replication throttles (KIP-73): what this broker sends out-of-sync followers of
+        # throttled partitions, and what its fetchers take for them (set by the broker
+        # from its configs; these throttle nothing).
+        self.leader_quota: ReplicationQuotaManager = unthrottled(
+            LEADER, broker_id, self.monotonic_ms
+        )
+        self.follower_quota: ReplicationQuotaManager = unthrottled(
+            FOLLOWER, broker_id, self.monotonic_ms
+        )
+
+    def monotonic_ms(self) -> int:
+        """The clock of rates (the replication throttles): monotonic, in milliseconds."""
+        return int(self.time.monotonic() * 1000)
 
     # ---- partitions ----
 
@@ -885,14 +904,37 @@ class ReplicaManager:
         ``params.max_wait_ms``."""
         first = self.read_from_local_log(params, infos)
         if first.bytes_read >= params.min_bytes or params.max_wait_ms <= 0 or not first.partitions:
+            if params.replica_id >= 0:
+                self._record_leader_replication(first.reads)
             return first.reads
         done = Completion()
+        respond: Callable[[list[FetchPartitionData]], None] = (
+            done if params.replica_id < 0 else functools.partial(self._answer_follower, done)
+        )
         self.fetch_purgatory.watch(
-            DelayedFetch(self, params, infos, done), [p.key for p in first.partitions]
+            DelayedFetch(self, params, infos, respond), [p.key for p in first.partitions]
         )
         # The purgatory only watches (it tries nothing now): the answer is a future.
         answer: asyncio.Future[list[FetchPartitionData]] = done.result()
         return answer
+
+    def _answer_follower(
+        self, done: Callable[[list[FetchPartitionData]], None], reads: list[FetchPartitionData]
+    ) -> None:
+        self._record_leader_replication(reads)
+        done(reads)
+
+    def _record_leader_replication(self, reads: list[FetchPartitionData]) -> None:
+        """The leader's throttle counts the record bytes a follower's answer carries for
+        throttled partitions, in sync or not (Kafka's ``sizeOfThrottledPartitions``)."""
+        quota = self.leader_quota
+        size = sum(
+            len(read.records)
+            for read in reads
+            if read.records and quota.is_throttled((read.fetch.topic or "", read.fetch.partition))
+        )
+        if size:
+            quota.record(size)
 
     def read_from_local_log(self, params: FetchParams, infos: list[FetchInfo]) -> LogReadResult:
         """One read of ``infos`` as they are now (:mod:`.local_log_read`); a follower's

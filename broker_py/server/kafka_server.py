@@ -30,6 +30,8 @@ from broker_py.log.log_manager import LogManager
 from broker_py.network import fd_budget
 from broker_py.network.listener_manager import ListenerManager
 from broker_py.replication.replica_manager import ReplicaManager
+from broker_py.replication.replication_quota_manager import FOLLOWER, LEADER
+from broker_py.replication.replication_quota_manager import from_config as quota_from_config
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
 from broker_py.server import handlers
@@ -306,6 +308,10 @@ class KafkaServer:
             self.time,
             log_manager=self.log_manager,
         )
+        # Replication throttles (KIP-73) from the broker's rates and the topics' configs.
+        configs, clock_ms = support.metadata_cache.topic_configs, replica_manager.monotonic_ms
+        replica_manager.leader_quota = quota_from_config(LEADER, config, clock_ms, configs)
+        replica_manager.follower_quota = quota_from_config(FOLLOWER, config, clock_ms, configs)
         # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
         self.metrics = BrokerMetrics.from_config(config)
         listeners = ListenerManager(

@@ -312,6 +312,9 @@ def _broker_wide_and_loop_series(prometheus: PrometheusServer, topic: str) -> No
         value = prometheus.wait_value(idle, lambda v: 0 <= v <= 1)
         assert 0 < value <= 1, (idle, value)
     assert prometheus.value('kafka_server_replicafetchermanager_maxlag{clientId="Replica"}') == 0
+    # No replica is throttled on a broker alone (KIP-73's byte rates).
+    assert prometheus.value("kafka_server_leaderreplication_byte_rate") == 0
+    assert prometheus.value("kafka_server_followerreplication_byte_rate") == 0
     assert (
         prometheus.value("kafka_controller_controllerstats_leaderelectionrateandtimems_count") == 0
     )

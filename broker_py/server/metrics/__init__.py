@@ -15,6 +15,7 @@ so existing Grafana dashboards chart them. One concept per module:
 - :mod:`.exporter_partitions`: kafka_exporter's ``kafka_brokers`` and
   ``kafka_topic_partition_*``;
 - :mod:`.fetcher_lag`: the replica fetchers' lag;
+- :mod:`.replication_quotas`: the replication throttles' byte rates;
 - :mod:`.controller_metrics`: the controller's leader election timer;
 - :mod:`.broker_gauges`: active controller, purgatory sizes, connections per listener;
 - :mod:`.group_lag`: consumer group lag;
@@ -48,6 +49,7 @@ from broker_py.server.metrics import (
     fetcher_lag,
     group_lag,
     partition_metrics,
+    replication_quotas,
     share_groups,
 )
 from broker_py.server.metrics.collector import BrokerCollector
@@ -124,6 +126,7 @@ class BrokerMetrics:
             "idle": self.idle.snapshot(),
             "exporter": exporter_partitions.snapshot(apis, controller),
             "fetchers": fetcher_lag.snapshot(apis.replica_manager),
+            "replication_quotas": replication_quotas.snapshot(apis.replica_manager),
             "controller": controller_metrics.snapshot(controller),
             "client_telemetry": client_telemetry.snapshot(apis.client_telemetry),
         }

@@ -19,6 +19,7 @@ from broker_py.server.metrics import (
     fetcher_lag,
     group_lag,
     partition_metrics,
+    replication_quotas,
     request_metrics,
     share_groups,
     topic_metrics,
@@ -59,6 +60,7 @@ class BrokerCollector(Collector):
         yield from share_groups.collect(snap["share_groups"])
         yield from exporter_partitions.collect(snap["exporter"])
         yield from fetcher_lag.collect(snap["fetchers"])
+        yield from replication_quotas.collect(snap["replication_quotas"])
         yield from controller_metrics.collect(snap["controller"])
         yield from client_telemetry.collect(snap["client_telemetry"])
         idle = snap["idle"]
