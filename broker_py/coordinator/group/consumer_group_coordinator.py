@@ -14,9 +14,10 @@ Invariants:
 - A group is this coordinator's while this broker leads its ``__consumer_offsets``
   partition (the classic manager's ``coordinator_error``); on resignation its groups go.
 - The records a heartbeat (or a timer) returns are appended to the group's partition
-  with acks=-1 before the heartbeat is answered; ``_persisted`` is the replay of the
-  records whose append succeeded, in order. When an append fails, the group is rebuilt
-  from ``_persisted`` once none of its appends is in flight, and the heartbeat gets the
+  with acks=-1 before the heartbeat is answered; what was persisted is the replay of
+  the records whose append succeeded, in order. When an append fails, the group is
+  rebuilt from it once none of its appends is in flight
+  (:mod:`~broker_py.coordinator.group.group_record_writes`), and the heartbeat gets the
   append's error as Kafka maps it (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
 - Topics come from the broker's metadata (names, topic ids, partition counts), read
   again whenever the metadata's topics object changes; regexes are google-re2 patterns
@@ -47,8 +48,9 @@ from broker_py.coordinator.group.group_metadata_records import (
     encode_group_metadata_key,
     partition_for,
 )
+from broker_py.coordinator.group.group_record_writes import GroupRecordWrites, KeyValue
 from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
-from broker_py.coordinator.group.modern.group import ConsumerGroup, IllegalStateError
+from broker_py.coordinator.group.modern.group import ConsumerGroup
 from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
 from broker_py.coordinator.group.modern.manager import ConsumerGroupManager
 from broker_py.coordinator.group.modern.migration import GroupMigration
@@ -97,9 +99,9 @@ class ConsumerGroupCoordinator:
         self._topic_source = topics
         self._topics_seen: object = None
         self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
-        self._persisted: dict[str, ConsumerGroup] = {}
-        self._in_flight: dict[str, int] = {}
-        self._failed: set[str] = set()
+        self._writes: GroupRecordWrites[Record, ConsumerGroup] = GroupRecordWrites(
+            "consumer group", groups, serialize, ConsumerGroup, self._reload
+        )
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
         # Groups whose regex resolution is queued on the event loop.
@@ -157,8 +159,7 @@ class ConsumerGroupCoordinator:
             g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
         ]:
             self.manager.forget_group(group_id)
-            self._persisted.pop(group_id, None)
-            self._failed.discard(group_id)
+            self._writes.forget(group_id)
 
     def load_records(self, offsets_partition: int, records: list[Record]) -> None:
         """The consumer-group records read back from an offsets partition, in log order
@@ -169,10 +170,9 @@ class ConsumerGroupCoordinator:
         for record in records:
             if record.group_id not in loaded:
                 loaded.append(record.group_id)
-                # What a write completing after an earlier resignation left is stale.
-                self._persisted.pop(record.group_id, None)
+                self._writes.loading(record.group_id)
             self.manager.replay(record)
-            self._replay_persisted(record)
+            self._writes.replayed(record)
         for group_id in loaded:
             self.manager.on_loaded(group_id)
             self._loaded_with_group_timeout(group_id)
@@ -400,69 +400,17 @@ class ConsumerGroupCoordinator:
         group_id: str,
         records: list[Record],
         callback: Callable[[ErrorCode], None],
-        extra: Iterable[tuple[bytes, bytes | None]] = (),
-        tail: Iterable[tuple[bytes, bytes | None]] = (),
+        extra: Iterable[KeyValue] = (),
+        tail: Iterable[KeyValue] = (),
     ) -> None:
         """Appends ``extra`` (classic group records), the records, then ``tail`` (the
         classic group a downgrade installs), as one batch."""
-        try:
-            data = list(extra) + [serialize(r) for r in records] + list(tail)
-        except (ValueError, KafkaError) as e:
-            log.error("consumer group %s: records not serializable: %s", group_id, e)
-            self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
-            self._written(group_id, records, ErrorCode.UNKNOWN_SERVER_ERROR, callback)
-            return
-        self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
-        self._groups.store_records(
-            group_id, data, lambda error: self._written(group_id, records, error, callback)
-        )
-
-    def _written(
-        self,
-        group_id: str,
-        records: list[Record],
-        error: ErrorCode,
-        callback: Callable[[ErrorCode], None],
-    ) -> None:
-        left = self._in_flight.get(group_id, 1) - 1
-        if left:
-            self._in_flight[group_id] = left
-        else:
-            self._in_flight.pop(group_id, None)
-        if error == ErrorCode.NONE:
-            # A group this broker no longer coordinates is reloaded from the log if ever
-            # it comes back; what was persisted of it is not kept.
-            if self._groups.coordinator_error(group_id) is None:
-                for record in records:
-                    self._replay_persisted(record)
-        else:
-            log.warning(
-                "consumer group %s: %d records not written (%s); reloading it",
-                group_id,
-                len(records),
-                error.name,
-            )
-            self._failed.add(group_id)
-        if not left and group_id in self._failed:
-            self._failed.discard(group_id)
-            self._reload(group_id)
-        callback(error)
-
-    def _replay_persisted(self, record: Record) -> None:
-        group = self._persisted.get(record.group_id)
-        if group is None:
-            group = self._persisted[record.group_id] = ConsumerGroup(record.group_id)
-        try:
-            group.replay(record)
-        except IllegalStateError as e:
-            log.error("consumer group %s: persisted state: %s", record.group_id, e)
-        if group.deleted:
-            del self._persisted[record.group_id]
+        self._writes.append(group_id, records, callback, extra, tail)
 
     def _reload(self, group_id: str) -> None:
         """Rebuilds the group from what was persisted of it."""
         self.manager.forget_group(group_id)
-        persisted = self._persisted.get(group_id)
+        persisted = self._writes.persisted.get(group_id)
         if persisted is not None and self._groups.coordinator_error(group_id) is None:
             for record in list(persisted.snapshot_records()):
                 self.manager.replay(record)

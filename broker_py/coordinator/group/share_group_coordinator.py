@@ -12,9 +12,11 @@ Invariants, as for consumer groups:
 - A group is this coordinator's while this broker leads its ``__consumer_offsets``
   partition; on resignation its groups go.
 - The records a heartbeat (or a session timeout) returns are appended to the group's
-  partition before the heartbeat is answered; ``_persisted`` is the replay of the records
-  whose append succeeded. When an append fails, the group is rebuilt from ``_persisted``
-  once none of its appends is in flight, and the heartbeat gets the append's error.
+  partition before the heartbeat is answered; what was persisted is the replay of the
+  records whose append succeeded. When an append fails, the group is rebuilt from it
+  once none of its appends is in flight
+  (:mod:`~broker_py.coordinator.group.group_record_writes`), and the heartbeat gets the
+  append's error.
 - Topics come from the broker's metadata, read again whenever its topics object changes.
 - Sessions run on the group's share.session.timeout.ms; responses carry its
   share.heartbeat.interval.ms (the GROUP config resource over the broker's defaults).
@@ -30,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from broker_py.coordinator.group.group_metadata_records import partition_for
+from broker_py.coordinator.group.group_record_writes import GroupRecordWrites
 from broker_py.coordinator.group.modern.records import TopicMetadata
 from broker_py.coordinator.group.modern.share import state_partitions
 from broker_py.coordinator.group.modern.share.group import ShareGroup
@@ -98,9 +101,9 @@ class ShareGroupCoordinator:
         self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
         self._topic_source: TopicSource | None = None
         self._topics_seen: object = None
-        self._persisted: dict[str, ShareGroup] = {}
-        self._in_flight: dict[str, int] = {}
-        self._failed: set[str] = set()
+        self._writes: GroupRecordWrites[ShareRecord, ShareGroup] = GroupRecordWrites(
+            "share group", groups, serialize, ShareGroup, self._reload
+        )
         self._timer: Timer | None = None
         self._timer_deadline: float | None = None
         self._state_store: Callable[[], StateStore | None] | None = None
@@ -144,8 +147,7 @@ class ShareGroupCoordinator:
             g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
         ]:
             self.manager.forget_group(group_id)
-            self._persisted.pop(group_id, None)
-            self._failed.discard(group_id)
+            self._writes.forget(group_id)
         self._arm()
 
     def load_records(self, records: list[ShareRecord]) -> None:
@@ -155,10 +157,10 @@ class ShareGroupCoordinator:
         for record in records:
             if record.group_id not in loaded:
                 loaded.append(record.group_id)
-                self._persisted.pop(record.group_id, None)
+                self._writes.loading(record.group_id)
                 self.manager.forget_group(record.group_id)
             self.manager.replay(record)
-            self._replay_persisted(record)
+            self._writes.replayed(record)
         for group_id in loaded:
             self.manager.on_loaded(group_id, self.timeouts(group_id)[0])
         self._arm()
@@ -444,58 +446,12 @@ class ShareGroupCoordinator:
     def _persist(
         self, group_id: str, records: list[ShareRecord], callback: Callable[[ErrorCode], None]
     ) -> None:
-        self._in_flight[group_id] = self._in_flight.get(group_id, 0) + 1
-        try:
-            data = [serialize(r) for r in records]
-        except ValueError as e:
-            log.error("share group %s: records not serializable: %s", group_id, e)
-            self._written(group_id, records, ErrorCode.UNKNOWN_SERVER_ERROR, callback)
-            return
-        self._groups.store_records(
-            group_id, data, lambda error: self._written(group_id, records, error, callback)
-        )
-
-    def _written(
-        self,
-        group_id: str,
-        records: list[ShareRecord],
-        error: ErrorCode,
-        callback: Callable[[ErrorCode], None],
-    ) -> None:
-        left = self._in_flight.get(group_id, 1) - 1
-        if left:
-            self._in_flight[group_id] = left
-        else:
-            self._in_flight.pop(group_id, None)
-        if error == ErrorCode.NONE:
-            if self._groups.coordinator_error(group_id) is None:
-                for record in records:
-                    self._replay_persisted(record)
-        else:
-            log.warning(
-                "share group %s: %d records not written (%s); reloading it",
-                group_id,
-                len(records),
-                error.name,
-            )
-            self._failed.add(group_id)
-        if not left and group_id in self._failed:
-            self._failed.discard(group_id)
-            self._reload(group_id)
-        callback(error)
-
-    def _replay_persisted(self, record: ShareRecord) -> None:
-        group = self._persisted.get(record.group_id)
-        if group is None:
-            group = self._persisted[record.group_id] = ShareGroup(record.group_id)
-        group.replay(record)
-        if group.deleted:
-            del self._persisted[record.group_id]
+        self._writes.append(group_id, records, callback)
 
     def _reload(self, group_id: str) -> None:
         """Rebuilds the group from what was persisted of it."""
         self.manager.forget_group(group_id)
-        persisted = self._persisted.get(group_id)
+        persisted = self._writes.persisted.get(group_id)
         if persisted is not None and self._groups.coordinator_error(group_id) is None:
             for record in list(persisted.snapshot_records()):
                 self.manager.replay(record)
