@@ -46,6 +46,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 ELSEWHERE = {
     "logstore dev-cluster": "starts ZooKeeper and brokers: tests/cli/test_dev_cluster.py",
     "logstore export": "needs pyspark and Java 17: tests/spark/test_export.py",
+    "logstore cluster partitions move": "brokers 1, 2, 4: tests/cluster/test_partition_moves.py",
+    "logstore cluster decommission": "several brokers: tests/cluster/test_partition_moves.py",
 }
 
 # A synopsis that is not a command line -> the command lines that show it works.
