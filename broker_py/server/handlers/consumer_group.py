@@ -5,46 +5,36 @@ Each handler turns the request into a call on the group coordinator's
 :class:`~broker_py.coordinator.group.consumer_group_coordinator.ConsumerGroupCoordinator`
 and its result into the response; the coordinator and its sans-IO manager hold the rules.
 
-Authorization, as Kafka's KafkaApis: ConsumerGroupHeartbeat needs READ on the group and
-DESCRIBE on every topic it subscribes to by name (else TOPIC_AUTHORIZATION_FAILED), and a
-regex it makes the group resolve matches only topics the client may DESCRIBE;
-ConsumerGroupDescribe DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others)
-and DESCRIBE on every topic its members are assigned, or the group is answered with
-TOPIC_AUTHORIZATION_FAILED and no members.
-
-Coordinator errors come first, as for the classic APIs: COORDINATOR_NOT_AVAILABLE before
-the coordinator runs, COORDINATOR_LOAD_IN_PROGRESS while the group's offsets partition
-loads, NOT_COORDINATOR when another broker leads it.
+Authorization and coordinator errors, as Kafka's KafkaApis, are those of
+:mod:`.modern_groups`; besides, a regex a heartbeat makes the group resolve matches only
+topics the client may DESCRIBE, and a described group's topics are those of its members'
+assignments and target assignments.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
 from broker_py.coordinator.group.modern.member import Assignment
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.server.handlers.groups import _client_host, _client_id, _group_allowed
+from broker_py.server.handlers.groups import _client_host, _client_id
+from broker_py.server.handlers.modern_groups import (
+    describe_refusal,
+    described_assignment,
+    error_response,
+    heartbeat_refusal,
+    heartbeat_response,
+    topics_refused,
+)
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.consumer_group import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
 )
-
-_TOPICS_NOT_AUTHORIZED = (
-    "The described group uses topics that the client is not authorized to describe."
-)
-
-
-def _coordinator_error(apis, group_id: str) -> ErrorCode | None:
-    coordinator = apis.group_coordinator
-    if coordinator is None or not coordinator.active:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return coordinator.manager.coordinator_error(group_id)
-
 
 # ---- ConsumerGroupHeartbeat ----
 
@@ -60,51 +50,15 @@ def _owned(topic_partitions) -> Assignment | None:
 
 
 def _heartbeat_response(response: HeartbeatResponse) -> ConsumerGroupHeartbeatResponse:
-    assignment = None
-    if response.assignment is not None:
-        assignment = ConsumerGroupHeartbeatResponse.Assignment(
-            topic_partitions=[
-                ConsumerGroupHeartbeatResponse.TopicPartitions(
-                    topic_id=topic_id, partitions=sorted(partitions)
-                )
-                for topic_id, partitions in sorted(response.assignment.items())
-            ]
-        )
-    return ConsumerGroupHeartbeatResponse(
-        error_code=int(response.error_code),
-        error_message=response.error_message,
-        member_id=response.member_id,
-        member_epoch=response.member_epoch,
-        heartbeat_interval_ms=response.heartbeat_interval_ms,
-        assignment=assignment,
-    )
-
-
-def _error_response(error: ErrorCode):
-    """Kafka's answer to a heartbeat refused before the coordinator: the error with its
-    exception's default message."""
-    return ConsumerGroupHeartbeatResponse(
-        error_code=int(error), error_message=error.description, member_epoch=0
-    )
+    return heartbeat_response(ConsumerGroupHeartbeatResponse, response)
 
 
 def handle_consumer_group_heartbeat(apis, request, connection):
     body = request.body
     version = request.api_version
-    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
-        return _error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if body.subscribed_topic_names and auth_helper.denied(
-        apis,
-        connection,
-        AclOperation.DESCRIBE,
-        ResourceType.TOPIC,
-        set(body.subscribed_topic_names),
-    ):
-        # Kafka: a client may not subscribe to topics it may not see.
-        return _error_response(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    error = _coordinator_error(apis, body.group_id)
+    error = heartbeat_refusal(apis, connection, body.group_id, body.subscribed_topic_names)
     if error is not None:
-        return _error_response(error)
+        return error_response(ConsumerGroupHeartbeatResponse, error)
     if apis.group_coordinator.share_groups.group(body.group_id) is not None:
         # One group-id namespace: a share group is not a consumer group.
         return ConsumerGroupHeartbeatResponse(
@@ -148,25 +102,13 @@ async def _when_written(pending) -> ConsumerGroupHeartbeatResponse:
 # ---- ConsumerGroupDescribe ----
 
 
-def _described_assignment(assignment: Assignment, names: Mapping[uuid.UUID, str]):
-    return ConsumerGroupDescribeResponse.Assignment(
-        topic_partitions=[
-            ConsumerGroupDescribeResponse.TopicPartitions(
-                topic_id=topic_id, topic_name=names[topic_id], partitions=sorted(partitions)
-            )
-            for topic_id, partitions in sorted(assignment.items())
-            if topic_id in names
-        ]
-    )
+def _described_assignment(assignment: Assignment, names):
+    return described_assignment(ConsumerGroupDescribeResponse, assignment, names)
 
 
 def _describe(apis, connection, group_id: str, include_operations: bool, names):
     Described = ConsumerGroupDescribeResponse.DescribedGroup
-    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
-        return Described(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id)
-    if not group_id:
-        return Described(error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id)
-    error = _coordinator_error(apis, group_id)
+    error = describe_refusal(apis, connection, group_id)
     if error is not None:
         return Described(error_code=int(error), group_id=group_id)
     coordinator = apis.group_coordinator.consumer_groups
@@ -202,12 +144,9 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
                 member_type=0 if member.uses_classic_protocol else 1,
             )
         )
-    if auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, used):
-        return Described(
-            error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-            error_message=_TOPICS_NOT_AUTHORIZED,
-            group_id=group_id,
-        )
+    refused = topics_refused(apis, connection, Described, group_id, used)
+    if refused is not None:
+        return refused
     return Described(
         group_id=group_id,
         group_state=group.state.value,

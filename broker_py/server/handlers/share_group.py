@@ -6,19 +6,13 @@ its result into the response; the sans-IO manager holds the rules.
 
 As Kafka 4.1's KafkaApis: while share groups are not enabled (group.share.enable, off by
 default as Kafka 4.1's share.version feature) ShareGroupHeartbeat and ShareGroupDescribe
-answer UNSUPPORTED_VERSION. ShareGroupHeartbeat needs READ on the group and DESCRIBE on
-every topic it subscribes to (else TOPIC_AUTHORIZATION_FAILED); ShareGroupDescribe needs
-DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others) and DESCRIBE on every
-topic its members are assigned, or the group is answered TOPIC_AUTHORIZATION_FAILED.
-Coordinator errors come first (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
-NOT_COORDINATOR). One group-id namespace: a heartbeat or describe naming a classic or
-consumer group gets GROUP_ID_NOT_FOUND "Group X is not a share group.".
+answer UNSUPPORTED_VERSION. Then authorization and coordinator errors are those of
+:mod:`.modern_groups` (a described group's topics are those its members are assigned).
+One group-id namespace: a heartbeat or describe naming a classic or consumer group gets
+GROUP_ID_NOT_FOUND "Group X is not a share group.".
 """
 
 from __future__ import annotations
-
-import uuid
-from collections.abc import Mapping
 
 from broker_py.coordinator.group.modern.member import Assignment
 from broker_py.coordinator.group.modern.share.manager import (
@@ -27,18 +21,21 @@ from broker_py.coordinator.group.modern.share.manager import (
 )
 from broker_py.coordinator.group.modern.share.simple_assignor import NAME as SIMPLE_ASSIGNOR
 from broker_py.security.authorizer import auth_helper
-from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.server.handlers.consumer_group import _coordinator_error
-from broker_py.server.handlers.groups import _client_host, _client_id, _group_allowed
+from broker_py.security.authorizer.acl_binding import ResourceType
+from broker_py.server.handlers.groups import _client_host, _client_id
+from broker_py.server.handlers.modern_groups import (
+    describe_refusal,
+    described_assignment,
+    error_response,
+    heartbeat_refusal,
+    heartbeat_response,
+    topics_refused,
+)
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.share_group import (
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatResponse,
-)
-
-_TOPICS_NOT_AUTHORIZED = (
-    "The described group uses topics that the client is not authorized to describe."
 )
 
 
@@ -57,49 +54,18 @@ def _other_type(apis, group_id: str) -> str | None:
 
 
 def _heartbeat_response(response: ShareHeartbeatResponse) -> ShareGroupHeartbeatResponse:
-    assignment = None
-    if response.assignment is not None:
-        assignment = ShareGroupHeartbeatResponse.Assignment(
-            topic_partitions=[
-                ShareGroupHeartbeatResponse.TopicPartitions(
-                    topic_id=topic_id, partitions=sorted(partitions)
-                )
-                for topic_id, partitions in sorted(response.assignment.items())
-            ]
-        )
-    return ShareGroupHeartbeatResponse(
-        error_code=int(response.error_code),
-        error_message=response.error_message,
-        member_id=response.member_id,
-        member_epoch=response.member_epoch,
-        heartbeat_interval_ms=response.heartbeat_interval_ms,
-        assignment=assignment,
-    )
+    return heartbeat_response(ShareGroupHeartbeatResponse, response)
 
 
 def _error_response(error: ErrorCode, message: str | None = None):
-    """Kafka's answer to a heartbeat refused before the coordinator: the error with its
-    exception's default message."""
-    return ShareGroupHeartbeatResponse(
-        error_code=int(error), error_message=message or error.description, member_epoch=0
-    )
+    return error_response(ShareGroupHeartbeatResponse, error, message)
 
 
 def handle_share_group_heartbeat(apis, request, connection):
     body = request.body
     if not _enabled(apis):
         return _error_response(ErrorCode.UNSUPPORTED_VERSION)
-    if not _group_allowed(apis, connection, AclOperation.READ, body.group_id):
-        return _error_response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if body.subscribed_topic_names and auth_helper.denied(
-        apis,
-        connection,
-        AclOperation.DESCRIBE,
-        ResourceType.TOPIC,
-        set(body.subscribed_topic_names),
-    ):
-        return _error_response(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    error = _coordinator_error(apis, body.group_id)
+    error = heartbeat_refusal(apis, connection, body.group_id, body.subscribed_topic_names)
     if error is not None:
         return _error_response(error)
     if body.group_id and _other_type(apis, body.group_id) is not None:
@@ -130,25 +96,13 @@ async def _when_written(pending) -> ShareGroupHeartbeatResponse:
 # ---- ShareGroupDescribe ----
 
 
-def _described_assignment(assignment: Assignment, names: Mapping[uuid.UUID, str]):
-    return ShareGroupDescribeResponse.Assignment(
-        topic_partitions=[
-            ShareGroupDescribeResponse.TopicPartitions(
-                topic_id=topic_id, topic_name=names[topic_id], partitions=sorted(partitions)
-            )
-            for topic_id, partitions in sorted(assignment.items())
-            if topic_id in names
-        ]
-    )
+def _described_assignment(assignment: Assignment, names):
+    return described_assignment(ShareGroupDescribeResponse, assignment, names)
 
 
 def _describe(apis, connection, group_id: str, include_operations: bool, names):
     Described = ShareGroupDescribeResponse.DescribedGroup
-    if not _group_allowed(apis, connection, AclOperation.DESCRIBE, group_id):
-        return Described(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id)
-    if not group_id:
-        return Described(error_code=int(ErrorCode.INVALID_GROUP_ID), group_id=group_id)
-    error = _coordinator_error(apis, group_id)
+    error = describe_refusal(apis, connection, group_id)
     if error is not None:
         return Described(error_code=int(error), group_id=group_id)
     group = apis.group_coordinator.share_groups.group(group_id)
@@ -176,12 +130,9 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
                 assignment=_described_assignment(member.assigned_partitions, names),
             )
         )
-    if auth_helper.denied(apis, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, used):
-        return Described(
-            error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-            error_message=_TOPICS_NOT_AUTHORIZED,
-            group_id=group_id,
-        )
+    refused = topics_refused(apis, connection, Described, group_id, used)
+    if refused is not None:
+        return refused
     return Described(
         group_id=group_id,
         group_state=group.state.value,

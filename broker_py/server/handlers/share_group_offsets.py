@@ -41,8 +41,8 @@ from broker_py.coordinator.share.share_coordinator_shard import (
 )
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.server.handlers.consumer_group import _coordinator_error
 from broker_py.server.handlers.groups import _group_allowed
+from broker_py.server.handlers.modern_groups import _coordinator_error
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.share_group_offsets import (

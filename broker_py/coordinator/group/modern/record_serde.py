@@ -15,7 +15,7 @@ strings). The record type is also what Kafka calls the key version:
 Value: int16 value version, then the value's fields in the flexible encoding (unsigned
 varint length + 1 for strings, bytes and arrays, 0 for null; every struct closed by a
 tagged-field section). Every value type has version 0 only, which is what is written;
-later additions are tagged fields:
+later additions are tagged fields (the framing is :mod:`.record_codec`'s):
 
     ConsumerGroupMetadataValue            epoch int32; tag 0 metadata_hash int64
                                           (Kafka 4.1), tag 1 creation_time_ms int64
@@ -41,23 +41,26 @@ later additions are tagged fields:
 (``?`` marks a nullable field.) A tagged nullable struct's data starts with a presence
 byte, 1. A null value is a tombstone: it deletes the record with the same key.
 
-Reading: tagged fields this module does not declare are skipped. A value version above 0
-(none exists yet) is read for the version-0 fields it starts with, the rest ignored, with
-a warning; Kafka's loader fails the whole load on it instead, which would leave the
-partition's groups without a coordinator. Keys and values that do not parse raise
-:class:`InvalidGroupRecordError`. Key types that are not consumer-group records (offset
-commits, classic groups, share and streams groups) deserialize to ``None``.
+Reading: tagged fields this module does not declare are skipped; newer value versions
+and what does not parse are as :mod:`.record_codec` reads them. Key types that are not
+consumer-group records (offset commits, classic groups, share and streams groups)
+deserialize to ``None``.
 """
 
 from __future__ import annotations
 
-import logging
-import uuid
-from collections.abc import Iterable
 from typing import Any
 
-from broker_py.coordinator.group.group_metadata_records import InvalidGroupRecordError
-from broker_py.coordinator.group.modern.member import Assignment, MemberState, make_assignment
+from broker_py.coordinator.group.modern.member import MemberState
+from broker_py.coordinator.group.modern.record_codec import (
+    TOPIC_PARTITIONS,
+    VALUE_VERSION,
+    assignment_from_wire,
+    encode,
+    read_key,
+    read_value,
+    topic_partitions_to_wire,
+)
 from broker_py.coordinator.group.modern.records import (
     ClassicMemberMetadata,
     ClassicProtocol,
@@ -78,9 +81,8 @@ from broker_py.coordinator.group.modern.records import (
     TargetAssignmentMetadataTombstone,
     TopicMetadata,
 )
-from logstore.protocol.errors import EncodeError, MalformedMessageError
 from logstore.protocol.schema import Array, Field, Struct, StructValue
-from logstore.protocol.types import BYTES, INT8, INT32, INT64, STRING, UUID, Reader, Writer
+from logstore.protocol.types import BYTES, INT8, INT32, INT64, STRING, UUID
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES",
@@ -96,8 +98,6 @@ __all__ = [
     "record_type",
     "serialize",
 ]
-
-log = logging.getLogger(__name__)
 
 # Record types (the key's int16 prefix).
 GROUP_METADATA = 3
@@ -119,9 +119,6 @@ CONSUMER_GROUP_RECORD_TYPES = frozenset(
         REGULAR_EXPRESSION,
     }
 )
-
-# The value version written, and the highest one whose every field is known.
-VALUE_VERSION = 0
 
 # ---- schemas ----------------------------------------------------------------------
 
@@ -206,13 +203,9 @@ _TARGET_ASSIGNMENT_METADATA_VALUE = Struct(
 )
 
 
-_TOPIC_PARTITIONS = Struct(
-    "TopicPartitions", [Field("topic_id", UUID, "0+"), Field("partitions", Array(INT32), "0+")]
-)
-
 _TARGET_ASSIGNMENT_MEMBER_VALUE = Struct(
     "ConsumerGroupTargetAssignmentMemberValue",
-    [Field("topic_partitions", Array(_TOPIC_PARTITIONS), "0+")],
+    [Field("topic_partitions", Array(TOPIC_PARTITIONS), "0+")],
 )
 
 _CURRENT_MEMBER_ASSIGNMENT_VALUE = Struct(
@@ -221,8 +214,8 @@ _CURRENT_MEMBER_ASSIGNMENT_VALUE = Struct(
         Field("member_epoch", INT32, "0+"),
         Field("previous_member_epoch", INT32, "0+"),
         Field("state", INT8, "0+"),
-        Field("assigned_partitions", Array(_TOPIC_PARTITIONS), "0+"),
-        Field("partitions_pending_revocation", Array(_TOPIC_PARTITIONS), "0+"),
+        Field("assigned_partitions", Array(TOPIC_PARTITIONS), "0+"),
+        Field("partitions_pending_revocation", Array(TOPIC_PARTITIONS), "0+"),
     ],
 )
 
@@ -290,14 +283,6 @@ def _key_fields(record: Record) -> StructValue:
     return schema.cls(group_id=record.group_id)
 
 
-def _topic_partitions_out(assignment: Assignment) -> list[StructValue]:
-    # Sorted by topic id and partition so that a record's bytes depend on its value only.
-    return [
-        _TOPIC_PARTITIONS.cls(topic_id=topic_id, partitions=sorted(assignment[topic_id]))
-        for topic_id in sorted(assignment)
-    ]
-
-
 def _value_fields(record: Record) -> StructValue | None:
     match record:
         case GroupEpochRecord(epoch=epoch):
@@ -331,15 +316,15 @@ def _value_fields(record: Record) -> StructValue | None:
             return _TARGET_ASSIGNMENT_METADATA_VALUE.cls(assignment_epoch=epoch)
         case TargetAssignmentMemberRecord(partitions=partitions):
             return _TARGET_ASSIGNMENT_MEMBER_VALUE.cls(
-                topic_partitions=_topic_partitions_out(partitions)
+                topic_partitions=topic_partitions_to_wire(partitions)
             )
         case CurrentAssignmentRecord():
             return _CURRENT_MEMBER_ASSIGNMENT_VALUE.cls(
                 member_epoch=record.member_epoch,
                 previous_member_epoch=record.previous_member_epoch,
                 state=int(record.state),
-                assigned_partitions=_topic_partitions_out(record.assigned_partitions),
-                partitions_pending_revocation=_topic_partitions_out(
+                assigned_partitions=topic_partitions_to_wire(record.assigned_partitions),
+                partitions_pending_revocation=topic_partitions_to_wire(
                     record.partitions_pending_revocation
                 ),
             )
@@ -367,77 +352,30 @@ def serialize(record: Record) -> tuple[bytes, bytes | None]:
     an int16 length in a key, a number outside its field's range).
     """
     kind = record_type(record)
-    try:
-        w = Writer()
-        w.int16(kind)
-        _KEYS[kind].codec(0, False).write(w, _key_fields(record))
-        key = w.getvalue()
-        fields = _value_fields(record)
-        if fields is None:
-            return key, None
-        w = Writer()
-        w.int16(VALUE_VERSION)
-        _VALUES[kind].codec(VALUE_VERSION, True).write(w, fields)
-        return key, w.getvalue()
-    except EncodeError as exc:
-        raise ValueError(f"cannot write {type(record).__name__}: {exc}") from None
+    return encode(
+        kind,
+        _KEYS[kind],
+        _key_fields(record),
+        _VALUES[kind],
+        _value_fields(record),
+        type(record).__name__,
+    )
 
 
 # ---- deserialize ------------------------------------------------------------------
-
-
-def _read(schema: Struct, data: bytes, flexible: bool, what: str, exact: bool) -> Any:
-    r = Reader(data, 2)
-    try:
-        out = schema.codec(0, flexible).read(r)
-    except MalformedMessageError as exc:  # TruncatedMessageError included
-        raise InvalidGroupRecordError(f"{schema.name}: {exc}") from None
-    if exact and r.remaining():
-        raise InvalidGroupRecordError(
-            f"{schema.name}: {r.remaining()} bytes after the {what} at byte {r.pos}"
-        )
-    return out
-
-
-def _version(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise InvalidGroupRecordError(f"{what} of {len(data)} bytes has no version")
-    return int.from_bytes(data[:2], "big", signed=True)
-
-
-def _assignment(topics: Iterable[Any]) -> dict[uuid.UUID, frozenset[int]]:
-    merged: dict[uuid.UUID, set[int]] = {}
-    for t in topics:
-        merged.setdefault(t.topic_id, set()).update(t.partitions)
-    return make_assignment(merged)
 
 
 def deserialize(key: bytes, value: bytes | None) -> Record | None:
     """The record ``key`` and ``value`` hold; ``None`` when the key's type is not a
     consumer-group record. Raises :class:`InvalidGroupRecordError` when they do not parse.
     """
-    kind = _version(key, "key")
-    if kind not in CONSUMER_GROUP_RECORD_TYPES:
+    found = read_key(_KEYS, key)
+    if found is None:
         return None
-    k = _read(_KEYS[kind], key, False, "key", exact=True)
-    group_id: str = k.group_id
+    kind, k = found
     if value is None:
         return _tombstone(kind, k)
-    version = _version(value, "value")
-    if version < 0:
-        raise InvalidGroupRecordError(f"record type {kind}: value version {version}")
-    if version > VALUE_VERSION:
-        log.warning(
-            "__consumer_offsets: %s of group %r has value version %d, newer than %d; "
-            "reading the fields of version %d only",
-            _VALUES[kind].name,
-            group_id,
-            version,
-            VALUE_VERSION,
-            VALUE_VERSION,
-        )
-    v = _read(_VALUES[kind], value, True, "value", exact=version <= VALUE_VERSION)
-    return _record(kind, k, v)
+    return _record(kind, k, read_value(kind, _VALUES[kind], value, "group", k.group_id))
 
 
 def _tombstone(kind: int, k: Any) -> Record:
@@ -489,7 +427,9 @@ def _record(kind: int, k: Any, v: Any) -> Record:
     if kind == TARGET_ASSIGNMENT_METADATA:
         return TargetAssignmentMetadataRecord(group_id, v.assignment_epoch)
     if kind == TARGET_ASSIGNMENT_MEMBER:
-        return TargetAssignmentMemberRecord(group_id, k.member_id, _assignment(v.topic_partitions))
+        return TargetAssignmentMemberRecord(
+            group_id, k.member_id, assignment_from_wire(v.topic_partitions)
+        )
     if kind == CURRENT_MEMBER_ASSIGNMENT:
         return CurrentAssignmentRecord(
             group_id=group_id,
@@ -497,8 +437,8 @@ def _record(kind: int, k: Any, v: Any) -> Record:
             member_epoch=v.member_epoch,
             previous_member_epoch=v.previous_member_epoch,
             state=MemberState.from_value(v.state),
-            assigned_partitions=_assignment(v.assigned_partitions),
-            partitions_pending_revocation=_assignment(v.partitions_pending_revocation),
+            assigned_partitions=assignment_from_wire(v.assigned_partitions),
+            partitions_pending_revocation=assignment_from_wire(v.partitions_pending_revocation),
         )
     return RegularExpressionRecord(
         group_id=group_id,
@@ -507,17 +447,3 @@ def _record(kind: int, k: Any, v: Any) -> Record:
         timestamp_ms=v.timestamp,
         version=v.version,
     )
-
-
-# ---- shared with the share-group records (modern/share/record_serde.py) -------------
-
-
-def topic_partitions_schema() -> Struct:
-    """The ``[topic_id uuid, partitions [int32]]`` struct of assignment values."""
-    return _TOPIC_PARTITIONS
-
-
-topic_partitions_to_wire = _topic_partitions_out
-assignment_from_wire = _assignment
-read_struct = _read
-record_version = _version

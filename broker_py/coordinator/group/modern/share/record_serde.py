@@ -27,24 +27,23 @@ Value: int16 value version (0), then the fields in the flexible encoding:
                                         [int32]], deleting_topics [topic_id uuid,
                                         topic_name string]
 
-A null value is a tombstone. Unknown tagged fields are skipped; a newer value version is
-read for its version-0 fields with a warning. Keys and values that do not parse raise
-:class:`InvalidGroupRecordError`. Other key types deserialize to ``None``.
+A null value is a tombstone. Unknown tagged fields are skipped; the framing, newer value
+versions and what does not parse are those of
+:mod:`broker_py.coordinator.group.modern.record_codec`. Other key types deserialize to
+``None``.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from typing import Any
 
-from broker_py.coordinator.group.group_metadata_records import InvalidGroupRecordError
-from broker_py.coordinator.group.modern.record_serde import (
-    VALUE_VERSION,
+from broker_py.coordinator.group.modern.record_codec import (
+    TOPIC_PARTITIONS,
     assignment_from_wire,
-    read_struct,
-    record_version,
-    topic_partitions_schema,
+    encode,
+    read_key,
+    read_value,
     topic_partitions_to_wire,
 )
 from broker_py.coordinator.group.modern.share.records import (
@@ -62,13 +61,10 @@ from broker_py.coordinator.group.modern.share.records import (
     ShareTargetAssignmentMetadataRecord,
     ShareTargetAssignmentMetadataTombstone,
 )
-from logstore.protocol.errors import EncodeError
 from logstore.protocol.schema import Array, Field, Struct, StructValue
-from logstore.protocol.types import INT8, INT32, INT64, STRING, UUID, Writer
+from logstore.protocol.types import INT8, INT32, INT64, STRING, UUID
 
 __all__ = ["SHARE_GROUP_RECORD_TYPES", "deserialize", "record_type", "serialize"]
-
-log = logging.getLogger(__name__)
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -93,7 +89,6 @@ _MEMBER_KEY = Struct(
     "ShareGroupMemberKey", [Field("group_id", STRING, "0"), Field("member_id", STRING, "0")]
 )
 
-_TOPIC_PARTITIONS = topic_partitions_schema()
 _TOPIC_PARTITIONS_INFO = Struct(
     "TopicPartitionsInfo",
     [
@@ -128,7 +123,7 @@ _VALUES = {
     ),
     TARGET_ASSIGNMENT_MEMBER: Struct(
         "ShareGroupTargetAssignmentMemberValue",
-        [Field("topic_partitions", Array(_TOPIC_PARTITIONS), "0+")],
+        [Field("topic_partitions", Array(TOPIC_PARTITIONS), "0+")],
     ),
     CURRENT_MEMBER_ASSIGNMENT: Struct(
         "ShareGroupCurrentMemberAssignmentValue",
@@ -136,7 +131,7 @@ _VALUES = {
             Field("member_epoch", INT32, "0+"),
             Field("previous_member_epoch", INT32, "0+"),
             Field("state", INT8, "0+"),
-            Field("assigned_partitions", Array(_TOPIC_PARTITIONS), "0+"),
+            Field("assigned_partitions", Array(TOPIC_PARTITIONS), "0+"),
         ],
     ),
     STATE_PARTITION_METADATA: Struct(
@@ -222,50 +217,26 @@ def serialize(record: ShareRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes of ``record``; the value is ``None`` for a tombstone.
     Raises :class:`ValueError` for a record that cannot be written."""
     kind = record_type(record)
-    try:
-        w = Writer()
-        w.int16(kind)
-        schema = _KEYS[kind]
-        if schema is _MEMBER_KEY:
-            member_id: str = getattr(record, "member_id")  # noqa: B009 - member-keyed types
-            key_fields = schema.cls(group_id=record.group_id, member_id=member_id)
-        else:
-            key_fields = schema.cls(group_id=record.group_id)
-        schema.codec(0, False).write(w, key_fields)
-        key = w.getvalue()
-        fields = _value_fields(kind, record)
-        if fields is None:
-            return key, None
-        w = Writer()
-        w.int16(VALUE_VERSION)
-        _VALUES[kind].codec(VALUE_VERSION, True).write(w, fields)
-        return key, w.getvalue()
-    except EncodeError as exc:
-        raise ValueError(f"cannot write {type(record).__name__}: {exc}") from None
+    schema = _KEYS[kind]
+    if schema is _MEMBER_KEY:
+        member_id: str = getattr(record, "member_id")  # noqa: B009 - member-keyed types
+        key_fields = schema.cls(group_id=record.group_id, member_id=member_id)
+    else:
+        key_fields = schema.cls(group_id=record.group_id)
+    fields = _value_fields(kind, record)
+    return encode(kind, schema, key_fields, _VALUES[kind], fields, type(record).__name__)
 
 
 def deserialize(key: bytes, value: bytes | None) -> ShareRecord | None:
     """The share-group record ``key`` and ``value`` hold; ``None`` for other key types."""
-    kind = record_version(key, "key")
-    if kind not in SHARE_GROUP_RECORD_TYPES:
+    found = read_key(_KEYS, key)
+    if found is None:
         return None
-    k: Any = read_struct(_KEYS[kind], key, False, "key", exact=True)
+    kind, k = found
     group_id: str = k.group_id
     if value is None:
         return _tombstone(kind, k)
-    version = record_version(value, "value")
-    if version < 0:
-        raise InvalidGroupRecordError(f"record type {kind}: value version {version}")
-    if version > VALUE_VERSION:
-        log.warning(
-            "__consumer_offsets: %s of share group %r has value version %d; reading the "
-            "fields of version %d only",
-            _VALUES[kind].name,
-            group_id,
-            version,
-            VALUE_VERSION,
-        )
-    v: Any = read_struct(_VALUES[kind], value, True, "value", exact=version <= VALUE_VERSION)
+    v: Any = read_value(kind, _VALUES[kind], value, "share group", group_id)
     if kind == MEMBER_METADATA:
         return ShareMemberMetadataRecord(
             group_id,
