@@ -326,6 +326,11 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "max.connections.per.ip": (_int(0), "2147483647"),
     "max.connections.per.ip.overrides": (_ip_overrides, ""),
     "connection.failed.authentication.delay.ms": (_int(0), "100"),
+    # Client quotas (KIP-13, KIP-124, KIP-599): the windows their rates are measured in.
+    "quota.window.num": (_int(1), "11"),
+    "quota.window.size.seconds": (_int(1), "1"),
+    "controller.quota.window.num": (_int(1), "11"),
+    "controller.quota.window.size.seconds": (_int(1), "1"),
     "queued.max.request.bytes": (_long(-1), "-1"),
     # KIP-578's partition limits; -1: as many as the broker's file descriptors allow
     # (broker_py/network/fd_budget.py).

@@ -16,6 +16,10 @@ transport is paused for writing; a muted connection reads nothing more
 (``request_reader``). A handler that raises is answered with the server's ``on_error``
 response and the connection stays open; a request the connection may not make closes it.
 
+Throttling (KIP-219): a handler that sets the connection's ``throttle_ms`` (a client over
+its quota) has its response sent at once, then the connection reads and handles nothing
+more for that many milliseconds; other connections go on.
+
 A failed SASL authentication is answered, and the connection closed,
 ``connection.failed.authentication.delay.ms`` later, reading nothing meanwhile. With
 ``kafka.request.logger`` at DEBUG every completed request is logged with its phases
@@ -69,16 +73,27 @@ class RequestChannel:
         self.task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
         self._close_after = False
         self._delayed_close: asyncio.TimerHandle | None = None
+        self._throttled: asyncio.TimerHandle | None = None  # muted until it fires
 
     @property
     def muted(self) -> bool:
-        """Too many requests queue, or the client does not read its responses."""
-        return len(self._queue) >= MAX_QUEUED_REQUESTS or self._conn.sender.write_paused
+        """Too many requests queue, the client does not read its responses, or it is
+        throttled."""
+        return (
+            len(self._queue) >= MAX_QUEUED_REQUESTS
+            or self._conn.sender.write_paused
+            or self._throttled is not None
+        )
 
     @property
     def idle(self) -> bool:
         """No request queued or in progress, and no close pending."""
-        return not self._queue and self.task is None and self._delayed_close is None
+        return (
+            not self._queue
+            and self.task is None
+            and self._delayed_close is None
+            and self._throttled is None
+        )
 
     def enqueue(self, event: QueuedRequest, received: float) -> None:
         self._queue.append((event, received))
@@ -92,6 +107,9 @@ class RequestChannel:
         if self._delayed_close is not None:
             self._delayed_close.cancel()
             self._delayed_close = None
+        if self._throttled is not None:
+            self._throttled.cancel()
+            self._throttled = None
         if self.task is not None:
             self.task.cancel()
         return self.task
@@ -110,6 +128,7 @@ class RequestChannel:
             and not sender.write_paused
             and not conn.closed
             and server.processing
+            and self._throttled is None
         ):
             event, received = queue.popleft()
             self.queued_bytes -= event.size
@@ -148,9 +167,13 @@ class RequestChannel:
                 assert conn.transport is not None
                 conn.transport.close()  # after what is buffered is sent
                 return
+            if conn.throttle_ms > 0 and self.task is None:
+                self._throttle()
         reader = conn.reader
         # self.muted, inline: this runs once per read
-        reader.update_reading(len(queue) >= MAX_QUEUED_REQUESTS or sender.write_paused)
+        reader.update_reading(
+            len(queue) >= MAX_QUEUED_REQUESTS or sender.write_paused or self._throttled is not None
+        )
         reader.account(self.queued_bytes)
 
     def _dispatch(self, event: Request | ProduceFrame | UnsupportedRequest):
@@ -270,6 +293,21 @@ class RequestChannel:
                 self._conn.sender.write(chunks)
         if times is not None:
             self._completed(event, times)
+        if self._conn.throttle_ms > 0:
+            self._throttle()
+
+    def _throttle(self) -> None:
+        """Mutes the connection for its ``throttle_ms`` (the response is on its way)."""
+        conn = self._conn
+        delay_s, conn.throttle_ms = conn.throttle_ms / 1000, 0
+        if self._throttled is not None or conn.closed:
+            return
+        self._throttled = asyncio.get_running_loop().call_later(delay_s, self._unthrottle)
+        conn.reader.update_reading(True)
+
+    def _unthrottle(self) -> None:
+        self._throttled = None
+        self.process()
 
     def _encode(
         self, event: Request | ProduceFrame | UnsupportedRequest, response: Message | bytes | list
@@ -304,6 +342,8 @@ class RequestChannel:
         await self._conn.sender.send_with_files(chunks)
         if times is not None:
             self._completed(event, times)
+        if self._conn.throttle_ms > 0:
+            self._throttle()
 
     def _completed(
         self, event: Request | ProduceFrame | UnsupportedRequest, times: RequestTimes

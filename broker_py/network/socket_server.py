@@ -80,6 +80,9 @@ class ClientConnection(asyncio.Protocol):
         # The clock reading (request_logger.now) of the socket read that completed the
         # request being handled: where its time in the request queue starts.
         self.request_received = 0.0
+        # Set while a request is handled: how long to mute the connection once its response
+        # is sent (a client over a quota, KIP-219); 0: not throttled.
+        self.throttle_ms = 0
         self.transport: asyncio.Transport | None = None
         self.reader = RequestReader(self, server.max_request_size, self.sasl is not None)
         self.channel = RequestChannel(self)

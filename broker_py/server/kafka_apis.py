@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from broker_py.server.fetch_session import FetchSessionCache
     from broker_py.server.log_config_manager import LogConfigManager
     from broker_py.server.metadata_cache import MetadataCache
+    from broker_py.server.quota.client_quotas import ClientQuotas
     from broker_py.server.replica_admin_manager import ReplicaAdminManager
     from broker_py.server.share.share_partition_manager import SharePartitionManager
     from broker_py.server.share_state_persister import ShareStatePersister
@@ -85,6 +86,8 @@ class KafkaApis:
     client_telemetry: ClientTelemetry | Any = None
     # GROUP configs (Kafka 4): each group's overrides of the broker's group defaults.
     group_configs: GroupConfigManager | Any = None
+    # Client quotas (KIP-13, KIP-124, KIP-599): stored, described, altered and enforced.
+    client_quotas: ClientQuotas | Any = None
     # What counts Produce's and Fetch's per-partition errors when metrics.port is set
     # (broker_py.server.metrics.BrokerMetrics: on_produce_results, on_fetch_response).
     metrics: Any = None

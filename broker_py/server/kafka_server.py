@@ -49,6 +49,9 @@ from broker_py.server.log_dir_failure_handler import LogDirFailureHandler
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
+from broker_py.server.quota.client_quota_entity import QUOTA_KEYS
+from broker_py.server.quota.client_quotas import ClientQuotas
+from broker_py.server.quota.request_throttle import throttled
 from broker_py.server.replica_admin_manager import ReplicaAdminManager
 from broker_py.server.telemetry.client_telemetry import ClientTelemetry
 from broker_py.server.topic_admin_manager import TopicAdminManager
@@ -317,7 +320,7 @@ class KafkaServer:
         listeners = ListenerManager(
             config,
             scram_credentials,
-            lambda: instrumented(self.metrics, handlers.registry(self.apis)),
+            lambda: instrumented(self.metrics, throttled(self.apis, handlers.registry(self.apis))),
             lambda event: handlers.on_unsupported(self.apis, event),
             error_response,
         )
@@ -366,6 +369,15 @@ class KafkaServer:
             self.time.milliseconds,
         )
         self.apis.client_telemetry.start()
+        # Client quotas: a broker alone's client-quotas.json, or ZooKeeper's /config/users
+        # and /config/clients.
+        self.apis.client_quotas = ClientQuotas(
+            LocalConfigEntityStore(first_dir, "client-quotas.json")
+            if self.zk_support is None
+            else self.zk_support.client_quota_store(QUOTA_KEYS.__contains__),
+            config,
+        )
+        self.apis.client_quotas.start()
         # GROUP configs (Kafka 4): each group's overrides of the broker's group defaults.
         self.apis.group_configs = GroupConfigManager(
             LocalConfigEntityStore(first_dir, "group-configs.json")

@@ -50,6 +50,7 @@ from broker_py.utils.time import SYSTEM_TIME, Time
 from broker_py.zk.acl_authorizer import AclAuthorizer
 from broker_py.zk.kafka_zk_client import KafkaZkClient
 from broker_py.zk.zk_change_notifications import ConfigChangeListener
+from broker_py.zk.zk_client_quota_store import ZkClientQuotaStore
 from broker_py.zk.zk_config_entity_store import CLIENT_METRICS, GROUPS, ZkConfigEntityStore
 from broker_py.zk.zk_controller_store import ZkControllerStore
 from broker_py.zk.zk_dynamic_broker_config_store import ZkDynamicBrokerConfigStore
@@ -301,6 +302,13 @@ class ZkSupport:
     def group_config_store(self) -> ZkConfigEntityStore:
         """GROUP configs in ``/config/groups`` (started by its owner)."""
         store = ZkConfigEntityStore(self.zk, self.loop, GROUPS, "group config")
+        store.listen(self._config_changes)
+        return store
+
+    def client_quota_store(self, keep: Callable[[str], bool]) -> ZkClientQuotaStore:
+        """Client quotas in ``/config/users`` and ``/config/clients`` (started by its
+        owner); ``keep`` picks the quota keys among a node's keys."""
+        store = ZkClientQuotaStore(self.zk, self.loop, keep)
         store.listen(self._config_changes)
         return store
 

@@ -206,10 +206,14 @@ class ConfigChangeListener:
     ``/config/changes`` that hands each notification's entity name to the handler of its
     type (``handler(sanitized_name)`` on the listener's thread; "users" and "brokers"
     here, topics are the controller store's). Entities of types without a handler, and
-    a user's client quotas (``users/<user>/clients/<client>``), are ignored."""
+    a user's client quotas (``users/<user>/clients/<client>``), are ignored, except by a
+    handler registered with ``nested=True``: it gets every notification of its type,
+    nested names included, beside the type's own handler (client quotas share
+    ``users`` with SCRAM credentials)."""
 
     def __init__(self, zk: KafkaZkClient, *, time: Time = SYSTEM_TIME) -> None:
         self._handlers: dict[str, Callable[[str], None]] = {}
+        self._nested: dict[str, Callable[[str], None]] = {}
         self._listener = ZkNodeChangeNotificationListener(
             zk,
             zk_data.ConfigEntityChangeNotificationZNode.PATH,
@@ -218,10 +222,12 @@ class ConfigChangeListener:
             time=time,
         )
 
-    def register(self, entity_type: str, handler: Callable[[str], None]) -> None:
+    def register(
+        self, entity_type: str, handler: Callable[[str], None], *, nested: bool = False
+    ) -> None:
         """Registers the handler, then starts listening if not yet (blocking). The owner
         reads its entities after this returns."""
-        self._handlers[entity_type] = handler
+        (self._nested if nested else self._handlers)[entity_type] = handler
         self._listener.start()
 
     def close(self) -> None:
@@ -237,3 +243,6 @@ class ConfigChangeListener:
         handler = self._handlers.get(entity_type)
         if handler is not None and name and "/" not in name:
             handler(name)
+        nested = self._nested.get(entity_type)
+        if nested is not None and name:
+            nested(name)

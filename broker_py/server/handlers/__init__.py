@@ -33,6 +33,7 @@ def _modules():
     from broker_py.server.handlers import (
         acls,
         api_versions,
+        client_quotas,
         cluster,
         configs,
         consumer_group,
@@ -58,6 +59,7 @@ def _modules():
     return (
         acls,
         api_versions,
+        client_quotas,
         cluster,
         configs,
         consumer_group,

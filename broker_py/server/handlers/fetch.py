@@ -20,6 +20,13 @@ returns; the consumer drops their batches.
 
 With an authorizer, a topic the connection may not READ gets TOPIC_AUTHORIZATION_FAILED.
 
+Client quotas (consumers only, never a follower): a consumer under a
+``consumer_byte_rate`` reads at most what the quota allows over its windows in one
+response (Kafka's ``getMaxValueInQuotaWindow``); the bytes read count against it
+(:func:`broker_py.server.quota.request_throttle.record_bytes`), and a consumer over it
+(or over its request quota) is answered at once with no partitions and the throttle
+time, the bytes taken back, its session left as it was, as Kafka answers it.
+
 Fetch sessions (v7+, KIP-227) are kept in ``apis.fetch_sessions``: an incremental
 request reads every partition of its session and its response carries only the
 partitions with news (:mod:`broker_py.server.fetch_context`).
@@ -44,7 +51,12 @@ from broker_py.log.storage_errors import kafka_error
 from broker_py.replication.fetch_data import FetchParams, FetchPartitionData, ToConvert
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
-from broker_py.server.fetch_context import FetchContext, new_context
+from broker_py.server.fetch_context import (
+    FetchContext,
+    IncrementalFetchContext,
+    SessionErrorContext,
+    new_context,
+)
 from broker_py.server.fetch_session import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,
@@ -57,6 +69,7 @@ from broker_py.server.leader_hints import (
     FETCH_MIN_VERSION,
     LeaderHints,
 )
+from broker_py.server.quota.request_throttle import client_of, record_bytes
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -189,7 +202,12 @@ def _down_convert(read: FetchPartitionData, version: int, limit: int) -> FetchPa
 
 
 def _response(
-    apis, context: FetchContext, reads: list[FetchPartitionData], request, hints: LeaderHints
+    apis,
+    context: FetchContext,
+    reads: list[FetchPartitionData],
+    request,
+    hints: LeaderHints,
+    connection=None,
 ) -> list:
     """The response frame for ``reads``, filtered by the context, as chunks with the
     records in place (encoded by ``logstore.encode_fetch_response``); consecutive
@@ -200,6 +218,19 @@ def _response(
         reads = _down_convert_all(
             reads, version, request.body.max_bytes, apis.log_config_manager.down_conversion_enabled
         )
+    throttle = 0
+    quotas = getattr(apis, "client_quotas", None)
+    if quotas is not None and connection is not None and replica_id(request.body, version) < 0:
+        size = sum(len(read.records) for read in reads)
+        throttle = record_bytes(apis, quotas.fetch, connection, request, size)
+        if throttle > 0:
+            user, client_id = client_of(connection, request)
+            quotas.fetch.unrecord(user, client_id, size, apis.time.milliseconds())
+            error_code, session_id = _throttled(context)
+            head, _ = logstore.encode_fetch_response(
+                request.correlation_id, version, error_code, session_id, [], throttle
+            )
+            return [head]
     error_code, session_id, selected = context.respond(reads)
     if apis.metrics is not None:
         apis.metrics.on_fetch_response(error_code, reads, selected)
@@ -237,9 +268,25 @@ def _response(
             records.append(read.records)
     endpoints = hints.node_endpoints() if version >= FETCH_ENDPOINTS_MIN_VERSION else None
     head, records_at = logstore.encode_fetch_response(
-        request.correlation_id, version, error_code, session_id, topics, node_endpoints=endpoints
+        request.correlation_id,
+        version,
+        error_code,
+        session_id,
+        topics,
+        throttle,
+        node_endpoints=endpoints,
     )
     return splice_records(head, records_at, records)
+
+
+def _throttled(context: FetchContext) -> tuple[int, int]:
+    """(error code, session id) of a throttled response, which carries no partitions: an
+    incremental session's id (the session left as it was), else no session."""
+    if isinstance(context, SessionErrorContext):
+        return int(context.error), INVALID_SESSION_ID
+    if isinstance(context, IncrementalFetchContext):
+        return 0, context.session.id
+    return 0, INVALID_SESSION_ID
 
 
 def handle_fetch(apis, request, connection):
@@ -258,13 +305,18 @@ def handle_fetch(apis, request, connection):
     partitions = context.partitions
     follower = replica_id(body, version)
     params = _fetch_params(apis, body, version, follower)
+    quotas = getattr(apis, "client_quotas", None)
+    if follower < 0 and quotas is not None and connection is not None and quotas.fetch.enabled:
+        most = quotas.fetch.max_value_in_window(*client_of(connection, request))
+        if most is not None:
+            params = dataclasses.replace(params, max_bytes=min(params.max_bytes, int(most)))
     params.denied = _denied_topics(apis, connection, partitions, version, follower >= 0)
     if follower >= 0:
         for fp in partitions:
             fp.topic = _topic_name(apis, fp, version)
 
     def respond(reads: list[FetchPartitionData]):
-        return _response(apis, context, reads, request, LeaderHints(apis, connection))
+        return _response(apis, context, reads, request, LeaderHints(apis, connection), connection)
 
     result = apis.replica_manager.fetch_messages(params, partitions)
     if isinstance(result, asyncio.Future):

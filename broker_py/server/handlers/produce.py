@@ -25,6 +25,10 @@ the order of the messages (``logstore.up_convert_records``), as Kafka does with
 for its partition. A v2 batch in those versions is taken as it is, as from Kafka,
 unless it is transactional: v0-v2 have no transactional id, so such a write gets
 UNSUPPORTED_VERSION.
+
+Client quotas: the request's size counts against the client's ``producer_byte_rate``
+(:func:`broker_py.server.quota.request_throttle.record_bytes`) once it is answered (or
+appended, for acks=0), and the response carries the throttle time.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from broker_py.replication.replica_manager import ProduceResults
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server.leader_hints import with_produce_hints
+from broker_py.server.quota.request_throttle import record_bytes
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.produce_frame import ProduceFrame
@@ -163,6 +168,9 @@ def _produce(
         timeout_ms, acks, entries, transactional_id=transactional_id
     )
     if acks == 0:
+        quotas = getattr(apis, "client_quotas", None)
+        if quotas is not None:
+            record_bytes(apis, quotas.produce, connection, request, request.size)
         return None
 
     def respond(results: ProduceResults) -> bytes:
@@ -208,8 +216,14 @@ def _encode(apis, connection, request, results: ProduceResults) -> bytes:
         apis.metrics.on_produce_results(results)
     wire = [(topic, [p.wire() for p in parts]) for topic, parts in results]
     wire, endpoints = with_produce_hints(apis, connection, request.api_version, wire)
+    quotas = getattr(apis, "client_quotas", None)
+    throttle = (
+        0
+        if quotas is None
+        else record_bytes(apis, quotas.produce, connection, request, request.size)
+    )
     return logstore.encode_produce_response(
-        request.correlation_id, request.api_version, wire, node_endpoints=endpoints
+        request.correlation_id, request.api_version, wire, throttle, node_endpoints=endpoints
     )
 
 

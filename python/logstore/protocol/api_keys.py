@@ -160,6 +160,8 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45, "AlterPartitionReassignments", 0, 0, 0
     LIST_PARTITION_REASSIGNMENTS = 46, "ListPartitionReassignments", 0, 0, 0
     OFFSET_DELETE = 47, "OffsetDelete", 0, 0, None
+    DESCRIBE_CLIENT_QUOTAS = 48, "DescribeClientQuotas", 0, 1, 1
+    ALTER_CLIENT_QUOTAS = 49, "AlterClientQuotas", 0, 1, 1
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50, "DescribeUserScramCredentials", 0, 0, 0
     ALTER_USER_SCRAM_CREDENTIALS = 51, "AlterUserScramCredentials", 0, 0, 0
     ALTER_PARTITION = 56, "AlterPartition", 0, 3, 0

@@ -10,6 +10,7 @@ from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.messages import (
     acls,
     api_versions,
+    client_quotas,
     configs,
     consumer_group,
     controller,
@@ -47,6 +48,7 @@ __all__ = ["REQUESTS", "RESPONSES", "request_class", "response_class"]
 _MODULES = (
     acls,
     api_versions,
+    client_quotas,
     configs,
     consumer_group,
     controller,

@@ -1,0 +1,1 @@
+"""Client quotas: entities, the quota managers and the broker's quota state."""

@@ -1,0 +1,128 @@
+"""Client quotas applied to requests (Kafka's ``KafkaApis`` / ``RequestHandlerHelper``
+throttling, KIP-219): the handler registry wrapped once, so every response type that
+carries ``throttle_time_ms`` carries the throttle time, set in one place.
+
+For each request of a client (user = principal name, client id from the request header):
+
+- request quota (``request_percentage``): the rate the client's requests have earned so
+  far gives the throttle time the request starts with; the handler's time on the event
+  loop (its synchronous part, in percent of a second) is then recorded, and the throttle
+  time that earns (at most one window, as Kafka) mutes the connection;
+- byte quotas: Produce records its request's size and Fetch (consumers only) its
+  response's bytes (:func:`record_bytes`), and encode the throttle time in the frames
+  they build themselves;
+- a decoded response message with a ``throttle_time_ms`` field gets the larger of the
+  throttle times; the network layer then sends it and mutes the connection for that
+  long (``connection.throttle_ms``), other connections unaffected.
+
+Requests exempt from the request quota, as Kafka exempts cluster actions: the
+inter-broker and controller APIs and SASL authentication. Each quota type's
+``throttle-time`` sensor counts the throttle times it gave.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+from broker_py.server.quota.client_quota_manager import ClientQuotaManager
+from broker_py.server.quota.client_quotas import user_of
+from logstore.protocol.api_keys import ApiKey
+
+EXEMPT = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+    }
+)
+_NANOS_TO_PERCENT = 100 / 1e9
+_HAS_THROTTLE: dict[type, bool] = {}
+
+
+def client_of(connection: Any, request: Any) -> tuple[str, str]:
+    """(user, client id) a request counts under."""
+    return user_of(connection.principal), request.client_id or ""
+
+
+def record_bytes(
+    apis: Any, manager: ClientQuotaManager, connection: Any, request: Any, value: float
+) -> int:
+    """Records ``value`` bytes against the client's quota of ``manager``'s type; the
+    request's throttle time after (the larger of this quota's and what the request
+    started with), kept on the connection."""
+    if connection is None:
+        return 0
+    started = getattr(connection, "throttle_ms", 0)
+    if not manager.enabled:
+        return started
+    user, client_id = client_of(connection, request)
+    now_ms = apis.time.milliseconds()
+    throttle = manager.record(user, client_id, value, now_ms)
+    if throttle > started:
+        manager.record_throttle(user, client_id, throttle, now_ms)
+        connection.throttle_ms = throttle
+        return throttle
+    return started
+
+
+def throttled(apis: Any, registry: dict[Any, Callable[..., Any]]) -> dict[Any, Callable[..., Any]]:
+    """The handler registry with client quotas applied (module docstring)."""
+    return {key: _wrap(apis, key, fn) for key, fn in registry.items()}
+
+
+def _stamp(response: Any, throttle_ms: int) -> Any:
+    """``response`` with its ``throttle_time_ms`` set, when it is a message that has one."""
+    if throttle_ms <= 0 or isinstance(response, (bytes, list)) or response is None:
+        return response
+    cls = type(response)
+    has = _HAS_THROTTLE.get(cls)
+    if has is None:
+        schema = getattr(cls, "SCHEMA", None)
+        fields = getattr(schema, "fields", None) or ()
+        has = _HAS_THROTTLE[cls] = any(getattr(f, "name", "") == "throttle_time_ms" for f in fields)
+    if has:
+        response.throttle_time_ms = max(int(response.throttle_time_ms or 0), throttle_ms)
+    return response
+
+
+def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
+    exempt = key in EXEMPT
+
+    def handle(request: Any, connection: Any) -> Any:
+        quotas = apis.client_quotas
+        if connection is None or quotas is None:
+            return fn(request, connection)
+        connection.throttle_ms = 0
+        manager = quotas.request
+        timed = manager.enabled and not exempt
+        if timed:
+            user, client_id = client_of(connection, request)
+            connection.throttle_ms = manager.throttle_time(
+                user, client_id, apis.time.milliseconds()
+            )
+            start = time.perf_counter_ns()
+        result = fn(request, connection)
+        if timed:
+            spent = (time.perf_counter_ns() - start) * _NANOS_TO_PERCENT
+            now_ms = apis.time.milliseconds()
+            throttle = manager.record(user, client_id, spent, now_ms)
+            if throttle > connection.throttle_ms:
+                manager.record_throttle(user, client_id, throttle, now_ms)
+                connection.throttle_ms = throttle
+        if inspect.isawaitable(result):
+            return _when_done(result, connection)
+        return _stamp(result, connection.throttle_ms)
+
+    return handle
+
+
+async def _when_done(pending: Any, connection: Any) -> Any:
+    return _stamp(await pending, connection.throttle_ms)

@@ -1,0 +1,161 @@
+"""Client quotas on a real broker alone: AlterClientQuotas / DescribeClientQuotas at v0
+and v1 through the broker's codec (kept across a restart), and a confluent-kafka
+(librdkafka) producer over its ``producer_byte_rate`` held near it, told so through
+``throttle_cb`` and its statistics, while a producer with another client id on the same
+broker is not limited. Windows of 2 x 1 s keep the test to a few seconds."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from logstore.protocol.error_codes import ErrorCode
+from logstore.protocol.messages.client_quotas import (
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
+)
+from tests.integration.clients import wire_call
+from tests.integration.conftest import BrokerProcess
+
+RATE = 200_000  # bytes/s
+RUN_S = 4.0
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(
+        str(tmp_path_factory.mktemp("quotas")),
+        {"quota.window.num": "2", "quota.window.size.seconds": "1"},
+    )
+    b.start()
+    yield b
+    b.stop()
+
+
+def alter(bootstrap, version, entity, ops, validate_only=False):
+    R = AlterClientQuotasRequest
+    body = R(
+        entries=[
+            R.EntryData(
+                entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                ops=[R.OpData(key=k, value=v, remove=rm) for k, v, rm in ops],
+            )
+        ],
+        validate_only=validate_only,
+    )
+    got = wire_call(bootstrap, body, version)
+    return [(ErrorCode(e.error_code), e.error_message) for e in got.entries]
+
+
+def describe(bootstrap, version, components=(), strict=False):
+    R = DescribeClientQuotasRequest
+    body = R(
+        components=[
+            R.ComponentData(entity_type=t, match_type=m, match=v) for t, m, v in components
+        ],
+        strict=strict,
+    )
+    got = wire_call(bootstrap, body, version)
+    assert got.error_code == 0, got.error_message
+    return {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {
+            v.key: v.value for v in entry.values
+        }
+        for entry in got.entries
+    }
+
+
+def test_alter_and_describe_on_the_wire(broker) -> None:
+    b = broker.bootstrap
+    ok = [(ErrorCode.NONE, None)]
+    assert alter(b, 0, [("user", "alice")], [("consumer_byte_rate", 1024, False)]) == ok
+    assert alter(b, 1, [("user", None), ("client-id", "c1")], [("request_percentage", 25, False)])
+    assert alter(b, 1, [("client-id", "c2")], [("producer_byte_rate", 0.5, False)]) == [
+        (ErrorCode.INVALID_REQUEST, "producer_byte_rate cannot be a fractional value.")
+    ]
+    for version in (0, 1):
+        assert describe(b, version, [("user", 2, None)]) == {
+            (("user", "alice"),): {"consumer_byte_rate": 1024.0},
+            (("user", None), ("client-id", "c1")): {"request_percentage": 25.0},
+        }
+    assert alter(b, 0, [("user", "alice")], [("consumer_byte_rate", 0, True)]) == ok
+    assert describe(b, 1, [("user", 0, "alice")]) == {}
+    broker.stop()
+    broker.start()
+    assert describe(b, 1, [("client-id", 0, "c1")], strict=False) == {
+        (("user", None), ("client-id", "c1")): {"request_percentage": 25.0}
+    }
+    assert alter(b, 1, [("user", None), ("client-id", "c1")], [("request_percentage", 0, True)])
+
+
+def _produce(bootstrap, client_id, topic, stop, out, throttles=None, stats=None):
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "linger.ms": 5,
+        "acks": 1,
+        "queue.buffering.max.kbytes": 256,
+        "batch.size": 16384,
+    }
+    if throttles is not None:
+        conf["throttle_cb"] = lambda event: throttles.append(event.throttle_time)
+    if stats is not None:
+        conf["statistics.interval.ms"] = 500
+        conf["stats_cb"] = lambda s: stats.append(json.loads(s))
+    acked = [0]
+
+    def delivered(err, msg):
+        if err is None:
+            acked[0] += len(msg.value())
+
+    p = Producer(conf)
+    value = b"x" * 1000
+    while not stop.is_set():
+        try:
+            p.produce(topic, value, on_delivery=delivered)
+        except BufferError:
+            p.poll(0.05)
+        p.poll(0)
+    p.flush(10)
+    out[client_id] = acked[0]
+
+
+def test_producer_held_to_its_rate(broker) -> None:
+    b = broker.bootstrap
+    assert alter(b, 1, [("client-id", "limited")], [("producer_byte_rate", RATE, False)]) == [
+        (ErrorCode.NONE, None)
+    ]
+    topic = f"quota-{time.monotonic_ns()}"
+    warm = Producer({"bootstrap.servers": b})
+    warm.produce(topic, b"x")
+    assert warm.flush(10) == 0
+    stop = threading.Event()
+    out: dict[str, int] = {}
+    throttles: list[int] = []
+    stats: list[dict] = []
+    threads = [
+        threading.Thread(target=_produce, args=(b, "limited", topic, stop, out, throttles, stats)),
+        threading.Thread(target=_produce, args=(b, "free", topic, stop, out)),
+    ]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(RUN_S)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    elapsed = time.monotonic() - started
+    # Held to the rate, give or take the span of the windows and the requests in flight.
+    assert 0 < out["limited"] <= RATE * (elapsed + 2) + 100_000, (out, elapsed)
+    assert out["free"] > 3 * out["limited"], out
+    assert throttles and max(throttles) > 0
+    brokers = [s["brokers"] for s in stats if s.get("brokers")]
+    assert any(
+        broker_stats.get("throttle", {}).get("max", 0) > 0
+        for snapshot in brokers
+        for broker_stats in snapshot.values()
+    ), brokers[-1:]
