@@ -48,6 +48,7 @@ from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server.log_config_manager import LogConfigManager
 from broker_py.server.partition_creation import LocalPartitionCreator, PartitionLimits
+from broker_py.server.quota.request_throttle import mutation_done, mutation_quota
 from broker_py.zk.zk_data import random_uuid
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -62,6 +63,7 @@ from logstore.protocol.errors import (
     LeaderNotAvailableError,
     NotControllerError,
     PolicyViolationError,
+    ThrottlingQuotaExceededError,
     TopicAlreadyExistsError,
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
@@ -310,6 +312,7 @@ class TopicAdminManager:
         for t in body.topics:
             counts[t.name] = counts.get(t.name, 0) + 1
         allowed = []
+        quota = None if body.validate_only else mutation_quota(apis, connection, request)
         for t in body.topics:
             result = CreateTopicsResponse.CreatableTopicResult(
                 name=t.name, topic_id=NULL_UUID, error_code=0, error_message=None
@@ -328,8 +331,14 @@ class TopicAdminManager:
             ):
                 result.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 result.error_message = f"CREATE on topic {t.name!r} is not authorized"
+            elif quota is not None and not quota.record(
+                _partitions_asked(t, self.config["num.partitions"]), apis.time.milliseconds()
+            ):
+                result.error_code = int(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
+                result.error_message = ErrorCode.THROTTLING_QUOTA_EXCEEDED.description
             else:
                 allowed.append(t)
+        mutation_done(connection, quota)
         if allowed and not self.support.is_controller:
             forwarded = (
                 dataclasses.replace(body, topics=allowed)
@@ -494,6 +503,7 @@ class TopicAdminManager:
         results = []
         to_delete = []
         cache = self.support.metadata_cache
+        quota = mutation_quota(apis, connection, request)
         for name, topic_id in wanted:
             result = DeleteTopicsResponse.DeletableTopicResult(
                 name=name, topic_id=topic_id or NULL_UUID, error_code=0, error_message=None
@@ -517,9 +527,16 @@ class TopicAdminManager:
                         "topic deletion is disabled (delete.topic.enable=false)"
                     )
                 result.topic_id = topic.topic_id
+                if quota is not None and not quota.record(
+                    topic.partitions, apis.time.milliseconds()
+                ):
+                    raise ThrottlingQuotaExceededError(
+                        ErrorCode.THROTTLING_QUOTA_EXCEEDED.description
+                    )
                 to_delete.append(name)
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
+        mutation_done(connection, quota)
         for name in to_delete:
             await self.support.store_call(self.support.store.mark_topic_for_deletion, name)
         if to_delete and not await self._wait_for(
@@ -540,6 +557,7 @@ class TopicAdminManager:
         results = []
         cache = self.support.metadata_cache
         goals: dict[str, int] = {}
+        quota = None if body.validate_only else mutation_quota(apis, connection, request)
         for t in body.topics:
             result = CreatePartitionsResponse.CreatePartitionsTopicResult(
                 name=t.name, error_code=0, error_message=None
@@ -591,11 +609,16 @@ class TopicAdminManager:
                         start_partition_id=current,
                     )
                 self._limits.check_assignment(added)
+                if quota is not None and not quota.record(len(added), apis.time.milliseconds()):
+                    raise ThrottlingQuotaExceededError(
+                        ErrorCode.THROTTLING_QUOTA_EXCEEDED.description
+                    )
                 if not body.validate_only:
                     await self._grow(t.name, assignment, added)
                     goals[t.name] = t.count
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.errno), str(e)
+        mutation_done(connection, quota)
         if goals and not await self._wait_for(
             lambda: all(
                 (i := cache.get(n)) is not None and i.partitions >= c for n, c in goals.items()
@@ -630,3 +653,10 @@ class TopicAdminManager:
                 await self.support.store_call(self.support.store.set_topic_assignment, name, grown)
         finally:
             self._limits.unreserve(added)
+
+
+def _partitions_asked(t, default: int) -> int:
+    """The partitions a CreatableTopic creates, as its controller mutation cost."""
+    if t.assignments:
+        return len(t.assignments)
+    return t.num_partitions if t.num_partitions > 0 else default

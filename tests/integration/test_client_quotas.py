@@ -18,6 +18,7 @@ from logstore.protocol.messages.client_quotas import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
+from logstore.protocol.messages.topic_admin import CreateTopicsRequest, DeleteTopicsRequest
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
 
@@ -29,7 +30,12 @@ RUN_S = 4.0
 def broker(tmp_path_factory):
     b = BrokerProcess(
         str(tmp_path_factory.mktemp("quotas")),
-        {"quota.window.num": "2", "quota.window.size.seconds": "1"},
+        {
+            "quota.window.num": "2",
+            "quota.window.size.seconds": "1",
+            "controller.quota.window.num": "2",
+            "controller.quota.window.size.seconds": "1",
+        },
     )
     b.start()
     yield b
@@ -90,6 +96,47 @@ def test_alter_and_describe_on_the_wire(broker) -> None:
         (("user", None), ("client-id", "c1")): {"request_percentage": 25.0}
     }
     assert alter(b, 1, [("user", None), ("client-id", "c1")], [("request_percentage", 0, True)])
+
+
+def _create(bootstrap, version, name, partitions):
+    R = CreateTopicsRequest
+    body = R(
+        topics=[
+            R.CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=1,
+                assignments=[],
+                configs=[],
+            )
+        ],
+        timeout_ms=10_000,
+        validate_only=False,
+    )
+    got = wire_call(bootstrap, body, version)
+    return ErrorCode(got.topics[0].error_code), got.throttle_time_ms
+
+
+def test_controller_mutation_rate(broker) -> None:
+    """1 partition/s with a burst of 2 (2 windows of 1 s): a 10-partition topic takes the
+    bucket to -8; then a strict CreateTopics (v6+) or DeleteTopics (v5+) is refused with
+    the throttle time, an older CreateTopics goes through and is throttled."""
+    b = broker.bootstrap
+    # wire_call's client id
+    entity = [("client-id", "logstore-tests")]
+    assert alter(b, 1, entity, [("controller_mutation_rate", 1, False)]) == [(ErrorCode.NONE, None)]
+    prefix = f"cm-{time.monotonic_ns()}"
+    assert _create(b, 7, f"{prefix}-a", 10) == (ErrorCode.NONE, 0)
+    code, throttle = _create(b, 7, f"{prefix}-b", 1)
+    assert code == ErrorCode.THROTTLING_QUOTA_EXCEEDED and 5000 < throttle <= 8000
+    R = DeleteTopicsRequest
+    got = wire_call(b, R(topics=[], topic_names=[f"{prefix}-a"], timeout_ms=10_000), 5)
+    assert got.responses[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    assert got.throttle_time_ms > 0
+    code, throttle = _create(b, 5, f"{prefix}-c", 1)
+    assert code == ErrorCode.NONE and throttle > 5000
+    assert alter(b, 1, entity, [("controller_mutation_rate", 0, True)]) == [(ErrorCode.NONE, None)]
+    assert _create(b, 7, f"{prefix}-d", 1) == (ErrorCode.NONE, 0)
 
 
 def _produce(bootstrap, client_id, topic, stop, out, throttles=None, stats=None):

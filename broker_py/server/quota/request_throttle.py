@@ -11,6 +11,9 @@ For each request of a client (user = principal name, client id from the request 
 - byte quotas: Produce records its request's size and Fetch (consumers only) its
   response's bytes (:func:`record_bytes`), and encode the throttle time in the frames
   they build themselves;
+- controller mutation quotas: CreateTopics, CreatePartitions and DeleteTopics take each
+  topic's partitions from :func:`mutation_quota` (a topic refused when a strict quota is
+  exceeded) and leave its throttle time on the connection (:func:`mutation_done`);
 - a decoded response message with a ``throttle_time_ms`` field gets the larger of the
   throttle times; the network layer then sends it and mutes the connection for that
   long (``connection.throttle_ms``), other connections unaffected.
@@ -29,6 +32,7 @@ from typing import Any
 
 from broker_py.server.quota.client_quota_manager import ClientQuotaManager
 from broker_py.server.quota.client_quotas import user_of
+from broker_py.server.quota.controller_mutation_quota import STRICT_SINCE, MutationQuota
 from logstore.protocol.api_keys import ApiKey
 
 EXEMPT = frozenset(
@@ -71,6 +75,23 @@ def record_bytes(
         connection.throttle_ms = throttle
         return throttle
     return started
+
+
+def mutation_quota(apis: Any, connection: Any, request: Any) -> MutationQuota | None:
+    """The controller mutation quota one CreateTopics / CreatePartitions / DeleteTopics
+    request is held to (None: no quota of that type anywhere)."""
+    quotas = getattr(apis, "client_quotas", None)
+    if quotas is None or connection is None or not quotas.controller_mutation.enabled:
+        return None
+    user, client_id = client_of(connection, request)
+    strict = request.api_version >= STRICT_SINCE[ApiKey(request.api_key)]
+    return quotas.controller_mutation.quota(user, client_id, strict)
+
+
+def mutation_done(connection: Any, quota: MutationQuota | None) -> None:
+    """The request's mutations are recorded: its throttle time goes to the connection."""
+    if quota is not None and quota.throttle_time_ms > getattr(connection, "throttle_ms", 0):
+        connection.throttle_ms = quota.throttle_time_ms
 
 
 def throttled(apis: Any, registry: dict[Any, Callable[..., Any]]) -> dict[Any, Callable[..., Any]]:
