@@ -11,6 +11,7 @@ share.session.timeout.ms        INT     group.share.session.timeout.ms          
 share.heartbeat.interval.ms     INT     group.share.heartbeat.interval.ms           1
 share.record.lock.duration.ms   INT     group.share.record.lock.duration.ms         1000
 share.auto.offset.reset         STRING  ``latest`` (``latest`` or ``earliest``)
+share.isolation.level           STRING  ``read_uncommitted`` (or ``read_committed``)
 ==============================  ======  ==========================================  ========
 
 A change is checked whole (the resource's configs after it), in Kafka's order, each failure
@@ -45,6 +46,7 @@ SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
 
 
 class BrokerValues(Protocol):
@@ -72,6 +74,9 @@ KEYS: dict[str, _Key] = {
         int_type(1000), "30000", "group.share.record.lock.duration.ms"
     ),
     SHARE_AUTO_OFFSET_RESET: _Key(choice_type("latest", "earliest"), "latest", None, False),
+    SHARE_ISOLATION_LEVEL: _Key(
+        choice_type("read_committed", "read_uncommitted"), "read_uncommitted", None, False
+    ),
 }
 
 # (group key, the broker keys bounding it: min, max)

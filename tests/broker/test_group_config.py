@@ -82,4 +82,5 @@ def test_empty_name_and_values_in_force():
         "share.heartbeat.interval.ms": 5000,
         "share.record.lock.duration.ms": 30000,
         "share.auto.offset.reset": "earliest",
+        "share.isolation.level": "read_uncommitted",
     }

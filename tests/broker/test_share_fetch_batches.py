@@ -1,10 +1,16 @@
 """How a ShareFetch finds the batches it read (base and last offsets, byte ranges):
-whole v2 batches in order, a cut-off last batch left out."""
+whole v2 batches in order, a cut-off last batch left out; their producer ids, and which
+are transactional or ABORT markers (what read_committed needs)."""
 
 from __future__ import annotations
 
 import logstore
-from broker_py.server.share.share_partition_manager import batch_offsets
+from broker_py.server.share.share_partition import FetchedBatch
+from broker_py.server.share.share_partition_manager import (
+    _is_abort_marker,
+    batch_offsets,
+    fetched_batches,
+)
 
 
 def _batch(base: int, count: int, codec: str = "none") -> bytes:
@@ -25,3 +31,38 @@ def test_a_cut_off_batch_and_empty_input() -> None:
     data = _batch(10, 4) + _batch(14, 1)
     assert batch_offsets(data[:-3]) == [(10, 13, 0, len(_batch(10, 4)))]
     assert batch_offsets(b"") == [] and batch_offsets(b"\x00" * 20) == []
+
+
+def _txn(base: int, count: int, producer_id: int, codec: str = "none") -> bytes:
+    records = [(None, b"t", [], 1000) for _ in range(count)]
+    return bytes(
+        logstore.encode_batch(
+            records,
+            codec,
+            base_offset=base,
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=0,
+            transactional=True,
+        )
+    )
+
+
+def _marker(base: int, producer_id: int, abort: bool) -> bytes:
+    batch = logstore.encode_control_batch(
+        0 if abort else 1, producer_id=producer_id, producer_epoch=0, base_offset=base
+    )
+    return bytes(batch)
+
+
+def test_producer_ids_transactions_and_abort_markers() -> None:
+    parts = [_batch(0, 2), _txn(2, 3, 7, "lz4"), _marker(5, 7, True), _marker(6, 8, False)]
+    got = [batch for batch, _, _ in fetched_batches(b"".join(parts))]
+    assert got == [
+        FetchedBatch(0, 1, -1, False, False),
+        FetchedBatch(2, 4, 7, True, False),
+        FetchedBatch(5, 5, 7, True, True),
+        FetchedBatch(6, 6, 8, True, False),
+    ]
+    # A control batch cut short of its key is not taken for an abort marker.
+    assert not _is_abort_marker(parts[2][:64], 0, 64)

@@ -7,7 +7,13 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from broker_py.coordinator.share.share_coordinator_records import SharePartitionKey
 from broker_py.coordinator.share.share_coordinator_shard import Outcome, ShareCoordinatorShard
@@ -24,6 +30,7 @@ from broker_py.server.share.share_partition import (
     StateBatch,
     StateWrite,
     Transition,
+    aborted_batches,
 )
 from logstore.protocol.error_codes import ErrorCode
 
@@ -131,6 +138,47 @@ def test_offsets_missing_from_the_log_are_archived_or_skipped() -> None:
     assert ack(sp, "a", (5, 6, (RELEASE,)), (9, 9, (ACCEPT,))) == ErrorCode.NONE
     assert sp.acquire("b", 5, [FetchedBatch(6, 6)], 10) == [AcquiredRecords(6, 6, 2)]
     assert states(sp)[6][0] is AQ and sp.start_offset == 6
+
+
+def _txn(first: int, last: int, producer_id: int, abort_marker: bool = False) -> FetchedBatch:
+    return FetchedBatch(first, last, producer_id, True, abort_marker)
+
+
+def test_aborted_batches_as_a_read_committed_consumer_finds_them() -> None:
+    batches = [
+        FetchedBatch(0, 1),
+        _txn(2, 4, 7),  # aborted (7 from 2)
+        _txn(5, 6, 8),  # committed
+        _txn(7, 7, 7, abort_marker=True),
+        _txn(8, 8, 8, abort_marker=False),  # 8's COMMIT: a control batch, never aborted
+        _txn(9, 10, 7),  # 7's next transaction: not in the list
+        _txn(11, 12, 9),  # aborted from 12: the batch reaches it
+    ]
+    assert aborted_batches(batches, [(9, 12), (7, 2)]) == [batches[1], batches[6]]
+    assert aborted_batches(batches, []) == []
+
+
+def test_read_committed_archives_aborted_records_and_never_delivers_them() -> None:
+    clock = Clock()
+    sp = make(clock)
+    batches = [FetchedBatch(0, 1), _txn(2, 4, 7), _txn(5, 5, 7, abort_marker=True)]
+    batches += [_txn(6, 7, 8)]
+    # read_uncommitted: every offset; read_committed: the aborted data batch archived, and
+    # not counted in max_records.
+    assert sp.acquire("a", 0, batches, 500) == [AcquiredRecords(0, 7, 1)]
+    sp = make(clock)
+    got = sp.acquire("a", 0, batches, 4, aborted=[(7, 2)])
+    assert got == [AcquiredRecords(0, 1, 1), AcquiredRecords(5, 6, 1)]
+    assert [states(sp)[o] for o in (2, 3, 4)] == [(ARC, 0, NO_MEMBER)] * 3
+    write = sp.expire_locks()  # written with the next state write
+    assert write is not None and write.state_batches == (StateBatch(2, 4, 4, 0),)
+    # Released under read_uncommitted, then fetched under read_committed: archived then.
+    sp = make(clock)
+    assert sp.acquire("a", 0, batches, 500) == [AcquiredRecords(0, 7, 1)]
+    assert ack(sp, "a", (0, 7, (RELEASE,))) == ErrorCode.NONE
+    got = sp.acquire("b", 0, batches, 500, aborted=[(7, 2)])
+    assert got == [AcquiredRecords(0, 1, 2), AcquiredRecords(5, 7, 2)]
+    assert states(sp)[3] == (ARC, 1, NO_MEMBER)
 
 
 # -- acknowledging -----------------------------------------------------------------------
@@ -473,8 +521,9 @@ class Rec:
 
 class SharePartitionModel(RuleBasedStateMachine):
     """Members acquiring, acknowledging (every type, failed writes too), timing out, leaving;
-    the log growing and its start moving; the leader failing over to the persisted state.
-    The model keeps its own per-offset states and checks the share-partition against them."""
+    the log growing (aborted transactions too) and its start moving; fetches read_committed
+    or not; the leader failing over to the persisted state. The model keeps its own
+    per-offset states and checks the share-partition against them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -492,6 +541,8 @@ class SharePartitionModel(RuleBasedStateMachine):
         self.start = self.sp.start_offset
         self.end = self.sp.end_offset
         self.recs: dict[int, Rec] = {}
+        # offsets of the log in aborted transactions (producer 7's, never committed)
+        self.aborted: set[int] = set()
 
     def _load(self) -> SharePartition:
         self.leader_epoch += 1
@@ -568,30 +619,52 @@ class SharePartitionModel(RuleBasedStateMachine):
 
     # rules
 
-    @rule(n=st.integers(1, 10))
-    def produce(self, n: int) -> None:
+    @initialize(aborted=st.sets(st.integers(0, 19), max_size=12))
+    def initial_log(self, aborted: set[int]) -> None:
+        self.aborted = aborted
+
+    @rule(n=st.integers(1, 10), aborted=st.booleans())
+    def produce(self, n: int, aborted: bool) -> None:
+        if aborted:
+            self.aborted.update(range(self.log_end, self.log_end + n))
         self.log_end += n
+
+    def _read(self, base: int, sizes: list[int]) -> list[FetchedBatch]:
+        """Batches from ``base``, each wholly in an aborted transaction or wholly out."""
+        batches: list[FetchedBatch] = []
+        for size in sizes:
+            if base >= self.log_end:
+                break
+            last = min(base + size - 1, self.log_end - 1)
+            inside = base in self.aborted
+            for offset in range(base + 1, last + 1):
+                if (offset in self.aborted) != inside:
+                    last = offset - 1
+                    break
+            if inside:
+                batches.append(FetchedBatch(base, last, 7, True))
+            else:
+                batches.append(FetchedBatch(base, last))
+            base = last + 1
+        return batches
 
     @rule(
         member=st.sampled_from(MEMBERS),
         back=st.integers(0, 2),
         sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3),
         max_records=st.integers(1, 10),
+        committed=st.booleans(),
     )
-    def acquire(self, member: str, back: int, sizes: list[int], max_records: int) -> None:
+    def acquire(
+        self, member: str, back: int, sizes: list[int], max_records: int, committed: bool
+    ) -> None:
         fetch_offset = self.sp.next_fetch_offset()
         self._expire()
         if fetch_offset >= self.log_end:
             return
-        batches = []
-        base = max(self.log_start, fetch_offset - back)
-        for size in sizes:
-            if base >= self.log_end:
-                break
-            last = min(base + size - 1, self.log_end - 1)
-            batches.append(FetchedBatch(base, last))
-            base = last + 1
-        got = self.sp.acquire(member, fetch_offset, batches, max_records)
+        batches = self._read(max(self.log_start, fetch_offset - back), sizes)
+        aborted = [(7, min(self.aborted))] if committed and self.aborted else None
+        got = self.sp.acquire(member, fetch_offset, batches, max_records, aborted)
         offsets = [
             (o, r.delivery_count) for r in got for o in range(r.first_offset, r.last_offset + 1)
         ]
@@ -599,17 +672,31 @@ class SharePartitionModel(RuleBasedStateMachine):
         assert [o for o, _ in offsets] == sorted({o for o, _ in offsets})
         for offset, count in offsets:
             assert batches[0].base_offset <= offset <= batches[-1].last_offset
+            assert not committed or offset not in self.aborted, offset
             if offset < self.end:
                 rec = self.recs[offset]
                 assert rec.state is AV and not rec.pending, offset
                 assert count == rec.count + 1
             else:
-                assert offset == self.end and offset - self.start < LOCKS
+                # New offsets skipped before it: aborted ones, archived (read_committed).
+                for skipped in range(self.end, offset):
+                    assert committed and skipped in self.aborted, skipped
+                    self.recs[skipped] = Rec(0, ARC)
+                assert offset - self.start < LOCKS
                 assert count == 1
                 rec = self.recs[offset] = Rec(0)
                 self.end = offset + 1
             rec.state, rec.count, rec.owner = AQ, count, member
             rec.deadline = self.clock.now + LOCK_MS
+        # Aborted records read_committed reached: archived, their count kept.
+        for offset, rec in self.recs.items():
+            seen = self.sp.record(offset)
+            if rec.state is not AV or rec.pending or (seen is not None and seen[0] is AV):
+                continue
+            # archived (and, at the start, gone from the window)
+            assert committed and offset in self.aborted, offset
+            assert seen is None or seen == (ARC, rec.count, NO_MEMBER), offset
+            rec.state = ARC
         # Records skipped over must not have been acquirable.
         acquired = {o for o, _ in offsets}
         if offsets and len(offsets) < max_records:
@@ -621,7 +708,8 @@ class SharePartitionModel(RuleBasedStateMachine):
 
     def _sync_after_acquire(self) -> None:
         """Offsets the share-partition archived or skipped as missing from the log (this
-        model's log has none, except below a moved start) and window holes: take them."""
+        model's log has none, except below a moved start), window holes, and new aborted
+        offsets read_committed archived past the last acquired one: take them."""
         for offset, state, count, _owner, _ in self.sp.in_flight():
             if offset not in self.recs:
                 assert state is ARC and count == 0

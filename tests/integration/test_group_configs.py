@@ -51,6 +51,7 @@ DEFAULTS = {
     "share.heartbeat.interval.ms": ("5000", SOURCE_DEFAULT),
     "share.record.lock.duration.ms": ("30000", SOURCE_DEFAULT),
     "share.auto.offset.reset": ("latest", SOURCE_DEFAULT),
+    "share.isolation.level": ("read_uncommitted", SOURCE_DEFAULT),
 }
 
 

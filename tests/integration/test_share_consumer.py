@@ -3,7 +3,8 @@ ShareAcknowledge from a broker alone, with group.share.enable=true and a one-par
 topic: one consumer reads every record (implicit acknowledgement); three consumers share
 the records, each delivered to one of them; in explicit mode a RELEASE is redelivered and a
 REJECT is not; a SIGKILLed consumer's records are redelivered once their lock expires; a
-record released every time stops at the delivery-count limit. On the wire: the share
+record released every time stops at the delivery-count limit; read_committed delivers no
+aborted record. On the wire: the share
 session's and the partitions' errors, acquired ranges, and a session ending with the
 connection that opened it (its records released at once); both APIs off by default."""
 
@@ -386,3 +387,42 @@ def test_share_fetch_is_off_by_default(tmp_path) -> None:
         assert wire_call(b.bootstrap, ack, 1).error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         assert b.stop() == 0, b.log_text()[-4000:]
+
+
+def test_read_committed_delivers_no_aborted_record(broker) -> None:
+    """share.isolation.level=read_committed: an aborted transaction's records are never
+    delivered (archived), a committed one's are, and nothing past the last stable offset is;
+    read_uncommitted (another group) delivers them all."""
+    bootstrap = broker.bootstrap
+    topic = _name("share-txn")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": _name("tx")})
+    producer.init_transactions(15)
+    for values, commit in ((range(0, 3), True), (range(3, 6), False), (range(6, 8), True)):
+        producer.begin_transaction()
+        for i in values:
+            producer.produce(topic, str(i).encode())
+        producer.flush(15)  # in the log before the marker (an abort drops unsent records)
+        (producer.commit_transaction if commit else producer.abort_transaction)(15)
+    producer.begin_transaction()  # left open: past the last stable offset
+    producer.produce(topic, b"8")
+    producer.flush(15)
+    committed, uncommitted = _group(bootstrap), _group(bootstrap)
+    isolation = ("share.isolation.level", 0, "read_committed")
+    assert incremental_alter_configs(bootstrap, GROUP_CONFIG, committed, isolation) == (0, None)
+    for group, want in ((uncommitted, list(range(9))), (committed, [0, 1, 2, 6, 7])):
+        consumer = _consumer(bootstrap, group, topic)
+        seen: list[int] = []
+        try:
+
+            def read(seen=seen, consumer=consumer, want=want) -> bool:
+                seen.extend(_values(consumer.poll(0.5)))
+                return len(seen) >= len(want)
+
+            wait_until(read, timeout=30, message=f"{group} to read {len(want)} records")
+            seen.extend(_values(consumer.poll(1)))  # and nothing more
+        finally:
+            consumer.close()
+        assert sorted(seen) == want
+    producer.abort_transaction(15)

@@ -49,6 +49,12 @@ Driving it (what ShareFetch and ShareAcknowledge do with it)
     :meth:`next_fetch_offset` expire due locks first, so an acknowledgement after the
     deadline is refused whether or not the timer has run.
 
+    isolation (the group's ``share.isolation.level``): read_uncommitted reads the log up to
+    the high watermark and acquires every record read. read_committed reads up to the last
+    stable offset, and :meth:`acquire` gets the read's aborted transactions: the records of
+    their data batches are ARCHIVED when a fetch reaches them, never delivered. Control
+    batches (transaction markers) are acquired like records; the client acknowledges them.
+
     the log start offset moving: :meth:`update_log_start_offset`; the new SPSO reaches the
     share coordinator with the next write (Kafka writes it lazily too).
 
@@ -124,7 +130,7 @@ class ShareStateError(ValueError):
 class SharePartitionConfig:
     """The limits of one share-partition (broker configs, the lock duration per group)."""
 
-    max_record_locks: int = 200  # group.share.partition.max.record.locks
+    max_record_locks: int = 2000  # group.share.partition.max.record.locks
     delivery_count_limit: int = 5  # group.share.delivery.count.limit
     record_lock_duration_ms: int = 30000  # share.record.lock.duration.ms
     auto_offset_reset: str = "latest"  # share.auto.offset.reset
@@ -140,10 +146,39 @@ class SharePartitionConfig:
 
 @dataclass(frozen=True, slots=True)
 class FetchedBatch:
-    """A record batch read from the log: its base and last offsets."""
+    """A record batch read from the log: its base and last offsets; its producer id (-1:
+    none), whether it is transactional, and whether it is a control batch holding an ABORT
+    marker (the fields a read_committed acquisition needs)."""
 
     base_offset: int
     last_offset: int
+    producer_id: int = -1
+    transactional: bool = False
+    abort_marker: bool = False
+
+
+def aborted_batches(
+    batches: Sequence[FetchedBatch], aborted: Iterable[tuple[int, int]]
+) -> list[FetchedBatch]:
+    """The data batches of aborted transactions among ``batches`` (in offset order), given
+    the read's aborted transactions as (producer id, first offset), as a read_committed
+    consumer filters them: a producer's transactional batches are aborted from its aborted
+    transaction's first offset up to its ABORT marker. Control batches are never in it."""
+    pending = sorted(aborted, key=lambda a: a[1])
+    at = 0
+    producers: set[int] = set()
+    out: list[FetchedBatch] = []
+    for batch in batches:
+        if batch.producer_id < 0:
+            continue
+        while at < len(pending) and pending[at][1] <= batch.last_offset:
+            producers.add(pending[at][0])
+            at += 1
+        if batch.abort_marker:
+            producers.discard(batch.producer_id)
+        elif batch.transactional and batch.producer_id in producers:
+            out.append(batch)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,6 +483,7 @@ class SharePartition:
         fetch_offset: int,
         batches: Sequence[FetchedBatch],
         max_records: int,
+        aborted: Iterable[tuple[int, int]] | None = None,
     ) -> list[AcquiredRecords]:
         """Acquire for ``member_id`` what the log read from ``fetch_offset`` returned: the
         AVAILABLE records of the window in those batches, then new offsets past SPEO while
@@ -455,7 +491,12 @@ class SharePartition:
         ``fetch_offset`` up to the first batch are not in the log: AVAILABLE ones there are
         archived. Offsets between batches are acquired with them (the client acknowledges
         them as GAP), as Kafka does. ValueError for an empty member id or batches out of
-        order (the caller checks both first)."""
+        order (the caller checks both first).
+
+        ``aborted`` (a read_committed read, up to the last stable offset): the read's
+        aborted transactions as (producer id, first offset). The offsets of their data
+        batches (:func:`aborted_batches`) that would be acquired are archived instead,
+        never delivered, and not counted in ``max_records``."""
         if member_id == NO_MEMBER:
             raise ValueError("a member id is needed to acquire records")
         now = self._clock()
@@ -484,6 +525,10 @@ class SharePartition:
                 return []
         deadline = now + self.config.record_lock_duration_ms
         limit = self.config.delivery_count_limit
+        # (first, last) of the aborted data batches, in offset order; ``skip_at`` the first
+        # one not wholly below ``offset`` (which only grows)
+        skipped = [(b.base_offset, b.last_offset) for b in aborted_batches(batches, aborted or ())]
+        skip_at = 0
         acquired: list[tuple[int, int]] = []
         offset = max(first, self._start)
         while offset <= last and len(acquired) < max_records:
@@ -497,14 +542,21 @@ class SharePartition:
                     self._dirty.add(offset)
                     offset += 1
                     continue
-                if record.delivery_count > 0:
-                    self._redelivered += 1
             else:
                 if offset - self._start >= self.config.max_record_locks:
                     break
                 record = _Record(RecordState.AVAILABLE, 0)
                 self._records[offset] = record
                 self._end = offset + 1
+            while skip_at < len(skipped) and skipped[skip_at][1] < offset:
+                skip_at += 1
+            if skip_at < len(skipped) and skipped[skip_at][0] <= offset:
+                record.state = RecordState.ARCHIVED
+                self._dirty.add(offset)
+                offset += 1
+                continue
+            if record.delivery_count > 0:
+                self._redelivered += 1
             record.state = RecordState.ACQUIRED
             record.delivery_count += 1
             record.member_id = member_id

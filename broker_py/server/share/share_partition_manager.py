@@ -21,11 +21,18 @@ I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
 - Share sessions (:mod:`.share_session_cache`) end with the connection that opened them, as
   Kafka 4.1's: the member's acquired records in their partitions are released.
 - Fetch: read each partition's log from the share-partition's next fetch offset through the
-  replica manager (a consumer's read of the leader up to the high watermark), acquire what
-  it returned for the member up to ``max_records``, and answer the batches covering the
-  acquired offsets. With nothing acquired and no partition in error it waits, up to
-  ``max_wait_ms``, for new records in the log or for records to become available again.
-  Records the log no longer holds (its start offset moved past them) are done.
+  replica manager (a consumer's read of the leader, up to the high watermark, or up to the
+  last stable offset when the group's ``share.isolation.level`` is read_committed: then
+  the read's aborted transactions are archived, never delivered), acquire what it returned
+  for the member up to ``max_records``, and answer the batches holding acquired offsets.
+  A share-partition still loading its state is not waited for (Kafka's share-partition
+  initializing): the fetch answers with the partitions held, and waits for a load only
+  when nothing could be acquired. With nothing acquired and no partition in error it
+  waits, up to ``max_wait_ms``, for new records in the log, for records to become
+  available again, or for a share-partition to load. ``max_bytes`` 0 reads nothing (Kafka
+  refuses to divide a MaxBytes of 0 among the partitions): such a fetch waits out
+  ``max_wait_ms`` and answers no records. Records the log no longer holds (its start
+  offset moved past them) are done.
 """
 
 from __future__ import annotations
@@ -38,7 +45,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from broker_py.config.group_config import SHARE_AUTO_OFFSET_RESET, SHARE_RECORD_LOCK_DURATION_MS
+from broker_py.config.group_config import (
+    SHARE_AUTO_OFFSET_RESET,
+    SHARE_ISOLATION_LEVEL,
+    SHARE_RECORD_LOCK_DURATION_MS,
+)
 from broker_py.coordinator.share.share_coordinator_records import SharePartitionKey
 from broker_py.replication.fetch_data import FetchParams
 from broker_py.server.share.share_partition import (
@@ -69,6 +80,11 @@ log = logging.getLogger(__name__)
 TopicIdPartition = tuple[uuid.UUID, int]
 _BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length (bytes after this field)
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 batch
+_ATTRIBUTES = struct.Struct(">h")  # at byte 21
+_PRODUCER_ID = struct.Struct(">q")  # at byte 43
+_RECORDS_AT = 61  # the first record of a v2 batch (after the record count)
+_TRANSACTIONAL, _CONTROL, _CODEC = 0x10, 0x20, 0x07
+_CONTROL_ABORT = 0  # a control record key's type (version int16, type int16): 0 ABORT, 1 COMMIT
 _FENCED = frozenset({ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH})
 
 
@@ -118,6 +134,78 @@ def batch_offsets(data: bytes) -> list[tuple[int, int, int, int]]:
         out.append((base, base + delta, at, end))
         at = end
     return out
+
+
+def _varint(data: bytes, at: int, end: int) -> tuple[int, int]:
+    """A zigzag varint at ``at`` (ValueError past ``end``): (value, the next byte)."""
+    value = shift = 0
+    while True:
+        if at >= end or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), at
+
+
+def _is_abort_marker(data: bytes, at: int, end: int) -> bool:
+    """Whether the control batch at ``at`` holds an ABORT marker: its first record's key
+    (uncompressed; length, attributes, timestamp and offset deltas, key length, key)."""
+    try:
+        _, pos = _varint(data, at + _RECORDS_AT, end)
+        pos += 1  # record attributes
+        _, pos = _varint(data, pos, end)
+        _, pos = _varint(data, pos, end)
+        key_length, pos = _varint(data, pos, end)
+    except ValueError:
+        return False
+    if key_length < 4 or pos + 4 > end:
+        return False
+    return int.from_bytes(data[pos + 2 : pos + 4], "big", signed=True) == _CONTROL_ABORT
+
+
+def fetched_batches(data: bytes) -> list[tuple[FetchedBatch, int, int]]:
+    """Each whole v2 batch in ``data`` with its start and end bytes: its offsets, producer
+    id, and its transactional and ABORT-marker flags."""
+    out = []
+    for base, last, start, end in batch_offsets(data):
+        if end - start < _RECORDS_AT:
+            out.append((FetchedBatch(base, last), start, end))
+            continue
+        (attributes,) = _ATTRIBUTES.unpack_from(data, start + 21)
+        (producer_id,) = _PRODUCER_ID.unpack_from(data, start + 43)
+        control = bool(attributes & _CONTROL) and not attributes & _CODEC
+        batch = FetchedBatch(
+            base,
+            last,
+            producer_id,
+            bool(attributes & _TRANSACTIONAL),
+            control and _is_abort_marker(data, start, end),
+        )
+        out.append((batch, start, end))
+    return out
+
+
+def _appender(
+    items: list[TopicIdPartition], tp: TopicIdPartition
+) -> Callable[[asyncio.Future[Any]], None]:
+    return lambda _: items.append(tp)
+
+
+def _covering(
+    data: bytes, batches: list[tuple[FetchedBatch, int, int]], acquired: list[AcquiredRecords]
+) -> bytes:
+    """The batches of ``data`` holding an acquired offset (in offset order, as read)."""
+    out = []
+    at = 0
+    for batch, start, end in batches:
+        while at < len(acquired) and acquired[at].last_offset < batch.base_offset:
+            at += 1
+        if at < len(acquired) and acquired[at].first_offset <= batch.last_offset:
+            out.append(data[start:end])
+    return b"".join(out)
 
 
 class SharePartitionManager:
@@ -206,11 +294,22 @@ class SharePartitionManager:
         self, group_id: str, topic_id: uuid.UUID, index: int
     ) -> tuple[ErrorCode, _Held | None]:
         """The share-partition, built when needed; or the error answering it."""
+        error, held, loading = self._lookup(group_id, topic_id, index)
+        if loading is None:
+            return error, held
+        # A cancelled request (its connection closed) leaves the load running for the others.
+        return await asyncio.shield(loading)
+
+    def _lookup(
+        self, group_id: str, topic_id: uuid.UUID, index: int
+    ) -> tuple[ErrorCode, _Held | None, asyncio.Future[tuple[ErrorCode, _Held | None]] | None]:
+        """The share-partition held now, or the error answering it, or (when it must be
+        built) the task building it, started here if none is running."""
         error, topic, partition = self._leader(topic_id, index)
         key = SharePartitionKey(group_id, topic_id, index)
         if error != ErrorCode.NONE:
             self._drop(key)
-            return error, None
+            return error, None, None
         held = self._held.get(key)
         if held is not None:
             if (
@@ -220,15 +319,14 @@ class SharePartitionManager:
                 config = self._config(group_id)
                 if config != held.share_partition.config:
                     held.share_partition.config = config
-                return ErrorCode.NONE, held
+                return ErrorCode.NONE, held, None
             self._drop(key)
         loading = self._loading.get(key)
         if loading is None:
             loading = asyncio.ensure_future(self._load_logged(key, topic, partition))
             self._loading[key] = loading
             loading.add_done_callback(lambda task: self._loaded(key, task))
-        # A cancelled request (its connection closed) leaves the load running for the others.
-        return await asyncio.shield(loading)
+        return ErrorCode.NONE, None, loading
 
     def _loaded(self, key: SharePartitionKey, task: asyncio.Future[Any]) -> None:
         if self._loading.get(key) is task:
@@ -371,25 +469,53 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
     ) -> dict[TopicIdPartition, PartitionFetch]:
-        """Acquire records for ``member_id`` from ``partitions`` (see the module)."""
+        """Acquire for ``member_id`` from ``partitions`` (see the module)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, max_wait_ms) / 1000
+        # Partitions whose load this fetch waited for, in the order the loads ended: each
+        # is tried on its own, first to last, as Kafka tries a waiting share fetch again
+        # when one share-partition finishes initializing; the first to acquire answers.
+        loaded: list[TopicIdPartition] = []
+        waited: set[TopicIdPartition] = set()
         while True:
+            read_committed = self._group_values(group_id)[SHARE_ISOLATION_LEVEL] == "read_committed"
             out: dict[TopicIdPartition, PartitionFetch] = {}
             ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]] = []
+            fresh: dict[TopicIdPartition, tuple[TopicIdPartition, SharePartitionKey, _Held]] = {}
+            loading: list[asyncio.Future[Any]] = []
             for tp in partitions:
-                error, held = await self.share_partition(group_id, tp[0], tp[1])
-                if held is None:
+                error, held, load = self._lookup(group_id, tp[0], tp[1])
+                if load is not None:
+                    loading.append(load)
+                    if tp not in waited:
+                        waited.add(tp)
+                        load.add_done_callback(_appender(loaded, tp))
+                elif held is None:
                     out[tp] = PartitionFetch(error)
+                elif tp in loaded:
+                    fresh[tp] = (tp, SharePartitionKey(group_id, tp[0], tp[1]), held)
                 else:
                     ready.append((tp, SharePartitionKey(group_id, tp[0], tp[1]), held))
-            acquired_any = self._acquire(member_id, ready, max_bytes, max_records, out)
+            acquired_any = False
+            if max_bytes > 0:
+                acquired_any = self._acquire(
+                    member_id, ready, max_bytes, max_records, read_committed, out
+                )
+                for tp in [tp for tp in loaded if tp in fresh]:
+                    if acquired_any:
+                        break
+                    acquired_any = self._acquire(
+                        member_id, [fresh[tp]], max_bytes, max_records, read_committed, out
+                    )
+            loaded.clear()
             remaining = deadline - loop.time()
-            if acquired_any or remaining <= 0 or not ready or out:
+            if acquired_any or remaining <= 0 or out or not (ready or fresh or loading):
                 for tp in partitions:
                     out.setdefault(tp, PartitionFetch())
                 return out
-            await self._wait(ready, remaining, max_bytes)
+            await self._wait(
+                [*ready, *fresh.values()], loading, remaining, max_bytes, read_committed
+            )
 
     def _acquire(
         self,
@@ -397,6 +523,7 @@ class SharePartitionManager:
         ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]],
         max_bytes: int,
         max_records: int,
+        read_committed: bool,
         out: dict[TopicIdPartition, PartitionFetch],
     ) -> bool:
         infos: list[_Info] = []
@@ -409,7 +536,7 @@ class SharePartitionManager:
                 reading.append((tp, key, held))
         if not infos:
             return False
-        params = FetchParams(-1, 0, 1, max_bytes)
+        params = FetchParams(-1, 0, 1, max_bytes, read_committed=read_committed)
         reads = self._replicas.read_from_local_log(params, list(infos)).reads
         acquired_any = False
         budget = max_records
@@ -422,50 +549,52 @@ class SharePartitionManager:
                 data = bytes(records.source.read())  # type: ignore[attr-defined]
             else:
                 data = bytes(records)  # type: ignore[arg-type]
-            batches = batch_offsets(data)
+            batches = fetched_batches(data)
             if not batches or budget <= 0:
                 continue
             sp = held.share_partition
             acquired = sp.acquire(
                 member_id,
                 info.fetch_offset,
-                [FetchedBatch(b[0], b[1]) for b in batches],
+                [b[0] for b in batches],
                 budget,
+                (read.aborted or []) if read_committed else None,
             )
             self._after_change(key, held)
             if not acquired:
                 continue
             acquired_any = True
             budget -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
-            first, last = acquired[0].first_offset, acquired[-1].last_offset
-            kept = [b for b in batches if b[1] >= first and b[0] <= last]
-            out[tp] = PartitionFetch(
-                records=data[kept[0][2] : kept[-1][3]] if kept else None, acquired=acquired
-            )
+            out[tp] = PartitionFetch(records=_covering(data, batches, acquired), acquired=acquired)
         return acquired_any
 
     async def _wait(
         self,
         ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]],
+        loading: list[asyncio.Future[Any]],
         remaining_s: float,
         max_bytes: int,
+        read_committed: bool,
     ) -> None:
         """Until records may be there to acquire: appended past a share-partition's end
-        offset, or available again; at most ``remaining_s``."""
+        offset (its last stable offset moving, for read_committed), available again, or a
+        share-partition loaded; at most ``remaining_s``."""
         loop = asyncio.get_running_loop()
         mine: list[tuple[_Held, asyncio.Future[None]]] = []
         for _, _, held in ready:
             waiter: asyncio.Future[None] = loop.create_future()
             held.waiters.append(waiter)
             mine.append((held, waiter))
-        waiters: list[asyncio.Future[Any]] = [w for _, w in mine]
+        waiters: list[asyncio.Future[Any]] = [w for _, w in mine] + loading
         infos = [
             _Info(held.topic, tp[1], held.share_partition.end_offset, max_bytes)
             for tp, _, held in ready
             if held.share_partition.can_acquire()
         ]
-        if infos:
-            params = FetchParams(-1, int(remaining_s * 1000), 1, max_bytes)
+        if infos and max_bytes > 0:
+            params = FetchParams(
+                -1, int(remaining_s * 1000), 1, max_bytes, read_committed=read_committed
+            )
             appended = self._replicas.fetch_messages(params, list(infos))
             if isinstance(appended, asyncio.Future):
                 waiters.append(appended)
