@@ -7,8 +7,10 @@ broker is not limited. Windows of 2 x 1 s keep the test to a few seconds."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import Producer
@@ -21,8 +23,10 @@ from logstore.protocol.messages.client_quotas import (
 from logstore.protocol.messages.topic_admin import CreateTopicsRequest, DeleteTopicsRequest
 from tests.integration.clients import wire_call
 from tests.integration.conftest import BrokerProcess
+from tests.support.ports import free_port
 
 RATE = 200_000  # bytes/s
+METRICS_PORT = free_port()
 RUN_S = 4.0
 
 
@@ -35,6 +39,8 @@ def broker(tmp_path_factory):
             "quota.window.size.seconds": "1",
             "controller.quota.window.num": "2",
             "controller.quota.window.size.seconds": "1",
+            "metrics.port": str(METRICS_PORT),
+            "metrics.host": "127.0.0.1",
         },
     )
     b.start()
@@ -191,10 +197,22 @@ def test_producer_held_to_its_rate(broker) -> None:
     started = time.monotonic()
     for t in threads:
         t.start()
-    time.sleep(RUN_S)
-    stop.set()
-    for t in threads:
-        t.join(30)
+    try:
+        time.sleep(RUN_S)
+        # The limited client's sensor while it runs, on /metrics as the JMX exporter names
+        # Kafka's.
+        with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        labels = r'\{client_id="limited",user=""\} ([0-9.e+]+)'
+        rate = re.search("kafka_server_produce_byte_rate" + labels, text)
+        throttle = re.search("kafka_server_produce_throttle_time" + labels, text)
+        assert rate and float(rate.group(1)) > 0, text[-2000:]
+        assert throttle and float(throttle.group(1)) > 0
+        assert 'kafka_server_produce_byte_rate{client_id="free",user=""}' in text
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
     elapsed = time.monotonic() - started
     # Held to the rate, give or take the span of the windows and the requests in flight.
     assert 0 < out["limited"] <= RATE * (elapsed + 2) + 100_000, (out, elapsed)

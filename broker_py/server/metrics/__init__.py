@@ -16,6 +16,7 @@ so existing Grafana dashboards chart them. One concept per module:
   ``kafka_topic_partition_*``;
 - :mod:`.fetcher_lag`: the replica fetchers' lag;
 - :mod:`.replication_quotas`: the replication throttles' byte rates;
+- :mod:`.client_quotas`: the client quota sensors' rates and throttle times;
 - :mod:`.controller_metrics`: the controller's leader election timer;
 - :mod:`.broker_gauges`: active controller, purgatory sizes, connections per listener;
 - :mod:`.group_lag`: consumer group lag;
@@ -43,6 +44,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 from broker_py.config.kafka_config import BrokerConfig, ConfigError
 from broker_py.server.metrics import (
     broker_gauges,
+    client_quotas,
     client_telemetry,
     controller_metrics,
     exporter_partitions,
@@ -127,6 +129,7 @@ class BrokerMetrics:
             "exporter": exporter_partitions.snapshot(apis, controller),
             "fetchers": fetcher_lag.snapshot(apis.replica_manager),
             "replication_quotas": replication_quotas.snapshot(apis.replica_manager),
+            "client_quotas": client_quotas.snapshot(apis.client_quotas, apis.time.milliseconds()),
             "controller": controller_metrics.snapshot(controller),
             "client_telemetry": client_telemetry.snapshot(apis.client_telemetry),
         }

@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from broker_py.server.metrics import (
     broker_gauges,
+    client_quotas,
     client_telemetry,
     controller_metrics,
     exporter_partitions,
@@ -61,6 +62,7 @@ class BrokerCollector(Collector):
         yield from exporter_partitions.collect(snap["exporter"])
         yield from fetcher_lag.collect(snap["fetchers"])
         yield from replication_quotas.collect(snap["replication_quotas"])
+        yield from client_quotas.collect(snap["client_quotas"])
         yield from controller_metrics.collect(snap["controller"])
         yield from client_telemetry.collect(snap["client_telemetry"])
         idle = snap["idle"]
