@@ -45,7 +45,9 @@ esac
 share=${RDK_SHARE:-0}
 if [ "$share" = 1 ]; then
     kafka_version=${RDK_KAFKA_VERSION:-4.2.0} mode=${RDK_MODE-}
-    LOGSTORE_OVERRIDES="group.share.enable=true ${LOGSTORE_OVERRIDES:-}"
+    # librdkafka's own share test clusters (tests/cluster_testing.py, run-all-tests.sh)
+    # lower the group lock-duration floor so that tests may set 1-3 s locks.
+    LOGSTORE_OVERRIDES="group.share.enable=true group.share.min.record.lock.duration.ms=1000 ${LOGSTORE_OVERRIDES:-}"
 fi
 work=$(mktemp -d /tmp/librdkafka-suite.XXXXXX)
 

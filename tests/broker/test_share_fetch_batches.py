@@ -1,15 +1,17 @@
 """How a ShareFetch finds the batches it read (base and last offsets, byte ranges):
 whole v2 batches in order, a cut-off last batch left out; their producer ids, and which
-are transactional or ABORT markers (what read_committed needs)."""
+are transactional or ABORT markers (what read_committed needs); BatchSize cutting the
+acquired ranges at log batch boundaries."""
 
 from __future__ import annotations
 
 import logstore
-from broker_py.server.share.share_partition import FetchedBatch
+from broker_py.server.share.share_partition import AcquiredRecords, FetchedBatch
 from broker_py.server.share.share_partition_manager import (
     _is_abort_marker,
     batch_offsets,
     fetched_batches,
+    split_acquired,
 )
 
 
@@ -66,3 +68,22 @@ def test_producer_ids_transactions_and_abort_markers() -> None:
     ]
     # A control batch cut short of its key is not taken for an abort marker.
     assert not _is_abort_marker(parts[2][:64], 0, 64)
+
+
+def test_batch_size_cuts_acquired_ranges_at_log_batches() -> None:
+    batches = [FetchedBatch(0, 2), FetchedBatch(3, 3), FetchedBatch(4, 9), FetchedBatch(10, 11)]
+    runs = [AcquiredRecords(0, 7, 1), AcquiredRecords(8, 11, 2)]
+    assert split_acquired(runs, batches, 4) == [
+        AcquiredRecords(0, 3, 1),
+        AcquiredRecords(4, 7, 1),  # the run ends inside 4-9
+        AcquiredRecords(8, 11, 2),  # 8-9 hold 2 records: not cut at 9
+    ]
+    assert split_acquired(runs, batches, 1) == [
+        AcquiredRecords(0, 2, 1),
+        AcquiredRecords(3, 3, 1),
+        AcquiredRecords(4, 7, 1),
+        AcquiredRecords(8, 9, 2),
+        AcquiredRecords(10, 11, 2),
+    ]
+    assert split_acquired(runs, batches, 0) == runs
+    assert split_acquired(runs, batches, 500) == runs

@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 
 import pytest
@@ -259,7 +260,9 @@ class _Wire:
         self.sock.close()
 
 
-def _fetch(wire: _Wire, group: str, member: str, epoch: int, topics=(), acks=None, wait=0):
+def _fetch(
+    wire: _Wire, group: str, member: str, epoch: int, topics=(), acks=None, wait=0, min_bytes=1
+):
     R = ShareFetchRequest
     parts: dict = {}
     for topic_id, index in topics:
@@ -279,7 +282,7 @@ def _fetch(wire: _Wire, group: str, member: str, epoch: int, topics=(), acks=Non
         member_id=member,
         share_session_epoch=epoch,
         max_wait_ms=wait,
-        min_bytes=1,
+        min_bytes=min_bytes,
         max_records=100,
         batch_size=100,
         topics=[R.FetchTopic(topic_id=t, partitions=p) for t, p in parts.items()],
@@ -341,6 +344,37 @@ def test_share_fetch_errors_on_the_wire(broker) -> None:
         assert _fetch(wire, group, member, 4).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
         other = _fetch(wire, group, str(uuid.uuid4()), 0, [(topic_id, 0)], wait=2000)
         assert _acquired(other, topic_id) == [(2, 4, 3)]
+    finally:
+        wire.close()
+
+
+def test_min_bytes_holds_the_fetch_until_the_log_has_them(broker) -> None:
+    """A ShareFetch finding fewer than MinBytes acquires nothing and waits (Kafka's
+    DelayedShareFetch): records appended meanwhile come in the same answer."""
+    bootstrap = broker.bootstrap
+    topic = _topic_with(bootstrap, 3)
+    topic_id = _topic_id(bootstrap, topic)
+    group, member = _group(bootstrap), str(uuid.uuid4())
+    wire = _Wire(bootstrap)
+    try:
+        opened = _fetch(wire, group, member, 0, [(topic_id, 0)], wait=5000)
+        assert _acquired(opened, topic_id) == [(0, 2, 1)]
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+        producer.produce(topic, b"3")
+        assert producer.flush(15) == 0
+        answers: list = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                _fetch(wire, group, member, 1, wait=20000, min_bytes=3000)
+            )
+        )
+        waiting.start()
+        for i in range(4, 14):  # about 4 KB in all
+            producer.produce(topic, str(i).encode() + b"x" * 400)
+        assert producer.flush(15) == 0
+        waiting.join(30)
+        ranges = _acquired(answers[0], topic_id)
+        assert ranges[0][0] == 3 and ranges[-1][1] > 3, ranges
     finally:
         wire.close()
 

@@ -14,11 +14,13 @@ A ShareFetch first applies its acknowledgements (``acknowledge_error_code`` per
 partition: INVALID_REQUEST, INVALID_RECORD_STATE, or the state write's error), then
 acquires records from every partition of the session
 (:class:`~broker_py.server.share.share_partition_manager.SharePartitionManager`), waiting
-up to ``max_wait_ms`` while none can be acquired. An initial request (epoch 0) answers
+up to ``max_wait_ms`` while none can be acquired or the log holds fewer than ``min_bytes``
+from where the partitions would be read. An initial request (epoch 0) answers
 each of its partitions; a later one those with records, an error or acknowledgements.
 Epoch -1 closes the session after the acknowledgements: the member's acquired records in
 its partitions are released, as when the connection that opened the session closes.
-``acquisition_lock_timeout_ms`` is the group's ``share.record.lock.duration.ms``.
+``batch_size`` cuts the acquired ranges at log batch boundaries (Kafka's in-flight
+batches). ``acquisition_lock_timeout_ms`` is the group's ``share.record.lock.duration.ms``.
 """
 
 from __future__ import annotations
@@ -170,6 +172,8 @@ async def _share_fetch(apis, body, connection):
                     body.max_wait_ms,
                     body.max_bytes,
                     max_records,
+                    body.min_bytes,
+                    body.batch_size,
                 )
             )
     hints = LeaderHints(apis, connection)

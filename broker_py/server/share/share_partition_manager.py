@@ -29,7 +29,9 @@ I/O around :class:`~broker_py.server.share.share_partition.SharePartition`.
   initializing): the fetch answers with the partitions held, and waits for a load only
   when nothing could be acquired. With nothing acquired and no partition in error it
   waits, up to ``max_wait_ms``, for new records in the log, for records to become
-  available again, or for a share-partition to load. ``max_bytes`` 0 reads nothing (Kafka
+  available again, or for a share-partition to load; and while the reads hold fewer than
+  ``min_bytes`` it acquires nothing and waits the same way (Kafka's DelayedShareFetch),
+  taking what is there at ``max_wait_ms``. ``max_bytes`` 0 reads nothing (Kafka
   refuses to divide a MaxBytes of 0 among the partitions): such a fetch waits out
   ``max_wait_ms`` and answers no records. Records the log no longer holds (its start
   offset moved past them) are done.
@@ -185,6 +187,30 @@ def fetched_batches(data: bytes) -> list[tuple[FetchedBatch, int, int]]:
             control and _is_abort_marker(data, start, end),
         )
         out.append((batch, start, end))
+    return out
+
+
+def split_acquired(
+    acquired: list[AcquiredRecords], batches: list[FetchedBatch], batch_size: int
+) -> list[AcquiredRecords]:
+    """ShareFetch's BatchSize as Kafka's ``SharePartition`` applies it: a run of acquired
+    offsets is cut after the log batch that brings it to ``batch_size`` records (never
+    inside a log batch); ``batch_size`` <= 0 cuts nothing. ``batches`` in offset order."""
+    if batch_size <= 0:
+        return acquired
+    out = []
+    at = 0
+    for run in acquired:
+        first = run.first_offset
+        while at < len(batches) and batches[at].last_offset < first:
+            at += 1
+        while at < len(batches) and batches[at].last_offset < run.last_offset:
+            end = batches[at].last_offset
+            if end - first + 1 >= batch_size:
+                out.append(AcquiredRecords(first, end, run.delivery_count))
+                first = end + 1
+            at += 1
+        out.append(AcquiredRecords(first, run.last_offset, run.delivery_count))
     return out
 
 
@@ -468,6 +494,8 @@ class SharePartitionManager:
         max_wait_ms: int,
         max_bytes: int,
         max_records: int,
+        min_bytes: int = 1,
+        batch_size: int = 0,
     ) -> dict[TopicIdPartition, PartitionFetch]:
         """Acquire for ``member_id`` from ``partitions`` (see the module)."""
         loop = asyncio.get_running_loop()
@@ -498,14 +526,15 @@ class SharePartitionManager:
                     ready.append((tp, SharePartitionKey(group_id, tp[0], tp[1]), held))
             acquired_any = False
             if max_bytes > 0:
-                acquired_any = self._acquire(
-                    member_id, ready, max_bytes, max_records, read_committed, out
-                )
+                # At the deadline whatever is there answers (Kafka's delayed fetch expiring).
+                least = min_bytes if loop.time() < deadline else 1
+                limits = (max_bytes, max_records, least, batch_size)
+                acquired_any = self._acquire(member_id, ready, limits, read_committed, out)
                 for tp in [tp for tp in loaded if tp in fresh]:
-                    if acquired_any:
+                    if acquired_any or out:
                         break
                     acquired_any = self._acquire(
-                        member_id, [fresh[tp]], max_bytes, max_records, read_committed, out
+                        member_id, [fresh[tp]], limits, read_committed, out
                     )
             loaded.clear()
             remaining = deadline - loop.time()
@@ -514,18 +543,21 @@ class SharePartitionManager:
                     out.setdefault(tp, PartitionFetch())
                 return out
             await self._wait(
-                [*ready, *fresh.values()], loading, remaining, max_bytes, read_committed
+                [*ready, *fresh.values()], loading, remaining, max_bytes, min_bytes, read_committed
             )
 
     def _acquire(
         self,
         member_id: str,
         ready: list[tuple[TopicIdPartition, SharePartitionKey, _Held]],
-        max_bytes: int,
-        max_records: int,
+        limits: tuple[int, int, int, int],
         read_committed: bool,
         out: dict[TopicIdPartition, PartitionFetch],
     ) -> bool:
+        """Read and acquire from ``ready`` into ``out`` within ``limits`` (max bytes, max
+        records, min bytes, batch size); nothing when the reads hold fewer than min bytes
+        and no error. Whether anything was acquired."""
+        max_bytes, max_records, min_bytes, batch_size = limits
         infos: list[_Info] = []
         reading = []
         for tp, key, held in ready:
@@ -538,17 +570,23 @@ class SharePartitionManager:
             return False
         params = FetchParams(-1, 0, 1, max_bytes, read_committed=read_committed)
         reads = self._replicas.read_from_local_log(params, list(infos)).reads
-        acquired_any = False
-        budget = max_records
-        for (tp, key, held), info, read in zip(reading, infos, reads, strict=True):
+        datas: list[bytes] = []
+        for (tp, _, _), read in zip(reading, reads, strict=True):
+            records = read.records
             if read.error_code != 0:
                 out[tp] = PartitionFetch(ErrorCode(read.error_code))  # type: ignore[call-arg]
-                continue
-            records = read.records
-            if isinstance(records, DeferredRecords):
-                data = bytes(records.source.read())  # type: ignore[attr-defined]
+                datas.append(b"")
+            elif isinstance(records, DeferredRecords):
+                datas.append(bytes(records.source.read()))  # type: ignore[attr-defined]
             else:
-                data = bytes(records)  # type: ignore[arg-type]
+                datas.append(bytes(records))  # type: ignore[arg-type]
+        if not out and sum(len(d) for d in datas) < min_bytes:
+            return False  # Kafka's DelayedShareFetch waits while MinBytes is not there
+        acquired_any = False
+        budget = max_records
+        for (tp, key, held), info, read, data in zip(reading, infos, reads, datas, strict=True):
+            if read.error_code != 0:
+                continue
             batches = fetched_batches(data)
             if not batches or budget <= 0:
                 continue
@@ -565,6 +603,7 @@ class SharePartitionManager:
                 continue
             acquired_any = True
             budget -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+            acquired = split_acquired(acquired, [b[0] for b in batches], batch_size)
             out[tp] = PartitionFetch(records=_covering(data, batches, acquired), acquired=acquired)
         return acquired_any
 
@@ -574,6 +613,7 @@ class SharePartitionManager:
         loading: list[asyncio.Future[Any]],
         remaining_s: float,
         max_bytes: int,
+        min_bytes: int,
         read_committed: bool,
     ) -> None:
         """Until records may be there to acquire: appended past a share-partition's end
@@ -593,7 +633,11 @@ class SharePartitionManager:
         ]
         if infos and max_bytes > 0:
             params = FetchParams(
-                -1, int(remaining_s * 1000), 1, max_bytes, read_committed=read_committed
+                -1,
+                int(remaining_s * 1000),
+                max(1, min_bytes),
+                max_bytes,
+                read_committed=read_committed,
             )
             appended = self._replicas.fetch_messages(params, list(infos))
             if isinstance(appended, asyncio.Future):
