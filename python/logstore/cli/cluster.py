@@ -1,7 +1,7 @@
 """``logstore cluster``: ``info`` (cluster id, controller, brokers), ``health``
 (:mod:`logstore.cli.cluster_health`), ``partitions``, ``decommission``,
-``recommission`` and ``elect-leaders`` (:mod:`logstore.cli.cluster_partitions`) and
-``config get|set``
+``recommission`` and ``elect-leaders`` (:mod:`logstore.cli.cluster_partitions`),
+``quotas describe|alter`` (:mod:`logstore.cli.cluster_quotas`) and ``config get|set``
 (broker configs, as ``rpk cluster config`` and ``kafka-configs.sh --entity-type
 brokers`` do them).
 
@@ -19,7 +19,7 @@ from typing import Any
 import click
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from logstore.cli import cluster_health, cluster_partitions
+from logstore.cli import cluster_health, cluster_partitions, cluster_quotas
 from logstore.cli.admin import Admin
 from logstore.cli.base import group as cli_group
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
@@ -79,6 +79,7 @@ def info(client: ClientOptions, out: Output) -> int:
 
 
 group.add_command(cluster_health.command)
+group.add_command(cluster_quotas.quotas)
 for _command in cluster_partitions.COMMANDS:
     group.add_command(_command)
 
