@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 import urllib.request
@@ -15,13 +16,14 @@ import urllib.request
 import pytest
 from confluent_kafka import Producer
 
+from logstore.protocol import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.client_quotas import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
 from logstore.protocol.messages.topic_admin import CreateTopicsRequest, DeleteTopicsRequest
-from tests.integration.clients import wire_call
+from tests.integration.clients import read_response, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
 
@@ -102,6 +104,44 @@ def test_alter_and_describe_on_the_wire(broker) -> None:
         (("user", None), ("client-id", "c1")): {"request_percentage": 25.0}
     }
     assert alter(b, 1, [("user", None), ("client-id", "c1")], [("request_percentage", 0, True)])
+
+
+def _api_versions(sock: socket.socket, client_id: str, correlation_id: int):
+    from logstore.protocol import RequestHeader, encode_request
+    from logstore.protocol.messages.api_versions import ApiVersionsRequest
+
+    header = RequestHeader(
+        api_key=18, api_version=2, correlation_id=correlation_id, client_id=client_id
+    )
+    sock.sendall(encode_request(header, ApiVersionsRequest()))
+
+
+def test_throttled_connection_is_muted_alone(broker) -> None:
+    """KIP-219: a response over the quota carries its throttle time and the connection
+    handles nothing more for that long; another connection is answered meanwhile."""
+    b = broker.bootstrap
+    entity = [("client-id", "muted")]
+    assert alter(b, 1, entity, [("request_percentage", 1e-7, False)]) == [(ErrorCode.NONE, None)]
+    host, port = b.rsplit(":", 1)
+    try:
+        with (
+            socket.create_connection((host, int(port)), timeout=15) as muted,
+            socket.create_connection((host, int(port)), timeout=15) as other,
+        ):
+            _api_versions(muted, "muted", 1)
+            first = read_response(muted, ApiKey.API_VERSIONS, 2)[1]
+            assert 0 < first.throttle_time_ms <= 1000  # at most one window, as Kafka
+            answered = time.monotonic()
+            _api_versions(muted, "muted", 2)
+            _api_versions(other, "other", 3)
+            assert read_response(other, ApiKey.API_VERSIONS, 2)[1].throttle_time_ms == 0
+            other_at = time.monotonic()
+            assert read_response(muted, ApiKey.API_VERSIONS, 2)[0] == 2
+            muted_at = time.monotonic()
+            assert other_at < muted_at
+            assert muted_at - answered >= first.throttle_time_ms / 1000 * 0.9
+    finally:
+        alter(b, 1, entity, [("request_percentage", 0, True)])
 
 
 def _create(bootstrap, version, name, partitions):

@@ -84,7 +84,7 @@ def mutation_quota(apis: Any, connection: Any, request: Any) -> MutationQuota | 
     if quotas is None or connection is None or not quotas.controller_mutation.enabled:
         return None
     user, client_id = client_of(connection, request)
-    strict = request.api_version >= STRICT_SINCE[ApiKey(request.api_key)]
+    strict = request.api_version >= STRICT_SINCE[request.api_key]
     return quotas.controller_mutation.quota(user, client_id, strict)
 
 
