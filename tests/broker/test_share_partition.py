@@ -714,6 +714,8 @@ class SharePartitionModel(RuleBasedStateMachine):
             if offset not in self.recs:
                 assert state is ARC and count == 0
                 self.recs[offset] = Rec(0, ARC)
+        for offset in range(self.end, min(self.sp.end_offset, self.sp.start_offset)):
+            self.recs.setdefault(offset, Rec(0, ARC))  # archived, and the start passed them
         self.end = max(self.end, self.sp.end_offset)
         if self.sp.start_offset > self.start and not self.recs:
             self.start = self.sp.start_offset
