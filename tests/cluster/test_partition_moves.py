@@ -1,9 +1,10 @@
 """An operator grows a three-broker cluster to four and shrinks it back to three with the
-``logstore`` command alone, while an idempotent acks=all producer and a consumer run
-(issue 36): ``cluster partitions balance --throttle`` moves replicas onto the new
-broker, ``cluster decommission`` empties another, which is then stopped. The checker
-finds nothing lost, duplicated or reordered; no partition is under-replicated; every
-replica of every partition holds the same batches below the high watermark; the
+``logstore`` command alone, while an idempotent acks=all producer, a consumer and a
+consumer group run (issue 36): ``cluster partitions balance --throttle`` moves replicas
+onto the new broker, ``cluster decommission`` empties another (``__consumer_offsets``
+included), which is then stopped. The checker finds nothing lost, duplicated or
+reordered; the group reads every acknowledged record; no partition is under-replicated;
+every replica of every partition holds the same batches below the high watermark; the
 throttle configs are gone once the moves end. ``elect-leaders --preferred`` and
 ``status`` are run on the way.
 """
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import threading
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from logstore.balance.planner import Move
@@ -59,6 +60,14 @@ def logstore(bootstrap: str, *args: object) -> subprocess.CompletedProcess[str]:
     return result
 
 
+def brokers_seen(c: Cluster, n: int) -> None:
+    """Waits until broker 1's metadata lists ``n`` brokers."""
+    admin = AdminClient({"bootstrap.servers": c.bootstrap(1)})
+    wait_until(
+        lambda: len(admin.list_topics(timeout=5).brokers) == n, 30, 0.2, f"{n} brokers listed"
+    )
+
+
 def replicas(c: Cluster) -> dict[tuple[str, int], tuple[list[int], list[int]]]:
     """(topic, partition) -> (replicas, ISR) of the test's topics, as broker 1 says."""
     md = AdminClient({"bootstrap.servers": c.bootstrap(1)}).list_topics(timeout=10)
@@ -84,6 +93,23 @@ def throttle_configs(c: Cluster, brokers: list[int]) -> dict[str, str]:
     return found
 
 
+def settled_throttle(c: Cluster, brokers: list[int], expected: dict[str, str]) -> dict[str, str]:
+    """The throttle configs once they equal ``expected`` (a broker applies a topic config
+    change when ZooKeeper notifies it), or as they are after 15 s."""
+    seen: dict[str, str] = {}
+
+    def check() -> bool:
+        seen.clear()
+        seen.update(throttle_configs(c, brokers))
+        return seen == expected
+
+    try:
+        wait_until(check, 15, 0.2, "the throttle configs")
+    except Exception:  # noqa: BLE001 - the caller's assertion shows what was seen
+        pass
+    return seen
+
+
 def test_grow_balance_decommission_under_load(tmp_path):
     c = Cluster(tmp_path, n_brokers=4, zk_session_timeout_ms=6000, overrides=OVERRIDES)
     try:
@@ -94,10 +120,11 @@ def test_grow_balance_decommission_under_load(tmp_path):
         for b in c.brokers[:3]:
             b.wait_ready()
         b1 = c.bootstrap(1)
+        brokers_seen(c, 3)
         for topic, n in TOPICS.items():
             c.create_topic(topic, partitions=n, replication_factor=3, bootstrap=b1)
         bulk = Producer({"bootstrap.servers": b1, "acks": "all", "linger.ms": 20})
-        for i in range(3000):  # 3 MB that the moves copy
+        for i in range(2000):  # 2 MB that the moves copy
             bulk.produce("bulk", bytes(1000), partition=i % TOPICS["bulk"])
             bulk.poll(0)
         assert bulk.flush(30) == 0
@@ -107,15 +134,7 @@ def test_grow_balance_decommission_under_load(tmp_path):
         def operate(stop: threading.Event) -> None:
             try:
                 c.broker(4).start()
-                wait_until(
-                    lambda: (
-                        len(AdminClient({"bootstrap.servers": b1}).list_topics(timeout=5).brokers)
-                        == 4
-                    ),
-                    20,
-                    0.2,
-                    "broker 4 registered",
-                )
+                brokers_seen(c, 4)
                 topics = [a for t in TOPICS for a in ("--topic", t)]
                 out = logstore(
                     b1,
@@ -133,7 +152,7 @@ def test_grow_balance_decommission_under_load(tmp_path):
                 steps["balance"] = json.loads(out.stdout)
                 steps["balance_log"] = out.stderr
                 steps["after_balance"] = replicas(c)
-                steps["throttle_after_balance"] = throttle_configs(c, [1, 2, 3, 4])
+                steps["throttle_after_balance"] = settled_throttle(c, [1, 2, 3, 4], {})
                 steps["status"] = json.loads(
                     logstore(b1, "cluster", "partitions", "status", "--format", "json").stdout
                 )
@@ -142,7 +161,7 @@ def test_grow_balance_decommission_under_load(tmp_path):
                 )
                 steps["decommission"] = json.loads(out.stdout)
                 steps["decommission_log"] = out.stderr
-                steps["throttle_after_decommission"] = throttle_configs(c, [1, 2, 3, 4])
+                steps["throttle_after_decommission"] = settled_throttle(c, [1, 2, 3, 4], {})
                 c.broker(2).terminate()
                 steps["elect"] = json.loads(
                     logstore(
@@ -158,6 +177,35 @@ def test_grow_balance_decommission_under_load(tmp_path):
                 steps["error"] = exc
             finally:
                 stop.set()
+
+        # a consumer group on the topic, its coordinator moved by the decommission
+        group_seen: set[str] = set()
+        group_done = threading.Event()
+        group_errors: list[str] = []
+
+        def consume_in_group() -> None:
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": c.bootstrap(3),
+                    "group.id": "moves-group",
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": True,
+                    "auto.commit.interval.ms": 500,
+                }
+            )
+            try:
+                consumer.subscribe(["moves"])
+                while not group_done.is_set():
+                    msg = consumer.poll(0.2)
+                    if msg is not None and msg.error() is None:
+                        group_seen.add(msg.value().decode())
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                group_errors.append(repr(exc))
+            finally:
+                consumer.close()
+
+        group_thread = threading.Thread(target=consume_in_group, daemon=True)
+        group_thread.start()
 
         wl = Workload(
             c.bootstrap(3),
@@ -204,7 +252,14 @@ def test_grow_balance_decommission_under_load(tmp_path):
 
         result = history.check()
         assert result.ok, result.summary()
-        assert sum(1 for s in history.sends if s.outcome == "ok") > 100
+        acked = {s.value for s in history.sends if s.outcome == "ok"}
+        assert len(acked) > 100
+        try:
+            wait_until(lambda: acked <= group_seen, 30, 0.2, "the group read every acked record")
+        finally:
+            group_done.set()
+            group_thread.join(10)
+        assert not group_errors, group_errors
 
         hws = {t: faults.high_watermarks(c, t, n) for t, n in TOPICS.items()}
         for (t, p), (reps, _isr) in final.items():
@@ -219,13 +274,14 @@ def test_grow_balance_decommission_under_load(tmp_path):
         # the throttle configs as kafka-reassign-partitions.sh --throttle sets them
         admin = Admin(ClientOptions(brokers=c.bootstrap(1)))
         partition_moves.set_throttle(admin, 1000, [Move("bulk", 0, (1, 3), (3, 4), 0)])
-        assert throttle_configs(c, [1, 3, 4]) == {
+        expected = {
             **{f"{b}/{k}": "1000" for b in ("1", "3", "4") for k in THROTTLE_KEYS[:2]},
             "bulk/leader.replication.throttled.replicas": "0:1,0:3",
             "bulk/follower.replication.throttled.replicas": "0:4",
         }
+        assert settled_throttle(c, [1, 3, 4], expected) == expected
         assert partition_moves.clear_throttle(admin, [1, 3, 4], ["bulk"]) == []
-        assert throttle_configs(c, [1, 3, 4]) == {}
+        assert settled_throttle(c, [1, 3, 4], {}) == {}
     except BaseException:
         print(c.log_tails(80))
         raise

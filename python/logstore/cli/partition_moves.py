@@ -23,7 +23,8 @@ removes them (KIP-73):
 
 :func:`execute` submits the moves at most ``max_in_flight`` partitions at a time, polls
 ListPartitionReassignments every half second (a partition no longer listed has finished
-its move), prints a line per finished partition on stderr, then asks for a preferred
+its move), prints on stderr a line per finished partition and, every 5 s, the bytes the
+moving partitions' new replicas hold (:func:`progress`), then asks for a preferred
 leader election of the moved partitions (ELECTION_NOT_NEEDED is success), checks that
 the metadata lists each partition's target replicas, and removes the throttle, also when
 interrupted or failed (the moves under way then go on, unthrottled, until cancelled).
@@ -68,6 +69,7 @@ BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throt
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 POLL_SECONDS = 0.5
+PROGRESS_SECONDS = 5.0
 _RATE = re.compile(r"^\s*(\d+)\s*(?:([kmg])(i?)b?)?(?:/s)?\s*$", re.IGNORECASE)
 
 
@@ -441,6 +443,26 @@ def _replicas_reached(
         time.sleep(POLL_SECONDS)
 
 
+def progress(
+    options: ClientOptions, admin: Admin, moving: Sequence[Move], done: int, total: int
+) -> str:
+    """One line on the moves under way: the bytes their new replicas hold of what they
+    will hold (DescribeLogDirs of the brokers receiving them)."""
+    md = admin.metadata()
+    receiving = {b for m in moving for b in m.adding}
+    addresses = {b.id: (b.host, b.port) for b in md.brokers.values() if b.id in receiving}
+    dirs = log_dirs(options, addresses)
+    copied = sum(
+        min(dirs.get(b, {}).get((m.topic, m.partition), (0, 0))[0], m.size)
+        for m in moving
+        for b in m.adding
+    )
+    return (
+        f"{done}/{total} partitions moved; {len(moving)} moving: "
+        f"{copied} of {sum(m.cost for m in moving)} bytes copied"
+    )
+
+
 def execute(
     options: ClientOptions,
     admin: Admin,
@@ -464,7 +486,11 @@ def execute(
         pending = list(moves)
         in_flight: dict[Partition, Move] = {}
         done = 0
+        next_progress = time.monotonic() + PROGRESS_SECONDS
         while pending or in_flight:
+            if in_flight and time.monotonic() >= next_progress:
+                note(progress(options, admin, list(in_flight.values()), done, len(moves)))
+                next_progress = time.monotonic() + PROGRESS_SECONDS
             room = max_in_flight - len(in_flight)
             batch, pending = pending[:room], pending[room:]
             if batch:
