@@ -1,8 +1,8 @@
 """The balancer's planner (:mod:`logstore.balance.planner`) on random clusters: the
 replication factor kept, distinct brokers, excluded brokers emptied, rack spread never
 made worse than the eligible brokers allow, replica counts within one without racks
-using the fewest replica moves any plan needs, leaders locally even, and the plan's
-bytes equal to what its new replicas copy."""
+(with the fewest replica moves any plan needs) and with racks of equal size, leaders
+locally even, and the plan's bytes equal to what its new replicas copy."""
 
 from __future__ import annotations
 
@@ -105,6 +105,44 @@ def test_without_racks_replicas_end_within_one_with_fewest_moves(cluster):
         above = sum(max(0, before[b] - ceil) for b in eligible)
         below = sum(max(0, floor - before[b]) for b in eligible)
         assert result.replica_moves == max(above, below)
+
+
+@st.composite
+def even_racks(draw: st.DrawFn):
+    """Two or three racks of one to three brokers each, the same number in every rack;
+    replicas anywhere."""
+    racks, per = draw(st.integers(2, 3)), draw(st.integers(1, 3))
+    brokers = {r * 10 + i: f"rack{r}" for r in range(racks) for i in range(per)}
+    ids = sorted(brokers)
+    assignment = {
+        ("t", p): draw(st.permutations(ids))[: draw(st.integers(1, min(3, len(ids))))]
+        for p in range(draw(st.integers(1, 12)))
+    }
+    return brokers, assignment, {k: draw(st.integers(0, 100)) for k in assignment}
+
+
+@_SETTINGS
+@given(even_racks())
+def test_with_racks_of_equal_size_replicas_end_within_one(cluster):
+    brokers, assignment, sizes = cluster
+    result = plan(brokers, assignment, sizes)
+    after = _after(assignment, result)
+    for p, replicas in after.items():
+        assert rack_count(brokers, replicas) >= rack_count(brokers, assignment[p])
+    counts = [result.replicas_after[b] for b in brokers]
+    assert max(counts) - min(counts) <= 1, result.replicas_after
+
+
+def test_a_rack_limit_is_passed_through_a_third_broker():
+    """Broker 2 holds two partitions whose other replica is in rack b: neither can go to
+    broker 12 (rack b) directly, so broker 1 hands its partition to 12 and takes one of
+    broker 2's."""
+    brokers = {0: "a", 1: "a", 2: "a", 10: "b", 11: "b", 12: "b"}
+    assignment = {("t", 0): [10, 2], ("t", 1): [0], ("t", 2): [1], ("t", 3): [11, 2]}
+    result = plan(brokers, assignment, {})
+    after = _after(assignment, result)
+    assert sorted(result.replicas_after.values()) == [1] * 6
+    assert all(rack_count(brokers, r) == len(r) for r in after.values())
 
 
 @_SETTINGS

@@ -8,7 +8,7 @@ Inputs:
   rack is a rack of its own, so with no racks at all every broker is one.
 - ``assignment``: (topic, partition) -> replica ids in order; the first is the
   preferred leader.
-- ``sizes``: (topic, partition) -> bytes (the leader's log size; 0 when unknown).
+- ``sizes``: (topic, partition) -> bytes (its log size; 0 when unknown).
 - ``exclude``: brokers to empty (decommission). A replica on a broker missing from
   ``brokers`` (not live) is moved off as well.
 
@@ -21,12 +21,16 @@ The plan, in three passes over a working copy of the assignment:
    one replica moves from the most loaded (ties: most bytes) to the least loaded (ties:
    fewest bytes): the smallest partition held by the first and not the second whose
    rack count does not drop. The new replica takes the old one's place in the order.
-   When that pair has no such partition the next pair (by the same order) is tried.
-   Each move lowers the sum of squared counts, so the pass ends. Without rack limits the
-   most loaded broker always holds a partition the least loaded lacks, the result is
-   within one replica per broker, and the number of replicas moved is the least any plan
-   needs: the larger of the replicas above the ceiling of the mean and those missing
-   below its floor.
+   When that pair has no such partition the next pair (by the same order) is tried, and
+   when no pair has one, a chain: one partition from the first broker to a third, and
+   another from the third to the second (the rack limit blocks the direct move, e.g. a
+   partition whose other replica is in the second broker's rack). Each step lowers the
+   sum of squared counts, so the pass ends. Without rack limits the most loaded broker
+   always holds a partition the least loaded lacks, the result is within one replica per
+   broker, and the number of replicas moved is the least any plan needs: the larger of
+   the replicas above the ceiling of the mean and those missing below its floor. With
+   racks of equal size the result is within one as well (hypothesis finds no case
+   against it); with unequal racks it may not be possible.
 3. Preferred leaders: while the brokers' counts of partitions they lead first differ by
    two or more, a partition led by the most loaded gets a replica on the least loaded
    put first (the next pair when none), which moves no bytes.
@@ -34,9 +38,9 @@ The plan, in three passes over a working copy of the assignment:
 Invariants (tested with hypothesis): every partition keeps its replication factor and
 distinct brokers; no replica stays on an excluded or unknown broker; a partition's rack
 count never drops below the smaller of what it was and what the eligible brokers allow
-(``min(replication factor, eligible racks)``); with no racks the replica counts end
-within one of each other. Bytes per broker are evened only as the tie-breaks above do:
-moving more to even bytes would cost more moves.
+(``min(replication factor, eligible racks)``); with no racks, or racks of equal size,
+the replica counts end within one of each other. Bytes per broker are evened only as
+the tie-breaks above do: moving more to even bytes would cost more moves.
 
 :class:`PlanError` when a partition's replication factor exceeds the eligible brokers.
 """
@@ -215,31 +219,50 @@ def _even_replicas(
             if b in held:
                 held[b].add(p)
     by_size = sorted(work, key=lambda p: (size[p], p))
-    while True:
+
+    def shift(p: Partition, src: int, dst: int) -> None:
+        replicas = work[p]
+        replicas[replicas.index(src)] = dst
+        held[src].discard(p)
+        held[dst].add(p)
+        counts[src] -= 1
+        counts[dst] += 1
+        load[src] -= size[p]
+        load[dst] += size[p]
+
+    def pairs() -> list[tuple[int, int]]:
         sources = sorted(eligible, key=lambda b: (-counts[b], -load[b], b))
         targets = sorted(eligible, key=lambda b: (counts[b], load[b], b))
-        moved = False
-        for src in sources:
-            for dst in targets:
-                if counts[src] - counts[dst] < 2:
-                    break
-                chosen = _movable(brokers, work, held, by_size, src, dst)
-                if chosen is None:
+        return [(s, d) for s in sources for d in targets if counts[s] - counts[d] >= 2]
+
+    def direct() -> bool:
+        for src, dst in pairs():
+            chosen = _movable(brokers, work, held, by_size, src, dst)
+            if chosen is not None:
+                shift(chosen, src, dst)
+                return True
+        return False
+
+    def chained() -> bool:
+        """src -> mid and another partition mid -> dst: mid keeps its count (a rack
+        limit blocks src -> dst directly)."""
+        for src, dst in pairs():
+            for mid in eligible:
+                if mid in (src, dst):
                     continue
-                replicas = work[chosen]
-                replicas[replicas.index(src)] = dst
-                held[src].discard(chosen)
-                held[dst].add(chosen)
-                counts[src] -= 1
-                counts[dst] += 1
-                load[src] -= size[chosen]
-                load[dst] += size[chosen]
-                moved = True
-                break
-            if moved:
-                break
-        if not moved:
-            return
+                first = _movable(brokers, work, held, by_size, src, mid)
+                if first is None:
+                    continue
+                shift(first, src, mid)
+                second = _movable(brokers, work, held, by_size, mid, dst, avoid=first)
+                if second is not None:
+                    shift(second, mid, dst)
+                    return True
+                shift(first, mid, src)
+        return False
+
+    while direct() or chained():
+        pass
 
 
 def _movable(
@@ -249,10 +272,11 @@ def _movable(
     by_size: list[Partition],
     src: int,
     dst: int,
+    avoid: Partition | None = None,
 ) -> Partition | None:
-    """The smallest partition on ``src`` and not ``dst`` whose rack count a move from
-    ``src`` to ``dst`` keeps."""
-    candidates = held[src] - held[dst]
+    """The smallest partition on ``src`` and not ``dst`` (nor ``avoid``) whose rack count
+    a move from ``src`` to ``dst`` keeps."""
+    candidates = held[src] - held[dst] - {avoid}
     if not candidates:
         return None
     for p in by_size:
