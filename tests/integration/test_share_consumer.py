@@ -379,6 +379,39 @@ def test_min_bytes_holds_the_fetch_until_the_log_has_them(broker) -> None:
         wire.close()
 
 
+def test_a_fetch_answers_with_the_first_share_partition_loaded(broker) -> None:
+    """As Kafka's initializing share-partitions: a fetch waiting for share-partitions to
+    load answers with the first that has records; the next fetch reads the other."""
+    bootstrap = broker.bootstrap
+    topic = _name("share-two")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(15)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for index in (0, 1):
+        for i in range(3):
+            producer.produce(topic, str(i).encode(), partition=index)
+    assert producer.flush(15) == 0
+    topic_id = _topic_id(bootstrap, topic)
+    group, member = _group(bootstrap), str(uuid.uuid4())
+    wire = _Wire(bootstrap)
+    try:
+        both = [(topic_id, 0), (topic_id, 1)]
+        answers = [_fetch(wire, group, member, 0, both, wait=5000)]
+        answers.append(_fetch(wire, group, member, 1, wait=5000))
+        got = [
+            [
+                (p.partition_index, a.first_offset, a.last_offset)
+                for p in answer.responses[0].partitions
+                for a in p.acquired_records
+            ]
+            for answer in answers
+        ]
+        assert len(got[0]) == len(got[1]) == 1, got
+        assert sorted(got[0] + got[1]) == [(0, 0, 2), (1, 0, 2)]
+    finally:
+        wire.close()
+
+
 def test_a_closed_connection_ends_its_share_session(broker) -> None:
     """As Kafka 4.1: the records a member acquired through a session come back as soon as
     the connection that opened the session closes, whatever their lock."""

@@ -504,7 +504,7 @@ class SharePartitionManager:
         # is tried on its own, first to last, as Kafka tries a waiting share fetch again
         # when one share-partition finishes initializing; the first to acquire answers.
         loaded: list[TopicIdPartition] = []
-        waited: set[TopicIdPartition] = set()
+        waited: set[asyncio.Future[Any]] = set()
         while True:
             read_committed = self._group_values(group_id)[SHARE_ISOLATION_LEVEL] == "read_committed"
             out: dict[TopicIdPartition, PartitionFetch] = {}
@@ -515,8 +515,8 @@ class SharePartitionManager:
                 error, held, load = self._lookup(group_id, tp[0], tp[1])
                 if load is not None:
                     loading.append(load)
-                    if tp not in waited:
-                        waited.add(tp)
+                    if load not in waited:
+                        waited.add(load)
                         load.add_done_callback(_appender(loaded, tp))
                 elif held is None:
                     out[tp] = PartitionFetch(error)
