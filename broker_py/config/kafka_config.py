@@ -501,6 +501,12 @@ DYNAMIC_KEYS = frozenset(
 # Dynamic keys a broker id must be named for: Kafka refuses them as the cluster default.
 PER_BROKER_KEYS = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 
+# Dynamic keys outside Kafka's KafkaConfig (its DynamicConfig.Broker quota keys): a broker
+# describes them only where they are set.
+DESCRIBED_WHEN_SET = frozenset(
+    {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
+
 # Broker key -> topic config it defaults (Kafka's LogConfig synonyms).
 _TOPIC_SYNONYMS: dict[str, str] = {
     "log.segment.bytes": "segment.bytes",
@@ -902,8 +908,13 @@ class BrokerConfig:
         return [broker for broker, topic in _TOPIC_SYNONYMS.items() if topic == topic_key]
 
     def describe(self) -> dict[str, str | None]:
-        """Every known broker key with its effective value rendered as Kafka does."""
-        return {k: (None if v is None else _render(v)) for k, v in self._values.items()}
+        """Every known broker key with its effective value rendered as Kafka does (those of
+        :data:`DESCRIBED_WHEN_SET` only where set)."""
+        return {
+            k: (None if v is None else _render(v))
+            for k, v in self._values.items()
+            if k not in DESCRIBED_WHEN_SET or self.is_set(k)
+        }
 
 
 def _render(value: Any) -> str:

@@ -4,15 +4,20 @@ a sender that waits while the quota is exceeded is held to the bound."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker_py.config.config_def import ConfigError
+from broker_py.config.kafka_config import BrokerConfig
 from broker_py.replication.replication_quota_manager import (
     ALL,
+    FOLLOWER,
     LEADER,
     NONE,
     UNBOUNDED,
     ReplicationQuotaManager,
+    from_config,
     parse_throttled_replicas,
 )
 from broker_py.utils.sampled_rate import RateConfig
@@ -61,6 +66,27 @@ def test_the_topic_config_is_read_at_each_use() -> None:
     assert quota.is_throttled(("t", 1))
     del configs["t"]
     assert not quota.is_throttled(("t", 0))
+
+
+def test_the_rates_are_dynamic_broker_configs_read_at_each_use() -> None:
+    config = BrokerConfig({"broker.id": "2", "replication.quota.window.num": "3"})
+    topics = {"t": {"follower.replication.throttled.replicas": "0:2,1:3"}}
+    clock = Clock()
+    quota = from_config(FOLLOWER, config, clock, topics)
+    assert quota.upper_bound == UNBOUNDED
+    assert quota.is_throttled(("t", 0)) and not quota.is_throttled(("t", 1))
+    # Kafka describes them only where set (they are not KafkaConfig keys).
+    assert "follower.replication.throttled.rate" not in config.describe()
+    assert config.describe()["replication.quota.window.num"] == "3"
+    config.set_dynamic({"follower.replication.throttled.rate": "1000"}, {})
+    assert quota.upper_bound == 1000.0
+    assert config.describe()["follower.replication.throttled.rate"] == "1000"
+    quota.record(5000)  # over 2 windows of 1 s (the span's floor): 2,500 bytes/s
+    assert quota.is_quota_exceeded()
+    with pytest.raises(ConfigError, match="Value must be at least 0"):
+        config.set_dynamic({}, {"leader.replication.throttled.rate": "-1"})
+    with pytest.raises(ConfigError, match="Cannot update these configs dynamically"):
+        config.set_dynamic({"replication.quota.window.num": "5"}, {})
 
 
 def test_the_default_bound_never_throttles() -> None:
