@@ -14,7 +14,7 @@ import time
 import urllib.request
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from logstore.protocol import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -264,3 +264,43 @@ def test_producer_held_to_its_rate(broker) -> None:
         for snapshot in brokers
         for broker_stats in snapshot.values()
     ), brokers[-1:]
+
+
+def test_consumer_held_to_its_rate(broker) -> None:
+    """consumer_byte_rate: a consumer reading a backlog gets about its rate, throttled
+    fetches come back empty with the throttle time (throttle_cb), and each fetch is
+    bounded by what the quota allows over its windows."""
+    b = broker.bootstrap
+    topic = f"quota-read-{time.monotonic_ns()}"
+    p = Producer({"bootstrap.servers": b, "linger.ms": 20, "batch.size": 16384})
+    for _ in range(3000):
+        p.produce(topic, b"y" * 1000)
+    assert p.flush(30) == 0
+    entity = [("client-id", "slow-reader")]
+    assert alter(b, 1, entity, [("consumer_byte_rate", RATE, False)]) == [(ErrorCode.NONE, None)]
+    throttles: list[float] = []
+    c = Consumer(
+        {
+            "bootstrap.servers": b,
+            "client.id": "slow-reader",
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        }
+    )
+    try:
+        c.subscribe([topic])
+        got, first, deadline = 0, None, time.monotonic() + 30
+        while time.monotonic() < deadline and (first is None or time.monotonic() - first < 3):
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is None:
+                first = first or time.monotonic()
+                got += len(msg.value())
+        elapsed = time.monotonic() - first
+    finally:
+        c.close()
+        alter(b, 1, entity, [("consumer_byte_rate", 0, True)])
+    # One fetch holds at most RATE x (2 - 1) windows of 1 s; the windows allow about
+    # RATE x (elapsed + 2) in all, each fetch's overshoot included.
+    assert 0 < got <= RATE * (elapsed + 2) + RATE, (got, elapsed)
+    assert throttles and max(throttles) > 0
