@@ -25,8 +25,8 @@ inter-broker and controller APIs and SASL authentication. Each quota type's
 
 from __future__ import annotations
 
-import inspect
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +49,7 @@ EXEMPT = frozenset(
 )
 _NANOS_TO_PERCENT = 100 / 1e9
 _HAS_THROTTLE: dict[type, bool] = {}
+_COROUTINE = types.CoroutineType
 
 
 def client_of(connection: Any, request: Any) -> tuple[str, str]:
@@ -116,6 +117,8 @@ def _stamp(response: Any, throttle_ms: int) -> Any:
 
 def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
     exempt = key in EXEMPT
+    # Produce and Fetch answer with frames they encode themselves, throttle time included.
+    encodes_itself = key in (ApiKey.PRODUCE, ApiKey.FETCH)
 
     def handle(request: Any, connection: Any) -> Any:
         quotas = apis.client_quotas
@@ -123,24 +126,29 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(request, connection)
         connection.throttle_ms = 0
         manager = quotas.request
-        timed = manager.enabled and not exempt
-        if timed:
-            user, client_id = client_of(connection, request)
-            connection.throttle_ms = manager.throttle_time(
-                user, client_id, apis.time.milliseconds()
-            )
-            start = time.perf_counter_ns()
-        result = fn(request, connection)
-        if timed:
-            spent = (time.perf_counter_ns() - start) * _NANOS_TO_PERCENT
-            now_ms = apis.time.milliseconds()
-            throttle = manager.record(user, client_id, spent, now_ms)
-            if throttle > connection.throttle_ms:
-                manager.record_throttle(user, client_id, throttle, now_ms)
-                connection.throttle_ms = throttle
-        if inspect.isawaitable(result):
+        if exempt or not manager.enabled:
+            result = fn(request, connection)
+            if encodes_itself:
+                return result
+        else:
+            result = _timed(manager, fn, request, connection)
+        if type(result) is _COROUTINE:  # a handler that waits
             return _when_done(result, connection)
-        return _stamp(result, connection.throttle_ms)
+        throttle = connection.throttle_ms
+        return result if throttle <= 0 else _stamp(result, throttle)
+
+    def _timed(manager: ClientQuotaManager, fn: Any, request: Any, connection: Any) -> Any:
+        user, client_id = client_of(connection, request)
+        connection.throttle_ms = manager.throttle_time(user, client_id, apis.time.milliseconds())
+        start = time.perf_counter_ns()
+        result = fn(request, connection)
+        spent = (time.perf_counter_ns() - start) * _NANOS_TO_PERCENT
+        now_ms = apis.time.milliseconds()
+        throttle = manager.record(user, client_id, spent, now_ms)
+        if throttle > connection.throttle_ms:
+            manager.record_throttle(user, client_id, throttle, now_ms)
+            connection.throttle_ms = throttle
+        return result
 
     return handle
 
