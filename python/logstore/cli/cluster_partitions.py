@@ -10,6 +10,10 @@ brokers and racks (DescribeCluster), the replicas (Metadata) and the partitions'
 :func:`partition_moves.execute` (throttled with ``--throttle``, at most
 ``--max-in-flight`` partitions moving at once), waiting until the last move ends.
 
+``balance`` and ``decommission`` refuse to plan while partitions are moving, or while a
+broker that is not live holds replicas (unless it is the one decommissioned: a broker
+that died for good is emptied the same way, its replicas copied from the others).
+
 Decommissioned state is kept nowhere: ``decommission BROKER`` moves every replica off
 the broker and returns when none is left there, and the broker can then be stopped.
 Until it is, a topic created later may place replicas on it again, as in Kafka.
@@ -147,9 +151,27 @@ def _run_plan(
     rate = pm.parse_rate(throttle) if throttle is not None else None
     admin = Admin(client)
     racks, addresses, assignment = _cluster(admin, topics)
-    unknown = [b for b in exclude if b not in racks]
+    holding = {b for r in assignment.values() for b in r}
+    unknown = [b for b in exclude if b not in racks and b not in holding]
     if unknown:
-        raise CliError(f"no live broker {', '.join(map(str, unknown))}", EXIT_FAILED)
+        raise CliError(
+            f"broker {', '.join(map(str, unknown))} is not live and holds no replica",
+            EXIT_FAILED,
+        )
+    dead = sorted(b for b in holding if b not in racks and b not in exclude)
+    if dead:
+        raise CliError(
+            f"broker {', '.join(map(str, dead))} holds replicas and is not live: start it, "
+            "or move its replicas off with `logstore cluster decommission`",
+            EXIT_FAILED,
+        )
+    moving = pm.list_reassignments(client)
+    if moving:
+        raise CliError(
+            f"{len(moving)} partitions are moving already (`logstore cluster partitions "
+            "status`): wait for them, or cancel them",
+            EXIT_FAILED,
+        )
     sizes = pm.partition_sizes(assignment, pm.log_dirs(client, addresses))
     try:
         result = plan(racks, assignment, sizes, exclude)

@@ -13,7 +13,7 @@ Throttles, as ``kafka-reassign-partitions.sh --throttle`` sets them and ``--veri
 removes them (KIP-73):
 
 - the dynamic broker configs ``leader.replication.throttled.rate`` and
-  ``follower.replication.throttled.rate`` (bytes/s) on every broker a move involves
+  ``follower.replication.throttled.rate`` (bytes/s) on every live broker a move involves
   (the partition's replicas before and after);
 - per topic, ``leader.replication.throttled.replicas``: ``partition:broker`` for every
   replica a moving partition had before the move (they serve the copy), and
@@ -317,10 +317,17 @@ def _alter(admin: Admin, resources: list[ConfigResource]) -> list[str]:
     return failures
 
 
+def live_brokers(admin: Admin) -> set[int]:
+    desc = admin.result(admin.client.describe_cluster(**admin.kwargs()), "describe cluster")
+    return {n.id for n in desc.nodes}
+
+
 def set_throttle(admin: Admin, rate: int, moves: Sequence[Move]) -> None:
-    """The throttle for ``moves`` (see the module's docstring); CliError when a broker
-    refuses part of it (what was set is removed first)."""
-    brokers = sorted({b for m in moves for b in (*m.before, *m.after)})
+    """The throttle for ``moves`` (see the module's docstring; the rates on the live
+    brokers only: a dead one cannot be asked); CliError when a broker refuses part of it
+    (what was set is removed first)."""
+    live = live_brokers(admin)
+    brokers = sorted({b for m in moves for b in (*m.before, *m.after)} & live)
     leaders: dict[str, list[str]] = {}
     followers: dict[str, list[str]] = {}
     for m in moves:
@@ -361,7 +368,9 @@ def set_throttle(admin: Admin, rate: int, moves: Sequence[Move]) -> None:
 
 
 def clear_throttle(admin: Admin, brokers: Iterable[int], topics: Iterable[str]) -> list[str]:
-    """Deletes the throttle configs of ``brokers`` and ``topics``; the failures."""
+    """Deletes the throttle configs of ``brokers`` (the live ones) and ``topics``; the
+    failures."""
+    brokers = set(brokers) & live_brokers(admin)
     resources = [
         ConfigResource(
             ResourceType.BROKER,
@@ -481,7 +490,8 @@ def execute(
     topics = sorted({m.topic for m in moves})
     if throttle is not None:
         set_throttle(admin, throttle, moves)
-        note(f"throttle {throttle} B/s on brokers {','.join(map(str, brokers))}")
+        shown = sorted(set(brokers) & live_brokers(admin))
+        note(f"throttle {throttle} B/s on brokers {','.join(map(str, shown))}")
     try:
         pending = list(moves)
         in_flight: dict[Partition, Move] = {}
