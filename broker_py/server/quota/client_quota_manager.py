@@ -39,7 +39,8 @@ from broker_py.utils.sampled_rate import RateConfig, SampledRate
 Tags = tuple[str, str]  # (user, client-id) metric tags, "" for a tag not used
 
 INACTIVE_SENSOR_EXPIRY_MS = 3_600_000
-MAX_SENSORS = 100_000
+# About 3 kB a sensor at most (three rates of 11 windows): 10,000 keep it under ~30 MB.
+MAX_SENSORS = 10_000
 
 
 @dataclass

@@ -35,7 +35,6 @@ from broker_py.server.quota.client_quota_entity import (
     QUOTA_KEYS,
     REQUEST_PERCENTAGE,
     QuotaEntity,
-    QuotaEntityError,
     QuotaFilter,
     alter,
     decode_values,
@@ -122,7 +121,7 @@ class ClientQuotas:
 
             try:
                 outcomes.append(self._store.update(entity.path(), change, validate_only))
-            except (QuotaEntityError, Exception) as e:
+            except Exception as e:  # refused (QuotaEntityError) or failed
                 outcomes.append(e)
         if not any(inspect.isawaitable(o) for o in outcomes):
             return [o if isinstance(o, Exception) else None for o in outcomes]
