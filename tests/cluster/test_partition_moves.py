@@ -1,12 +1,13 @@
 """An operator grows a three-broker cluster to four and shrinks it back to three with the
 ``logstore`` command alone, while an idempotent acks=all producer, a consumer and a
-consumer group run (issue 36): ``cluster partitions balance --throttle`` moves replicas
-onto the new broker, ``cluster decommission`` empties another (``__consumer_offsets``
-included), which is then stopped. The checker finds nothing lost, duplicated or
-reordered; the group reads every acknowledged record; no partition is under-replicated;
-every replica of every partition holds the same batches below the high watermark; the
-throttle configs are gone once the moves end. ``elect-leaders --preferred`` and
-``status`` are run on the way.
+consumer group run (issue 36), the brokers in two racks: ``cluster partitions balance
+--throttle`` moves replicas onto the new broker, keeping every partition in both racks;
+``cluster decommission`` empties another (``__consumer_offsets`` included), which is
+then stopped. The checker finds nothing lost, duplicated or reordered; the group reads
+every acknowledged record; no partition is under-replicated; every replica of every
+partition holds the same batches below the high watermark; the throttle configs are
+gone once the moves end. ``elect-leaders --preferred`` and ``status`` are run on the
+way.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ OVERRIDES = {
     "transaction.state.log.replication.factor": "3",
 }
 TOPICS = {"moves": 4, "bulk": 2}  # name -> partitions, replication factor 3
+RACKS = {1: "a", 2: "b", 3: "b", 4: "a"}
 THROTTLE_KEYS = (
     "leader.replication.throttled.rate",
     "follower.replication.throttled.rate",
@@ -111,7 +113,13 @@ def settled_throttle(c: Cluster, brokers: list[int], expected: dict[str, str]) -
 
 
 def test_grow_balance_decommission_under_load(tmp_path):
-    c = Cluster(tmp_path, n_brokers=4, zk_session_timeout_ms=6000, overrides=OVERRIDES)
+    c = Cluster(
+        tmp_path,
+        n_brokers=4,
+        zk_session_timeout_ms=6000,
+        overrides=OVERRIDES,
+        broker_overrides={b: {"broker.rack": rack} for b, rack in RACKS.items()},
+    )
     try:
         assert c.zookeeper is not None
         c.zookeeper.start()
@@ -231,6 +239,9 @@ def test_grow_balance_decommission_under_load(tmp_path):
             for b in reps:
                 counts[b] += 1
         assert max(counts.values()) - min(counts.values()) <= 1, counts
+        assert {b["id"]: b["rack"] for b in plan["brokers"]} == RACKS
+        for reps, _isr in steps["after_balance"].values():
+            assert {RACKS[b] for b in reps} == {"a", "b"}, steps["after_balance"]
         assert "throttle 20971520 B/s" in steps["balance_log"]
         assert "throttle removed" in steps["balance_log"]
         assert steps["throttle_after_balance"] == {}
