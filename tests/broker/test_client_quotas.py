@@ -332,3 +332,36 @@ def test_authorization(tmp_path) -> None:
     assert describe(apis, []) == {}
     apis.authorizer = Authorizer(set())
     assert describe(apis, [])[0] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_request_time_counts_the_steps_not_the_waits(tmp_path) -> None:
+    """request_percentage: a waiting handler's time is its synchronous part and each step
+    it runs after a wait; the wait itself is not counted, and the response is stamped
+    with the throttle time its time earned."""
+    import asyncio
+    import time as clock
+
+    from broker_py.server.quota.request_throttle import throttled
+    from broker_py.utils.time import SYSTEM_TIME
+    from logstore.protocol.api_keys import ApiKey
+    from logstore.protocol.messages.describe_cluster import DescribeClusterResponse
+
+    apis = make_apis(str(tmp_path))
+    apis.time = SYSTEM_TIME
+    assert alter(apis, ([("client-id", "c")], [("request_percentage", 0.01, False)])) == [OK]
+
+    async def handler(apis_, request, connection):
+        await asyncio.sleep(0.2)  # waiting: not counted
+        end = clock.perf_counter() + 0.03  # 30 ms on the loop: 3 percent-seconds
+        while clock.perf_counter() < end:
+            pass
+        return DescribeClusterResponse(throttle_time_ms=0)
+
+    handle = throttled(apis, {ApiKey.DESCRIBE_CLUSTER: lambda r, c: handler(apis, r, c)})
+    connection = SimpleNamespace(principal="User:u", throttle_ms=0)
+    request = SimpleNamespace(client_id="c")
+    response = asyncio.run(handle[ApiKey.DESCRIBE_CLUSTER](request, connection))
+    ((tags, rate, _),) = apis.client_quotas.request.sensors(SYSTEM_TIME.milliseconds())
+    assert tags == ("", "c")
+    assert 3.0 <= rate * 10 < 10.0  # over the 10-window span; the 20 of the wait left out
+    assert response.throttle_time_ms == connection.throttle_ms == 1000  # capped: one window

@@ -142,15 +142,67 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
         connection.throttle_ms = manager.throttle_time(user, client_id, apis.time.milliseconds())
         start = time.perf_counter_ns()
         result = fn(request, connection)
-        spent = (time.perf_counter_ns() - start) * _NANOS_TO_PERCENT
+        spent_ns = time.perf_counter_ns() - start
+        if type(result) is _COROUTINE:
+            return _record_when_done(result, spent_ns, manager, user, client_id, connection)
+        _record(manager, user, client_id, spent_ns, connection)
+        return result
+
+    async def _record_when_done(
+        pending: Any,
+        spent_ns: int,
+        manager: ClientQuotaManager,
+        user: str,
+        client_id: str,
+        connection: Any,
+    ) -> Any:
+        """A waiting handler: its time is its synchronous part and each step it runs
+        after a wait (reading, encoding), not the time it waits."""
+        steps = _StepTimer(pending)
+        try:
+            return await steps
+        finally:
+            _record(manager, user, client_id, spent_ns + steps.spent_ns, connection)
+
+    def _record(
+        manager: ClientQuotaManager, user: str, client_id: str, spent_ns: int, connection: Any
+    ) -> None:
         now_ms = apis.time.milliseconds()
-        throttle = manager.record(user, client_id, spent, now_ms)
+        throttle = manager.record(user, client_id, spent_ns * _NANOS_TO_PERCENT, now_ms)
         if throttle > connection.throttle_ms:
             manager.record_throttle(user, client_id, throttle, now_ms)
             connection.throttle_ms = throttle
-        return result
 
     return handle
+
+
+class _StepTimer:
+    """Awaits a coroutine, adding up in ``spent_ns`` the time each of its steps runs on
+    the event loop (between the waits)."""
+
+    def __init__(self, coro: Any) -> None:
+        self.coro = coro
+        self.spent_ns = 0
+
+    def __await__(self) -> Any:
+        steps = self.coro.__await__()
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            start = time.perf_counter_ns()
+            try:
+                yielded = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            finally:
+                self.spent_ns += time.perf_counter_ns() - start
+            try:
+                value, error = (yield yielded), None
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as e:  # cancellation reaches the handler
+                value, error = None, e
 
 
 async def _when_done(pending: Any, connection: Any) -> Any:
