@@ -6,8 +6,9 @@ For each request of a client (user = principal name, client id from the request 
 
 - request quota (``request_percentage``): the rate the client's requests have earned so
   far gives the throttle time the request starts with; the handler's time on the event
-  loop (its synchronous part, in percent of a second) is then recorded, and the throttle
-  time that earns (at most one window, as Kafka) mutes the connection;
+  loop (its synchronous part and, for a handler that waits, each step it runs after a
+  wait; in percent of a second) is recorded once it completes, and the throttle time
+  that earns (at most one window, as Kafka) mutes the connection;
 - byte quotas: Produce records its request's size and Fetch (consumers only) its
   response's bytes (:func:`record_bytes`), and encode the throttle time in the frames
   they build themselves;
