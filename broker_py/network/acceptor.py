@@ -2,6 +2,9 @@
 broker's connection limits (``connection_quotas``).
 
 - A connection from an address at its ``max.connections.per.ip`` limit is closed at once.
+- A connection that would take its address over its ``connection_creation_rate`` quota
+  is held unserved for the throttle time, then closed (at most
+  ``MAX_HELD_CONNECTIONS`` held; more are closed at once).
 - At the broker's ``max.connections`` (or the descriptors set aside for connections) the
   acceptor stops reading the listening socket until a connection closes; new
   connections wait in the kernel's backlog meanwhile.
@@ -22,6 +25,7 @@ import errno
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
 
 from broker_py.network.connection_quotas import ConnectionQuotas
@@ -32,6 +36,7 @@ rate_limited = RateLimitedLog(log)
 
 ACCEPT_RETRY_S = 0.2
 ACCEPTS_PER_WAKEUP = 64
+MAX_HELD_CONNECTIONS = 1024  # over connection_creation_rate, held before closing
 _RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _TRANSIENT_ERRORS = frozenset(
     {errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EINTR, errno.EPROTO, errno.EPERM}
@@ -60,6 +65,9 @@ class Acceptor:
         self._retry: asyncio.TimerHandle | None = None
         self._closed = False
         self._handshakes: set[asyncio.Task] = set()
+        # Connections over their address's connection_creation_rate, held until closed.
+        self._held: dict[socket.socket, asyncio.TimerHandle] = {}
+        self.throttled = 0
         sock.setblocking(False)
 
     def start(self) -> None:
@@ -124,6 +132,20 @@ class Acceptor:
             )
             _close_now(conn)
             return
+        throttle = self.quotas.ip_throttle_ms(host, int(time.monotonic() * 1000))
+        if throttle > 0:
+            self.throttled += 1
+            rate_limited.log(
+                logging.INFO,
+                f"throttled-{self.name}",
+                "listener %s holds a connection from %s for %d ms, then closes it: over its "
+                "connection_creation_rate",
+                self.name,
+                host,
+                throttle,
+            )
+            self._close_later(conn, throttle)
+            return
         self.quotas.acquire(host)
         self.accepted += 1
         conn.setblocking(False)
@@ -153,8 +175,25 @@ class Acceptor:
             _close_now(conn)
             raise
 
+    def _close_later(self, conn: socket.socket, delay_ms: int) -> None:
+        """Closes ``conn`` (never served) ``delay_ms`` later; at once when
+        MAX_HELD_CONNECTIONS are already held."""
+        if len(self._held) >= MAX_HELD_CONNECTIONS:
+            _close_now(conn)
+            return
+
+        def close() -> None:
+            self._held.pop(conn, None)
+            conn.close()
+
+        self._held[conn] = self._loop.call_later(delay_ms / 1000, close)
+
     def close(self) -> None:
         self._closed = True
+        for conn, handle in list(self._held.items()):
+            handle.cancel()
+            conn.close()
+        self._held.clear()
         self._pause()
         if self._retry is not None:
             self._retry.cancel()

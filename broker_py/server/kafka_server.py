@@ -49,7 +49,7 @@ from broker_py.server.log_dir_failure_handler import LogDirFailureHandler
 from broker_py.server.log_tasks import LogTasks
 from broker_py.server.meta_properties import check_log_dirs, resolve_broker_id, stored_broker_id
 from broker_py.server.metrics import BrokerMetrics, instrumented
-from broker_py.server.quota.client_quota_entity import QUOTA_KEYS
+from broker_py.server.quota.client_quota_entity import ALL_KEYS
 from broker_py.server.quota.client_quotas import ClientQuotas
 from broker_py.server.quota.request_throttle import throttled
 from broker_py.server.replica_admin_manager import ReplicaAdminManager
@@ -374,10 +374,11 @@ class KafkaServer:
         self.apis.client_quotas = ClientQuotas(
             LocalConfigEntityStore(first_dir, "client-quotas.json")
             if self.zk_support is None
-            else self.zk_support.client_quota_store(QUOTA_KEYS.__contains__),
+            else self.zk_support.client_quota_store(ALL_KEYS.__contains__),
             config,
         )
         self.apis.client_quotas.start()
+        listeners.quotas.ip_connection_rate = self.apis.client_quotas.connection_rate
         # GROUP configs (Kafka 4): each group's overrides of the broker's group defaults.
         self.apis.group_configs = GroupConfigManager(
             LocalConfigEntityStore(first_dir, "group-configs.json")

@@ -7,13 +7,15 @@ resource's name is its entity path::
                                                "1048576", ...}}
     /config/users/<user>/clients/<client>    (same shape)
     /config/clients/<client>                 (same shape)
+    /config/ips/<address>                    {"version":1,"config":
+                                               {"connection_creation_rate":"10"}}
     /config/changes/config_change_N          {"version":2,"entity_path":"<entity path>"}
 
-``<user>`` and ``<client>`` are sanitized names or ``<default>``. A user's node is shared
-with its SCRAM credentials (:mod:`broker_py.zk.zk_scram_credential_store`): a write keeps
-every key it does not change, and the cache holds only the keys ``keep`` accepts (the
-quota keys). A node whose last quota is removed keeps its other keys, or ``{}``, as Kafka
-leaves it.
+``<user>``, ``<client>`` and ``<address>`` are sanitized names or ``<default>``. A
+user's node is shared with its SCRAM credentials
+(:mod:`broker_py.zk.zk_scram_credential_store`): a write keeps every key it does not
+change, and the cache holds only the keys ``keep`` accepts (the quota keys). A node whose
+last quota is removed keeps its other keys, or ``{}``, as Kafka leaves it.
 
 Invariants: as :mod:`broker_py.zk.zk_config_entity_store` (the cache changes only on the
 event loop, in the order of the ZooKeeper operations, which run off the loop under the
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 USERS = "users"
 CLIENTS = "clients"
+IPS = "ips"
 MAX_UPDATE_RETRIES = 10
 _EMPTY = ConfigEntityZNode.encode({})
 
@@ -65,12 +68,12 @@ class ZkClientQuotaStore:
         self._changes = changes
 
     def start(self, on_change: OnChange) -> None:
-        """Listens to changes, reads every user and client entity (blocking) and hands
+        """Listens to changes, reads every user, client and IP entity (blocking) and hands
         each with quotas to ``on_change(entity path, configs)``; later changes reach it
         on the event loop."""
         self._on_change = on_change
         if self._changes is not None:
-            for kind in (USERS, CLIENTS):
+            for kind in (USERS, CLIENTS, IPS):
                 self._changes.register(
                     kind, lambda name, kind=kind: self._notified(f"{kind}/{name}"), nested=True
                 )
@@ -90,6 +93,7 @@ class ZkClientQuotaStore:
             for client in self._zk.list_children(f"/config/{USERS}/{user}/{CLIENTS}"):
                 paths.append(f"{USERS}/{user}/{CLIENTS}/{client}")
         paths.extend(f"{CLIENTS}/{c}" for c in self._zk.list_children(f"/config/{CLIENTS}"))
+        paths.extend(f"{IPS}/{ip}" for ip in self._zk.list_children(f"/config/{IPS}"))
         return paths
 
     def names(self) -> list[str]:

@@ -365,3 +365,62 @@ def test_request_time_counts_the_steps_not_the_waits(tmp_path) -> None:
     assert tags == ("", "c")
     assert 3.0 <= rate * 10 < 10.0  # over the 10-window span; the 20 of the wait left out
     assert response.throttle_time_ms == connection.throttle_ms == 1000  # capped: one window
+
+
+def test_ip_entities(tmp_path) -> None:
+    """connection_creation_rate on IP entities: alone, an IP address or the default, a
+    whole number; described by ip components (and with no filter), not by user ones."""
+    apis = make_apis(str(tmp_path))
+    bad = ErrorCode.INVALID_REQUEST
+    assert alter(
+        apis,
+        ([("ip", "10.0.0.1")], [("connection_creation_rate", 5, False)]),
+        ([("ip", None)], [("connection_creation_rate", 100, False)]),
+        ([("ip", "not an address")], [("connection_creation_rate", 5, False)]),
+        ([("ip", "10.0.0.2")], [("producer_byte_rate", 5, False)]),
+        ([("user", "u")], [("connection_creation_rate", 5, False)]),
+        ([("ip", "10.0.0.3")], [("connection_creation_rate", 2.5, False)]),
+        ([("ip", "10.0.0.4")], [("connection_creation_rate", 2**31, False)]),
+        ([("user", "v")], [("producer_byte_rate", 5, False)]),
+    ) == [
+        OK,
+        OK,
+        (bad, "not an address is not a valid IP or resolvable host."),
+        (bad, "Invalid configuration key producer_byte_rate"),
+        (bad, "Invalid configuration key connection_creation_rate"),
+        (bad, "connection_creation_rate cannot be a fractional value."),
+        (bad, "Proposed value for connection_creation_rate is too large for an INT."),
+        OK,
+    ]
+    ip1 = (("ip", "10.0.0.1"),)
+    ip_default = (("ip", None),)
+    user = (("user", "v"),)
+    assert describe(apis, [("ip", 2, None)]) == {
+        ip1: {"connection_creation_rate": 5.0},
+        ip_default: {"connection_creation_rate": 100.0},
+    }
+    assert describe(apis, [("ip", 1, None)]) == {ip_default: {"connection_creation_rate": 100.0}}
+    assert describe(apis, [("ip", 0, "10.0.0.1")]) == {ip1: {"connection_creation_rate": 5.0}}
+    assert set(describe(apis, [])) == {ip1, ip_default, user}
+    assert describe(apis, [("user", 2, None)]) == {user: {"producer_byte_rate": 5.0}}
+    quotas = apis.client_quotas
+    assert quotas.connection_rate("10.0.0.1") == 5.0
+    assert quotas.connection_rate("10.9.9.9") == 100.0
+    assert alter(apis, ([("ip", None)], [("connection_creation_rate", 0, True)])) == [OK]
+    assert quotas.connection_rate("10.9.9.9") is None
+    again = make_apis(str(tmp_path))  # kept on disk
+    assert again.client_quotas.connection_rate("10.0.0.1") == 5.0
+
+
+def test_connection_creation_rate_in_the_connection_quotas() -> None:
+    """The listeners' connection quotas count each address's new connections: one over
+    its rate is not counted and gets a throttle time of at most one window."""
+    from broker_py.network.connection_quotas import ConnectionQuotas
+
+    config = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    quotas = ConnectionQuotas(config, 1000)
+    assert quotas.ip_throttle_ms("10.0.0.1", 0) == 0  # no quota source: nothing counted
+    quotas.ip_connection_rate = {"10.0.0.1": 2.0}.get
+    assert [quotas.ip_throttle_ms("10.0.0.1", 0) for _ in range(4)] == [0, 0, 500, 500]
+    assert quotas.ip_throttle_ms("10.0.0.2", 0) == 0  # another address: no quota
+    assert quotas.ip_throttle_ms("10.0.0.1", 2000) == 0  # the windows moved on

@@ -12,8 +12,8 @@ import asyncio
 
 from broker_py.security.sasl.scram_credentials import ScramCredential
 from broker_py.server.quota.client_quota_entity import (
+    ALL_KEYS,
     DEFAULT,
-    QUOTA_KEYS,
     QuotaEntity,
     quota_filter,
 )
@@ -34,7 +34,7 @@ CONFIG = {
 
 def quotas_of(zk: KafkaZkClient) -> tuple[ClientQuotas, ConfigChangeListener]:
     changes = ConfigChangeListener(zk)
-    store = ZkClientQuotaStore(zk, asyncio.get_running_loop(), QUOTA_KEYS.__contains__)
+    store = ZkClientQuotaStore(zk, asyncio.get_running_loop(), ALL_KEYS.__contains__)
     store.listen(changes)
     quotas = ClientQuotas(store, CONFIG)
     quotas.start()
@@ -65,12 +65,15 @@ def test_quotas_reach_every_broker_beside_scram_credentials(zks):  # noqa: F811
                     (alice, [("producer_byte_rate", 1024, False)]),
                     (alice_app, [("request_percentage", 12.5, False)]),
                     (QuotaEntity(DEFAULT, DEFAULT), [("controller_mutation_rate", 3, False)]),
+                    (QuotaEntity(ip="10.0.0.1"), [("connection_creation_rate", 7, False)]),
                 ],
                 validate_only=False,
             )
-            assert got == [None, None, None]
+            assert got == [None, None, None, None]
             await until(lambda: q2.produce.quota_of("alice", "x") == 1024, message="alice on 2")
             await until(lambda: q2.request.quota_of("alice", "app") == 12.5, message="app on 2")
+            await until(lambda: q2.connection_rate("10.0.0.1") == 7, message="the ip on 2")
+            assert node(raw, "/config/ips/10.0.0.1")["config"] == {"connection_creation_rate": "7"}
             user_node = node(raw, "/config/users/alice")["config"]
             assert sorted(user_node) == ["SCRAM-SHA-256", "producer_byte_rate"]
             assert user_node["producer_byte_rate"] == "1024"
@@ -103,6 +106,7 @@ def test_quotas_reach_every_broker_beside_scram_credentials(zks):  # noqa: F811
                     "clients/<default>": {"consumer_byte_rate": 4096.0},
                     "users/<default>/clients/<default>": {"controller_mutation_rate": 3.0},
                     "users/alice/clients/app": {"request_percentage": 12.5},
+                    "ips/10.0.0.1": {"connection_creation_rate": 7.0},
                 }
             )
         finally:

@@ -26,6 +26,7 @@ from logstore.protocol.messages.topic_admin import CreateTopicsRequest, DeleteTo
 from tests.integration.clients import read_response, wire_call
 from tests.integration.conftest import BrokerProcess
 from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 RATE = 200_000  # bytes/s
 METRICS_PORT = free_port()
@@ -304,3 +305,32 @@ def test_consumer_held_to_its_rate(broker) -> None:
     # RATE x (elapsed + 2) in all, each fetch's overshoot included.
     assert 0 < got <= RATE * (elapsed + 2) + RATE, (got, elapsed)
     assert throttles and max(throttles) > 0
+
+
+def test_connection_creation_rate(broker) -> None:
+    """An address over its connection_creation_rate (KIP-612) has its new connection held
+    unserved and closed; other addresses connect as before; within the rate again once
+    the windows move on."""
+    b = broker.bootstrap
+    host, port = b.rsplit(":", 1)
+    assert alter(b, 1, [("ip", "127.0.0.2")], [("connection_creation_rate", 1, False)]) == [
+        (ErrorCode.NONE, None)
+    ]
+
+    def served(source: str) -> bool:
+        with socket.create_connection(
+            (host, int(port)), timeout=5, source_address=(source, 0)
+        ) as s:
+            _api_versions(s, "ip-test", 1)
+            try:
+                return read_response(s, ApiKey.API_VERSIONS, 2)[1].error_code == 0
+            except ConnectionError:
+                return False
+
+    try:
+        assert served("127.0.0.2")  # 1 connection in the 1 s span: within
+        assert not served("127.0.0.2")  # a second at once: held, then closed
+        assert served("127.0.0.1")  # another address: no quota
+        wait_until(lambda: served("127.0.0.2"), 10, message="127.0.0.2 within its rate again")
+    finally:
+        alter(b, 1, [("ip", "127.0.0.2")], [("connection_creation_rate", 0, True)])

@@ -8,6 +8,7 @@ file, a cluster's ZooKeeper) is its *entity path*, Kafka's ZooKeeper layout unde
     users/<user>                    users/<default>
     clients/<client id>             clients/<default>
     users/<user>/clients/<client>   (either part may be <default>)
+    ips/<address>                   ips/<default>
 
 with each name sanitized as Kafka's ``Sanitizer`` does (URL-encoded, ``*`` as ``%2A``),
 so ``<default>`` never names a real entity.
@@ -15,14 +16,16 @@ so ``<default>`` never names a real entity.
 Keys and value rules (as Kafka's controller checks them, every refusal INVALID_REQUEST):
 ``producer_byte_rate`` and ``consumer_byte_rate`` are whole numbers of bytes per second,
 ``request_percentage`` and ``controller_mutation_rate`` any positive number; every value
-must be greater than 0 (and finite); an unknown key is refused. IP entities
-(``connection_creation_rate``) are refused here: this broker does not limit connection
-creation per address.
+must be greater than 0 (and finite); an unknown key is refused. An IP entity stands
+alone (never with a user or client id), names an IP address (Kafka also takes a host
+name it can resolve; this broker does not resolve names) or the default, and takes only
+``connection_creation_rate``, a whole number of connections per second.
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 import math
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -36,6 +39,7 @@ PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CONNECTION_CREATION_RATE = "connection_creation_rate"
 
 # Each quota key and whether its value is a whole number (Kafka's LONG keys).
 QUOTA_KEYS: dict[str, bool] = {
@@ -44,7 +48,11 @@ QUOTA_KEYS: dict[str, bool] = {
     REQUEST_PERCENTAGE: False,
     CONTROLLER_MUTATION_RATE: False,
 }
+# An IP entity's keys: Kafka's INT.
+IP_KEYS: dict[str, bool] = {CONNECTION_CREATION_RATE: True}
+ALL_KEYS = frozenset(QUOTA_KEYS) | frozenset(IP_KEYS)
 _LONG_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 _DEFAULT_NODE = "<default>"
 
 # Describe filter match types.
@@ -78,17 +86,25 @@ class QuotaEntityError(ValueError):
 class QuotaEntity:
     user: Name = None
     client_id: Name = None
+    ip: Name = None  # an IP entity has no other part
+
+    @property
+    def keys(self) -> dict[str, bool]:
+        """The quota keys this entity takes (and whether each is a whole number)."""
+        return IP_KEYS if self.ip is not None else QUOTA_KEYS
 
     def wire(self) -> list[tuple[str, str | None]]:
         """(entity type, name or None for the default) pairs, user first."""
         out: list[tuple[str, str | None]] = []
-        for kind, part in ((USER, self.user), (CLIENT_ID, self.client_id)):
+        for kind, part in ((USER, self.user), (CLIENT_ID, self.client_id), (IP, self.ip)):
             if part is not None:
                 out.append((kind, None if part is DEFAULT else str(part)))
         return out
 
     def path(self) -> str:
         """The entity path (module docstring)."""
+        if self.ip is not None:
+            return f"ips/{_node(self.ip)}"
         if self.user is not None and self.client_id is not None:
             return f"users/{_node(self.user)}/clients/{_node(self.client_id)}"
         if self.user is not None:
@@ -128,6 +144,9 @@ def entity_of_path(path: str) -> QuotaEntity | None:
     if len(parts) == 2 and parts[0] == "clients" and parts[1]:
         client = _part(parts[1])
         return None if client is None else QuotaEntity(client_id=client)
+    if len(parts) == 2 and parts[0] == "ips" and parts[1]:
+        ip = _part(parts[1])
+        return None if ip is None else QuotaEntity(ip=ip)
     if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
         user, client = _part(parts[1]), _part(parts[3])
         if user is None or client is None or not parts[1] or not parts[3]:
@@ -157,13 +176,20 @@ def entity_of_wire(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
                 "Invalid quota entity combination, IP entity should not be combined with "
                 "User or ClientId"
             )
-        raise QuotaEntityError("IP quotas (connection_creation_rate) are not supported")
+        ip = seen[IP]
+        if ip is not DEFAULT:
+            try:
+                ip = str(ipaddress.ip_address(str(ip)))
+            except ValueError:
+                raise QuotaEntityError(f"{ip} is not a valid IP or resolvable host.") from None
+        return QuotaEntity(ip=ip)
     return QuotaEntity(user=seen.get(USER), client_id=seen.get(CLIENT_ID))
 
 
-def check_value(key: str, value: float) -> None:
-    """Refuses a value ``key`` may not take (QuotaEntityError with Kafka's message)."""
-    whole = QUOTA_KEYS.get(key)
+def check_value(key: str, value: float, keys: dict[str, bool] = QUOTA_KEYS) -> None:
+    """Refuses a value ``key`` (one of ``keys``) may not take (QuotaEntityError with
+    Kafka's message)."""
+    whole = keys.get(key)
     if whole is None:
         raise QuotaEntityError(f"Invalid configuration key {key}")
     if not value > 0.0:
@@ -171,13 +197,19 @@ def check_value(key: str, value: float) -> None:
     if math.isinf(value):
         raise QuotaEntityError(f"Quota {key} must be a finite number")
     if whole:
+        if key in IP_KEYS and value > _INT_MAX:
+            raise QuotaEntityError(f"Proposed value for {key} is too large for an INT.")
         if value > _LONG_MAX:
             raise QuotaEntityError(f"Proposed value for {key} is too large for a LONG.")
         if abs(value % 1.0) > 1e-6:
             raise QuotaEntityError(f"{key} cannot be a fractional value.")
 
 
-def alter(current: Mapping[str, float], ops: Iterable[tuple[str, float, bool]]) -> dict[str, float]:
+def alter(
+    current: Mapping[str, float],
+    ops: Iterable[tuple[str, float, bool]],
+    keys: dict[str, bool] = QUOTA_KEYS,
+) -> dict[str, float]:
     """``current`` with ``ops`` ((key, value, remove) each) applied; refuses a key named
     twice and any value :func:`check_value` refuses, changing nothing."""
     out = dict(current)
@@ -189,23 +221,26 @@ def alter(current: Mapping[str, float], ops: Iterable[tuple[str, float, bool]]) 
         if remove:
             out.pop(key, None)
             continue
-        check_value(key, value)
-        out[key] = float(round(value)) if QUOTA_KEYS[key] else float(value)
+        check_value(key, value, keys)
+        out[key] = float(round(value)) if keys[key] else float(value)
     return out
 
 
 def encode_value(key: str, value: float) -> str:
     """How a value is stored: a whole number for the byte rates, else a float
     (``1048576``, ``50.0``), as Kafka writes them."""
-    return str(int(value)) if QUOTA_KEYS.get(key) else repr(float(value))
+    return str(int(value)) if QUOTA_KEYS.get(key) or IP_KEYS.get(key) else repr(float(value))
 
 
-def decode_values(config: Mapping[str, str]) -> dict[str, float]:
-    """The quota keys among stored config keys (others, such as SCRAM credentials sharing
-    a user's node, left out; a value that does not parse is left out too)."""
+def decode_values(
+    config: Mapping[str, str], keys: dict[str, bool] = QUOTA_KEYS
+) -> dict[str, float]:
+    """The quota keys (``keys``) among stored config keys (others, such as SCRAM
+    credentials sharing a user's node, left out; a value that does not parse is left out
+    too)."""
     out: dict[str, float] = {}
     for key, text in config.items():
-        if key in QUOTA_KEYS:
+        if key in keys:
             try:
                 value = float(text)
             except ValueError:
@@ -227,16 +262,22 @@ class FilterComponent:
 
 @dataclass(frozen=True)
 class QuotaFilter:
-    """A checked DescribeClientQuotas filter: per type, None (no component), or the
-    component's match (a name, DEFAULT, or ``...`` for any specified entity)."""
+    """A checked DescribeClientQuotas filter: per type, no component, or the component's
+    match (a name, DEFAULT, or ``...`` for any specified entity). As Kafka: an ip
+    component matches IP entities only, a user or client-id component user / client-id
+    entities only."""
 
     user: object
     client_id: object
     strict: bool
-    ip: bool  # an ip component: no user / client entity matches
+    ip: object
 
     def matches(self, entity: QuotaEntity) -> bool:
-        if self.ip:
+        if entity.ip is not None:
+            if self.user is not _NO_COMPONENT or self.client_id is not _NO_COMPONENT:
+                return False
+            return _matches(self.ip, entity.ip, self.strict)
+        if self.ip is not _NO_COMPONENT:
             return False
         return _matches(self.user, entity.user, self.strict) and _matches(
             self.client_id, entity.client_id, self.strict
@@ -287,5 +328,5 @@ def quota_filter(components: Iterable[FilterComponent], strict: bool) -> QuotaFi
         user=by_type.get(USER, _NO_COMPONENT),
         client_id=by_type.get(CLIENT_ID, _NO_COMPONENT),
         strict=strict,
-        ip=IP in by_type,
+        ip=by_type.get(IP, _NO_COMPONENT),
     )

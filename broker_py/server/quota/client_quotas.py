@@ -15,7 +15,10 @@ change notifications) updates the managers at once:
   time; the broker's handlers share one event loop, so 100 is all of it);
 - ``controller_mutation`` (``controller_mutation_rate``): partitions created or deleted
   by CreateTopics, CreatePartitions and DeleteTopics (a token bucket,
-  :mod:`controller_mutation_quota`).
+  :mod:`controller_mutation_quota`);
+- :meth:`ClientQuotas.connection_rate` (``connection_creation_rate`` of IP entities): the
+  connections per second an address may open, which the listeners' connection quotas
+  enforce (:mod:`broker_py.network.connection_quotas`).
 
 A quota's user is the principal's name (``User:alice`` is ``alice``, an unauthenticated
 client ``ANONYMOUS``), as Kafka names it.
@@ -29,11 +32,13 @@ from typing import Any
 
 from broker_py.config.config_entity_store import ConfigEntityStore
 from broker_py.server.quota.client_quota_entity import (
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
+    DEFAULT,
     PRODUCER_BYTE_RATE,
-    QUOTA_KEYS,
     REQUEST_PERCENTAGE,
+    Default,
     QuotaEntity,
     QuotaFilter,
     alter,
@@ -74,9 +79,19 @@ class ClientQuotas:
             rate_config(config, "controller.")
         )
         self._entities: dict[QuotaEntity, dict[str, float]] = {}
+        # connection_creation_rate per IP address (DEFAULT: every other address).
+        self._ip_rates: dict[str | Default, float] = {}
 
     def start(self) -> None:
         self._store.start(self._changed)
+
+    def connection_rate(self, host: str) -> float | None:
+        """The connection_creation_rate ``host`` is held to (None: no quota)."""
+        rates = self._ip_rates
+        if not rates:
+            return None
+        got = rates.get(host)
+        return got if got is not None else rates.get(DEFAULT)
 
     def managers(self) -> list[ClientQuotaManager]:
         return [self.produce, self.fetch, self.request]
@@ -85,11 +100,18 @@ class ClientQuotas:
         entity = entity_of_path(path)
         if entity is None:
             return
-        values = decode_values(configs)
+        values = decode_values(configs, entity.keys)
         if values:
             self._entities[entity] = values
         else:
             self._entities.pop(entity, None)
+        if entity.ip is not None:
+            rate = values.get(CONNECTION_CREATION_RATE)
+            if rate is None:
+                self._ip_rates.pop(entity.ip, None)
+            else:
+                self._ip_rates[entity.ip] = rate
+            return
         for manager in self.managers():
             manager.update(entity, values.get(manager.key))
         self.controller_mutation.update(entity, values.get(CONTROLLER_MUTATION_RATE))
@@ -113,9 +135,11 @@ class ClientQuotas:
         outcomes: list[Exception | None | Awaitable[None]] = []
         for entity, ops in entries:
 
-            def change(current: dict[str, str], ops: Ops = ops) -> dict[str, str]:
-                quotas = alter(decode_values(current), ops)
-                out = {k: v for k, v in current.items() if k not in QUOTA_KEYS}
+            def change(
+                current: dict[str, str], ops: Ops = ops, keys: dict[str, bool] = entity.keys
+            ) -> dict[str, str]:
+                quotas = alter(decode_values(current, keys), ops, keys)
+                out = {k: v for k, v in current.items() if k not in keys}
                 out.update((k, encode_value(k, v)) for k, v in quotas.items())
                 return out
 

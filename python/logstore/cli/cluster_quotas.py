@@ -3,14 +3,15 @@ quotas`` and ``kafka-configs.sh --entity-type users|clients`` manage them, throu
 DescribeClientQuotas and AlterClientQuotas on the broker's own codec (librdkafka has
 neither).
 
-An entity is given as ``--name TYPE=NAME`` or ``--default TYPE`` (TYPE ``user`` or
-``client-id``; both kinds repeatable, at most one per type), so ``--name user=alice
---default client-id`` is alice's default for her clients. ``describe`` filters the same
-way, plus ``--any TYPE`` (any named or default entity of that type) and ``--strict``
-(only entities with exactly the filter's types); with no filter it lists every entity.
+An entity is given as ``--name TYPE=NAME`` or ``--default TYPE`` (TYPE ``user``,
+``client-id`` or ``ip``; both kinds repeatable, at most one per type; ``ip`` alone), so
+``--name user=alice --default client-id`` is alice's default for her clients.
+``describe`` filters the same way, plus ``--any TYPE`` (any named or default entity of
+that type) and ``--strict`` (only entities with exactly the filter's types); with no
+filter it lists every entity.
 ``alter`` takes ``--add KEY=VALUE`` and ``--delete KEY`` (``producer_byte_rate``,
-``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate``) and
-``--dry`` (validated by the broker, not written).
+``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate``; for an ip,
+``connection_creation_rate``) and ``--dry`` (validated by the broker, not written).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from logstore.protocol.messages.client_quotas import (
     DescribeClientQuotasResponse,
 )
 
-TYPES = ("user", "client-id")
+TYPES = ("user", "client-id", "ip")
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
 Entity = list[tuple[str, str | None]]
@@ -41,12 +42,12 @@ Entity = list[tuple[str, str | None]]
 
 @cli_group("quotas")
 def quotas() -> None:
-    """Client quotas per user and client id (rpk cluster quotas)."""
+    """Client quotas per user, client id and IP (rpk cluster quotas)."""
 
 
 def _entity_type(text: str) -> str:
     if text not in TYPES:
-        raise CliError(f"unknown entity type {text!r} (use {' or '.join(TYPES)})", EXIT_USAGE)
+        raise CliError(f"unknown entity type {text!r} (use {', '.join(TYPES)})", EXIT_USAGE)
     return text
 
 
