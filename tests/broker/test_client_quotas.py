@@ -21,6 +21,7 @@ from broker_py.server.quota.client_quota_manager import ClientQuotaManager
 from broker_py.server.quota.client_quotas import ClientQuotas
 from broker_py.server.quota.controller_mutation_quota import ControllerMutationQuotaManager
 from broker_py.utils.sampled_rate import RateConfig
+from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.messages.client_quotas import (
     AlterClientQuotasRequest,
@@ -424,3 +425,51 @@ def test_connection_creation_rate_in_the_connection_quotas() -> None:
     assert [quotas.ip_throttle_ms("10.0.0.1", 0) for _ in range(4)] == [0, 0, 500, 500]
     assert quotas.ip_throttle_ms("10.0.0.2", 0) == 0  # another address: no quota
     assert quotas.ip_throttle_ms("10.0.0.1", 2000) == 0  # the windows moved on
+
+
+def test_follower_fetches_are_exempt_from_request_quotas(tmp_path) -> None:
+    """A follower's Fetch (a cluster action in Kafka) is not counted against the
+    request quota of the inter-broker connection's user; a consumer's is."""
+    from broker_py.server.quota.request_throttle import throttled
+    from broker_py.utils.time import SYSTEM_TIME
+    from logstore.protocol.api_keys import ApiKey
+
+    apis = make_apis(str(tmp_path))
+    apis.time = SYSTEM_TIME
+    assert alter(apis, ([("user", None)], [("request_percentage", 1e-9, False)])) == [OK]
+    handle = throttled(apis, {ApiKey.FETCH: lambda request, connection: [b"frame"]})[ApiKey.FETCH]
+    connection = SimpleNamespace(principal="User:ANONYMOUS", throttle_ms=0)
+    follower = SimpleNamespace(client_id="broker-2", body=SimpleNamespace(replica_id=2))
+    v15 = SimpleNamespace(
+        client_id="broker-2",
+        body=SimpleNamespace(replica_state=SimpleNamespace(replica_id=2)),
+    )
+    for request in (follower, v15, follower):
+        assert handle(request, connection) == [b"frame"]
+        assert connection.throttle_ms == 0
+    assert apis.client_quotas.request.sensors(SYSTEM_TIME.milliseconds()) == []
+    consumer = SimpleNamespace(client_id="c", body=SimpleNamespace(replica_id=-1))
+    handle(consumer, connection)
+    assert connection.throttle_ms > 0
+
+
+def test_forwarded_mutations_are_not_counted_again(tmp_path) -> None:
+    """CreateTopics forwarded by another broker to the controller (its channel's client
+    id) takes nothing from the forwarding broker's bucket; with an authorizer only from a
+    principal allowed CLUSTER_ACTION. A client's own request is counted."""
+    from broker_py.server.quota.request_throttle import mutation_quota
+
+    apis = make_apis(str(tmp_path))
+    assert alter(apis, ([("user", None)], [("controller_mutation_rate", 1, False)])) == [OK]
+    connection = SimpleNamespace(principal="User:ANONYMOUS", host="127.0.0.1", throttle_ms=0)
+
+    def request(client_id):
+        return SimpleNamespace(client_id=client_id, api_key=ApiKey.CREATE_TOPICS, api_version=7)
+
+    assert mutation_quota(apis, connection, request("broker-2-to-controller")) is None
+    assert mutation_quota(apis, connection, request("broker-2-to-controllers")) is not None
+    assert mutation_quota(apis, connection, request("app")) is not None
+    apis.authorizer = Authorizer(set())
+    assert mutation_quota(apis, connection, request("broker-2-to-controller")) is not None
+    apis.authorizer = Authorizer({AclOperation.CLUSTER_ACTION})
+    assert mutation_quota(apis, connection, request("broker-2-to-controller")) is None

@@ -14,23 +14,29 @@ For each request of a client (user = principal name, client id from the request 
   they build themselves;
 - controller mutation quotas: CreateTopics, CreatePartitions and DeleteTopics take each
   topic's partitions from :func:`mutation_quota` (a topic refused when a strict quota is
-  exceeded) and leave its throttle time on the connection (:func:`mutation_done`);
+  exceeded) and leave its throttle time on the connection (:func:`mutation_done`), on the
+  broker the client sent them to; the controller does not count them again when that
+  broker forwards them (client id ``broker-<id>-to-controller``, from a principal allowed
+  CLUSTER_ACTION when there is an authorizer);
 - a decoded response message with a ``throttle_time_ms`` field gets the larger of the
   throttle times; the network layer then sends it and mutes the connection for that
   long (``connection.throttle_ms``), other connections unaffected.
 
 Requests exempt from the request quota, as Kafka exempts cluster actions: the
-inter-broker and controller APIs and SASL authentication. Each quota type's
-``throttle-time`` sensor counts the throttle times it gave.
+inter-broker and controller APIs, followers' Fetch requests and SASL authentication.
+Each quota type's ``throttle-time`` sensor counts the throttle times it gave.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import types
 from collections.abc import Callable
 from typing import Any
 
+from broker_py.security.authorizer import auth_helper
+from broker_py.security.authorizer.acl_binding import AclOperation
 from broker_py.server.quota.client_quota_manager import ClientQuotaManager
 from broker_py.server.quota.client_quotas import user_of
 from broker_py.server.quota.controller_mutation_quota import STRICT_SINCE, MutationQuota
@@ -51,6 +57,8 @@ EXEMPT = frozenset(
 _NANOS_TO_PERCENT = 100 / 1e9
 _HAS_THROTTLE: dict[type, bool] = {}
 _COROUTINE = types.CoroutineType
+# The client id of a broker's channel to the controller (broker_to_controller_channel).
+_FORWARDING_CLIENT_ID = re.compile(r"broker-\d+-to-controller")
 
 
 def client_of(connection: Any, request: Any) -> tuple[str, str]:
@@ -85,9 +93,21 @@ def mutation_quota(apis: Any, connection: Any, request: Any) -> MutationQuota | 
     quotas = getattr(apis, "client_quotas", None)
     if quotas is None or connection is None or not quotas.controller_mutation.enabled:
         return None
+    if _forwarded(apis, connection, request):
+        return None
     user, client_id = client_of(connection, request)
     strict = request.api_version >= STRICT_SINCE[request.api_key]
     return quotas.controller_mutation.quota(user, client_id, strict)
+
+
+def _forwarded(apis: Any, connection: Any, request: Any) -> bool:
+    """A request another broker forwarded to this one, the controller (the quota was
+    applied where the client sent it)."""
+    if not _FORWARDING_CLIENT_ID.fullmatch(request.client_id or ""):
+        return False
+    if getattr(apis, "authorizer", None) is None:
+        return True
+    return bool(auth_helper.authorize_cluster(apis, connection, AclOperation.CLUSTER_ACTION))
 
 
 def mutation_done(connection: Any, quota: MutationQuota | None) -> None:
@@ -120,6 +140,7 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
     exempt = key in EXEMPT
     # Produce and Fetch answer with frames they encode themselves, throttle time included.
     encodes_itself = key in (ApiKey.PRODUCE, ApiKey.FETCH)
+    is_fetch = key is ApiKey.FETCH
 
     def handle(request: Any, connection: Any) -> Any:
         quotas = apis.client_quotas
@@ -127,7 +148,7 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(request, connection)
         connection.throttle_ms = 0
         manager = quotas.request
-        if exempt or not manager.enabled:
+        if exempt or not manager.enabled or (is_fetch and _from_follower(request)):
             result = fn(request, connection)
             if encodes_itself:
                 return result
@@ -175,6 +196,17 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
             connection.throttle_ms = throttle
 
     return handle
+
+
+def _from_follower(request: Any) -> bool:
+    """A Fetch from a follower replica (its broker id in ``replica_id``, or from v15 in
+    ``replica_state``)."""
+    body = request.body
+    state = getattr(body, "replica_state", None)
+    if state is not None and state.replica_id >= 0:
+        return True
+    replica_id = getattr(body, "replica_id", -1)
+    return replica_id is not None and replica_id >= 0
 
 
 class _StepTimer:
