@@ -2,7 +2,7 @@
 MB/s, and without one, beside an acks=all producer at a steady rate.
 
     python benches/reassignment_throttle.py [--gib 1] [--rates 20,0] [--base-seconds 20]
-        [--producer-rate 500] [--json out.json]
+        [--producer-rate 500] [--window-num 11] [--json out.json]
 
 Two brokers and a ZooKeeper (``tests/cluster/harness``; the brokers advertise their own
 listeners, so no proxy carries the bytes). Per case (``--rates``, MB/s, 0 for none):
@@ -25,7 +25,7 @@ listeners, so no proxy carries the bytes). Per case (``--rates``, MB/s, 0 for no
 Reported per case: the move's overall rate (log bytes / time from the reassignment to its
 end) and its steady rate (over the samples past the throttle's start-up allowance, the
 first ``replication.quota.window.num - 1`` windows, in which a Kafka rate sensor lets
-R x 10 s through at once; to 95% of the bytes), both against R; the producer's p50/p99
+R x (window.num - 1) s through at once; to 95% of the bytes), both against R; the producer's p50/p99
 before the move (the baseline, its first 2 s dropped), during the copy (records sent from
 the reassignment until 1 s before the new replica holds every byte) and during the whole
 move (to 3 s past its end: the new replica joins the ISR, the old one is stopped and its
@@ -64,7 +64,7 @@ OVERRIDES = {
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 LEADER_LIST = "leader.replication.throttled.replicas"
 FOLLOWER_LIST = "follower.replication.throttled.replicas"
-SAMPLES = 11  # replication.quota.window.num (Kafka's default) of 1 s
+SAMPLES = 11  # replication.quota.window.num (Kafka's default; --window-num) of 1 s
 BULK_RECORD = 10 * 1024
 LIVE_RECORD = 1024
 END_S = 3.0  # producer records past the reassignment's end counted in the move
@@ -124,12 +124,13 @@ def run_latency_producer(bootstrap: str, topic: str, rate: int, out: str) -> Non
 # ---------------------------------------------------------------------------
 
 
-def start_cluster(workdir: Path):
+def start_cluster(workdir: Path, window_num: int):
     from confluent_kafka.admin import AdminClient
 
     from tests.cluster.harness.cluster import Cluster, wait_until
 
-    c = Cluster(workdir, n_brokers=2, zk_session_timeout_ms=SESSION_MS, overrides=OVERRIDES)
+    overrides = {**OVERRIDES, "replication.quota.window.num": str(window_num)}
+    c = Cluster(workdir, n_brokers=2, zk_session_timeout_ms=SESSION_MS, overrides=overrides)
     for b in c.brokers:
         b.overrides["advertised.listeners"] = (
             f"CLIENT://127.0.0.1:{b.client_port},INTERNAL://127.0.0.1:{b.internal_port}"
@@ -310,6 +311,8 @@ def run_case(c, admin, bootstrap: str, n: int, rate_mb: float, args, workdir: Pa
             set_throttle(admin, topic, None)
     copied = log_bytes(c, 2, topic)
     assert copied == total, (copied, total)
+    # The copy's progress beside the latency log (kept with --keep): time, bytes.
+    (workdir / f"copy-{n}.txt").write_text("".join(f"{t:.3f} {b}\n" for t, b in samples))
 
     # The copy ends when the new replica holds every byte; the reassignment then ends
     # (the new replica joins the ISR, the old one is stopped and its log deleted).
@@ -330,7 +333,7 @@ def run_case(c, admin, bootstrap: str, n: int, rate_mb: float, args, workdir: Pa
             if sent < copy_end - 1:
                 copying.append(latency * 1000)
     # Steady rate: past the start-up allowance (samples - 1 windows of 1 s), to 95%.
-    steady = [(t, b) for t, b in samples if t >= t0 + SAMPLES and b <= 0.95 * total]
+    steady = [(t, b) for t, b in samples if t >= t0 + args.window_num and b <= 0.95 * total]
     steady_rate = (
         (steady[-1][1] - steady[0][1]) / (steady[-1][0] - steady[0][0])
         if len(steady) >= 2 and steady[-1][0] > steady[0][0]
@@ -338,6 +341,7 @@ def run_case(c, admin, bootstrap: str, n: int, rate_mb: float, args, workdir: Pa
     )
     result = {
         "throttle_MBps": rate_mb,
+        "window_num": args.window_num,
         "bytes": total,
         "move_s": t1 - t0,
         "overall_MBps": total / (t1 - t0) / MB,
@@ -373,6 +377,9 @@ def main() -> None:
     parser.add_argument("--rates", default="20,0", help="MB/s per case, 0: no throttle")
     parser.add_argument("--base-seconds", type=float, default=20.0)
     parser.add_argument("--producer-rate", type=int, default=500)
+    parser.add_argument(
+        "--window-num", type=int, default=SAMPLES, help="replication.quota.window.num"
+    )
     parser.add_argument("--json")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--latency-producer", nargs=4, help=argparse.SUPPRESS)
@@ -383,7 +390,7 @@ def main() -> None:
         return
 
     workdir = Path(tempfile.mkdtemp(prefix="throttle-bench-"))
-    c, admin, bootstrap = start_cluster(workdir / "cluster")
+    c, admin, bootstrap = start_cluster(workdir / "cluster", args.window_num)
     results = []
     try:
         create_topic(admin, "live", [1, 2], {"min.insync.replicas": "2"})
