@@ -3,8 +3,9 @@
 A broker alone keeps its metadata in ``<first log dir>/__logstore_metadata/``:
 ``cluster-metadata.json`` (topics: Kafka's topic, partition-state and topic-config
 znodes as JSON), ``scram-credentials.json`` (SCRAM users), ``acls.json`` (ACLs) and
-``broker-configs.json`` (dynamic broker configs) and ``client-metrics.json``
-(CLIENT_METRICS resources); a data dir from before
+``broker-configs.json`` (dynamic broker configs), ``client-metrics.json``
+(CLIENT_METRICS resources) and ``client-quotas.json`` (client quotas, by entity path);
+a data dir from before
 ``cluster-metadata.json`` has ``topics.json`` instead, whose topics are first taken
 over into a ``cluster-metadata.json`` as a broker alone would. A cluster keeps them in
 ZooKeeper.
@@ -32,6 +33,8 @@ Rules:
 - Dynamic configs are validated as an AlterConfigs request would validate them; a
   resource whose merged configs are invalid is skipped with an error in the log. So are
   CLIENT_METRICS resources (merged key by key, ZooKeeper winning).
+- Client quotas are merged key by key into their entity's node, ZooKeeper winning; a
+  user's node keeps its SCRAM credentials beside them.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ USERS_FILE = "scram-credentials.json"
 ACLS_FILE = "acls.json"
 BROKER_CONFIGS_FILE = "broker-configs.json"
 CLIENT_METRICS_FILE = "client-metrics.json"
+CLIENT_QUOTAS_FILE = "client-quotas.json"
 IMPORTED_SUFFIX = ".imported"
 
 
@@ -83,6 +87,7 @@ async def import_local_state(log_dir: str, apis) -> None:
         (ACLS_FILE, _import_acls),
         (BROKER_CONFIGS_FILE, _import_broker_configs),
         (CLIENT_METRICS_FILE, _import_client_metrics),
+        (CLIENT_QUOTAS_FILE, _import_client_quotas),
     )
     for name, step in steps:
         path = os.path.join(log_dir, METADATA_DIR, name)
@@ -283,4 +288,18 @@ async def _import_client_metrics(log_dir: str, path: str, apis) -> bool:
             )
         except (InvalidConfigError, InvalidRequestError) as e:
             log.error("not importing client metrics resource %r from %s: %s", name, path, e)
+    return True
+
+
+async def _import_client_quotas(log_dir: str, path: str, apis) -> bool:
+    entities = (
+        metadata_file.load(
+            path, lambda doc: {str(k): dict(v) for k, v in doc.get("resources", {}).items()}
+        )
+        or {}
+    )
+    for entity_path, local in entities.items():
+        pending = apis.client_quotas.merge(entity_path, local)
+        if pending is not None:
+            await pending
     return True

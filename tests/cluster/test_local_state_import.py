@@ -1,6 +1,6 @@
 """A broker that ran alone joins a cluster with its topics (their data and the groups'
-committed offsets with them), SCRAM users, ACLs, dynamic broker configs and
-CLIENT_METRICS resources: on its first start with ``zookeeper.connect`` they are
+committed offsets with them), SCRAM users, ACLs, dynamic broker configs, CLIENT_METRICS
+resources and client quotas: on its first start with ``zookeeper.connect`` they are
 written to ZooKeeper (where ZooKeeper lacks them) and the local files are renamed
 ``*.imported``. Real broker processes and a real ZooKeeper."""
 
@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from logstore.protocol.messages.client_quotas import AlterClientQuotasRequest
 from logstore.protocol.messages.configs import IncrementalAlterConfigsRequest
 from tests.integration.clients import create_topic, wire_call
 from tests.integration.conftest import BrokerProcess
@@ -145,6 +146,13 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
             1,
         )
         assert altered.responses[0].error_code == 0
+        Q = AlterClientQuotasRequest
+        quota = Q.EntryData(
+            entity=[Q.EntityData(entity_type="user", entity_name="alice")],
+            ops=[Q.OpData(key="producer_byte_rate", value=1048576, remove=False)],
+        )
+        set_quota = wire_call(b.bootstrap, Q(entries=[quota], validate_only=False), 1)
+        assert set_quota.entries[0].error_code == 0
         _produce_as(b, sasl_port, "alice", "alice-secret", topic)
         data = "imported-data"
         create_topic(b.bootstrap, data, 2)
@@ -170,6 +178,7 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
         b.start()
         user = _zk_json(zk_connect, "/config/users/alice")
         assert user is not None and "SCRAM-SHA-256" in user["config"]
+        assert user["config"]["producer_byte_rate"] == "1048576"  # beside the credential
         acl = _zk_json(zk_connect, f"/kafka-acl/Topic/{topic}")
         assert acl is not None and {a["principal"] for a in acl["acls"]} == {"User:alice"}
         assert _zk_json(zk_connect, "/config/brokers/0")["config"] == {
@@ -180,7 +189,7 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
             "metrics": "*"
         }
         imported = ("scram-credentials.json", "acls.json", "broker-configs.json")
-        for name in (*imported, "client-metrics.json"):
+        for name in (*imported, "client-metrics.json", "client-quotas.json"):
             assert not os.path.exists(os.path.join(meta, name)), name
             assert os.path.exists(os.path.join(meta, name + ".imported")), name
 
@@ -218,7 +227,7 @@ def test_topics_users_acls_and_broker_configs_of_a_single_node_move_into_zookeep
 
         # A second start finds nothing left to import, and ZooKeeper keeps it all.
         b.restart()
-        assert b.log_text().count("into ZooKeeper; the file is now") == 5
+        assert b.log_text().count("into ZooKeeper; the file is now") == 6
         assert _zk_json(zk_connect, "/config/users/alice") is not None
         wait_until(
             lambda: admin.list_topics(timeout=5).brokers, message="the broker back in the cluster"

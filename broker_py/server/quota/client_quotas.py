@@ -118,6 +118,17 @@ class ClientQuotas:
 
     # ---- admin ----
 
+    def merge(self, path: str, configs: dict[str, str]) -> Awaitable[None] | None:
+        """Adds ``configs`` (stored values of an entity path, a broker alone's) to what the
+        store holds for that entity, the store's values winning; other entity paths and
+        keys are left out."""
+        entity = entity_of_path(path)
+        if entity is None:
+            return None
+        keys = entity.keys
+        local = {k: v for k, v in configs.items() if k in keys}
+        return self._store.update(entity.path(), lambda shared: {**local, **shared}, False)
+
     def describe(self, quota_filter: QuotaFilter) -> list[tuple[QuotaEntity, dict[str, float]]]:
         """The entities with quotas the filter matches, and their quotas."""
         return [
