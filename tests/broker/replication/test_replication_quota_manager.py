@@ -119,7 +119,8 @@ def test_a_sender_that_waits_while_exceeded_is_held_to_the_bound(
 ) -> None:
     """Each tick (at most a tenth of a window) the sender sends one chunk, ``speed`` times
     the bound, unless the quota is exceeded. Over a long run its average is the bound
-    within 6%, past the start-up allowance of ``samples - 1`` windows and one chunk."""
+    within 6% (12% with 2 windows, whose span swings between one and two windows), past
+    the start-up allowance of ``samples - 1`` windows and one chunk."""
     clock = Clock()
     quota = ReplicationQuotaManager(
         LEADER, 1, clock, bound=lambda: float(bound), config=RateConfig(samples, window_ms)
@@ -133,5 +134,6 @@ def test_a_sender_that_waits_while_exceeded_is_held_to_the_bound(
             sent += chunk
     seconds = duration_ms / 1000
     allowance = bound * (samples - 1) * window_ms / 1000
-    assert sent <= 1.06 * bound * seconds + allowance + chunk
-    assert sent >= 0.94 * bound * seconds
+    slack = 0.06 if samples > 2 else 0.12
+    assert sent <= (1 + slack) * bound * seconds + allowance + chunk
+    assert sent >= (1 - slack) * bound * seconds
