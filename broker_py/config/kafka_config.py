@@ -383,9 +383,9 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "group.share.record.lock.duration.ms": (_int(1000, 3600000), "30000"),
     "group.share.min.record.lock.duration.ms": (_int(1000, 30000), "15000"),
     "group.share.max.record.lock.duration.ms": (_int(30000, 3600000), "60000"),
-    # Kafka 4.1 serves share groups only once enabled (its share.version feature, or
-    # this internal switch); off by default, as there.
-    "group.share.enable": (_bool, "false"),
+    # Share groups are served unless switched off here: Kafka 4.2 made them generally
+    # available (share.version 1 in new clusters); 4.1 needed this switch or the feature.
+    "group.share.enable": (_bool, "true"),
     "group.share.max.size": (_short(10, 1000), "200"),
     # A share-partition left initializing this long is initialized again by a heartbeat.
     "group.share.initialize.retry.interval.ms": (_int(1), "30000"),

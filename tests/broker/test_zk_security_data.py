@@ -282,6 +282,7 @@ def test_config_change_listener_dispatches_by_entity_type():
         "users": lambda n: seen.append(("users", n)),
         "brokers": lambda n: seen.append(("brokers", n)),
     }
+    listener._nested = {"clients": lambda n: seen.append(("clients quotas", n))}
     for data in (
         b'{"version":2,"entity_path":"users/carol"}',
         b'{"version":2,"entity_path":"brokers/<default>"}',
@@ -292,7 +293,7 @@ def test_config_change_listener_dispatches_by_entity_type():
         b'{"version":2,"entity_path":"users/"}',
     ):
         listener._on_notification(data)
-    assert seen == [("users", "carol"), ("brokers", "<default>")]
+    assert seen == [("users", "carol"), ("brokers", "<default>"), ("clients quotas", "c")]
     assert sequence_number("config_change_0000000042", "config_change_") == 42
     assert (
         sequence_number("config_change_x", "config_change_") is None

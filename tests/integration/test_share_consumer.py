@@ -1,12 +1,12 @@
 """confluent-kafka 2.16's ShareConsumer (KIP-932) reading through ShareFetch and
-ShareAcknowledge from a broker alone, with group.share.enable=true and a one-partition
-topic: one consumer reads every record (implicit acknowledgement); three consumers share
-the records, each delivered to one of them; in explicit mode a RELEASE is redelivered and a
-REJECT is not; a SIGKILLed consumer's records are redelivered once their lock expires; a
-record released every time stops at the delivery-count limit; read_committed delivers no
-aborted record. On the wire: the share
-session's and the partitions' errors, acquired ranges, and a session ending with the
-connection that opened it (its records released at once); both APIs off by default."""
+ShareAcknowledge from a broker alone, with its defaults (share groups on) and a
+one-partition topic: one consumer reads every record (implicit acknowledgement); three
+consumers share the records, each delivered to one of them; in explicit mode a RELEASE is
+redelivered and a REJECT is not; a SIGKILLed consumer's records are redelivered once their
+lock expires; a record released every time stops at the delivery-count limit;
+read_committed delivers no aborted record. On the wire: the share session's and the
+partitions' errors, acquired ranges, and a session ending with the connection that opened
+it (its records released at once); both APIs off with group.share.enable=false."""
 
 from __future__ import annotations
 
@@ -41,7 +41,6 @@ def broker(tmp_path_factory):
     b = BrokerProcess(
         str(tmp_path_factory.mktemp("share-consumer")),
         {
-            "group.share.enable": "true",
             "group.share.min.session.timeout.ms": "2000",
             "group.share.session.timeout.ms": "3000",
             "group.share.min.heartbeat.interval.ms": "500",
@@ -437,8 +436,10 @@ def test_a_closed_connection_ends_its_share_session(broker) -> None:
         second.close()
 
 
-def test_share_fetch_is_off_by_default(tmp_path) -> None:
-    b = BrokerProcess(str(tmp_path), {"offsets.topic.num.partitions": "1"})
+def test_share_fetch_is_off_when_disabled(tmp_path) -> None:
+    b = BrokerProcess(
+        str(tmp_path), {"offsets.topic.num.partitions": "1", "group.share.enable": "false"}
+    )
     b.start()
     try:
         versions = wire_call(b.bootstrap, ApiVersionsRequest(), 3).api_keys

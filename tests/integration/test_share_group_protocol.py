@@ -1,11 +1,11 @@
 """Share groups (KIP-932) against a real broker: ShareGroupHeartbeat and
 ShareGroupDescribe on the wire (through logstore's codec), the group-id namespace shared
 with classic and consumer groups, the records surviving a restart, and confluent-kafka
-2.16's ShareConsumer joining and being assigned (it cannot fetch: ShareFetch is served
-by another part of issue 35).
+2.16's ShareConsumer joining and being assigned, and the APIs refused with
+group.share.enable=false.
 
-The broker runs with group.share.enable=true (off by default, as Kafka 4.1's
-share.version) and short share.* timeouts so that a session expires within the test."""
+The broker runs with group.share.enable=true (the default, as Kafka 4.2 serves share
+groups) and short share.* timeouts so that a session expires within the test."""
 
 from __future__ import annotations
 
@@ -283,10 +283,12 @@ def test_share_consumer_joins_and_is_assigned(broker) -> None:
     )
 
 
-def test_share_groups_are_off_by_default(tmp_path) -> None:
-    """As Kafka 4.1 without its share.version feature: the APIs are listed, and answer
-    UNSUPPORTED_VERSION."""
-    b = BrokerProcess(str(tmp_path), {"offsets.topic.num.partitions": "1"})
+def test_share_groups_are_off_when_disabled(tmp_path) -> None:
+    """group.share.enable=false, as Kafka without its share.version feature: the APIs are
+    listed, and answer UNSUPPORTED_VERSION."""
+    b = BrokerProcess(
+        str(tmp_path), {"offsets.topic.num.partitions": "1", "group.share.enable": "false"}
+    )
     b.start()
     try:
         versions = wire_call(b.bootstrap, ApiVersionsRequest(), 3).api_keys

@@ -189,7 +189,7 @@ class GroupCoordinator(
             max_size=_config_or(config, "group.share.max.size", 200),
             session_timeout_ms=_config_or(config, "group.share.session.timeout.ms", 45000),
             heartbeat_interval_ms=_config_or(config, "group.share.heartbeat.interval.ms", 5000),
-            enabled=bool(_config_or(config, "group.share.enable", False)),
+            enabled=bool(_config_or(config, "group.share.enable", True)),
             initialize_retry_ms=_config_or(
                 config, "group.share.initialize.retry.interval.ms", 30000
             ),

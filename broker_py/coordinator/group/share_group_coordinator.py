@@ -90,8 +90,8 @@ class ShareGroupCoordinator:
         enabled: bool = False,
         initialize_retry_ms: int = 30000,
     ) -> None:
-        """``enabled``: group.share.enable (Kafka 4.1 serves share groups only when they
-        are enabled; a heartbeat otherwise gets UNSUPPORTED_VERSION);
+        """``enabled``: group.share.enable (share groups are served only when enabled; a
+        heartbeat otherwise gets UNSUPPORTED_VERSION);
         ``initialize_retry_ms``: group.share.initialize.retry.interval.ms."""
         self.time = time
         self.enabled = enabled

@@ -4,8 +4,8 @@ Each handler turns the request into a call on the group coordinator's
 :class:`~broker_py.coordinator.group.share_group_coordinator.ShareGroupCoordinator` and
 its result into the response; the sans-IO manager holds the rules.
 
-As Kafka 4.1's KafkaApis: while share groups are not enabled (group.share.enable, off by
-default as Kafka 4.1's share.version feature) ShareGroupHeartbeat and ShareGroupDescribe
+As Kafka's KafkaApis: while share groups are not enabled (group.share.enable=false; on by
+default, as Kafka 4.2 serves them) ShareGroupHeartbeat and ShareGroupDescribe
 answer UNSUPPORTED_VERSION. Then authorization and coordinator errors are those of
 :mod:`.modern_groups` (a described group's topics are those its members are assigned).
 One group-id namespace: a heartbeat or describe naming a classic or consumer group gets
