@@ -25,10 +25,27 @@ from __future__ import annotations
 import decimal
 import re
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from logstore.protocol.errors import KafkaException
 
 LONG_MAX = (1 << 63) - 1
+
+_P = TypeVar("_P", bound=Callable[[str, str], Any])
+
+# The ConfigDef type (INT, LONG, SHORT, DOUBLE, BOOLEAN, STRING, LIST) each parser made
+# here stands for: DescribeConfigs reports it.
+_KINDS: dict[Callable[[str, str], Any], str] = {}
+
+
+def _typed(kind: str, parse: _P) -> _P:
+    _KINDS[parse] = kind
+    return parse
+
+
+def kind_of(parser: Callable[[str, str], Any]) -> str | None:
+    """The ConfigDef type of a parser from this module; None for any other parser."""
+    return _KINDS.get(parser)
 
 
 class ConfigError(KafkaException):
@@ -91,7 +108,7 @@ def int_type(
             raise ConfigError(key, value, f"Value must be no more than {hi}")
         return value
 
-    return parse
+    return _typed(kind, parse)
 
 
 def long_type(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
@@ -133,7 +150,7 @@ def double_type(lo: float | None = None, hi: float | None = None) -> Callable[[s
             raise ConfigError(key, java_double(value), f"Value must be no more than {hi}")
         return value
 
-    return parse
+    return _typed("DOUBLE", parse)
 
 
 def bool_type(key: str, raw: str) -> bool:
@@ -156,7 +173,7 @@ def choice_type(*allowed: str) -> Callable[[str, str], str]:
             raise ConfigError(key, v, f"String must be one of: {', '.join(allowed)}")
         return v
 
-    return parse
+    return _typed("STRING", parse)
 
 
 def case_insensitive_choice_type(*allowed: str) -> Callable[[str, str], str]:
@@ -171,8 +188,13 @@ def case_insensitive_choice_type(*allowed: str) -> Callable[[str, str], str]:
             )
         return v.lower()
 
-    return parse
+    return _typed("STRING", parse)
 
 
 def list_type(key: str, raw: str) -> list[str]:
     return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+_typed("BOOLEAN", bool_type)
+_typed("STRING", str_type)
+_typed("LIST", list_type)

@@ -25,6 +25,7 @@ from broker_py.config.config_def import (
     LONG_MAX,
     ConfigError,
     ConfigErrors,
+    kind_of,
     raise_all,
 )
 from broker_py.config.config_def import bool_type as _bool
@@ -610,6 +611,13 @@ def _check_consumer_group(values: dict[str, Any]) -> None:
             raise ConfigError(
                 "group.consumer.assignors", name, "unknown assignor; built-in: uniform, range"
             )
+
+
+def config_type(key: str) -> str | None:
+    """A broker key's ConfigDef type as DescribeConfigs names it (INT, LONG, BOOLEAN, ...);
+    None for an unknown key or one with a parser of its own (listeners, maps, classes)."""
+    entry = _KEYS.get(key)
+    return None if entry is None else kind_of(entry[0])
 
 
 def unknown_key_warning(key: str) -> str:

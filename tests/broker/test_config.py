@@ -235,3 +235,15 @@ def test_listener_errors_in_kafkas_words(listeners, reason):
     with pytest.raises(ConfigError) as e:
         BrokerConfig({"listeners": listeners})
     assert (e.value.key, e.value.reason) == ("listeners", reason)
+
+
+def test_broker_keys_are_described_with_their_configdef_types() -> None:
+    from broker_py.config.kafka_config import config_type
+    from broker_py.server.handlers.configs import TYPE_BOOLEAN, TYPE_LONG, TYPE_SHORT, _type_of
+
+    assert config_type("leader.replication.throttled.rate") == "LONG"
+    assert config_type("num.io.threads") == "INT"
+    assert config_type("listeners") is None and config_type("no.such.key") is None
+    assert _type_of("follower.replication.throttled.rate", None) == TYPE_LONG
+    assert _type_of("offsets.topic.replication.factor", None) == TYPE_SHORT
+    assert _type_of("group.share.enable", None) == TYPE_BOOLEAN

@@ -33,7 +33,7 @@ import re
 import logstore
 from broker_py.config import group_config
 from broker_py.config.dynamic_broker_config import validate_configs
-from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError
+from broker_py.config.kafka_config import DYNAMIC_KEYS, BrokerConfig, ConfigError, config_type
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
 from broker_py.server import broker_loggers
@@ -104,6 +104,9 @@ def _types() -> dict[str, int]:
 def _type_of(key: str, value: str | None) -> int:
     if key in _types():
         return _types()[key]
+    kind = config_type(key)
+    if kind is not None:
+        return _TYPE_IDS[kind]
     if key.endswith((".ms", ".bytes", ".messages")):
         return TYPE_LONG
     return TYPE_STRING
