@@ -27,8 +27,11 @@ it.
 
 A crash leaves, at worst, a ``-future`` dir beside the live partition (the move is
 dropped: :func:`recover` removes it) or a ``-delete`` dir with a complete ``-future``
-dir and no live one (crashed between the two renames: :func:`recover` finishes the
-move). Neither name matches a partition dir, so nothing opens them as logs.
+dir of the same id and no live one (crashed between the two renames: :func:`recover`
+finishes the move). The future dir's entry is fsynced before the first rename, so a
+``-delete`` dir without its ``-future`` dir is never a move's only copy: like the
+``-delete`` dirs of deleted logs, the log manager removes it. Neither name matches a
+partition dir, so nothing opens them as logs.
 """
 
 from __future__ import annotations
@@ -133,34 +136,32 @@ def sync_files(src: str, dst: str) -> None:
 
 def recover(log_dirs: list[str]) -> None:
     """Settles moves a crash interrupted (see the module docstring); run before any
-    partition opens."""
-    found: dict[str, dict[str, str]] = {}  # partition dir name -> kind -> path
+    partition opens. A ``-future`` dir whose move renamed the old copy (a ``-delete``
+    dir with the same id) and left no live copy becomes the partition; any other
+    ``-future`` dir is removed. ``-delete`` dirs are left for the log manager, which
+    removes them after ``log.segment.delete.delay.ms``."""
+    found: dict[tuple[str, str], dict[str, str]] = {}  # (name, move id) -> kind -> path
     live: set[str] = set()
     for d in log_dirs:
         for name in os.listdir(d):
             m = _MOVE_DIR.match(name)
             if m:
-                found.setdefault(m["name"], {})[m["kind"]] = os.path.join(d, name)
+                found.setdefault((m["name"], m["id"]), {})[m["kind"]] = os.path.join(d, name)
             elif os.path.isdir(os.path.join(d, name)):
                 live.add(name)
-    for name, moves in found.items():
-        future, deleted = moves.get(FUTURE), moves.get(DELETE)
-        if name not in live and deleted is not None:
-            if future is not None:
-                target = os.path.join(os.path.dirname(future), name)
-                log.warning("finishing the move of %s to %s", name, os.path.dirname(future))
-                os.rename(future, target)
-                future = None
-            else:
-                target = os.path.join(os.path.dirname(deleted), name)
-                log.warning("restoring %s in %s", name, os.path.dirname(deleted))
-                os.rename(deleted, target)
-                deleted = None
+    for (name, _), moves in found.items():
+        future = moves.get(FUTURE)
+        if future is None:
+            continue
+        if name not in live and DELETE in moves:
+            target = os.path.join(os.path.dirname(future), name)
+            log.warning("finishing the move of %s to %s", name, os.path.dirname(future))
+            os.rename(future, target)
             fsync_dir(os.path.dirname(target))
-        for leftover in (future, deleted):
-            if leftover is not None:
-                log.warning("removing %s left by an interrupted move", leftover)
-                shutil.rmtree(leftover, ignore_errors=True)
+            live.add(name)
+        else:
+            log.warning("removing %s left by an interrupted move", future)
+            shutil.rmtree(future, ignore_errors=True)
 
 
 class Move:
@@ -262,6 +263,9 @@ class LogDirMover:
             partition.local_log.close()
             try:
                 sync_files(move.src, move.future_path)
+                # The future dir's name is durable before the old copy is renamed: a
+                # lone -delete dir is then never a move's only copy (see recover).
+                fsync_dir(move.dest_dir)
                 os.rename(move.src, move.delete_path)
                 os.rename(move.future_path, move.target)
                 fsync_dir(move.src_dir)

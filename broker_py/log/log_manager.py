@@ -11,6 +11,13 @@ Invariants:
   there created anew in another dir.
 - No partition has a directory in two log dirs: the broker refuses to start on finding
   one (as Kafka does), as either copy may be the one that counts.
+- A deleted log (:meth:`LogManager.delete_log`, Kafka's ``asyncDelete``) leaves the
+  maps and its name at once: its handles are dropped without a write and its directory
+  is renamed ``<topic>-<partition>.<32 hex>-delete`` (the topic cut so the name fits in
+  255 bytes), on the event loop, in microseconds. The renamed directory is removed
+  ``log.segment.delete.delay.ms`` later by :meth:`LogManager.delete_logs_due`, on a
+  worker thread. A ``-delete`` directory never opens as a log: one found at startup is
+  scheduled for removal like the others.
 """
 
 from __future__ import annotations
@@ -42,8 +49,11 @@ log = logging.getLogger(__name__)
 
 CLOSE_THREADS = 8
 OPEN_CHUNK = 32  # logs opened per worker-thread call by open_new_logs
+DELETE_BATCH = 16  # renamed log directories removed per delete_logs_due call
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+DELETE_SUFFIX = "-delete"
+_DELETE_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 
 # Topic configs the storage engine takes at open; the rest are the broker's own.
 _LOG_KEYS = {
@@ -78,6 +88,34 @@ def log_config(effective: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in effective.items() if k in _LOG_KEYS}
 
 
+def log_delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid, no dashes>-delete``, the topic cut short so the name
+    is at most 255 characters (Kafka's ``logDeleteDirName``)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    return topic[: max(0, 255 - len(suffix))] + suffix
+
+
+def _remove_dir(path: str) -> None:
+    """Removes ``path`` and all below it; anything already gone is fine."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        if os.path.lexists(path):  # something inside went meanwhile: the rest goes now
+            shutil.rmtree(path)
+
+
+def _remove_dirs(paths: list[str]) -> list[OSError | None]:
+    """On a worker thread: removes each directory; the error of each that failed."""
+    errors: list[OSError | None] = []
+    for path in paths:
+        try:
+            _remove_dir(path)
+            errors.append(None)
+        except OSError as e:
+            errors.append(e)
+    return errors
+
+
 def _dropped(plog: logstore.Log) -> str:
     """What recovery cut from the log, as the storage engine reports it (empty if nothing)."""
     report = getattr(plog, "recovery_report", None)
@@ -99,10 +137,15 @@ def _open(
 
 class LogManager:
     def __init__(
-        self, log_dirs: list[str], failure_channel: LogDirFailureChannel | None = None
+        self,
+        log_dirs: list[str],
+        failure_channel: LogDirFailureChannel | None = None,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.failure_channel = failure_channel or LogDirFailureChannel()
+        # milliseconds on a clock that never goes back (when deletions are due)
+        self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
         # Before anything reads or changes a dir: LogDirInUseError when another broker has it.
         self._locks = lock_log_dirs(self.log_dirs)
         try:
@@ -116,6 +159,17 @@ class LogManager:
         self._count_in: dict[str, int] = {d: 0 for d in self.log_dirs}  # partitions per dir
         # partitions whose log was dropped with its failed dir (they stay there until a restart)
         self._in_offline_dirs: set[tuple[str, int]] = set()
+        # (renamed ``-delete`` directory, when it was scheduled), oldest first; those left
+        # by an earlier run count from now
+        now = self.clock_ms()
+        self._deletions: list[tuple[str, int]] = [
+            (os.path.join(d, name), now)
+            for d in self.log_dirs
+            for name in sorted(os.listdir(d))
+            if _DELETE_DIR.match(name) and os.path.isdir(os.path.join(d, name))
+        ]
+        for path, _ in self._deletions:
+            log.info("scheduled %s, left by an earlier run, for deletion", path)
 
     def existing_partitions(self) -> Iterator[tuple[str, int, str]]:
         """(topic, partition, log dir) of every partition directory on disk."""
@@ -348,25 +402,76 @@ class LogManager:
         """The log dir holding an open partition's log."""
         return self._dir_of.get((topic, partition))
 
-    def delete_log(self, topic: str, partition: int) -> None:
+    def delete_log(self, topic: str, partition: int) -> str | None:
+        """Deletes the partition's log as Kafka's ``asyncDelete`` does, without blocking
+        the event loop: it leaves the maps, its handles are dropped without a write (so a
+        read or append in flight on another thread fails with LogClosedError, answered
+        NOT_LEADER_OR_FOLLOWER), and its directory is renamed to
+        :func:`log_delete_dir_name`, freeing the partition's name for a new log at once.
+        The directory goes later, in :meth:`delete_logs_due`. Returns the new path (None
+        when no directory was found in a live log dir). KafkaStorageError when the
+        rename fails (a failure of the disk takes its log dir offline)."""
         key = (topic, partition)
         plog = self.logs.pop(key, None)
         log_dir = self._dir_of.pop(key, None)
         if log_dir is not None:
             self._count_in[log_dir] -= 1
         if plog is not None:
-            plog.close()
+            plog.close_handlers()
+        name = f"{topic}-{partition}"
         if log_dir is None:  # a log never opened since startup (a deletion the broker missed)
             log_dir = next(
-                (
-                    d
-                    for d in self.log_dirs
-                    if os.path.isdir(os.path.join(d, f"{topic}-{partition}"))
-                ),
-                None,
+                (d for d in self.live_log_dirs if os.path.isdir(os.path.join(d, name))), None
             )
-        if log_dir is not None:
-            shutil.rmtree(os.path.join(log_dir, f"{topic}-{partition}"), ignore_errors=True)
+        if log_dir is None or not self.is_log_dir_online(log_dir):
+            return None
+        path = os.path.join(log_dir, name)
+        target = os.path.join(log_dir, log_delete_dir_name(topic, partition))
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            if is_log_dir_failure(e):
+                self.failure_channel.maybe_add_offline_log_dir(log_dir, f"renaming {path}: {e}")
+            raise KafkaStorageError(f"renaming {path}: {e.strerror or e}") from None
+        self._deletions.append((target, self.clock_ms()))
+        log.info("log of %s renamed %s and scheduled for deletion", name, target)
+        return target
+
+    def pending_deletions(self) -> list[str]:
+        """The renamed directories of deleted logs not removed yet, oldest first."""
+        return [path for path, _ in self._deletions]
+
+    def next_deletion_in_ms(self, delay_ms: int) -> int | None:
+        """Milliseconds until the oldest pending deletion is due (None: none pending)."""
+        if not self._deletions:
+            return None
+        return max(0, self._deletions[0][1] + delay_ms - self.clock_ms())
+
+    async def delete_logs_due(self, delay_ms: int) -> int:
+        """Removes, on a worker thread, up to DELETE_BATCH renamed directories scheduled
+        at least ``delay_ms`` ago (``log.segment.delete.delay.ms``); returns how many went.
+        One that fails is logged and tried again ``delay_ms`` later; one in a log dir
+        gone offline is forgotten (the next start schedules it again)."""
+        now = self.clock_ms()
+        due = [e for e in self._deletions if e[1] + delay_ms <= now][:DELETE_BATCH]
+        if not due:
+            return 0
+        errors = await asyncio.to_thread(_remove_dirs, [path for path, _ in due])
+        removed = 0
+        for entry, error in zip(due, errors):
+            self._deletions.remove(entry)
+            path = entry[0]
+            if error is None:
+                removed += 1
+                log.info("deleted %s", path)
+            elif is_log_dir_failure(error) and not self.is_log_dir_online(os.path.dirname(path)):
+                log.warning("left %s in an offline log dir: %s", path, error)
+            else:
+                log.error("deleting %s failed (tried again later): %s", path, error)
+                self._deletions.append((path, self.clock_ms()))
+        return removed
 
     def handle_log_dir_failure(self, log_dir: str) -> list[tuple[str, int]]:
         """Drops the logs of ``log_dir`` (offline: see the failure channel) without writing

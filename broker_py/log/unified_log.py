@@ -112,6 +112,10 @@ class UnifiedLog:
         )
 
     def _report_failure(self, e: BaseException, action: str) -> None:
+        # A closed log's files may be renamed away (deleted, or moved to another dir):
+        # failing to find them says nothing about the disk.
+        if self.local_log.closed:
+            return
         if self.failure_channel is not None and is_log_dir_failure(e):
             self.failure_channel.maybe_add_offline_log_dir(
                 self.log_dir, f"{action} {self.name} failed: {e}"

@@ -254,7 +254,11 @@ class KafkaServer:
         # holds one) before this broker reads or writes anything in them.
         # Where I/O failures of a log dir are reported (KIP-112): it goes offline.
         self.log_dir_failure_channel = LogDirFailureChannel()
-        self.log_manager = LogManager(config.log_dirs, self.log_dir_failure_channel)
+        self.log_manager = LogManager(
+            config.log_dirs,
+            self.log_dir_failure_channel,
+            clock_ms=lambda: int(time.monotonic() * 1000),
+        )
         try:
             self._load(config)
         except BaseException:

@@ -12,6 +12,9 @@ checkpoint.
 - Every ``replica.high.watermark.checkpoint.interval.ms`` and at shutdown, each log
   dir's ``replication-offset-checkpoint`` records its partitions' high watermarks.
 - Segment files unused for ``IDLE_FILES_MS`` are closed (opened again on use).
+- The renamed (``-delete``) directories of deleted logs are removed
+  ``log.segment.delete.delay.ms`` after their deletion, off the event loop
+  (:meth:`~broker_py.log.log_manager.LogManager.delete_logs_due`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ log = logging.getLogger(__name__)
 
 IDLE_FILES_CHECK_S = 60.0
 IDLE_FILES_MS = 600_000
+LOG_DELETION_MIN_WAIT_S = 1.0  # between rounds of the log deletion task, at least
 
 
 class LogTasks:
@@ -50,6 +54,7 @@ class LogTasks:
             )
         )
         self._tasks.append(asyncio.create_task(self._idle_files_loop(), name="idle-segment-files"))
+        self._tasks.append(asyncio.create_task(self._log_deletion_loop(), name="delete-logs"))
         if self.config["log.cleaner.enable"] and self.config["log.cleaner.threads"] > 0:
             self.cleaner = LogCleaner(
                 self.config, lambda: [p.log for p in self.partitions_with_policy("compact")]
@@ -72,6 +77,21 @@ class LogTasks:
             closed = await asyncio.to_thread(logstore.close_idle_files, IDLE_FILES_MS)
             if closed:
                 log.debug("closed %d idle segment files", closed)
+
+    async def _log_deletion_loop(self) -> None:
+        """Removes the directories of deleted logs once ``log.segment.delete.delay.ms``
+        has passed (Kafka's "kafka-delete-logs" task): sleeps until the oldest is due
+        (a whole delay when none is pending), at least LOG_DELETION_MIN_WAIT_S."""
+        log_manager = self._apis.replica_manager.log_manager
+        while True:
+            delay_ms = self.config["log.segment.delete.delay.ms"]
+            try:
+                await log_manager.delete_logs_due(delay_ms)
+            except Exception:
+                log.exception("deleting logs")
+            wait_ms = log_manager.next_deletion_in_ms(delay_ms)
+            wait_s = (delay_ms if wait_ms is None else wait_ms) / 1000
+            await self._time.sleep(max(wait_s, LOG_DELETION_MIN_WAIT_S))
 
     async def _high_watermark_checkpoint_loop(self) -> None:
         interval = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000

@@ -102,11 +102,12 @@ def test_a_crash_between_the_renames_finishes_the_move(tmp_path):
     copy_files(os.path.join(a, "t-0"), os.path.join(b, f"t-0.{MOVE_ID}-future"))
     os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
     recover([a, b])
-    assert os.listdir(a) == [] and os.listdir(b) == ["t-0"]
+    # the old copy is left for the log manager to delete
+    assert os.listdir(a) == [f"t-0.{MOVE_ID}-delete"] and os.listdir(b) == ["t-0"]
     assert _values(os.path.join(b, "t-0")) == [b"v%d" % i for i in range(50)]
 
 
-def test_a_crash_after_the_renames_removes_the_old_copy(tmp_path):
+def test_a_crash_after_the_renames_leaves_the_old_copy_for_deletion(tmp_path):
     from broker_py.log.log_dir_mover import copy_files, recover
 
     a, b = _dirs(tmp_path)
@@ -114,19 +115,20 @@ def test_a_crash_after_the_renames_removes_the_old_copy(tmp_path):
     copy_files(os.path.join(a, "t-0"), os.path.join(b, "t-0"))
     os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
     recover([a, b])
-    assert os.listdir(a) == [] and os.listdir(b) == ["t-0"]
+    assert os.listdir(a) == [f"t-0.{MOVE_ID}-delete"] and os.listdir(b) == ["t-0"]
     assert _values(os.path.join(b, "t-0")) == [b"v%d" % i for i in range(50)]
 
 
-def test_an_old_copy_without_a_future_log_is_restored(tmp_path):
+def test_a_delete_dir_without_its_future_log_is_a_deleted_log(tmp_path):
+    """A move fsyncs its future dir's name before renaming the old copy, so a -delete
+    dir alone is a deleted log (LogManager.delete_log): never restored."""
     from broker_py.log.log_dir_mover import recover
 
     a, b = _dirs(tmp_path)
     _partition(os.path.join(a, "t-0"))
     os.rename(os.path.join(a, "t-0"), os.path.join(a, f"t-0.{MOVE_ID}-delete"))
     recover([a, b])
-    assert os.listdir(a) == ["t-0"]
-    assert _values(os.path.join(a, "t-0")) == [b"v%d" % i for i in range(50)]
+    assert os.listdir(a) == [f"t-0.{MOVE_ID}-delete"] and os.listdir(b) == []
 
 
 def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path):
@@ -144,7 +146,10 @@ def test_the_broker_settles_interrupted_moves_before_opening_partitions(tmp_path
     topic = again.apis.metadata_cache.get("t")
     again.log_manager.open_log(topic, 0, again.apis.log_config_manager.effective_config(topic))
     assert again.log_manager.dir_of("t", 0) == other
-    assert [n for n in os.listdir(src) if n.startswith("t-0")] == []
+    # the old copy awaits deletion under its -delete name
+    old_copy = os.path.join(src, f"t-0.{MOVE_ID}-delete")
+    assert [n for n in os.listdir(src) if n.startswith("t-0")] == [os.path.basename(old_copy)]
+    assert again.log_manager.pending_deletions() == [old_copy]
     again.log_manager.shutdown()
 
 
