@@ -6,7 +6,9 @@
 //! without a `.log`), reads `recovery-point-offset-checkpoint` and
 //! `log-start-offset-checkpoint` (an unparsable one is set aside with a note in
 //! `checkpoint_faults`, as Kafka does), removes `.kafka_cleanshutdown`, opens the
-//! segments, loads `leader-epoch-checkpoint` and rewrites both offset checkpoints.
+//! segments, loads `leader-epoch-checkpoint` and rewrites each offset checkpoint whose
+//! file does not already hold its value (fsyncing the directory, so the marker's
+//! removal is durable, when after a clean shutdown neither needs writing).
 //! `close` flushes, writes both offset checkpoints, then the marker, and unlinks the
 //! `.deleted` files still pending. `close_handlers` (a log dir gone offline) only lets go
 //! of the files, writing nothing.
@@ -92,7 +94,9 @@ impl Log {
         // note: the recovery point falls back to 0 (every segment is recovered) and the
         // log start offset to the first segment's base offset. Read errors still fail.
         let mut checkpoint_faults = Vec::new();
-        let mut read_offset = |file: &str, fallback: &str| -> Result<Option<i64>> {
+        // Each offset comes with whether the file is exactly what a write of it would
+        // leave (one entry naming this log's topic and partition).
+        let mut read_offset = |file: &str, fallback: &str| -> Result<Option<(i64, bool)>> {
             let entries = match checkpoint::read(&dir.join(file)) {
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
                     checkpoint_faults.push(format!("{file}: {source}; {fallback}"));
@@ -102,20 +106,32 @@ impl Log {
             };
             let Some(entries) = entries else { return Ok(None) };
             match entries.first().and_then(|f| f.get(2)?.parse::<i64>().ok()) {
-                Some(offset) if entries.len() == 1 && offset >= 0 => Ok(Some(offset)),
+                Some(offset) if entries.len() == 1 && offset >= 0 => {
+                    let e = &entries[0];
+                    let exact = e.len() == 3 && e[0] == topic && e[1] == partition.to_string();
+                    Ok(Some((offset, exact)))
+                }
                 _ => {
                     checkpoint_faults.push(format!("{file}: not one entry with an offset; {fallback}"));
                     Ok(None)
                 }
             }
         };
-        let checkpoint_start = match opts.log_start_offset {
-            Some(o) => Some(o),
-            None => read_offset(LOG_START_OFFSET_FILE, "the log starts at its first segment")?,
+        // What each checkpoint file holds now (None: absent, unreadable or overridden),
+        // so that one already saying what it would be written with is not written again.
+        let (checkpoint_start, stored_start) = match opts.log_start_offset {
+            Some(o) => (Some(o), None),
+            None => {
+                let read = read_offset(LOG_START_OFFSET_FILE, "the log starts at its first segment")?;
+                (read.map(|(o, _)| o), read.and_then(|(o, exact)| exact.then_some(o)))
+            }
         };
-        let recovery_point = match opts.recovery_point {
-            Some(o) => o,
-            None => read_offset(RECOVERY_POINT_FILE, "every segment is recovered")?.unwrap_or(0),
+        let (recovery_point, stored_recovery_point) = match opts.recovery_point {
+            Some(o) => (o, None),
+            None => {
+                let read = read_offset(RECOVERY_POINT_FILE, "every segment is recovered")?;
+                (read.map_or(0, |(o, _)| o), read.and_then(|(o, exact)| exact.then_some(o)))
+            }
         };
         remove_if_exists(&marker)?;
 
@@ -204,9 +220,21 @@ impl Log {
             }
         }
         {
+            // Each write fsyncs the file and the directory; the directory's fsync also
+            // makes the marker's removal durable (a crash from here on must recover).
             let inner = log.inner.read();
-            log.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)?;
-            log.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+            let mut synced = false;
+            if stored_recovery_point != Some(inner.recovery_point) {
+                log.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)?;
+                synced = true;
+            }
+            if stored_start != Some(inner.log_start_offset) {
+                log.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
+                synced = true;
+            }
+            if clean && !synced {
+                checkpoint::sync_dir(dir)?;
+            }
         }
         Ok(log)
     }

@@ -115,6 +115,33 @@ fn unparsable_offset_checkpoints_fall_back_as_kafka_does() {
 }
 
 #[test]
+fn open_after_clean_close_rewrites_only_checkpoints_that_differ() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    log.append(&batch(2, now_ms()), &leader()).unwrap();
+    log.close().unwrap();
+    let mtime = |f: &str| fs::metadata(dir.join(f)).unwrap().modified().unwrap();
+    // Both checkpoints already say what open would write: neither is written again.
+    let (rp, lso) = (mtime(RECOVERY_POINT_FILE), mtime(LOG_START_OFFSET_FILE));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists() && !log.recovered());
+    assert_eq!((mtime(RECOVERY_POINT_FILE), mtime(LOG_START_OFFSET_FILE)), (rp, lso));
+    log.close().unwrap();
+    // One naming another partition is rewritten with this log's name.
+    fs::write(dir.join(LOG_START_OFFSET_FILE), "0\n1\nother 3 0\n").unwrap();
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert_eq!(fs::read_to_string(dir.join(LOG_START_OFFSET_FILE)).unwrap(), "0\n1\nt 0 0\n");
+    // A crash after that open recovers the appends made since.
+    log.append(&batch(3, now_ms()), &leader()).unwrap();
+    drop(log);
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(log.recovered());
+    assert_eq!(log.log_end_offset(), 5);
+}
+
+#[test]
 fn torn_tail_is_cut_after_crash() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
