@@ -371,6 +371,42 @@ class LogManager:
                     opened[(info.name, index)] = unified
         return opened
 
+    def open_logs_now(
+        self,
+        wanted: list[tuple[str, int]],
+        log_config: Callable[[str, int], tuple[TopicInfo, dict[str, str]]],
+        threads: int,
+    ) -> dict[tuple[str, int], UnifiedLog]:
+        """The logs of ``wanted`` partitions (none of them open), opened (recovered if
+        need be, with their producer state) on ``threads`` worker threads at once (Kafka's
+        ``num.recovery.threads.per.data.dir`` times the log dirs) and registered, before
+        the caller goes on: a broker alone opens its logs so at startup. The storage
+        engine opens and recovers a log without the interpreter lock, so logs open side
+        by side. A log that fails to open is left out (opening it again answers its
+        error)."""
+        planned: dict[str, int] = {}
+        places = []
+        for topic, index in wanted:
+            info, config = log_config(topic, index)
+            log_dir, existed = self.place(topic, index, planned)
+            planned[log_dir] = planned.get(log_dir, 0) + 1
+            places.append((info, index, log_dir, existed, config))
+        chunks = [places[i : i + OPEN_CHUNK] for i in range(0, len(places), OPEN_CHUNK)]
+        if threads > 1 and len(chunks) > 1:
+            with concurrent.futures.ThreadPoolExecutor(
+                min(threads, len(chunks)), thread_name_prefix="log-recovery"
+            ) as pool:
+                results = list(pool.map(self._open_chunk, chunks))
+        else:
+            results = [self._open_chunk(chunk) for chunk in chunks]
+        opened: dict[tuple[str, int], UnifiedLog] = {}
+        for chunk, unifieds in zip(chunks, results):
+            for (info, index, log_dir, _, _), unified in zip(chunk, unifieds):
+                if unified is not None:
+                    self.register(info.name, index, unified.local_log, log_dir)
+                    opened[(info.name, index)] = unified
+        return opened
+
     def _open_chunk(self, places) -> list[UnifiedLog | None]:
         """On a worker thread: each log opened with its producer state, None where it fails."""
         out: list[UnifiedLog | None] = []

@@ -393,6 +393,28 @@ class ReplicaManager:
                 failures[(topic, index)] = e
             raise
 
+    def open_new_logs_now(
+        self, request: LeaderAndIsrRequestData, log_config: LogConfig, threads: int
+    ) -> dict[tuple[str, int], UnifiedLog]:
+        """As :meth:`open_new_logs`, on ``threads`` worker threads at once, returning when
+        all are open (:meth:`LogManager.open_logs_now`): a broker alone at startup."""
+        wanted = self._new_logs_wanted(request)
+        return self._log_manager().open_logs_now(wanted, log_config, threads) if wanted else {}
+
+    def _new_logs_wanted(self, request: LeaderAndIsrRequestData) -> list[tuple[str, int]]:
+        if request.controller_epoch < self.controller_epoch:
+            return []
+        manager = self._log_manager()
+        held = self.partitions
+        return [
+            s.partition
+            for s in request.partitions
+            if self.broker_id in s.replicas
+            and s.partition not in held
+            and s.partition not in self.offline_partitions
+            and manager.get(*s.partition) is None
+        ]
+
     async def open_new_logs(
         self, request: LeaderAndIsrRequestData, log_config: LogConfig
     ) -> dict[tuple[str, int], UnifiedLog]:
@@ -401,19 +423,8 @@ class ReplicaManager:
         (:meth:`LogManager.open_new_logs`), for :meth:`become_leader_or_follower` to take.
         None is opened for a request from an older controller epoch (it is refused), nor
         for a partition in an offline log dir (it answers KAFKA_STORAGE_ERROR)."""
-        if request.controller_epoch < self.controller_epoch:
-            return {}
-        manager = self._log_manager()
-        held = self.partitions
-        wanted: list[tuple[str, int]] = [
-            s.partition
-            for s in request.partitions
-            if self.broker_id in s.replicas
-            and s.partition not in held
-            and s.partition not in self.offline_partitions
-            and manager.get(*s.partition) is None
-        ]
-        return await manager.open_new_logs(wanted, log_config) if wanted else {}
+        wanted = self._new_logs_wanted(request)
+        return await self._log_manager().open_new_logs(wanted, log_config) if wanted else {}
 
     def _update_fetchers(
         self,

@@ -42,6 +42,7 @@ from broker_py.server.handlers.controller import (
     apply_leader_and_isr,
     apply_stop_replica,
     apply_update_metadata,
+    log_config,
 )
 from broker_py.server.local_controller_store import LocalControllerStore
 from broker_py.server.metadata_cache import MetadataCache
@@ -100,7 +101,10 @@ class LocalControllerChannel:
             return
         if isinstance(request, LeaderAndIsrRequestData):
             support.load_topic_configs_now({s.partition.topic for s in request.partitions})
-            error, errors = apply_leader_and_isr(apis, request, support.log_failures)
+            opened = apis.replica_manager.open_new_logs_now(
+                request, log_config(apis, request), support.open_threads
+            )
+            error, errors = apply_leader_and_isr(apis, request, support.log_failures, opened)
             response: object = {tp: int(error or e) for tp, e in errors.items()}
         elif isinstance(request, UpdateMetadataRequestData):
             support.load_topic_configs_now({s.partition.topic for s in request.partitions})
@@ -138,6 +142,8 @@ class LocalSupport:
         self.config = config
         self.broker_id: int = config.broker_id
         self.time = time
+        # logs a LeaderAndIsr opens at once (Kafka's recovery threads for all log dirs)
+        self.open_threads: int = config["num.recovery.threads.per.data.dir"] * len(config.log_dirs)
         path = os.path.join(log_dir, METADATA_DIR, STORE_FILE)
         fresh = not os.path.exists(path)
         self.store = LocalControllerStore(self.broker_id, path=path, time=time)

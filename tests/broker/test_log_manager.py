@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import logstore
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.server.kafka_server import KafkaServer
 
@@ -378,3 +379,35 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
         again.log_manager.set_aside_stray_logs(again.apis.metadata_cache.topics) == []
     )  # nothing left to set aside
     again.log_manager.shutdown()
+
+
+def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path):
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    config = {"log.dirs": ",".join(dirs), "num.recovery.threads.per.data.dir": "3"}
+    broker = KafkaServer(BrokerConfig(config))
+    broker.apis.topic_admin_manager.create_topic("t", 200)
+    logs = broker.log_manager.logs
+    for p in range(0, 200, 7):
+        logs[("t", p)].append(logstore.encode_batch([(b"k", b"v%d" % p)]))
+    placement = dict(broker.log_manager._dir_of)
+    assert len(placement) == 200 and [_count(d) for d in dirs] == [100, 100]
+    for plog in logs.values():  # a crash: no flush, no checkpoint, no marker
+        plog.close_handlers()
+    broker.log_manager._unlock()
+
+    # Each log is recovered in the dir that holds it, with what was written.
+    again = KafkaServer(BrokerConfig(config))
+    assert dict(again.log_manager._dir_of) == placement
+    ends = {key: plog.log_end_offset for key, plog in again.log_manager.logs.items()}
+    assert ends == {("t", p): int(p % 7 == 0) for p in range(200)}
+    assert all(plog.recovered for plog in again.log_manager.logs.values())
+    assert {again.apis.replica_manager.partitions[("t", p)].leader_id for p in range(200)} == {
+        again.apis.replica_manager.broker_id
+    }
+    again.log_manager.shutdown()
+
+    # After a clean shutdown, none is.
+    third = KafkaServer(BrokerConfig(config))
+    assert not any(plog.recovered for plog in third.log_manager.logs.values())
+    assert len(third.log_manager.logs) == 200
+    third.log_manager.shutdown()

@@ -1,0 +1,117 @@
+"""Startup time of one broker holding many partitions (issue 37, goal 5).
+
+    python benches/partition_startup_bench.py [--partitions 20000] [--per-topic 1000]
+        [--workdir /tmp/pstart] [--py-spy out.svg]
+
+Creates ``--partitions`` partitions in topics of ``--per-topic`` through CreateTopics
+(one AdminClient request per topic, timed together as "create"), writes one record to
+each partition, stops the broker cleanly and times a start until "listening on"
+("clean start"), then SIGKILLs it and times the next start ("start after SIGKILL").
+Prints descriptors, RSS and memory maps after each start. ``--py-spy`` records the
+SIGKILL-restart broker with ``py-spy record -r 20`` into the given SVG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from e2e_helpers import BrokerProc  # noqa: E402
+
+
+def _stats(pid: int) -> str:
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS:"))
+    with open(f"/proc/{pid}/maps") as f:
+        maps = sum(1 for _ in f)
+    return f"fds {fds}, RSS {rss} MB, maps {maps}"
+
+
+def _create(bootstrap: str, topics: list[str], per_topic: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name in topics:
+        admin.create_topics([NewTopic(name, per_topic, 1)], request_timeout=600)[name].result(600)
+
+
+def _write_one_each(bootstrap: str, topics: list[str], per_topic: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    for name in topics:
+        for i in range(per_topic):
+            p.produce(name, b"x" * 100, partition=i)
+            p.poll(0)
+        p.flush(120)
+    assert p.flush(120) == 0
+
+
+def _timed_start(broker: BrokerProc) -> float:
+    started = time.monotonic()
+    broker.start(timeout=600)
+    return time.monotonic() - started
+
+
+def _spy_on(broker: BrokerProc, svg: str, spies: list[subprocess.Popen[bytes]]) -> None:
+    """py-spy attached to the broker as soon as its process exists."""
+    deadline = time.monotonic() + 60
+    while broker.proc is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if broker.proc is not None:
+        cmd = ["py-spy", "record", "-r", "20", "-o", svg, "--pid", str(broker.proc.pid)]
+        spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--partitions", type=int, default=20_000)
+    parser.add_argument("--per-topic", type=int, default=1_000)
+    parser.add_argument("--workdir", default="/tmp/partition-startup-bench")
+    parser.add_argument("--py-spy", default=None, help="SVG of the restart after SIGKILL")
+    parser.add_argument("--recovery-threads", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="reuse the data of an earlier run")
+    args = parser.parse_args()
+    workdir = Path(args.workdir)
+    if workdir.exists() and not args.keep:
+        shutil.rmtree(workdir)
+    overrides = {"num.recovery.threads.per.data.dir": str(args.recovery_threads)}
+    broker = BrokerProc(workdir, overrides)
+    topics = [f"t{i}" for i in range(args.partitions // args.per_topic)]
+    if not args.keep:
+        broker.start(timeout=60)
+        t0 = time.monotonic()
+        _create(broker.bootstrap, topics, args.per_topic)
+        print(f"create {args.partitions}: {time.monotonic() - t0:.1f} s", flush=True)
+        _write_one_each(broker.bootstrap, topics, args.per_topic)
+        broker.stop(timeout=600)
+    took = _timed_start(broker)
+    assert broker.proc is not None
+    print(f"clean start: {took:.1f} s ({_stats(broker.proc.pid)})", flush=True)
+    broker.proc.send_signal(signal.SIGKILL)
+    broker.proc.wait()
+    broker.proc = None
+    spies: list[subprocess.Popen[bytes]] = []
+    if args.py_spy:
+        threading.Thread(target=_spy_on, args=(broker, args.py_spy, spies), daemon=True).start()
+    took = _timed_start(broker)
+    assert broker.proc is not None
+    print(f"start after SIGKILL: {took:.1f} s ({_stats(broker.proc.pid)})", flush=True)
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(120)
+    broker.stop(timeout=600)
+
+
+if __name__ == "__main__":
+    main()
