@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 STEP_PARTITIONS = 256  # partitions written to the store per step
 OPEN_CHUNK = 32  # logs opened per worker-thread call
+# worker-thread calls at once: a new log is mostly fsyncs, made without the interpreter lock
+OPEN_CHUNKS_AT_ONCE = 4
 
 
 class PartitionLimits:
@@ -214,23 +216,37 @@ class LocalPartitionCreator:
             await asyncio.sleep(0)
 
     async def _open_logs(self, topic: TopicInfo, partitions: list[int]) -> None:
-        """Opens the logs of new partitions on a worker thread, OPEN_CHUNK at a time, and
-        registers them; all or none (those opened are deleted again on failure)."""
+        """Opens the logs of new partitions on worker threads, OPEN_CHUNK per call and
+        OPEN_CHUNKS_AT_ONCE calls at a time, and registers them; all or none (those opened
+        are deleted again on failure)."""
         lm = self.admin._log_manager
         config = self.admin.log_configs.effective_config(topic)
         opened: list[int] = []
         planned: dict[str, int] = {}
+        chunks: list[list[tuple[int, str, bool]]] = []
+        for i in range(0, len(partitions), OPEN_CHUNK):
+            places = []
+            for p in partitions[i : i + OPEN_CHUNK]:
+                log_dir, existed = lm.place(topic.name, p, planned)
+                planned[log_dir] = planned.get(log_dir, 0) + 1
+                places.append((p, log_dir, existed))
+            chunks.append(places)
         try:
-            for i in range(0, len(partitions), OPEN_CHUNK):
-                places = []
-                for p in partitions[i : i + OPEN_CHUNK]:
-                    log_dir, existed = lm.place(topic.name, p, planned)
-                    planned[log_dir] = planned.get(log_dir, 0) + 1
-                    places.append((p, log_dir, existed))
-                logs = await asyncio.to_thread(_open_chunk, lm, topic, places, config)
-                for (p, log_dir, _), plog in zip(places, logs):
-                    lm.register(topic.name, p, plog, log_dir)
-                    opened.append(p)
+            for i in range(0, len(chunks), OPEN_CHUNKS_AT_ONCE):
+                group = chunks[i : i + OPEN_CHUNKS_AT_ONCE]
+                results = await asyncio.gather(
+                    *(asyncio.to_thread(_open_chunk, lm, topic, c, config) for c in group),
+                    return_exceptions=True,
+                )
+                for places, logs in zip(group, results):
+                    if isinstance(logs, BaseException):
+                        continue
+                    for (p, log_dir, _), plog in zip(places, logs):
+                        lm.register(topic.name, p, plog, log_dir)
+                        opened.append(p)
+                failed = next((r for r in results if isinstance(r, BaseException)), None)
+                if failed is not None:
+                    raise failed
         except BaseException:
             self._delete_logs(topic.name, opened)
             raise

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
+
 import logstore
 from broker_py.config.kafka_config import BrokerConfig
 from broker_py.server.kafka_server import KafkaServer
@@ -411,3 +413,29 @@ def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path):
     assert not any(plog.recovered for plog in third.log_manager.logs.values())
     assert len(third.log_manager.logs) == 200
     third.log_manager.shutdown()
+
+
+def test_a_creation_whose_log_fails_to_open_leaves_no_log_of_it(tmp_path, monkeypatch):
+    import asyncio
+    import uuid
+
+    from broker_py.controller.topic_assignment import TopicAssignment
+    from logstore.protocol.errors import KafkaStorageError
+
+    broker = KafkaServer(BrokerConfig({"log.dirs": str(tmp_path / "a")}))
+    lm = broker.log_manager
+    real = lm.open_files
+
+    def open_files(topic, partition, *args):
+        if partition == 150:
+            raise KafkaStorageError("no room")
+        return real(topic, partition, *args)
+
+    monkeypatch.setattr(lm, "open_files", open_files)
+    creator = broker.apis.topic_admin_manager._local_creator
+    assignment = TopicAssignment(uuid.uuid4(), {p: [0] for p in range(200)})
+    with pytest.raises(KafkaStorageError):
+        asyncio.run(creator.create_topic("t", assignment, {}))
+    assert not any(t == "t" for t, _ in lm.logs)
+    assert _count(str(tmp_path / "a")) == 0
+    lm.shutdown()
