@@ -59,6 +59,13 @@ fn write_lock(path: &Path) -> &'static Mutex<()> {
 }
 
 pub fn write(path: &Path, entries: &[String]) -> Result<()> {
+    write_file(path, entries)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// As `write`, but the rename is durable only once the caller fsyncs the directory
+/// (one fsync for several checkpoints of one directory).
+pub fn write_file(path: &Path, entries: &[String]) -> Result<()> {
     let _serialized = write_lock(path).lock();
     let tmp = path.with_extension("tmp");
     {
@@ -71,8 +78,7 @@ pub fn write(path: &Path, entries: &[String]) -> Result<()> {
         f.write_all(text.as_bytes()).ctx("write checkpoint", &tmp)?;
         f.sync_all().ctx("fsync checkpoint", &tmp)?;
     }
-    fs::rename(&tmp, path).ctx("rename checkpoint", path)?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    fs::rename(&tmp, path).ctx("rename checkpoint", path)
 }
 
 pub fn sync_dir(dir: &Path) -> Result<()> {

@@ -220,19 +220,20 @@ impl Log {
             }
         }
         {
-            // Each write fsyncs the file and the directory; the directory's fsync also
-            // makes the marker's removal durable (a crash from here on must recover).
+            // Each write fsyncs its file; one fsync of the directory then makes the
+            // renames and the marker's removal durable (a crash from here on recovers).
             let inner = log.inner.read();
-            let mut synced = false;
+            let entry = |offset: i64| [format!("{} {} {offset}", log.topic, log.partition)];
+            let mut written = false;
             if stored_recovery_point != Some(inner.recovery_point) {
-                log.write_offset_checkpoint(RECOVERY_POINT_FILE, inner.recovery_point)?;
-                synced = true;
+                checkpoint::write_file(&dir.join(RECOVERY_POINT_FILE), &entry(inner.recovery_point))?;
+                written = true;
             }
             if stored_start != Some(inner.log_start_offset) {
-                log.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
-                synced = true;
+                checkpoint::write_file(&dir.join(LOG_START_OFFSET_FILE), &entry(inner.log_start_offset))?;
+                written = true;
             }
-            if clean && !synced {
+            if clean || written {
                 checkpoint::sync_dir(dir)?;
             }
         }
