@@ -243,11 +243,7 @@ def _draw_groups(o: Output, described: list[dict[str, Any]]) -> None:
         epochs = [("group-epoch", g["group_epoch"]), ("assignment-epoch", g["assignment_epoch"])]
         o.fields(
             [
-                ("group", g["group"]),
-                ("type", g["type"]),
-                ("coordinator", g["coordinator"]),
-                ("state", g["state"]),
-                ("balancer", g["assignor"]),
+                *_identity(g),
                 *(epochs if consumer else []),
                 ("members", len(g["members"])),
                 ("total-lag", g["total_lag"]),
@@ -378,14 +374,21 @@ def describe_share(admin: Admin, group_id: str, share: dict[str, Any]) -> dict[s
     }
 
 
+def _identity(g: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The fields every described group starts with, whatever its type."""
+    return [
+        ("group", g["group"]),
+        ("type", g["type"]),
+        ("coordinator", g["coordinator"]),
+        ("state", g["state"]),
+        ("balancer", g["assignor"]),
+    ]
+
+
 def _draw_share(o: Output, g: dict[str, Any]) -> None:
     o.fields(
         [
-            ("group", g["group"]),
-            ("type", g["type"]),
-            ("coordinator", g["coordinator"]),
-            ("state", g["state"]),
-            ("balancer", g["assignor"]),
+            *_identity(g),
             ("group-epoch", g["group_epoch"]),
             ("assignment-epoch", g["assignment_epoch"]),
             ("members", len(g["members"])),
