@@ -90,6 +90,10 @@ def parse_schema(
         from logstore.schema_registry.schemas.avro import parse_avro
 
         return parse_avro(text, refs)
+    if kind == "JSON":
+        from logstore.schema_registry.schemas.json_schema import parse_json_schema
+
+        return parse_json_schema(text, refs)
     if kind in SCHEMA_TYPES:
         raise InvalidSchemaError(f"Schema type {kind} is not parsed yet")
     raise InvalidSchemaError(f"Invalid schema type {schema_type}")
