@@ -94,8 +94,10 @@ def parse_schema(
         from logstore.schema_registry.schemas.json_schema import parse_json_schema
 
         return parse_json_schema(text, refs)
-    if kind in SCHEMA_TYPES:
-        raise InvalidSchemaError(f"Schema type {kind} is not parsed yet")
+    if kind == "PROTOBUF":
+        from logstore.schema_registry.schemas.protobuf import parse_protobuf
+
+        return parse_protobuf(text, refs)
     raise InvalidSchemaError(f"Invalid schema type {schema_type}")
 
 
