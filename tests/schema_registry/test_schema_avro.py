@@ -198,6 +198,7 @@ def test_references_are_named_types_of_other_schemas() -> None:
     "{", '{"type":"record","name":"R"}', '{"type":"nope"}', '"Missing"', "[]x",
     '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}',
     '{"type":"enum","name":"E","symbols":["A","A"]}', "[" * 5000 + "]" * 5000,
+    '{"type":"array","items":' * 250 + '"int"' + "}" * 250,
 ])  # fmt: skip
 def test_unparsable_schemas_are_invalid(text: str) -> None:
     with pytest.raises(InvalidSchemaError) as raised:

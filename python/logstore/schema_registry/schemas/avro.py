@@ -34,6 +34,8 @@ _RESERVED = {
 }  # fmt: skip
 _FIELD_RESERVED = {"name", "type", "doc", "default", "order", "aliases"}
 _MISSING: Any = object()
+# Deeper schemas are refused: the checks recurse once or twice per level.
+MAX_NESTING = 200
 
 
 @dataclass(eq=False)
@@ -391,6 +393,8 @@ def parse_avro(text: str, references: tuple[ResolvedReference, ...] = ()) -> Avr
         obj = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise InvalidSchemaError(f"Invalid schema {text[:200]}: {e}") from None
+    if _depth(obj) > MAX_NESTING:
+        raise InvalidSchemaError(f"Invalid schema: nested deeper than {MAX_NESTING} levels")
     known: dict[str, AvroNode] = {}
     for ref in references:
         if not isinstance(ref.schema, AvroSchema):
@@ -411,6 +415,19 @@ def parse_avro(text: str, references: tuple[ResolvedReference, ...] = ()) -> Avr
     except Exception as e:  # fastavro's SchemaParseException, UnknownType, KeyError...
         raise InvalidSchemaError(f"Invalid schema {text[:200]}: {e}") from None
     return AvroSchema(obj, references, root, known, builder.defined)
+
+
+def _depth(obj: Any) -> int:
+    """The nesting depth of JSON containers in `obj`, without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return deepest
 
 
 def _collect(schema: AvroSchema) -> list[dict[str, AvroNode]]:
