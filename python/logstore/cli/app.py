@@ -50,6 +50,7 @@ def _register() -> None:
         aliases,
         clean,
         cluster,
+        console,
         consume,
         demo,
         dev_cluster,
@@ -78,6 +79,7 @@ def _register() -> None:
         export.command,
         demo.command,
         clean.command,
+        console.command,
     ):
         cli.add_command(cmd)
     aliases.register(cli)
