@@ -190,3 +190,57 @@ def test_self_compatible_and_wire_groups(a: str, b: str) -> None:
     new = {f.number: f.type for f in y.model.types[0].fields}  # type: ignore[union-attr]
     same_groups = all(SCALAR_KINDS[old[n]] == SCALAR_KINDS[new[n]] for n in old.keys() & new)
     assert (check_compatibility("BACKWARD", y, [x]) == []) == same_groups
+
+
+def test_confluent_clients_descriptor_forms() -> None:
+    """What confluent-kafka's ProtobufSerializer registers (a base64 FileDescriptorProto)
+    parses, and `format=serialized` builds a descriptor pool that decodes its messages."""
+    from confluent_kafka.schema_registry.common.protobuf import (
+        _init_pool,
+        _schema_to_str,
+        _str_to_proto,
+    )
+    from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
+
+    from logstore.schema_registry.schemas.protobuf_descriptor import to_descriptor
+
+    text = (
+        'syntax = "proto3";\npackage shop.v1;\nimport "google/protobuf/timestamp.proto";\n'
+        "message Order { string id = 1; repeated Item items = 2; map<string, int64> counts = 3;"
+        " optional int32 priority = 4; oneof payment { string card = 5; Cash cash = 6; }"
+        " google.protobuf.Timestamp at = 7; Status status = 8;"
+        " message Item { string sku = 1; double price = 2; } enum Status { NEW = 0; PAID = 1; } }"
+        "\nmessage Cash { int64 cents = 1; }\n"
+    )
+    schema = parse_schema("PROTOBUF", text)
+    assert isinstance(schema, ProtobufSchema)
+
+    def pool_with(descriptor: object) -> descriptor_pool.DescriptorPool:
+        pool = descriptor_pool.DescriptorPool()
+        _init_pool(pool)
+        pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+        pool.Add(descriptor)
+        return pool
+
+    written = to_descriptor(schema)
+    written.name = "order.proto"
+    pool = pool_with(written)
+    order_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.v1.Order"))
+    order = order_class(id="o1", counts={"a": 2}, priority=3, cash={"cents": 5}, status=1)
+    order.items.add(sku="x", price=1.5)
+
+    registered = parse_schema("PROTOBUF", _schema_to_str(pool.FindFileByName("order.proto")))
+    assert "optional int32 priority = 4;" in registered.canonical()
+    assert "map<string, int64> counts = 3;" in registered.canonical()
+    assert check_compatibility("FULL", registered, [schema]) == []
+
+    served = _str_to_proto("default", registered.formatted("serialized"))
+    reader_class = message_factory.GetMessageClass(
+        pool_with(served).FindMessageTypeByName("shop.v1.Order")
+    )
+    decoded = reader_class.FromString(order.SerializeToString())
+    assert decoded.id == "o1" and dict(decoded.counts) == {"a": 2}
+    assert decoded.HasField("priority") and decoded.WhichOneof("payment") == "cash"
+    assert decoded.items[0].price == 1.5 and decoded.status == 1
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("PROTOBUF", "bm90IGEgZGVzY3JpcHRvcg==")  # base64 of other bytes

@@ -192,6 +192,10 @@ def test_references_are_named_types_of_other_schemas() -> None:
     with pytest.raises(InvalidSchemaError, match="Circular"):
         resolve_references([Reference("x", "x", 1)], lambda s, v: cycle.get((s, v)))
     assert isinstance(refs[0], ResolvedReference)
+    resolved = parsed.formatted("resolved")
+    assert '"type":{"type":"record","name":"Address"' in resolved
+    assert parse_schema("AVRO", resolved).canonical() == resolved
+    assert parsed.formatted(None) == parsed.canonical()
 
 
 @pytest.mark.parametrize("text", [

@@ -11,6 +11,10 @@ The contract the REST layer codes against:
   `canonicalString`: Avro's `Schema.toString()` layout, JSON Schema's JSON compacted, a
   `.proto` file as Wire prints it); `normalized()` is the schema under `normalize=true`;
   `deep_equals` decides that a schema is already registered (same id across subjects).
+- `ParsedSchema.formatted(fmt)` answers `?format=` (PROTOBUF `serialized`: the base64
+  `FileDescriptorProto` Confluent's Protobuf deserializers ask for). A PROTOBUF schema may
+  also be registered as such a base64 descriptor (Confluent's serializers do); it is
+  stored as `.proto` text.
 - `check_compatibility(level, new, previous, previous_versions=())` returns `[]` when
   compatible, else Confluent's verbose messages. `previous` is newest first; the
   non-transitive levels look only at `previous[0]`, the transitive ones at each in turn and
@@ -73,6 +77,12 @@ class ParsedSchema(Protocol):
     def normalized(self) -> ParsedSchema: ...
 
     def deep_equals(self, other: ParsedSchema) -> bool: ...
+
+    def formatted(self, fmt: str | None) -> str:
+        """The text `?format=` asks for: PROTOBUF `serialized` (base64 FileDescriptorProto,
+        what Confluent's Protobuf deserializers ask for), AVRO `resolved` (references
+        inlined); the canonical text otherwise."""
+        ...
 
     def is_backward_compatible(self, previous: ParsedSchema) -> list[str]:
         """Messages (`%s` placeholders for reader and writer) why `self` cannot read data

@@ -364,6 +364,15 @@ class AvroSchema:
             self._canonical = "".join(printer.out)
         return self._canonical
 
+    def formatted(self, fmt: str | None) -> str:
+        """`resolved`: the schema with its references' named types written inline, as a
+        client without the references needs it; anything else: canonical text."""
+        if fmt != "resolved" or not self.references:
+            return self.canonical()
+        printer = _Printer(set())
+        printer.node(self.root, None)
+        return "".join(printer.out)
+
     def normalized(self) -> AvroSchema:
         printer = _NormalPrinter(set(self._known))
         printer.node(self.root)

@@ -200,6 +200,10 @@ class JsonSchema:
     def canonical(self) -> str:
         return _dump(self.json)
 
+    def formatted(self, fmt: str | None) -> str:
+        """The canonical text whatever the format (Confluent has none for JSON)."""
+        return self.canonical()
+
     def normalized(self) -> JsonSchema:
         refs = tuple(sorted(set(self.references), key=lambda r: (r.name, r.subject, r.version)))
         return JsonSchema(_sorted(self.json), refs)

@@ -64,6 +64,7 @@ class ProtoField:
     oneof: str | None = None
     key_type: str = ""
     value_type: str = ""
+    group: bool = False  # a proto2 group: the field of a nested message of the same name
 
 
 @dataclass(eq=False)
@@ -117,7 +118,11 @@ def _message(node: ast.Message | ast.Group) -> ProtoMessage:
         elif isinstance(element, ast.Group):
             message.fields.append(
                 ProtoField(
-                    element.name.lower(), element.number, element.name, _label(element.cardinality)
+                    element.name.lower(),
+                    element.number,
+                    element.name,
+                    _label(element.cardinality),
+                    group=True,
                 )  # fmt: skip
             )
             message.nested.append(_message(element))
@@ -131,7 +136,12 @@ def _message(node: ast.Message | ast.Group) -> ProtoMessage:
                 elif isinstance(member, ast.Group):
                     message.fields.append(
                         ProtoField(
-                            member.name.lower(), member.number, member.name, None, element.name
+                            member.name.lower(),
+                            member.number,
+                            member.name,
+                            None,
+                            element.name,
+                            group=True,
                         )  # fmt: skip
                     )
                     message.nested.append(_message(member))
@@ -285,6 +295,14 @@ class ProtobufSchema:
                 elements.append(e)
         return dataclasses.replace(message, elements=elements)
 
+    def formatted(self, fmt: str | None) -> str:
+        """`serialized`: the base64 `FileDescriptorProto`; anything else: canonical text."""
+        if fmt == "serialized":
+            from logstore.schema_registry.schemas.protobuf_descriptor import serialized
+
+            return serialized(self)
+        return self.canonical()
+
     def deep_equals(self, other: ParsedSchema) -> bool:
         return (
             isinstance(other, ProtobufSchema)
@@ -348,6 +366,23 @@ def _check(schema: ProtobufSchema) -> None:
 
 
 def parse_protobuf(text: str, references: tuple[ResolvedReference, ...] = ()) -> ProtobufSchema:
+    """Parses `.proto` text, or the base64 of a serialized `FileDescriptorProto` (what
+    Confluent's serializers register), which is turned into `.proto` text first."""
+    try:
+        return _parse(text, references)
+    except InvalidSchemaError:
+        from logstore.schema_registry.schemas.protobuf_descriptor import (
+            decode_descriptor,
+            from_descriptor_text,
+        )
+
+        descriptor = decode_descriptor(text)
+        if descriptor is None:
+            raise
+        return _parse(from_descriptor_text(descriptor), references)
+
+
+def _parse(text: str, references: tuple[ResolvedReference, ...]) -> ProtobufSchema:
     try:
         tree = Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
         schema = ProtobufSchema(tree, _model(tree), references)
