@@ -119,6 +119,17 @@ def _principals(key: str, raw: str) -> list[str]:
     return out
 
 
+def _registry_listener(key: str, raw: str) -> str:
+    """schema.registry.listeners: one http://HOST:PORT or https://HOST:PORT."""
+    v = _java_trim(raw)
+    m = re.match(r"^(https?)://(\[[^\]]*\]|[^:/]*):(\d+)/?$", v)
+    if m is None:
+        raise ConfigError(key, v, "expected http://HOST:PORT or https://HOST:PORT")
+    if not 0 <= int(m.group(3)) <= 65535:
+        raise ConfigError(key, v, f"port {m.group(3)} is out of range")
+    return v
+
+
 @dataclasses.dataclass(frozen=True)
 class Listener:
     """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
@@ -404,6 +415,12 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     # The Prometheus endpoint (broker_py/server/metrics): off unless metrics.port is set.
     "metrics.port": (_int(0, 65535), None),
     "metrics.host": (_str, "0.0.0.0"),
+    # The schema registry (docs/schema-registry.md): off unless schema.registry.listeners is
+    # set; basic authentication checks the broker's SCRAM users.
+    "schema.registry.listeners": (_registry_listener, None),
+    "schema.registry.advertised.host": (_str, None),
+    "schema.registry.authentication": (_choice_ci("none", "basic"), "none"),
+    "schema.registry.max.request.bytes": (_int(1024), "16777216"),
     # The largest PushTelemetry payload taken (KIP-714, Kafka's default).
     "telemetry.max.bytes": (_int(1), "1048576"),
     "zookeeper.connect": (_zookeeper_connect, None),

@@ -34,7 +34,7 @@ from broker_py.replication.replication_quota_manager import FOLLOWER, LEADER
 from broker_py.replication.replication_quota_manager import from_config as quota_from_config
 from broker_py.security.authorizer.standard_authorizer import StandardAuthorizer
 from broker_py.security.sasl.scram_credentials import ScramCredentialStore
-from broker_py.server import handlers
+from broker_py.server import handlers, schema_registry_service
 from broker_py.server.config_admin_manager import ConfigAdminManager
 from broker_py.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from broker_py.server.dynamic_listener_config import DynamicListenerConfig
@@ -321,6 +321,10 @@ class KafkaServer:
         replica_manager.follower_quota = quota_from_config(FOLLOWER, config, clock_ms, configs)
         # Prometheus metrics (broker_py/server/metrics): None unless metrics.port is set.
         self.metrics = BrokerMetrics.from_config(config)
+        # The schema registry (schema_registry_service.py): None unless configured.
+        self.schema_registry = schema_registry_service.build(
+            config, scram_credentials, self.metrics.registry if self.metrics else None
+        )
         listeners = ListenerManager(
             config,
             scram_credentials,
@@ -479,9 +483,13 @@ class KafkaServer:
         self.log_tasks.start()
         if self.metrics is not None:
             await self.metrics.start(self)
+        if self.schema_registry is not None:
+            await self.schema_registry.start()
 
     async def stop(self) -> None:
         apis = self.apis
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         if self.metrics is not None:
             await self.metrics.stop()
         if self.zk_support is not None and self.config["controlled.shutdown.enable"]:

@@ -59,6 +59,8 @@ def _register() -> None:
         group,
         produce,
         profile,
+        registry,
+        schema_registry,
         topic,
         user,
         version,
@@ -80,6 +82,8 @@ def _register() -> None:
         demo.command,
         clean.command,
         console.command,
+        registry.group,
+        schema_registry.command,
     ):
         cli.add_command(cmd)
     aliases.register(cli)

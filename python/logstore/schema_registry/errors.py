@@ -22,6 +22,22 @@ class SchemaRegistryError(Exception):
         return {"error_code": self.error_code, "message": self.message}
 
 
+class BadRequestError(SchemaRegistryError):
+    """A request body that is not JSON at all."""
+
+    status, error_code = 400, 400
+
+
+class UnauthorizedError(SchemaRegistryError):
+    status, error_code = 401, 401
+
+
+class RequestTooLargeError(SchemaRegistryError):
+    """A request body over the registry's limit, refused before it is read."""
+
+    status, error_code = 413, 413
+
+
 class SubjectNotFoundError(SchemaRegistryError):
     status, error_code = 404, 40401
 

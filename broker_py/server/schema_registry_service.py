@@ -1,0 +1,99 @@
+"""The schema registry inside the broker: started on the broker's event loop when
+`schema.registry.listeners` is set (off by default), as Redpanda embeds one.
+
+Its Kafka clients (the `_schemas` producer and reader, the election's group client) connect to
+this broker's first advertised PLAINTEXT listener, or SSL listener with the broker's own
+ssl.* truststore; a broker with neither cannot run the registry (ConfigError at startup).
+`https://` serves TLS with the broker's ssl.* keystore (listener-prefixed keys under the
+listener name SCHEMA_REGISTRY). `schema.registry.authentication=basic` checks HTTP basic
+credentials against the broker's SCRAM users. The registry's series join the broker's
+metrics endpoint when `metrics.port` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from broker_py.config.config_def import ConfigError
+
+if TYPE_CHECKING:
+    from broker_py.config.kafka_config import BrokerConfig
+    from broker_py.security.sasl.scram_credentials import ScramCredentialStore
+    from logstore.schema_registry.server import RegistryServer
+
+log = logging.getLogger(__name__)
+
+LISTENER_NAME = "SCHEMA_REGISTRY"
+
+
+def _client_config(config: BrokerConfig) -> tuple[dict[str, Any], Any]:
+    """confluent-kafka's config reaching this broker, and the election's TLS context."""
+    for listener in config["advertised.listeners"]:
+        protocol = config.security_protocol(listener.name)
+        host = listener.host or "127.0.0.1"
+        if protocol == "PLAINTEXT":
+            return {"bootstrap.servers": f"{host}:{listener.port}"}, None
+    for listener in config["advertised.listeners"]:
+        if config.security_protocol(listener.name) == "SSL":
+            from broker_py.security.ssl.ssl_client_context import client_context
+
+            conf: dict[str, Any] = {
+                "bootstrap.servers": f"{listener.host}:{listener.port}",
+                "security.protocol": "SSL",
+            }
+            _, ca = config.listener_value(listener.name, "ssl.truststore.location")
+            if ca:
+                conf["ssl.ca.location"] = ca
+            return conf, client_context(config, listener.name)
+    raise ConfigError(
+        "schema.registry.listeners",
+        str(config["schema.registry.listeners"]),
+        "the schema registry needs a PLAINTEXT or SSL listener on this broker",
+    )
+
+
+def build(
+    config: BrokerConfig, scram: ScramCredentialStore, metrics_registry: Any
+) -> RegistryServer | None:
+    listener = config["schema.registry.listeners"]
+    if listener is None:
+        return None
+    from logstore.schema_registry.auth import BasicAuthenticator, ScramCredential
+    from logstore.schema_registry.server import RegistryConfig, RegistryServer
+
+    client_config, kafka_tls = _client_config(config)
+    server_tls = None
+    if listener.startswith("https://"):
+        from broker_py.security.ssl.ssl_context import server_context
+
+        server_tls = server_context(config, LISTENER_NAME)
+    authenticator = None
+    if config["schema.registry.authentication"] == "basic":
+
+        def credentials(user: str) -> list[ScramCredential]:
+            out = []
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                c = scram.get(user, mechanism)
+                if c is not None:
+                    out.append(ScramCredential(mechanism, c.salt, c.iterations, c.stored_key))
+            return out
+
+        authenticator = BasicAuthenticator(credentials, time.monotonic)
+    advertised = config["schema.registry.advertised.host"]
+    if advertised is None:
+        host = config.advertised_listener().host
+        advertised = host or None
+    return RegistryServer(
+        RegistryConfig(
+            listener=listener,
+            client_config={**client_config, "client.id": f"schema-registry-{config.broker_id}"},
+            advertised_host=advertised,
+            server_tls=server_tls,
+            kafka_tls=kafka_tls,
+            authenticator=authenticator,
+            metrics_registry=metrics_registry,
+            max_body=config["schema.registry.max.request.bytes"],
+        )
+    )
