@@ -171,6 +171,21 @@ def test_unparsable_schemas_are_invalid(text: str) -> None:
     assert raised.value.error_code == 42201
 
 
+def test_keywords_of_other_drafts_are_not_schemas() -> None:
+    # draft 7 has no prefixItems or unevaluatedItems: their values are unchecked
+    old, new = js({"prefixItems": None}), js({"prefixItems": [None], "unevaluatedItems": 3})
+    for level in COMPATIBILITY_LEVELS:
+        assert check_compatibility(level, new, [old]) == []
+    modern = "https://json-schema.org/draft/2020-12/schema"
+    opened, closed = {"$schema": modern, **obj({})}, {"unevaluatedProperties": False}
+    assert changes(opened, {**opened, **closed}) == [
+        "UNEVALUATED_PROPERTIES_REMOVED #/unevaluatedProperties"
+    ]
+    assert changes({**opened, **closed}, opened) == [
+        "UNEVALUATED_PROPERTIES_ADDED #/unevaluatedProperties"
+    ]
+
+
 def test_drafts_and_normalization() -> None:
     for draft in ("http://json-schema.org/draft-04/schema#",
                   "http://json-schema.org/draft-06/schema#",
@@ -188,16 +203,18 @@ def test_drafts_and_normalization() -> None:
 
 _leaf = st.sampled_from([STR, INT, NUM, {"type": "boolean"}, {"enum": ["a", "b"]},
                          {**STR, "maxLength": 3}, {}])  # fmt: skip
-_schema = st.recursive(
-    _leaf,
-    lambda inner: st.one_of(
+
+
+def _extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
         st.builds(lambda p, c: obj(p, **(CLOSED if c else {})),
                   st.dictionaries(st.sampled_from("abc"), inner, max_size=3), st.booleans()),
         st.builds(lambda t: {"type": "array", "items": t}, inner),
         st.builds(lambda a, b: {"oneOf": [a, b]}, inner, inner),
-    ),
-    max_leaves=6,
-)  # fmt: skip
+    )  # fmt: skip
+
+
+_schema = st.recursive(_leaf, _extend, max_leaves=6)
 
 
 @settings(max_examples=80, deadline=None)

@@ -166,6 +166,27 @@ def _raw(node: JsonNode) -> dict[str, Any]:
     return node.raw if isinstance(node.raw, dict) else {}
 
 
+# Keywords a draft does not have (so its meta-schema leaves their values unchecked).
+_NOT_IN_DRAFT: dict[str, frozenset[str]] = {
+    "2020-12": frozenset({"additionalItems", "dependencies"}),
+    "2019-09": frozenset({"prefixItems", "dependencies"}),
+    "old": frozenset({"prefixItems", "unevaluatedProperties", "unevaluatedItems",
+                      "dependentRequired", "dependentSchemas", "minContains", "maxContains"}),
+}  # fmt: skip
+
+
+def _dialect(node: JsonNode) -> str:
+    doc = node.doc if isinstance(node.doc, dict) else {}
+    uri = str(doc.get("$schema", ""))
+    return "2020-12" if "2020-12" in uri else "2019-09" if "2019-09" in uri else "old"
+
+
+def _keywords(node: JsonNode) -> dict[str, Any]:
+    """The node's keywords its draft knows (and so its meta-schema checked)."""
+    unknown = _NOT_IN_DRAFT[_dialect(node)]
+    return {k: v for k, v in _raw(node).items() if k not in unknown}
+
+
 class _Differ:
     def __init__(self, original: Loader, update: Loader) -> None:
         self.original = original
@@ -229,7 +250,7 @@ class _Differ:
         getattr(self, "_" + o.kind, _nothing)(ctx, o, u)
 
     def _string(self, ctx: _Context, o: JsonNode, u: JsonNode) -> None:
-        ro, ru = _raw(o), _raw(u)
+        ro, ru = _keywords(o), _keywords(u)
         _bound(ctx, ro, ru, "maxLength", "MAX_LENGTH")
         _bound(ctx, ro, ru, "minLength", "MIN_LENGTH")
         po, pu = ro.get("pattern"), ru.get("pattern")
@@ -241,7 +262,7 @@ class _Differ:
             ctx.add("PATTERN_CHANGED", "pattern")
 
     def _number(self, ctx: _Context, o: JsonNode, u: JsonNode) -> None:
-        ro, ru = _raw(o), _raw(u)
+        ro, ru = _keywords(o), _keywords(u)
         _bound(ctx, ro, ru, "maximum", "MAXIMUM")
         _bound(ctx, ro, ru, "minimum", "MINIMUM")
         _bound(ctx, ro, ru, "exclusiveMaximum", "EXCLUSIVE_MAXIMUM")
@@ -262,7 +283,9 @@ class _Differ:
             ctx.add("TYPE_EXTENDED" if o.integer else "TYPE_NARROWED")
 
     def _enum(self, ctx: _Context, o: JsonNode, u: JsonNode) -> None:
-        eo, eu = _raw(o)["enum"], _raw(u)["enum"]
+        eo, eu = _raw(o).get("enum"), _raw(u).get("enum")
+        if not isinstance(eo, list) or not isinstance(eu, list):
+            return
         so, su = {_key(v) for v in eo}, {_key(v) for v in eu}
         if so != su:
             if so <= su:
@@ -323,7 +346,7 @@ class _Differ:
             ctx.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED")
 
     def _object(self, ctx: _Context, o: JsonNode, u: JsonNode) -> None:
-        ro, ru = _raw(o), _raw(u)
+        ro, ru = _keywords(o), _keywords(u)
         po, pu = _props(ro), _props(ru)
         req_o, req_u = set(ro.get("required", ())), set(ru.get("required", ()))
         with ctx.at("required"):
@@ -390,13 +413,34 @@ class _Differ:
                 self.compare(
                     ctx, self.original.node(schema_o, o.doc), self.update.node(schema_u, u.doc)
                 )
+        self._unevaluated(ctx, o, u, "unevaluatedProperties", "UNEVALUATED_PROPERTIES")
         _bound(ctx, ro, ru, "maxProperties", "MAX_PROPERTIES")
         _bound(ctx, ro, ru, "minProperties", "MIN_PROPERTIES")
+
+    def _unevaluated(self, ctx: _Context, o: JsonNode, u: JsonNode, key: str, name: str) -> None:
+        a, b = _keywords(o).get(key), _keywords(u).get(key)
+        if a is None and b is None:
+            return
+        with ctx.at(key):
+            if a is None:
+                ctx.add(f"{name}_REMOVED" if b is False else f"{name}_NARROWED")
+            elif b is None:
+                ctx.add(f"{name}_ADDED" if a is False else f"{name}_EXTENDED")
+            elif a is False and b is not False:
+                ctx.add(f"{name}_ADDED")
+            elif a is not False and b is False:
+                ctx.add(f"{name}_REMOVED")
+            elif a in (True, {}) and b not in (True, {}):
+                ctx.add(f"{name}_NARROWED")
+            elif a not in (True, {}) and b in (True, {}):
+                ctx.add(f"{name}_EXTENDED")
+            else:
+                self.compare(ctx, self.original.node(a, o.doc), self.update.node(b, u.doc))
 
     def _property(
         self, ctx: _Context, o: JsonNode, u: JsonNode, name: str, required: set[str]
     ) -> None:
-        ro, ru = _raw(o), _raw(u)
+        ro, ru = _keywords(o), _keywords(u)
         po, pu = _props(ro), _props(ru)
         if name not in pu:
             if _is_open(ru):
@@ -457,7 +501,7 @@ class _Differ:
         self.compare(ctx, self.original.node(po[name], o.doc), self.update.node(pu[name], u.doc))
 
     def _array(self, ctx: _Context, o: JsonNode, u: JsonNode) -> None:
-        ro, ru = _raw(o), _raw(u)
+        ro, ru = _keywords(o), _keywords(u)
         io, iu = _all_items(o), _all_items(u)
         with ctx.at("items"):
             self.compare(
@@ -526,6 +570,8 @@ class _Differ:
                     "uniqueItems")  # fmt: skip
         _bound(ctx, ro, ru, "maxContains", "MAX_CONTAINS")
         _bound(ctx, ro, ru, "minContains", "MIN_CONTAINS")
+        if not _is_2020(o) or "prefixItems" not in ro:
+            self._unevaluated(ctx, o, u, "unevaluatedItems", "UNEVALUATED_ITEMS")
 
 
 def _nothing(ctx: _Context, o: JsonNode, u: JsonNode) -> None:
@@ -596,7 +642,11 @@ def _props(raw: dict[str, Any]) -> dict[str, Any]:
 def _dependencies(raw: dict[str, Any]) -> dict[str, frozenset[str]]:
     deps = dict(raw.get("dependencies") or {})
     deps.update(raw.get("dependentRequired") or {})
-    return {k: frozenset(v) for k, v in deps.items() if isinstance(v, list)}
+    return {
+        k: frozenset(v)
+        for k, v in deps.items()
+        if isinstance(v, list) and all(isinstance(x, str) for x in v)
+    }
 
 
 def _schema_dependencies(raw: dict[str, Any]) -> dict[str, Any]:
@@ -630,26 +680,26 @@ def _partial(raw: dict[str, Any], name: str) -> Any:
 
 
 def _is_2020(node: JsonNode) -> bool:
-    doc = node.doc if isinstance(node.doc, dict) else {}
-    return "2020-12" in str(doc.get("$schema", "")) or "prefixItems" in _raw(node)
+    return _dialect(node) == "2020-12"
 
 
 def _all_items(node: JsonNode) -> Any:
-    items = _raw(node).get("items")
-    if _is_2020(node) and ("prefixItems" in _raw(node) or isinstance(items, bool)):
+    raw = _keywords(node)
+    items = raw.get("items")
+    if _is_2020(node) and ("prefixItems" in raw or isinstance(items, bool)):
         return None
     return items if isinstance(items, (dict, bool)) else None
 
 
 def _tuple_items(node: JsonNode) -> list[Any]:
-    raw = _raw(node)
+    raw = _keywords(node)
     items = raw.get("prefixItems") if _is_2020(node) else raw.get("items")
     return items if isinstance(items, list) else []
 
 
 def _additional_items(node: JsonNode) -> Any:
     """What items past the tuple must match: True (any), False (none) or a schema."""
-    raw = _raw(node)
+    raw = _keywords(node)
     if _is_2020(node) and ("prefixItems" in raw or isinstance(raw.get("items"), bool)):
         if "items" in raw:
             return raw["items"]

@@ -120,7 +120,9 @@ class Loader:
         if raw is False:
             return JsonNode("false", raw, doc)
         if not isinstance(raw, dict):
-            raise InvalidSchemaError(f"Invalid schema: {_dump(raw)[:100]} is not a schema")
+            # only under a keyword the document's draft does not have (its meta-schema
+            # checks the rest): no constraint
+            return JsonNode("empty", raw, doc)
         parts: list[JsonNode] = []
         typed = self._typed(raw, doc)
         if typed is not None:
