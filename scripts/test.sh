@@ -15,6 +15,7 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
@@ -26,11 +27,13 @@ python3 -m pip install --quiet --upgrade pip
 rm -rf dist && python3 -m pip wheel --quiet --no-deps -w dist .
 wheel=$(ls dist/logstore-*.whl)
 listing=$(python3 -m zipfile -l "$wheel")
-for member in logstore/__init__.py logstore/spark/source.py logstore/_native logstore/protocol/frame.py broker_py/__init__.py broker_py/server/kafka_server.py; do
+for member in logstore/__init__.py logstore/spark/source.py logstore/_native logstore/protocol/frame.py logstore/console/templates/base.html logstore/console/static/console.js broker_py/__init__.py broker_py/server/kafka_server.py; do
     grep -q "$member" <<<"$listing" || { echo "wheel lacks $member" >&2; exit 1; }
 done
-python3 -m pip install --quiet --force-reinstall "$wheel"
-python3 -m pip install --quiet ".[test]"
+# The wheel replaces any installed logstore (its dependencies stay as they are), then its
+# test extras are installed from the same wheel, so the Rust core is built once.
+python3 -m pip install --quiet --force-reinstall --no-deps "$wheel"
+python3 -m pip install --quiet "${wheel}[test]"
 
 # Linters before the tests: ruff (errors and format), import-linter (the broker's layers,
 # drawn in docs/design/layout.md; PYTHONPATH=. so it reads this tree), mypy (strict on the pure
