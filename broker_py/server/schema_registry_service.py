@@ -95,5 +95,6 @@ def build(
             authenticator=authenticator,
             metrics_registry=metrics_registry,
             max_body=config["schema.registry.max.request.bytes"],
+            session_timeout_ms=config["schema.registry.session.timeout.ms"],
         )
     )
