@@ -245,3 +245,12 @@ def test_round_trip_and_self_compatibility(a: str, b: str) -> None:
         and check_compatibility("FORWARD", other, [schema]) == []
     )
     assert full == both
+
+
+def test_parsed_schemas_without_references_are_cached() -> None:
+    text = '{"type":"record","name":"Cached","fields":[{"name":"a","type":"int"}]}'
+    assert parse_schema("AVRO", text) is parse_schema("AVRO", text)
+    assert parse_schema("JSON", "{}").schema_type == "JSON"
+    assert parse_schema("AVRO", '"int"') is not parse_schema("AVRO", '"long"')
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("XML", text)

@@ -29,6 +29,7 @@ The contract the REST layer codes against:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -94,12 +95,26 @@ class ParsedSchema(Protocol):
         ...
 
 
+# Parsed schemas without references are kept, up to this many texts of at most this size:
+# a registry parses the same stored schemas again for each compatibility check.
+PARSE_CACHE_ENTRIES = 512
+PARSE_CACHE_MAX_TEXT = 64 * 1024
+
+
 def parse_schema(
     schema_type: str, text: str, references: Sequence[ResolvedReference] = ()
 ) -> ParsedSchema:
-    """Parses `text` as a schema of `schema_type` (None or "" means AVRO, as in Confluent)."""
+    """Parses `text` as a schema of `schema_type` (None or "" means AVRO, as in Confluent).
+    A schema without references and of at most PARSE_CACHE_MAX_TEXT characters may come
+    from a cache: the same object for the same text (parsed schemas are not changed)."""
     kind = (schema_type or "AVRO").upper()
     refs = tuple(references)
+    if not refs and len(text) <= PARSE_CACHE_MAX_TEXT:
+        return _parse_cached(kind, text)
+    return _parse(kind, text, refs)
+
+
+def _parse(kind: str, text: str, refs: tuple[ResolvedReference, ...]) -> ParsedSchema:
     if kind == "AVRO":
         from logstore.schema_registry.schemas.avro import parse_avro
 
@@ -112,7 +127,12 @@ def parse_schema(
         from logstore.schema_registry.schemas.protobuf import parse_protobuf
 
         return parse_protobuf(text, refs)
-    raise InvalidSchemaError(f"Invalid schema type {schema_type}")
+    raise InvalidSchemaError(f"Invalid schema type {kind}")
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_ENTRIES)
+def _parse_cached(kind: str, text: str) -> ParsedSchema:
+    return _parse(kind, text, ())
 
 
 # What a lookup of (subject, version) answers: the schema's type, text and references.
