@@ -87,12 +87,16 @@ def shots(tmp_path_factory):
         dirs.append(Path(os.environ["LOGSTORE_CONSOLE_SCREENSHOTS"]))
 
     def save(driver, name):
-        height = driver.execute_script("return document.body.scrollHeight")
-        driver.set_window_size(1280, min(max(height + 40, 600), 2400))
-        for d in dirs:
-            d.mkdir(parents=True, exist_ok=True)
-            driver.save_screenshot(str(d / f"{name}.png"))
-        driver.set_window_size(1280, 1000)
+        # the whole page, not the window: the viewport set to the page's height
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        metrics = {"width": 1280, "height": min(height, 3000), "deviceScaleFactor": 1}
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "mobile": False})
+        try:
+            for d in dirs:
+                d.mkdir(parents=True, exist_ok=True)
+                driver.save_screenshot(str(d / f"{name}.png"))
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
     return save
 

@@ -57,7 +57,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], unit: str = "") -> 
             f"{escape(human(top * frac))}{escape(unit)}</text>"
         )
     parts.append(
-        f'<text x="{_LEFT}" y="{HEIGHT - 6}" font-size="11">-{human(span)}s</text>'
+        f'<text x="{_LEFT}" y="{HEIGHT - 6}" font-size="11">-{human(round(t1 - t0))}s</text>'
         f'<text x="{_LEFT + w}" y="{HEIGHT - 6}" font-size="11" text-anchor="end">now</text>'
     )
     for i, (name, pts) in enumerate(series.items()):

@@ -8,8 +8,8 @@ joins nothing and commits nothing) and closed before the answer is sent, so no c
 outlives its request. It returns at most ``limit`` (<= :data:`MAX_LIMIT`) records and
 reads at most :data:`SCAN_BUDGET` records and for at most :data:`READ_SECONDS`:
 
-- *newest*: the last ``limit`` records of each chosen partition (with a filter, the last
-  ``SCAN_BUDGET / partitions``), newest first;
+- *newest*: the last ``limit`` records of each chosen partition (with a filter, or when
+  that would pass the budget, the last ``SCAN_BUDGET / partitions``), newest first;
 - *offset* / *timestamp*: from that position (a timestamp: each partition's first record
   at or after it, by ListOffsets) up to the end offsets taken when the request began,
   oldest first.
@@ -92,7 +92,8 @@ def browse(kafka: Kafka, q: Query) -> dict[str, Any]:
         start, end = starts[tp], ends[tp]
         if isinstance(start, int) and isinstance(end, int) and end > start:
             bounds[tp] = (start, end)
-    per_partition = max(1, SCAN_BUDGET // max(1, len(bounds))) if filtered else limit
+    share = max(1, SCAN_BUDGET // max(1, len(bounds)))
+    per_partition = share if filtered else min(limit, share)
     begin: dict[int, int] = {}
     stop: dict[int, int] = {}
     for tp, (start, end) in bounds.items():
