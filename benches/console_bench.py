@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -145,8 +146,10 @@ def main() -> None:
         if console is not None:
             console.terminate()
             console.wait(15)
-        for c in consumers:
-            c.close()
+        # every member leaves at once: closed one after another, each leave makes the
+        # group rebalance around members that are not polling
+        with ThreadPoolExecutor(len(consumers) or 1) as pool:
+            list(pool.map(lambda c: c.close(), consumers))
         broker.stop()
 
 
