@@ -244,3 +244,31 @@ def test_confluent_clients_descriptor_forms() -> None:
     assert decoded.items[0].price == 1.5 and decoded.status == 1
     with pytest.raises(InvalidSchemaError):
         parse_schema("PROTOBUF", "bm90IGEgZGVzY3JpcHRvcg==")  # base64 of other bytes
+
+
+def test_canonical_text_is_a_fixed_point() -> None:
+    text = (
+        'syntax = "proto2";\npackage a.b;\nimport public "google/protobuf/descriptor.proto";\n'
+        'option java_package = "com.x\\"y";\noption (my_opt) = { a: 1 b: "x" };\n'
+        "message M {\n  option deprecated = true;\n"
+        '  required string s = 2 [default = "q\\n\\"x\\\\"];\n'
+        "  extensions 100 to max;\n  reserved 10, 20 to 30;\n"
+        "  optional group G = 4 { optional int32 y = 5; message Deep { optional int32 z = 1; } }\n"
+        "  enum E { option allow_alias = true; A = 0; B = 0 [deprecated = true]; }\n"
+        "  map<int64, M> mm = 8 [deprecated = true];\n}\n"
+        "extend M { optional int32 ext = 100; }\n"
+        "service S { rpc Do (M) returns (stream M) { option deprecated = true; } }\n"
+    )
+    schema = parse_schema("PROTOBUF", text)
+    canonical = schema.canonical()
+    assert parse_schema("PROTOBUF", canonical).canonical() == canonical
+    normalized = schema.normalized().canonical()
+    assert parse_schema("PROTOBUF", normalized).normalized().canonical() == normalized
+    for kept in (
+        '[default = "q\\n\\"x\\\\"]',
+        "optional group G = 4 {",
+        "message Deep {",
+        "B = 0 [deprecated = true];",
+        "map<int64, M> mm = 8 [deprecated = true];",
+    ):
+        assert kept in canonical, kept  # fmt: skip

@@ -6,8 +6,9 @@ names are unique, a proto3 enum starts at 0, every import is a reference or well
 
 References are imports: a reference's `name` is the file name the schema imports.
 
-Canonical text: the file printed back by the parser's generator (one element per line,
-two-space indent). Normalized: field types fully qualified (`.pkg.Msg`), imports sorted.
+Canonical text: the file printed back from its syntax tree (`protobuf_text.py`: one element
+per line, two-space indent, string literals as written). Normalized: field types fully
+qualified (`.pkg.Msg`), imports sorted.
 
 Name resolution follows protobuf's scoping: a relative name is looked up in the innermost
 message scope first, then each enclosing scope, then the package and its parents.
@@ -21,11 +22,11 @@ from typing import Any
 
 from antlr4.error.ErrorListener import ErrorListener
 from proto_schema_parser import ast
-from proto_schema_parser.generator import Generator
 from proto_schema_parser.parser import Parser
 
 from logstore.schema_registry.errors import InvalidSchemaError
 from logstore.schema_registry.schemas import ParsedSchema, ResolvedReference
+from logstore.schema_registry.schemas.protobuf_text import print_proto
 
 SCALARS = frozenset(
     "double float int32 int64 uint32 uint64 sint32 sint64 fixed32 fixed64 sfixed32 sfixed64 "
@@ -244,13 +245,13 @@ class ProtobufSchema:
 
     def canonical(self) -> str:
         if self._canonical is None:
-            self._canonical = Generator().generate(self.tree).rstrip("\n") + "\n"
+            self._canonical = print_proto(self.tree)
         return self._canonical
 
     def normalized(self) -> ProtobufSchema:
         tree = dataclasses.replace(self.tree, file_elements=self._qualified(self.tree))
         refs = tuple(sorted(set(self.references), key=lambda r: (r.name, r.subject, r.version)))
-        return parse_protobuf(Generator().generate(tree), refs)
+        return parse_protobuf(print_proto(tree), refs)
 
     def _qualified(self, tree: ast.File) -> list[Any]:
         package = [p for p in self.model.package.split(".") if p]
