@@ -288,7 +288,9 @@ class RequestChannel:
                 else self._encode(event, response)
             )
             if any(isinstance(c, DeferredRecords) for c in chunks):
-                await self._conn.sender.send_with_files(chunks)
+                rest = self._conn.sender.send_now(chunks)
+                if rest is not None:
+                    await self._conn.sender.send_with_files(rest)
             else:
                 self._conn.sender.write(chunks)
         if times is not None:
@@ -327,11 +329,14 @@ class RequestChannel:
     ) -> None:
         chunks = self._encode(event, response)
         if any(isinstance(c, DeferredRecords) for c in chunks):
-            self._start(self._send_with_files(chunks, event, times))
+            rest = self._conn.sender.send_now(chunks)
+            if rest is not None:
+                self._start(self._send_with_files(rest, event, times))
+                return
         else:
             self._conn.sender.write(chunks)
-            if times is not None:
-                self._completed(event, times)
+        if times is not None:
+            self._completed(event, times)
 
     async def _send_with_files(
         self,
