@@ -94,6 +94,21 @@ class RequestTimeoutError(RequestTimedOutError):
     retriable)."""
 
 
+class RawRequest:
+    """A request that encodes its own frame and decodes its own response (a hot path's
+    hand-written codec, e.g. a replica fetcher's Fetch), sent by :meth:`NetworkClient.send`
+    like a :class:`Message`."""
+
+    def encode(self, correlation_id: int, client_id: str) -> bytes:
+        """The whole request frame, size prefix included."""
+        raise NotImplementedError
+
+    def decode(self, frame: bytes) -> Any:
+        """The response of a frame without its size prefix; raises ProtocolError (or a
+        subclass) if it does not parse."""
+        raise NotImplementedError
+
+
 class _Connection:
     """One set-up-or-being-set-up connection: its streams, the requests in flight
     (correlation id -> (api key, version, future)) and the peer's version ranges
@@ -106,6 +121,7 @@ class _Connection:
         self._reader = reader
         self._writer = writer
         self.inflight: dict[int, tuple[ApiKey, int, asyncio.Future[Message]]] = {}
+        self._raw: dict[int, RawRequest] = {}  # the in-flight requests that decode themselves
         self.ranges: dict[int, tuple[int, int]] = {}
         self.closed = False
         self.retiring = False
@@ -123,19 +139,25 @@ class _Connection:
             and (self.retire_at is None or now < self.retire_at)
         )
 
-    def submit(self, api_key: ApiKey, version: int, body: Message) -> asyncio.Future[Message]:
+    def submit(
+        self, api_key: ApiKey, version: int, body: Message | RawRequest
+    ) -> asyncio.Future[Message]:
         """Writes one request frame and returns the future of its response."""
         if self.closed:
             raise DisconnectError(f"connection to {self._client.address} is closed")
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        header = RequestHeader(
-            api_key=int(api_key),
-            api_version=version,
-            correlation_id=correlation_id,
-            client_id=self._client.client_id,
-        )
-        frame = encode_request(header, body)
+        if isinstance(body, RawRequest):
+            frame = body.encode(correlation_id, self._client.client_id)
+            self._raw[correlation_id] = body
+        else:
+            header = RequestHeader(
+                api_key=int(api_key),
+                api_version=version,
+                correlation_id=correlation_id,
+                client_id=self._client.client_id,
+            )
+            frame = encode_request(header, body)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self.inflight[correlation_id] = (api_key, version, future)
         self._writer.write(frame)
@@ -185,9 +207,13 @@ class _Connection:
                 f"response with correlation id {correlation_id}, which no request in flight has"
             )
         api_key, version, future = entry
+        raw = self._raw.pop(correlation_id, None) if self._raw else None
         if not future.done():  # else its caller gave up: drop the response
             try:
-                _, body = decode_response(frame, api_key, version)
+                if raw is not None:
+                    body = raw.decode(frame)
+                else:
+                    _, body = decode_response(frame, api_key, version)
             except ProtocolError as e:
                 future.set_exception(e)
             else:
@@ -210,6 +236,7 @@ class _Connection:
             if not future.done():
                 future.set_exception(DisconnectError(f"{self._client.address}: {reason}"))
         self.inflight.clear()
+        self._raw.clear()
         transport = self._writer.transport
         if transport is not None and not transport.is_closing():
             transport.abort()
@@ -302,13 +329,14 @@ class NetworkClient:
     async def send(
         self,
         api_key: ApiKey,
-        request: Message,
+        request: Message | RawRequest,
         timeout_ms: int | None = None,
         *,
         version: int | None = None,
     ) -> Message:
         """The response to ``request``, sent at the negotiated version (or ``version``,
-        which both sides must serve). Connects first if needed. Raises DisconnectError,
+        which both sides must serve; a :class:`RawRequest` answers what its ``decode``
+        returns). Connects first if needed. Raises DisconnectError,
         RequestTimeoutError (``timeout_ms``, default ``request_timeout_ms``, covers
         connecting, backoff and the response), UnsupportedVersionError,
         SaslAuthenticationFailedError and the other KafkaErrors of connection setup."""

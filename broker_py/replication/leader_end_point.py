@@ -2,25 +2,31 @@
 Fetch and ListOffsets requests a replica fetcher sends it, over one
 :class:`~broker_py.network.network_client.NetworkClient`.
 
-Fetch is sent at v12: topics by name, ``replica_id`` = this broker, each partition's
-``current_leader_epoch`` (the leader fences a stale follower with FENCED_LEADER_EPOCH),
-``last_fetched_epoch`` (the leader answers a diverging follower with DivergingEpoch),
-``log_start_offset``, and no fetch session (``session_epoch`` -1, full requests).
-ListOffsets carries ``replica_id`` = this broker, so the leader answers its log end for
-"latest", not its high watermark.
+Fetch is sent at v12, encoded and decoded by :mod:`.follower_fetch_codec`: topics by
+name, ``replica_id`` = this broker, each partition's ``current_leader_epoch`` (the leader
+fences a stale follower with FENCED_LEADER_EPOCH), ``last_fetched_epoch`` (the leader
+answers a diverging follower with DivergingEpoch), ``log_start_offset``, and no fetch
+session (``session_epoch`` -1, full requests). ListOffsets carries ``replica_id`` = this
+broker, so the leader answers its log end for "latest", not its high watermark.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import cast
 
-from broker_py.network.network_client import NetworkClient
+from broker_py.network.network_client import NetworkClient, RawRequest
+from broker_py.replication.follower_fetch_codec import (
+    FetchedPartition,
+    MalformedFetchResponse,
+    PartitionFetch,
+)
+from broker_py.replication.follower_fetch_codec import decode_response as decode_fetch_response
+from broker_py.replication.follower_fetch_codec import encode_request as encode_fetch
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.errors import KafkaError, UnknownServerError, error_class
-from logstore.protocol.messages.fetch import FetchRequest
+from logstore.protocol.errors import KafkaError, ProtocolError, UnknownServerError, error_class
 from logstore.protocol.messages.list_offsets import ListOffsetsRequest
-from logstore.protocol.schema import Message, StructValue
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 4
@@ -56,6 +62,39 @@ class FetchConfig:
     request_timeout_ms: int
 
 
+FetchAnswers = tuple[int, dict[TopicPartition, FetchedPartition]]
+
+
+class FollowerFetch(RawRequest):
+    """A follower's Fetch v12 (:mod:`.follower_fetch_codec`): topics and their
+    partitions' fields, encoded with the correlation id and client id when sent."""
+
+    def __init__(
+        self, replica_id: int, config: FetchConfig, topics: list[tuple[str, list[PartitionFetch]]]
+    ) -> None:
+        self.replica_id = replica_id
+        self.config = config
+        self.topics = topics
+
+    def encode(self, correlation_id: int, client_id: str) -> bytes:
+        c = self.config
+        return encode_fetch(
+            correlation_id,
+            client_id,
+            self.replica_id,
+            c.max_wait_ms,
+            c.min_bytes,
+            c.max_bytes,
+            self.topics,
+        )
+
+    def decode(self, frame: bytes) -> FetchAnswers:
+        try:
+            return decode_fetch_response(frame)
+        except MalformedFetchResponse as e:
+            raise ProtocolError(f"malformed Fetch v{FETCH_VERSION} response: {e}") from None
+
+
 class RemoteLeaderEndPoint:
     def __init__(self, broker_id: int, client: NetworkClient, config: FetchConfig) -> None:
         self.broker_id = broker_id
@@ -66,41 +105,31 @@ class RemoteLeaderEndPoint:
         self,
         partitions: dict[TopicPartition, PartitionFetchState],
         log_start_offset: Callable[[TopicPartition], int],
-    ) -> Message:
+    ) -> FollowerFetch:
         """The Fetch for ``partitions``; ``log_start_offset(tp)`` is the follower's own."""
-        by_topic: dict[str, list[StructValue]] = {}
+        by_topic: dict[str, list[PartitionFetch]] = {}
+        max_bytes = self.config.partition_max_bytes
         for (topic, index), state in partitions.items():
             by_topic.setdefault(topic, []).append(
-                FetchRequest.FetchPartition(
-                    partition=index,
-                    current_leader_epoch=state.current_leader_epoch,
-                    fetch_offset=state.fetch_offset,
-                    last_fetched_epoch=state.last_fetched_epoch,
-                    log_start_offset=log_start_offset((topic, index)),
-                    partition_max_bytes=self.config.partition_max_bytes,
+                (
+                    index,
+                    state.current_leader_epoch,
+                    state.fetch_offset,
+                    state.last_fetched_epoch,
+                    log_start_offset((topic, index)),
+                    max_bytes,
                 )
             )
-        return FetchRequest(
-            cluster_id=None,
-            replica_id=self.broker_id,
-            max_wait_ms=self.config.max_wait_ms,
-            min_bytes=self.config.min_bytes,
-            max_bytes=self.config.max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[],
-            rack_id="",
-        )
+        return FollowerFetch(self.broker_id, self.config, list(by_topic.items()))
 
-    async def fetch(self, request: Message) -> dict[TopicPartition, StructValue]:
+    async def fetch(self, request: FollowerFetch) -> dict[TopicPartition, FetchedPartition]:
         """Each partition's data in the leader's answer; a request-level error raises."""
         timeout = self.config.request_timeout_ms + self.config.max_wait_ms
         response = await self.client.send(ApiKey.FETCH, request, timeout, version=FETCH_VERSION)
-        if response.error_code:
-            raise _error(response.error_code, f"fetch from broker {self.client.address}")
-        return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+        error_code, answers = cast(FetchAnswers, response)
+        if error_code:
+            raise _error(error_code, f"fetch from broker {self.client.address}")
+        return answers
 
     async def list_offset(
         self, tp: TopicPartition, current_leader_epoch: int, timestamp: int

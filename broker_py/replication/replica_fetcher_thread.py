@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker_py.cluster.truncation import EpochEndOffset, offset_truncation_state
+from broker_py.replication.follower_fetch_codec import FetchedPartition
 from broker_py.replication.leader_end_point import (
     EARLIEST,
     LATEST,
@@ -44,7 +45,6 @@ from broker_py.replication.leader_end_point import (
 )
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
-from logstore.protocol.schema import StructValue
 
 if TYPE_CHECKING:
     from broker_py.cluster.partition import Partition
@@ -214,7 +214,7 @@ class ReplicaFetcherThread:
     # ---- applying answers ----
 
     def _process_partition_data(
-        self, partition: Partition, state: PartitionFetchState, data: StructValue
+        self, partition: Partition, state: PartitionFetchState, data: FetchedPartition
     ) -> None:
         diverging = data.diverging_epoch
         if diverging is not None and (diverging.epoch != -1 or diverging.end_offset != -1):
