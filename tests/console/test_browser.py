@@ -33,6 +33,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 TOPIC = "events"
+GROUP = "team/replay"  # a "/" in a group id: one URL path segment all the same
 WAIT = 30  # seconds any one element may take to appear on a busy machine
 
 
@@ -105,6 +106,17 @@ def wait_for(driver, css):
     return WebDriverWait(driver, WAIT).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
+def submit(driver, element):
+    """Clicks (or submits) ``element`` and waits for the next page to replace this one,
+    so nothing is read from the page being left."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    if element.tag_name == "input":
+        element.submit()
+    else:
+        element.click()
+    WebDriverWait(driver, WAIT).until(ec.staleness_of(page))
+
+
 def cells(driver, css):
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
@@ -117,7 +129,7 @@ def records_form(driver, console, **fields):
         box = driver.find_element(By.ID, name)
         box.clear()
         box.send_keys(str(value))
-    driver.find_element(By.ID, "records-submit").click()
+    submit(driver, driver.find_element(By.ID, "records-submit"))
     wait_for(driver, "#records-summary")
     return cells(driver, "#records td.key")
 
@@ -132,7 +144,7 @@ def test_pages_records_and_groups(cluster, stamps, console, browser, shots):
     d.get(console.url + "/topics")
     box = wait_for(d, "#q")
     box.send_keys("ven")
-    box.submit()
+    submit(d, box)
     wait_for(d, "#topics a")
     assert cells(d, "#topics td a") == [TOPIC]
     shots(d, "topics")
@@ -160,7 +172,7 @@ def test_pages_records_and_groups(cluster, stamps, console, browser, shots):
     reader = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "replay",
+            "group.id": GROUP,
             "enable.auto.commit": False,
         }
     )
@@ -168,17 +180,17 @@ def test_pages_records_and_groups(cluster, stamps, console, browser, shots):
     reader.close()
     d.get(console.url + "/groups")
     wait_for(d, "#groups a")
-    assert "replay" in cells(d, "#groups td a")
+    assert GROUP in cells(d, "#groups td a")
     shots(d, "groups")
-    d.get(console.url + "/groups/replay")
+    submit(d, d.find_element(By.LINK_TEXT, GROUP))
     wait_for(d, "#reset-to").clear()
     d.find_element(By.ID, "reset-to").send_keys("4")
-    d.find_element(By.ID, "reset-preview").click()
+    submit(d, d.find_element(By.ID, "reset-preview"))
     wait_for(d, "#reset-plan")
     assert "Preview" in d.find_element(By.CSS_SELECTOR, "#reset-plan caption").text
     assert cells(d, "#reset-plan td.new") == ["4", "4", "4"]
     assert cells(d, "#lag td.committed") == ["10", "10", "10"]
-    d.find_element(By.ID, "reset-execute").click()
+    submit(d, d.find_element(By.ID, "reset-execute"))
     wait_for(d, "#message")
     assert d.find_element(By.ID, "message").text == "Offsets reset."
     assert cells(d, "#lag td.committed") == ["4", "4", "4"]
@@ -188,7 +200,7 @@ def test_pages_records_and_groups(cluster, stamps, console, browser, shots):
     resumed = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "replay",
+            "group.id": GROUP,
             "auto.offset.reset": "latest",
         }
     )
@@ -233,7 +245,7 @@ def test_auth_tokens_and_writes(cluster, console, browser, shots):
         d.get(f"http://ann:secret@127.0.0.1:{readonly.port}/topics/{TOPIC}")
         assert wait_for(d, "#writes").text == "read-only"
         d.find_element(By.ID, "produce-value").send_keys("not allowed")
-        d.find_element(By.ID, "produce-submit").click()
+        submit(d, d.find_element(By.ID, "produce-submit"))
         assert "--allow-writes" in wait_for(d, "#error").text
         assert d.find_element(By.TAG_NAME, "h1").text == "Writes are off"
         shots(d, "write-refused")
@@ -246,7 +258,7 @@ def test_auth_tokens_and_writes(cluster, console, browser, shots):
     wait_for(d, "#produce-key").send_keys("from-page")
     d.find_element(By.NAME, "partition").send_keys("2")
     d.find_element(By.ID, "produce-value").send_keys("hello")
-    d.find_element(By.ID, "produce-submit").click()
+    submit(d, d.find_element(By.ID, "produce-submit"))
     assert wait_for(d, "#message").text == "Produced to partition 2 at offset 10."
     assert records_form(d, console, mode="offset", partition=2, offset=10) == ["from-page"]
 

@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import logging
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -91,6 +92,8 @@ def templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["human"] = lambda v: "-" if v is None else human(float(v))
+    # a name as one URL path segment ("/" in a group id too: jinja's urlencode keeps it)
+    env.filters["segment"] = lambda v: urllib.parse.quote(str(v), safe="")
     return env
 
 
