@@ -54,11 +54,14 @@ fi
 # The in-process suites (no ports, no processes: tests/broker, tests/storage) on both
 # cores; then the suites that start their own brokers, ZooKeeper and clients on free ports
 # and in their own directories, two test files at a time (a file's module-scoped broker
-# stays on one worker); then, one test at a time, the cluster suite, whose fault injection
-# (SIGSTOP, proxies cutting links, ZooKeeper outages) times sessions against the host, and
-# the hardening suite, which checks that a hostile client delays no other by a second.
+# stays on one worker); then the cluster suite, two files at a time too (its fault
+# injection, SIGSTOP, proxies cutting links and ZooKeeper outages, waits on sessions of
+# seconds, which a second worker does not threaten, and its outages mostly wait); then, one
+# test at a time, the hardening suite, which checks that a hostile client delays no other by
+# a second.
 python3 -m pytest -q -p no:cacheprovider -n 2 tests/broker tests/storage
 python3 -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=10 \
     --ignore=tests/broker --ignore=tests/storage --ignore=tests/cluster \
     --ignore=tests/integration/hardening
-python3 -m pytest -q -p no:cacheprovider --durations=10 tests/cluster tests/integration/hardening
+python3 -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=10 tests/cluster
+python3 -m pytest -q -p no:cacheprovider --durations=10 tests/integration/hardening

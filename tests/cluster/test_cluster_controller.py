@@ -161,7 +161,7 @@ def test_partitions_added_and_topic_deleted_through_a_broker_that_is_not_the_con
     wait_until(lambda: "grow" not in a.list_topics(timeout=5).topics, 20, message="topic gone")
     wait_until(
         lambda: not any(b.partition_dir("grow", p).exists() for b in c.brokers for p in range(5)),
-        10,
+        30,
         message="logs deleted",
     )
 
@@ -322,7 +322,7 @@ def test_deletion_completes_after_a_controller_failover(cluster):
                 for p in range(2)
             )
         ),
-        10,
+        30,  # the restarted replica deletes them once the new controller tells it
         message="logs deleted",
     )
 
