@@ -18,7 +18,7 @@ keyed by identity, so that removal is O(1)).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from broker_py.utils.time import SYSTEM_TIME, Time, Timer
 
@@ -102,8 +102,11 @@ class DelayedOperationPurgatory:
                     del self.watchers[key]
         operation._keys = []
 
-    def check_and_complete(self, key: Hashable) -> int:
-        """Asks the operations watching ``key`` to try again; returns how many completed."""
+    def check_and_complete(
+        self, key: Hashable, only: Callable[[DelayedOperation], bool] | None = None
+    ) -> int:
+        """Asks the operations watching ``key`` (those ``only`` accepts, if given) to try
+        again; returns how many completed."""
         ops = self.watchers.get(key)
         if not ops:
             return 0
@@ -111,6 +114,8 @@ class DelayedOperationPurgatory:
         for op in list(ops.values()):
             if op.completed:
                 self._unwatch(op)  # completed outside the purgatory
+            elif only is not None and not only(op):
+                continue
             elif op.try_complete():
                 done += 1
                 self._unwatch(op)

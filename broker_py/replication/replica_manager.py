@@ -19,7 +19,9 @@ Handlers and coordinators reach a partition only through here:
 Every append notifies both purgatories under the partition's key: produces waiting for
 its high watermark are checked at once; fetches waiting on it are read again once the
 event loop is next free, so one read serves every append made meanwhile and the
-producer's answer never waits for a consumer's read.
+producer's answer never waits for a consumer's read. A high watermark that moves without
+an append (a follower caught up) reads consumers' waiting fetches again, not followers':
+a follower's fetch reads up to the log end, which did not move.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from broker_py.replication.fetch_data import (
 from broker_py.replication.leader_end_point import PartitionFetchState
 from broker_py.replication.local_log_read import read_from_local_log
 from broker_py.replication.produce_result import ProducePartitionResult
-from broker_py.replication.purgatory import DelayedOperationPurgatory
+from broker_py.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker_py.replication.replica_log_dirs import (
     LogDirInfo,
     alter_replica_log_dir,
@@ -177,7 +179,10 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.produce_purgatory = DelayedOperationPurgatory("Produce", time)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", time)
-        self._fetch_keys_to_check: set[tuple[str, int]] = set()
+        # The partitions whose parked fetches are checked at the end of this loop turn:
+        # True when the log grew, False when only the high watermark moved (a follower's
+        # fetch reads up to the log end, so only consumers' fetches are checked then).
+        self._fetch_keys_to_check: dict[tuple[str, int], bool] = {}
         # Sends a leader partition's proposed ISR to the controller (a cluster's
         # AlterPartitionManager.submit); None on a broker alone.
         self.alter_isr: Callable[[Partition, PendingIsrChange], None] | None = None
@@ -599,14 +604,14 @@ class ReplicaManager:
         if partition.update_follower_fetch_state(
             replica_id, fetch_offset, log_start_offset, self.time.milliseconds()
         ):
-            self._on_append(partition)
+            self._on_high_watermark(partition)
 
     def update_follower_high_watermark(
         self, partition: Partition, leader_high_watermark: int, leader_log_start_offset: int
     ) -> None:
         """This broker follows ``partition`` and the leader answered these offsets."""
         if partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset):
-            self._on_append(partition)
+            self._on_high_watermark(partition)
 
     def stop_replica(self, topic: str, index: int) -> Partition | None:
         """Stops holding ``topic-index`` (deleted): waiting produces answer
@@ -625,12 +630,23 @@ class ReplicaManager:
         if key in self.fetch_purgatory.watchers:
             if not self._fetch_keys_to_check:
                 self.time.call_later(0, self._check_fetches)
-            self._fetch_keys_to_check.add(key)
+            self._fetch_keys_to_check[key] = True
+
+    def _on_high_watermark(self, partition: Partition) -> None:
+        """The partition's high watermark moved, its log did not grow: waiting produces
+        are checked now, consumers' waiting fetches at the end of the loop turn."""
+        key = partition.key
+        if key in self.produce_purgatory.watchers:
+            self.produce_purgatory.check_and_complete(key)
+        if key in self.fetch_purgatory.watchers:
+            if not self._fetch_keys_to_check:
+                self.time.call_later(0, self._check_fetches)
+            self._fetch_keys_to_check.setdefault(key, False)
 
     def _check_fetches(self) -> None:
-        keys, self._fetch_keys_to_check = self._fetch_keys_to_check, set()
-        for key in keys:
-            self.fetch_purgatory.check_and_complete(key)
+        keys, self._fetch_keys_to_check = self._fetch_keys_to_check, {}
+        for key, grew in keys.items():
+            self.fetch_purgatory.check_and_complete(key, None if grew else _reads_to_high_watermark)
 
     # ---- appends ----
 
@@ -955,3 +971,9 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
+
+
+def _reads_to_high_watermark(operation: DelayedOperation) -> bool:
+    """Whether a waiting operation may complete when only a high watermark moved: any
+    but a follower's fetch, which reads up to the log end."""
+    return not (isinstance(operation, DelayedFetch) and operation.params.replica_id >= 0)

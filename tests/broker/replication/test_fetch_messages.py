@@ -170,3 +170,39 @@ def test_a_long_poll_that_waits_in_vain_answers_at_its_timeout(logs):
         assert manager.fetch_purgatory.watched() == 0
 
     asyncio.run(run())
+
+
+def test_a_high_watermark_move_rereads_consumers_waiting_fetches_not_followers(logs):
+    """A follower catching up moves the high watermark without an append: a consumer's
+    waiting fetch is read again (and completes), a follower's is not (it reads up to the
+    log end, which did not move) until the next append."""
+
+    async def run():
+        manager, partition, time = leader(logs, isr=(ME, FOLLOWER), replicas=(ME, FOLLOWER))
+        reads: list[int] = []
+        read = manager.read_from_local_log
+
+        def counting(params, infos):
+            reads.append(params.replica_id)
+            return read(params, infos)
+
+        manager.read_from_local_log = counting
+        waiting_consumer = manager.fetch_messages(consumer(1, 500), [fetch_at(0)])
+        append(manager)
+        time.advance(0)
+        assert not waiting_consumer.done()  # the high watermark is still 0
+        manager.fetch_messages(follower(), [fetch_at(0)])
+        waiting_follower = manager.fetch_messages(follower(1, 500), [fetch_at(1)])
+        assert partition.high_watermark == 1 and not waiting_follower.done()
+        reads.clear()
+        time.advance(0)
+        assert reads == [-1]  # the consumer's fetch only
+        (got,) = waiting_consumer.result()
+        assert len(got.records) == len(batch(1)) and not waiting_follower.done()
+        append(manager)
+        time.advance(0)
+        (got,) = waiting_follower.result()
+        assert len(got.records) == len(batch(1))
+        assert manager.fetch_purgatory.watched() == 0
+
+    asyncio.run(run())
