@@ -64,11 +64,16 @@ def build(
     from logstore.schema_registry.server import RegistryConfig, RegistryServer
 
     client_config, kafka_tls = _client_config(config)
-    server_tls = None
+    server_tls = forward_tls = None
     if listener.startswith("https://"):
+        import ssl
+
         from broker_py.security.ssl.ssl_context import server_context
 
         server_tls = server_context(config, LISTENER_NAME)
+        # the other brokers' registries present certificates the broker's truststore trusts
+        _, ca = config.listener_value(LISTENER_NAME, "ssl.truststore.location")
+        forward_tls = ssl.create_default_context(cafile=ca) if ca else None
     authenticator = None
     if config["schema.registry.authentication"] == "basic":
 
@@ -92,6 +97,7 @@ def build(
             advertised_host=advertised,
             server_tls=server_tls,
             kafka_tls=kafka_tls,
+            forward_tls=forward_tls,
             authenticator=authenticator,
             metrics_registry=metrics_registry,
             max_body=config["schema.registry.max.request.bytes"],

@@ -2,12 +2,16 @@
 confluent-kafka's SchemaRegistryClient and its serializers, plain HTTP and `logstore registry`:
 Avro, JSON Schema and Protobuf records produced and consumed through the broker, BACKWARD
 evolution, soft and permanent deletes, bad input answered with Confluent's codes and nothing
-stored, the Prometheus series, and `_schemas` holding Confluent's records."""
+stored, the Prometheus series, `_schemas` holding Confluent's records, and `logstore
+schema-registry --bootstrap` sharing `_schemas` and the election with the broker's own
+registry (writes forwarded to whichever is the primary)."""
 
 from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -25,6 +29,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import timestamp_pb2
 
 from tests.integration.conftest import BrokerProcess
+from tests.support import processes
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until
 
@@ -308,3 +313,56 @@ def test_the_registry_cli(registry_broker, tmp_path):
     assert run("config", "cli-subject", "--set", "full")["compatibilityLevel"] == "FULL"
     assert run("mode", "cli-subject")["mode"] == "READWRITE"
     assert run("subject", "delete", "cli-subject")["deleted_versions"] == [1]
+
+
+def test_standalone_registry_shares_schemas_and_forwards_writes(registry_broker):
+    b = registry_broker
+    port = free_port()
+    standalone = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "logstore",
+            "schema-registry",
+            "--bootstrap",
+            b.bootstrap,
+            "--listen",
+            f"http://127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=processes.repo_env(),
+    )
+    try:
+        ready, out = processes.wait_for_output(standalone, b"schema registry listening", 30)
+        assert ready, out
+        urls = [b.registry.url, f"http://127.0.0.1:{port}"]
+        clients = [SchemaRegistryClient({"url": u}) for u in urls]
+
+        def both_registered() -> bool:
+            try:
+                ids = [
+                    c.register_schema(
+                        f"via-{i}",
+                        Schema(json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]})),
+                    )
+                    for i, c in enumerate(clients)
+                ]
+            except SchemaRegistryError:
+                return False
+            return ids[0] == ids[1]
+
+        # one of the two is the primary; the other forwards to it
+        wait_until(both_registered, 40, message="writes through both instances")
+
+        def subjects(url: str) -> list[str]:
+            with urllib.request.urlopen(url + "/subjects", timeout=10) as resp:
+                return json.loads(resp.read())
+
+        wait_until(
+            lambda: {"via-0", "via-1"} <= set(subjects(urls[0])) == set(subjects(urls[1])),
+            15,
+            message="both instances serve the same subjects",
+        )
+    finally:
+        processes.terminate(standalone, 10)

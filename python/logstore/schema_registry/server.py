@@ -77,6 +77,7 @@ class RegistryConfig:
     eligible: bool = True
     server_tls: ssl.SSLContext | None = None  # required for https://
     kafka_tls: ssl.SSLContext | None = None  # the election client's, for an SSL cluster
+    forward_tls: ssl.SSLContext | None = None  # to reach an https:// primary
     authenticator: BasicAuthenticator | None = None
     metrics_registry: CollectorRegistry | None = None
     max_body: int = DEFAULT_MAX_BODY
@@ -106,7 +107,7 @@ class RegistryServer:
         )
         self.app = make_app(
             self.registry,
-            forwarder=Forwarder(tls=config.kafka_tls if scheme == "https" else None),
+            forwarder=Forwarder(tls=config.forward_tls),
             authenticator=config.authenticator,
             metrics=self.metrics,
             max_body=config.max_body,
