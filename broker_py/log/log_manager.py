@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 CLOSE_THREADS = 8
 OPEN_CHUNK = 32  # logs opened per worker-thread call by open_new_logs
+# Past this many logs recovered at once (open_logs_now), one summary line stands for
+# those recoveries that cut nothing instead of a WARNING each.
+RECOVERED_LINES = 100
 DELETE_BATCH = 16  # renamed log directories removed per delete_logs_due call
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -82,6 +85,10 @@ _LOG_KEYS = {
     "unclean.leader.election.enable",
     "preallocate",
 }
+
+
+# (topic, partition, log dir, whether its directory exists, the log's configs)
+_Place = tuple[TopicInfo, int, str, bool, dict[str, str]]
 
 
 def log_config(effective: dict[str, str]) -> dict[str, str]:
@@ -123,10 +130,13 @@ def _dropped(plog: logstore.Log) -> str:
 
 
 def _open(
-    path: str, effective_config: dict[str, str], failures: LogDirFailureChannel | None = None
+    path: str,
+    effective_config: dict[str, str],
+    failures: LogDirFailureChannel | None = None,
+    defer_sync: bool = False,
 ) -> logstore.Log:
     try:
-        return logstore.Log.open(path, **log_config(effective_config))
+        return logstore.Log.open(path, defer_sync=defer_sync, **log_config(effective_config))
     except logstore.LogIOError as e:
         if failures is not None and is_log_dir_failure(e):
             failures.maybe_add_offline_log_dir(
@@ -273,21 +283,34 @@ class LogManager:
         log_dir: str,
         existed: bool,
         effective_config: dict[str, str],
+        defer_sync: bool = False,
+        recoveries: list[tuple[str, float, int]] | None = None,
     ) -> logstore.Log:
         """Opens (recovering if needed) or creates the log in ``log_dir``, with its
         ``partition.metadata``, without registering it: safe off the event loop. A new
-        log that cannot be made whole leaves nothing behind (KafkaStorageError)."""
+        log that cannot be made whole leaves nothing behind (KafkaStorageError).
+        ``defer_sync``: the caller syncs the log dir before the log takes a write
+        (``logstore.Log.open``). ``recoveries``: a recovery that cut nothing is added
+        there as (partition, ms, log end offset) instead of logged."""
         path = os.path.join(log_dir, f"{topic.name}-{partition}")
         started = time.monotonic()
         try:
-            plog = _open(path, effective_config, self.failure_channel)
+            plog = _open(path, effective_config, self.failure_channel, defer_sync)
         except KafkaStorageError:
             if not existed:
                 shutil.rmtree(path, ignore_errors=True)
             raise
         for fault in plog.checkpoint_faults:
             log.warning("%s-%d: %s", topic.name, partition, fault)
-        if plog.recovered:
+        if plog.recovered and recoveries is not None and not _dropped(plog):
+            recoveries.append(
+                (
+                    f"{topic.name}-{partition}",
+                    (time.monotonic() - started) * 1000,
+                    plog.log_end_offset,
+                )
+            )
+        elif plog.recovered:
             log.warning(
                 "recovered %s-%d in %.0f ms: log end offset %d%s",
                 topic.name,
@@ -392,34 +415,75 @@ class LogManager:
             planned[log_dir] = planned.get(log_dir, 0) + 1
             places.append((info, index, log_dir, existed, config))
         chunks = [places[i : i + OPEN_CHUNK] for i in range(0, len(places), OPEN_CHUNK)]
+        recoveries: list[tuple[str, float, int]] = []
+
+        def open_chunk(chunk: list[_Place]) -> list[UnifiedLog | None]:
+            return self._open_chunk(chunk, defer_sync=True, recoveries=recoveries)
+
+        started = time.monotonic()
         if threads > 1 and len(chunks) > 1:
             with concurrent.futures.ThreadPoolExecutor(
                 min(threads, len(chunks)), thread_name_prefix="log-recovery"
             ) as pool:
-                results = list(pool.map(self._open_chunk, chunks))
+                results = list(pool.map(open_chunk, chunks))
         else:
-            results = [self._open_chunk(chunk) for chunk in chunks]
+            results = [open_chunk(chunk) for chunk in chunks]
+        self._report_recoveries(recoveries, time.monotonic() - started)
+        # One syncfs per log dir makes every open's directory changes durable (the
+        # clean-shutdown markers' removal, rewritten checkpoints) before any log is
+        # registered, so before any takes a write.
+        synced = {d: self._sync_dir(d) for d in {place[2] for place in places}}
         opened: dict[tuple[str, int], UnifiedLog] = {}
         for chunk, unifieds in zip(chunks, results):
             for (info, index, log_dir, _, _), unified in zip(chunk, unifieds):
-                if unified is not None:
-                    self.register(info.name, index, unified.local_log, log_dir)
-                    opened[(info.name, index)] = unified
+                if unified is None:
+                    continue
+                if not synced[log_dir]:
+                    unified.local_log.close_handlers()
+                    continue
+                self.register(info.name, index, unified.local_log, log_dir)
+                opened[(info.name, index)] = unified
         return opened
 
-    def _open_chunk(self, places) -> list[UnifiedLog | None]:
+    def _sync_dir(self, log_dir: str) -> bool:
+        """syncfs of the log dir; False when it failed (the dir is then offline)."""
+        try:
+            logstore.sync_filesystem(log_dir)
+            return True
+        except logstore.LogIOError as e:
+            self.failure_channel.maybe_add_offline_log_dir(log_dir, f"syncing {log_dir}: {e}")
+            return False
+
+    @staticmethod
+    def _report_recoveries(recoveries: list[tuple[str, float, int]], took_s: float) -> None:
+        """A WARNING per recovered log, or past RECOVERED_LINES of them one for all (the
+        recoveries that cut records were logged each on their own already)."""
+        if len(recoveries) <= RECOVERED_LINES:
+            for name, ms, end in recoveries:
+                log.warning("recovered %s in %.0f ms: log end offset %d", name, ms, end)
+            return
+        log.warning(
+            "recovered %d logs (%s, ...) while opening logs for %.1f s: each kept whole "
+            "to its log end offset, nothing cut",
+            len(recoveries),
+            ", ".join(name for name, _, _ in recoveries[:5]),
+            took_s,
+        )
+
+    def _open_chunk(
+        self,
+        places: list[_Place],
+        defer_sync: bool = False,
+        recoveries: list[tuple[str, float, int]] | None = None,
+    ) -> list[UnifiedLog | None]:
         """On a worker thread: each log opened with its producer state, None where it fails."""
         out: list[UnifiedLog | None] = []
         for info, index, log_dir, existed, config in places:
             try:
-                out.append(
-                    UnifiedLog(
-                        info.name,
-                        index,
-                        self.open_files(info, index, log_dir, existed, config),
-                        self.failure_channel,
-                    )
+                plog = self.open_files(
+                    info, index, log_dir, existed, config, defer_sync, recoveries
                 )
+                out.append(UnifiedLog(info.name, index, plog, self.failure_channel))
             except KafkaError:
                 out.append(None)
         return out

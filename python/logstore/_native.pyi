@@ -198,6 +198,10 @@ def open_files() -> tuple[int, int]:
 def close_idle_files(idle_ms: int) -> int:
     """Closes the segment files unused for ``idle_ms``; returns how many."""
 
+def sync_filesystem(path: str) -> None:
+    """``syncfs(2)`` of the filesystem holding ``path``: makes durable what logs opened
+    with ``defer_sync=True`` left to the caller, in one call for all of them."""
+
 def clean_dry_run(
     path: str | os.PathLike[str],
     *,
@@ -365,7 +369,10 @@ class Log:
     """
 
     @staticmethod
-    def open(path: str, **config: object) -> Log: ...
+    def open(path: str, *, defer_sync: bool = False, **config: object) -> Log:
+        """``defer_sync``: the directory's changes (the clean-shutdown marker's removal,
+        rewritten offset checkpoints) are left for the caller's ``sync_filesystem``,
+        which must come before the log takes any write."""
     @property
     def path(self) -> str: ...
     @property

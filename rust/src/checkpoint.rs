@@ -66,6 +66,14 @@ pub fn write(path: &Path, entries: &[String]) -> Result<()> {
 /// As `write`, but the rename is durable only once the caller fsyncs the directory
 /// (one fsync for several checkpoints of one directory).
 pub fn write_file(path: &Path, entries: &[String]) -> Result<()> {
+    write_file_with(path, entries, true)
+}
+
+/// As `write_file`; with `sync` false the file is not fsynced either, for a caller that
+/// makes the whole filesystem durable later (`sync_filesystem`). A crash before that may
+/// leave the file torn or empty: readers set such a checkpoint aside and fall back to
+/// the safe value (recovery from 0, the first segment's base).
+pub fn write_file_with(path: &Path, entries: &[String], sync: bool) -> Result<()> {
     let _serialized = write_lock(path).lock();
     let tmp = path.with_extension("tmp");
     {
@@ -76,13 +84,27 @@ pub fn write_file(path: &Path, entries: &[String]) -> Result<()> {
             text.push('\n');
         }
         f.write_all(text.as_bytes()).ctx("write checkpoint", &tmp)?;
-        f.sync_all().ctx("fsync checkpoint", &tmp)?;
+        if sync {
+            f.sync_all().ctx("fsync checkpoint", &tmp)?;
+        }
     }
     fs::rename(&tmp, path).ctx("rename checkpoint", path)
 }
 
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).ctx("fsync directory", dir)
+}
+
+/// `syncfs(2)` of the filesystem holding `path`: every file's data and metadata there,
+/// in one call (one journal commit where an fsync per directory would make one each).
+pub fn sync_filesystem(path: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = File::open(path).ctx("open for syncfs", path)?;
+    // SAFETY: syncfs takes a descriptor that `f` keeps open for the call.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error()).ctx("syncfs", path);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

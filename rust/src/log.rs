@@ -67,6 +67,11 @@ pub struct OpenOptions {
     pub recovery_point: Option<i64>,
     pub log_start_offset: Option<i64>,
     pub now_ms: Option<i64>,
+    /// The caller makes the directory's changes durable itself, with one
+    /// `checkpoint::sync_filesystem` for many logs, before any of them takes a write:
+    /// `open` then fsyncs nothing, and a recovery leaves the recovery point where the
+    /// checkpoint had it (so no checkpoint can claim a tail not yet on disk).
+    pub defer_sync: bool,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -383,7 +383,7 @@ def test_logs_the_topic_metadata_does_not_account_for_are_set_aside(tmp_path):
     again.log_manager.shutdown()
 
 
-def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path):
+def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path, caplog):
     dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
     config = {"log.dirs": ",".join(dirs), "num.recovery.threads.per.data.dir": "3"}
     broker = KafkaServer(BrokerConfig(config))
@@ -397,8 +397,12 @@ def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path):
         plog.close_handlers()
     broker.log_manager._unlock()
 
-    # Each log is recovered in the dir that holds it, with what was written.
-    again = KafkaServer(BrokerConfig(config))
+    # Each log is recovered in the dir that holds it, with what was written; past
+    # RECOVERED_LINES recoveries that cut nothing, one line stands for them all.
+    with caplog.at_level("WARNING", logger="broker_py.log.log_manager"):
+        again = KafkaServer(BrokerConfig(config))
+    lines = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("recovered 200 logs ("), lines
     assert dict(again.log_manager._dir_of) == placement
     ends = {key: plog.log_end_offset for key, plog in again.log_manager.logs.items()}
     assert ends == {("t", p): int(p % 7 == 0) for p in range(200)}
@@ -408,10 +412,13 @@ def test_a_broker_alone_opens_its_logs_on_its_recovery_threads(tmp_path):
     }
     again.log_manager.shutdown()
 
-    # After a clean shutdown, none is.
+    # After a clean shutdown, none is; no marker is left and each log takes appends.
     third = KafkaServer(BrokerConfig(config))
     assert not any(plog.recovered for plog in third.log_manager.logs.values())
     assert len(third.log_manager.logs) == 200
+    reopened = third.log_manager.logs.values()
+    assert not any(os.path.exists(os.path.join(p.path, ".kafka_cleanshutdown")) for p in reopened)
+    assert third.log_manager.logs[("t", 3)].append(logstore.encode_batch([(b"k", b"v")])) == (0, 0)
     third.log_manager.shutdown()
 
 

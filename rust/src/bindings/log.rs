@@ -89,10 +89,12 @@ pub(super) struct PyLog(Arc<Log>);
 
 #[pymethods]
 impl PyLog {
+    /// `defer_sync`: the caller calls `sync_filesystem` on the log dir before the log
+    /// takes any write (see `OpenOptions::defer_sync`).
     #[staticmethod]
-    #[pyo3(signature = (path, **config))]
-    fn open(py: Python<'_>, path: PathBuf, config: Option<&Bound<'_, PyDict>>) -> PyResult<PyLog> {
-        let mut opts = OpenOptions::default();
+    #[pyo3(signature = (path, *, defer_sync = false, **config))]
+    fn open(py: Python<'_>, path: PathBuf, defer_sync: bool, config: Option<&Bound<'_, PyDict>>) -> PyResult<PyLog> {
+        let mut opts = OpenOptions { defer_sync, ..OpenOptions::default() };
         let cfg = config_from_dict(config, Some(&mut opts))?;
         let log = py.detach(|| Log::open(&path, cfg, opts))?;
         Ok(PyLog(Arc::new(log)))
@@ -307,6 +309,13 @@ pub(super) fn set_max_open_files(n: usize) {
 #[pyfunction]
 pub(super) fn open_files() -> (usize, usize) {
     (crate::file_cache::open_count(), crate::file_cache::max_open())
+}
+
+/// `syncfs(2)` of the filesystem holding `path` (a log dir): makes durable what logs
+/// opened with `defer_sync` left to the caller.
+#[pyfunction]
+pub(super) fn sync_filesystem(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    Ok(py.detach(|| crate::checkpoint::sync_filesystem(&path))?)
 }
 
 /// Closes the segment files unused for `idle_ms`; returns how many.

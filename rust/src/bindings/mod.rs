@@ -90,5 +90,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log::set_max_open_files, m)?)?;
     m.add_function(wrap_pyfunction!(log::open_files, m)?)?;
     m.add_function(wrap_pyfunction!(log::close_idle_files, m)?)?;
+    m.add_function(wrap_pyfunction!(log::sync_filesystem, m)?)?;
     Ok(())
 }

@@ -8,7 +8,12 @@
 //! `checkpoint_faults`, as Kafka does), removes `.kafka_cleanshutdown`, opens the
 //! segments, loads `leader-epoch-checkpoint` and rewrites each offset checkpoint whose
 //! file does not already hold its value (fsyncing the directory, so the marker's
-//! removal is durable, when after a clean shutdown neither needs writing).
+//! removal is durable, when after a clean shutdown neither needs writing). A new log
+//! (no segment, no offset checkpoint) writes neither and fsyncs nothing, as in Kafka.
+//! With `OpenOptions::defer_sync` nothing is fsynced: the caller's
+//! `checkpoint::sync_filesystem` makes it durable before the log takes a write, and a
+//! recovery leaves the recovery point where the checkpoint had it, as Kafka's
+//! `LogLoader` does (everything past it is validated again after another crash).
 //! `close` flushes, writes both offset checkpoints, then the marker, and unlinks the
 //! `.deleted` files still pending. `close_handlers` (a log dir gone offline) only lets go
 //! of the files, writing nothing.
@@ -25,7 +30,8 @@
 //!   broker to report.
 //! - On return, `log_start_offset` lies in [first segment's base, log end], the leader
 //!   epoch cache is truncated to it at both ends, and after a recovery everything is
-//!   fsynced and the recovery point sits at the log end.
+//!   fsynced and the recovery point sits at the log end (with `defer_sync`: the
+//!   recovery point is the checkpoint's, at most the log end, and nothing is fsynced).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -179,6 +185,11 @@ impl Log {
                 seg.on_become_active(&config)?;
             }
         }
+        // A new log (no segment and no offset checkpoint found) writes no checkpoint and
+        // fsyncs nothing, as Kafka's new logs: what the absent files stand for (recovery
+        // from 0, the log starting at its one segment's base) is what they would say,
+        // and the first flush fsyncs the directory with the recovery point.
+        let created = segments.is_empty() && checkpoint_start.is_none() && recovery_point == 0 && checkpoint_faults.is_empty();
         if segments.is_empty() {
             let base = checkpoint_start.unwrap_or(0).max(0);
             segments.insert(base, LogSegment::open(dir, base, &config, true, now)?);
@@ -194,7 +205,9 @@ impl Log {
             segments,
             next_offset,
             log_start_offset,
-            recovery_point: if recovered { next_offset } else { recovery_point.min(next_offset) },
+            // Deferred, a recovery fsyncs nothing and the recovery point stays where the
+            // checkpoint had it (Kafka's LogLoader): the next crash validates that tail again.
+            recovery_point: if recovered && !opts.defer_sync { next_offset } else { recovery_point.min(next_offset) },
             epochs,
             closed: false,
             unflushed_messages: 0,
@@ -212,28 +225,30 @@ impl Log {
             segment_shrink: parking_lot::RwLock::new(()),
             deletions: PendingDeletions::new(),
         };
-        if recovered {
+        if recovered && !opts.defer_sync {
             // The recovered tail is now fsynced and the recovery point sits at its end.
             let inner = log.inner.read();
             for seg in inner.segments.values() {
                 seg.flush()?;
             }
         }
-        {
+        if !created || clean {
             // Each write fsyncs its file; one fsync of the directory then makes the
             // renames and the marker's removal durable (a crash from here on recovers).
+            // With `defer_sync` the caller's `sync_filesystem` does both for many logs.
             let inner = log.inner.read();
             let entry = |offset: i64| [format!("{} {} {offset}", log.topic, log.partition)];
+            let sync = !opts.defer_sync;
             let mut written = false;
             if stored_recovery_point != Some(inner.recovery_point) {
-                checkpoint::write_file(&dir.join(RECOVERY_POINT_FILE), &entry(inner.recovery_point))?;
+                checkpoint::write_file_with(&dir.join(RECOVERY_POINT_FILE), &entry(inner.recovery_point), sync)?;
                 written = true;
             }
             if stored_start != Some(inner.log_start_offset) {
-                checkpoint::write_file(&dir.join(LOG_START_OFFSET_FILE), &entry(inner.log_start_offset))?;
+                checkpoint::write_file_with(&dir.join(LOG_START_OFFSET_FILE), &entry(inner.log_start_offset), sync)?;
                 written = true;
             }
-            if clean || written {
+            if (clean || written) && sync {
                 checkpoint::sync_dir(dir)?;
             }
         }

@@ -142,6 +142,54 @@ fn open_after_clean_close_rewrites_only_checkpoints_that_differ() {
 }
 
 #[test]
+fn a_new_log_writes_no_checkpoint_and_a_crash_after_appends_recovers_them() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    // What the absent files stand for is what they would hold: recovery from 0, the
+    // log starting at its one segment.
+    assert!(!dir.join(RECOVERY_POINT_FILE).exists() && !dir.join(LOG_START_OFFSET_FILE).exists());
+    assert_eq!((log.recovery_point(), log.log_start_offset()), (0, 0));
+    log.append(&batch(3, now_ms()), &leader()).unwrap();
+    drop(log); // a crash
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    assert!(log.recovered());
+    assert_eq!((log.log_start_offset(), log.log_end_offset(), log.recovery_point()), (0, 3, 3));
+    assert_eq!(fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).unwrap(), "0\n1\nt 0 3\n");
+    // A log given its start offset (a follower's, say) records it.
+    let other = d.path().join("t-1");
+    let log = Log::open(&other, LogConfig::default(), OpenOptions { log_start_offset: Some(7), ..Default::default() }).unwrap();
+    assert_eq!(log.log_end_offset(), 7);
+    assert_eq!(fs::read_to_string(other.join(LOG_START_OFFSET_FILE)).unwrap(), "0\n1\nt 1 7\n");
+}
+
+#[test]
+fn a_deferred_sync_open_leaves_what_a_synced_one_does_but_the_fsyncs() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let log = Log::open(&dir, LogConfig::default(), OpenOptions::default()).unwrap();
+    log.append(&batch(2, now_ms()), &leader()).unwrap();
+    log.close().unwrap();
+    let deferred = OpenOptions { defer_sync: true, ..Default::default() };
+    let log = Log::open(&dir, LogConfig::default(), deferred.clone()).unwrap();
+    assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists() && !log.recovered());
+    log.append(&batch(3, now_ms()), &leader()).unwrap();
+    drop(log); // a crash: recovered, the recovery point left at the checkpoint's 2
+    let log = Log::open(&dir, LogConfig::default(), deferred.clone()).unwrap();
+    checkpoint::sync_filesystem(&dir).unwrap();
+    assert!(log.recovered());
+    assert_eq!((log.log_end_offset(), log.recovery_point()), (5, 2));
+    assert_eq!(fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).unwrap(), "0\n1\nt 0 2\n");
+    // Another crash validates that tail again; a flush moves the point.
+    drop(log);
+    let log = Log::open(&dir, LogConfig::default(), deferred).unwrap();
+    assert!(log.recovered() && log.recovery_point() == 2);
+    log.flush().unwrap();
+    assert_eq!(fs::read_to_string(dir.join(RECOVERY_POINT_FILE)).unwrap(), "0\n1\nt 0 5\n");
+    assert!(checkpoint::sync_filesystem(&d.path().join("gone")).is_err());
+}
+
+#[test]
 fn torn_tail_is_cut_after_crash() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("t-0");
