@@ -77,7 +77,7 @@ def registry_broker(tmp_path_factory):
 
 
 def _round_trip(broker, serializer, deserializer, values: list[Any]) -> list[Any]:
-    topic = f"sr-{uuid.uuid4().hex[:8]}"
+    topic = TOPICS[len(TOPICS)] = f"sr-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for v in values:
         ctx = SerializationContext(topic, MessageField.VALUE)
@@ -104,6 +104,7 @@ def _round_trip(broker, serializer, deserializer, values: list[Any]) -> list[Any
     return got
 
 
+TOPICS: dict[int, str] = {}  # the round trips' topics, in order: Avro, JSON, Protobuf
 USER_V1 = {
     "type": "record",
     "name": "User",
@@ -147,6 +148,26 @@ def test_avro_json_and_protobuf_serializers_through_the_broker(registry_broker):
     assert len(ids) == 1
     subjects = registry_broker.registry.call("GET", f"/schemas/ids/{ids.pop()}/subjects")[1]
     assert {"same-a", "same-b"} <= set(subjects) and any(s.endswith("-value") for s in subjects)
+
+
+def test_consume_decode_prints_values_through_the_registry(registry_broker):
+    from logstore.cli.app import cli
+
+    env = {"LOGSTORE_REGISTRY_URL": registry_broker.registry.url}
+    decoded = []
+    for i in range(3):
+        result = CliRunner().invoke(
+            cli,
+            ["consume", TOPICS[i], "--decode", "-e", "-b", registry_broker.bootstrap],
+            env=env,
+        )
+        assert result.exit_code == 0, result.output
+        decoded.append([json.loads(line) for line in result.output.splitlines()])
+    assert decoded == [
+        [{"name": "ada", "age": 36}, {"name": "alan", "age": 41}],
+        [{"id": 1, "tag": "a"}, {"id": 2}],
+        ["1970-01-01T00:00:01.000000007Z", "1970-01-01T00:00:02.000000007Z"],  # proto3 JSON
+    ]
 
 
 def test_backward_evolution_and_soft_delete(registry_broker):

@@ -35,7 +35,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -67,13 +67,30 @@ def record_json(msg: Any) -> dict[str, Any]:
     }
 
 
+class _Decoded:
+    """A consumed message whose value() is its value decoded through the registry."""
+
+    def __init__(self, msg: Any, value: bytes | None) -> None:
+        self._msg, self._value = msg, value
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._msg, name)
+
+
 class OutputFormat:
     """kcat-style ``%`` tokens rendered per record."""
 
     TOKENS = re.compile(r"%[tpokvTh%]|\\[nt\\]")
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, decode: Callable[[bytes | None], bytes | None] | None = None):
         self.spec = spec
+        self.decode = decode  # --decode: values through the schema registry
+
+    def decoded(self, msg: Any) -> Any:
+        return msg if self.decode is None else _Decoded(msg, self.decode(msg.value()))
 
     def render(self, msg: Any) -> str:
         def token(m: re.Match[str]) -> str:
@@ -146,6 +163,18 @@ def _start_offsets(
     help="kcat-style: %t %p %o %k %v %T %h",
 )
 @click.option(
+    "--decode",
+    is_flag=True,
+    help="decode values framed with a schema id (Confluent's serializers) through the registry",
+)
+@click.option(
+    "--registry-url",
+    envvar="LOGSTORE_REGISTRY_URL",
+    default="http://127.0.0.1:8081",
+    show_default=True,
+    help="the schema registry --decode asks (env LOGSTORE_REGISTRY_URL)",
+)
+@click.option(
     "--read-committed",
     is_flag=True,
     help="skip aborted transactions (isolation.level=read_committed)",
@@ -159,11 +188,18 @@ def command(
     partitions: str | None,
     exit_at_end: bool,
     output_format: str,
+    decode: bool,
+    registry_url: str,
     read_committed: bool,
     client: ClientOptions,
     out: Output,
 ) -> int:
     """Print records of TOPICS."""
+    decoder = None
+    if decode:
+        from logstore.schema_registry.decoder import Decoder, http_fetch
+
+        decoder = Decoder(http_fetch(registry_url)).decode
     stop = Stop()
     with stop.installed():
         return _consume(
@@ -174,7 +210,7 @@ def command(
             num,
             partitions,
             exit_at_end,
-            OutputFormat(output_format),
+            OutputFormat(output_format, decoder),
             read_committed,
             client,
             out,
@@ -392,6 +428,7 @@ def _consume(
                     continue
                 raise BrokerError(f"consume {msg.topic() or ''}", KafkaException(err))
             at_end.discard((msg.topic(), msg.partition()))
+            msg = fmt.decoded(msg)
             text = json.dumps(record_json(msg)) + "\n" if out.json else fmt.render(msg)
             if not _write(text):
                 break

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from logstore.schema_registry import errors
@@ -14,6 +16,7 @@ from logstore.schema_registry.http_util import (
     subject_of,
     version_of,
 )
+from logstore.schema_registry.records import SchemaValue
 from logstore.schema_registry.registry import Registry, SchemaRequest, schema_json
 from logstore.schema_registry.schemas import SCHEMA_TYPES
 
@@ -46,9 +49,17 @@ async def list_schemas(request: web.Request) -> web.Response:
     return reply(out)
 
 
+def _formatted(request: web.Request, doc: dict[str, Any], sv: SchemaValue) -> dict[str, Any]:
+    """`?format=`: PROTOBUF `serialized` (base64 descriptor), AVRO `resolved`."""
+    fmt = request.query.get("format")
+    if fmt:
+        doc["schema"] = _reg(request).parse_stored(sv).formatted(fmt)
+    return doc
+
+
 async def schema_by_id(request: web.Request) -> web.Response:
     sv = _reg(request).state.schema_by_id(id_of(request))
-    return reply(schema_json(sv, with_subject=False))
+    return reply(_formatted(request, schema_json(sv, with_subject=False), sv))
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
@@ -89,7 +100,7 @@ async def get_version(request: web.Request) -> web.Response:
     sv = _reg(request).state.get_version(
         subject_of(request), version_of(request), flag(request, "deleted")
     )
-    return reply(schema_json(sv))
+    return reply(_formatted(request, schema_json(sv), sv))
 
 
 async def get_version_text(request: web.Request) -> web.Response:
