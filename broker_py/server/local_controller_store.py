@@ -173,8 +173,11 @@ class _Data:
         return doc
 
     @staticmethod
-    def from_doc(doc: dict[str, Any]) -> _Data:
-        """Raises KeyError / TypeError / ValueError (ZkDataError) on what is malformed."""
+    def from_doc(doc: dict[str, Any], encoded: dict[int, tuple[Any, Any]] | None = None) -> _Data:
+        """Raises KeyError / TypeError / ValueError (ZkDataError) on what is malformed.
+        ``encoded`` is given each assignment's and partition state's JSON object as the
+        file has it (the :meth:`to_doc` cache), so the first write encodes nothing again."""
+        cache = encoded if encoded is not None else {}
         if doc["version"] != _FORMAT_VERSION:
             raise ValueError(f"unknown version {doc['version']!r}")
         data = _Data(zxid=_int(doc["zxid"], "zxid"))
@@ -183,17 +186,21 @@ class _Data:
                 _int(epoch["epoch"], "epoch"), _int(epoch["zk_version"], "zk_version")
             )
         for topic, obj in doc["topics"].items():
-            data.topics[topic] = zk_data.TopicZNode.decode(
+            assignment = zk_data.TopicZNode.decode(
                 _znode_bytes(obj), path=zk_data.TopicZNode.path(topic)
             )
+            data.topics[topic] = assignment
+            cache[id(assignment)] = (assignment, obj)
         for topic, states in doc["partition_states"].items():
             data.states[topic] = {}
             for p, entry in states.items():
                 path = zk_data.TopicPartitionStateZNode.path(topic, int(p))
                 version = _int(entry["zk_version"], f"{path} zk_version")
-                data.states[topic][int(p)] = zk_data.TopicPartitionStateZNode.decode(
+                state = zk_data.TopicPartitionStateZNode.decode(
                     _znode_bytes(entry["state"]), version, path=path
                 )
+                data.states[topic][int(p)] = state
+                cache[id(state)] = (state, entry["state"])
         for topic, config in doc["configs"].items():
             path = zk_data.ConfigEntityZNode.path("topics", topic)
             data.configs[topic] = zk_data.ConfigEntityZNode.decode(
@@ -229,7 +236,11 @@ class _Backend:
         self.path = path
         self.encoded: dict[int, tuple[Any, Any]] = {}  # see _Data.to_doc
         self.time = time
-        self.data = (metadata_file.load(path, _Data.from_doc) if path else None) or _Data()
+        self.data = (
+            metadata_file.load(path, lambda doc: _Data.from_doc(doc, self.encoded))
+            if path
+            else None
+        ) or _Data()
         self.brokers: dict[
             int, tuple[BrokerRegistration, int]
         ] = {}  # id -> (registration, owner session)

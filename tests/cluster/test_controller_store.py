@@ -661,6 +661,8 @@ def test_the_local_store_keeps_everything_but_ephemerals_in_its_file(tmp_path):
         tp
     }
     assert again.register_broker(broker(1)) > first_epoch
+    # The first write reuses the JSON objects the file held: the same file as encoding anew.
+    assert json.loads(open(path).read()) == json.loads(json.dumps(again._b.data.to_doc()))
     assert again.elect_controller(1, TS) == type(epoch)(2, 2)
     with pytest.raises(ControllerMovedError):
         again.controller_update_partition_states(
