@@ -25,7 +25,7 @@ runs = st.lists(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(st.integers(-1, 12), runs)
 def test_update_run_is_update_on_each_pair(lag, shape):
     """update_run over a run == update on each pair, last firing pair returned."""
@@ -65,7 +65,7 @@ def test_translation_as_mm2():
 copies = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2)), min_size=1, max_size=300)
 
 
-@settings(max_examples=100)
+@settings(max_examples=60)
 @given(st.integers(0, 20), copies, st.data())
 def test_translated_offsets_never_skip_a_record(lag, steps, data):
     """Copy records with upstream gaps (compaction) and downstream gaps (markers),

@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 
-from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_FAILED, EXIT_OK, CliError
 
 
@@ -182,7 +181,7 @@ def group(ctx: click.Context, metrics_port: int | None, **kw: Any) -> int | None
 )
 def run_command(metrics_port: int | None, **kw: Any) -> None:
     """Copy topics, configs and group offsets until stopped (SIGTERM, Ctrl-C)."""
-    raise SystemExit(_run(metrics_port, **kw))
+    click.get_current_context().exit(_run(metrics_port, **kw))
 
 
 @group.command("translate-offsets")
@@ -267,7 +266,3 @@ def status_command(as_json: bool, **kw: Any) -> None:
                 f"{t.topic:24} {t.remote:30} {t.partitions:>5} {t.source_end:>11} "
                 f"{t.copied:>11} {t.target_end:>11} {t.lag:>9}"
             )
-
-
-command = group
-_ = cli_command

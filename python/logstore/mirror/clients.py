@@ -29,6 +29,9 @@ def producer(client: ClientConfig, name: str, **forced: Any) -> Producer:
         "linger.ms": 5,
         "batch.size": 1_000_000,
         "partitioner": "murmur2_random",
+        # a bounded queue: a full one blocks the copy (back-pressure) rather than piling
+        # up hundreds of MB the target is slow to take
+        "queue.buffering.max.kbytes": 65536,
         **client.for_producer(),
         **forced,
     }

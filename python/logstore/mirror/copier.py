@@ -48,6 +48,7 @@ from logstore.mirror.topic_sync import TopicSync
 TP = tuple[str, int]
 BATCH = 5000
 TXN_TIMEOUT_S = 60.0
+PRODUCE_WAIT_S = 300.0  # a target that takes nothing for this long fails the flow
 
 
 class MirrorError(RuntimeError):
@@ -139,8 +140,12 @@ class Copier:
         self.sensors.acknowledged(run.remote, run.partition, run.timestamp)
 
     def _produce(self, topic: str, partition: int, remote: str, m: Any, cb: Any) -> None:
+        """produce() that waits while the producer's queue is full (the target's pace)
+        and grows the remote topic when the partition is new; gives up after
+        :data:`PRODUCE_WAIT_S` seconds."""
         ts_type, ts = m.timestamp()
-        for attempt in range(600):
+        deadline = time.monotonic() + PRODUCE_WAIT_S
+        while time.monotonic() < deadline:
             try:
                 self.producer.produce(
                     remote,
@@ -153,9 +158,9 @@ class Copier:
                 )
                 return
             except BufferError:
-                self.producer.poll(0.05)
+                self.producer.poll(0.005)
             except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempt >= 599:
+                if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
                     raise
                 # a partition the producer has not seen: grow the remote topic if the
                 # source grew first, and refresh the producer's metadata
@@ -165,52 +170,68 @@ class Copier:
         raise MirrorError(f"could not produce to {remote} [{partition}]")
 
     def copy(self, msgs: list[Any]) -> int:
-        """Produces ``msgs`` (one consume() result); returns how many were records."""
-        by_tp: dict[TP, list[Any]] = {}
-        for m in msgs:
-            if m.error() is not None:
-                continue
-            key = (m.topic(), m.partition())
-            lst = by_tp.get(key)
-            if lst is None:
-                by_tp[key] = [m]
-            else:
-                lst.append(m)
-        n = 0
-        for (topic, partition), ms in by_tp.items():
+        """Produces ``msgs`` (one consume() result); returns how many were records.
+
+        consume() returns each partition's records as contiguous stretches; a stretch
+        is split into runs of consecutive offsets, each with a delivery callback on its
+        first and last record."""
+        msgs = [m for m in msgs if m.error() is None]
+        total = len(msgs)
+        if not total:
+            return 0
+        offs = [m.offset() for m in msgs]
+        parts = [m.partition() for m in msgs]
+        topics = [m.topic() for m in msgs]
+        produce = self.producer.produce
+        first_cb = self._on_first
+        last_cb = self._on_last
+        i = 0
+        while i < total:
+            topic, partition = topics[i], parts[i]
             known = self.topics.topics.get(topic)
             remote = known[0] if known else self.topics.remote(topic)
+            start = i
             size = 0
-            oldest = newest = 0
+            oldest = msgs[i].timestamp()[1]
+            ts = oldest
             run: _Run | None = None
-            for i, m in enumerate(ms):
-                off = m.offset()
-                nxt = ms[i + 1].offset() if i + 1 < len(ms) else -2
+            while i < total and parts[i] == partition and topics[i] == topic:
+                m = msgs[i]
+                off = offs[i]
                 if run is None:
                     run = _Run(topic, partition, remote, off)
                 run.count += 1
-                ts = m.timestamp()[1]
-                if i == 0:
-                    oldest = ts
-                newest = ts
-                k, v = m.key(), m.value()
+                ts_type, ts = m.timestamp()
+                k = m.key()
+                v = m.value()
                 size += (len(k) if k else 0) + (len(v) if v else 0)
-                if nxt != off + 1:
+                i += 1
+                if i == total or offs[i] != off + 1 or parts[i] != partition or topics[i] != topic:
                     run.timestamp = ts
-                    cb = functools.partial(self._on_last, run)
+                    cb: Any = functools.partial(last_cb, run)
                     run = None
                 elif run.count == 1:
-                    cb = functools.partial(self._on_first, run)
+                    cb = functools.partial(first_cb, run)
                 else:
                     cb = None
-                self._produce(topic, partition, remote, m, cb)
-            n += len(ms)
-            self.sensors.copied(remote, partition, len(ms), size, oldest, newest)
-        self.copied += n
+                try:
+                    produce(
+                        remote,
+                        v,
+                        k,
+                        partition,
+                        on_delivery=cb,
+                        timestamp=ts if ts_type else 0,
+                        headers=m.headers(),
+                    )
+                except (BufferError, KafkaException):
+                    self._produce(topic, partition, remote, m, cb)
+            self.sensors.copied(remote, partition, i - start, size, oldest, ts)
+        self.copied += total
         self.producer.poll(0)
         if self.error is not None:
             raise MirrorError(f"the target refused a record: {self.error}")
-        return n
+        return total
 
     # -- offset syncs ------------------------------------------------------------------
 
