@@ -136,7 +136,10 @@ class KafkaStore:
         consumer = self._consumer
         assert consumer is not None and self._loop is not None
         while not self._stop.is_set():
-            msgs = consumer.consume(500, 0.2)
+            # consume() waits out its timeout unless the batch fills: block on the first
+            # record only, then take what has arrived
+            first = consumer.poll(0.2)
+            msgs = [] if first is None else [first, *consumer.consume(499, 0)]
             batch: list[tuple[int, Key, Value | None]] = []
             for msg in msgs:
                 if msg.error() is not None:
