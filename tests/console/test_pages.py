@@ -7,19 +7,23 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from logstore.cli.admin import BrokerError
 from logstore.cli.connection import ClientOptions
 from logstore.cli.group import committed
 from logstore.console import groups, overview, records, security, topics
+from logstore.console.app import templates
 from logstore.console.kafka import Kafka
 from tests.cli.conftest import cli_broker  # noqa: F401  (the module's broker)
+from tests.console.conftest import text_of
+from tests.integration.clients import incremental_alter_configs
 from tests.support.waiting import wait_until
 
 TOPIC = "orders"
 RECORDS = 30  # 10 a partition
+GROUP_CONFIG = 32  # IncrementalAlterConfigs resource type GROUP
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +132,81 @@ def test_reset_preview_changes_nothing_and_apply_needs_an_empty_group(kafka, loa
         assert listed["busy"]["members"] == 1 and listed["busy"]["state"] == "STABLE"
     finally:
         member.close()
+
+
+def render_group(data):
+    page = templates().get_template("group.html")
+    context = {"writes": False, "token": "t", "registry": None, "path": "/groups/x"}
+    reset = {"to": "start", "topics": "", "rows": None, "applied": False}
+    return text_of(page.render(g=data, chart="", reset=reset, message=None, **context))
+
+
+def test_share_group_listed_described_and_sampled(kafka, loaded):
+    """A share group (KIP-932) read by confluent-kafka's ShareConsumer: listed with its
+    type, state and members; its page shows the member's assignment and, per partition,
+    the start offset and the records in flight; the sampler charts those."""
+    bootstrap = loaded[0].bootstrap
+    group = "sharers"
+    reset = ("share.auto.offset.reset", 0, "earliest")
+    assert incremental_alter_configs(bootstrap, GROUP_CONFIG, group, reset) == (0, None)
+    reader = ShareConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "client.id": "share-reader"}
+    )
+    reader.subscribe([TOPIC])
+    seen: list[tuple[int, int]] = []
+    try:
+
+        def all_read() -> bool:
+            seen.extend((m.partition(), m.offset()) for m in reader.poll(0.5) if not m.error())
+            return len(seen) >= RECORDS
+
+        wait_until(all_read, 30, 0, "the share consumer to read every record")
+        listed = {r["group"]: r for r in groups.group_list(kafka)}
+        assert listed[group] == {
+            "group": group,
+            "type": "share",
+            "state": "STABLE",
+            "protocol": "simple",
+            "members": 1,
+        }
+        data = groups.group(kafka, group)
+        assert (data["type"], data["state"], data["assignor"]) == ("share", "STABLE", "simple")
+        (member,) = data["members"]
+        assert member["client_id"] == "share-reader"
+        assert member["partitions"] == [f"{TOPIC}-{p}" for p in range(3)]
+        page = render_group(data)
+        assert "Start offsets and records in flight" in page and "share-reader" in page
+        assert f"{TOPIC}-0, {TOPIC}-1, {TOPIC}-2" in page and "Reset offsets" not in page
+
+        def started() -> bool:
+            reader.poll(0.2)
+            rows = groups.group(kafka, group)["partitions"]
+            return len(rows) == 3 and all(p["start_offset"] >= 0 for p in rows)
+
+        wait_until(started, 30, 0, "every share-partition's start offset set")
+    finally:
+        reader.close()
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(4):
+        producer.produce(TOPIC, key=f"late{i}", value="late", partition=0)
+    assert producer.flush(10) == 0
+
+    def settled() -> bool:
+        d = groups.group(kafka, group)
+        ends = [p["log_end_offset"] for p in d["partitions"]]
+        return d["state"] == "EMPTY" and ends == [RECORDS // 3 + 4] + [RECORDS // 3] * 2
+
+    wait_until(settled, 30, 0.2, "the group empty, the 4 new records seen")
+    data = groups.group(kafka, group)
+    assert data["members"] == []
+    # in flight: from the start offset the group's coordinator answers to the log end
+    for p in data["partitions"]:
+        assert 0 <= p["start_offset"] <= p["log_end_offset"]
+        assert p["in_flight"] == p["log_end_offset"] - p["start_offset"]
+    total = sum(p["in_flight"] for p in data["partitions"])
+    assert data["total_in_flight"] == total >= 4
+    assert f"records in flight {total}" in render_group(data)
+    assert kafka.sample()[f"lag:{group}"] == total  # its page opened: sampled from now on
 
 
 def test_security_sections(kafka):

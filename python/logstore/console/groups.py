@@ -3,6 +3,14 @@
 :func:`logstore.cli.group.describe_one`, total lag charted over time, and resetting its
 committed offsets).
 
+Share groups (KIP-932) are listed beside them (ListGroups filtered on type share, as
+``logstore group list`` finds them: confluent-kafka's list leaves them out); a share
+group's page is :func:`logstore.cli.group.describe_share`'s description (ShareGroupDescribe
+and DescribeShareGroupOffsets to its coordinator): epochs, members and assignments, and per
+partition the share-partition start offset, log start and end and the records in flight,
+their total charted over time. Its start offsets are not moved here (``logstore group
+seek`` does not move them).
+
 Resetting works as ``logstore group seek`` does: the target is ``start``, ``end``, an
 offset, ``-N`` or ``@TIME`` (:mod:`logstore.cli.positions`), for the partitions the group
 committed or those named (``T1,T2`` or ``T1:0,1;T2``); a preview shows each partition's
@@ -12,6 +20,7 @@ group with no members (Kafka refuses the commit otherwise: NON_EMPTY_GROUP).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aiohttp import web
@@ -25,16 +34,53 @@ from logstore.cli.group import (
     committed,
     describe_groups,
     describe_one,
+    describe_share,
     state_name,
     type_name,
 )
 from logstore.cli.output import status_of
 from logstore.cli.positions import parse_position, resolve
+from logstore.cli.share_group_describe import share_group_at, share_groups
 from logstore.console.charts import line_chart
 from logstore.console.kafka import Kafka
 from logstore.console.web import read_form, render, state, write_form
 
 DESCRIBED = 500  # groups described for the list page's member counts
+SHARES_DESCRIBED = 50  # share groups described (one coordinator round trip each)
+SHARE_WORKERS = 4
+
+
+def _share_at(kafka: Kafka, group_id: str) -> dict[str, Any] | None:
+    """The share group's description, or None when it is not one (or its coordinator
+    cannot say)."""
+    try:
+        return share_group_at(kafka.options, group_id)
+    except CliError:
+        return None
+
+
+def share_group_list(kafka: Kafka) -> list[dict[str, Any]]:
+    """The share groups with their states; the first :data:`SHARES_DESCRIBED` with their
+    assignors and member counts."""
+    states = share_groups(kafka.options)
+    names = sorted(states)
+    with ThreadPoolExecutor(SHARE_WORKERS, thread_name_prefix="console-share") as pool:
+        described = dict(
+            zip(names, pool.map(lambda g: _share_at(kafka, g), names[:SHARES_DESCRIBED]))
+        )
+    rows = []
+    for name in names:
+        d = described.get(name)
+        rows.append(
+            {
+                "group": name,
+                "type": "share",
+                "state": states[name].upper(),
+                "protocol": (d["assignor"] or None) if d else None,
+                "members": len(d["members"]) if d else None,
+            }
+        )
+    return rows
 
 
 def group_list(kafka: Kafka) -> list[dict[str, Any]]:
@@ -59,11 +105,18 @@ def group_list(kafka: Kafka) -> list[dict[str, Any]]:
                 "members": len(d.members) if ok else None,
             }
         )
-    return rows
+    rows.extend(share_group_list(kafka))
+    return sorted(rows, key=lambda r: str(r["group"]))
 
 
 def group(kafka: Kafka, group_id: str) -> dict[str, Any]:
     admin = kafka.admin
+    share = _share_at(kafka, group_id)
+    if share is not None:
+        kafka.shares[group_id] = None
+        data = describe_share(admin, group_id, share)
+        data["state"] = str(data["state"]).upper()
+        return data
     md = admin.metadata()
     partitions = {name: sorted(t.partitions) for name, t in md.topics.items()}
     desc = describe_groups(admin, [group_id])[group_id]
@@ -136,8 +189,9 @@ def delete(kafka: Kafka, group_id: str) -> None:
 
 
 def lag_chart(request: web.Request, group_id: str) -> str:
-    history = state(request).history
-    return line_chart({"total lag (records)": history.values(f"lag:{group_id}")})
+    st = state(request)
+    label = "records in flight" if group_id in st.kafka.shares else "total lag (records)"
+    return line_chart({label: st.history.values(f"lag:{group_id}")})
 
 
 async def list_page(request: web.Request) -> web.Response:

@@ -7,7 +7,10 @@ watermarks of each non-internal topic (``topic:NAME``; their rates summed are th
 records written per second), the sum of the offsets each consumer group committed
 (``committed:GROUP``; summed, the records consumed per second; at most
 :data:`SAMPLED_GROUPS` groups, those whose pages were opened first), and each group's
-lag over the partitions it committed (``lag:GROUP``).
+lag over the partitions it committed (``lag:GROUP``); for each share group whose page
+was opened (at most :data:`SAMPLED_GROUPS`), its records in flight (``lag:GROUP``: from
+its share-partition start offsets to the log end, as ``logstore group describe`` counts
+them).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from logstore.cli.admin import Admin, kafka_error
+from logstore.cli.common import CliError
 from logstore.cli.connection import ClientOptions
 from logstore.cli.group import committed
+from logstore.cli.share_group_describe import in_flight, share_group_at
 from logstore.cli.topic import is_internal
 
 T = TypeVar("T")
@@ -136,6 +141,8 @@ class Kafka:
         self.nodes: dict[int, Node] = {}
         # Groups whose pages were opened: sampled before the others.
         self.watched: dict[str, None] = {}
+        # Share groups whose pages were opened: their records in flight are sampled.
+        self.shares: dict[str, None] = {}
 
     @property
     def admin(self) -> ConsoleAdmin:
@@ -191,4 +198,14 @@ class Kafka:
                 if isinstance(end, int):
                     lag += max(0, end - offset)
             values[f"lag:{group_id}"] = lag
+        for group_id in list(self.shares)[:SAMPLED_GROUPS]:
+            try:
+                share = share_group_at(self.options, group_id)
+            except CliError:
+                continue
+            if share is not None:
+                values[f"lag:{group_id}"] = sum(
+                    in_flight(start, None, ends.get(tp)) or 0
+                    for tp, start in share["start_offsets"].items()
+                )
         return values
