@@ -315,7 +315,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.on_loop(self.coordinator.on_resignation, p)
         self.settle()
         self.on_loop(self.coordinator.on_election, p)
-        task = manager._load_tasks.get(p)
+        task = manager.loads.tasks.get(p)
         if task is not None:
             self.loop.run_until_complete(asyncio.wait([task]))
         self.settle()

@@ -231,8 +231,7 @@ class GroupCoordinator(
         self.consumer_groups.stop()
         self.share_groups.stop()
         self.writer.remove_leadership_listener(self._leadership_changed)
-        for task in list(self.manager._load_tasks.values()):
-            task.cancel()
+        self.manager.loads.cancel()
         if self._expiration_task is not None:
             self._expiration_task.cancel()
             await asyncio.gather(self._expiration_task, return_exceptions=True)

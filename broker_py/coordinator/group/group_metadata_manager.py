@@ -39,7 +39,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -70,6 +69,7 @@ from broker_py.coordinator.group.group_metadata_records import (
 from broker_py.coordinator.group.modern import record_serde
 from broker_py.coordinator.group.modern.records import Record as ConsumerGroupRecord
 from broker_py.coordinator.group.modern.share import record_serde as share_record_serde
+from broker_py.coordinator.partition_loads import PartitionLoads
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -140,10 +140,17 @@ class GroupMetadataManager:
         self.groups: dict[str, Group] = {}
         # producer id -> ids of groups holding its pending transactional offsets
         self._txn_groups: dict[int, set[str]] = {}
+        # Offsets partition being loaded -> the (producer id, commit) of each marker
+        # written to it since its load began, in order: replayed once the load has
+        # registered the open transactions it read (Kafka runs loads and transaction
+        # completions on one scheduler thread, so a completion waits for the load).
+        self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
         # Offsets partitions whose groups are this broker's, and those being loaded.
         self.owned: set[int] = set()
-        self.loading: set[int] = set()
-        self._load_tasks: dict[int, asyncio.Task[None]] = {}
+        self.loads = PartitionLoads(
+            OFFSETS_TOPIC, writer, self.load_partition, self.owned.__contains__, self.owned.add
+        )
+        self.loading = self.loads.loading
         # In a cluster a group whose offsets partition does not exist yet is nobody's.
         self.cluster = cluster
         # Called with each group a load rebuilt from its metadata record (the
@@ -373,7 +380,24 @@ class GroupMetadataManager:
 
     def complete_txn_offsets(self, producer_id: int, offsets_partition: int, commit: bool) -> None:
         """Applies (COMMIT) or drops (ABORT) the producer's pending offsets of the groups
-        in ``offsets_partition``."""
+        in ``offsets_partition``; while that partition loads, once its load is done.
+
+        A marker written during a load may be past the log end the load read: the
+        load then finds the transaction open, and the marker must end it after. One the
+        load read ends nothing after it: no transactional offsets are written to a
+        partition while it loads, so the load finds no open transaction of the producer
+        after that marker."""
+        deferred = self._markers_while_loading.get(offsets_partition)
+        if deferred is not None and offsets_partition in self.loading:
+            deferred.append((producer_id, commit))
+            log.info(
+                "%s marker of producer %d on %s-%d while it loads: applied after the load",
+                "COMMIT" if commit else "ABORT",
+                producer_id,
+                OFFSETS_TOPIC,
+                offsets_partition,
+            )
+            return
         group_ids = self._txn_groups.get(producer_id)
         if not group_ids:
             return
@@ -448,20 +472,10 @@ class GroupMetadataManager:
         topic = self._writer.topic(OFFSETS_TOPIC)
         if topic is None:
             return ErrorCode.NOT_COORDINATOR if self.cluster else None
-        p = partition_for(group_id, topic.partitions)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return None if p in self.owned else ErrorCode.NOT_COORDINATOR
+        return self.loads.coordinator_error(partition_for(group_id, topic.partitions))
 
     def led_partitions(self) -> list[int]:
-        topic = self._writer.topic(OFFSETS_TOPIC)
-        if topic is None:
-            return []
-        return [
-            p
-            for p in range(topic.partitions)
-            if (part := self._writer.partition((OFFSETS_TOPIC, p))) is not None and part.is_leader
-        ]
+        return self.loads.led_partitions()
 
     async def load(self) -> None:
         """Loads every offsets partition this broker leads now."""
@@ -477,37 +491,13 @@ class GroupMetadataManager:
     def on_election(self, p: int) -> None:
         """This broker now leads offsets partition ``p``: its groups load (at once when
         the partition is empty)."""
-        if p in self.owned or p in self.loading:
-            return
-        partition = self._writer.partition((OFFSETS_TOPIC, p))
-        if partition is None or not partition.is_leader:
-            return
-        if partition.log_end_offset == partition.log_start_offset:
-            self.owned.add(p)
-            return
-        self.loading.add(p)
-        self._load_tasks[p] = asyncio.get_running_loop().create_task(
-            self._load_in_background(p), name=f"load-{OFFSETS_TOPIC}-{p}"
-        )
-
-    async def _load_in_background(self, p: int) -> None:
-        try:
-            await self.load_partition(p)
-        except Exception:
-            log.exception("loading %s-%d", OFFSETS_TOPIC, p)
-            self.loading.discard(p)
-        finally:
-            # A resignation and a new election may have started another load meanwhile.
-            if self._load_tasks.get(p) is asyncio.current_task():
-                del self._load_tasks[p]
+        self.loads.on_election(p)
 
     def on_resignation(self, p: int) -> list[Group]:
         """This broker no longer leads offsets partition ``p``: its groups go; returns them."""
         self.owned.discard(p)
-        self.loading.discard(p)
-        task = self._load_tasks.pop(p, None)
-        if task is not None:
-            task.cancel()
+        self.loads.on_resignation(p)
+        self._markers_while_loading.pop(p, None)
         topic = self._writer.topic(OFFSETS_TOPIC)
         partitions = (
             topic.partitions if topic is not None else self.config["offsets.topic.num.partitions"]
@@ -531,20 +521,15 @@ class GroupMetadataManager:
 
     async def load_partition(self, p: int) -> None:
         """Rebuilds the groups of offsets partition ``p`` from its log, start to end."""
-        self.loading.add(p)
-        partition = self._writer.partition((OFFSETS_TOPIC, p))
-        if partition is None:
-            log.warning("%s-%d is not open; its groups are not loaded", OFFSETS_TOPIC, p)
-            self.loading.discard(p)
+        self._markers_while_loading[p] = []
+        read = await self.loads.read(p, LOAD_BUFFER_BYTES)
+        if read is None:
+            self._markers_while_loading.pop(p, None)
             return
+        records, open_txns = read
         offsets: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         metadata: dict[str, GroupMetadataValue] = {}
         pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
-        records, open_txns = await self._writer.read_keyed_records(
-            (OFFSETS_TOPIC, p), LOAD_BUFFER_BYTES
-        )
-        if p not in self.loading:
-            return  # resigned meanwhile
         modern = _ConsumerGroupRecords()
         for key, value in records:
             _apply_record(key, value, offsets, metadata, modern)
@@ -570,16 +555,19 @@ class GroupMetadataManager:
                     (topic_name, partition_index)
                 ] = o
                 self._txn_groups.setdefault(producer_id, set()).add(group_id)
+        for producer_id, commit in self._markers_while_loading.pop(p, []):
+            self.complete_txn_offsets(producer_id, p, commit)
         self.consumer_group_loader(p, modern.in_log_order())
         self.loading.discard(p)
         self.owned.add(p)
-        if metadata or offsets:
+        if metadata or offsets or pending:
             log.info(
-                "loaded %d groups and %d offsets from %s-%d",
+                "loaded %d groups and %d offsets from %s-%d (%d open transactions' offsets)",
                 len(metadata),
                 len(offsets),
                 OFFSETS_TOPIC,
                 p,
+                len(pending),
             )
         if self.on_group_loaded is not None:
             for group_id in metadata:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import logstore
 from broker_py.common.internal_topics import SHARE_GROUP_STATE_TOPIC
+from broker_py.coordinator.partition_loads import PartitionLoads
 from broker_py.coordinator.share.share_coordinator_records import (
     InvalidShareRecordError,
     SharePartitionKey,
@@ -103,8 +104,10 @@ class ShareCoordinator:
         self._metadata_ready = metadata_ready
         self.time = time
         self.shards: dict[int, ShareCoordinatorShard] = {}
-        self.loading: set[int] = set()
-        self._load_tasks: dict[int, asyncio.Task[None]] = {}
+        self.loads = PartitionLoads(
+            SHARE_GROUP_STATE_TOPIC, writer, self._load, self.shards.__contains__, self._own_empty
+        )
+        self.loading = self.loads.loading
         self._locks: dict[int, asyncio.Lock] = {}
         # partition -> its log end offset after its last prune
         self._pruned_at: dict[int, int] = {}
@@ -125,14 +128,12 @@ class ShareCoordinator:
     async def stop(self) -> None:
         self.active = False
         self._writer.remove_leadership_listener(self._leadership_changed)
-        tasks = list(self._load_tasks.values())
+        tasks = self.loads.cancel()
         if self._prune_task is not None:
+            self._prune_task.cancel()
             tasks.append(self._prune_task)
             self._prune_task = None
-        for task in tasks:
-            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._load_tasks.clear()
 
     # ---- the topic ----
 
@@ -159,15 +160,7 @@ class ShareCoordinator:
         return state_partition_for(key, self.num_partitions())
 
     def led_partitions(self) -> list[int]:
-        topic = self._writer.topic(SHARE_GROUP_STATE_TOPIC)
-        if topic is None:
-            return []
-        return [
-            p
-            for p in range(topic.partitions)
-            if (part := self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))) is not None
-            and part.is_leader
-        ]
+        return self.loads.led_partitions()
 
     # ---- leadership ----
 
@@ -188,44 +181,20 @@ class ShareCoordinator:
             self.time.milliseconds,
         )
 
+    def _own_empty(self, p: int) -> None:
+        self.shards[p] = self._new_shard()
+
     def on_election(self, p: int) -> None:
         """This broker now leads ``__share_group_state`` partition ``p``: its states load
         (at once when the partition is empty)."""
-        if p in self.shards or p in self.loading:
-            return
-        partition = self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))
-        if partition is None or not partition.is_leader:
-            return
-        if partition.log_end_offset == partition.log_start_offset:
-            self.shards[p] = self._new_shard()
-            return
-        self.loading.add(p)
-        self._load_tasks[p] = asyncio.get_running_loop().create_task(
-            self._load_in_background(p), name=f"load-{SHARE_GROUP_STATE_TOPIC}-{p}"
-        )
-
-    async def _load_in_background(self, p: int) -> None:
-        try:
-            await self._load(p)
-        except Exception:
-            log.exception("loading %s-%d", SHARE_GROUP_STATE_TOPIC, p)
-            self.loading.discard(p)
-        finally:
-            if self._load_tasks.get(p) is asyncio.current_task():
-                del self._load_tasks[p]
+        self.loads.on_election(p)
 
     async def _load(self, p: int) -> None:
         """Rebuilds partition ``p``'s shard by replaying its log from start to end."""
-        self.loading.add(p)
-        partition = self._writer.partition((SHARE_GROUP_STATE_TOPIC, p))
-        if partition is None:
-            self.loading.discard(p)
+        read = await self.loads.read(p, self.config["share.coordinator.load.buffer.size"])
+        if read is None:
             return
-        records, _open_txns = await self._writer.read_keyed_records(
-            (SHARE_GROUP_STATE_TOPIC, p), self.config["share.coordinator.load.buffer.size"]
-        )
-        if p not in self.loading:
-            return  # resigned meanwhile
+        records, _open_txns = read
         shard = self._new_shard()
         for key, value in records:
             try:
@@ -253,10 +222,7 @@ class ShareCoordinator:
 
     def on_resignation(self, p: int) -> None:
         """This broker no longer leads partition ``p``: its states go."""
-        self.loading.discard(p)
-        task = self._load_tasks.pop(p, None)
-        if task is not None:
-            task.cancel()
+        self.loads.on_resignation(p)
         self._pruned_at.pop(p, None)
         shard = self.shards.pop(p, None)
         if shard is not None and shard.states:
@@ -316,11 +282,6 @@ class ShareCoordinator:
 
     # ---- operations ----
 
-    def _coordinator_error(self, p: int) -> ErrorCode | None:
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return None if p in self.shards else ErrorCode.NOT_COORDINATOR
-
     async def _run(
         self, key: SharePartitionKey, operation: Callable[[ShareCoordinatorShard], Outcome]
     ) -> Outcome:
@@ -335,14 +296,14 @@ class ShareCoordinator:
         p = state_partition_for(key, topic.partitions)
         if not self.cluster and p not in self.shards and p not in self.loading:
             self.on_election(p)  # a broker alone leads the partitions it just created
-        error = self._coordinator_error(p)
+        error = self.loads.coordinator_error(p)
         if error is not None:
             return _failed(error)
         lock = self._locks.setdefault(p, asyncio.Lock())
         async with lock:
             shard = self.shards.get(p)
             if shard is None:
-                return _failed(self._coordinator_error(p) or ErrorCode.NOT_COORDINATOR)
+                return _failed(self.loads.coordinator_error(p) or ErrorCode.NOT_COORDINATOR)
             outcome = operation(shard)
             if not outcome.records:
                 return outcome
