@@ -422,6 +422,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "schema.registry.authentication": (_choice_ci("none", "basic"), "none"),
     "schema.registry.max.request.bytes": (_int(1024), "16777216"),
     "schema.registry.session.timeout.ms": (_int(1000), "10000"),
+    "schema.registry.topic.replication.factor": (_short(1), "3"),
     # The largest PushTelemetry payload taken (KIP-714, Kafka's default).
     "telemetry.max.bytes": (_int(1), "1048576"),
     "zookeeper.connect": (_zookeeper_connect, None),

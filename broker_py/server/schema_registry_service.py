@@ -102,5 +102,11 @@ def build(
             metrics_registry=metrics_registry,
             max_body=config["schema.registry.max.request.bytes"],
             session_timeout_ms=config["schema.registry.session.timeout.ms"],
+            # a broker alone holds one replica; a cluster's _schemas waits for its brokers
+            replication_factor=(
+                config["schema.registry.topic.replication.factor"]
+                if config["zookeeper.connect"] is not None
+                else 1
+            ),
         )
     )

@@ -14,6 +14,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from tests.cluster.harness.cluster import Cluster, logs_on_failure
 from tests.support.ports import free_port
@@ -62,6 +63,11 @@ def test_primary_killed_during_registrations(cluster):
             return False
 
     wait_until(writable, 60, message="a primary takes writes")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    assert (
+        len(admin.list_topics("_schemas", timeout=10).topics["_schemas"].partitions[0].replicas)
+        == 3
+    )
     # the primary: the eligible member with the lowest URL (election_protocol.choose_primary)
     primary = min(urls, key=lambda i: urls[i])
     acked: dict[str, int] = {}

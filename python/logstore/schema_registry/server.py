@@ -74,6 +74,7 @@ class RegistryConfig:
     advertised_host: str | None = None
     group: str = DEFAULT_GROUP
     topic: str = TOPIC
+    replication_factor: int | None = None  # None: min(3, live brokers)
     eligible: bool = True
     server_tls: ssl.SSLContext | None = None  # required for https://
     kafka_tls: ssl.SSLContext | None = None  # the election client's, for an SSL cluster
@@ -94,7 +95,12 @@ class RegistryServer:
             raise ListenerError(f"{config.listener!r}: https needs TLS keys")
         self.scheme, self.host, self.port = scheme, host, port
         self.registry = Registry(
-            lambda apply: KafkaStore(config.client_config, apply, topic=config.topic)
+            lambda apply: KafkaStore(
+                config.client_config,
+                apply,
+                topic=config.topic,
+                replication_factor=config.replication_factor,
+            )
         )
         self.metrics = (
             RegistryMetrics(

@@ -1,9 +1,11 @@
 """The `_schemas` topic: created if absent, read from its start by a consumer thread, written
 by an idempotent producer.
 
-Topic: one partition, `cleanup.policy=compact`, replication factor 3 and
-`min.insync.replicas=2` when the cluster has three brokers or more, else as many replicas as
-brokers and `min.insync.replicas=1`. Records are applied to `RegistryState` on the event loop
+Topic: one partition, `cleanup.policy=compact`, `min.insync.replicas=2` at a replication
+factor of 3 or more (else 1). The replication factor is the one given (a broker in a cluster:
+`schema.registry.topic.replication.factor`, default 3; creation waits until that many brokers
+are alive, as Kafka's internal topics do), else `min(3, live brokers)` (a broker alone, a
+standalone registry: Confluent's rule). Records are applied to `RegistryState` on the event loop
 in offset order; `wait_for(offset)` returns once the record at `offset` is applied, and
 `catch_up()` once every record below the partition's current end is. A record that is not
 Confluent's JSON is logged and skipped, as Confluent's reader does.
@@ -44,11 +46,13 @@ class KafkaStore:
         apply: Callable[[Key, Value | None], None],
         *,
         topic: str = TOPIC,
+        replication_factor: int | None = None,
         timeout_s: float = 30.0,
     ) -> None:
         self.config = dict(client_config)
         self.apply = apply
         self.topic = topic
+        self.replication_factor = replication_factor
         self.timeout_s = timeout_s
         self.applied = -1  # offset of the last record applied
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -110,7 +114,12 @@ class KafkaStore:
         if self.topic in md.topics and md.topics[self.topic].error is None:
             return
         brokers = max(1, len(md.brokers))
-        rf = min(3, brokers)
+        rf = self.replication_factor or min(3, brokers)
+        if rf > brokers:
+            # as Kafka does for its internal topics: wait (the caller retries) for the brokers
+            raise errors.StoreError(
+                f"{self.topic} needs {rf} brokers for its replication factor; {brokers} alive"
+            )
         topic = NewTopic(
             self.topic,
             num_partitions=1,
