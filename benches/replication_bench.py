@@ -27,6 +27,10 @@ is not the controller; its followers are the other two, ``min.insync.replicas`` 
    RF 1 acks=all, RF 3 acks=1, RF 3 acks=all, and RF 3 acks=all from a producer with at
    most 5 requests in flight (see ``LATENCY_CASES``), in two passes of half the time each
    (the second in the opposite order); the first 0.5 s of each pass is dropped.
+2b. **One request at a time** (``--serial N``, default 2,000; 0 skips it): RF 1 acks=1 and
+   RF 3 acks=all, two runs each on fresh topics, N one-record (1 KB) requests from one
+   producer on one connection, each produced only after the one before it was
+   acknowledged: requests/s, p50/p99 of produce() to delivery, the brokers' CPU per request.
 3. **The brokers' CPU** (user + system from ``/proc/<pid>/stat``) summed over the three
    broker processes, before and after each case, as seconds per million messages; also
    split leader / followers, and this process's own CPU (the client: librdkafka's
@@ -453,6 +457,59 @@ def produce_latency(
     }
 
 
+SERIAL_CASES = [("rf1-acks1", 1, "1"), ("rf3-acksall", 3, "all")]
+
+
+def produce_serial(
+    bootstrap: str, topic: str, acks: str, n: int, pids: dict[int, int], leader: int
+) -> dict:
+    """``n`` one-record requests (1 KB, linger.ms=0) on one connection, one at a time:
+    each produced only after the one before it was acknowledged. Per request:
+    produce() to delivery callback; requests/s over the whole; the brokers' CPU per
+    request."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, "compression.type": "none"}
+    )
+    payload = os.urandom(LATENCY_SIZE)
+    p.produce(topic, payload, partition=0)
+    assert p.flush(30) == 0
+    now = time.perf_counter
+    lat = [0.0] * n
+    state = {"done": False, "error": None}
+
+    def on_delivery(err, msg):
+        state["done"] = True
+        state["error"] = err
+
+    gc.collect()
+    with CpuMeter(pids) as cpu:
+        start = now()
+        for i in range(n):
+            state["done"] = False
+            t = now()
+            p.produce(topic, payload, partition=0, on_delivery=on_delivery)
+            deadline = t + 30
+            while not state["done"]:
+                p.poll(0.0005)
+                assert now() < deadline, "no delivery within 30 s"
+            assert state["error"] is None, state["error"]
+            lat[i] = now() - t
+        elapsed = now() - start
+    per = cpu.per_million(n, leader)
+    return {
+        "requests": n,
+        "requests_per_s": n / elapsed,
+        "p50_ms": percentile(lat, 50) * 1e3,
+        "p99_ms": percentile(lat, 99) * 1e3,
+        "brokers_cpu_ms_per_request": per["brokers_s_per_M"] / 1e3,
+        "leader_cpu_ms_per_request": per["leader_s_per_M"] / 1e3,
+        "followers_cpu_ms_per_request": per["followers_s_per_M"] / 1e3,
+        "brokers_cpu_wait_s": per["brokers_cpu_wait_s"],
+    }
+
+
 # ---------------------------------------------------------------------------
 # py-spy
 # ---------------------------------------------------------------------------
@@ -771,6 +828,27 @@ def run(args) -> dict:
                 "steal_s": sum(x["steal_s"] for x in runs),
             }
 
+        # 2b. One request at a time on one connection: the chain's round trip.
+        results["serial"] = {}
+        for name, rf, acks in SERIAL_CASES if args.serial else []:
+            runs = []
+            for i in range(2):
+                topic = f"serial-{name}-{i}"
+                create_topic(admin, topic, [leader, *followers][:rf])
+                runs.append(produce_serial(bootstrap, topic, acks, args.serial, pids, leader))
+                delete_topic(admin, topic)
+            res = {**min(runs, key=lambda x: x["p50_ms"]), "runs": runs}
+            results["serial"][name] = res
+            log(
+                f"serial {LABELS[name]:<20} {args.serial} one-record requests one at a time: "
+                + "; ".join(
+                    f"{x['requests_per_s']:,.0f}/s p50 {x['p50_ms']:.3f} ms p99 "
+                    f"{x['p99_ms']:.2f} ms, brokers {x['brokers_cpu_ms_per_request']:.3f} "
+                    f"ms CPU each (leader {x['leader_cpu_ms_per_request']:.3f})"
+                    for x in runs
+                )
+            )
+
         # 3. Optional: where an RF 3 acks=all produce spends the brokers' time.
         if args.profile:
             log("profiling one more RF 3 acks=all case with py-spy (leader and one follower)")
@@ -837,6 +915,12 @@ def main() -> int:
         help="seconds of paced producing per latency case (default 20; --quick 4)",
     )
     p.add_argument("--rate", type=int, default=LATENCY_RATE)
+    p.add_argument(
+        "--serial",
+        type=int,
+        default=2000,
+        help="one-record requests sent one at a time per serial run (0: none; two runs a case)",
+    )
     p.add_argument("--linger-ms", type=int, default=20)
     p.add_argument(
         "--via-proxies",

@@ -180,6 +180,25 @@ def print_report(results: dict) -> None:
                 f"{x['p999_ms']:>8.2f} {x['max_ms']:>8.1f} "
                 f"{per:>18} {x['brokers_cores']:>12.2f} {wait:>10.2f} {x['steal_s']:>7.2f}"
             )
+    serial = results.get("serial") or {}
+    if serial:
+        print("\none-record requests (1 KB) on one connection, one at a time (two runs each)")
+        print(
+            f"{'case':<31} {'req/s':>14} {'p50 ms':>14} {'p99 ms':>12} "
+            f"{'brokers CPU ms/req':>20} {'leader':>14}"
+        )
+        for name, x in serial.items():
+            runs = x["runs"]
+
+            def both(key, fmt, runs=runs):
+                return " / ".join(format(r[key], fmt) for r in runs)
+
+            print(
+                f"{LABELS[name]:<31} {both('requests_per_s', ',.0f'):>14} "
+                f"{both('p50_ms', '.3f'):>14} {both('p99_ms', '.2f'):>12} "
+                f"{both('brokers_cpu_ms_per_request', '.3f'):>20} "
+                f"{both('leader_cpu_ms_per_request', '.3f'):>14}"
+            )
     prof = results.get("profile")
     if prof:
         if "error" in prof:
