@@ -276,6 +276,38 @@ def test_bad_input_gets_confluents_codes_and_stores_nothing(registry_broker):
     ]
 
 
+def test_import_mode_keeps_ids_and_a_slow_client_stalls_nobody(registry_broker):
+    reg = registry_broker.registry
+    schema = '{"type":"fixed","name":"F","size":4}'
+    body = {"schema": schema, "id": 9000, "version": 3}
+    assert reg.call("POST", "/subjects/imported/versions", body)[1]["error_code"] == 42205
+    assert reg.call("PUT", "/mode/imported", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    assert reg.call("POST", "/subjects/imported/versions", body) == (200, {"id": 9000})
+    got = reg.call("GET", "/subjects/imported/versions/3")[1]
+    assert (got["id"], got["version"]) == (9000, 3)
+    other = {"schema": '"boolean"', "id": 9000}
+    assert reg.call("POST", "/subjects/imported/versions", other)[1]["error_code"] == 42205
+    assert reg.call("DELETE", "/mode/imported") == (200, {"mode": "IMPORT"})
+    # ids continue above the imported one
+    assert (
+        reg.call("POST", "/subjects/after-import/versions", {"schema": '"float"'})[1]["id"] == 9001
+    )
+
+    # a client that sends half a body holds only its own connection: the registry and the
+    # broker's Kafka traffic answer meanwhile
+    port = int(reg.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+        slow.sendall(
+            f"POST /subjects/slow/versions HTTP/1.1\r\nHost: x\r\nContent-Type: {CT}\r\n"
+            'Content-Length: 1000\r\n\r\n{"schema": '.encode()
+        )
+        assert reg.call("GET", "/subjects/after-import/versions") == (200, [1])
+        producer = Producer({"bootstrap.servers": registry_broker.bootstrap})
+        producer.produce("while-slow", b"v")
+        assert producer.flush(10) == 0
+        assert "slow" not in reg.call("GET", "/subjects")[1]
+
+
 def test_schemas_topic_holds_confluents_records_and_metrics_are_served(registry_broker):
     reg = registry_broker.registry
     reg.call("POST", "/subjects/format-check/versions", {"schema": '"bytes"'})

@@ -99,7 +99,7 @@ OPS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(OPS, max_size=40))
 def test_replay_equals_the_state_after_the_calls_and_ids_are_never_reused(ops):
     state = RegistryState()
@@ -148,3 +148,20 @@ def test_replay_equals_the_state_after_the_calls_and_ids_are_never_reused(ops):
         compacted.apply(key, decode_value(key, raw_value))
     assert compacted.subjects == state.subjects
     assert compacted.configs == state.configs and compacted.modes == state.modes
+
+
+def test_import_mode_keeps_the_given_ids_and_versions():
+    state = RegistryState()
+    with pytest.raises(errors.OperationNotPermittedError):
+        state.plan_register("s", "AVRO", '"int"', schema_id=40)
+    state.apply_all(state.plan_mode(None, "IMPORT"))
+    records, sid = state.plan_register("s", "AVRO", '"int"', schema_id=40, version=5)
+    state.apply_all(records)
+    assert sid == 40 and state.get_version("s", 5).id == 40
+    with pytest.raises(errors.OperationNotPermittedError):  # 40 names another schema
+        state.plan_register("t", "AVRO", '"long"', schema_id=40)
+    with pytest.raises(errors.OperationNotPermittedError):  # version 5 is taken
+        state.plan_register("s", "AVRO", '"long"', schema_id=41, version=5)
+    state.apply_all(state.plan_mode(None, "READWRITE"))
+    assert state.plan_register("t", "AVRO", '"long"')[1] == 41
+    assert state.plan_register("t", "AVRO", '"int"')[1] == 40  # the same schema, its id

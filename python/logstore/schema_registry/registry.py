@@ -226,7 +226,7 @@ class Registry:
                 parsed.schema_type,
                 parsed.canonical(),
                 self._refs(req),
-                req.id if importing else None,
+                req.id,  # refused (42205) outside IMPORT mode
                 req.version if importing and req.version else None,
             )
             return records, schema_id
