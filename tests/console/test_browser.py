@@ -1,7 +1,8 @@
 """The console in a real browser (Debian's headless Chromium, driven by Selenium through
 chromium-driver) against a real three-broker cluster: every page opens; records are
 browsed by offset and timestamp and found by key; an empty group's offsets are reset
-(preview first) and a consumer resumes there; a write is refused without
+(preview first) and a consumer resumes there; a share group read by a ShareConsumer is
+listed and shows its member's assignment and start offsets; a write is refused without
 --allow-writes; the ISR shown after a broker is SIGKILLed leaves it out.
 
 Each page is saved as a PNG under the test's directory, and also under
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -26,6 +27,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.cluster.harness.cluster import Cluster
 from tests.console.conftest import ConsoleProcess, form_token, text_of
+from tests.integration.clients import incremental_alter_configs
 from tests.support.waiting import wait_until
 
 # Debian's chromium and chromium-driver (scripts/test.sh installs them).
@@ -34,6 +36,8 @@ DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 TOPIC = "events"
 GROUP = "team/replay"  # a "/" in a group id: one URL path segment all the same
+SHARE_GROUP = "team-share"
+SHARE_TOPIC = "jobs"
 WAIT = 30  # seconds any one element may take to appear on a busy machine
 
 
@@ -43,7 +47,11 @@ def cluster(tmp_path_factory):
         tmp_path_factory.mktemp("console-cluster"),
         n_brokers=3,
         zk_session_timeout_ms=4000,
-        overrides={"replica.lag.time.max.ms": "1500", "offsets.topic.replication.factor": "3"},
+        overrides={
+            "replica.lag.time.max.ms": "1500",
+            "offsets.topic.replication.factor": "3",
+            "share.coordinator.state.topic.num.partitions": "3",
+        },
     )
     with c:
         c.create_topic(TOPIC, partitions=3, replication_factor=3)
@@ -178,10 +186,54 @@ def test_pages_records_and_groups(cluster, stamps, console, browser, shots):
     )
     reader.commit(offsets=[TopicPartition(TOPIC, p, 10) for p in range(3)], asynchronous=False)
     reader.close()
-    d.get(console.url + "/groups")
-    wait_for(d, "#groups a")
-    assert GROUP in cells(d, "#groups td a")
-    shots(d, "groups")
+    # A share group (KIP-932): one ShareConsumer reading a topic of its own from the start.
+    cluster.create_topic(SHARE_TOPIC, partitions=2, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(4):
+        producer.produce(SHARE_TOPIC, value=f"job {i}", partition=i % 2)
+    assert producer.flush(10) == 0
+    earliest = ("share.auto.offset.reset", 0, "earliest")
+    assert incremental_alter_configs(cluster.bootstrap(1), 32, SHARE_GROUP, earliest) == (0, None)
+    sharer = ShareConsumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": SHARE_GROUP,
+            "client.id": "share-reader",
+        }
+    )
+    sharer.subscribe([SHARE_TOPIC])
+    read: list[str] = []
+    try:
+
+        def share_shown() -> bool:
+            read.extend(m.value().decode() for m in sharer.poll(0.2) if m.error() is None)
+            d.get(f"{console.url}/groups/{SHARE_GROUP}")
+            wait_for(d, "#group-state")
+            starts = cells(d, "#share-offsets td.start")
+            return len(read) == 4 and len(starts) == 2 and "-" not in starts
+
+        # a start offset shows once the leader wrote the share-partition's state (the
+        # acknowledgement of a delivered batch)
+        wait_until(share_shown, WAIT, 0, "the share group's start offsets")
+        assert cells(d, "#group-state") == ["STABLE"]
+        assert cells(d, "#members td.client") == ["share-reader"]
+        assert cells(d, "#members td.assigned") == [f"{SHARE_TOPIC}-0, {SHARE_TOPIC}-1"]
+        assert cells(d, "#share-offsets td.end") == ["2", "2"]
+        starts = [int(c) for c in cells(d, "#share-offsets td.start")]
+        assert cells(d, "#share-offsets td.in-flight") == [str(2 - s) for s in starts]
+        assert not d.find_elements(By.ID, "reset")
+        shots(d, "share-group")
+
+        d.get(console.url + "/groups")
+        wait_for(d, "#groups a")
+        share_row = f"#groups tr[data-group='{SHARE_GROUP}']"
+        assert cells(d, f"{share_row} td.type") == ["share"]
+        assert cells(d, f"{share_row} td.state") == ["STABLE"]
+        assert cells(d, f"{share_row} td.members") == ["1"]
+        assert GROUP in cells(d, "#groups td a")
+        shots(d, "groups")
+    finally:
+        sharer.close()
     submit(d, d.find_element(By.LINK_TEXT, GROUP))
     wait_for(d, "#reset-to").clear()
     d.find_element(By.ID, "reset-to").send_keys("4")
