@@ -420,7 +420,7 @@ _KEYS: dict[str, tuple[Callable[[str, str], Any], str | None]] = {
     "schema.registry.listeners": (_registry_listener, None),
     "schema.registry.advertised.host": (_str, None),
     "schema.registry.authentication": (_choice_ci("none", "basic"), "none"),
-    "schema.registry.max.request.bytes": (_int(1024), "16777216"),
+    "schema.registry.max.request.bytes": (_int(1024), "1048576"),
     "schema.registry.session.timeout.ms": (_int(1000), "10000"),
     "schema.registry.topic.replication.factor": (_short(1), "3"),
     # The largest PushTelemetry payload taken (KIP-714, Kafka's default).
