@@ -26,7 +26,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import timestamp_pb2
+from google.protobuf import api_pb2, timestamp_pb2, type_pb2
 
 from tests.integration.conftest import BrokerProcess
 from tests.support import processes
@@ -143,6 +143,16 @@ def test_avro_json_and_protobuf_serializers_through_the_broker(registry_broker):
         stamps,
     )
     assert got == stamps
+    # a message importing other .proto files (well-known ones, which the serializer does not
+    # register as references)
+    apis = [api_pb2.Api(name="svc", options=[type_pb2.Option(name="o")], version="1")]
+    got = _round_trip(
+        registry_broker,
+        ProtobufSerializer(api_pb2.Api, client, {"use.deprecated.format": False}),
+        ProtobufDeserializer(api_pb2.Api, {"use.deprecated.format": False}),
+        apis,
+    )
+    assert got == apis
     # identical schemas share an id across subjects
     ids = {client.register_schema(s, Schema(avro, "AVRO")) for s in ("same-a", "same-b")}
     assert len(ids) == 1
@@ -274,6 +284,24 @@ def test_bad_input_gets_confluents_codes_and_stores_nothing(registry_broker):
     assert [s for s in after if s not in before] == [
         {"subject": "bad-input", "version": 1, "id": ok[1]["id"], "schema": '"string"'}
     ]
+
+
+def test_references_across_subjects_with_slashes(registry_broker):
+    reg = registry_broker.registry
+    base = '{"type":"record","name":"Base","namespace":"r","fields":[{"name":"a","type":"int"}]}'
+    status, doc = reg.call("POST", "/subjects/refs%2Fbase/versions", {"schema": base})
+    assert status == 200
+    user = {
+        "schema": '{"type":"record","name":"User","namespace":"r",'
+        '"fields":[{"name":"b","type":"r.Base"}]}',
+        "references": [{"name": "r.Base", "subject": "refs/base", "version": 1}],
+    }
+    status, got = reg.call("POST", "/subjects/refs-user/versions", user)
+    assert status == 200
+    assert reg.call("GET", "/subjects/refs%2Fbase/versions/1/referencedby") == (200, [got["id"]])
+    assert reg.call("GET", f"/schemas/ids/{got['id']}")[1]["references"] == user["references"]
+    assert reg.call("DELETE", "/subjects/refs%2Fbase/versions/1")[1]["error_code"] == 42206
+    assert reg.call("POST", "/subjects/refs-user", user)[1]["id"] == got["id"]
 
 
 def test_import_mode_keeps_ids_and_a_slow_client_stalls_nobody(registry_broker):
