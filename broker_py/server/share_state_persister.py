@@ -87,20 +87,8 @@ class ShareStatePersister:
         self, key: SharePartitionKey, state_epoch: int, start_offset: int
     ) -> Outcome:
         R = InitializeShareGroupStateRequest
-        body = R(
-            group_id=key.group_id,
-            topics=[
-                R.InitializeStateData(
-                    topic_id=key.topic_id,
-                    partitions=[
-                        R.PartitionData(
-                            partition=key.partition,
-                            state_epoch=state_epoch,
-                            start_offset=start_offset,
-                        )
-                    ],
-                )
-            ],
+        body = _request(
+            R, R.InitializeStateData, key, state_epoch=state_epoch, start_offset=start_offset
         )
         return await self._call(
             key,
@@ -111,17 +99,7 @@ class ShareStatePersister:
 
     async def read(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
         R = ReadShareGroupStateRequest
-        body = R(
-            group_id=key.group_id,
-            topics=[
-                R.ReadStateData(
-                    topic_id=key.topic_id,
-                    partitions=[
-                        R.PartitionData(partition=key.partition, leader_epoch=leader_epoch)
-                    ],
-                )
-            ],
-        )
+        body = _request(R, R.ReadStateData, key, leader_epoch=leader_epoch)
         return await self._call(
             key, lambda c: c.read_state(key, leader_epoch), ApiKey.READ_SHARE_GROUP_STATE, body
         )
@@ -136,29 +114,21 @@ class ShareStatePersister:
     ) -> Outcome:
         batches = tuple(batches)
         R = WriteShareGroupStateRequest
-        body = R(
-            group_id=key.group_id,
-            topics=[
-                R.WriteStateData(
-                    topic_id=key.topic_id,
-                    partitions=[
-                        R.PartitionData(
-                            partition=key.partition,
-                            state_epoch=state_epoch,
-                            leader_epoch=leader_epoch,
-                            start_offset=start_offset,
-                            state_batches=[
-                                R.StateBatch(
-                                    first_offset=b.first_offset,
-                                    last_offset=b.last_offset,
-                                    delivery_state=b.delivery_state,
-                                    delivery_count=b.delivery_count,
-                                )
-                                for b in batches
-                            ],
-                        )
-                    ],
+        body = _request(
+            R,
+            R.WriteStateData,
+            key,
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            state_batches=[
+                R.StateBatch(
+                    first_offset=b.first_offset,
+                    last_offset=b.last_offset,
+                    delivery_state=b.delivery_state,
+                    delivery_count=b.delivery_count,
                 )
+                for b in batches
             ],
         )
         return await self._call(
@@ -170,31 +140,14 @@ class ShareStatePersister:
 
     async def delete(self, key: SharePartitionKey) -> Outcome:
         R = DeleteShareGroupStateRequest
-        body = R(
-            group_id=key.group_id,
-            topics=[
-                R.DeleteStateData(
-                    topic_id=key.topic_id, partitions=[R.PartitionData(partition=key.partition)]
-                )
-            ],
-        )
+        body = _request(R, R.DeleteStateData, key)
         return await self._call(
             key, lambda c: c.delete_state(key), ApiKey.DELETE_SHARE_GROUP_STATE, body
         )
 
     async def read_summary(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
         R = ReadShareGroupStateSummaryRequest
-        body = R(
-            group_id=key.group_id,
-            topics=[
-                R.ReadStateSummaryData(
-                    topic_id=key.topic_id,
-                    partitions=[
-                        R.PartitionData(partition=key.partition, leader_epoch=leader_epoch)
-                    ],
-                )
-            ],
-        )
+        body = _request(R, R.ReadStateSummaryData, key, leader_epoch=leader_epoch)
         return await self._call(
             key,
             lambda c: c.read_state_summary(key, leader_epoch),
@@ -252,6 +205,21 @@ class ShareStatePersister:
         except KafkaError as e:  # lost connection, timeout
             return _failed(e.errno)
         return _outcome(api, response)
+
+
+def _request(request: Any, topic_data: Any, key: SharePartitionKey, **partition: Any) -> Any:
+    """The request of one of the five share-state APIs naming only ``key``'s share
+    partition (``partition``: the fields of its PartitionData besides its index); the
+    five requests share that shape: group id, topics [topic id, partitions [...]]."""
+    return request(
+        group_id=key.group_id,
+        topics=[
+            topic_data(
+                topic_id=key.topic_id,
+                partitions=[request.PartitionData(partition=key.partition, **partition)],
+            )
+        ],
+    )
 
 
 def _outcome(api: ApiKey, response: Any) -> Outcome:
