@@ -38,38 +38,36 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 import re2
 
 from broker_py.coordinator.group.group_metadata import Group, GroupState
-from broker_py.coordinator.group.group_metadata_records import (
-    encode_group_metadata_key,
-    partition_for,
-)
-from broker_py.coordinator.group.group_record_writes import GroupRecordWrites, KeyValue
+from broker_py.coordinator.group.group_metadata_records import encode_group_metadata_key
+from broker_py.coordinator.group.group_record_writes import KeyValue
 from broker_py.coordinator.group.modern.config import ConsumerGroupConfig
 from broker_py.coordinator.group.modern.group import ConsumerGroup
 from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
 from broker_py.coordinator.group.modern.manager import ConsumerGroupManager
 from broker_py.coordinator.group.modern.migration import GroupMigration
 from broker_py.coordinator.group.modern.record_serde import serialize
-from broker_py.coordinator.group.modern.records import Record, TopicMetadata
-from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+from broker_py.coordinator.group.modern.records import Record
+from broker_py.coordinator.group.modern_group_coordinator import (
+    ModernGroupCoordinator,
+    TopicSource,
+)
+from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 
 if TYPE_CHECKING:
-    from broker_py.common.topic import TopicInfo
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
     from broker_py.coordinator.group.protocol_migration import ProtocolMigration
 
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-TopicSource = Callable[[], Mapping[str, "TopicInfo"]]
 
 
 def compile_regex(pattern: str) -> Callable[[str], bool]:
@@ -82,7 +80,7 @@ def compile_regex(pattern: str) -> Callable[[str], bool]:
     return lambda name: compiled.fullmatch(name) is not None
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ModernGroupCoordinator[Record, ConsumerGroup]):
     def __init__(
         self,
         config: ConsumerGroupConfig,
@@ -91,22 +89,14 @@ class ConsumerGroupCoordinator:
         topics: TopicSource | None = None,
     ) -> None:
         self.config = config
-        self.time = time
-        self._groups = groups
         self.manager = ConsumerGroupManager(config, time, self._compile_regex)
+        super().__init__("consumer group", groups, time, self.manager, serialize, ConsumerGroup)
         # The topics the heartbeat being handled may see (None: all).
         self._describable: Callable[[str], bool] | None = None
         self._topic_source = topics
-        self._topics_seen: object = None
         self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
-        self._writes: GroupRecordWrites[Record, ConsumerGroup] = GroupRecordWrites(
-            "consumer group", groups, serialize, ConsumerGroup, self._reload
-        )
-        self._timer: Timer | None = None
-        self._timer_deadline: float | None = None
         # Groups whose regex resolution is queued on the event loop.
         self._regex_refresh_queued: set[str] = set()
-        self.active = False
         # The heartbeat, leave and timer rules with the downgrade (a group whose last
         # consumer-protocol member goes becomes classic again), and the live side of
         # moving between the protocols (set by the classic coordinator).
@@ -136,30 +126,6 @@ class ConsumerGroupCoordinator:
         if interval_ms != response.heartbeat_interval_ms:
             response = dataclasses.replace(response, heartbeat_interval_ms=interval_ms)
         return response
-
-    def set_topic_source(self, topics: TopicSource) -> None:
-        self._topic_source = topics
-        self._topics_seen = None
-
-    def start(self) -> None:
-        self.active = True
-        self._arm()
-
-    def stop(self) -> None:
-        self.active = False
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = None
-        self._timer_deadline = None
-
-    def on_resignation(self, offsets_partition: int) -> None:
-        """This broker no longer leads the partition: its consumer groups go."""
-        partitions = self._groups.num_partitions()
-        for group_id in [
-            g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
-        ]:
-            self.manager.forget_group(group_id)
-            self._writes.forget(group_id)
 
     def load_records(self, offsets_partition: int, records: list[Record]) -> None:
         """The consumer-group records read back from an offsets partition, in log order
@@ -195,33 +161,12 @@ class ConsumerGroupCoordinator:
         group = self.manager.groups.get(group_id)
         return None if group is None or group.deleted else group
 
-    def groups(self) -> list[ConsumerGroup]:
-        return [g for g in self.manager.groups.values() if not g.deleted]
-
-    def refresh_topics(self) -> None:
-        """Hands the manager the broker's topics when they changed since last time."""
-        if self._topic_source is None:
-            return
-        current = self._topic_source()
-        if current is self._topics_seen:
-            return
-        self._topics_seen = current
-        self.manager.update_topics(
-            TopicMetadata(t.topic_id, t.name, t.partitions)
-            for t in current.values()
-            if t.topic_id.int != 0
-        )
-
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         self.refresh_topics()
         for t in self.manager.topics.values():
             if t.topic_id == topic_id:
                 return t.name
         return None
-
-    def topic_names(self) -> dict[uuid.UUID, str]:
-        self.refresh_topics()
-        return {t.topic_id: t.name for t in self.manager.topics.values()}
 
     # ---- heartbeat ----
 
@@ -407,37 +352,12 @@ class ConsumerGroupCoordinator:
         classic group a downgrade installs), as one batch."""
         self._writes.append(group_id, records, callback, extra, tail)
 
-    def _reload(self, group_id: str) -> None:
-        """Rebuilds the group from what was persisted of it."""
-        self.manager.forget_group(group_id)
-        persisted = self._writes.persisted.get(group_id)
-        if persisted is not None and self._groups.coordinator_error(group_id) is None:
-            for record in list(persisted.snapshot_records()):
-                self.manager.replay(record)
-            self.manager.on_loaded(group_id)
-        self._arm()
+    def _loaded(self, group_id: str) -> None:
+        self.manager.on_loaded(group_id)
 
     # ---- timers ----
 
-    def _arm(self) -> None:
-        if not self.active:
-            return
-        deadline = self.manager.next_deadline()
-        if deadline == self._timer_deadline and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline = deadline
-        if deadline is not None:
-            delay = max(0.0, deadline - self.time.monotonic())
-            self._timer = self.time.call_later(delay, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        self._timer_deadline = None
-        if not self.active:
-            return
+    def _expire(self) -> None:
         expired = self.rules.expire()
         for fired in expired.timers:
             log.info(
@@ -450,4 +370,3 @@ class ConsumerGroupCoordinator:
         for down in expired.downgrades:
             tail = [] if self.migration is None else self.migration.install_downgrade(down)
             self._persist(down.group.group_id, down.records, lambda _error: None, tail=tail)
-        self._arm()

@@ -31,9 +31,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from broker_py.coordinator.group.group_metadata_records import partition_for
-from broker_py.coordinator.group.group_record_writes import GroupRecordWrites
-from broker_py.coordinator.group.modern.records import TopicMetadata
 from broker_py.coordinator.group.modern.share import state_partitions
 from broker_py.coordinator.group.modern.share.group import ShareGroup
 from broker_py.coordinator.group.modern.share.manager import (
@@ -43,12 +40,12 @@ from broker_py.coordinator.group.modern.share.manager import (
 )
 from broker_py.coordinator.group.modern.share.record_serde import serialize
 from broker_py.coordinator.group.modern.share.records import ShareGroupEpochRecord, ShareRecord
-from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+from broker_py.coordinator.group.modern_group_coordinator import ModernGroupCoordinator
+from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
 
 if TYPE_CHECKING:
-    from broker_py.common.topic import TopicInfo
     from broker_py.coordinator.group.group_metadata_manager import GroupMetadataManager
 
 log = logging.getLogger(__name__)
@@ -75,10 +72,7 @@ class StateStore(Protocol):
     async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ErrorCode: ...
 
 
-TopicSource = Callable[[], Mapping[str, "TopicInfo"]]
-
-
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(ModernGroupCoordinator[ShareRecord, ShareGroup]):
     def __init__(
         self,
         groups: GroupMetadataManager,
@@ -93,26 +87,17 @@ class ShareGroupCoordinator:
         """``enabled``: group.share.enable (share groups are served only when enabled; a
         heartbeat otherwise gets UNSUPPORTED_VERSION);
         ``initialize_retry_ms``: group.share.initialize.retry.interval.ms."""
-        self.time = time
         self.enabled = enabled
-        self._groups = groups
         self.manager = ShareGroupManager(time, max_size)
+        super().__init__("share group", groups, time, self.manager, serialize, ShareGroup)
         self._default_timeouts = (session_timeout_ms, heartbeat_interval_ms)
         self._group_timeouts: Callable[[str], tuple[int, int]] | None = None
-        self._topic_source: TopicSource | None = None
-        self._topics_seen: object = None
-        self._writes: GroupRecordWrites[ShareRecord, ShareGroup] = GroupRecordWrites(
-            "share group", groups, serialize, ShareGroup, self._reload
-        )
-        self._timer: Timer | None = None
-        self._timer_deadline: float | None = None
         self._state_store: Callable[[], StateStore | None] | None = None
         self._metadata_ready: Callable[[], bool] = lambda: False
         self._initialize_retry_s = initialize_retry_ms / 1000
         # (group id, topic id, partition) -> monotonic time it was put in initializing.
         self._initializing_since: dict[tuple[str, uuid.UUID, int], float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.active = False
 
     # ---- lifecycle ----
 
@@ -124,31 +109,6 @@ class ShareGroupCoordinator:
         if self._group_timeouts is None:
             return self._default_timeouts
         return self._group_timeouts(group_id)
-
-    def set_topic_source(self, topics: TopicSource) -> None:
-        self._topic_source = topics
-        self._topics_seen = None
-
-    def start(self) -> None:
-        self.active = True
-        self._arm()
-
-    def stop(self) -> None:
-        self.active = False
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = None
-        self._timer_deadline = None
-
-    def on_resignation(self, offsets_partition: int) -> None:
-        """This broker no longer leads the partition: its share groups go."""
-        partitions = self._groups.num_partitions()
-        for group_id in [
-            g for g in self.manager.groups if partition_for(g, partitions) == offsets_partition
-        ]:
-            self.manager.forget_group(group_id)
-            self._writes.forget(group_id)
-        self._arm()
 
     def load_records(self, records: list[ShareRecord]) -> None:
         """The share-group records read back from an offsets partition, in log order:
@@ -170,23 +130,13 @@ class ShareGroupCoordinator:
     def group(self, group_id: str) -> ShareGroup | None:
         return self.manager.group(group_id)
 
-    def groups(self) -> list[ShareGroup]:
-        return [g for g in self.manager.groups.values() if not g.deleted]
-
-    def refresh_topics(self) -> None:
-        if self._topic_source is None:
-            return
-        current = self._topic_source()
-        if current is self._topics_seen:
-            return
-        self._topics_seen = current
-        self.manager.update_topics(
-            TopicMetadata(t.topic_id, t.name, t.partitions)
-            for t in current.values()
-            if t.topic_id.int != 0
-        )
-        if self._metadata_ready():
+    def refresh_topics(self) -> bool:
+        """As for any modern group; then, once the metadata holds every topic, deleted
+        topics leave the groups' share-partition state."""
+        changed = super().refresh_topics()
+        if changed and self._metadata_ready():
             self._forget_deleted_topics()
+        return changed
 
     def set_metadata_ready(self, ready: Callable[[], bool]) -> None:
         """``ready()``: the metadata holds every topic (one missing from it was deleted)."""
@@ -203,10 +153,6 @@ class ShareGroupCoordinator:
                 record = state_partitions.without_topics(group, gone)
                 self.manager.replay(record)
                 self._persist(group.group_id, [record], lambda _error: None)
-
-    def topic_names(self) -> dict[uuid.UUID, str]:
-        self.refresh_topics()
-        return {t.topic_id: t.name for t in self.manager.topics.values()}
 
     # ---- heartbeat ----
 
@@ -363,6 +309,7 @@ class ShareGroupCoordinator:
         return {} if group is None else dict(state_partitions.initialized(group))
 
     async def _write(self, group_id: str, records: list[ShareRecord]) -> ErrorCode:
+        """Appends records already applied; the append's error once it is answered."""
         done: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
 
         def written(error: ErrorCode) -> None:
@@ -432,14 +379,7 @@ class ShareGroupCoordinator:
             0 if group is None else group.metadata_hash,
         )
         self.manager.replay(record)
-        done: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
-
-        def written(error: ErrorCode) -> None:
-            if not done.done():
-                done.set_result(error)
-
-        self._persist(group_id, [record], written)
-        return await done, record.epoch
+        return await self._write(group_id, [record]), record.epoch
 
     # ---- persistence ----
 
@@ -448,37 +388,12 @@ class ShareGroupCoordinator:
     ) -> None:
         self._writes.append(group_id, records, callback)
 
-    def _reload(self, group_id: str) -> None:
-        """Rebuilds the group from what was persisted of it."""
-        self.manager.forget_group(group_id)
-        persisted = self._writes.persisted.get(group_id)
-        if persisted is not None and self._groups.coordinator_error(group_id) is None:
-            for record in list(persisted.snapshot_records()):
-                self.manager.replay(record)
-            self.manager.on_loaded(group_id, self.timeouts(group_id)[0])
-        self._arm()
+    def _loaded(self, group_id: str) -> None:
+        self.manager.on_loaded(group_id, self.timeouts(group_id)[0])
 
     # ---- timers ----
 
-    def _arm(self) -> None:
-        if not self.active:
-            return
-        deadline = self.manager.next_deadline()
-        if deadline == self._timer_deadline and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline = deadline
-        if deadline is not None:
-            delay = max(0.0, deadline - self.time.monotonic())
-            self._timer = self.time.call_later(delay, self._fire)
-
-    def _fire(self) -> None:
-        self._timer = None
-        self._timer_deadline = None
-        if not self.active:
-            return
+    def _expire(self) -> None:
         for fired in self.manager.expire():
             log.info(
                 "share group %s: member %s removed (session timeout)",
@@ -486,4 +401,3 @@ class ShareGroupCoordinator:
                 fired.member_id,
             )
             self._persist(fired.group_id, fired.records, lambda _error: None)
-        self._arm()
