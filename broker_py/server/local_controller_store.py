@@ -23,8 +23,9 @@ znodes, with the same rules:
   only to sessions that ``watch_topic``-ed it, until the topic is deleted;
   SESSION_EXPIRED to the expired session only). Registering a watch reports nothing.
 
-With ``path``, every change rewrites that file whole (:func:`metadata_file.write`) before
-it is visible, and the file is read on construction (a file that does not parse raises
+With ``path``, every change rewrites that file whole (:func:`metadata_file.write_text`,
+the text put together from a cached JSON fragment per topic, so only the topics it
+touched are encoded again) before it is visible, and the file is read on construction (a file that does not parse raises
 MetadataFileError naming it). Its JSON, with every znode's object in Kafka's format
 (:mod:`broker_py.zk.zk_data`)::
 
@@ -101,6 +102,25 @@ def _znode_bytes(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
 
+def _compact(obj: Any) -> str:
+    """JSON text as ``metadata_file.write(..., compact=True)`` writes it."""
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True)
+
+
+def _assignment_object(a: TopicAssignment) -> Any:
+    return _znode_object(zk_data.TopicZNode.encode(a))
+
+
+def _states_object(states: Mapping[int, LeaderIsrAndControllerEpoch]) -> dict[str, Any]:
+    return {
+        str(p): {
+            "zk_version": s.partition_epoch,
+            "state": _znode_object(zk_data.TopicPartitionStateZNode.encode(s)),
+        }
+        for p, s in states.items()
+    }
+
+
 @dataclasses.dataclass
 class _Data:
     """The persistent znodes (values are never changed in place, only replaced)."""
@@ -125,39 +145,55 @@ class _Data:
             deletions=dict(self.deletions),
         )
 
-    def to_doc(self, encoded: dict[int, tuple[Any, Any]] | None = None) -> dict[str, Any]:
-        """The file's JSON object. ``encoded`` caches each assignment's and partition
-        state's JSON object by the identity of the value (values are replaced, never
-        changed), so a write re-encodes only what changed; it is left holding only the
-        values of this document."""
+    def to_doc(self) -> dict[str, Any]:
+        """The file's JSON object (:meth:`to_text` writes it)."""
+        return {
+            **self._doc_without_topics(),
+            "topics": {t: _assignment_object(a) for t, a in self.topics.items()},
+            "partition_states": {t: _states_object(s) for t, s in self.states.items()},
+        }
+
+    def to_text(self, fragments: dict[tuple[str, str], tuple[Any, ...]]) -> str:
+        """The file's text: ``to_doc()`` as ``metadata_file.write(..., compact=True)``
+        writes it, put together from one JSON fragment per topic's assignment and per
+        topic's partition states. ``fragments`` caches those by the identity of the values
+        they were made of (values are replaced, never changed), so a write encodes only
+        the topics a change touched; it is left holding only this document's."""
+        fresh: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+        def assignment_text(topic: str, a: TopicAssignment) -> str:
+            hit = fragments.get(("a", topic))
+            if hit is None or hit[0] is not a:
+                hit = (a, _compact(_assignment_object(a)))
+            fresh[("a", topic)] = hit
+            return str(hit[1])
+
+        def states_text(topic: str, states: dict[int, LeaderIsrAndControllerEpoch]) -> str:
+            keys, values = tuple(states), tuple(states.values())
+            hit = fragments.get(("s", topic))
+            if hit is None or hit[0] != keys or any(a is not b for a, b in zip(hit[1], values)):
+                hit = (keys, values, _compact(_states_object(states)))
+            fresh[("s", topic)] = hit
+            return str(hit[2])
+
+        def mapping(texts: dict[str, str]) -> str:
+            return "{" + ",".join(f"{_compact(k)}:{v}" for k, v in sorted(texts.items())) + "}"
+
+        parts = {k: _compact(v) for k, v in self._doc_without_topics().items()}
+        parts["topics"] = mapping({t: assignment_text(t, a) for t, a in self.topics.items()})
+        parts["partition_states"] = mapping({t: states_text(t, s) for t, s in self.states.items()})
+        fragments.clear()
+        fragments.update(fresh)
+        return mapping(parts)
+
+    def _doc_without_topics(self) -> dict[str, Any]:
         epoch = self.controller_epoch
-        cache = encoded if encoded is not None else {}
-        fresh: dict[int, tuple[Any, Any]] = {}
-
-        def obj(value: Any, encode: Callable[[Any], bytes]) -> Any:
-            hit = cache.get(id(value))
-            if hit is None or hit[0] is not value:
-                hit = (value, _znode_object(encode(value)))
-            fresh[id(value)] = hit
-            return hit[1]
-
-        doc = {
+        return {
             "version": _FORMAT_VERSION,
             "zxid": self.zxid,
             "controller_epoch": None
             if epoch is None
             else {"epoch": epoch.epoch, "zk_version": epoch.zk_version},
-            "topics": {t: obj(a, zk_data.TopicZNode.encode) for t, a in self.topics.items()},
-            "partition_states": {
-                t: {
-                    str(p): {
-                        "zk_version": s.partition_epoch,
-                        "state": obj(s, zk_data.TopicPartitionStateZNode.encode),
-                    }
-                    for p, s in states.items()
-                }
-                for t, states in self.states.items()
-            },
             "configs": self.configs,
             "topic_deletions": list(self.deletions),
             "reassign_partitions": None
@@ -167,17 +203,15 @@ class _Data:
             if self.preferred is None
             else _znode_object(zk_data.PreferredReplicaElectionZNode.encode(self.preferred)),
         }
-        if encoded is not None:
-            encoded.clear()
-            encoded.update(fresh)
-        return doc
 
     @staticmethod
-    def from_doc(doc: dict[str, Any], encoded: dict[int, tuple[Any, Any]] | None = None) -> _Data:
+    def from_doc(
+        doc: dict[str, Any], fragments: dict[tuple[str, str], tuple[Any, ...]] | None = None
+    ) -> _Data:
         """Raises KeyError / TypeError / ValueError (ZkDataError) on what is malformed.
-        ``encoded`` is given each assignment's and partition state's JSON object as the
-        file has it (the :meth:`to_doc` cache), so the first write encodes nothing again."""
-        cache = encoded if encoded is not None else {}
+        ``fragments`` is given each topic's fragments as the file has them (the
+        :meth:`to_text` cache), so the first write encodes no topic again."""
+        cache = fragments if fragments is not None else {}
         if doc["version"] != _FORMAT_VERSION:
             raise ValueError(f"unknown version {doc['version']!r}")
         data = _Data(zxid=_int(doc["zxid"], "zxid"))
@@ -190,7 +224,7 @@ class _Data:
                 _znode_bytes(obj), path=zk_data.TopicZNode.path(topic)
             )
             data.topics[topic] = assignment
-            cache[id(assignment)] = (assignment, obj)
+            cache[("a", topic)] = (assignment, _compact(obj))
         for topic, states in doc["partition_states"].items():
             data.states[topic] = {}
             for p, entry in states.items():
@@ -200,7 +234,8 @@ class _Data:
                     _znode_bytes(entry["state"]), version, path=path
                 )
                 data.states[topic][int(p)] = state
-                cache[id(state)] = (state, entry["state"])
+            loaded = data.states[topic]
+            cache[("s", topic)] = (tuple(loaded), tuple(loaded.values()), _compact(states))
         for topic, config in doc["configs"].items():
             path = zk_data.ConfigEntityZNode.path("topics", topic)
             data.configs[topic] = zk_data.ConfigEntityZNode.decode(
@@ -234,10 +269,10 @@ class _Backend:
     def __init__(self, path: str | None, time: Time) -> None:
         self.lock = threading.RLock()
         self.path = path
-        self.encoded: dict[int, tuple[Any, Any]] = {}  # see _Data.to_doc
+        self.fragments: dict[tuple[str, str], tuple[Any, ...]] = {}  # see _Data.to_text
         self.time = time
         self.data = (
-            metadata_file.load(path, lambda doc: _Data.from_doc(doc, self.encoded))
+            metadata_file.load(path, lambda doc: _Data.from_doc(doc, self.fragments))
             if path
             else None
         ) or _Data()
@@ -336,7 +371,7 @@ class LocalControllerStore:
             try:
                 yield changes
                 if b.path and persist:
-                    metadata_file.write(b.path, b.data.to_doc(b.encoded), compact=True)
+                    metadata_file.write_text(b.path, b.data.to_text(b.fragments))
             except BaseException:
                 if before is not None:
                     b.data = before
