@@ -70,7 +70,7 @@ def registry_broker(tmp_path_factory):
     # ready once the registry has read _schemas and is primary: a write answers
     wait_until(
         lambda: b.registry.call("PUT", "/config", {"compatibility": "BACKWARD"})[0] == 200,
-        timeout=30,
+        timeout=60,
     )
     yield b
     b.kill()
@@ -333,6 +333,7 @@ def test_import_mode_keeps_ids_and_a_slow_client_stalls_nobody(registry_broker):
         producer = Producer({"bootstrap.servers": registry_broker.bootstrap})
         producer.produce("while-slow", b"v")
         assert producer.flush(10) == 0
+        del producer  # destroyed now, not after the module's broker is gone
         assert "slow" not in reg.call("GET", "/subjects")[1]
 
 

@@ -61,7 +61,7 @@ def test_https_with_basic_auth_against_scram_users(tmp_path):
             except SchemaRegistryError:
                 return False
 
-        wait_until(registered, 30, message="the registry takes alice's writes")
+        wait_until(registered, 60, message="the registry takes alice's writes")
         for bad in ("alice:wrong", None):
             with pytest.raises(SchemaRegistryError) as err:
                 client(bad).register_schema("intruder", Schema('"int"', "AVRO"))
