@@ -251,13 +251,27 @@ def test_mirror_topics_configs_offsets_and_internal_topics(clusters, tmp_path, c
         ]
         assert {(s.topic, s.partition) for s in syncs} >= {("orders", 0), ("orders", 1)}
         assert all(s.upstream_offset == s.downstream_offset for s in syncs)
+        # offset.lag.max=10: syncs at 0, 11, ..., 198; the last record's pair is the
+        # delayed sync, sent at a commit while no record comes
+        assert {(s.upstream_offset, s.partition) for s in syncs if s.topic == "orders"} >= {
+            (0, 0),
+            (11, 0),
+            (198, 0),
+            (199, 0),
+        }
 
-        assert main(["mirror", "status", "--json", *args[:10]]) == 0
-        status = capsys.readouterr()
-        topics = {t["topic"]: t for t in json.loads(status.out)["topics"]}
+        def status():
+            assert main(["mirror", "status", "--json", *args[:10]]) == 0
+            out = capsys.readouterr()
+            topics = {t["topic"]: t for t in json.loads(out.out)["topics"]}
+            return topics["orders"]["lag"] == 0 and topics
+
+        # the mirror's group commits what the target acknowledged, also when idle
+        topics = wait_until(status, 20, message="no lag")
         assert set(topics) == {"orders", "orders-eu"}
         assert topics["orders"]["remote"] == "A1.orders"
         assert topics["orders"]["source_end"] == topics["orders"]["target_end"] == 401
+        assert topics["orders"]["copied"] == 401
 
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             text = r.read().decode()

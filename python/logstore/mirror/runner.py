@@ -143,6 +143,7 @@ class FlowRunner:
             if not eos:
                 producer.flush(60)
                 copier.commit(tps, wait=True)
+            copier.promote_delayed()
             copier.send_syncs()
             copier.forget(tps)
 
@@ -178,6 +179,9 @@ class FlowRunner:
                         copier.copy(msgs)
                 else:
                     self.stop.wait(0.2)
+                # serve delivery reports even while no record comes: they move the
+                # committed offsets and the offset syncs
+                producer.poll(0)
                 copier.send_syncs()
                 now = time.monotonic()
                 if now >= due["commit"]:
@@ -199,7 +203,10 @@ class FlowRunner:
                     topics.refresh(sync_configs=configs)
                     if sorted(topics.topics) != subscribed:
                         subscribed = sorted(topics.topics)
-                        consumer.subscribe(subscribed, on_assign=on_assign, on_revoke=on_revoke)
+                        if subscribed:
+                            consumer.subscribe(subscribed, on_assign=on_assign, on_revoke=on_revoke)
+                        else:
+                            consumer.unsubscribe()
                 if checkpointer is not None and now >= due["checkpoint"]:
                     due["checkpoint"] = now + flow.seconds("emit.checkpoints.interval.seconds")
                     owned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
@@ -222,6 +229,9 @@ class FlowRunner:
             consumer.close()
             for p in {id(x): x for x in (aux, sync_producer) if x is not None}.values():
                 p.flush(30)
+            for r in (stored_reader, checkpointer.syncs if checkpointer else None):
+                if r is not None:
+                    r.close()
 
 
 def run(
