@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest, HeartbeatResponse
+from broker_py.coordinator.group.modern.heartbeat import HeartbeatRequest
 from broker_py.coordinator.group.modern.member import Assignment
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation, ResourceType
@@ -24,10 +24,11 @@ from broker_py.server.handlers.groups import _client_host, _client_id
 from broker_py.server.handlers.modern_groups import (
     describe_refusal,
     described_assignment,
+    described_group,
     error_response,
+    group_not_found,
+    heartbeat_answer,
     heartbeat_refusal,
-    heartbeat_response,
-    topics_refused,
 )
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -47,10 +48,6 @@ def _owned(topic_partitions) -> Assignment | None:
     for tp in topic_partitions:
         out.setdefault(tp.topic_id, set()).update(tp.partitions)
     return {t: frozenset(p) for t, p in out.items() if p}
-
-
-def _heartbeat_response(response: HeartbeatResponse) -> ConsumerGroupHeartbeatResponse:
-    return heartbeat_response(ConsumerGroupHeartbeatResponse, response)
 
 
 def handle_consumer_group_heartbeat(apis, request, connection):
@@ -90,13 +87,7 @@ def handle_consumer_group_heartbeat(apis, request, connection):
             )
 
     result = apis.group_coordinator.consumer_groups.heartbeat(heartbeat, version, describable)
-    if isinstance(result, HeartbeatResponse):
-        return _heartbeat_response(result)
-    return _when_written(result)
-
-
-async def _when_written(pending) -> ConsumerGroupHeartbeatResponse:
-    return _heartbeat_response(await pending)
+    return heartbeat_answer(ConsumerGroupHeartbeatResponse, result)
 
 
 # ---- ConsumerGroupDescribe ----
@@ -115,14 +106,10 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
     group = coordinator.group(group_id)
     if group is None:
         classic = apis.group_coordinator.manager.get_group(group_id)
-        message = (
-            f"Group {group_id} not found."
-            if classic is None and apis.group_coordinator.share_groups.group(group_id) is None
-            else f"Group {group_id} is not a consumer group."
+        other_type = (
+            classic is not None or apis.group_coordinator.share_groups.group(group_id) is not None
         )
-        return Described(
-            error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=message, group_id=group_id
-        )
+        return group_not_found(Described, group_id, "consumer", other_type)
     members = []
     used: set[str] = set()
     for member in group.members.values():
@@ -144,19 +131,9 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
                 member_type=0 if member.uses_classic_protocol else 1,
             )
         )
-    refused = topics_refused(apis, connection, Described, group_id, used)
-    if refused is not None:
-        return refused
-    return Described(
-        group_id=group_id,
-        group_state=group.state.value,
-        group_epoch=group.group_epoch,
-        assignment_epoch=group.assignment_epoch,
-        assignor_name=coordinator.manager.assignor_name(group_id),
-        members=members,
-        authorized_operations=auth_helper.authorized_operations(
-            apis, connection, ResourceType.GROUP, group_id, include_operations
-        ),
+    assignor = coordinator.manager.assignor_name(group_id)
+    return described_group(
+        apis, connection, Described, group_id, group, assignor, members, used, include_operations
     )
 
 

@@ -19,8 +19,9 @@ when another broker leads it.
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 from broker_py.coordinator.group.modern.member import Assignment
@@ -82,6 +83,19 @@ def heartbeat_response(response_class: Any, response: Any) -> Any:
     )
 
 
+def heartbeat_answer(response_class: Any, result: Any) -> Any:
+    """The coordinator's heartbeat result on the wire: at once for a response, else (an
+    awaitable of one, while the group's records are written) a coroutine that answers
+    once it is done."""
+    if inspect.isawaitable(result):
+        return _when_written(response_class, result)
+    return heartbeat_response(response_class, result)
+
+
+async def _when_written(response_class: Any, pending: Awaitable[Any]) -> Any:
+    return heartbeat_response(response_class, await pending)
+
+
 def described_assignment(
     response_class: Any, assignment: Assignment, names: Mapping[uuid.UUID, str]
 ) -> Any:
@@ -103,6 +117,47 @@ def describe_refusal(apis, connection, group_id: str) -> ErrorCode | None:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
     return _coordinator_error(apis, group_id)
+
+
+def group_not_found(described_class: Any, group_id: str, kind: str, other_type: bool) -> Any:
+    """GROUP_ID_NOT_FOUND for an id naming no group of this ``kind`` ("consumer",
+    "share"): "Group X not found." or, when a group of another type holds the id (one
+    group-id namespace), "Group X is not a <kind> group."."""
+    message = (
+        f"Group {group_id} is not a {kind} group." if other_type else f"Group {group_id} not found."
+    )
+    return described_class(
+        error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=message, group_id=group_id
+    )
+
+
+def described_group(
+    apis,
+    connection,
+    described_class: Any,
+    group_id: str,
+    group: Any,
+    assignor_name: str,
+    members: list[Any],
+    used: set[str],
+    include_operations: bool,
+) -> Any:
+    """A described group (state, epochs, assignor, ``members``), or TOPIC_AUTHORIZATION_FAILED
+    without members when the client may not DESCRIBE one of the topics in ``used``."""
+    refused = topics_refused(apis, connection, described_class, group_id, used)
+    if refused is not None:
+        return refused
+    return described_class(
+        group_id=group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=assignor_name,
+        members=members,
+        authorized_operations=auth_helper.authorized_operations(
+            apis, connection, ResourceType.GROUP, group_id, include_operations
+        ),
+    )
 
 
 def topics_refused(apis, connection, described_class: Any, group_id: str, used: set[str]) -> Any:

@@ -15,21 +15,17 @@ GROUP_ID_NOT_FOUND "Group X is not a share group.".
 from __future__ import annotations
 
 from broker_py.coordinator.group.modern.member import Assignment
-from broker_py.coordinator.group.modern.share.manager import (
-    ShareHeartbeatRequest,
-    ShareHeartbeatResponse,
-)
+from broker_py.coordinator.group.modern.share.manager import ShareHeartbeatRequest
 from broker_py.coordinator.group.modern.share.simple_assignor import NAME as SIMPLE_ASSIGNOR
-from broker_py.security.authorizer import auth_helper
-from broker_py.security.authorizer.acl_binding import ResourceType
 from broker_py.server.handlers.groups import _client_host, _client_id
 from broker_py.server.handlers.modern_groups import (
     describe_refusal,
     described_assignment,
+    described_group,
     error_response,
+    group_not_found,
+    heartbeat_answer,
     heartbeat_refusal,
-    heartbeat_response,
-    topics_refused,
 )
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -51,10 +47,6 @@ def _other_type(apis, group_id: str) -> str | None:
 
 
 # ---- ShareGroupHeartbeat ----
-
-
-def _heartbeat_response(response: ShareHeartbeatResponse) -> ShareGroupHeartbeatResponse:
-    return heartbeat_response(ShareGroupHeartbeatResponse, response)
 
 
 def _error_response(error: ErrorCode, message: str | None = None):
@@ -84,13 +76,7 @@ def handle_share_group_heartbeat(apis, request, connection):
         client_host=_client_host(connection),
     )
     result = apis.group_coordinator.share_groups.heartbeat(heartbeat)
-    if isinstance(result, ShareHeartbeatResponse):
-        return _heartbeat_response(result)
-    return _when_written(result)
-
-
-async def _when_written(pending) -> ShareGroupHeartbeatResponse:
-    return _heartbeat_response(await pending)
+    return heartbeat_answer(ShareGroupHeartbeatResponse, result)
 
 
 # ---- ShareGroupDescribe ----
@@ -107,14 +93,8 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
         return Described(error_code=int(error), group_id=group_id)
     group = apis.group_coordinator.share_groups.group(group_id)
     if group is None:
-        message = (
-            f"Group {group_id} not found."
-            if _other_type(apis, group_id) is None
-            else f"Group {group_id} is not a share group."
-        )
-        return Described(
-            error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=message, group_id=group_id
-        )
+        other_type = _other_type(apis, group_id) is not None
+        return group_not_found(Described, group_id, "share", other_type)
     members = []
     used: set[str] = set()
     for member in group.members.values():
@@ -130,19 +110,9 @@ def _describe(apis, connection, group_id: str, include_operations: bool, names):
                 assignment=_described_assignment(member.assigned_partitions, names),
             )
         )
-    refused = topics_refused(apis, connection, Described, group_id, used)
-    if refused is not None:
-        return refused
-    return Described(
-        group_id=group_id,
-        group_state=group.state.value,
-        group_epoch=group.group_epoch,
-        assignment_epoch=group.assignment_epoch,
-        assignor_name=SIMPLE_ASSIGNOR,
-        members=members,
-        authorized_operations=auth_helper.authorized_operations(
-            apis, connection, ResourceType.GROUP, group_id, include_operations
-        ),
+    assignor = SIMPLE_ASSIGNOR
+    return described_group(
+        apis, connection, Described, group_id, group, assignor, members, used, include_operations
     )
 
 
