@@ -169,6 +169,19 @@ class Copier:
                 self.producer.poll(0.05)
         raise MirrorError(f"could not produce to {remote} [{partition}]")
 
+    @staticmethod
+    def check_consumed(msgs: list[Any]) -> None:
+        """Raises MirrorError for a fatal consumer error among ``msgs`` (e.g. another
+        process runs with this one's static member id); other errors (a topic deleted
+        meanwhile) are skipped by :meth:`copy`."""
+        for m in msgs:
+            err = m.error()
+            if err is not None and (err.fatal() or err.code() == KafkaError.FENCED_INSTANCE_ID):
+                raise MirrorError(
+                    f"the source consumer failed: {err} (does another process of this flow "
+                    "run with the same mirror.instance.id?)"
+                )
+
     def copy(self, msgs: list[Any]) -> int:
         """Produces ``msgs`` (one consume() result); returns how many were records.
 

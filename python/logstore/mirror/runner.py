@@ -173,6 +173,7 @@ class FlowRunner:
             while not self.stop.is_set():
                 if subscribed:
                     msgs = consumer.consume(BATCH, 0.2)
+                    copier.check_consumed(msgs)
                     if eos:
                         copier.transfer_exactly_once(msgs)
                     elif msgs:
