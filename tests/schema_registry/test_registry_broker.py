@@ -12,6 +12,8 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -335,6 +337,35 @@ def test_import_mode_keeps_ids_and_a_slow_client_stalls_nobody(registry_broker):
         assert producer.flush(10) == 0
         del producer  # destroyed now, not after the module's broker is gone
         assert "slow" not in reg.call("GET", "/subjects")[1]
+
+
+def test_a_large_protobuf_schema_is_parsed_off_the_brokers_loop(registry_broker):
+    """A .proto of 5,000 fields (~170 KB) takes seconds of the pure-Python grammar: while it
+    is registered, each produce round trip on the same broker stays under the broker's 1 s
+    rule (parsed on the loop, the first would wait for the whole parse)."""
+    lines = ['syntax = "proto3";', "package hostile;", "message Big {"]
+    lines += [f"  string field_number_{i} = {i + 1};" for i in range(5000)]
+    body = {"schemaType": "PROTOBUF", "schema": "\n".join([*lines, "}"])}
+    producer = Producer({"bootstrap.servers": registry_broker.bootstrap, "linger.ms": 0})
+    producer.produce("while-parsing", b"warm")
+    assert producer.flush(10) == 0
+    result: list[Any] = []
+    registering = threading.Thread(
+        target=lambda: result.append(
+            registry_broker.registry.call("POST", "/subjects/big-proto/versions", body)
+        )
+    )
+    registering.start()
+    round_trips: list[float] = []
+    while registering.is_alive():
+        start = time.monotonic()
+        producer.produce("while-parsing", b"v")
+        assert producer.flush(10) == 0
+        round_trips.append(time.monotonic() - start)
+    registering.join(10)
+    del producer
+    assert result[0][0] == 200 and isinstance(result[0][1]["id"], int)
+    assert len(round_trips) >= 2 and max(round_trips) < 1.0, round_trips
 
 
 def test_schemas_topic_holds_confluents_records_and_metrics_are_served(registry_broker):

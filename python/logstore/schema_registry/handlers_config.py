@@ -106,7 +106,7 @@ async def compatibility(request: web.Request) -> web.Response:
     req = SchemaRequest.from_json(body_json(request))
     normalize = optional_flag(request, "normalize")
     norm = reg.state.normalize(subject) if normalize is None else normalize
-    new = reg.parse(req, norm)
+    new = await reg.off_loop(lambda: reg.parse(req, norm))
     level = reg.state.compatibility(subject)
     if "version" in request.match_info:
         version = version_of(request)
@@ -120,13 +120,16 @@ async def compatibility(request: web.Request) -> web.Response:
         against = reg.live_versions_newest_first(subject)
         if not level.endswith("_TRANSITIVE"):
             # every version is checked, one at a time, at the subject's level
-            messages: list[str] = []
-            for sv in against:
-                messages = reg.compatibility_messages(subject, new, [sv], level)
-                if messages:
-                    break
-            return _compat_reply(request, messages)
-    return _compat_reply(request, reg.compatibility_messages(subject, new, against, level))
+            def one_at_a_time() -> list[str]:
+                for sv in against:
+                    messages = reg.compatibility_messages(subject, new, [sv], level)
+                    if messages:
+                        return messages
+                return []
+
+            return _compat_reply(request, await reg.off_loop(one_at_a_time))
+    messages = await reg.off_loop(lambda: reg.compatibility_messages(subject, new, against, level))
+    return _compat_reply(request, messages)
 
 
 def _compat_reply(request: web.Request, messages: list[str]) -> web.Response:

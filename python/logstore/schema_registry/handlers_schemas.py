@@ -49,17 +49,18 @@ async def list_schemas(request: web.Request) -> web.Response:
     return reply(out)
 
 
-def _formatted(request: web.Request, doc: dict[str, Any], sv: SchemaValue) -> dict[str, Any]:
+async def _formatted(request: web.Request, doc: dict[str, Any], sv: SchemaValue) -> dict[str, Any]:
     """`?format=`: PROTOBUF `serialized` (base64 descriptor), AVRO `resolved`."""
     fmt = request.query.get("format")
     if fmt:
-        doc["schema"] = _reg(request).parse_stored(sv).formatted(fmt)
+        reg = _reg(request)
+        doc["schema"] = await reg.off_loop(lambda: reg.parse_stored(sv).formatted(fmt))
     return doc
 
 
 async def schema_by_id(request: web.Request) -> web.Response:
     sv = _reg(request).state.schema_by_id(id_of(request))
-    return reply(_formatted(request, schema_json(sv, with_subject=False), sv))
+    return reply(await _formatted(request, schema_json(sv, with_subject=False), sv))
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
@@ -100,7 +101,7 @@ async def get_version(request: web.Request) -> web.Response:
     sv = _reg(request).state.get_version(
         subject_of(request), version_of(request), flag(request, "deleted")
     )
-    return reply(_formatted(request, schema_json(sv), sv))
+    return reply(await _formatted(request, schema_json(sv), sv))
 
 
 async def get_version_text(request: web.Request) -> web.Response:
@@ -132,7 +133,7 @@ async def lookup(request: web.Request) -> web.Response:
         raise errors.SubjectNotFoundError(f"Subject '{subject}' not found.")
     normalize = optional_flag(request, "normalize")
     norm = reg.state.normalize(subject) if normalize is None else normalize
-    found = reg.find(subject, req, norm, deleted)
+    found = await reg.off_loop(lambda: reg.find(subject, req, norm, deleted))
     if found is None:
         raise errors.SchemaNotFoundError("Schema not found")
     return reply(schema_json(found))

@@ -4,6 +4,12 @@ Reads are answered from the local state once `ready` (the first full read of `_s
 Writes run on the primary only (the HTTP layer forwards them otherwise), one at a time: the
 primary reads `_schemas` to its end, plans the write's records against the state, produces
 them and returns once it has read them back, so what a write returns is in the state.
+
+Parsing and compatibility checking run off the event loop, in the registry's own pool of
+PARSE_WORKERS threads (`off_loop`): a large schema takes seconds of pure-Python grammar
+(PROTOBUF ~30 us a byte) and the loop is the broker's. The GIL passes between the threads
+every switch interval (5 ms), so the loop keeps serving Kafka clients meanwhile. What a
+worker reads of the state is read-only; records are planned on the loop.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,6 +34,8 @@ from logstore.schema_registry.schemas import (
 from logstore.schema_registry.state import RegistryState, identity
 
 log = logging.getLogger(__name__)
+
+PARSE_WORKERS = 2
 
 
 class Store(Protocol):
@@ -106,6 +115,11 @@ class Registry:
         self.primary_url: str | None = None
         self._write_lock = asyncio.Lock()
         self._primary_since_catch_up = False
+        self._pool = ThreadPoolExecutor(PARSE_WORKERS, thread_name_prefix="schema-parse")
+
+    async def off_loop(self, fn: Callable[[], Any]) -> Any:
+        """fn() run in the registry's parse pool (parsing, compatibility checks)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     async def start(self) -> None:
         await self.store.start()
@@ -114,6 +128,7 @@ class Registry:
 
     async def stop(self) -> None:
         await self.store.stop()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def set_primary(self, url: str | None, is_primary: bool) -> None:
         if is_primary and not self.is_primary:
@@ -152,9 +167,16 @@ class Registry:
         return tuple(SchemaRef(r.name, r.subject, r.version) for r in req.references)
 
     def find(
-        self, subject: str, req: SchemaRequest, normalize: bool, deleted: bool = False
+        self,
+        subject: str,
+        req: SchemaRequest,
+        normalize: bool,
+        deleted: bool = False,
+        parsed: ParsedSchema | None = None,
     ) -> SchemaValue | None:
-        parsed = self.parse(req, normalize)
+        """The version of `subject` holding `req`'s schema (`parsed`: req already parsed)."""
+        if parsed is None:
+            parsed = self.parse(req, normalize)
         ident = identity(parsed.schema_type, parsed.canonical(), self._refs(req))
         found = self.state.find(subject, ident, deleted)
         if found is not None:
@@ -203,16 +225,19 @@ class Registry:
             return result
 
     async def register(self, subject: str, req: SchemaRequest, normalize: bool | None) -> int:
-        def plan() -> tuple[list[Record], int]:
-            norm = self.state.normalize(subject) if normalize is None else normalize
-            self.state.check_writable(subject)
-            parsed = self.parse(req, norm)
-            importing = self.state.mode(subject) == "IMPORT"
-            existing = self.find(subject, req, norm)
+        if not self.is_primary:
+            raise errors.UnknownLeaderError("This instance is not the primary")
+        norm = self.state.normalize(subject) if normalize is None else normalize
+        self.state.check_writable(subject)
+        # parsed off the loop and outside the write lock: a large schema holds up neither
+        parsed: ParsedSchema = await self.off_loop(lambda: self.parse(req, norm))
+
+        def check(importing: bool, level: str) -> int | None:
+            """The id when `req` is registered already; raises when it is incompatible."""
+            existing = self.find(subject, req, norm, parsed=parsed)
             if existing is not None and req.id in (None, existing.id):
-                return [], existing.id
+                return existing.id
             if not importing:
-                level = self.state.compatibility(subject)
                 messages = self.compatibility_messages(
                     subject, parsed, self.live_versions_newest_first(subject), level
                 )
@@ -221,6 +246,20 @@ class Registry:
                         "Schema being registered is incompatible with an earlier schema for "
                         f'subject "{subject}", details: [{", ".join(messages)}]'
                     )
+            return None
+
+        async with self._write_lock:
+            await self.store.catch_up()
+            if not self.is_primary:
+                raise errors.UnknownLeaderError("This instance is not the primary")
+            self.state.check_writable(subject)
+            for ref in req.references:  # still there after the parse (404s otherwise)
+                self.state.get_version(ref.subject, ref.version, deleted=True)
+            importing = self.state.mode(subject) == "IMPORT"
+            level = self.state.compatibility(subject)
+            known: int | None = await self.off_loop(lambda: check(importing, level))
+            if known is not None:
+                return known
             records, schema_id = self.state.plan_register(
                 subject,
                 parsed.schema_type,
@@ -229,10 +268,10 @@ class Registry:
                 req.id,  # refused (42205) outside IMPORT mode
                 req.version if importing and req.version else None,
             )
-            return records, schema_id
-
-        result: int = await self._write(plan)
-        return result
+            if records:
+                offset = await self.store.write(records)
+                await self.store.wait_for(offset)
+            return schema_id
 
     async def delete_version(self, subject: str, version: int | str, permanent: bool) -> int:
         result: int = await self._write(
