@@ -69,6 +69,7 @@ from broker_py.coordinator.group.group_metadata_records import (
 from broker_py.coordinator.group.modern import record_serde
 from broker_py.coordinator.group.modern.records import Record as ConsumerGroupRecord
 from broker_py.coordinator.group.modern.share import record_serde as share_record_serde
+from broker_py.coordinator.operation_errors import operation_error
 from broker_py.coordinator.partition_loads import PartitionLoads
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
@@ -92,25 +93,6 @@ def _keep_out(partition: int, records: list[ConsumerGroupRecord]) -> None:
     """The loader of a manager without a consumer-group coordinator: records stay unread."""
 
 
-def _group_append_error(error: ErrorCode) -> ErrorCode:
-    """Kafka's mapping of a failed group metadata append to the client's error."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.REQUEST_TIMED_OUT,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.CORRUPT_MESSAGE,
-    ):
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    return error
-
-
 def offset_commit_error(error: ErrorCode) -> ErrorCode:
     """Kafka's ``maybeConvertOffsetCommitError``: a failed offset append or transaction
     verification as an offset commit answers it."""
@@ -120,7 +102,7 @@ def offset_commit_error(error: ErrorCode) -> ErrorCode:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # retried without a coordinator lookup
     if error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return _group_append_error(error)
+    return operation_error(error)
 
 
 class GroupMetadataManager:
@@ -282,7 +264,7 @@ class GroupMetadataManager:
         self._append(
             group.group_id,
             [record],
-            lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE),
+            lambda error: callback(operation_error(error)),
         )
 
     def store_records(
@@ -297,7 +279,7 @@ class GroupMetadataManager:
         self._append(
             group_id,
             [(key, value, [], timestamp) for key, value in records],
-            lambda error: callback(_group_append_error(error) if error else ErrorCode.NONE),
+            lambda error: callback(operation_error(error)),
         )
 
     def store_offsets(

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import logstore
 from broker_py.common.internal_topics import SHARE_GROUP_STATE_TOPIC
+from broker_py.coordinator.operation_errors import operation_error
 from broker_py.coordinator.partition_loads import PartitionLoads
 from broker_py.coordinator.share.share_coordinator_records import (
     InvalidShareRecordError,
@@ -58,23 +59,12 @@ log = logging.getLogger(__name__)
 
 
 def append_error(error: ErrorCode) -> ErrorCode:
-    """A failed append of share state as the share-partition leader gets it."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.REQUEST_TIMED_OUT,
-    ):
+    """A failed append of share state as the share-partition leader gets it: a
+    coordinator's operation error, NOT_ENOUGH_REPLICAS_AFTER_APPEND retried as
+    COORDINATOR_NOT_AVAILABLE too."""
+    if error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.CORRUPT_MESSAGE,
-    ):
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    return error
+    return operation_error(error)
 
 
 def _failed(error: ErrorCode) -> Outcome:
@@ -329,7 +319,7 @@ class ShareCoordinator:
                     message,
                 )
             if not done.done():
-                done.set_result(append_error(error) if error else ErrorCode.NONE)
+                done.set_result(append_error(error))
 
         self._writer.append(
             (SHARE_GROUP_STATE_TOPIC, p),
