@@ -29,29 +29,57 @@ LISTENER_NAME = "SCHEMA_REGISTRY"
 
 
 def _client_config(config: BrokerConfig) -> tuple[dict[str, Any], Any]:
-    """confluent-kafka's config reaching this broker, and the election's TLS context."""
-    for listener in config["advertised.listeners"]:
-        protocol = config.security_protocol(listener.name)
-        host = listener.host or "127.0.0.1"
-        if protocol == "PLAINTEXT":
-            return {"bootstrap.servers": f"{host}:{listener.port}"}, None
-    for listener in config["advertised.listeners"]:
-        if config.security_protocol(listener.name) == "SSL":
-            from broker_py.security.ssl.ssl_client_context import client_context
+    """confluent-kafka's config reaching this broker, and the election's TLS context.
 
-            conf: dict[str, Any] = {
-                "bootstrap.servers": f"{listener.host}:{listener.port}",
-                "security.protocol": "SSL",
-            }
-            _, ca = config.listener_value(listener.name, "ssl.truststore.location")
-            if ca:
-                conf["ssl.ca.location"] = ca
-            return conf, client_context(config, listener.name)
+    The first of this broker's advertised listeners by protocol: PLAINTEXT, SSL,
+    SASL_PLAINTEXT, SASL_SSL. On a SASL listener the registry (its producer, consumer and
+    election client) authenticates as the broker does to that listener of other brokers:
+    `sasl.mechanism.inter.broker.protocol` when the listener enables it, else the first of
+    its `sasl.enabled.mechanisms` that is PLAIN or SCRAM, with the username and password of
+    the listener's JAAS config for that mechanism."""
+    listeners = config["advertised.listeners"]
+    for wanted in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        for listener in listeners:
+            if config.security_protocol(listener.name) != wanted:
+                continue
+            host = listener.host or "127.0.0.1"
+            conf: dict[str, Any] = {"bootstrap.servers": f"{host}:{listener.port}"}
+            if wanted != "PLAINTEXT":
+                conf["security.protocol"] = wanted
+            if wanted.startswith("SASL"):
+                conf.update(_sasl_config(config, listener.name))
+            tls = None
+            if wanted.endswith("SSL"):
+                from broker_py.security.ssl.ssl_client_context import client_context
+
+                _, ca = config.listener_value(listener.name, "ssl.truststore.location")
+                if ca:
+                    conf["ssl.ca.location"] = ca
+                tls = client_context(config, listener.name)
+            return conf, tls
     raise ConfigError(
         "schema.registry.listeners",
         str(config["schema.registry.listeners"]),
-        "the schema registry needs a PLAINTEXT or SSL listener on this broker",
+        "the schema registry needs a listener on this broker",
     )
+
+
+def _sasl_config(config: BrokerConfig, listener_name: str) -> dict[str, str]:
+    from broker_py.security.sasl.sasl_client import CLIENT_MECHANISMS, inter_broker_credentials
+
+    enabled = config.sasl_mechanisms(listener_name)
+    preferred = str(config["sasl.mechanism.inter.broker.protocol"]).upper()
+    usable = [m for m in enabled if m in CLIENT_MECHANISMS]
+    if not usable:
+        raise ConfigError(
+            "schema.registry.listeners",
+            str(config["schema.registry.listeners"]),
+            f"listener {listener_name} enables no mechanism the registry speaks "
+            f"({', '.join(CLIENT_MECHANISMS)})",
+        )
+    mechanism = preferred if preferred in usable else usable[0]
+    username, password = inter_broker_credentials(config, listener_name, mechanism)
+    return {"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password}
 
 
 def build(

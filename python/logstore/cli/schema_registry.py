@@ -3,10 +3,9 @@ front of any Kafka-compatible cluster, as the broker runs it with
 ``schema.registry.listeners``. Instances sharing a cluster elect one primary (group
 ``schema-registry``) and forward writes to it; Ctrl-C stops.
 
-The Kafka connection takes the usual options (``-b``/``--bootstrap``, SASL, TLS). The
-election's own group client speaks PLAINTEXT and TLS, not SASL: on a SASL cluster an instance
-serves reads and forwards writes but never becomes the primary (``--no-primary`` makes that
-explicit; give it a primary that can reach the cluster over PLAINTEXT or TLS).
+The Kafka connection takes the usual options (``-b``/``--bootstrap``, SASL PLAIN and
+SCRAM-SHA-256/512, TLS); the election's group client uses the same ones, so an instance in
+front of a SASL-only cluster can become the primary (``--no-primary``: never).
 """
 
 from __future__ import annotations
@@ -93,14 +92,19 @@ def command(
         server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         server_tls.load_cert_chain(tls_server_cert, tls_server_key)
     conf = client.config()
-    eligible = not no_primary and not str(conf["security.protocol"]).startswith("SASL")
+    from logstore.schema_registry.election_sasl import SaslCredentials
+
+    try:
+        SaslCredentials.from_client_config(conf)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     config = RegistryConfig(
         listener=listen,
         client_config=conf,
         advertised_host=advertised_host,
         group=group_id,
         topic=topic,
-        eligible=eligible,
+        eligible=not no_primary,
         server_tls=server_tls,
         kafka_tls=_kafka_tls(client),
     )

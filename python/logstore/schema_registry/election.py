@@ -7,8 +7,9 @@ event loop after each completed join, and with (None, False) when the membership
 (coordinator gone, session expired): an instance that cannot reach the coordinator stops
 taking writes, since another may already be the primary.
 
-Transport: PLAINTEXT, or TLS when an `ssl.SSLContext` is given. SASL is not spoken by this
-client (the registry's Kafka producer and consumer do speak it, through librdkafka).
+Transport: PLAINTEXT, or TLS when an `ssl.SSLContext` is given; with SaslCredentials every
+connection first authenticates (PLAIN, SCRAM-SHA-256/512, election_sasl.py), so the election
+works over SASL_PLAINTEXT and SASL_SSL listeners too.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from logstore.schema_registry.election_protocol import (
     Identity,
     choose_primary,
 )
+from logstore.schema_registry.election_sasl import SaslCredentials, SaslFailed, authenticate
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ _VERSIONS = {
     ApiKey.SYNC_GROUP: 3,
     ApiKey.HEARTBEAT: 3,
     ApiKey.LEAVE_GROUP: 1,
+    ApiKey.SASL_HANDSHAKE: 1,
+    ApiKey.SASL_AUTHENTICATE: 1,
 }
 _MAX_RESPONSE = 16 * 1024 * 1024
 # error codes this client acts on
@@ -74,11 +78,24 @@ class _Connection:
         self.correlation = 0
 
     @staticmethod
-    async def open(host: str, port: int, tls: ssl.SSLContext | None, timeout: float) -> _Connection:
+    async def open(
+        host: str,
+        port: int,
+        tls: ssl.SSLContext | None,
+        timeout: float,
+        sasl: SaslCredentials | None = None,
+    ) -> _Connection:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(host, port, ssl=tls), timeout
         )
-        return _Connection(reader, writer)
+        conn = _Connection(reader, writer)
+        if sasl is not None:
+            try:
+                await authenticate(conn.request, sasl, timeout)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     async def request(self, body: Message, timeout: float) -> Message:
         key = body.API_KEY
@@ -118,6 +135,7 @@ class GroupElector:
         *,
         group: str = DEFAULT_GROUP,
         tls: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
         session_timeout_ms: int = 10_000,
         rebalance_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 1_000,
@@ -127,6 +145,7 @@ class GroupElector:
         self.on_change = on_change
         self.group = group
         self.tls = tls
+        self.sasl = sasl
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_s = heartbeat_interval_ms / 1000
@@ -181,7 +200,9 @@ class GroupElector:
                 _GroupError,
                 ValueError,
             ) as exc:
-                log.debug("schema registry election: %s", exc)
+                # a refused mechanism or credentials is the operator's to fix: said loudly
+                level = logging.WARNING if isinstance(exc, SaslFailed) else logging.DEBUG
+                log.log(level, "schema registry election: %s", exc)
                 if self.is_primary or self.primary_url is not None:
                     self._set(None, False)
             if self._conn is not None:
@@ -194,8 +215,10 @@ class GroupElector:
         last: Exception = ConnectionError("no bootstrap server")
         for host, port in self.bootstrap:
             try:
-                conn = await _Connection.open(host, port, self.tls, 5.0)
-            except (TimeoutError, OSError) as exc:
+                conn = await _Connection.open(host, port, self.tls, 5.0, self.sasl)
+            except SaslFailed:
+                raise
+            except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
                 last = exc
                 continue
             try:
@@ -208,7 +231,7 @@ class GroupElector:
             if resp.error_code != 0:
                 last = _GroupError(resp.error_code)
                 continue
-            return await _Connection.open(resp.host, resp.port, self.tls, 5.0)
+            return await _Connection.open(resp.host, resp.port, self.tls, 5.0, self.sasl)
         raise last
 
     async def _member_loop(self, conn: _Connection) -> None:

@@ -25,6 +25,7 @@ from logstore.schema_registry.app import DEFAULT_MAX_BODY, make_app
 from logstore.schema_registry.auth import BasicAuthenticator
 from logstore.schema_registry.election import GroupElector
 from logstore.schema_registry.election_protocol import DEFAULT_GROUP, Identity
+from logstore.schema_registry.election_sasl import SaslCredentials
 from logstore.schema_registry.forwarding import Forwarder
 from logstore.schema_registry.metrics import RegistryMetrics
 from logstore.schema_registry.registry import Registry
@@ -118,6 +119,8 @@ class RegistryServer:
             metrics=self.metrics,
             max_body=config.max_body,
         )
+        # the election client's SASL: the same credentials as the producer and consumer
+        self.kafka_sasl = SaslCredentials.from_client_config(config.client_config)
         self._runner: web.AppRunner | None = None
         self._elector: GroupElector | None = None
         self._start_task: asyncio.Task[None] | None = None
@@ -160,6 +163,7 @@ class RegistryServer:
             self.registry.set_primary,
             group=self.config.group,
             tls=self.config.kafka_tls,
+            sasl=self.kafka_sasl,
             session_timeout_ms=self.config.session_timeout_ms,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
         )

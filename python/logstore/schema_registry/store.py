@@ -100,6 +100,7 @@ class KafkaStore:
                 consumer.close()
         if self._producer is not None:
             await self._run(self._producer.flush, 2.0)
+            self._producer = None  # destroyed now, not when the process ends
         self._executor.shutdown(wait=False)
         for _, fut in self._waiters:
             if not fut.done():
