@@ -1,14 +1,21 @@
 """Startup time of one broker holding many partitions (issue 37, goal 5).
 
     python benches/partition_startup_bench.py [--partitions 20000] [--per-topic 1000]
-        [--workdir /tmp/pstart] [--py-spy out.svg]
+        [--workdir /tmp/pstart] [--py-spy out.svg] [--py-spy-create out.svg]
+        [--py-spy-clean out.svg] [--py-spy-native]
 
 Creates ``--partitions`` partitions in topics of ``--per-topic`` through CreateTopics
 (one AdminClient request per topic, timed together as "create"), writes one record to
 each partition, stops the broker cleanly and times a start until "listening on"
 ("clean start"), then SIGKILLs it and times the next start ("start after SIGKILL").
-Prints descriptors, RSS and memory maps after each start. ``--py-spy`` records the
-SIGKILL-restart broker with ``py-spy record -r 20`` into the given SVG.
+Prints the broker's CPU seconds (user + system; for "create" those of the creation only)
+and the load average with each figure, and descriptors, RSS and memory maps after each
+start. ``--py-spy`` records the
+SIGKILL-restart broker with ``py-spy record -r 20`` into the given SVG
+(``--py-spy-create`` the broker while it creates, ``--py-spy-clean`` the clean start;
+``--py-spy-native`` adds native frames, which slows the broker several times over); a
+name ending in ``.txt`` gets py-spy's collapsed stacks (``--format raw``) instead, for
+a summary by function.
 """
 
 from __future__ import annotations
@@ -34,7 +41,15 @@ def _stats(pid: int) -> str:
         rss = next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS:"))
     with open(f"/proc/{pid}/maps") as f:
         maps = sum(1 for _ in f)
-    return f"fds {fds}, RSS {rss} MB, maps {maps}"
+    load = os.getloadavg()[0]
+    return f"CPU {_cpu(pid):.1f} s, load {load:.1f}, fds {fds}, RSS {rss} MB, maps {maps}"
+
+
+def _cpu(pid: int) -> float:
+    """User + system CPU seconds of the process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        utime, stime = f.read().rsplit(")", 1)[1].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
 
 
 def _create(bootstrap: str, topics: list[str], per_topic: int) -> None:
@@ -63,14 +78,26 @@ def _timed_start(broker: BrokerProc) -> float:
     return time.monotonic() - started
 
 
-def _spy_on(broker: BrokerProc, svg: str, spies: list[subprocess.Popen[bytes]]) -> None:
+NATIVE: list[str] = []  # ["--native"] with --py-spy-native
+
+
+def _spy_on(broker: BrokerProc, out: str, spies: list[subprocess.Popen[bytes]]) -> None:
     """py-spy attached to the broker as soon as its process exists."""
     deadline = time.monotonic() + 60
     while broker.proc is None and time.monotonic() < deadline:
         time.sleep(0.005)
     if broker.proc is not None:
-        cmd = ["py-spy", "record", "-r", "20", "-o", svg, "--pid", str(broker.proc.pid)]
+        fmt = ["--format", "raw"] if out.endswith(".txt") else []
+        cmd = ["py-spy", "record", "-r", "20", *NATIVE, *fmt, "-o", out]
+        cmd += ["--pid", str(broker.proc.pid)]
         spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def _stop_spies(spies: list[subprocess.Popen[bytes]]) -> None:
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(120)
+    spies.clear()
 
 
 def main() -> None:
@@ -79,37 +106,53 @@ def main() -> None:
     parser.add_argument("--per-topic", type=int, default=1_000)
     parser.add_argument("--workdir", default="/tmp/partition-startup-bench")
     parser.add_argument("--py-spy", default=None, help="SVG of the restart after SIGKILL")
+    parser.add_argument("--py-spy-create", default=None, help="SVG of the creation")
+    parser.add_argument("--py-spy-clean", default=None, help="SVG of the clean start")
+    parser.add_argument("--py-spy-native", action="store_true")
     parser.add_argument("--recovery-threads", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="reuse the data of an earlier run")
     args = parser.parse_args()
+    if args.py_spy_native:
+        NATIVE.append("--native")
     workdir = Path(args.workdir)
     if workdir.exists() and not args.keep:
         shutil.rmtree(workdir)
     overrides = {"num.recovery.threads.per.data.dir": str(args.recovery_threads)}
     broker = BrokerProc(workdir, overrides)
     topics = [f"t{i}" for i in range(args.partitions // args.per_topic)]
+    spies: list[subprocess.Popen[bytes]] = []
     if not args.keep:
         broker.start(timeout=60)
-        t0 = time.monotonic()
+        if args.py_spy_create:
+            _spy_on(broker, args.py_spy_create, spies)
+        assert broker.proc is not None
+        t0, cpu0 = time.monotonic(), _cpu(broker.proc.pid)
         _create(broker.bootstrap, topics, args.per_topic)
-        print(f"create {args.partitions}: {time.monotonic() - t0:.1f} s", flush=True)
+        took, cpu = time.monotonic() - t0, _cpu(broker.proc.pid) - cpu0
+        load = os.getloadavg()[0]
+        print(
+            f"create {args.partitions}: {took:.1f} s (CPU {cpu:.1f} s, load {load:.1f})", flush=True
+        )
+        _stop_spies(spies)
         _write_one_each(broker.bootstrap, topics, args.per_topic)
         broker.stop(timeout=600)
+    if args.py_spy_clean:
+        threading.Thread(
+            target=_spy_on, args=(broker, args.py_spy_clean, spies), daemon=True
+        ).start()
     took = _timed_start(broker)
+    _stop_spies(spies)
     assert broker.proc is not None
     print(f"clean start: {took:.1f} s ({_stats(broker.proc.pid)})", flush=True)
     broker.proc.send_signal(signal.SIGKILL)
     broker.proc.wait()
     broker.proc = None
-    spies: list[subprocess.Popen[bytes]] = []
     if args.py_spy:
         threading.Thread(target=_spy_on, args=(broker, args.py_spy, spies), daemon=True).start()
     took = _timed_start(broker)
     assert broker.proc is not None
     print(f"start after SIGKILL: {took:.1f} s ({_stats(broker.proc.pid)})", flush=True)
-    for spy in spies:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(120)
+    _stop_spies(spies)
     broker.stop(timeout=600)
 
 
