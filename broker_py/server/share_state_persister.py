@@ -24,7 +24,7 @@ from typing import Any
 
 from broker_py.coordinator.share.share_coordinator import ShareCoordinator
 from broker_py.coordinator.share.share_coordinator_records import SharePartitionKey, StateBatch
-from broker_py.coordinator.share.share_coordinator_shard import Outcome
+from broker_py.coordinator.share.share_coordinator_shard import Outcome, failed
 from broker_py.server.inter_broker_clients import InterBrokerClients
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
@@ -49,10 +49,6 @@ RETRIABLE = frozenset(
 
 # The broker leading a key's __share_group_state partition (None: none yet).
 CoordinatorOf = Callable[[SharePartitionKey], "int | None"]
-
-
-def _failed(error: ErrorCode) -> Outcome:
-    return Outcome([], error, error.description)
 
 
 class ShareStatePersister:
@@ -188,22 +184,22 @@ class ShareStatePersister:
         try:
             leader = self._coordinator_of(key)
         except KafkaError as e:  # the topic is being created
-            return _failed(e.errno)
+            return failed(e.errno)
         if leader is None or leader < 0:
-            return _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if leader == self.broker_id:
             if local is None:
-                return _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             outcome: Outcome = await local_call(local)
             return outcome
         client = self._clients.get(leader)
         if client is None:
-            return _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         timeout_ms = max(1, int((deadline - time.monotonic()) * 1000))
         try:
             response = await client.send(api, body, timeout_ms, version=0)
         except KafkaError as e:  # lost connection, timeout
-            return _failed(e.errno)
+            return failed(e.errno)
         return _outcome(api, response)
 
 
@@ -228,7 +224,7 @@ def _outcome(api: ApiKey, response: Any) -> Outcome:
         (result,) = response.results
         (p,) = result.partitions
     except ValueError:
-        return _failed(ErrorCode.UNKNOWN_SERVER_ERROR)
+        return failed(ErrorCode.UNKNOWN_SERVER_ERROR)
     error = ErrorCode(p.error_code)  # type: ignore[call-arg]  # value lookup (mypy#10573)
     if error != ErrorCode.NONE:
         return Outcome([], error, p.error_message)

@@ -46,7 +46,11 @@ from broker_py.coordinator.share.share_coordinator_records import (
     serialize,
     state_partition_for,
 )
-from broker_py.coordinator.share.share_coordinator_shard import Outcome, ShareCoordinatorShard
+from broker_py.coordinator.share.share_coordinator_shard import (
+    Outcome,
+    ShareCoordinatorShard,
+    failed,
+)
 from broker_py.utils.time import SYSTEM_TIME, Time
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
@@ -65,10 +69,6 @@ def append_error(error: ErrorCode) -> ErrorCode:
     if error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return operation_error(error)
-
-
-def _failed(error: ErrorCode) -> Outcome:
-    return Outcome([], error, error.description)
 
 
 class ShareCoordinator:
@@ -278,28 +278,28 @@ class ShareCoordinator:
         """Runs ``operation`` on the shard of ``key``'s partition, appends its records and
         replays them once written."""
         if not self.active:
-            return _failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         try:
             topic = self.ensure_topic()
         except KafkaError as e:
-            return _failed(e.errno if self.cluster else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return failed(e.errno if self.cluster else ErrorCode.COORDINATOR_NOT_AVAILABLE)
         p = state_partition_for(key, topic.partitions)
         if not self.cluster and p not in self.shards and p not in self.loading:
             self.on_election(p)  # a broker alone leads the partitions it just created
         error = self.loads.coordinator_error(p)
         if error is not None:
-            return _failed(error)
+            return failed(error)
         lock = self._locks.setdefault(p, asyncio.Lock())
         async with lock:
             shard = self.shards.get(p)
             if shard is None:
-                return _failed(self.loads.coordinator_error(p) or ErrorCode.NOT_COORDINATOR)
+                return failed(self.loads.coordinator_error(p) or ErrorCode.NOT_COORDINATOR)
             outcome = operation(shard)
             if not outcome.records:
                 return outcome
             error = await self._append(p, [serialize(r) for r in outcome.records])
             if error != ErrorCode.NONE:
-                return _failed(error)
+                return failed(error)
             if self.shards.get(p) is shard:
                 shard.replay_all(outcome.records)
             return outcome

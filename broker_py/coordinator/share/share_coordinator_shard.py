@@ -83,7 +83,9 @@ class Outcome:
     state_batches: tuple[StateBatch, ...] = ()
 
 
-def _error(error: ErrorCode, message: str | None = None) -> Outcome:
+def failed(error: ErrorCode, message: str | None = None) -> Outcome:
+    """An operation's failure: no records, ``error`` with ``message`` (by default the
+    error's own description)."""
     return Outcome([], error, message if message is not None else error.description)
 
 
@@ -180,12 +182,12 @@ class ShareCoordinatorShard:
         self, key: SharePartitionKey, state_epoch: int, start_offset: int
     ) -> Outcome:
         if key.partition < 0:
-            return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
+            return failed(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
         held = self.state_epochs.get(key)
         if held is not None and held > state_epoch:
-            return _error(ErrorCode.FENCED_STATE_EPOCH)
+            return failed(ErrorCode.FENCED_STATE_EPOCH)
         if self._unknown(key):
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         current = self.states.get(key)
         snapshot_epoch = 0 if current is None else current.snapshot_epoch + 1
         now = self._now_ms()
@@ -202,16 +204,16 @@ class ShareCoordinatorShard:
         batches: Iterable[StateBatch],
     ) -> Outcome:
         if key.partition < 0:
-            return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
+            return failed(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
         if key not in self.states:
-            return _error(ErrorCode.INVALID_REQUEST, WRITE_UNINITIALIZED)
+            return failed(ErrorCode.INVALID_REQUEST, WRITE_UNINITIALIZED)
         if self._fenced_leader(key, leader_epoch):
-            return _error(ErrorCode.FENCED_LEADER_EPOCH)
+            return failed(ErrorCode.FENCED_LEADER_EPOCH)
         held = self.state_epochs.get(key)
         if state_epoch != -1 and held is not None and held > state_epoch:
-            return _error(ErrorCode.FENCED_STATE_EPOCH)
+            return failed(ErrorCode.FENCED_STATE_EPOCH)
         if self._unknown(key):
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         # Only an initialization sets the state epoch and only a read the leader epoch: a
         # write keeps those held (Kafka 4.1, KAFKA-19456).
         current = self.states[key]
@@ -261,14 +263,14 @@ class ShareCoordinatorShard:
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
         if key.partition < 0:
-            return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
+            return failed(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
         current = self.states.get(key)
         if current is None:
-            return _error(ErrorCode.INVALID_REQUEST, READ_UNINITIALIZED)
+            return failed(ErrorCode.INVALID_REQUEST, READ_UNINITIALIZED)
         if self._fenced_leader(key, leader_epoch):
-            return _error(ErrorCode.FENCED_LEADER_EPOCH)
+            return failed(ErrorCode.FENCED_LEADER_EPOCH)
         if self._unknown(key):
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         records: list[ShareRecord] = []
         if leader_epoch != -1 and self.leader_epochs.get(key) != leader_epoch:
             records.append(
@@ -284,9 +286,9 @@ class ShareCoordinatorShard:
 
     def read_state_summary(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
         if key.partition < 0:
-            return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
+            return failed(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
         if self._unknown(key):
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         current = self.states.get(key)
         if current is None:
             return Outcome([], leader_epoch=0)
@@ -323,9 +325,9 @@ class ShareCoordinatorShard:
 
     def delete_state(self, key: SharePartitionKey) -> Outcome:
         if key.partition < 0:
-            return _error(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
+            return failed(ErrorCode.INVALID_REQUEST, NEGATIVE_PARTITION_ID)
         if self._unknown(key):
-            return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if key not in self.states:
             return Outcome([])
         return Outcome([ShareTombstone(key)])
