@@ -376,7 +376,8 @@ class LogManager:
         registered between chunks: the event loop keeps serving while a broker takes
         thousands of partitions. ``log_config`` gives a partition's topic and the configs
         its log opens with. A log that fails to open is left out (opening it again
-        answers its error)."""
+        answers its error). Each chunk is made durable with one syncfs per log dir
+        (:meth:`_open_chunk_synced`), not an fsync per log."""
         opened: dict[tuple[str, int], UnifiedLog] = {}
         planned: dict[str, int] = {}
         for i in range(0, len(wanted), OPEN_CHUNK):
@@ -387,7 +388,7 @@ class LogManager:
                 planned[log_dir] = planned.get(log_dir, 0) + 1
                 places.append((info, index, log_dir, existed, config))
             for (info, index, log_dir, _, _), unified in zip(
-                places, await asyncio.to_thread(self._open_chunk, places)
+                places, await asyncio.to_thread(self._open_chunk_synced, places)
             ):
                 if unified is not None:
                     self.register(info.name, index, unified.local_log, log_dir)
@@ -444,6 +445,17 @@ class LogManager:
                 self.register(info.name, index, unified.local_log, log_dir)
                 opened[(info.name, index)] = unified
         return opened
+
+    def _open_chunk_synced(self, places: list[_Place]) -> list[UnifiedLog | None]:
+        """On a worker thread: :meth:`_open_chunk` with ``defer_sync``, then one syncfs per
+        log dir of the chunk; the logs of a dir whose sync failed are let go (None)."""
+        out = self._open_chunk(places, defer_sync=True)
+        synced = {d: self._sync_dir(d) for d in {place[2] for place in places}}
+        for i, (place, unified) in enumerate(zip(places, out)):
+            if unified is not None and not synced[place[2]]:
+                unified.local_log.close_handlers()
+                out[i] = None
+        return out
 
     def _sync_dir(self, log_dir: str) -> bool:
         """syncfs of the log dir; False when it failed (the dir is then offline)."""
