@@ -31,12 +31,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from broker_py.coordinator.group.modern.heartbeat import HeartbeatResponse
 from broker_py.coordinator.group.modern.share import state_partitions
 from broker_py.coordinator.group.modern.share.group import ShareGroup
 from broker_py.coordinator.group.modern.share.manager import (
     ShareGroupManager,
     ShareHeartbeatRequest,
-    ShareHeartbeatResponse,
 )
 from broker_py.coordinator.group.modern.share.record_serde import serialize
 from broker_py.coordinator.group.modern.share.records import ShareGroupEpochRecord, ShareRecord
@@ -158,7 +158,7 @@ class ShareGroupCoordinator(ModernGroupCoordinator[ShareRecord, ShareGroup]):
 
     def heartbeat(
         self, request: ShareHeartbeatRequest
-    ) -> ShareHeartbeatResponse | asyncio.Future[ShareHeartbeatResponse]:
+    ) -> HeartbeatResponse | asyncio.Future[HeartbeatResponse]:
         """ShareGroupHeartbeat for a group this broker coordinates (the caller checked
         the coordinator and the group's type): the response, or a future of it while the
         group's records are written."""
@@ -176,7 +176,7 @@ class ShareGroupCoordinator(ModernGroupCoordinator[ShareRecord, ShareGroup]):
         if not records:
             self._arm()
             return response
-        done: asyncio.Future[ShareHeartbeatResponse] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[HeartbeatResponse] = asyncio.get_running_loop().create_future()
 
         def answer(_task: object = None) -> None:
             if not done.done():
@@ -187,7 +187,7 @@ class ShareGroupCoordinator(ModernGroupCoordinator[ShareRecord, ShareGroup]):
                 return
             if error != ErrorCode.NONE:
                 done.set_result(
-                    ShareHeartbeatResponse(error_code=error, error_message=error.description)
+                    HeartbeatResponse(error_code=error, error_message=error.description)
                 )
             elif initialize:
                 # Answered once the new partitions' state exists (or failed to), so that

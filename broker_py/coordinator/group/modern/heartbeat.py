@@ -1,4 +1,5 @@
-"""The ConsumerGroupHeartbeat request and response as the decision logic sees them.
+"""The ConsumerGroupHeartbeat request and response as the decision logic sees them (the
+response is also ShareGroupHeartbeat's: the same fields).
 
 Decoded fields only: the handler maps the wire's topic-partition lists to
 :data:`Assignment` (topic id -> partitions) and back.
@@ -52,7 +53,7 @@ class HeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     # The member's whole assignment; None when it did not change (and the request was
-    # not full).
+    # not full; a share member: it did not join).
     assignment: dict[uuid.UUID, frozenset[int]] | None = None
 
 

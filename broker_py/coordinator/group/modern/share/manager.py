@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker_py.coordinator.group.modern.heartbeat import HeartbeatResponse
 from broker_py.coordinator.group.modern.member import Assignment
 from broker_py.coordinator.group.modern.records import TopicMetadata
 from broker_py.coordinator.group.modern.share import simple_assignor
@@ -50,7 +50,6 @@ from broker_py.coordinator.group.modern.share.records import (
     ShareTargetAssignmentMemberTombstone,
     ShareTargetAssignmentMetadataRecord,
 )
-from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
@@ -83,20 +82,9 @@ class ShareHeartbeatRequest:
     client_host: str = ""
 
 
-@dataclass(frozen=True)
-class ShareHeartbeatResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    # The member's whole assignment; None when it did not change (and it did not join).
-    assignment: dict[uuid.UUID, frozenset[int]] | None = None
-
-
 @dataclass
 class ShareHeartbeatResult:
-    response: ShareHeartbeatResponse
+    response: HeartbeatResponse
     # Already applied to the group; the caller persists them in order.
     records: list[ShareRecord] = field(default_factory=list)
 
@@ -158,7 +146,7 @@ class ShareGroupManager:
             return self._join_or_heartbeat(request, session_timeout_ms, heartbeat_interval_ms)
         except KafkaError as e:
             return ShareHeartbeatResult(
-                ShareHeartbeatResponse(error_code=e.errno, error_message=str(e) or None)
+                HeartbeatResponse(error_code=e.errno, error_message=str(e) or None)
             )
 
     def _join_or_heartbeat(
@@ -239,7 +227,7 @@ class ShareGroupManager:
         )
         send_assignment = r.member_epoch == 0 or dict(member.assigned_partitions) != target
         return ShareHeartbeatResult(
-            ShareHeartbeatResponse(
+            HeartbeatResponse(
                 member_id=reconciled.member_id,
                 member_epoch=reconciled.member_epoch,
                 heartbeat_interval_ms=interval_ms,
@@ -291,7 +279,7 @@ class ShareGroupManager:
             )
         records = self._fence(group, member)
         return ShareHeartbeatResult(
-            ShareHeartbeatResponse(member_id=r.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH),
+            HeartbeatResponse(member_id=r.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH),
             records,
         )
 
