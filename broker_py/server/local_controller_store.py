@@ -25,9 +25,9 @@ znodes, with the same rules:
 
 With ``path``, every change rewrites that file whole (:func:`metadata_file.write_text`,
 the text put together from a cached JSON fragment per topic, so only the topics it
-touched are encoded again) before it is visible, and the file is read on construction (a file that does not parse raises
-MetadataFileError naming it). Its JSON, with every znode's object in Kafka's format
-(:mod:`broker_py.zk.zk_data`)::
+touched are encoded again) before it is visible, and the file is read on construction
+(a file that does not parse raises MetadataFileError naming it). Its JSON, with every
+znode's object in Kafka's format (:mod:`broker_py.zk.zk_data`)::
 
     {"version": 1, "zxid": <last zxid>,
      "controller_epoch": {"epoch": E, "zk_version": V} | null,
