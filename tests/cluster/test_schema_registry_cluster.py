@@ -41,7 +41,9 @@ def cluster(request, tmp_path):
             "offsets.topic.num.partitions": "3",
             "offsets.topic.replication.factor": "3",
             "replica.lag.time.max.ms": "3000",
-            "schema.registry.session.timeout.ms": "6000",
+            # the primary's death is noticed after the group session (Kafka's floor is 6 s)
+            "group.min.session.timeout.ms": "3000",
+            "schema.registry.session.timeout.ms": "3000",
         },
         broker_overrides={
             i: {"schema.registry.listeners": f"http://127.0.0.1:{p}"} for i, p in ports.items()

@@ -86,7 +86,7 @@ class KafkaStore:
             }
         )
         # watermark queries on their own handle: the reader's consume() holds its handle
-        self._offsets = Consumer({**self.config, "group.id": "logstore-schema-registry-offsets"})
+        self._offsets = self._offsets_consumer()
         self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self._thread = threading.Thread(target=self._read, name="sr-reader", daemon=True)
         self._thread.start()
@@ -197,11 +197,23 @@ class KafkaStore:
                 "Timed out waiting for the record to be read back from _schemas"
             ) from None
 
+    def _offsets_consumer(self) -> Consumer:
+        return Consumer({**self.config, "group.id": "logstore-schema-registry-offsets"})
+
     async def end_offset(self) -> int:
         consumer = self._offsets
         assert consumer is not None
         tp = TopicPartition(self.topic, 0)
-        _, high = await self._run(consumer.get_watermark_offsets, tp, self.timeout_s, False)
+        try:
+            _, high = await self._run(consumer.get_watermark_offsets, tp, self.timeout_s, False)
+        except Exception as exc:  # confluent_kafka raises KafkaException
+            log.info("schema registry: the end of %s: %s; asking on a new handle", self.topic, exc)
+            # A handle that only queries watermarks keeps the partition's metadata from before
+            # its leader died and can answer UNKNOWN_PARTITION from then on: a new handle
+            # fetches metadata anew (once per failure; the caller's error stands otherwise).
+            fresh = self._offsets = self._offsets_consumer()
+            await self._run(consumer.close)
+            _, high = await self._run(fresh.get_watermark_offsets, tp, self.timeout_s, False)
         return int(high)
 
     async def catch_up(self) -> None:
