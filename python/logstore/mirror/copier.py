@@ -139,6 +139,21 @@ class Copier:
         self.next_offset[tp] = last_up + 1
         self.sensors.acknowledged(run.remote, run.partition, run.timestamp)
 
+    def _send(self, topic: str, partition: int, remote: str, m: Any, cb: Any) -> None:
+        ts_type, ts = m.timestamp()
+        try:
+            self.producer.produce(
+                remote,
+                m.value(),
+                m.key(),
+                partition,
+                on_delivery=cb,
+                timestamp=ts if ts_type else 0,
+                headers=m.headers(),
+            )
+        except (BufferError, KafkaException):
+            self._produce(topic, partition, remote, m, cb)
+
     def _produce(self, topic: str, partition: int, remote: str, m: Any, cb: Any) -> None:
         """produce() that waits while the producer's queue is full (the target's pace)
         and grows the remote topic when the partition is new; gives up after
@@ -196,50 +211,46 @@ class Copier:
         parts = [m.partition() for m in msgs]
         topics = [m.topic() for m in msgs]
         produce = self.producer.produce
-        first_cb = self._on_first
-        last_cb = self._on_last
         i = 0
         while i < total:
             topic, partition = topics[i], parts[i]
             known = self.topics.topics.get(topic)
             remote = known[0] if known else self.topics.remote(topic)
+            j = i + 1  # [i, j): this stretch of one partition
+            while j < total and parts[j] == partition and topics[j] == topic:
+                j += 1
             start = i
-            size = 0
-            oldest = msgs[i].timestamp()[1]
-            ts = oldest
-            run: _Run | None = None
-            while i < total and parts[i] == partition and topics[i] == topic:
-                m = msgs[i]
-                off = offs[i]
-                if run is None:
-                    run = _Run(topic, partition, remote, off)
-                run.count += 1
-                ts_type, ts = m.timestamp()
-                k = m.key()
-                v = m.value()
-                size += (len(k) if k else 0) + (len(v) if v else 0)
-                i += 1
-                if i == total or offs[i] != off + 1 or parts[i] != partition or topics[i] != topic:
-                    run.timestamp = ts
-                    cb: Any = functools.partial(last_cb, run)
-                    run = None
-                elif run.count == 1:
-                    cb = functools.partial(first_cb, run)
-                else:
-                    cb = None
-                try:
-                    produce(
-                        remote,
-                        v,
-                        k,
-                        partition,
-                        on_delivery=cb,
-                        timestamp=ts if ts_type else 0,
-                        headers=m.headers(),
-                    )
-                except (BufferError, KafkaException):
-                    self._produce(topic, partition, remote, m, cb)
-            self.sensors.copied(remote, partition, i - start, size, oldest, ts)
+            while start < j:
+                end = start + 1  # [start, end): a run of consecutive offsets
+                while end < j and offs[end] == offs[end - 1] + 1:
+                    end += 1
+                run = _Run(topic, partition, remote, offs[start])
+                run.count = end - start
+                last = msgs[end - 1]
+                run.timestamp = last.timestamp()[1]
+                if end - start > 1:
+                    cb = functools.partial(self._on_first, run)
+                    self._send(topic, partition, remote, msgs[start], cb)
+                    for m in msgs[start + 1 : end - 1]:
+                        ts_type, ts = m.timestamp()
+                        try:
+                            produce(
+                                remote,
+                                m.value(),
+                                m.key(),
+                                partition,
+                                timestamp=ts if ts_type else 0,
+                                headers=m.headers(),
+                            )
+                        except (BufferError, KafkaException):
+                            self._produce(topic, partition, remote, m, None)
+                self._send(topic, partition, remote, last, functools.partial(self._on_last, run))
+                start = end
+            # MM2's byte count: the records' values (len(Message) is its value's length)
+            size = sum(map(len, msgs[i:j]))
+            oldest, newest = msgs[i].timestamp()[1], msgs[j - 1].timestamp()[1]
+            self.sensors.copied(remote, partition, j - i, size, oldest, newest)
+            i = j
         self.copied += total
         self.producer.poll(0)
         if self.error is not None:

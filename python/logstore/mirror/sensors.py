@@ -118,7 +118,7 @@ class Sensors:
     def copied(
         self, topic: str, partition: int, records: int, size: int, oldest_ts: int, newest_ts: int
     ) -> None:
-        """``records`` records of ``size`` bytes (keys + values) read from the source,
+        """``records`` records of ``size`` bytes (their values, as MM2 counts) read from the source,
         their timestamps from ``oldest_ts`` to ``newest_ts`` (ms)."""
         if records <= 0:
             return
