@@ -2,7 +2,8 @@
 per message at replication factor 1 and 3, with three real broker processes and a real
 ZooKeeper (``tests/cluster/harness``), every case side by side in one run.
 
-    python benches/replication_bench.py [--quick] [--rounds N] [--messages N] [--json out.json]
+    python benches/replication_bench.py [--quick] [--rounds N] [--messages N] [--netns]
+        [--kb-messages N] [--json out.json]
 
 Cases, each on a fresh one-partition topic whose leader is the same broker (one that
 is not the controller; its followers are the other two, ``min.insync.replicas`` 2 at RF 3):
@@ -22,6 +23,9 @@ is not the controller; its followers are the other two, ``min.insync.replicas`` 
    reads. Every case's topic is deleted after it: a follower's Fetch carries every
    partition it follows from the leader (no fetch sessions), so topics left behind
    would make later cases dearer.
+1b. **CPU per message at 1 KB**: each round, after the 100 B cases, RF 1 acks=1 and
+   RF 3 acks=all with ``--kb-messages`` 1 KB records (default ``--messages`` / 10, the
+   same bytes), the same producer, counted as in 3 below.
 2. **Ack latency, 1 KB at 5,000 msg/s**, paced one message every 200 µs, linger.ms=0:
    ``produce()`` to the delivery callback, p50 / p99 / p99.9 / max, for RF 1 acks=1,
    RF 1 acks=all, RF 3 acks=1, RF 3 acks=all, and RF 3 acks=all from a producer with at
@@ -46,6 +50,11 @@ byte for byte below the high watermark (``tests/cluster/harness/replicas.py``).
 Reference ("ceiling", as the other benches pair one): a raw loopback socket pump of the
 same payload bytes (``SocketPump``: 1 MB ``sendall``, ``recv_into`` on a thread) right
 before each produce case, reported as MB/s and as the case's payload MB/s over it.
+
+``--netns`` runs each broker in its own network namespace joined to the host by a veth
+pair on a bridge (``benches/netns.py``; created and removed by the bench), so a
+broker's send no longer also runs its peer's receive path on loopback; the client and
+ZooKeeper stay on the host. Both ends' TCP stacks still run on the same CPUs.
 
 By default the brokers advertise their own listeners, so clients and followers connect
 to them directly. The harness's fault-injection proxies (Python asyncio, in this
@@ -92,6 +101,7 @@ from e2e_helpers import (  # noqa: E402 - importable once benches/ is on sys.pat
     steal_seconds,
 )
 from e2e_helpers import create_topic as single_create_topic  # noqa: E402
+from netns import HOST_IP, Netns  # noqa: E402
 from replication_report import (  # noqa: E402
     LABELS,
     LATENCY_CASES,
@@ -188,13 +198,26 @@ class CpuMeter:
 # ---------------------------------------------------------------------------
 
 
-def start_cluster(workdir: Path, via_proxies: bool):
+def start_cluster(workdir: Path, via_proxies: bool, net=None):
+    """The three brokers and ZooKeeper; with ``net`` (a :class:`netns.Netns`) each broker
+    runs in its own network namespace, listening and advertising its address there, and
+    reaches ZooKeeper through ``net``'s relay on the bridge."""
     from confluent_kafka.admin import AdminClient
 
     from tests.cluster.harness.cluster import Cluster, wait_until
 
     c = Cluster(workdir, n_brokers=3, zk_session_timeout_ms=SESSION_MS, overrides=OVERRIDES)
-    if not via_proxies:
+    if net is not None:
+        assert c.zookeeper is not None
+        zk_port = net.forward(c.zookeeper.port)
+        for b in c.brokers:
+            addr = net.address(b.id)
+            b.command_prefix = net.prefix(b.id)
+            b.overrides["listeners"] = b.overrides["advertised.listeners"] = (
+                f"CLIENT://{addr}:{b.client_port},INTERNAL://{addr}:{b.internal_port}"
+            )
+            b.overrides["zookeeper.connect"] = f"{HOST_IP}:{zk_port}{c.chroot}"
+    elif not via_proxies:
         # Advertise the brokers' own listeners: clients and followers connect straight to
         # them, not through the harness's proxies (ZooKeeper's links keep theirs).
         for b in c.brokers:
@@ -203,11 +226,12 @@ def start_cluster(workdir: Path, via_proxies: bool):
             )
     c.__enter__()
     try:
-        bootstrap = (
-            c.bootstrap_servers
-            if via_proxies
-            else ",".join(f"127.0.0.1:{b.client_port}" for b in c.brokers)
-        )
+        if net is not None:
+            bootstrap = ",".join(f"{net.address(b.id)}:{b.client_port}" for b in c.brokers)
+        elif via_proxies:
+            bootstrap = c.bootstrap_servers
+        else:
+            bootstrap = ",".join(f"127.0.0.1:{b.client_port}" for b in c.brokers)
         # librdkafka's log lines (disconnects when the cluster stops at the end) go nowhere.
         quiet = logging.getLogger("replication-bench.admin")
         quiet.setLevel(logging.CRITICAL)
@@ -341,8 +365,9 @@ def produce_throughput(
     pids: dict[int, int],
     leader: int,
     high_watermark=None,
+    size: int = SIZE,
 ) -> dict:
-    """Produces up to ``count`` 100 B messages to partition 0 (stopping at ``limit_s``);
+    """Produces up to ``count`` ``size``-byte messages to partition 0 (stopping at ``limit_s``);
     returns msg/s, MB/s and the CPU spent per million messages. With ``high_watermark``
     (a function returning the partition's), the CPU is counted until it reaches the end
     (every replica has the records), and that time is ``replicated_s``."""
@@ -350,7 +375,7 @@ def produce_throughput(
     p = new_producer(bootstrap, acks, linger_ms, errors)
     p.produce(topic, b"warm-up", partition=0)  # connection, metadata, followers fetching
     assert p.flush(30) == 0, f"warm-up of {topic} not delivered: {errors}"
-    payload = os.urandom(SIZE)
+    payload = os.urandom(size)
     messages = [{"value": payload}] * CHUNK  # the client copies the payload per message
     produce_batch, poll = p.produce_batch, p.poll
     sent = 0
@@ -386,7 +411,8 @@ def produce_throughput(
         "messages": sent,
         "seconds": elapsed,
         "msgs_per_s": sent / elapsed,
-        "mb_per_s": sent * SIZE / elapsed / MB,
+        "mb_per_s": sent * size / elapsed / MB,
+        "size": size,
         "replicated_s": replicated,
         "replicated_msgs_per_s": sent / replicated,
         "cut_at_limit": sent < count,
@@ -458,6 +484,8 @@ def produce_latency(
 
 
 SERIAL_CASES = [("rf1-acks1", 1, "1"), ("rf3-acksall", 3, "all")]
+KB_SIZE = 1024
+KB_CASES = [("rf1-acks1", 1, "1"), ("rf3-acksall", 3, "all")]
 
 
 def produce_serial(
@@ -634,6 +662,8 @@ def run(args) -> dict:
         "commit": _git("rev-parse", "--short", "HEAD"),
         "cpus": os.cpu_count(),
         "via_proxies": args.via_proxies,
+        "netns": None,
+        "kb_messages": args.kb_messages,
         "messages": args.messages,
         "rounds": args.rounds,
         "linger_ms": args.linger_ms,
@@ -642,9 +672,14 @@ def run(args) -> dict:
     log(f"data under {workdir}")
     single = None
     pump = SocketPump()
-    c = None
+    c = net = None
     try:
-        c, admin, bootstrap = start_cluster(workdir / "cluster", args.via_proxies)
+        if args.netns:
+            net = Netns(3).__enter__()
+            if net.stale:
+                log(f"removed stale namespaces and links: {net.stale}")
+            results["netns"] = {b: net.address(b) for b in (1, 2, 3)}
+        c, admin, bootstrap = start_cluster(workdir / "cluster", args.via_proxies, net)
         pids = {b.id: b.pid for b in c.brokers}
         md = admin.list_topics(timeout=10)
         controller = md.controller_id
@@ -784,6 +819,35 @@ def run(args) -> dict:
                     )
                 if rf:
                     delete_topic(admin, topic)
+            # 1 KB records, RF 1 acks=1 and RF 3 acks=all: the CPU per message at that size.
+            rnd["produce_1k"] = {}
+            for name, rf, acks in KB_CASES[:: -1 if r % 2 else 1] if args.kb_messages else []:
+                topic = f"tp1k-{name}-r{r}"
+                create_topic(admin, topic, [leader, *followers][:rf])
+                os.sync()
+                res = produce_throughput(
+                    bootstrap,
+                    topic,
+                    acks,
+                    args.kb_messages,
+                    args.case_seconds,
+                    args.linger_ms,
+                    pids,
+                    leader,
+                    lambda topic=topic: watermarks.high(topic),
+                    size=KB_SIZE,
+                )
+                res["loadavg"] = os.getloadavg()[0]
+                rnd["produce_1k"][name] = res
+                log(
+                    f"round {r + 1} produce 1 KB {LABELS[name]:<23} {res['msgs_per_s']:>11,.0f} "
+                    f"msg/s {res['mb_per_s']:7.1f} MB/s; brokers {res['brokers_s_per_M']:.2f} "
+                    f"CPU s/M (leader {res['leader_s_per_M']:.2f}, followers "
+                    f"{res['followers_s_per_M']:.2f}); brokers waited "
+                    f"{res['brokers_cpu_wait_s']:.2f} s for a CPU in {res['wall_s']:.2f} s; "
+                    f"load {res['loadavg']:.1f}"
+                )
+                delete_topic(admin, topic)
             rounds.append(rnd)
         results["rounds_throughput"] = rounds
         results["replica_checks"] = checks
@@ -870,6 +934,8 @@ def run(args) -> dict:
             single.stop()
         if c is not None:
             c.__exit__(None, None, None)
+        if net is not None:
+            net.close()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     results["loadavg_end"] = os.getloadavg()
@@ -929,6 +995,20 @@ def main() -> int:
     )
     p.add_argument("--no-single", action="store_true", help="skip the single-broker reference case")
     p.add_argument(
+        "--netns",
+        action="store_true",
+        help="each broker in its own network namespace, joined by veth pairs and a bridge "
+        "(root and `ip`; created and removed by the bench); the client and ZooKeeper stay on "
+        "the host",
+    )
+    p.add_argument(
+        "--kb-messages",
+        type=int,
+        default=None,
+        help="1 KB messages per 1 KB produce case, RF 1 acks=1 and RF 3 acks=all each round "
+        "(default --messages / 10, the same bytes as a 100 B case; 0: none)",
+    )
+    p.add_argument(
         "--profile",
         action="store_true",
         help="after the cases, py-spy the leader and a follower during one more RF 3 acks=all case",
@@ -947,6 +1027,10 @@ def main() -> int:
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     args.messages = args.messages or (500_000 if args.quick else 1_000_000)
     args.rounds = args.rounds or (1 if args.quick else 4)
+    if args.kb_messages is None:
+        args.kb_messages = args.messages // 10
+    if args.netns and args.via_proxies:
+        p.error("--netns and --via-proxies exclude each other")
     args.case_seconds = args.case_seconds or (10.0 if args.quick else 30.0)
     args.latency_seconds = args.latency_seconds or (4.0 if args.quick else 20.0)
     if args.workdir:

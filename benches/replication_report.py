@@ -41,19 +41,23 @@ def median(xs):
 def summarize(results: dict) -> None:
     """Medians over rounds, and each case's ratio to RF 1 acks=1 paired per round."""
     rounds = results.get("rounds_throughput") or []
-    summary: dict = {"produce": {}, "consume": {}}
-    for kind, base in (("produce", "rf1-acks1"), ("consume", "rf1-acks1")):
+    summary: dict = {"produce": {}, "consume": {}, "produce_1k": {}}
+    for kind, base in (
+        ("produce", "rf1-acks1"),
+        ("consume", "rf1-acks1"),
+        ("produce_1k", "rf1-acks1"),
+    ):
         names = [
             n
             for n in (*[c[0] for c in THROUGHPUT_CASES], SINGLE[0])
-            if any(n in r[kind] for r in rounds)
+            if any(n in r.get(kind, {}) for r in rounds)
         ]
         for name in names:
-            rs = [r[kind][name] for r in rounds if name in r[kind]]
+            rs = [r[kind][name] for r in rounds if name in r.get(kind, {})]
             ratios = [
                 r[kind][name]["msgs_per_s"] / r[kind][base]["msgs_per_s"]
                 for r in rounds
-                if name in r[kind] and base in r[kind]
+                if name in r.get(kind, {}) and base in r[kind]
             ]
             summary[kind][name] = {
                 "msgs_per_s": median([x["msgs_per_s"] for x in rs]),
@@ -91,7 +95,8 @@ def print_report(results: dict) -> None:
     print(
         f"\n==== replication benchmark: {results['date']}, commit {results['commit']}, "
         f"{results['cpus']} CPUs, "
-        f"{'through the harness proxies' if results['via_proxies'] else 'direct connections'} ===="
+        f"{'through the harness proxies' if results['via_proxies'] else 'direct connections'}"
+        f"{', brokers in network namespaces (veth)' if results.get('netns') else ''} ===="
     )
     print(
         f"100 B messages, {results['messages']:,} per produce case "
@@ -154,6 +159,29 @@ def print_report(results: dict) -> None:
                 if n != "rf1-acks1"
             )
         )
+    kb = s.get("produce_1k", {})
+    if kb:
+        print(
+            f"\nproduce, 1 KB messages ({results.get('kb_messages', 0):,} per case): "
+            "the brokers' CPU s per million messages, median (min-max) over rounds"
+        )
+        print(f"{'case':<30} {'msg/s':>10} {'MB/s':>6} {'CPU s/M':>15} {'leader':>6} {'follow':>6}")
+        for name, x in kb.items():
+            lo, hi = x["brokers_s_per_M_range"]
+            cpu = f"{x['brokers_s_per_M']:.2f} ({lo:.2f}-{hi:.2f})"
+            print(
+                f"{LABELS[name]:<30} {x['msgs_per_s']:>10,.0f} {x['mb_per_s']:>6.1f} "
+                f"{cpu:>15} "
+                f"{x['leader_s_per_M']:>6.2f} {x['followers_s_per_M']:>6.2f}"
+            )
+        if "rf3-acksall" in kb and "rf1-acks1" in kb:
+            b1, b3 = kb["rf1-acks1"], kb["rf3-acksall"]
+            print(
+                f"1 KB, RF 3 acks=all over RF 1 acks=1: brokers "
+                f"{b3['brokers_s_per_M'] / b1['brokers_s_per_M']:.1f}x, leader "
+                f"{b3['leader_s_per_M'] / b1['brokers_s_per_M']:.1f}x, each follower "
+                f"{b3['followers_s_per_M'] / 2 / b1['brokers_s_per_M']:.2f}x"
+            )
     checks = results.get("replica_checks") or {}
     if checks:
         bad = [t for t, x in checks.items() if not x["identical"]]

@@ -106,6 +106,9 @@ class ClusterBroker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.paused = False
         self.exit_codes: list[int] = []  # of every run that ended, in order
+        # Put before the broker's command line, e.g. ``["ip", "netns", "exec", NS]``
+        # (benches/netns.py); empty by default. It must exec the command, keeping the pid.
+        self.command_prefix: list[str] = []
 
     def __repr__(self) -> str:
         return f"ClusterBroker({self.name}, pid={self.pid})"
@@ -129,7 +132,7 @@ class ClusterBroker:
             )
             log.flush()
             self.proc = subprocess.Popen(
-                processes.broker_command(overrides=self.overrides),
+                [*self.command_prefix, *processes.broker_command(overrides=self.overrides)],
                 stdout=subprocess.PIPE,
                 stderr=log,
                 cwd=self.workdir,
