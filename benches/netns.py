@@ -120,7 +120,8 @@ class Netns:
         threading.Thread(
             target=self._accept, args=(ls, target_port), name="netns-forward", daemon=True
         ).start()
-        return ls.getsockname()[1]
+        port: int = ls.getsockname()[1]
+        return port
 
     def _accept(self, ls: socket.socket, target_port: int) -> None:
         while True:
