@@ -48,6 +48,10 @@ ELSEWHERE = {
     "logstore export": "needs pyspark and Java 17: tests/spark/test_export.py",
     "logstore cluster partitions move": "brokers 1, 2, 4: tests/cluster/test_partition_moves.py",
     "logstore cluster decommission": "several brokers: tests/cluster/test_partition_moves.py",
+    "logstore mirror": "two clusters, runs until stopped: tests/integration/test_mirror.py",
+    "logstore registry": "needs a schema registry: tests/schema_registry/test_registry_broker.py",
+    "logstore schema-registry": "serves: tests/schema_registry/test_registry_broker.py",
+    "logstore console": "serves until stopped: tests/console/test_browser.py",
 }
 
 # A synopsis that is not a command line -> the command lines that show it works.
@@ -96,6 +100,12 @@ PLACEHOLDERS = {
     "K": "retention.ms",
     "V": "3600000",
     "K=V": "retention.ms=1h",
+    "PORT": "9404",
+    "URL": "http://127.0.0.1:8081",
+    "P": "docs",
+    "SUBJECT": "docs-value",
+    "LEVEL": "BACKWARD",
+    "MODE": "READWRITE",
 }
 # Per command (its path under logstore): placeholders whose value depends on it.
 PLACEHOLDERS_FOR = {
@@ -103,6 +113,7 @@ PLACEHOLDERS_FOR = {
     "dev-cluster": {"K=V": "num.partitions=1"},
     "demo": {"DIR": "{tmp}/demo"},
     "topic create": {"T": "{new_topic}"},
+    "registry schema": {"AVRO": "AVRO"},  # a schema type, not a placeholder
 }
 
 DELETING = {
@@ -223,6 +234,8 @@ def parses(argv: list[str]) -> None:
         if not isinstance(cmd, click.Group):
             return
         rest = [*ctx._protected_args, *ctx.args]
+        if not rest and cmd.invoke_without_command:  # ``logstore mirror --source ...``
+            return
         sub_name, sub, argv = cmd.resolve_command(ctx, rest)
         assert sub is not None and sub_name is not None
         cmd, name, parent = sub, sub_name, ctx
