@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logstore.cli.common import EXIT_FAILED, EXIT_USAGE, CliError
 from logstore.cli.connection import ClientOptions, client_config_error
+from logstore.cli.positions import Position, resolve
 
 K = TypeVar("K")
 
@@ -201,5 +202,29 @@ class Admin:
         for tp, value in self.results(futures).items():
             out[(tp.topic, tp.partition)] = (
                 value if isinstance(value, KafkaException) else value.offset
+            )
+        return out
+
+    def positions(
+        self, partitions: list[tuple[str, int]], position: Position
+    ) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """Each partition's (log start, high watermark, the offset ``position`` names
+        there, clamped to them by :func:`~logstore.cli.positions.resolve`); a partition
+        whose start or end cannot be listed raises BrokerError."""
+        starts, ends = self.offsets(partitions, "earliest"), self.offsets(partitions, "latest")
+        at_time = self.offsets(partitions, position.value) if position.kind == "timestamp" else {}
+        out: dict[tuple[str, int], tuple[int, int, int]] = {}
+        for tp in partitions:
+            start, end = starts[tp], ends[tp]
+            if isinstance(start, KafkaException) or isinstance(end, KafkaException):
+                raise BrokerError(
+                    f"offsets of {tp[0]}-{tp[1]}",
+                    start if isinstance(start, KafkaException) else end,
+                )
+            at = at_time.get(tp)
+            out[tp] = (
+                start,
+                end,
+                resolve(position, start, end, at if isinstance(at, int) else None),
             )
         return out

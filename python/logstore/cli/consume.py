@@ -46,7 +46,7 @@ from logstore.cli.base import command as cli_command
 from logstore.cli.common import EXIT_OK, CliError
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.output import Output
-from logstore.cli.positions import parse_position, resolve
+from logstore.cli.positions import parse_position
 from logstore.cli.topic import parse_partitions, topic_metadata
 
 
@@ -118,22 +118,10 @@ def _start_offsets(
     where = parse_position(position)
     metas = topic_metadata(admin, topics)
     tps = [(t, p) for t in topics for p in parse_partitions(partitions, list(metas[t].partitions))]
-    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
-    at_time = admin.offsets(tps, where.value) if where.kind == "timestamp" else {}
-    out = []
-    for tp in tps:
-        start, end = starts[tp], ends[tp]
-        if isinstance(start, BaseException) or isinstance(end, BaseException):
-            raise BrokerError(
-                f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, BaseException) else end
-            )
-        at = at_time.get(tp)
-        out.append(
-            TopicPartition(
-                tp[0], tp[1], resolve(where, start, end, at if isinstance(at, int) else None)
-            )
-        )
-    return out
+    return [
+        TopicPartition(t, p, offset)
+        for (t, p), (_, _, offset) in admin.positions(tps, where).items()
+    ]
 
 
 @cli_command("consume")

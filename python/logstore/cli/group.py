@@ -43,7 +43,7 @@ from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.consumer_group_describe import describe_consumer_group
 from logstore.cli.output import Output, report, status_of
-from logstore.cli.positions import parse_position, resolve
+from logstore.cli.positions import parse_position
 from logstore.cli.share_group_describe import (
     in_flight,
     share_group_at,
@@ -509,17 +509,8 @@ def seek(
         )
     plan: dict[tuple[str, int], int | None] = {}
     if position is not None:
-        starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
-        at_time = admin.offsets(tps, position.value) if position.kind == "timestamp" else {}
-        for tp in tps:
-            start, end = starts[tp], ends[tp]
-            if isinstance(start, KafkaException) or isinstance(end, KafkaException):
-                raise BrokerError(
-                    f"offsets of {tp[0]}-{tp[1]}",
-                    start if isinstance(start, KafkaException) else end,
-                )
-            at = at_time.get(tp)
-            plan[tp] = resolve(position, start, end, at if isinstance(at, int) else None)
+        for tp, (_, _, offset) in admin.positions(tps, position).items():
+            plan[tp] = offset
     else:
         for tp in tps:
             plan[tp] = source.get(tp)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import click
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
@@ -31,7 +31,7 @@ from logstore.cli.confirm import confirm, no_confirm_option
 from logstore.cli.connection import ClientOptions, broker_command
 from logstore.cli.metadata_probe import offline_replicas
 from logstore.cli.output import Output, report, status_of
-from logstore.cli.positions import parse_position, resolve
+from logstore.cli.positions import parse_position
 
 
 @cli_group("topic")
@@ -467,26 +467,14 @@ def trim_prefix(
     meta = topic_metadata(admin, [topic])[topic]
     chosen = parse_partitions(partitions, list(meta.partitions))
     tps = [(topic, p) for p in chosen]
-    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
-    at_time = admin.offsets(tps, where.value) if where.kind == "timestamp" else {}
     targets = []
-    for tp in tps:
-        start, end = starts[tp], ends[tp]
-        if isinstance(start, KafkaException) or isinstance(end, KafkaException):
-            raise BrokerError(
-                f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, KafkaException) else end
-            )
-        at = at_time.get(tp)
+    for tp, (_, end, offset) in admin.positions(tps, where).items():
         if where.kind == "offset" and where.value > end:
             raise BrokerError(
                 f"{topic}-{tp[1]}: offset {where.value} is past the high watermark {end}",
                 KafkaError(KafkaError.OFFSET_OUT_OF_RANGE),
             )
-        targets.append(
-            TopicPartition(
-                topic, tp[1], resolve(where, start, end, at if isinstance(at, int) else None)
-            )
-        )
+        targets.append(TopicPartition(topic, tp[1], offset))
     plan = ", ".join(f"{t.partition}:{t.offset}" for t in targets)
     confirm(f"Delete the records of {topic} before (partition:offset) {plan}?", no_confirm)
     results = admin.results(

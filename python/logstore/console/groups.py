@@ -39,7 +39,7 @@ from logstore.cli.group import (
     type_name,
 )
 from logstore.cli.output import status_of
-from logstore.cli.positions import parse_position, resolve
+from logstore.cli.positions import parse_position
 from logstore.cli.share_group_describe import share_group_at, share_groups
 from logstore.console.charts import line_chart
 from logstore.console.kafka import Kafka
@@ -134,26 +134,16 @@ def plan(kafka: Kafka, group_id: str, to: str, topics: str) -> list[dict[str, An
     tps = _topic_partitions(admin, topics) if topics.strip() else sorted(current)
     if not tps:
         raise CliError(f"group {group_id} has no committed offsets: name the topics to reset")
-    starts, ends = admin.offsets(tps, "earliest"), admin.offsets(tps, "latest")
-    at_time = admin.offsets(tps, position.value) if position.kind == "timestamp" else {}
-    rows = []
-    for tp in tps:
-        start, end = starts[tp], ends[tp]
-        if isinstance(start, KafkaException) or isinstance(end, KafkaException):
-            raise BrokerError(
-                f"offsets of {tp[0]}-{tp[1]}", start if isinstance(start, KafkaException) else end
-            )
-        at = at_time.get(tp)
-        rows.append(
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "current_offset": current.get(tp),
-                "new_offset": resolve(position, start, end, at if isinstance(at, int) else None),
-                "error": None,
-            }
-        )
-    return rows
+    return [
+        {
+            "topic": tp[0],
+            "partition": tp[1],
+            "current_offset": current.get(tp),
+            "new_offset": offset,
+            "error": None,
+        }
+        for tp, (_, _, offset) in admin.positions(tps, position).items()
+    ]
 
 
 def apply(kafka: Kafka, group_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
