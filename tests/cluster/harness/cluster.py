@@ -472,6 +472,13 @@ class Cluster:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": bootstrap or self.bootstrap_servers})
+
+        # A broker is ready before the controller has seen the others register; until the
+        # metadata lists enough brokers, CreateTopics answers INVALID_REPLICATION_FACTOR.
+        def enough_brokers() -> bool:
+            return len(admin.list_topics(timeout=5).brokers) >= replication_factor
+
+        wait_until(enough_brokers, timeout, 0.1, f"{replication_factor} brokers in the metadata")
         admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})])[
             name
         ].result(timeout)
