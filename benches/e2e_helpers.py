@@ -58,9 +58,16 @@ class BrokerProc:
     """``python -m broker_py`` on a free loopback port with its data under ``workdir``."""
 
     def __init__(
-        self, workdir: Path, overrides: dict[str, str] | None = None, profile: str | None = None
+        self,
+        workdir: Path,
+        overrides: dict[str, str] | None = None,
+        profile: str | None = None,
+        tree: Path | None = None,
     ) -> None:
+        """``tree``: run the broker (``broker_py`` and ``logstore``) from that checkout,
+        ``tree/python`` and ``tree`` first on ``PYTHONPATH``; by default this one's."""
         self.workdir = workdir
+        self.tree = tree
         self.data_dir = workdir / "data"
         self.log_path = workdir / "broker.log"
         self.port = free_port()
@@ -90,7 +97,14 @@ class BrokerProc:
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+                filter(
+                    None,
+                    [
+                        *([str(self.tree / "python"), str(self.tree)] if self.tree else []),
+                        str(REPO_ROOT),
+                        os.environ.get("PYTHONPATH"),
+                    ],
+                )
             ),
         }
         self.workdir.mkdir(parents=True, exist_ok=True)
