@@ -28,7 +28,7 @@ from logstore.protocol.messages.consumer_group import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
 )
-from tests.broker.test_group_coordinator import CONNECTION, cluster, make_topic, run
+from tests.broker.group_harness import CONNECTION, cluster, make_topic, run
 
 E = ErrorCode
 
@@ -390,7 +390,7 @@ def test_any_heartbeat_is_answered_with_a_kafka_error(tmp_path_factory):
 
 def test_a_groups_own_timeouts_are_in_force(tmp_path):
     from broker_py.coordinator.group.group_metadata_records import partition_for
-    from tests.broker.test_group_coordinator import PARTITIONS
+    from tests.broker.group_harness import PARTITIONS
 
     async def main():
         async with cluster(tmp_path) as c:
@@ -417,7 +417,7 @@ def test_a_groups_own_timeouts_are_in_force(tmp_path):
 
 def test_an_empty_classic_group_becomes_a_consumer_group_keeping_its_offsets(tmp_path):
     from broker_py.coordinator.group.group_metadata_records import GroupMetadataKey, decode_key
-    from tests.broker.test_group_coordinator import stable_group
+    from tests.broker.group_harness import stable_group
 
     async def main():
         async with cluster(tmp_path) as c:
@@ -448,7 +448,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group_keeping_its_offsets(tmp
 
 def test_coordinator_errors_and_resignation(tmp_path):
     from broker_py.coordinator.group.group_metadata_records import partition_for
-    from tests.broker.test_group_coordinator import PARTITIONS
+    from tests.broker.group_harness import PARTITIONS
 
     async def main():
         async with cluster(tmp_path) as c:

@@ -36,7 +36,7 @@ from broker_py.server.kafka_server import _partition_writer
 from broker_py.utils.time import MockTime
 from logstore.protocol.error_codes import ErrorCode
 
-from .test_group_coordinator import make_broker, mock_time
+from .group_harness import make_broker, mock_time
 
 GROUP = "cg"
 FOO = TopicMetadata(uuid.UUID(int=1), "foo", 6)

@@ -42,7 +42,7 @@ from broker_py.coordinator.group.sync_group import SyncGroupParams
 from broker_py.server.kafka_server import new_group_coordinator
 from logstore.protocol.error_codes import ErrorCode
 
-from .test_group_coordinator import SETTLE_TURNS, make_broker, mock_time
+from .group_harness import SETTLE_TURNS, make_broker, mock_time
 
 GROUP = "g"
 CLIENTS = 3

@@ -18,7 +18,7 @@ from broker_py.coordinator.group.group_metadata_manager import GroupMetadataMana
 from broker_py.server.kafka_server import _partition_writer
 from logstore.protocol.error_codes import ErrorCode
 
-from .test_group_coordinator import make_broker, mock_time
+from .group_harness import make_broker, mock_time
 
 GROUP = "copier"
 PRODUCER = (4242, 0)
