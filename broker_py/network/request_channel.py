@@ -41,6 +41,7 @@ from broker_py.network.response_sender import ConnectionClosed
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError, MalformedMessageError, ProtocolError
+from logstore.protocol.follower_fetch_frame import FollowerFetchFrame
 from logstore.protocol.frame import (
     Request,
     UnsupportedRequest,
@@ -318,7 +319,11 @@ class RequestChannel:
             return [response]
         if type(response) is list:  # chunks encoded by the handler
             return response
-        version = event.api_version if isinstance(event, (Request, ProduceFrame)) else 0
+        version = (
+            event.api_version
+            if isinstance(event, (Request, ProduceFrame, FollowerFetchFrame))
+            else 0
+        )
         return encode_response_chunks(event.correlation_id, response.API_KEY, version, response)
 
     def _respond(

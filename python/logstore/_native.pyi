@@ -216,6 +216,27 @@ def clean_dry_run(
 def crc32c(data: BytesLike, value: int = 0) -> int:
     """CRC-32C (Castagnoli), continuing from ``value``."""
 
+def parse_follower_fetch_request(
+    frame: bytes,
+) -> (
+    tuple[
+        int,
+        int,
+        str | None,
+        int,
+        int,
+        int,
+        int,
+        tuple[tuple[str | int, tuple[tuple[int, int, int, int, int, int], ...]], ...],
+    ]
+    | None
+):
+    """A follower's sessionless Fetch request frame (v12-v17, after its size prefix):
+    ``(api_version, correlation_id, client_id, replica_id, max_wait_ms, min_bytes,
+    max_bytes, ((topic, ((partition, current_leader_epoch, fetch_offset,
+    last_fetched_epoch, log_start_offset, partition_max_bytes), ...)), ...))``, topic a
+    name (v12) or a topic id as an int (v13+); None for any other frame."""
+
 def parse_produce_request(
     frame: bytes,
 ) -> (

@@ -30,6 +30,7 @@ pub mod direct_writer;
 pub mod error;
 pub mod file_cache;
 pub mod file_slice;
+pub mod follower_fetch_request;
 pub mod index_file;
 pub mod leader_epoch_cache;
 pub mod legacy_records;

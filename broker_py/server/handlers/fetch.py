@@ -63,6 +63,7 @@ from broker_py.server.fetch_session import (
     NULL_UUID,
     CachedPartition,
 )
+from broker_py.server.handlers.follower_fetch import handle_follower_fetch
 from broker_py.server.leader_hints import (
     FETCH_ENDPOINTS_MIN_VERSION,
     FETCH_HINT_ERRORS,
@@ -73,6 +74,7 @@ from broker_py.server.quota.request_throttle import client_of, record_bytes
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.error_codes import ErrorCode
 from logstore.protocol.errors import KafkaError
+from logstore.protocol.follower_fetch_frame import FollowerFetchFrame
 from logstore.protocol.frame import splice_records
 from logstore.protocol.types import DeferredRecords
 
@@ -291,7 +293,10 @@ def _throttled(context: FetchContext) -> tuple[int, int]:
 
 def handle_fetch(apis, request, connection):
     """The response at once when it has ``min_bytes`` (or must not wait); otherwise a
-    coroutine that long-polls for appends until ``max_wait_ms``."""
+    coroutine that long-polls for appends until ``max_wait_ms``. A follower's
+    sessionless fetch read by the engine is answered by :mod:`.follower_fetch`."""
+    if type(request) is FollowerFetchFrame:
+        return handle_follower_fetch(apis, request, connection)
     body = request.body
     version = request.api_version
     context = new_context(

@@ -41,6 +41,7 @@ from broker_py.server.quota.client_quota_manager import ClientQuotaManager
 from broker_py.server.quota.client_quotas import user_of
 from broker_py.server.quota.controller_mutation_quota import STRICT_SINCE, MutationQuota
 from logstore.protocol.api_keys import ApiKey
+from logstore.protocol.follower_fetch_frame import FollowerFetchFrame
 
 EXEMPT = frozenset(
     {
@@ -201,6 +202,8 @@ def _wrap(apis: Any, key: ApiKey, fn: Callable[..., Any]) -> Callable[..., Any]:
 def _from_follower(request: Any) -> bool:
     """A Fetch from a follower replica (its broker id in ``replica_id``, or from v15 in
     ``replica_state``)."""
+    if type(request) is FollowerFetchFrame:
+        return True
     body = request.body
     state = getattr(body, "replica_state", None)
     if state is not None and state.replica_id >= 0:

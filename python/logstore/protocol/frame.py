@@ -26,7 +26,8 @@ correlation id; its frame has been consumed, so decoding may go on.
 
 A Produce request in the common shape comes out as a :class:`ProduceFrame`,
 read in place by the storage engine's codec, rather than a :class:`Request`
-(``produce_frame``).
+(``produce_frame``); a follower's sessionless Fetch (v12+) as a
+:class:`FollowerFetchFrame` (``follower_fetch_frame``).
 
 A request for an api key we do not serve, or a version outside our range,
 is not an error but an :class:`UnsupportedRequest` event, which keeps the
@@ -73,6 +74,7 @@ from logstore.protocol.errors import (
     ProtocolError,
     UnsupportedApiVersionError,
 )
+from logstore.protocol.follower_fetch_frame import FollowerFetchFrame, parse_follower_fetch_frame
 from logstore.protocol.headers import (
     RequestHeader,
     ResponseHeader,
@@ -109,6 +111,8 @@ _HEADER_PREFIX = 8
 _SIZE = struct.Struct(">i")
 _PREFIX = struct.Struct(">hhi")
 _ERROR_CODE = struct.Struct(">h")
+# A follower's Fetch from this version on is read by the engine (follower_fetch_frame).
+FOLLOWER_FETCH_MIN_VERSION = 12
 
 
 @dataclasses.dataclass(slots=True)
@@ -252,16 +256,21 @@ class RequestDecoder:
         if more bytes are needed."""
         return self._frames.next_frame()
 
-    def next_request(self) -> Request | ProduceFrame | UnsupportedRequest | None:
+    def next_request(
+        self,
+    ) -> Request | ProduceFrame | FollowerFetchFrame | UnsupportedRequest | None:
         frame = self._frames.next_frame()
         if frame is None:
             return None
         return decode_request(frame)
 
 
-def decode_request(frame: bytes) -> Request | ProduceFrame | UnsupportedRequest:
+def decode_request(
+    frame: bytes,
+) -> Request | ProduceFrame | FollowerFetchFrame | UnsupportedRequest:
     """Decode one request frame (without its size prefix); a Produce request in the
-    common shape is a :class:`ProduceFrame` (see ``produce_frame``)."""
+    common shape is a :class:`ProduceFrame` (see ``produce_frame``), a follower's
+    sessionless Fetch a :class:`FollowerFetchFrame` (``follower_fetch_frame``)."""
     if len(frame) < _HEADER_PREFIX:
         raise CorruptFrameError(f"request frame of {len(frame)} bytes has no room for a header")
     api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
@@ -272,6 +281,10 @@ def decode_request(frame: bytes) -> Request | ProduceFrame | UnsupportedRequest:
         produce = parse_produce_frame(frame)
         if produce is not None:
             return produce
+    elif key is ApiKey.FETCH and api_version >= FOLLOWER_FETCH_MIN_VERSION:
+        fetch = parse_follower_fetch_frame(frame)
+        if fetch is not None:
+            return fetch
     return read_request(frame, key)
 
 

@@ -78,6 +78,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(file_slice::sendfile, m)?)?;
     m.add_function(wrap_pyfunction!(record_batch::crc32c_py, m)?)?;
     m.add_function(wrap_pyfunction!(wire::parse_produce_request, m)?)?;
+    m.add_function(wrap_pyfunction!(wire::parse_follower_fetch_request, m)?)?;
     m.add_function(wrap_pyfunction!(wire::has_producer_id, m)?)?;
     m.add_function(wrap_pyfunction!(wire::encode_produce_response, m)?)?;
     m.add_function(wrap_pyfunction!(wire::encode_fetch_response, m)?)?;

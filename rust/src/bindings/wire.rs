@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+use crate::follower_fetch_request::{self, TopicRef};
 use crate::fetch_response::{self, FetchPartitionResponse, FetchTopicResponse, NodeEndpoint};
 use crate::produce_request;
 use crate::produce_response::{self, PartitionProduceResponse, TopicProduceResponse};
@@ -35,6 +36,34 @@ pub(super) fn parse_produce_request<'py>(py: Python<'py>, frame: &Bound<'py, PyB
         topics.push((text(&t.name), PyTuple::new(py, parts)?).into_pyobject(py)?);
     }
     let out = (v.api_version, v.correlation_id, v.client_id.as_ref().map(text), v.transactional_id.as_ref().map(text), v.acks, v.timeout_ms, PyTuple::new(py, topics)?);
+    Ok(Some(out.into_pyobject(py)?))
+}
+
+/// A follower's sessionless Fetch request frame (v12-v17, the bytes after its size
+/// prefix): `(api_version, correlation_id, client_id, replica_id, max_wait_ms, min_bytes,
+/// max_bytes, ((topic, ((partition, current_leader_epoch, fetch_offset,
+/// last_fetched_epoch, log_start_offset, partition_max_bytes), ...)), ...))`, topic a
+/// name (v12) or a topic id as an int (v13+). `None` for any other frame.
+#[pyfunction]
+pub(super) fn parse_follower_fetch_request<'py>(py: Python<'py>, frame: &Bound<'py, PyBytes>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let buf = frame.as_bytes();
+    let Some(v) = follower_fetch_request::parse(buf) else { return Ok(None) };
+    // The parser checked every string range as UTF-8.
+    let text = |r: &std::ops::Range<usize>| std::str::from_utf8(&buf[r.clone()]).unwrap_or_default();
+    let mut topics = Vec::with_capacity(v.topics.len());
+    for t in &v.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let item = (p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch, p.log_start_offset, p.partition_max_bytes);
+            parts.push(item.into_pyobject(py)?);
+        }
+        let topic = match &t.topic {
+            TopicRef::Name(r) => text(r).into_pyobject(py)?.into_any(),
+            TopicRef::Id(id) => id.into_pyobject(py)?.into_any(),
+        };
+        topics.push((topic, PyTuple::new(py, parts)?).into_pyobject(py)?);
+    }
+    let out = (v.api_version, v.correlation_id, v.client_id.as_ref().map(text), v.replica_id, v.max_wait_ms, v.min_bytes, v.max_bytes, PyTuple::new(py, topics)?);
     Ok(Some(out.into_pyobject(py)?))
 }
 
