@@ -53,8 +53,6 @@ class RequestReader:
         self._max_request_size = max_request_size
         limit = max_request_size if not sasl else min(max_request_size, SASL_MAX_RECEIVE_SIZE)
         self.decoder = RequestDecoder(max_request_size=limit)
-        # Takes received bytes: the decoder's own method, bound once.
-        self.receive: Callable[[bytes], None] = self.decoder.receive_data
         self.held = 0  # request bytes counted in the memory pool
         self._memory_paused = False
         self._reading_paused = False

@@ -60,7 +60,7 @@ rate_limited = RateLimitedLog(log)
 UnsupportedHandler = Callable[[UnsupportedRequest], Message | None]
 
 
-class ClientConnection(asyncio.Protocol):
+class ClientConnection(asyncio.BufferedProtocol):
     def __init__(self, server: SocketServer, quota_host: str | None = None) -> None:
         self.server = server
         # The address this connection counts against in the connection quotas (None: not
@@ -117,13 +117,17 @@ class ClientConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
         self.server.connections[self] = None
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The decoder lends where the bytes go: a large frame is read in place.
+        return self.reader.decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         received = now()
         self._active()
         reader = self.reader
         channel = self.channel
         try:
-            reader.receive(data)
+            reader.decoder.buffer_updated(nbytes)
             if self.sasl is not None and not self.sasl.authenticated:
                 self._authenticating(received)
                 if self.closed:

@@ -338,6 +338,25 @@ def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
     Raises BlockingIOError when a non-blocking ``out_fd`` cannot take a byte now.
     """
 
+class FrameBuffer:
+    """A request frame of ``size`` bytes read in place: ``memoryview(fb)`` lends the
+    unfilled tail, writable (``socket.recv_into``); ``take`` returns the whole frame as
+    the ``bytes`` object the bytes were written into, no copy made."""
+
+    def __init__(self, size: int) -> None: ...
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    @property
+    def filled(self) -> int:
+        """How many bytes have been written."""
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        """Copies the start of ``data`` in after the bytes written; returns how many."""
+    def advance(self, n: int) -> None:
+        """``n`` more bytes were written into a lent buffer; ValueError past the end."""
+    def take(self) -> bytes:
+        """The whole frame; ValueError before it is whole, BufferError while a lent
+        buffer is still exported, ValueError once taken."""
+
 class FileSlice:
     """A byte range of whole batches in one segment file, kept open until dropped.
 

@@ -64,7 +64,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import threading
 
+from logstore._native import FrameBuffer
 from logstore.protocol.api_keys import ApiKey
 from logstore.protocol.errors import (
     CorruptFrameError,
@@ -109,6 +111,11 @@ DEFAULT_MAX_REQUEST_SIZE = 104857600
 # api_key int16 + api_version int16 + correlation_id int32
 _HEADER_PREFIX = 8
 _SIZE = struct.Struct(">i")
+# A frame this large is read into a buffer of its own (FrameDecoder).
+DIRECT_FRAME_BYTES = 64 << 10
+# The spare buffer reads land in outside such a frame (asyncio reads 256 KiB at a time).
+READ_BYTES = 256 << 10
+_SPARE = threading.local()
 _PREFIX = struct.Struct(">hhi")
 _ERROR_CODE = struct.Struct(">h")
 # A follower's Fetch from this version on is read by the engine (follower_fetch_frame).
@@ -181,6 +188,15 @@ class FrameDecoder:
     A declared size outside ``min_size..max_size`` raises at once, before
     the body is buffered, and leaves the decoder failed: every later call
     raises the same error.
+
+    Bytes come in by :meth:`receive_data`, or are read straight into the buffer
+    :meth:`get_buffer` lends (then :meth:`buffer_updated`), as an
+    ``asyncio.BufferedProtocol`` reads. A frame of at least ``DIRECT_FRAME_BYTES`` of
+    which a quarter has arrived gets a :class:`logstore.FrameBuffer` of its size, the
+    ``bytes`` object it becomes: the rest of it is read into that in place, not
+    copied in user space (bytes that went through the spare buffer are copied twice).
+    A frame's buffer is at most four times what arrived of it, and :attr:`buffered`
+    counts the whole buffer.
     """
 
     def __init__(self, max_size: int = DEFAULT_MAX_REQUEST_SIZE, min_size: int = 0):
@@ -188,20 +204,65 @@ class FrameDecoder:
         self.min_size = min_size
         self._buf = bytearray()
         self._error: ProtocolError | None = None
+        # A large frame being read into its own buffer; the bytes in _buf, if any, come
+        # after it.
+        self._frame: FrameBuffer | None = None
+        self._lent: memoryview | None = None  # the frame's tail get_buffer lent last
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
+        frame = self._frame
+        if frame is None:
+            self._buf += data
+            return
+        take = frame.write(data)
+        if take < len(data):
+            self._buf += memoryview(data)[take:]
+
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes read should go (never empty; then :meth:`buffer_updated`
+        on the same thread): the rest of a large frame's buffer, else the thread's spare
+        buffer of READ_BYTES, shared by every decoder, whose bytes buffer_updated copies
+        out."""
+        if self._lent is not None:  # the last read failed: lend it afresh
+            self._lent.release()
+            self._lent = None
+        frame = self._frame
+        if frame is not None and frame.filled < len(frame) and not self._buf:
+            self._lent = memoryview(frame)
+            return self._lent
+        spare: bytearray | None = getattr(_SPARE, "buf", None)
+        if spare is None:
+            spare = _SPARE.buf = bytearray(READ_BYTES)
+        return memoryview(spare)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were read into the buffer :meth:`get_buffer` lent last."""
+        lent = self._lent
+        if lent is not None:
+            lent.release()  # the reader is done with it; the frame can be taken
+            self._lent = None
+            assert self._frame is not None
+            self._frame.advance(nbytes)
+            return
+        with memoryview(_SPARE.buf) as view:
+            self.receive_data(view[:nbytes])
 
     @property
     def buffered(self) -> int:
-        """Bytes received and not yet returned as frames."""
-        return len(self._buf)
+        """Bytes received and not yet returned as frames, and the rest of a large frame's
+        buffer."""
+        return len(self._buf) + (len(self._frame) if self._frame is not None else 0)
 
     def next_frame(self, min_size: int | None = None) -> bytes | None:
         """The next complete frame, or ``None`` if more bytes are needed; ``min_size``
         overrides the decoder's minimum for this frame."""
         if self._error is not None:
             raise self._error
+        if self._frame is not None:
+            if self._frame.filled < len(self._frame):
+                return None
+            done, self._frame = self._frame.take(), None
+            return done
         buf = self._buf
         if len(buf) < 4:
             return None
@@ -217,6 +278,10 @@ class FrameDecoder:
             raise self._error
         end = 4 + size
         if len(buf) < end:
+            if size >= DIRECT_FRAME_BYTES and len(buf) - 4 >= size >> 2:
+                self._frame = FrameBuffer(size)
+                self._frame.write(memoryview(buf)[4:])
+                buf.clear()
             return None
         with memoryview(buf) as view:
             frame = bytes(view[4:end])  # one copy; the view is released before the del
@@ -233,6 +298,12 @@ class RequestDecoder:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         self._frames.receive_data(data)
+
+    def get_buffer(self) -> memoryview:
+        return self._frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._frames.buffer_updated(nbytes)
 
     @property
     def buffered(self) -> int:

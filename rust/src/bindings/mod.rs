@@ -8,6 +8,7 @@
 //! - `errors`: every exception class, and `From<crate::error::Error> for PyErr`;
 //! - `log`: `Log`, `AppendInfo`, `SegmentInfo`; `log_config`: `**config` into `LogConfig`;
 //! - `file_slice`: `FileSlice`, `sendfile`;
+//! - `frame_buffer`: `FrameBuffer`, a request frame read in place;
 //! - `cleaner`: `Throttler`, `clean_dry_run` (and what `Log.clean` uses);
 //! - `record_batch`: `Record`, `RecordBatch`, the batch encoders and decoder, `crc32c`;
 //! - `wire`: the Produce request parser and the Produce/Fetch response encoders;
@@ -23,6 +24,7 @@ mod buffer;
 mod cleaner;
 mod errors;
 mod file_slice;
+mod frame_buffer;
 mod legacy;
 mod log;
 mod log_config;
@@ -64,6 +66,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<log::PyLog>()?;
     m.add_class::<cleaner::PyThrottler>()?;
     m.add_class::<file_slice::PyFileSlice>()?;
+    m.add_class::<frame_buffer::PyFrameBuffer>()?;
     m.add_class::<log::PyAppendInfo>()?;
     m.add_class::<log::PySegmentInfo>()?;
     m.add_class::<record_batch::PyRecord>()?;
