@@ -2,12 +2,17 @@
 
     python benches/partition_startup_bench.py [--partitions 20000] [--per-topic 1000]
         [--workdir /tmp/pstart] [--py-spy out.svg] [--py-spy-create out.svg]
-        [--py-spy-clean out.svg] [--py-spy-native]
+        [--py-spy-clean out.svg] [--py-spy-native] [--recovery-threads 1] [--keep]
+        [--tree CHECKOUT]
 
 Creates ``--partitions`` partitions in topics of ``--per-topic`` through CreateTopics
 (one AdminClient request per topic, timed together as "create"), writes one record to
-each partition, stops the broker cleanly and times a start until "listening on"
-("clean start"), then SIGKILLs it and times the next start ("start after SIGKILL").
+each partition, stops the broker cleanly ("clean shutdown", timed from SIGTERM until
+the process is gone) and times a start until "listening on" ("clean start"), then
+SIGKILLs it and times the next start ("start after SIGKILL"), and last times the clean
+shutdown of that broker. ``--tree`` runs the broker from another checkout (its
+``python`` and root first on ``PYTHONPATH``, engine ``.so`` included), for a base
+revision measured in the same minutes.
 Prints the broker's CPU seconds (user + system; for "create" those of the creation only)
 and the load average with each figure, and descriptors, RSS and memory maps after each
 start. ``--py-spy`` records the
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -78,6 +84,23 @@ def _timed_start(broker: BrokerProc) -> float:
     return time.monotonic() - started
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_stop(broker: BrokerProc) -> str:
+    """Stops the broker with SIGTERM; its wall and CPU seconds from the signal on (the
+    CPU from its rusage once reaped, less what /proc showed at the signal)."""
+    assert broker.proc is not None
+    before, cpu0 = _children_cpu(), _cpu(broker.proc.pid)
+    started = time.monotonic()
+    broker.stop(timeout=600)
+    took = time.monotonic() - started
+    cpu = _children_cpu() - before - cpu0
+    return f"{took:.1f} s (CPU {cpu:.1f} s, load {os.getloadavg()[0]:.1f})"
+
+
 NATIVE: list[str] = []  # ["--native"] with --py-spy-native
 
 
@@ -111,6 +134,7 @@ def main() -> None:
     parser.add_argument("--py-spy-native", action="store_true")
     parser.add_argument("--recovery-threads", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="reuse the data of an earlier run")
+    parser.add_argument("--tree", default=None, help="run the broker from this checkout")
     args = parser.parse_args()
     if args.py_spy_native:
         NATIVE.append("--native")
@@ -118,7 +142,7 @@ def main() -> None:
     if workdir.exists() and not args.keep:
         shutil.rmtree(workdir)
     overrides = {"num.recovery.threads.per.data.dir": str(args.recovery_threads)}
-    broker = BrokerProc(workdir, overrides)
+    broker = BrokerProc(workdir, overrides, tree=Path(args.tree) if args.tree else None)
     topics = [f"t{i}" for i in range(args.partitions // args.per_topic)]
     spies: list[subprocess.Popen[bytes]] = []
     if not args.keep:
@@ -135,7 +159,7 @@ def main() -> None:
         )
         _stop_spies(spies)
         _write_one_each(broker.bootstrap, topics, args.per_topic)
-        broker.stop(timeout=600)
+        print(f"clean shutdown after create: {_timed_stop(broker)}", flush=True)
     if args.py_spy_clean:
         threading.Thread(
             target=_spy_on, args=(broker, args.py_spy_clean, spies), daemon=True
@@ -153,7 +177,7 @@ def main() -> None:
     assert broker.proc is not None
     print(f"start after SIGKILL: {took:.1f} s ({_stats(broker.proc.pid)})", flush=True)
     _stop_spies(spies)
-    broker.stop(timeout=600)
+    print(f"clean shutdown after start: {_timed_stop(broker)}", flush=True)
 
 
 if __name__ == "__main__":

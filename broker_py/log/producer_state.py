@@ -301,8 +301,10 @@ class ProducerStateManager:
         return sorted(out)
 
     def write_snapshot(self, sync: bool = True) -> str:
-        """Writes the state as of the log end offset (fsynced with ``sync``: on shutdown;
-        a roll's snapshot that a crash tears fails its CRC and an older one serves).
+        """Writes the state as of the log end offset (fsynced with ``sync``; a roll's
+        snapshot, and the shutdown's, which the log manager's syncfs of the log dir makes
+        durable before the clean-shutdown marker, are not: one that a crash tears fails
+        its CRC and an older one serves).
         Snapshots below the newest one at or below the log start are removed."""
         offset = self._log.log_end_offset
         body = bytearray(_COUNT.pack(len(self.producers)))

@@ -515,9 +515,11 @@ class KafkaServer:
             await apis.transaction_coordinator.stop()
         if apis.group_coordinator is not None:
             await apis.group_coordinator.stop()
+        # Not fsynced one by one: the log manager's shutdown syncs each log dir before it
+        # writes any clean-shutdown marker.
         for partition in apis.replica_manager.online_partitions():
             try:
-                partition.log.producer_state.write_snapshot()
+                partition.log.producer_state.write_snapshot(sync=False)
             except OSError:
                 log.exception("producer snapshot of %s", partition.name)
         self.log_manager.shutdown()

@@ -534,6 +534,13 @@ class Log:
     def close(self) -> None:
         """Flush, trim indexes, write the clean-shutdown marker, then unlink the
         ``.deleted`` files of removed segments still waiting for file.delete.delay.ms."""
+    def close_deferred(self) -> None:
+        """``close`` without fsyncs, offset checkpoints or clean-shutdown marker, for
+        closing many logs: then ``sync_filesystem`` of the log dir,
+        ``mark_clean_shutdown``, and ``sync_filesystem`` again."""
+    def mark_clean_shutdown(self) -> None:
+        """After ``close_deferred`` and a sync of the log dir: the offset checkpoints and
+        the clean-shutdown marker, not fsynced. Nothing for a log not closed that way."""
     def close_handlers(self) -> None:
         """Close without writing anything, for a log dir gone offline (Kafka's
         ``closeHandlers``): the files are let go of with no flush, index trim,

@@ -22,6 +22,11 @@
 //!   entry whose page cannot get storage is skipped: entries are optional (the index is
 //!   sparse), so they stay contiguous and sorted, only fewer. On a kernel without
 //!   `MADV_POPULATE_WRITE` entries are written unchecked.
+//! - An absent file is an empty index (Kafka's `LazyIndex`): opening a path with no file
+//!   creates nothing, and a file comes into existence (created, sized to
+//!   `max_entries`, mapped) only when the first entry is pushed. Trimming, flushing,
+//!   renaming and deleting an absent index touch no file; a file found at the path
+//!   when it comes into existence (left by an earlier segment) is cut to zero first.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -40,6 +45,8 @@ pub struct IndexFile {
     /// Bytes from the start of the mapping whose pages are known to have storage
     /// (module comment).
     populated: usize,
+    /// False while no file exists at `path` (module comment).
+    exists: bool,
 }
 
 fn page_size() -> usize {
@@ -78,22 +85,44 @@ fn populate_write(map: &MmapMut, offset: usize, len: usize) -> Populated {
 }
 
 impl IndexFile {
-    /// Opens or creates `path`. An existing file's entries are all `len / entry_size`
-    /// whole entries; the caller sanity-checks them. With `preallocate`, the file is
-    /// grown to `max_index_size` so it can take appends.
+    /// Opens `path`. An existing file's entries are all `len / entry_size` whole
+    /// entries; the caller sanity-checks them. With `preallocate`, the index can take
+    /// appends up to `max_index_size`: an existing file is grown to it, an absent one is
+    /// created that size at its first entry. Without, an absent file stays an empty
+    /// index that takes no appends until `make_appendable`.
     pub fn open(path: &Path, entry_size: usize, max_index_size: usize, preallocate: bool) -> Result<Self> {
-        let file = Self::open_file(path, true)?;
-        let len = file.metadata().ctx("stat index", path)?.len() as usize;
+        let file = match Self::open_file(path, false) {
+            Ok(f) => Some(f),
+            Err(crate::error::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let len = match &file {
+            Some(f) => f.metadata().ctx("stat index", path)?.len() as usize,
+            None => 0,
+        };
         let entries = len / entry_size;
         // A trimmed index takes no appends until `make_appendable` grows it.
         let max_entries = if preallocate { (max_index_size / entry_size).max(entries) } else { entries };
-        let mut index = IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries, populated: 0 };
-        if preallocate {
-            index.resize_file(&file, max_entries * entry_size)?;
-        } else {
-            index.map(&file)?;
+        let mut index =
+            IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries, populated: 0, exists: file.is_some() };
+        match file {
+            Some(file) if preallocate => index.resize_file(&file, max_entries * entry_size)?,
+            Some(file) => index.map(&file)?,
+            None => {}
         }
         Ok(index)
+    }
+
+    /// True when the index has a file (module comment).
+    pub fn exists(&self) -> bool {
+        self.exists
+    }
+
+    /// Creates the file of an absent index, sized to `max_entries` and mapped.
+    fn create(&mut self) -> Result<()> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&self.path).ctx("create index", &self.path)?;
+        self.exists = true;
+        self.resize_file(&file, self.max_entries * self.entry_size)
     }
 
     fn open_file(path: &Path, create: bool) -> Result<File> {
@@ -117,6 +146,10 @@ impl IndexFile {
     }
 
     fn resize(&mut self, len: usize) -> Result<()> {
+        if !self.exists {
+            self.max_entries = self.max_entries.max(len / self.entry_size);
+            return Ok(());
+        }
         let file = Self::open_file(&self.path, false)?;
         self.resize_file(&file, len)
     }
@@ -131,13 +164,16 @@ impl IndexFile {
     /// Grows a trimmed index back to `max_index_size` so it can take appends again.
     pub fn make_appendable(&mut self, max_index_size: usize) -> Result<()> {
         self.max_entries = (max_index_size / self.entry_size).max(self.entries);
+        if !self.exists {
+            return Ok(());
+        }
         self.resize(self.max_entries * self.entry_size)
     }
 
     /// Cuts the file to exactly its entries (done when the segment stops being active).
     pub fn trim(&mut self) -> Result<()> {
         let want = self.entries * self.entry_size;
-        if self.mmap.as_ref().map_or(0, |m| m.len()) != want {
+        if self.exists && self.mmap.as_ref().map_or(0, |m| m.len()) != want {
             self.resize(want)?;
         }
         self.max_entries = self.entries;
@@ -172,7 +208,12 @@ impl IndexFile {
         if end <= self.populated || self.is_full() {
             return true;
         }
-        let Some(m) = self.mmap.as_ref() else { return true };
+        if !self.exists && self.create().is_err() {
+            // No file (no space or no descriptor): the entry is skipped, as on a full disk.
+            return false;
+        }
+        // Not full but unmapped: the file could not be sized (`create`).
+        let Some(m) = self.mmap.as_ref() else { return false };
         let page = page_size();
         let start = self.populated.max(at / page * page);
         let stop = (end.div_ceil(page) * page).min(m.len());
@@ -260,6 +301,15 @@ impl IndexFile {
     }
 
     pub fn rename(&mut self, to: &Path) -> Result<()> {
+        if !self.exists {
+            // Nothing stays at the new path that would read as this index's entries.
+            match std::fs::remove_file(to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e).ctx("rename index", to),
+                _ => {}
+            }
+            self.path = to.to_path_buf();
+            return Ok(());
+        }
         std::fs::rename(&self.path, to).ctx("rename index", &self.path)?;
         self.path = to.to_path_buf();
         Ok(())
@@ -309,6 +359,37 @@ mod tests {
         assert!((0..index.entries()).all(|i| index.entry(i) == entry(i)));
         index.trim().unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, (per_page + 3) * 8);
+    }
+
+    #[test]
+    fn an_absent_index_has_no_file_until_its_first_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("0.index");
+        let mut index = IndexFile::open(&path, 8, 4096, true).unwrap();
+        assert!(!index.exists() && !index.is_full());
+        index.trim().unwrap();
+        index.make_appendable(4096).unwrap();
+        index.reset(4096).unwrap();
+        index.flush().unwrap();
+        let moved = d.path().join("0.index.swap");
+        std::fs::write(&moved, [9u8; 24]).unwrap(); // a stale file where it goes
+        index.rename(&moved).unwrap();
+        assert_eq!((index.floor(5u64, |e| u64::from_be_bytes(e.try_into().unwrap())), index.ceiling(5u64, |_| 0u64)), (None, 0));
+        assert!(!path.exists() && !moved.exists());
+        std::fs::write(&moved, [9u8; 24]).unwrap(); // stale again: cut when created
+        assert!(index.push(&entry(7)));
+        assert!(index.exists());
+        assert_eq!(std::fs::metadata(&moved).unwrap().len(), 4096);
+        assert_eq!((index.entries(), index.entry(0)), (1, &entry(7)[..]));
+        index.trim().unwrap();
+        assert_eq!(std::fs::read(&moved).unwrap(), entry(7));
+        // Opened without preallocation, an absent file takes no appends until made appendable.
+        let other = d.path().join("1.index");
+        let mut index = IndexFile::open(&other, 8, 4096, false).unwrap();
+        assert!(index.is_full() && !other.exists());
+        index.make_appendable(4096).unwrap();
+        assert!(!index.is_full() && !other.exists());
+        index.delete().unwrap();
     }
 
     #[test]

@@ -30,12 +30,14 @@
 //! - `log/read.rs`: `read`, `read_slice`, `offset_for_timestamp`;
 //! - `log/retention.rs`: `truncate_to`, `truncate_fully_and_start_at`, `delete_records`,
 //!   `enforce_retention` (the log start offset's advance);
-//! - `log/tests.rs`: their tests.
+//! - `log/tests.rs`: their tests; `log/lazy_index_tests.rs`: indexes without files.
 
 mod append;
 mod read;
 mod recovery;
 mod retention;
+#[cfg(test)]
+mod lazy_index_tests;
 #[cfg(test)]
 mod tests;
 
@@ -115,6 +117,9 @@ pub(crate) struct LogInner {
     recovery_point: i64,
     epochs: LeaderEpochCache,
     closed: bool,
+    /// Set by `close_deferred`: `mark_clean_shutdown` has the checkpoints and the
+    /// marker to write.
+    marker_due: bool,
     unflushed_messages: i64,
     last_flush_ms: i64,
 }

@@ -172,7 +172,9 @@ impl LogSegment {
     /// the batch headers after the last index entry. Errors mean "run recover()".
     pub fn load(&mut self) -> Result<()> {
         let corrupt = |path: &Path, reason: String| Error::CorruptIndex { path: path.to_path_buf(), reason };
-        for (path, entry) in [(self.offset_index.path().to_path_buf(), 8u64), (self.time_index.path().to_path_buf(), 12)] {
+        // An absent index file is an empty index (`index_file.rs`).
+        let files = [(self.offset_index.exists(), self.offset_index.path().to_path_buf(), 8u64), (self.time_index.exists(), self.time_index.path().to_path_buf(), 12)];
+        for (_, path, entry) in files.into_iter().filter(|f| f.0) {
             let len = std::fs::metadata(&path).ctx("stat index", &path)?.len();
             if len % entry != 0 {
                 return Err(corrupt(&path, format!("{len} bytes is not a multiple of {entry}")));
@@ -191,6 +193,7 @@ impl LogSegment {
         }
         let mut max_ts = self.time_index.last_entry().unwrap_or((-1, self.base_offset));
         let mut buf = Vec::new();
+        self.bytes_since_last_index_entry = 0;
         while pos < self.size {
             let h = read_header(&file, pos)
                 .ctx("read segment", &self.log_path)?
@@ -206,6 +209,10 @@ impl LogSegment {
             record_batch::validate(&buf, pos, false)?;
             if h.max_timestamp > max_ts.0 {
                 max_ts = (h.max_timestamp, h.last_offset());
+            }
+            if !self.offset_index.exists() && self.bytes_since_last_index_entry > self.index_interval_bytes {
+                // An entry was due here: the index file went missing (rebuild it).
+                return Err(corrupt(self.offset_index.path(), format!("no file, but an entry was due at position {pos}")));
             }
             next = h.next_offset();
             pos += h.size() as u64;
@@ -548,7 +555,20 @@ impl LogSegment {
     /// Called when the segment stops being active: records its max timestamp in the time
     /// index and trims both index files.
     pub fn on_become_inactive(&mut self) -> Result<()> {
-        if self.max_timestamp >= 0 {
+        self.seal(true)
+    }
+
+    /// As `on_become_inactive`, for the active segment of a log being closed: a time
+    /// index without a file gets no entry (nor a file). The segment reopens as the
+    /// active one, whose max timestamp `load` reads from the batches after the last
+    /// offset index entry; the offset index gets its first entry with the time index's
+    /// first, so it has no file either and that walk covers the whole segment.
+    pub fn on_close(&mut self) -> Result<()> {
+        self.seal(self.time_index.exists())
+    }
+
+    fn seal(&mut self, final_time_entry: bool) -> Result<()> {
+        if self.max_timestamp >= 0 && final_time_entry {
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
         }
         self.offset_index.trim()?;

@@ -4,8 +4,9 @@
 //! says that the largest timestamp in the segment up to and including the batch that
 //! ends at offset o is t. Entries are added beside offset index entries, and only when
 //! the segment's max timestamp grew, so timestamps and offsets both strictly increase.
-//! When a segment stops being active (roll or close) a last entry records its max
-//! timestamp, which is what retention by time and timestamp lookups read.
+//! When a segment stops being active (a roll; a close when the file exists) a last
+//! entry records its max timestamp, which is what retention by time and timestamp
+//! lookups read.
 
 use std::path::Path;
 

@@ -135,7 +135,9 @@ def test_replaced_segments_go_after_file_delete_delay_ms(open_log, partition_dir
     stats = log.clean(now_ms=now, force=True)
     assert stats["segments_cleaned"] > 1
     cleaned = records(log)
-    assert len(_deleted(partition_dir)) == 3 * stats["segments_cleaned"]
+    # Each replaced segment's .log and .timeindex: segments of 700 bytes never get an
+    # offset index entry, so their offset index never had a file.
+    assert len(_deleted(partition_dir)) == 2 * stats["segments_cleaned"]
     # A crash now: a copy of the directory as it is reopens without them.
     crashed = tmp_path / "crashed" / "t-0"
     shutil.copytree(partition_dir, crashed)

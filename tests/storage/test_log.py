@@ -226,8 +226,11 @@ def _check_segments(log, partition_dir):
     for i, s in enumerate(segs):
         assert os.path.basename(s.log_path) == segment_name(s.base_offset, ".log")
         assert os.path.dirname(os.path.abspath(s.log_path)) == os.path.abspath(partition_dir)
-        for suffix in (".log", ".index", ".timeindex"):
-            assert segment_name(s.base_offset, suffix) in names, (s.base_offset, suffix)
+        assert segment_name(s.base_offset, ".log") in names
+        # An index file comes into existence with the index's first entry (LazyIndex).
+        for suffix, entries in ((".index", s.index_entries), (".timeindex", s.time_index_entries)):
+            if entries:
+                assert segment_name(s.base_offset, suffix) in names, (s.base_offset, suffix)
         assert os.path.getsize(s.log_path) == s.size
         if i + 1 < len(segs):
             assert s.next_offset == segs[i + 1].base_offset

@@ -271,6 +271,18 @@ impl PyLog {
         Ok(py.detach(|| self.0.close())?)
     }
 
+    /// `close` without fsyncs nor marker, for closing many logs: then `sync_filesystem`
+    /// of the log dir, `mark_clean_shutdown`, and `sync_filesystem` again.
+    fn close_deferred(&self, py: Python<'_>) -> PyResult<()> {
+        Ok(py.detach(|| self.0.close_deferred())?)
+    }
+
+    /// After `close_deferred` and a sync of the log dir: the offset checkpoints and the
+    /// clean-shutdown marker, not fsynced. Nothing for a log not closed that way.
+    fn mark_clean_shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        Ok(py.detach(|| self.0.mark_clean_shutdown())?)
+    }
+
     /// Closes without writing anything (a log dir gone offline); the next open recovers.
     fn close_handlers(&self, py: Python<'_>) {
         py.detach(|| self.0.close_handlers())

@@ -157,16 +157,18 @@ impl Log {
                 continue;
             }
             let active = Some(base) == last;
-            let missing_index = !dir.join(crate::segment::file_name(base, ".index")).exists()
-                || !dir.join(crate::segment::file_name(base, ".timeindex")).exists();
             let mut seg = LogSegment::open(dir, base, &config, active, now)?;
             let next_base = logs.get(i + 1).copied().unwrap_or(i64::MAX);
             // After a crash: every segment from the recovery point on. After a clean
-            // shutdown: a segment whose files disagree (torn tail, bad index) or lack
-            // an index. Only a rebuilt index with nothing cut is not crash recovery.
+            // shutdown: a segment whose files disagree (torn tail, bad index) or whose
+            // offset index is missing entries (`LogSegment::load`; an absent index
+            // file is an empty index, which a segment shorter than an index interval
+            // has). Only a rebuilt index with nothing cut is not crash recovery.
             let after_crash = !clean && next_base > recovery_point;
-            let damaged = !after_crash && !missing_index && seg.load().is_err();
-            if after_crash || damaged || missing_index {
+            let failed = !after_crash && seg.load().is_err();
+            let missing_index = failed && !seg.offset_index().exists();
+            let damaged = failed && !missing_index;
+            if after_crash || failed {
                 let cut = seg.recover(&config, active)?;
                 recovered |= after_crash || damaged || cut.bytes > 0;
                 if cut.bytes > 0 && !active {
@@ -210,6 +212,7 @@ impl Log {
             recovery_point: if recovered && !opts.defer_sync { next_offset } else { recovery_point.min(next_offset) },
             epochs,
             closed: false,
+            marker_due: false,
             unflushed_messages: 0,
             last_flush_ms: now,
         };
@@ -264,7 +267,7 @@ impl Log {
             return Ok(());
         }
         self.flush_locked(inner, now_ms())?;
-        inner.active_mut().on_become_inactive()?;
+        inner.active_mut().on_close()?;
         inner.active().flush()?;
         self.write_offset_checkpoint(LOG_START_OFFSET_FILE, inner.log_start_offset)?;
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
@@ -274,6 +277,43 @@ impl Log {
         inner.segments.clear();
         // Nothing is scheduled once `closed` is set (scheduling happens under this lock).
         self.deletions.delete_all()
+    }
+
+    /// The first step of closing many logs at once, with two `syncfs(2)` in all where
+    /// `close` fsyncs each log's files several times: trims the indexes of the active
+    /// segment and closes the files, fsyncing and writing nothing else. The caller then
+    /// makes the log dir durable (`checkpoint::sync_filesystem`), calls
+    /// `mark_clean_shutdown` and syncs the log dir again. A crash before the marker is
+    /// durable finds no marker and recovers from the recovery point of the last flush,
+    /// as after any crash.
+    pub fn close_deferred(&self) -> Result<()> {
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
+        if inner.closed {
+            return Ok(());
+        }
+        inner.active_mut().on_close()?;
+        inner.closed = true;
+        inner.marker_due = true;
+        inner.segments.clear();
+        self.deletions.delete_all()
+    }
+
+    /// After `close_deferred` and a sync of the log dir (so the log's data is durable):
+    /// writes the recovery point (the log end), the log start offset and then the
+    /// clean-shutdown marker, none fsynced (the caller syncs the log dir again). Does
+    /// nothing for a log not closed by `close_deferred`, or already marked.
+    pub fn mark_clean_shutdown(&self) -> Result<()> {
+        let mut inner = self.inner.write();
+        if !std::mem::take(&mut inner.marker_due) {
+            return Ok(());
+        }
+        inner.recovery_point = inner.next_offset;
+        let entry = |offset: i64| [format!("{} {} {offset}", self.topic, self.partition)];
+        checkpoint::write_file_with(&self.dir.join(RECOVERY_POINT_FILE), &entry(inner.recovery_point), false)?;
+        checkpoint::write_file_with(&self.dir.join(LOG_START_OFFSET_FILE), &entry(inner.log_start_offset), false)?;
+        let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
+        File::create(&marker).map(drop).ctx("write clean-shutdown marker", &marker)
     }
 
     /// Kafka's `closeHandlers`, for a log whose directory went offline: marks the log
