@@ -6,10 +6,12 @@ Requests read are queued; they are handled one at a time while no handler is wai
 the transport is not paused for writing and request processing is enabled. A handler
 that completes at once (most of them) runs inline and its response is written at once;
 a handler that waits (a Fetch long poll, JoinGroup, SyncGroup) runs as a task, and the
-requests that arrive meanwhile queue behind it. A handler may answer with a response
-frame already encoded: ``bytes``, as Produce does for its common shape, or a ``list`` of
-chunks with DeferredRecords among them, as Fetch does. A large request is decoded and its
-answer encoded on a worker thread (``request_reader.LargeRequestFrame``).
+requests that arrive meanwhile queue behind it; a handler may instead return a
+:class:`~broker_py.network.pending_response.PendingResponse` (a follower's parked Fetch),
+whose response is sent in the turn it completes in, with no task. A handler may answer
+with a response frame already encoded: ``bytes``, as Produce does for its common shape,
+or a ``list`` of chunks with DeferredRecords among them, as Fetch does. A large request
+is decoded and its answer encoded on a worker thread (``request_reader.LargeRequestFrame``).
 
 Muting: the connection is muted while MAX_QUEUED_REQUESTS requests queue or the
 transport is paused for writing; a muted connection reads nothing more
@@ -30,10 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import inspect
 import logging
 from typing import TYPE_CHECKING
 
+from broker_py.network.pending_response import PendingResponse
 from broker_py.network.request_logger import RequestTimes, log_completed, now
 from broker_py.network.request_logger import enabled as request_log_enabled
 from broker_py.network.request_reader import LargeRequestFrame, QueuedRequest
@@ -71,7 +75,8 @@ class RequestChannel:
         # Each request with the clock reading of the socket read that completed it.
         self._queue: collections.deque[tuple[QueuedRequest, float]] = collections.deque()
         self.queued_bytes = 0
-        self.task: asyncio.Task[None] | None = None  # a waiting handler or a sendfile
+        # A waiting handler, a sendfile, or a pending response.
+        self.task: asyncio.Task[None] | PendingResponse | None = None
         self._close_after = False
         self._delayed_close: asyncio.TimerHandle | None = None
         self._throttled: asyncio.TimerHandle | None = None  # muted until it fires
@@ -111,9 +116,10 @@ class RequestChannel:
         if self._throttled is not None:
             self._throttled.cancel()
             self._throttled = None
-        if self.task is not None:
-            self.task.cancel()
-        return self.task
+        task = self.task
+        if task is not None:
+            task.cancel()
+        return task if type(task) is not PendingResponse else None
 
     # ---- handling in order ----
 
@@ -156,6 +162,8 @@ class RequestChannel:
                         self._completed(event, times)
                 elif asyncio.iscoroutine(result):
                     self._start(self._finish(event, result, times))
+                elif type(result) is PendingResponse:
+                    self._pend(event, result, times)
                 elif result is not None:
                     self._respond(event, result, times)
                 elif times is not None:
@@ -236,6 +244,38 @@ class RequestChannel:
                 self._conn.peer,
             )
             raise ConnectionClosed("handler failed") from None
+
+    def _pend(self, event, pending: PendingResponse, times: RequestTimes | None) -> None:
+        self.task = pending
+        pending.on_complete(functools.partial(self._pending_done, event, pending, times))
+
+    def _pending_done(self, event, pending: PendingResponse, times: RequestTimes | None, build):
+        """Sends the pending response now. Runs inside whatever completed it (a purgatory
+        check): it never raises, and queued requests are handled in a later callback."""
+        if self.task is not pending:
+            return
+        self.task = None
+        conn = self._conn
+        if conn.closed:
+            return
+        if times is not None:
+            times.remote_done = times.send_started = now()
+        try:
+            self._respond(event, build(), times)
+        except (ConnectionClosed, ProtocolError) as e:
+            conn.close_with_warning(getattr(e, "kind", "protocol"), "%s", e)
+            return
+        except Exception:
+            log.exception("answering %s from %s failed", event.api_key.api_name, conn.peer)
+            conn.close()
+            return
+        if conn.throttle_ms > 0 and self.task is None:
+            self._throttle()
+        if self.task is None:
+            if self._queue:  # not handled inside the purgatory check that got here
+                asyncio.get_running_loop().call_soon(self.process)
+            else:
+                self.process()  # reading and the memory pool's count only
 
     def _start(self, coro) -> None:
         self.task = asyncio.get_running_loop().create_task(coro)

@@ -923,17 +923,36 @@ class ReplicaManager:
 
     # ---- fetches ----
 
-    def fetch_messages(self, params: FetchParams, infos: list[FetchInfo]) -> FetchAnswer:
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        infos: list[FetchInfo],
+        on_done: Callable[[list[FetchPartitionData]], None] | None = None,
+    ) -> FetchAnswer | None:
         """Reads ``infos`` (Kafka's ``fetchMessages``): a :class:`FetchPartitionData`
         each, in order, at once when the read holds ``params.min_bytes``, may not wait
         or reads no partition held here; otherwise a future of them, completed by
         :class:`DelayedFetch` from a later read as the partitions read grow, or at
-        ``params.max_wait_ms``."""
+        ``params.max_wait_ms``. With ``on_done``, a fetch that waits returns None and
+        ``on_done`` gets the reads when it completes (inside the purgatory's check)."""
         first = self.read_from_local_log(params, infos)
         if first.bytes_read >= params.min_bytes or params.max_wait_ms <= 0 or not first.partitions:
             if params.replica_id >= 0:
                 self._record_leader_replication(first.reads)
             return first.reads
+        if on_done is not None:
+            self.fetch_purgatory.watch(
+                DelayedFetch(
+                    self,
+                    params,
+                    infos,
+                    on_done
+                    if params.replica_id < 0
+                    else functools.partial(self._answer_follower, on_done),
+                ),
+                [p.key for p in first.partitions],
+            )
+            return None
         done = Completion()
         respond: Callable[[list[FetchPartitionData]], None] = (
             done if params.replica_id < 0 else functools.partial(self._answer_follower, done)

@@ -17,16 +17,20 @@ network layer decides. What it answers is what :mod:`.fetch` answers the same re
   replication throttle; a partition answering NOT_LEADER_OR_FOLLOWER or
   FENCED_LEADER_EPOCH names its current leader, and from v16 the response carries
   those leaders' endpoints;
-- the follower's fetch parks until ``min_bytes`` or ``max_wait_ms``, as any fetch;
+- the follower's fetch parks until ``min_bytes`` or ``max_wait_ms``, as any fetch, and
+  is answered by a :class:`~broker_py.network.pending_response.PendingResponse`: sent
+  from the purgatory's check that completes it, not by a task woken a turn later;
 - no client quota (a follower is never throttled by one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 
 import logstore
+from broker_py.network.pending_response import PendingResponse
 from broker_py.replication.fetch_data import FetchParams, FetchPartitionData
 from broker_py.security.authorizer import auth_helper
 from broker_py.security.authorizer.acl_binding import AclOperation
@@ -159,7 +163,8 @@ def response(apis, request: FollowerFetchFrame, reads: list[FetchPartitionData],
 
 def handle_follower_fetch(apis, request: FollowerFetchFrame, connection):
     """The response at once when the read has ``min_bytes`` (or must not wait);
-    otherwise a coroutine that long-polls for appends until ``max_wait_ms``."""
+    otherwise a :class:`PendingResponse` completed, in the event-loop turn whose
+    appends gave the fetch its bytes, or at ``max_wait_ms``, with the last read."""
     infos = partitions(apis, request)
     params = FetchParams(
         request.replica_id,
@@ -168,8 +173,15 @@ def handle_follower_fetch(apis, request: FollowerFetchFrame, connection):
         request.max_bytes,
         denied=_denied(apis, connection, infos),
     )
-    result = apis.replica_manager.fetch_messages(params, infos)
-    if isinstance(result, asyncio.Future):
+    pending = PendingResponse()
+
+    def done(reads: list[FetchPartitionData]) -> None:
+        pending.complete(functools.partial(response, apis, request, reads, connection))
+
+    result = apis.replica_manager.fetch_messages(params, infos, on_done=done)
+    if result is None:
+        return pending
+    if isinstance(result, asyncio.Future):  # a caller that wrapped fetch_messages
         return _when_done(apis, request, result, connection)
     return response(apis, request, result, connection)
 

@@ -110,8 +110,18 @@ class BrokerTopicMetrics:
         fetch_messages = replica_manager.fetch_messages
 
         def counted(*args: Any, **kwargs: Any) -> Any:
+            on_done = kwargs.get("on_done")
+            if on_done is not None:  # a fetch answered by a callback when it waits
+
+                def done(reads: Any) -> None:
+                    self.on_fetched(reads)
+                    on_done(reads)
+
+                kwargs["on_done"] = done
             result = fetch_messages(*args, **kwargs)
-            if hasattr(result, "add_done_callback"):
+            if result is None:
+                pass
+            elif hasattr(result, "add_done_callback"):
                 result.add_done_callback(
                     lambda f: (
                         None if f.cancelled() or f.exception() else self.on_fetched(f.result())

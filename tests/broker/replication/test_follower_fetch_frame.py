@@ -5,6 +5,7 @@ either way with the same bytes (errors, diverging epochs, leader hints included)
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import logstore
+from broker_py.network.pending_response import PendingResponse
 from broker_py.replication.replica_manager import ReplicaManager
 from broker_py.server.fetch_session import FetchSessionCache
 from broker_py.server.handlers.fetch import handle_fetch
@@ -168,8 +170,7 @@ def _batch(n: int) -> bytes:
 
 
 def _apis(logs):
-    time = MockTime()
-    manager = ReplicaManager(ME, lambda topic: 1, time)
+    manager = ReplicaManager(ME, lambda topic: 1, MockTime())
     partition = manager.make_leader("t", 0, logs("t-0"), 0, [ME, FOLLOWER], [ME, FOLLOWER])
     manager.append_records(1000, 1, [("t", [(0, _batch(3), None)])], lambda r: None)
     partition.make_leader(2, [ME, FOLLOWER], [ME, FOLLOWER])
@@ -226,3 +227,41 @@ def test_the_leader_answers_both_reads_with_the_same_bytes(logs):
         assert t.partitions[3].current_leader.leader_id == OTHER
         assert gone.partitions[0].error_code == (3 if version < 13 else 100)
         assert [n.node_id for n in body.node_endpoints] == ([OTHER] if version >= 16 else [])
+
+
+def test_a_parked_follower_fetch_is_answered_from_the_append_that_feeds_it(logs):
+    """A follower's fetch with nothing to read returns a PendingResponse; the purgatory
+    check after an append completes it with the bytes the generic long poll answers."""
+
+    async def run():
+        apis = _apis(logs)
+        time = apis.replica_manager.time
+        sent: list[bytes] = []
+        waiting = [(0, 2, 5, 2, 0, 1 << 20)]  # caught up at the log end, 5
+        for version in (12, 16):
+            frame = request_frame(version, FOLLOWER, [("t", TOPIC_ID, waiting)])
+            fast = decode_request(frame)
+            pending = handle_fetch(apis, fast, None)
+            assert type(pending) is PendingResponse
+            pending.on_complete(lambda build: sent.append(_bytes(build())))
+            generic = handle_fetch(apis, read_request(frame, ApiKey.FETCH), None)
+            apis.replica_manager.append_records(
+                1000, 1, [("t", [(0, _batch(1), None)])], lambda r: None
+            )
+            assert sent == []
+            time.advance(0)  # the purgatory's check of the appended partition
+            (got,) = sent
+            assert got == _bytes(await generic)
+            _, body = decode_response(got[4:], ApiKey.FETCH, version)
+            assert len(body.responses[0].partitions[0].records) == len(_batch(1))
+            sent.clear()
+            waiting = [(0, 2, 6, 2, 0, 1 << 20)]
+        # a connection lost meanwhile: nothing is built or sent
+        frame = request_frame(12, FOLLOWER, [("t", TOPIC_ID, [(0, 2, 7, 2, 0, 1 << 20)])])
+        pending = handle_fetch(apis, decode_request(frame), None)
+        pending.on_complete(lambda build: sent.append(build()))
+        pending.cancel()
+        time.advance(1)
+        assert sent == [] and apis.replica_manager.fetch_purgatory.watched() == 0
+
+    asyncio.run(run())
