@@ -97,6 +97,7 @@ def _timed_stop(broker: BrokerProc) -> str:
     started = time.monotonic()
     broker.stop(timeout=600)
     took = time.monotonic() - started
+    broker.proc = None  # so that a py-spy waiting for the next start attaches to it
     cpu = _children_cpu() - before - cpu0
     return f"{took:.1f} s (CPU {cpu:.1f} s, load {os.getloadavg()[0]:.1f})"
 

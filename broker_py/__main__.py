@@ -176,6 +176,9 @@ _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 async def _run(config: BrokerConfig) -> None:
     from broker_py.server.kafka_server import KafkaServer
 
+    # Young collections less often from the start: loading thousands of logs allocates
+    # long-lived objects, which each default-threshold collection would walk again.
+    gc.set_threshold(20_000, 50, 100)
     broker = KafkaServer(config)
     try:
         await broker.start()

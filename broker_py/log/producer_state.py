@@ -109,7 +109,8 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 class ProducerStateManager:
-    def __init__(self, plog: logstore.Log) -> None:
+    def __init__(self, plog: logstore.Log, names: list[str] | None = None) -> None:
+        """``names``: the log directory's file names, when the caller has listed it."""
         self._log = plog
         self._dir = plog.path
         self.producers: dict[int, ProducerEntry] = {}
@@ -121,7 +122,7 @@ class ProducerStateManager:
         # transaction here (KIP-890); gone once the transaction starts or a marker ends
         # whatever the producer had, so a verification outlived by a marker fails
         self._verifying: dict[int, object] = {}
-        self._load()
+        self._load(names)
 
     def moved_to(self, plog: logstore.Log) -> None:
         """The partition's log reopened elsewhere, with this state's snapshots copied along."""
@@ -292,9 +293,9 @@ class ProducerStateManager:
 
     # ---- snapshots ----
 
-    def _snapshots(self) -> list[tuple[int, str]]:
+    def _snapshots(self, names: list[str] | None = None) -> list[tuple[int, str]]:
         out = []
-        for name in os.listdir(self._dir):
+        for name in os.listdir(self._dir) if names is None else names:
             m = _SNAPSHOT_NAME.match(name)
             if m:
                 out.append((int(m[1]), os.path.join(self._dir, name)))
@@ -370,14 +371,14 @@ class ProducerStateManager:
             producers[pid] = entry
         return producers
 
-    def _load(self) -> None:
+    def _load(self, names: list[str] | None = None) -> None:
         """The state as of the log end: the newest readable snapshot at or below it, then
         the batches after the snapshot replayed."""
         start = self._log.log_start_offset
         end = self._log.log_end_offset
         self.producers = {}
         self._ongoing = {}
-        for offset, path in reversed(self._snapshots()):
+        for offset, path in reversed(self._snapshots(names)):
             if offset > end:
                 os.unlink(path)  # the log was truncated below this snapshot
                 continue

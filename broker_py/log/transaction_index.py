@@ -53,12 +53,19 @@ def file_name(segment_base_offset: int) -> str:
 
 
 class TransactionIndex:
-    def __init__(self, directory: str, log_start_offset: int, log_end_offset: int) -> None:
+    def __init__(
+        self,
+        directory: str,
+        log_start_offset: int,
+        log_end_offset: int,
+        names: list[str] | None = None,
+    ) -> None:
+        """``names``: the directory's file names, when the caller has listed it."""
         self._dir = directory
         self._entries: list[AbortedTxn] = []
         self._last_offsets: list[int] = []  # parallel to _entries, for bisect
         self._files: dict[int, list[AbortedTxn]] = {}  # segment base -> the entries of its file
-        self._load(log_start_offset, log_end_offset)
+        self._load(log_start_offset, log_end_offset, names)
 
     def moved_to(self, directory: str) -> None:
         """The partition's files now live in ``directory`` (a move between log dirs)."""
@@ -70,11 +77,12 @@ class TransactionIndex:
     def _path(self, base: int) -> str:
         return os.path.join(self._dir, file_name(base))
 
-    def _load(self, log_start_offset: int, log_end_offset: int) -> None:
-        try:
-            names = os.listdir(self._dir)
-        except FileNotFoundError:
-            names = []
+    def _load(self, log_start_offset: int, log_end_offset: int, names: list[str] | None) -> None:
+        if names is None:
+            try:
+                names = os.listdir(self._dir)
+            except FileNotFoundError:
+                names = []
         for base in sorted(int(m[1]) for n in names if (m := _NAME.match(n))):
             path = self._path(base)
             with open(path, "rb") as f:

@@ -20,6 +20,8 @@ leader-epoch cache) with the producer state and the transaction index kept besid
 
 from __future__ import annotations
 
+import os
+
 import logstore
 from broker_py.log.log_dir_failure_channel import (
     LogDirFailureChannel,
@@ -71,9 +73,11 @@ class UnifiedLog:
         self.topic = topic
         self.index = index
         self.local_log = local_log
-        self.producer_state = ProducerStateManager(local_log)
+        # One listing of the partition directory serves both.
+        names = os.listdir(local_log.path)
+        self.producer_state = ProducerStateManager(local_log, names)
         self.txn_index = TransactionIndex(
-            local_log.path, local_log.log_start_offset, local_log.log_end_offset
+            local_log.path, local_log.log_start_offset, local_log.log_end_offset, names
         )
         # Segments the log had after the last append: one more means it rolled, and the
         # producer state is snapshotted (a later truncation replays from there).
