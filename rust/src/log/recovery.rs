@@ -35,7 +35,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -76,12 +76,23 @@ impl Log {
 
         // An interrupted cleaner swap is finished first (see `log_clean_pass.rs`); then
         // segment files by base offset; leftovers of interrupted deletes and cleanings go.
-        crate::log_clean_pass::complete_swaps(dir)?;
+        let list = || -> Result<Vec<(PathBuf, String)>> {
+            let mut out = Vec::new();
+            for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
+                let path = entry.ctx("list log directory", dir)?.path();
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                out.push((path, name));
+            }
+            Ok(out)
+        };
+        let mut files = list()?;
+        if files.iter().any(|(_, name)| name.ends_with(".swap")) {
+            crate::log_clean_pass::complete_swaps(dir)?;
+            files = list()?;
+        }
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
-        for entry in fs::read_dir(dir).ctx("list log directory", dir)? {
-            let path = entry.ctx("list log directory", dir)?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        for (path, name) in files {
             if name.ends_with(".deleted") || name.ends_with(".cleaned") || name.ends_with(".tmp") {
                 remove_if_exists(&path)?;
             } else if let Some(base) = parse_base_offset(&name, ".log") {
