@@ -6,7 +6,12 @@ its condition met (then :meth:`on_complete` runs), or when its timeout passes fi
 (then :meth:`on_expiration` and :meth:`on_complete` run). The purgatory watches each
 operation under keys (a partition, here) and, when something changes under a key,
 :meth:`DelayedOperationPurgatory.check_and_complete` asks that key's operations to try
-again. Timeouts run on the injected :class:`~broker_py.utils.time.Time`.
+again. Timeouts run on the injected :class:`~broker_py.utils.time.Time`: the operations
+of one delay expire in the order they were watched (their deadlines are the watch time
+plus the delay), so they wait in one queue per delay with one timer, set for the first
+deadline still pending, instead of a timer each that is set and cancelled per operation
+(a follower's fetch parks and completes about once per append). An operation completed
+early leaves its queue entry empty; entries are dropped as the timer passes them.
 
 Invariants: an operation is completed once (``completed`` turns True before
 ``on_complete`` runs); an operation the purgatory completes (its condition met under
@@ -18,16 +23,24 @@ keyed by identity, so that removal is O(1)).
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 from broker_py.utils.time import SYSTEM_TIME, Time, Timer
+
+# How early a deadline may be passed to its timer (the event loop's timers may run up
+# to its clock's resolution early).
+_EARLY_S = 1e-6
 
 
 class DelayedOperation:
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self.completed = False
-        self._timer: Timer | None = None
+        # [deadline, this operation] in its delay's expiry queue; the operation is
+        # cleared from it when it completes.
+        self._entry: list[Any] | None = None
         self._keys: list[Hashable] = []
 
     def try_complete(self) -> bool:
@@ -46,14 +59,15 @@ class DelayedOperation:
         if self.completed:
             return False
         self.completed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        entry = self._entry
+        if entry is not None:
+            entry[1] = None
+            self._entry = None
         self.on_complete()
         return True
 
     def _expire(self) -> None:
-        self._timer = None
+        self._entry = None
         if not self.completed:
             self.on_expiration()
             self.force_complete()
@@ -65,6 +79,8 @@ class DelayedOperationPurgatory:
         self._time = time
         # key -> the operations watching it, by identity (read by the appends that notify it)
         self.watchers: dict[Hashable, dict[int, DelayedOperation]] = {}
+        # delay_ms -> its expiry queue
+        self._expiries: dict[int, _Expiry] = {}
 
     def try_complete_else_watch(
         self, operation: DelayedOperation, keys: Iterable[Hashable]
@@ -84,13 +100,38 @@ class DelayedOperationPurgatory:
         operation._keys = keys
         for key in keys:
             self.watchers.setdefault(key, {})[id(operation)] = operation
-        operation._timer = self._time.call_later(
-            max(0, operation.delay_ms) / 1000, self._expired, operation
-        )
+        delay_ms = max(0, operation.delay_ms)
+        expiry = self._expiries.get(delay_ms)
+        if expiry is None:
+            expiry = self._expiries[delay_ms] = _Expiry()
+        now = self._time.monotonic()
+        entry = [now + delay_ms / 1000, operation]
+        operation._entry = entry
+        entries = expiry.entries
+        entries.append(entry)
+        if expiry.timer is None:
+            expiry.timer = self._time.call_later(entries[0][0] - now, self._expire_due, expiry)
 
-    def _expired(self, operation: DelayedOperation) -> None:
-        operation._expire()
-        self._unwatch(operation)
+    def _expire_due(self, expiry: _Expiry) -> None:
+        """Expires the operations of ``expiry`` whose deadline passed, then sets its timer
+        for the first one still pending."""
+        expiry.timer = None
+        entries = expiry.entries
+        while entries:
+            deadline, operation = entries[0]
+            if operation is None:
+                entries.popleft()
+                continue
+            now = self._time.monotonic()
+            if deadline > now + _EARLY_S:
+                break
+            entries.popleft()
+            operation._expire()
+            self._unwatch(operation)
+        if entries and expiry.timer is None:
+            expiry.timer = self._time.call_later(
+                entries[0][0] - self._time.monotonic(), self._expire_due, expiry
+            )
 
     def _unwatch(self, operation: DelayedOperation) -> None:
         """Removes a completed operation from the watch list of every key it had."""
@@ -150,3 +191,19 @@ class DelayedOperationPurgatory:
     def shutdown(self) -> None:
         for key in list(self.watchers):
             self.complete_all(key)
+        for expiry in self._expiries.values():
+            if expiry.timer is not None:
+                expiry.timer.cancel()
+                expiry.timer = None
+            expiry.entries.clear()
+
+
+class _Expiry:
+    """The operations of one delay in deadline order ([deadline, operation or None once
+    completed]), and the timer set for the first deadline, if any."""
+
+    __slots__ = ("entries", "timer")
+
+    def __init__(self) -> None:
+        self.entries: collections.deque[list[Any]] = collections.deque()
+        self.timer: Timer | None = None
