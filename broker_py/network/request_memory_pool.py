@@ -9,9 +9,9 @@ one connection at a time (the first stopped while no other is exempt) goes on re
 until it holds nothing, as a request granted its buffer by Kafka's pool completes.
 
 Bound: the bytes held never exceed the cap plus one request (``socket.request.max.bytes``)
-plus, per connection, one socket read and three times what it held of a frame before
-that read (a read completes before its bytes are counted; a frame of which a quarter
-has arrived gets a buffer of its whole size, ``protocol.frame.FrameDecoder``).
+plus, per connection, four socket reads and three times what it held of a frame before
+the last read (a read completes before its bytes are counted, and a frame of which a
+quarter has arrived gets a buffer of its whole size: ``protocol.frame.FrameDecoder``).
 
 Kafka's default, -1, means no pool; here it means ``max(DEFAULT_CAP,
 socket.request.max.bytes)``, so half-sent requests can never take unbounded memory.
