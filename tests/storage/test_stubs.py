@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,10 @@ def test_class_members_both_ways(name):
     cls = getattr(_native, name)
     declared = _class_members(node)
     for member, kind in declared.items():
+        if member == "__buffer__" and sys.version_info < (3, 12):
+            # The buffer protocol is a type slot; Python shows it as __buffer__ from 3.12.
+            memoryview(cls(1)).release()
+            continue
         assert hasattr(cls, member), f"{name}.{member} ({kind}) is in the stub but not on the class"
         raw = inspect.getattr_static(cls, member)
         if kind == "property":
