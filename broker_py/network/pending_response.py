@@ -17,15 +17,24 @@ from typing import Any
 
 
 class PendingResponse:
-    __slots__ = ("_on_complete", "done")
+    __slots__ = ("_build", "_cancelled", "_on_complete", "done")
 
     def __init__(self) -> None:
         self._on_complete: Callable[[Callable[[], Any]], None] | None = None
+        self._build: Callable[[], Any] | None = None  # completed before on_complete
+        self._cancelled = False
         self.done = False
 
     def on_complete(self, callback: Callable[[Callable[[], Any]], None]) -> None:
-        """Set by the request channel: ``callback(build)`` sends what ``build()`` returns."""
-        self._on_complete = callback
+        """Set by the request channel: ``callback(build)`` sends what ``build()`` returns
+        (at once if the response was completed already)."""
+        if self._cancelled:
+            return
+        build, self._build = self._build, None
+        if build is not None:
+            callback(build)
+        else:
+            self._on_complete = callback
 
     def complete(self, build: Callable[[], Any]) -> None:
         """The response is ready: ``build()`` returns it (called once, by the channel)."""
@@ -35,8 +44,10 @@ class PendingResponse:
         callback, self._on_complete = self._on_complete, None
         if callback is not None:
             callback(build)
+        elif not self._cancelled:
+            self._build = build
 
     def cancel(self) -> None:
         """Nothing is sent any more (the connection is gone)."""
-        self.done = True
-        self._on_complete = None
+        self.done = self._cancelled = True
+        self._on_complete = self._build = None
