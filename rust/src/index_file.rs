@@ -26,7 +26,9 @@
 //!   creates nothing, and a file comes into existence (created, sized to
 //!   `max_entries`, mapped) only when the first entry is pushed. Trimming, flushing,
 //!   renaming and deleting an absent index touch no file; a file found at the path
-//!   when it comes into existence (left by an earlier segment) is cut to zero first.
+//!   when it comes into existence (left by an earlier segment) is cut to zero first. An
+//!   absent index that could never be sized (past the process's file size limit) is
+//!   refused when opened, as sizing an existing file would be.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -56,6 +58,17 @@ fn page_size() -> usize {
         n if n > 0 => n as usize,
         _ => 4096,
     })
+}
+
+/// The process's file size limit (`RLIMIT_FSIZE`, soft), which an absent index must be
+/// able to grow to when it comes into existence.
+fn max_file_size() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the limit into `lim`.
+    match unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } {
+        0 if lim.rlim_cur != libc::RLIM_INFINITY => lim.rlim_cur as usize,
+        _ => usize::MAX,
+    }
 }
 
 /// How `MADV_POPULATE_WRITE` answered for a range of the mapping.
@@ -103,6 +116,10 @@ impl IndexFile {
         let entries = len / entry_size;
         // A trimmed index takes no appends until `make_appendable` grows it.
         let max_entries = if preallocate { (max_index_size / entry_size).max(entries) } else { entries };
+        if file.is_none() && preallocate && max_entries * entry_size > max_file_size() {
+            // Refused now, as sizing the file would be (EFBIG), not at the first entry.
+            return Err(std::io::Error::from_raw_os_error(libc::EFBIG)).ctx("resize index", path);
+        }
         let mut index =
             IndexFile { path: path.to_path_buf(), mmap: None, entries, entry_size, max_entries, populated: 0, exists: file.is_some() };
         match file {
