@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import logstore
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.headers import RequestHeader
-from logstore.protocol.schema import Message
+from logstore.protocol.engine_frame import EngineFrame
 
 # One partition's fetch state: (partition, current_leader_epoch, fetch_offset,
 # last_fetched_epoch, log_start_offset, partition_max_bytes).
@@ -35,7 +34,7 @@ ParsedFollowerFetch = tuple[
 ]
 
 
-class FollowerFetchFrame:
+class FollowerFetchFrame(EngineFrame):
     """A follower's Fetch request as its parsed fields.
 
     It reads as a :class:`~logstore.protocol.frame.Request` does (``header``,
@@ -46,10 +45,6 @@ class FollowerFetchFrame:
     """
 
     __slots__ = (
-        "api_version",
-        "client_id",
-        "correlation_id",
-        "frame",
         "max_bytes",
         "max_wait_ms",
         "min_bytes",
@@ -71,26 +66,6 @@ class FollowerFetchFrame:
             self.max_bytes,
             self.topics,
         ) = parsed
-
-    @property
-    def size(self) -> int:
-        return len(self.frame)
-
-    @property
-    def header(self) -> RequestHeader:
-        return RequestHeader(
-            api_key=int(ApiKey.FETCH),
-            api_version=self.api_version,
-            correlation_id=self.correlation_id,
-            client_id=self.client_id,
-        )
-
-    @property
-    def body(self) -> Message:
-        """The request as a message, decoded by the schema codec, for code that wants one."""
-        from logstore.protocol.frame import read_request
-
-        return read_request(self.frame, ApiKey.FETCH).body
 
 
 def parse_follower_fetch_frame(frame: bytes) -> FollowerFetchFrame | None:

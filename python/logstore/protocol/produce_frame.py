@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import logstore
 from logstore.protocol.api_keys import ApiKey
-from logstore.protocol.headers import RequestHeader
-from logstore.protocol.schema import Message
+from logstore.protocol.engine_frame import EngineFrame
 
 # What logstore.parse_produce_request returns for a frame in the common shape:
 # (api_version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics).
@@ -29,7 +28,7 @@ ParsedProduce = tuple[
 ]
 
 
-class ProduceFrame:
+class ProduceFrame(EngineFrame):
     """A Produce request as ranges into its frame.
 
     It reads as a :class:`~logstore.protocol.frame.Request` does (``header``,
@@ -40,10 +39,6 @@ class ProduceFrame:
 
     __slots__ = (
         "acks",
-        "api_version",
-        "client_id",
-        "correlation_id",
-        "frame",
         "timeout_ms",
         "topics",
         "transactional_id",
@@ -62,26 +57,6 @@ class ProduceFrame:
             self.timeout_ms,
             self.topics,
         ) = parsed
-
-    @property
-    def size(self) -> int:
-        return len(self.frame)
-
-    @property
-    def header(self) -> RequestHeader:
-        return RequestHeader(
-            api_key=int(ApiKey.PRODUCE),
-            api_version=self.api_version,
-            correlation_id=self.correlation_id,
-            client_id=self.client_id,
-        )
-
-    @property
-    def body(self) -> Message:
-        """The request as a message, decoded by the schema codec, for code that wants one."""
-        from logstore.protocol.frame import read_request
-
-        return read_request(self.frame, ApiKey.PRODUCE).body
 
     def records(self, start: int, end: int) -> memoryview | None:
         """The records of one partition (None when the request carries null)."""
