@@ -21,7 +21,9 @@
 //! fetch, a fetch session, a malformed frame): the caller decodes such a frame with its
 //! generic codec, which names what is wrong with a malformed one.
 
-use std::ops::Range;
+use std::ops::{Deref, DerefMut, Range};
+
+use crate::wire_reader::WireReader;
 
 pub const API_KEY: i16 = 1;
 pub const FIRST_VERSION: i16 = 12;
@@ -71,53 +73,23 @@ pub struct FetchPartition {
 /// The smallest encoded partition: 32 bytes of fields and an empty tagged-field count.
 const MIN_PARTITION_BYTES: usize = 33;
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// A [`WireReader`] with the flexible-version reads of a Fetch.
+struct Cursor<'a>(WireReader<'a>);
+
+impl<'a> Deref for Cursor<'a> {
+    type Target = WireReader<'a>;
+    fn deref(&self) -> &WireReader<'a> {
+        &self.0
+    }
+}
+
+impl DerefMut for Cursor<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let b = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(b)
-    }
-
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.take(N)?.try_into().ok()
-    }
-
-    fn i8(&mut self) -> Option<i8> {
-        Some(i8::from_be_bytes(self.array()?))
-    }
-
-    fn i16(&mut self) -> Option<i16> {
-        Some(i16::from_be_bytes(self.array()?))
-    }
-
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.array()?))
-    }
-
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_be_bytes(self.array()?))
-    }
-
-    /// An unsigned varint of at most 5 bytes (a 32-bit value).
-    fn uvarint(&mut self) -> Option<u32> {
-        let mut value: u32 = 0;
-        for i in 0..5 {
-            let b = *self.buf.get(self.pos)?;
-            self.pos += 1;
-            value |= u32::from(b & 0x7F) << (7 * i);
-            if b < 0x80 {
-                return if i == 4 && b > 0x0F { None } else { Some(value) };
-            }
-        }
-        None
-    }
-
     /// A compact string's bytes (None inside: null), checked as UTF-8.
     fn compact_string(&mut self) -> Option<Option<Range<usize>>> {
         let n = self.uvarint()?;
@@ -135,7 +107,7 @@ impl<'a> Cursor<'a> {
     /// an allocation.
     fn count(&mut self, min_item: usize) -> Option<usize> {
         let n = usize::try_from(self.uvarint()?.checked_sub(1)?).ok()?;
-        (n.checked_mul(min_item)? <= self.buf.len() - self.pos).then_some(n)
+        (n.checked_mul(min_item)? <= self.remaining()).then_some(n)
     }
 
     /// A tagged-field section: each (tag, bytes) to `f`, which may read them; the
@@ -158,7 +130,7 @@ impl<'a> Cursor<'a> {
 /// The replica id in a replica_state tagged field's bytes (replica_id int32,
 /// replica_epoch int64, tagged fields).
 fn replica_state_id(field: &[u8]) -> Option<i32> {
-    let mut c = Cursor { buf: field, pos: 0 };
+    let mut c = Cursor(WireReader::new(field));
     let id = c.i32()?;
     c.i64()?;
     c.skip_tagged_fields()?;
@@ -168,7 +140,7 @@ fn replica_state_id(field: &[u8]) -> Option<i32> {
 /// The request in `frame`, or `None` if it is not a follower's sessionless Fetch in the
 /// common shape.
 pub fn parse(frame: &[u8]) -> Option<FollowerFetchView> {
-    let mut c = Cursor { buf: frame, pos: 0 };
+    let mut c = Cursor(WireReader::new(frame));
     if c.i16()? != API_KEY {
         return None;
     }

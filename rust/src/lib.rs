@@ -56,6 +56,7 @@ pub mod topic_compression;
 pub mod transactions;
 pub mod validation_pool;
 pub mod varint;
+pub mod wire_reader;
 pub mod wire_writer;
 
 #[cfg(feature = "python")]

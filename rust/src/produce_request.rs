@@ -15,9 +15,10 @@
 //! bytes after the body, and answers `None` for anything else: the caller decodes such a
 //! frame with its generic codec, which names what is wrong with a malformed one.
 
-use std::ops::Range;
+use std::ops::{Deref, DerefMut, Range};
 
 use crate::records::record_batch::{BatchHeader, HEADER_SIZE, LOG_OVERHEAD};
+use crate::wire_reader::WireReader;
 
 pub const API_KEY: i16 = 0;
 pub const FIRST_FLEXIBLE_VERSION: i16 = 9;
@@ -50,42 +51,26 @@ pub struct PartitionProduceData {
     pub records: Option<Range<usize>>,
 }
 
+/// A [`WireReader`] that knows whether the version is flexible.
 struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    r: WireReader<'a>,
     flexible: bool,
 }
 
+impl<'a> Deref for Cursor<'a> {
+    type Target = WireReader<'a>;
+    fn deref(&self) -> &WireReader<'a> {
+        &self.r
+    }
+}
+
+impl DerefMut for Cursor<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.r
+    }
+}
+
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let b = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(b)
-    }
-
-    fn i16(&mut self) -> Option<i16> {
-        Some(i16::from_be_bytes(self.take(2)?.try_into().ok()?))
-    }
-
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    /// An unsigned varint of at most 5 bytes (a 32-bit value).
-    fn uvarint(&mut self) -> Option<u32> {
-        let mut value: u32 = 0;
-        for i in 0..5 {
-            let b = *self.buf.get(self.pos)?;
-            self.pos += 1;
-            value |= u32::from(b & 0x7F) << (7 * i);
-            if b < 0x80 {
-                return if i == 4 && b > 0x0F { None } else { Some(value) };
-            }
-        }
-        None
-    }
-
     /// A string's or bytes' length, -1 for null: compact when flexible, else `fixed_i16`
     /// says int16 (strings) or int32 (bytes).
     fn length(&mut self, fixed_i16: bool) -> Option<i64> {
@@ -123,7 +108,7 @@ impl<'a> Cursor<'a> {
     fn count(&mut self) -> Option<usize> {
         let n = if self.flexible { i64::from(self.uvarint()?) - 1 } else { i64::from(self.i32()?) };
         let n = usize::try_from(n).ok()?;
-        (n <= self.buf.len() - self.pos).then_some(n)
+        (n <= self.remaining()).then_some(n)
     }
 
     /// The tagged-field count ending a flexible struct, which must be 0.
@@ -138,7 +123,7 @@ impl<'a> Cursor<'a> {
 
 /// The request in `frame`, or `None` if it is not a Produce request in the common shape.
 pub fn parse(frame: &[u8]) -> Option<ProduceRequestView> {
-    let mut c = Cursor { buf: frame, pos: 0, flexible: false };
+    let mut c = Cursor { r: WireReader::new(frame), flexible: false };
     if c.i16()? != API_KEY {
         return None;
     }
