@@ -5,9 +5,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import select
-import socket
-import threading
 import time
 
 import pytest
@@ -15,7 +12,6 @@ import pytest
 from logstore import _native as ls
 
 from .helpers import (
-    RECENT_T0,
     check_index_files,
     dir_snapshot,
     log_files,
@@ -23,41 +19,7 @@ from .helpers import (
     segment_name,
     with_base_offset,
 )
-
-T0 = RECENT_T0
-BIG = 1 << 30
-
-
-def mk(n, ts=T0, tag="", codec="none", vsize=20, ts_step=1):
-    """A batch of n records with timestamps ts, ts+ts_step, ..."""
-    return ls.encode_batch(
-        [
-            (f"k{tag}{i}".encode(), (f"v{tag}{i}-".encode() * vsize)[:vsize], [], ts + i * ts_step)
-            for i in range(n)
-        ],
-        codec,
-    )
-
-
-def build(log, sizes, ts=T0, **kw):
-    """Append one batch per entry of ``sizes``; returns [(base, last, bytes)]."""
-    out = []
-    for i, n in enumerate(sizes):
-        data = mk(n, ts=ts + 100 * i, tag=str(i), **kw)
-        base, last = log.append(data)
-        out.append((base, last, data))
-    return out
-
-
-def open_read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def stored(batches):
-    """What the log should hold: the input batches with their assigned base offsets."""
-    return b"".join(with_base_offset(d, base) for base, _, d in batches)
-
+from .log_batches import BIG, T0, build, mk, open_read, rolled_log, stored
 
 # ---------------------------------------------------------------------------
 # open / append
@@ -139,13 +101,6 @@ def test_append_compressed_batches_keep_their_codec(open_log):
 # ---------------------------------------------------------------------------
 # read
 # ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def five_batches(open_log):
-    log = open_log()
-    batches = build(log, [3, 1, 4, 2, 5])  # offsets 0-2, 3, 4-7, 8-9, 10-14
-    return log, batches
 
 
 def test_read_starts_at_batch_containing_offset(five_batches):
@@ -436,23 +391,8 @@ def test_timestamps_outside_the_window_raise_invalid_timestamp(open_log):
 # ---------------------------------------------------------------------------
 
 
-def _rolled_log(
-    open_log, n_segments=4, per_segment=(2, 3), ts_of=lambda s: T0 + 10_000 * s, **config
-):
-    """A log whose segment s holds batches stamped ts_of(s); roll() between segments."""
-    log = open_log(**config)
-    layout = []
-    for s in range(n_segments):
-        if s:
-            log.roll()
-        for j, n in enumerate(per_segment):
-            base, last = log.append(mk(n, ts=ts_of(s), tag=f"{s}.{j}"))
-            layout.append((s, base, last))
-    return log, layout
-
-
 def test_delete_records(open_log, partition_dir):
-    log, _layout = _rolled_log(open_log)  # segments at 0, 5, 10, 15; LEO 20
+    log, _layout = rolled_log(open_log)  # segments at 0, 5, 10, 15; LEO 20
     assert [s.base_offset for s in log.segments()] == [0, 5, 10, 15]
     before_all = {off: log.read(off, BIG) for off in range(20)}
     assert log.delete_records(3) == 3
@@ -484,7 +424,7 @@ def test_delete_records(open_log, partition_dir):
 
 
 def test_delete_records_to_log_end_and_beyond(open_log):
-    log, _ = _rolled_log(open_log, n_segments=2)  # LEO 10
+    log, _ = rolled_log(open_log, n_segments=2)  # LEO 10
     assert log.delete_records(10) == 10
     assert log.log_start_offset == 10
     assert log.read(10, BIG) == b""
@@ -498,7 +438,7 @@ def test_delete_records_to_log_end_and_beyond(open_log):
 
 
 def test_log_start_offset_from_config(open_log):
-    log, _ = _rolled_log(open_log, n_segments=2)
+    log, _ = rolled_log(open_log, n_segments=2)
     log.close()
     log = open_log(log_start_offset=7)
     assert log.log_start_offset == 7
@@ -509,7 +449,7 @@ def test_log_start_offset_from_config(open_log):
 
 
 def test_retention_ms(open_log, partition_dir):
-    log, _ = _rolled_log(open_log, retention_ms=10_000)  # segment s stamped T0 + 10_000 s
+    log, _ = rolled_log(open_log, retention_ms=10_000)  # segment s stamped T0 + 10_000 s
     assert log.enforce_retention(now_ms=T0 + 10_000) == 0  # nothing older than retention.ms
     assert log.enforce_retention(now_ms=T0 + 15_000) == 1  # only segment 0 (max ts T0 + 2)
     assert log.log_start_offset == 5
@@ -532,7 +472,7 @@ def test_retention_ms(open_log, partition_dir):
 
 
 def test_set_config_changes_retention_and_roll(open_log):
-    log, _ = _rolled_log(open_log)  # segments 0, 5, 10, 15; retention unlimited by size
+    log, _ = rolled_log(open_log)  # segments 0, 5, 10, 15; retention unlimited by size
     assert log.enforce_retention(now_ms=T0 + 40_000) == 0
     log.set_config(retention_ms=25_000)
     assert log.config()["retention.ms"] == "25000"
@@ -551,19 +491,19 @@ def test_set_config_changes_retention_and_roll(open_log):
 
 def test_retention_ms_stops_at_first_unexpired_segment(open_log):
     stamps = {0: T0 + 50_000, 1: T0, 2: T0, 3: T0}
-    log, _ = _rolled_log(open_log, ts_of=lambda s: stamps[s], retention_ms=10_000)
+    log, _ = rolled_log(open_log, ts_of=lambda s: stamps[s], retention_ms=10_000)
     assert log.enforce_retention(now_ms=T0 + 20_000) == 0
     assert log.num_segments == 4
 
 
 def test_retention_ms_unlimited(open_log):
-    log, _ = _rolled_log(open_log, retention_ms=-1)
+    log, _ = rolled_log(open_log, retention_ms=-1)
     assert log.enforce_retention(now_ms=T0 + 10**12) == 0
     assert log.num_segments == 4
 
 
 def test_retention_respects_max_offset(open_log):
-    log, _ = _rolled_log(open_log, retention_ms=1)  # segments 0, 5, 10, 15
+    log, _ = rolled_log(open_log, retention_ms=1)  # segments 0, 5, 10, 15
     # segment 5 holds offsets up to 9, not all below the high watermark 7: kept
     assert log.enforce_retention(now_ms=T0 + 10**9, max_offset=7) == 1
     assert [s.base_offset for s in log.segments()] == [5, 10, 15]
@@ -572,7 +512,7 @@ def test_retention_respects_max_offset(open_log):
 
 
 def test_retention_bytes(open_log):
-    log, _ = _rolled_log(open_log)
+    log, _ = rolled_log(open_log)
     sizes = [s.size for s in log.segments()]
     total = sum(sizes)
     log.close()
@@ -758,140 +698,6 @@ def test_append_as_follower(open_log):
 
 
 # ---------------------------------------------------------------------------
-# zero-copy reads
-# ---------------------------------------------------------------------------
-
-
-def test_read_slice_fields(five_batches, partition_dir):
-    log, batches = five_batches
-    sl = log.read_slice(5, BIG)
-    raws = parse_raw_batches(stored(batches))
-    assert os.path.samefile(sl.path, partition_dir / segment_name(0, ".log"))
-    assert sl.position == raws[2].position
-    assert sl.length == len(stored(batches[2:]))
-    assert sl.base_offset == 4
-    assert sl.last_offset == 14
-    assert sl.read() == log.read(5, BIG)
-    sl = log.read_slice(0, raws[0].size + raws[1].size + 1)
-    assert (sl.base_offset, sl.last_offset, sl.length) == (0, 3, raws[0].size + raws[1].size)
-    assert sl.read() == stored(batches[:2])
-    sl = log.read_slice(0, 1, min_one_batch=False)
-    assert sl is None or sl.length == 0
-
-
-def _recv_exactly(sock, n, out, delay=0.0):
-    if delay:
-        time.sleep(delay)
-    while len(out) < n:
-        chunk = sock.recv(min(65536, n - len(out)))
-        if not chunk:
-            break
-        out += chunk
-
-
-def test_file_slice_sendfile_blocking(five_batches):
-    log, _batches = five_batches
-    sl = log.read_slice(3, BIG)
-    expect = log.read(3, BIG)
-    a, b = socket.socketpair()
-    with a, b:
-        got = bytearray()
-        t = threading.Thread(target=_recv_exactly, args=(b, len(expect), got))
-        t.start()
-        sent = 0
-        while sent < sl.length:
-            n = sl.sendfile(a.fileno(), sent)
-            assert n > 0
-            sent += n
-        t.join(10)
-        assert bytes(got) == expect
-        # partial ranges
-        a2, b2 = socket.socketpair()
-        with a2, b2:
-            n = sl.sendfile(a2.fileno(), 10, 25)
-            assert n == 25
-            assert b2.recv(100) == expect[10:35]
-
-
-def test_file_slice_sendfile_nonblocking_multi_mb(open_log):
-    log = open_log()
-    rng = random.Random(3)
-    for i in range(40):
-        log.append(ls.encode_batch([(b"k%d" % i, rng.randbytes(100_000), [], T0 + i)]))
-    expect = log.read(0, 8 << 20)
-    assert len(expect) > 4_000_000
-    sl = log.read_slice(0, 8 << 20)
-    assert sl.length == len(expect)
-    a, b = socket.socketpair()
-    with a, b:
-        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-        a.setblocking(False)
-        got = bytearray()
-        # the reader starts late so the send buffer fills up and sendfile hits EAGAIN
-        t = threading.Thread(target=_recv_exactly, args=(b, len(expect), got, 0.2))
-        t.start()
-        sent = 0
-        would_block = 0
-        short = 0
-        deadline = time.monotonic() + 60
-        while sent < sl.length:
-            assert time.monotonic() < deadline
-            try:
-                n = sl.sendfile(a.fileno(), sent, sl.length - sent)
-            except BlockingIOError:
-                would_block += 1
-                select.select([], [a], [], 5)
-                continue
-            assert n > 0
-            if n < sl.length - sent:
-                short += 1
-            sent += n
-        t.join(30)
-        assert not t.is_alive()
-        assert sent == len(expect)
-        assert bytes(got) == expect
-        assert would_block + short > 0
-
-
-def test_module_sendfile(tmp_path):
-    p = tmp_path / "f.bin"
-    payload = os.urandom(50_000)
-    p.write_bytes(payload)
-    a, b = socket.socketpair()
-    with a, b, open(p, "rb") as f:
-        got = bytearray()
-        t = threading.Thread(target=_recv_exactly, args=(b, 30_000, got))
-        t.start()
-        sent = 0
-        while sent < 30_000:
-            sent += ls.sendfile(a.fileno(), f.fileno(), 1000 + sent, 30_000 - sent)
-        t.join(10)
-        assert bytes(got) == payload[1000:31_000]
-
-
-def test_file_slice_survives_segment_deletion(open_log, partition_dir):
-    log, _ = _rolled_log(open_log)
-    sl = log.read_slice(0, BIG)
-    expect = log.read(0, BIG)
-    assert sl.read() == expect
-    log.delete_records(12)
-    assert not (partition_dir / segment_name(0, ".log")).exists()
-    assert sl.read() == expect
-    a, b = socket.socketpair()
-    with a, b:
-        got = bytearray()
-        t = threading.Thread(target=_recv_exactly, args=(b, len(expect), got))
-        t.start()
-        sent = 0
-        while sent < sl.length:
-            sent += sl.sendfile(a.fileno(), sent)
-        t.join(10)
-        assert bytes(got) == expect
-    log.close()
-    assert sl.read() == expect
-
-
-# ---------------------------------------------------------------------------
 # lifecycle
 # ---------------------------------------------------------------------------
 
@@ -993,7 +799,7 @@ def test_flush_advances_recovery_point(open_log):
 
 
 def test_segment_info_timestamps(open_log):
-    log, _ = _rolled_log(open_log)
+    log, _ = rolled_log(open_log)
     segs = log.segments()
     assert [s.largest_timestamp for s in segs] == [T0 + 10_000 * s + 2 for s in range(4)]
 
