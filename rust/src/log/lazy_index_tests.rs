@@ -3,21 +3,8 @@
 //! or changes indexes (lookups, roll, truncation, retention, close and reopen, recovery
 //! after a crash, a lost index file) behaves as with an empty index file.
 
+use super::tests::{batch, leader};
 use super::*;
-use crate::records::record::NewRecord;
-use crate::records::record_batch::{encode, BatchOptions};
-
-/// A batch of `n` records of ~110 bytes each, all at timestamp `ts`.
-fn batch(n: usize, ts: i64) -> Vec<u8> {
-    let recs: Vec<NewRecord> = (0..n)
-        .map(|i| NewRecord { offset: i as i64, timestamp: ts, key: Some(vec![i as u8]), value: Some(vec![7; 100]), headers: vec![] })
-        .collect();
-    encode(&recs, &BatchOptions::default())
-}
-
-fn leader() -> AppendOptions {
-    AppendOptions { assign_offsets: true, ..Default::default() }
-}
 
 /// An entry is due after 1,000 bytes; index files are 4 KiB when they exist.
 fn config() -> LogConfig {

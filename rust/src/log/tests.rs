@@ -6,14 +6,15 @@ use crate::records::record::NewRecord;
 use crate::records::record_batch::{self, encode, BatchHeader, BatchOptions, HEADER_SIZE};
 use crate::validation_pool::CONCURRENT_CHECK_MIN_BYTES;
 
-fn batch(n: usize, ts: i64) -> Vec<u8> {
+/// A batch of `n` records of ~110 bytes each, all at timestamp `ts`.
+pub(super) fn batch(n: usize, ts: i64) -> Vec<u8> {
     let recs: Vec<NewRecord> = (0..n)
         .map(|i| NewRecord { offset: i as i64, timestamp: ts, key: Some(vec![i as u8]), value: Some(vec![7; 100]), headers: vec![] })
         .collect();
     encode(&recs, &BatchOptions::default())
 }
 
-fn leader() -> AppendOptions {
+pub(super) fn leader() -> AppendOptions {
     AppendOptions { assign_offsets: true, ..Default::default() }
 }
 
